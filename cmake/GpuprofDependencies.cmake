@@ -1,0 +1,25 @@
+# Third-party libraries, all from Debian packages (the package list is tools/packages.txt).
+# Nothing is vendored and nothing is downloaded at configure or build time.
+find_package(Threads REQUIRED)
+
+find_path(GPUPROF_XXHASH_INCLUDE_DIR xxhash.h)
+find_library(GPUPROF_XXHASH_LIBRARY xxhash)
+if(NOT GPUPROF_XXHASH_INCLUDE_DIR OR NOT GPUPROF_XXHASH_LIBRARY)
+  message(FATAL_ERROR "xxHash not found: install it with `apt-get install libxxhash-dev`.")
+endif()
+add_library(gpuprof_xxhash UNKNOWN IMPORTED)
+set_target_properties(gpuprof_xxhash PROPERTIES
+  IMPORTED_LOCATION "${GPUPROF_XXHASH_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${GPUPROF_XXHASH_INCLUDE_DIR}")
+
+find_path(GPUPROF_CLI11_INCLUDE_DIR CLI/CLI.hpp)
+if(NOT GPUPROF_CLI11_INCLUDE_DIR)
+  message(FATAL_ERROR "CLI11 not found: install it with `apt-get install libcli11-dev`.")
+endif()
+add_library(gpuprof_cli11 INTERFACE)
+target_include_directories(gpuprof_cli11 SYSTEM INTERFACE "${GPUPROF_CLI11_INCLUDE_DIR}")
+
+if(GPUPROF_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  include(GoogleTest)
+endif()

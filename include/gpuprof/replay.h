@@ -1,0 +1,92 @@
+// Kernel replay: the public configuration and result types.
+//
+// A replayed launch runs `passes` times; between passes every byte the kernel can touch is put
+// back, so each pass sees identical inputs. A launch that cannot be replayed safely is declined:
+// it runs exactly once, as the application asked, and its ReplayRecord says why.
+// These are plain value types; the engine (src/replay) fills them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuprof::replay {
+
+enum class RestoreMode : std::uint8_t {
+  kAuto,  // dirty-chunk restore: hash after each pass, write back only chunks that changed (B1)
+  kFull,  // the seed's baseline: every captured byte written back before every pass
+};
+
+std::string_view RestoreModeName(RestoreMode mode) noexcept;
+// Parses "auto" / "full"; false on anything else.
+bool ParseRestoreMode(std::string_view text, RestoreMode* out) noexcept;
+
+// Which launches are replayed (Nsight Compute's -k / -s / -c, rule C4).
+struct KernelSelector {
+  std::string name;          // empty: every kernel; "regex:PATTERN": ECMAScript regex search;
+                             // otherwise the exact kernel name
+  std::uint64_t skip = 0;    // matching launches to let through unreplayed first
+  std::uint64_t count = 0;   // replay at most this many matching launches (0: unlimited)
+};
+
+struct ReplayOptions {
+  int passes = 1;                                  // >= 1; 1 means snapshot-free pass-through
+  RestoreMode restore = RestoreMode::kAuto;
+  std::uint64_t chunk_size = 64 * 1024;            // dirty-detection granularity, > 0
+  std::uint64_t max_symbol_bytes = 1ull << 30;     // module variables above this are skipped (R7)
+  bool strict = false;                             // decline while kernel-writable untracked memory is live (R6)
+  bool determinism_check = true;                   // hash every pass's output and compare (B6)
+  bool replay_side_effect_kernels = false;         // replay printf/malloc kernels anyway (C2)
+  std::chrono::nanoseconds drain_timeout = std::chrono::seconds(10);  // R14
+  KernelSelector selector;
+};
+
+enum class DeclineReason : std::uint8_t {
+  kNone = 0,
+  kIncompleteSnapshot,       // R8/R9: capture failed; details say which region/step
+  kGraphLaunch,              // R11
+  kStreamCapture,            // R11 (CUDA)
+  kMultiDispatch,            // R12: batch or cooperative-group submission of several dispatches
+  kUntrackedWritableMemory,  // R6 strict mode
+  kCollectiveKernel,         // R14: NCCL kernels
+  kDrainTimeout,             // R14
+  kSideEffects,              // C2: device printf / malloc
+  kFinalizing,               // R5: process teardown has begun
+  kRestoreFailed,            // R10: a restore between passes failed; replay stopped early
+  kLaunchFailed,             // a pass failed to launch
+};
+
+std::string_view DeclineReasonName(DeclineReason reason) noexcept;
+
+struct PassRecord {
+  int pass = 0;                          // 1-based
+  std::int64_t start_ns = 0;             // epoch ns when the pass was submitted
+  std::uint64_t duration_ns = 0;         // kernel duration reported by the backend
+  std::uint32_t sm_clock_before_khz = 0;
+  std::uint32_t sm_clock_after_khz = 0;
+  std::uint64_t bytes_restored = 0;      // bytes written back before this pass (0 for pass 1)
+  std::uint64_t regions_restored = 0;
+  std::uint64_t dirty_chunks = 0;        // chunks found changed before this pass
+  std::uint64_t output_hash = 0;         // hash of every captured byte after the pass (0: not computed)
+};
+
+struct ReplayRecord {
+  std::uint64_t launch_index = 0;  // matching launches seen so far on this controller, from 0
+  int device = 0;
+  std::string kernel_name;
+  bool replayed = false;
+  DeclineReason decline_reason = DeclineReason::kNone;
+  std::string decline_detail;
+  RestoreMode restore_mode = RestoreMode::kAuto;
+  std::vector<PassRecord> passes;
+  bool deterministic = true;               // every pass's output hash equal to pass 1's
+  std::vector<int> mismatched_passes;      // passes whose output differs from pass 1
+  std::uint64_t snapshot_regions = 0;
+  std::uint64_t snapshot_bytes = 0;
+  std::uint64_t snapshot_ns = 0;           // time to capture
+  std::uint64_t untracked_writable_bytes = 0;  // live host-mapped/managed/IPC bytes (R6)
+};
+
+}  // namespace gpuprof::replay

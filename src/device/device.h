@@ -1,0 +1,246 @@
+// The abstract device ("agent" in the replay seed) that the replay engine talks to, and the
+// runtime entry-point table that a tool patches to observe allocations, frees, copies and launches.
+//
+// Implementations: device/host (HostDevice: device memory simulated in host memory, with fault
+// injection; the engine's tests run on it) and device/cuda (CudaDevice, driver API).
+//
+// Thread-safety: every Device method may be called from any thread; implementations synchronize
+// internally. Errors: methods return Status/StatusOr and never throw; a failed call leaves device
+// memory as it was or reports what it wrote.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <memory_resource>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuprof/status.h"
+
+namespace gpuprof::device {
+
+// An address in the process's unified device address space (CUdeviceptr on CUDA). 0 is null.
+using DevicePtr = std::uint64_t;
+// Identifies a stream within a runtime; 0 is the default stream of the device.
+using StreamId = std::uint64_t;
+
+// What a pointer refers to. Replay tracks only kDeviceLocal (rule R6); every other kind is
+// excluded and counted.
+enum class MemoryKind : std::uint8_t {
+  kDeviceLocal,      // coarse-grained device memory (cudaMalloc, pools, VMM): tracked, snapshotted
+  kHost,             // host memory the device cannot write
+  kHostMapped,       // pinned host memory mapped into the device's address space
+  kFineGrained,      // fine-grained / coherent device memory
+  kManaged,          // unified (managed) memory
+  kKernelArgument,   // kernel-argument (kernarg) buffers: restoring them would tear live launches
+  kRuntimeInternal,  // runtime/tool-internal executable pools (per-stream kernarg pools, traces)
+  kIpcImported,      // memory imported from another process
+  kUnknown,
+};
+
+std::string_view MemoryKindName(MemoryKind kind) noexcept;
+
+// Excluded memory that a kernel can still write: replay cannot undo such writes, so the bytes
+// are reported with each replay and strict mode declines while any is live (rule R6).
+constexpr bool IsKernelWritableUntracked(MemoryKind kind) noexcept {
+  return kind == MemoryKind::kHostMapped || kind == MemoryKind::kManaged ||
+         kind == MemoryKind::kIpcImported;
+}
+
+// The allocation that contains a pointer, as the device reports it.
+struct PointerInfo {
+  DevicePtr base = 0;
+  std::uint64_t size = 0;
+  MemoryKind kind = MemoryKind::kUnknown;
+  int owner_device = -1;  // ordinal of the owning device; -1 for host memory
+};
+
+// A module-scope __device__ or __constant__ variable of a loaded module.
+struct ModuleVariable {
+  std::string name;
+  DevicePtr address = 0;
+  std::uint64_t size = 0;
+  std::uint64_t module_id = 0;
+  bool is_constant = false;
+};
+
+// Where a snapshot's bytes live. Replay prefers the fastest tier that fits its budget.
+enum class StorageTier : std::uint8_t { kDevice, kPinnedHost, kPageableHost, kFile };
+
+std::string_view StorageTierName(StorageTier tier) noexcept;
+
+// Opaque storage for snapshot copies, created by Device::AllocateBacking and owned by the
+// caller (a snapshot region). Released by destruction; must not outlive its Device.
+class BackingBuffer {
+ public:
+  virtual ~BackingBuffer() = default;
+  virtual std::uint64_t size() const noexcept = 0;
+  virtual StorageTier tier() const noexcept = 0;
+};
+
+// A contiguous byte range relative to some base.
+struct ByteRange {
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  friend bool operator==(const ByteRange&, const ByteRange&) = default;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  virtual int ordinal() const noexcept = 0;
+  virtual std::string name() const = 0;
+
+  // The allocation containing `ptr`, classified. NotFound when no allocation contains it.
+  virtual StatusOr<PointerInfo> QueryPointer(DevicePtr ptr) = 0;
+
+  virtual Status CopyDeviceToHost(void* dst, DevicePtr src, std::uint64_t bytes) = 0;
+  virtual Status CopyHostToDevice(DevicePtr dst, const void* src, std::uint64_t bytes) = 0;
+  virtual Status CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_t bytes) = 0;
+
+  // Storage for `bytes` of snapshot data, in `preferred` or the next slower tier the backend
+  // can provide. ResourceExhausted when nothing fits (the host's bad_alloc included).
+  virtual StatusOr<std::unique_ptr<BackingBuffer>> AllocateBacking(std::uint64_t bytes,
+                                                                   StorageTier preferred) = 0;
+  // device memory [src, src+bytes) -> backing[offset, offset+bytes)
+  virtual Status SaveToBacking(BackingBuffer& dst, std::uint64_t dst_offset, DevicePtr src,
+                               std::uint64_t bytes) = 0;
+  // backing[offset, offset+bytes) -> device memory [dst, dst+bytes)
+  virtual Status RestoreFromBacking(DevicePtr dst, const BackingBuffer& src, std::uint64_t src_offset,
+                                    std::uint64_t bytes) = 0;
+  // Writes each range of `runs` (offsets relative to both `dst` and `src_offset`) back. Backends
+  // with a batched copy override this; the default issues one RestoreFromBacking per run and
+  // stops at the first failure.
+  virtual Status RestoreRunsFromBacking(DevicePtr dst, const BackingBuffer& src,
+                                        std::uint64_t src_offset, std::span<const ByteRange> runs);
+
+  // Hashes device memory [src, src+bytes) in chunks of `chunk_size`;
+  // out.size() must be base::ChunkCount(bytes, chunk_size). Equal bytes give equal hashes on
+  // the same device; the hash function is the backend's own.
+  virtual Status HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
+                            std::span<std::uint64_t> out) = 0;
+
+  // Module-scope variables of every module loaded on this device now, addresses and sizes
+  // (the bytes are read by whoever snapshots them). Unavailable/Internal when enumeration fails.
+  virtual StatusOr<std::vector<ModuleVariable>> EnumerateModuleVariables() = 0;
+
+  // Waits until all work queued on the device has finished. DeadlineExceeded when it has not
+  // drained within `timeout` (nothing is cancelled).
+  virtual Status Synchronize(std::chrono::nanoseconds timeout) = 0;
+
+  // Host memory resource for snapshot metadata (region tables, hash arrays). Backends may
+  // return one that fails on purpose to exercise the metadata-reservation failure path.
+  virtual std::pmr::memory_resource* metadata_resource() noexcept {
+    return std::pmr::get_default_resource();
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Launches
+
+enum class LaunchKind : std::uint8_t {
+  kKernel,             // one kernel, one dispatch
+  kCooperativeKernel,  // one cooperative kernel, one dispatch
+  kBatch,              // a submission holding several dispatches
+  kGraph,              // a graph launch
+};
+
+std::string_view LaunchKindName(LaunchKind kind) noexcept;
+
+// What a backend knows about a launch when it is intercepted.
+struct LaunchRequest {
+  int device = 0;
+  StreamId stream = 0;
+  LaunchKind kind = LaunchKind::kKernel;
+  std::uint32_t dispatch_count = 1;  // dispatches in this submission (1 for a single kernel)
+  std::string kernel_name;           // mangled or plain name of the (first) kernel
+  bool stream_capturing = false;     // the stream (or the process, in global mode) is capturing
+  bool uses_device_printf = false;   // side effects replay would repeat (rule C2)
+  bool uses_device_malloc = false;
+};
+
+// Per-pass timing that a backend measures.
+struct PassTiming {
+  std::uint64_t duration_ns = 0;
+  std::uint32_t sm_clock_before_khz = 0;  // 0 where the backend has no SM clock
+  std::uint32_t sm_clock_after_khz = 0;
+};
+
+// The backend's handle on one intercepted launch, through which the replay controller runs it.
+// Lives for the duration of the intercepting call; not thread-safe.
+class LaunchExecutor {
+ public:
+  virtual ~LaunchExecutor() = default;
+
+  // Submits the launch exactly as the application asked (asynchronous where it was), with its
+  // completion signalled when it finishes. The unreplayed path.
+  virtual Status RunOriginal() = 0;
+
+  // Makes sure everything the launch can touch exists before a snapshot: loads the kernel's
+  // module when modules load lazily, so a module loaded by the launch itself cannot escape the
+  // snapshot (rule R7).
+  virtual Status PrepareForSnapshot() { return OkStatus(); }
+
+  // Runs the kernel once, waits for it to finish, and reports its timing. Does not signal the
+  // application's completion. `pass` counts from 1.
+  virtual StatusOr<PassTiming> RunPass(int pass) = 0;
+
+  // Signals the application's completion; called exactly once, after the last pass.
+  virtual void SignalCompletion() = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Runtime entry points
+
+struct AllocateArgs {
+  int device = 0;
+  std::uint64_t size = 0;
+  MemoryKind kind = MemoryKind::kDeviceLocal;
+  StreamId stream = 0;
+  bool stream_ordered = false;  // cudaMallocAsync-style: valid in stream order
+};
+
+struct FreeArgs {
+  DevicePtr ptr = 0;
+  StreamId stream = 0;
+  bool stream_ordered = false;
+};
+
+enum class TransferKind : std::uint8_t { kCopy, kMemset };
+
+struct TransferArgs {
+  TransferKind kind = TransferKind::kCopy;
+  int device = 0;  // the device whose memory is written (the window this must wait for)
+  DevicePtr dst = 0;
+  DevicePtr src = 0;          // kCopy
+  std::uint8_t value = 0;     // kMemset
+  std::uint64_t bytes = 0;
+  StreamId stream = 0;
+  bool asynchronous = false;
+};
+
+// The runtime's allocate/free/transfer/launch entry points as a table of function pointers, the
+// way HSA exposes its API table. The runtime calls every entry through the table; a tool saves
+// the originals and installs wrappers (replay::Interceptor does, at most once per table).
+// `hook_context` belongs to whoever installed the wrappers (null when none is installed).
+// The table is owned by the runtime and outlives every tool that patches it.
+struct RuntimeApiTable {
+  using AllocateFn = Status (*)(RuntimeApiTable& table, const AllocateArgs& args, DevicePtr* out);
+  using FreeFn = Status (*)(RuntimeApiTable& table, const FreeArgs& args);
+  using TransferFn = Status (*)(RuntimeApiTable& table, const TransferArgs& args);
+  using LaunchFn = Status (*)(RuntimeApiTable& table, const LaunchRequest& request,
+                              LaunchExecutor& executor);
+
+  void* runtime = nullptr;  // the runtime's own state, for the original entries
+  AllocateFn allocate = nullptr;
+  FreeFn free = nullptr;
+  TransferFn transfer = nullptr;
+  LaunchFn launch = nullptr;
+  void* hook_context = nullptr;
+};
+
+}  // namespace gpuprof::device

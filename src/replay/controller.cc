@@ -1,0 +1,286 @@
+#include "replay/controller.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+#include <utility>
+
+#include "base/clock.h"
+#include "base/logging.h"
+#include "replay/snapshot.h"
+
+namespace gpuprof::replay {
+namespace {
+
+constexpr std::string_view kRegexPrefix = "regex:";
+
+bool IsCollectiveKernelName(std::string_view name) {
+  // NCCL's device kernels are named ncclKernel_*, ncclDevKernel_* (mangled: _Z..nccl...).
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower.find("nccl") != std::string::npos;
+}
+
+std::string JoinPasses(const std::vector<int>& passes) {
+  std::string out;
+  for (int pass : passes) {
+    if (!out.empty()) out += ",";
+    out += std::to_string(pass);
+  }
+  return out;
+}
+
+}  // namespace
+
+Controller::Controller(Inventory& inventory, std::vector<device::Device*> devices, ReplayOptions options)
+    : inventory_(inventory),
+      devices_(std::move(devices)),
+      options_(std::move(options)),
+      windows_(std::make_unique<std::shared_mutex[]>(devices_.size())) {
+  const std::string& name = options_.selector.name;
+  if (name.rfind(kRegexPrefix, 0) == 0) {
+    name_regex_ = std::make_unique<std::regex>(name.substr(kRegexPrefix.size()), std::regex::ECMAScript);
+  }
+}
+
+Controller::~Controller() = default;
+
+Status Controller::ValidateOptions(const ReplayOptions& options) {
+  if (options.passes < 1) {
+    return InvalidArgumentError("--passes must be at least 1 (got " + std::to_string(options.passes) + ")");
+  }
+  if (options.chunk_size == 0) return InvalidArgumentError("chunk size must be positive (got 0)");
+  if (options.drain_timeout.count() <= 0) return InvalidArgumentError("drain timeout must be positive");
+  const std::string& name = options.selector.name;
+  if (name.rfind(kRegexPrefix, 0) == 0) {
+    try {
+      std::regex probe(name.substr(kRegexPrefix.size()), std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return InvalidArgumentError("-k " + name + ": not a valid regular expression (" + e.what() +
+                                  "); use -k regex:PATTERN with ECMAScript syntax or -k NAME for an exact name");
+    }
+  }
+  return OkStatus();
+}
+
+std::shared_lock<std::shared_mutex> Controller::EnterDeviceShared(int device) {
+  if (device < 0 || static_cast<std::size_t>(device) >= devices_.size()) return {};
+  return std::shared_lock<std::shared_mutex>(windows_[static_cast<std::size_t>(device)]);
+}
+
+void Controller::SetRecordSink(std::function<void(const ReplayRecord&)> sink) { *sink_.wlock() = std::move(sink); }
+
+std::vector<ReplayRecord> Controller::records() const { return *records_.rlock(); }
+
+void Controller::Publish(const ReplayRecord& record) {
+  records_.wlock()->push_back(record);
+  auto sink = sink_.rlock();
+  if (*sink) (*sink)(record);
+}
+
+Controller::Selection Controller::Select(const device::LaunchRequest& request) {
+  Selection selection;
+  if (options_.passes <= 1) return selection;
+  const std::string& name = options_.selector.name;
+  bool matches = name.empty() || (name_regex_ ? std::regex_search(request.kernel_name, *name_regex_)
+                                              : request.kernel_name == name);
+  if (!matches) return selection;
+  selection.launch_index = matched_launches_.fetch_add(1, std::memory_order_relaxed);
+  if (selection.launch_index < options_.selector.skip) return selection;
+  if (options_.selector.count > 0 &&
+      replayed_launches_.fetch_add(1, std::memory_order_relaxed) >= options_.selector.count) {
+    return selection;
+  }
+  selection.selected = true;
+  return selection;
+}
+
+Status Controller::RunUnreplayed(const device::LaunchRequest& request, device::LaunchExecutor& executor) {
+  auto shared = EnterDeviceShared(request.device);
+  return executor.RunOriginal();
+}
+
+Status Controller::Dispatch(const device::LaunchRequest& request, device::LaunchExecutor& executor) {
+  Selection selection = Select(request);
+  if (!selection.selected) return RunUnreplayed(request, executor);
+
+  ReplayRecord record;
+  record.launch_index = selection.launch_index;
+  record.device = request.device;
+  record.kernel_name = request.kernel_name;
+  record.restore_mode = options_.restore;
+
+  device::Device* device = request.device >= 0 && static_cast<std::size_t>(request.device) < devices_.size()
+                               ? devices_[static_cast<std::size_t>(request.device)]
+                               : nullptr;
+  if (device == nullptr) {
+    GPUPROF_LOG(kWarning) << "replay: launch of " << request.kernel_name << " names unknown device "
+                          << request.device << "; it runs once";
+    return RunUnreplayed(request, executor);
+  }
+  auto decline = [&](DeclineReason reason, std::string detail) {
+    // Declines decided before the window run on the ordinary path (window held shared).
+    record.decline_reason = reason;
+    record.decline_detail = std::move(detail);
+    if (reason != DeclineReason::kGraphLaunch) {
+      GPUPROF_LOG(kWarning) << "replay declined for " << record.kernel_name << " on device " << record.device
+                            << " (" << DeclineReasonName(reason) << "): " << record.decline_detail
+                            << "; it runs once";
+    }
+    Status status = RunUnreplayed(request, executor);
+    Publish(record);
+    return status;
+  };
+
+  if (inventory_.finalizing()) return decline(DeclineReason::kFinalizing, "process finalization has begun");
+  if (request.kind == device::LaunchKind::kGraph) {
+    if (!warned_graph_.exchange(true, std::memory_order_relaxed)) {
+      GPUPROF_LOG(kWarning) << "graph launches are not replayed; each runs once (this warning is shown once)";
+    }
+    return decline(DeclineReason::kGraphLaunch, "graph launches are not replayed");
+  }
+  if (request.stream_capturing) {
+    return decline(DeclineReason::kStreamCapture,
+                   "the stream is capturing; draining or copying would break the capture");
+  }
+  if (request.kind == device::LaunchKind::kBatch || request.dispatch_count != 1) {
+    return decline(DeclineReason::kMultiDispatch,
+                   "submission holds " + std::to_string(request.dispatch_count) +
+                       " dispatches; only single-kernel launches are replayed");
+  }
+  if (!options_.replay_side_effect_kernels && (request.uses_device_printf || request.uses_device_malloc)) {
+    return decline(DeclineReason::kSideEffects,
+                   std::string("kernel uses device ") + (request.uses_device_printf ? "printf" : "malloc") +
+                       ", whose effects replay would repeat; pass the replay-side-effects option to replay anyway");
+  }
+  if (IsCollectiveKernelName(request.kernel_name)) {
+    return decline(DeclineReason::kCollectiveKernel,
+                   "collective (NCCL) kernels wait on other processes and cannot be replayed safely");
+  }
+  if (options_.strict) {
+    std::uint64_t untracked = inventory_.untracked_writable_live_bytes();
+    if (untracked > 0) {
+      record.untracked_writable_bytes = untracked;
+      return decline(DeclineReason::kUntrackedWritableMemory,
+                     std::to_string(untracked) +
+                         " bytes of host-mapped/managed/IPC memory are live and cannot be restored (strict mode)");
+    }
+  }
+  return Replay(*device, std::move(record), executor);
+}
+
+Status Controller::Replay(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor) {
+  std::unique_lock<std::shared_mutex> window(windows_[static_cast<std::size_t>(device.ordinal())]);
+
+  // Declines decided inside the window run once while still holding it (R9).
+  auto decline_in_window = [&](DeclineReason reason, std::string detail) {
+    record.decline_reason = reason;
+    record.decline_detail = std::move(detail);
+    GPUPROF_LOG(kWarning) << "replay declined for " << record.kernel_name << " on device " << record.device
+                          << " (" << DeclineReasonName(reason) << "): " << record.decline_detail
+                          << "; it runs once";
+    Status status = executor.RunOriginal();
+    Publish(record);
+    return status;
+  };
+
+  // Everything queued before this launch must land before the snapshot; bounded (R14).
+  if (Status drained = device.Synchronize(options_.drain_timeout); !drained.ok()) {
+    return decline_in_window(DeclineReason::kDrainTimeout, "device did not drain: " + drained.ToString());
+  }
+  if (Status prepared = executor.PrepareForSnapshot(); !prepared.ok()) {
+    return decline_in_window(DeclineReason::kIncompleteSnapshot,
+                             "loading the kernel's module failed: " + prepared.ToString());
+  }
+  record.untracked_writable_bytes = inventory_.untracked_writable_live_bytes();
+
+  SnapshotOptions snapshot_options;
+  snapshot_options.chunk_size = options_.chunk_size;
+  snapshot_options.max_symbol_bytes = options_.max_symbol_bytes;
+  std::int64_t capture_start = base::MonotonicNowNs();
+  Snapshot snapshot = Snapshot::Capture(device, inventory_, snapshot_options);
+  record.snapshot_ns = static_cast<std::uint64_t>(base::MonotonicNowNs() - capture_start);
+  if (!snapshot.ok()) return decline_in_window(DeclineReason::kIncompleteSnapshot, snapshot.failure());
+  record.snapshot_regions = snapshot.regions().size();
+  record.snapshot_bytes = snapshot.total_bytes();
+
+  const bool need_output = options_.determinism_check || options_.restore == RestoreMode::kAuto;
+  std::optional<OutputState> output;
+  for (int pass = 1; pass <= options_.passes; ++pass) {
+    PassRecord pass_record;
+    pass_record.pass = pass;
+    if (pass > 1) {
+      RestoreMode mode = output ? options_.restore : RestoreMode::kFull;
+      RestoreStats restored = snapshot.Restore(device, inventory_, mode, output ? &*output : nullptr);
+      if (restored.regions_failed > 0) {
+        // Some region still holds the previous pass's output. One full retry; if that fails too,
+        // stop: running again on different inputs would both mismeasure and corrupt.
+        RestoreStats retry = snapshot.Restore(device, inventory_, RestoreMode::kFull, nullptr);
+        restored.bytes_restored += retry.bytes_restored;
+        restored.dirty_chunks += retry.dirty_chunks;
+        restored.regions_failed = retry.regions_failed;
+        restored.regions_restored = retry.regions_restored;
+        if (retry.regions_failed > 0) {
+          record.decline_reason = DeclineReason::kRestoreFailed;
+          record.decline_detail = std::to_string(retry.regions_failed) + " region(s) could not be written back before pass " +
+                                  std::to_string(pass) + "; replay stopped after pass " + std::to_string(pass - 1);
+          GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail
+                              << "; device memory may differ from an unreplayed run";
+          break;
+        }
+      }
+      pass_record.bytes_restored = restored.bytes_restored;
+      pass_record.regions_restored = restored.regions_restored;
+      pass_record.dirty_chunks = restored.dirty_chunks;
+    }
+    pass_record.start_ns = base::EpochNowNs();
+    StatusOr<device::PassTiming> timing = executor.RunPass(pass);
+    if (!timing.ok()) {
+      if (pass == 1) {
+        // The application's own launch failed: that is its error to see, not a replay problem.
+        Publish(record);
+        return timing.status();
+      }
+      record.decline_reason = DeclineReason::kLaunchFailed;
+      record.decline_detail = "pass " + std::to_string(pass) + " failed to launch: " + timing.status().ToString();
+      GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail;
+      break;
+    }
+    pass_record.duration_ns = timing->duration_ns;
+    pass_record.sm_clock_before_khz = timing->sm_clock_before_khz;
+    pass_record.sm_clock_after_khz = timing->sm_clock_after_khz;
+    output.reset();
+    if (need_output && (options_.determinism_check || pass < options_.passes)) {
+      StatusOr<OutputState> inspected = snapshot.Inspect(device, inventory_);
+      if (inspected.ok()) {
+        output = std::move(inspected).value();
+        pass_record.output_hash = output->output_hash;
+      } else {
+        GPUPROF_LOG(kWarning) << "replay of " << record.kernel_name << ": hashing pass " << pass
+                              << " output failed (" << inspected.status().ToString()
+                              << "); the next restore writes everything back";
+      }
+    }
+    record.passes.push_back(pass_record);
+  }
+
+  if (options_.determinism_check && !record.passes.empty() && record.passes.front().output_hash != 0) {
+    std::uint64_t reference = record.passes.front().output_hash;
+    for (const PassRecord& pass : record.passes) {
+      if (pass.output_hash != 0 && pass.output_hash != reference) record.mismatched_passes.push_back(pass.pass);
+    }
+    record.deterministic = record.mismatched_passes.empty();
+    if (!record.deterministic) {
+      GPUPROF_LOG(kWarning) << "kernel " << record.kernel_name << " on device " << record.device
+                            << " is nondeterministic: pass(es) " << JoinPasses(record.mismatched_passes)
+                            << " wrote different bytes than pass 1 from identical inputs";
+    }
+  }
+  record.replayed = record.decline_reason == DeclineReason::kNone;
+  executor.SignalCompletion();
+  Publish(record);
+  return OkStatus();
+}
+
+}  // namespace gpuprof::replay

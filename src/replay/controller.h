@@ -1,0 +1,81 @@
+// The replay controller (rules R9, R11–R14, B6, C2, C4): decides per launch whether to replay,
+// and runs the replay window.
+//
+// For a selected single-kernel launch it takes the device's window exclusively, drains the
+// device (bounded), captures a snapshot, runs pass 1, and for passes 2..N restores and runs
+// again; the application's completion is signalled once, after the last pass. Anything it cannot
+// replay safely is declined: the launch runs exactly once with its original completion
+// semantics, one warning line names the reason, and the ReplayRecord carries it.
+//
+// Thread-safety: Dispatch may be called from any number of threads. Ordinary launches, frees and
+// transfers on a device hold its window shared (EnterDeviceShared); a replay holds it exclusive,
+// so none of them interleave with a window (R13, B5). Lock order: window, then inventory.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <shared_mutex>
+#include <vector>
+
+#include "base/synchronized.h"
+#include "device/device.h"
+#include "gpuprof/replay.h"
+#include "replay/inventory.h"
+
+namespace gpuprof::replay {
+
+class Controller {
+ public:
+  // `devices[i]` is the device of ordinal i; all must outlive the controller. Options must have
+  // passed ValidateOptions.
+  Controller(Inventory& inventory, std::vector<device::Device*> devices, ReplayOptions options);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // InvalidArgument naming the option and the accepted values.
+  static Status ValidateOptions(const ReplayOptions& options);
+
+  // Runs one intercepted launch, replayed or not. Returns the status of the application's launch
+  // (an error only when even the single unreplayed run could not be submitted); replay problems
+  // never become the application's error.
+  Status Dispatch(const device::LaunchRequest& request, device::LaunchExecutor& executor);
+
+  // Holds `device`'s window shared for the lifetime of the returned lock (no-op lock for an
+  // unknown ordinal).
+  std::shared_lock<std::shared_mutex> EnterDeviceShared(int device);
+
+  // Receives every record as it completes (replayed or declined), on the dispatching thread.
+  void SetRecordSink(std::function<void(const ReplayRecord&)> sink);
+  // Every record so far, in completion order.
+  std::vector<ReplayRecord> records() const;
+
+  const ReplayOptions& options() const noexcept { return options_; }
+
+ private:
+  struct Selection {
+    bool selected = false;
+    std::uint64_t launch_index = 0;
+  };
+  Selection Select(const device::LaunchRequest& request);
+  Status RunUnreplayed(const device::LaunchRequest& request, device::LaunchExecutor& executor);
+  Status Replay(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor);
+  void Publish(const ReplayRecord& record);
+
+  Inventory& inventory_;
+  std::vector<device::Device*> devices_;
+  ReplayOptions options_;
+  std::unique_ptr<std::regex> name_regex_;
+  std::unique_ptr<std::shared_mutex[]> windows_;
+  std::atomic<bool> warned_graph_{false};
+  std::atomic<std::uint64_t> matched_launches_{0};
+  std::atomic<std::uint64_t> replayed_launches_{0};
+  base::Synchronized<std::vector<ReplayRecord>> records_;
+  base::Synchronized<std::function<void(const ReplayRecord&)>> sink_;
+};
+
+}  // namespace gpuprof::replay

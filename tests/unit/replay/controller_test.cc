@@ -1,0 +1,464 @@
+#include "replay/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/hash.h"
+#include "base/logging.h"
+#include "device/host/host_platform.h"
+#include "fakes/replay_rig.h"
+
+namespace gpuprof::replay {
+namespace {
+
+using device::DevicePtr;
+using device::host::CompletionSignal;
+using device::host::FaultPoint;
+using device::host::Kernel;
+using device::host::KernelContext;
+using device::host::ModuleSpec;
+using device::host::ModuleVariableSpec;
+using gpuprof::testing::ReplayRig;
+
+std::uint32_t* Words(DevicePtr p) { return reinterpret_cast<std::uint32_t*>(p); }
+
+// Records, per pass, the hash of the bytes a kernel read before writing, and how often it ran.
+class InputLog {
+ public:
+  void Record(const KernelContext& context, const void* data, std::size_t size) {
+    std::lock_guard<std::mutex> lock(mu_);
+    passes_.push_back(context.pass);
+    hashes_.push_back(base::HashBytes(data, size));
+  }
+  int runs() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int>(passes_.size());
+  }
+  bool AllInputsIdentical() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (std::uint64_t h : hashes_) {
+      if (h != hashes_.front()) return false;
+    }
+    return !hashes_.empty();
+  }
+  std::vector<int> passes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return passes_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<int> passes_;
+  std::vector<std::uint64_t> hashes_;
+};
+
+// x[i] = x[i] * 3 + 1 over `count` words: compounds across passes unless memory is restored.
+Kernel InPlaceUpdate(DevicePtr buffer, std::size_t count, InputLog* log, std::string name = "in_place_update") {
+  return Kernel{std::move(name), [=](const KernelContext& context) {
+                  std::uint32_t* x = Words(buffer);
+                  log->Record(context, x, count * sizeof(std::uint32_t));
+                  for (std::size_t i = 0; i < count; ++i) x[i] = x[i] * 3 + 1;
+                }};
+}
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  Controller& Configure(int passes, RestoreMode mode = RestoreMode::kAuto) {
+    ReplayOptions options;
+    options.passes = passes;
+    options.restore = mode;
+    options.chunk_size = 4096;
+    options_ = options;
+    return rig_.Configure(options);
+  }
+  Controller& Configure(const ReplayOptions& options) {
+    options_ = options;
+    return rig_.Configure(options);
+  }
+
+  DevicePtr AllocWords(int device, std::size_t count, std::uint32_t first = 0) {
+    auto ptr = rig_.platform().Malloc(device, count * sizeof(std::uint32_t));
+    EXPECT_TRUE(ptr.ok()) << ptr.status().ToString();
+    for (std::size_t i = 0; i < count; ++i) Words(*ptr)[i] = first + static_cast<std::uint32_t>(i);
+    return *ptr;
+  }
+
+  void LaunchAndWait(const Kernel& kernel, int device = 0, CompletionSignal* signal = nullptr) {
+    auto& platform = rig_.platform();
+    ASSERT_TRUE(platform.Launch(platform.DefaultStream(device), kernel, signal).ok());
+    ASSERT_TRUE(platform.DeviceSynchronize(device).ok());
+  }
+
+  std::vector<ReplayRecord> Records() { return rig_.controller()->records(); }
+
+  ReplayRig rig_;
+  ReplayOptions options_;
+};
+
+TEST_F(ControllerTest, ReplaysAnInPlaceUpdateWithIdenticalInputsEveryPass) {
+  Configure(4);
+  constexpr std::size_t kCount = 5000;
+  DevicePtr buffer = AllocWords(0, kCount, 1);
+  InputLog log;
+  CompletionSignal signal;
+  LaunchAndWait(InPlaceUpdate(buffer, kCount, &log), 0, &signal);
+  EXPECT_EQ(log.passes(), (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_TRUE(log.AllInputsIdentical());
+  EXPECT_EQ(signal.count(), 1) << "the application's completion is signalled exactly once";
+  for (std::size_t i = 0; i < kCount; ++i) {
+    ASSERT_EQ(Words(buffer)[i], (1 + static_cast<std::uint32_t>(i)) * 3 + 1) << "word " << i;
+  }
+  auto records = Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_TRUE(records[0].replayed);
+  EXPECT_TRUE(records[0].deterministic);
+  ASSERT_EQ(records[0].passes.size(), 4u);
+  EXPECT_EQ(records[0].passes[0].bytes_restored, 0u);
+  EXPECT_EQ(records[0].passes[1].bytes_restored, kCount * sizeof(std::uint32_t));
+  EXPECT_EQ(records[0].snapshot_bytes, kCount * sizeof(std::uint32_t));
+}
+
+TEST_F(ControllerTest, DeviceCounterIncrementIsUndoneBetweenPasses) {
+  Configure(3);
+  ModuleSpec spec;
+  spec.name = "counters";
+  spec.variables.push_back(ModuleVariableSpec{"launches", 4, false, {}});
+  auto module = rig_.platform().LoadModule(0, spec);
+  ASSERT_TRUE(module.ok());
+  DevicePtr counter = *rig_.platform().VariableAddress(*module, "launches");
+  InputLog log;
+  Kernel bump{"bump", [&](const KernelContext& context) {
+                log.Record(context, Words(counter), 4);
+                Words(counter)[0] += 1;
+              }};
+  bump.module = *module;
+  LaunchAndWait(bump);
+  LaunchAndWait(bump);
+  EXPECT_EQ(Words(counter)[0], 2u) << "two launches, each replayed 3 times, count 2";
+  EXPECT_EQ(log.runs(), 6);
+}
+
+TEST_F(ControllerTest, IncompleteSnapshotRunsTheKernelExactlyOnce) {
+  Configure(5);
+  constexpr std::size_t kCount = 1000;
+  DevicePtr buffer = AllocWords(0, kCount, 1);
+  AllocWords(0, 10);
+  rig_.platform().InjectFault(FaultPoint::kSaveCopy, 1, 1);
+  InputLog log;
+  CompletionSignal signal;
+  base::ScopedLogCapture warnings;
+  LaunchAndWait(InPlaceUpdate(buffer, kCount, &log), 0, &signal);
+  EXPECT_EQ(log.passes(), (std::vector<int>{0})) << "declined: one ordinary run";
+  EXPECT_EQ(signal.count(), 1);
+  EXPECT_EQ(Words(buffer)[0], 4u);
+  auto records = Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_FALSE(records[0].replayed);
+  EXPECT_EQ(records[0].decline_reason, DeclineReason::kIncompleteSnapshot);
+  EXPECT_NE(records[0].decline_detail.find("capturing allocation"), std::string::npos);
+  EXPECT_EQ(warnings.Count("replay declined for in_place_update"), 1);
+}
+
+TEST_F(ControllerTest, GraphLaunchRunsOnceAndWarnsOncePerProcess) {
+  Configure(3);
+  DevicePtr buffer = AllocWords(0, 64);
+  InputLog log;
+  base::ScopedLogCapture warnings;
+  std::vector<Kernel> graph{InPlaceUpdate(buffer, 64, &log, "node_a"), InPlaceUpdate(buffer, 64, &log, "node_b")};
+  auto& platform = rig_.platform();
+  ASSERT_TRUE(platform.LaunchGraph(platform.DefaultStream(0), graph).ok());
+  ASSERT_TRUE(platform.LaunchGraph(platform.DefaultStream(0), graph).ok());
+  ASSERT_TRUE(platform.DeviceSynchronize(0).ok());
+  EXPECT_EQ(log.runs(), 4) << "each graph node ran once per graph launch";
+  EXPECT_EQ(warnings.Count("graph launches are not replayed"), 1);
+  auto records = Records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[1].decline_reason, DeclineReason::kGraphLaunch);
+}
+
+TEST_F(ControllerTest, LaunchIntoACapturingStreamIsDeclined) {
+  Configure(3);
+  DevicePtr buffer = AllocWords(0, 64);
+  InputLog log;
+  auto& platform = rig_.platform();
+  auto stream = platform.CreateStream(0);
+  ASSERT_TRUE(stream.ok());
+  platform.SetStreamCapturing(*stream, true);
+  ASSERT_TRUE(platform.Launch(*stream, InPlaceUpdate(buffer, 64, &log)).ok());
+  ASSERT_TRUE(platform.StreamSynchronize(*stream).ok());
+  EXPECT_EQ(log.runs(), 1);
+  ASSERT_EQ(Records().size(), 1u);
+  EXPECT_EQ(Records()[0].decline_reason, DeclineReason::kStreamCapture);
+}
+
+TEST_F(ControllerTest, MultiDispatchSubmissionTakesTheNormalPath) {
+  Configure(3);
+  DevicePtr buffer = AllocWords(0, 64, 1);
+  InputLog log;
+  auto& platform = rig_.platform();
+  ASSERT_TRUE(platform
+                  .LaunchBatch(platform.DefaultStream(0),
+                               {InPlaceUpdate(buffer, 64, &log, "first"), InPlaceUpdate(buffer, 64, &log, "second")})
+                  .ok());
+  ASSERT_TRUE(platform.DeviceSynchronize(0).ok());
+  EXPECT_EQ(log.runs(), 2);
+  EXPECT_EQ(Words(buffer)[0], 13u);  // (1*3+1)*3+1: each dispatch exactly once
+  ASSERT_EQ(Records().size(), 1u);
+  EXPECT_EQ(Records()[0].decline_reason, DeclineReason::kMultiDispatch);
+}
+
+TEST_F(ControllerTest, ModuleLoadedLazilyByTheLaunchIsInTheSnapshot) {
+  Configure(3);
+  ModuleSpec spec;
+  spec.name = "lazy";
+  spec.lazy = true;
+  spec.variables.push_back(ModuleVariableSpec{"state", 4, false, {5, 0, 0, 0}});
+  auto module = rig_.platform().LoadModule(0, spec);
+  ASSERT_TRUE(module.ok());
+  ASSERT_FALSE(rig_.platform().ModuleLoaded(*module));
+  InputLog log;
+  Kernel mutate{"mutate_own_global", [&](const KernelContext& context) {
+                  DevicePtr state = *rig_.platform().VariableAddress(*module, "state");
+                  log.Record(context, Words(state), 4);
+                  Words(state)[0] *= 2;
+                }};
+  mutate.module = *module;
+  LaunchAndWait(mutate);  // the first launch loads the module
+  EXPECT_TRUE(log.AllInputsIdentical()) << "a module loaded inside the launch escaped the snapshot";
+  EXPECT_EQ(log.runs(), 3);
+  EXPECT_EQ(Words(*rig_.platform().VariableAddress(*module, "state"))[0], 10u);
+}
+
+TEST_F(ControllerTest, NondeterministicKernelIsFlaggedEveryTime) {
+  Configure(3);
+  DevicePtr buffer = AllocWords(0, 16);
+  std::atomic<std::uint32_t> clock{100};
+  Kernel timer{"write_timer", [&](const KernelContext&) { Words(buffer)[0] = clock.fetch_add(1); }};
+  base::ScopedLogCapture warnings;
+  LaunchAndWait(timer);
+  LaunchAndWait(timer);
+  auto records = Records();
+  ASSERT_EQ(records.size(), 2u);
+  for (const ReplayRecord& record : records) {
+    EXPECT_FALSE(record.deterministic);
+    EXPECT_EQ(record.mismatched_passes, (std::vector<int>{2, 3}));
+  }
+  EXPECT_EQ(warnings.Count("is nondeterministic"), 2);
+}
+
+TEST_F(ControllerTest, DeterministicKernelIsNotFlagged) {
+  Configure(3);
+  DevicePtr buffer = AllocWords(0, 100);
+  InputLog log;
+  LaunchAndWait(InPlaceUpdate(buffer, 100, &log));
+  ASSERT_EQ(Records().size(), 1u);
+  EXPECT_TRUE(Records()[0].deterministic);
+  EXPECT_TRUE(Records()[0].mismatched_passes.empty());
+  const auto& passes = Records()[0].passes;
+  EXPECT_EQ(passes[0].output_hash, passes[2].output_hash);
+}
+
+TEST_F(ControllerTest, AutoRestoreWritesBackOnlyWhatTheKernelChangedAndFullEverything) {
+  constexpr std::size_t kWords = 64 * 1024;  // 256 KiB = 64 chunks of 4 KiB
+  for (RestoreMode mode : {RestoreMode::kAuto, RestoreMode::kFull}) {
+    ReplayRig rig;
+    ReplayOptions options;
+    options.passes = 3;
+    options.restore = mode;
+    options.chunk_size = 4096;
+    rig.Configure(options);
+    DevicePtr buffer = *rig.platform().Malloc(0, kWords * 4);
+    std::memset(Words(buffer), 0, kWords * 4);
+    InputLog log;
+    Kernel partial{"partial_write", [&](const KernelContext& context) {
+                     log.Record(context, Words(buffer), kWords * 4);
+                     Words(buffer)[10] += 1;     // chunk 0
+                     Words(buffer)[40000] += 1;  // chunk 39
+                   }};
+    ASSERT_TRUE(rig.platform().Launch(rig.platform().DefaultStream(0), partial).ok());
+    ASSERT_TRUE(rig.platform().DeviceSynchronize(0).ok());
+    EXPECT_TRUE(log.AllInputsIdentical()) << RestoreModeName(mode);
+    auto records = rig.controller()->records();
+    ASSERT_EQ(records.size(), 1u);
+    const PassRecord& second = records[0].passes.at(1);
+    if (mode == RestoreMode::kAuto) {
+      EXPECT_EQ(second.bytes_restored, 2u * 4096);
+      EXPECT_EQ(second.dirty_chunks, 2u);
+    } else {
+      EXPECT_EQ(second.bytes_restored, kWords * 4);
+    }
+    EXPECT_EQ(Words(buffer)[10], 1u);
+    EXPECT_EQ(Words(buffer)[40000], 1u);
+  }
+}
+
+TEST_F(ControllerTest, StrictModeDeclinesWhileKernelWritableUntrackedMemoryIsLive) {
+  ReplayOptions options;
+  options.passes = 3;
+  options.strict = true;
+  Configure(options);
+  DevicePtr buffer = AllocWords(0, 16);
+  auto managed = rig_.platform().Malloc(0, 4096, device::MemoryKind::kManaged);
+  ASSERT_TRUE(managed.ok());
+  InputLog log;
+  LaunchAndWait(InPlaceUpdate(buffer, 16, &log));
+  EXPECT_EQ(log.runs(), 1);
+  ASSERT_EQ(Records().size(), 1u);
+  EXPECT_EQ(Records()[0].decline_reason, DeclineReason::kUntrackedWritableMemory);
+  EXPECT_EQ(Records()[0].untracked_writable_bytes, 4096u);
+  ASSERT_TRUE(rig_.platform().Free(*managed).ok());
+  LaunchAndWait(InPlaceUpdate(buffer, 16, &log));
+  EXPECT_EQ(log.runs(), 4);
+  EXPECT_TRUE(Records()[1].replayed);
+}
+
+TEST_F(ControllerTest, NonStrictModeReplaysAndReportsUntrackedWritableBytes) {
+  Configure(2);
+  DevicePtr buffer = AllocWords(0, 16);
+  ASSERT_TRUE(rig_.platform().Malloc(0, 1000, device::MemoryKind::kHostMapped).ok());
+  InputLog log;
+  LaunchAndWait(InPlaceUpdate(buffer, 16, &log));
+  ASSERT_EQ(Records().size(), 1u);
+  EXPECT_TRUE(Records()[0].replayed);
+  EXPECT_EQ(Records()[0].untracked_writable_bytes, 1000u);
+}
+
+TEST_F(ControllerTest, DeviceThatDoesNotDrainDeclinesInsteadOfHanging) {
+  ReplayOptions options;
+  options.passes = 3;
+  options.drain_timeout = std::chrono::milliseconds(50);
+  Configure(options);
+  auto& platform = rig_.platform();
+  DevicePtr buffer = AllocWords(0, 16, 1);
+  auto stuck = platform.CreateStream(0);
+  ASSERT_TRUE(stuck.ok());
+  platform.StallStream(*stuck);
+  ASSERT_TRUE(platform.MemsetAsync(*stuck, buffer, 0, 4).ok());  // waits on a "peer" forever
+  InputLog log;
+  auto other = platform.CreateStream(0);
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(platform.Launch(*other, InPlaceUpdate(buffer, 16, &log)).ok());
+  ASSERT_TRUE(platform.StreamSynchronize(*other).ok());
+  ASSERT_EQ(Records().size(), 1u);
+  EXPECT_EQ(Records()[0].decline_reason, DeclineReason::kDrainTimeout);
+  EXPECT_EQ(log.runs(), 1);
+  platform.ReleaseStream(*stuck);
+  ASSERT_TRUE(platform.DeviceSynchronize(0).ok());
+}
+
+TEST_F(ControllerTest, PendingWorkOnOtherStreamsLandsBeforeTheSnapshot) {
+  ReplayOptions options;
+  options.passes = 3;
+  options.selector.name = "in_place_update";
+  Configure(options);
+  auto& platform = rig_.platform();
+  DevicePtr buffer = AllocWords(0, 256, 0);
+  auto producer = platform.CreateStream(0);
+  ASSERT_TRUE(producer.ok());
+  Kernel slow_writer{"slow_writer", [&](const KernelContext&) {
+                       std::this_thread::sleep_for(std::chrono::milliseconds(30));
+                       for (int i = 0; i < 256; ++i) Words(buffer)[i] = 7;
+                     }};
+  // Not selected for replay (another kernel name), asynchronous on its own stream.
+  ASSERT_TRUE(platform.Launch(*producer, slow_writer).ok());
+  InputLog log;
+  ASSERT_TRUE(platform.Launch(platform.DefaultStream(0), InPlaceUpdate(buffer, 256, &log)).ok());
+  ASSERT_TRUE(platform.DeviceSynchronize(0).ok());
+  EXPECT_TRUE(log.AllInputsIdentical());
+  EXPECT_EQ(Words(buffer)[0], 22u) << "pass inputs were the drained (written) bytes";
+}
+
+TEST_F(ControllerTest, CollectiveAndSideEffectKernelsAreDeclinedByDefault) {
+  Configure(3);
+  DevicePtr buffer = AllocWords(0, 16);
+  InputLog log;
+  LaunchAndWait(InPlaceUpdate(buffer, 16, &log, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
+  Kernel printer = InPlaceUpdate(buffer, 16, &log, "printer");
+  printer.uses_device_printf = true;
+  LaunchAndWait(printer);
+  EXPECT_EQ(log.runs(), 2);
+  auto records = Records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].decline_reason, DeclineReason::kCollectiveKernel);
+  EXPECT_EQ(records[1].decline_reason, DeclineReason::kSideEffects);
+}
+
+TEST_F(ControllerTest, SideEffectKernelsAreReplayedWhenAsked) {
+  ReplayOptions options;
+  options.passes = 3;
+  options.replay_side_effect_kernels = true;
+  Configure(options);
+  DevicePtr buffer = AllocWords(0, 16);
+  InputLog log;
+  Kernel printer = InPlaceUpdate(buffer, 16, &log, "printer");
+  printer.uses_device_printf = true;
+  LaunchAndWait(printer);
+  EXPECT_EQ(log.runs(), 3);
+}
+
+TEST_F(ControllerTest, SelectorMatchesByNameOrRegexAndHonoursSkipAndCount) {
+  ReplayOptions options;
+  options.passes = 2;
+  options.selector.name = "regex:^gemm_";
+  options.selector.skip = 1;
+  options.selector.count = 2;
+  Configure(options);
+  DevicePtr buffer = AllocWords(0, 16);
+  InputLog gemm_log;
+  InputLog other_log;
+  for (int i = 0; i < 5; ++i) LaunchAndWait(InPlaceUpdate(buffer, 16, &gemm_log, "gemm_" + std::to_string(i)));
+  LaunchAndWait(InPlaceUpdate(buffer, 16, &other_log, "softmax"));
+  EXPECT_EQ(gemm_log.runs(), 1 + 2 * 2 + 2);  // skipped one, replayed two, two over the cap
+  EXPECT_EQ(other_log.runs(), 1);
+  auto records = Records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].kernel_name, "gemm_1");
+  EXPECT_EQ(records[1].kernel_name, "gemm_2");
+}
+
+TEST_F(ControllerTest, FailedRestoreIsRetriedSoEveryPassStillSeesIdenticalInputs) {
+  Configure(3);
+  DevicePtr buffer = AllocWords(0, 2048, 1);
+  InputLog log;
+  rig_.platform().InjectFault(FaultPoint::kRestoreCopy, 1, 0);
+  LaunchAndWait(InPlaceUpdate(buffer, 2048, &log));
+  EXPECT_EQ(rig_.platform().FaultsFired(FaultPoint::kRestoreCopy), 1);
+  EXPECT_EQ(log.runs(), 3);
+  EXPECT_TRUE(log.AllInputsIdentical());
+  EXPECT_EQ(Words(buffer)[5], 6u * 3 + 1);
+  EXPECT_TRUE(Records().at(0).replayed);
+}
+
+TEST_F(ControllerTest, RestoreThatKeepsFailingStopsTheReplay) {
+  Configure(4);
+  DevicePtr buffer = AllocWords(0, 2048, 1);
+  InputLog log;
+  rig_.platform().InjectFault(FaultPoint::kRestoreCopy, 100, 0);
+  LaunchAndWait(InPlaceUpdate(buffer, 2048, &log));
+  EXPECT_EQ(log.runs(), 1) << "no pass may run on inputs that were not restored";
+  EXPECT_EQ(Records().at(0).decline_reason, DeclineReason::kRestoreFailed);
+  EXPECT_EQ(Words(buffer)[0], 4u);
+}
+
+TEST(ControllerOptionsTest, ValidateOptionsNamesTheBadOption) {
+  ReplayOptions options;
+  options.passes = 0;
+  Status status = Controller::ValidateOptions(options);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("--passes"), std::string::npos);
+  options.passes = 2;
+  options.selector.name = "regex:([unclosed";
+  status = Controller::ValidateOptions(options);
+  EXPECT_NE(status.message().find("regular expression"), std::string::npos);
+  options.selector.name = "regex:^ok$";
+  EXPECT_TRUE(Controller::ValidateOptions(options).ok());
+}
+
+}  // namespace
+}  // namespace gpuprof::replay
