@@ -13,6 +13,8 @@ namespace gpuprof::replay {
 namespace {
 
 constexpr std::string_view kRegexPrefix = "regex:";
+// Full restores attempted after one that had a failed copy, before the replay is stopped.
+constexpr int kRestoreRetries = 3;
 
 bool IsCollectiveKernelName(std::string_view name) {
   // NCCL's device kernels are named ncclKernel_*, ncclDevKernel_* (mangled: _Z..nccl...).
@@ -50,8 +52,10 @@ Status Controller::ValidateOptions(const ReplayOptions& options) {
   if (options.passes < 1) {
     return InvalidArgumentError("--passes must be at least 1 (got " + std::to_string(options.passes) + ")");
   }
-  if (options.chunk_size == 0) return InvalidArgumentError("chunk size must be positive (got 0)");
-  if (options.drain_timeout.count() <= 0) return InvalidArgumentError("drain timeout must be positive");
+  if (options.chunk_size == 0) return InvalidArgumentError("the dirty-detection chunk size must be positive (got 0 bytes)");
+  if (options.drain_timeout.count() <= 0) {
+    return InvalidArgumentError("the drain timeout must be positive (got " + std::to_string(options.drain_timeout.count()) + " ns)");
+  }
   const std::string& name = options.selector.name;
   if (name.rfind(kRegexPrefix, 0) == 0) {
     try {
@@ -213,22 +217,24 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
     if (pass > 1) {
       RestoreMode mode = output ? options_.restore : RestoreMode::kFull;
       RestoreStats restored = snapshot.Restore(device, inventory_, mode, output ? &*output : nullptr);
-      if (restored.regions_failed > 0) {
-        // Some region still holds the previous pass's output. One full retry; if that fails too,
-        // stop: running again on different inputs would both mismeasure and corrupt.
+      // A failed copy leaves some region holding the previous pass's output. Transient failures
+      // are retried in full; if the copies keep failing, stop: running again on different inputs
+      // would both mismeasure and corrupt.
+      for (int attempt = 1; restored.regions_failed > 0 && attempt <= kRestoreRetries; ++attempt) {
         RestoreStats retry = snapshot.Restore(device, inventory_, RestoreMode::kFull, nullptr);
         restored.bytes_restored += retry.bytes_restored;
         restored.dirty_chunks += retry.dirty_chunks;
         restored.regions_failed = retry.regions_failed;
         restored.regions_restored = retry.regions_restored;
-        if (retry.regions_failed > 0) {
-          record.decline_reason = DeclineReason::kRestoreFailed;
-          record.decline_detail = std::to_string(retry.regions_failed) + " region(s) could not be written back before pass " +
-                                  std::to_string(pass) + "; replay stopped after pass " + std::to_string(pass - 1);
-          GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail
-                              << "; device memory may differ from an unreplayed run";
-          break;
-        }
+      }
+      if (restored.regions_failed > 0) {
+        record.decline_reason = DeclineReason::kRestoreFailed;
+        record.decline_detail = std::to_string(restored.regions_failed) + " region(s) could not be written back before pass " +
+                                std::to_string(pass) + " after " + std::to_string(kRestoreRetries) +
+                                " retries; replay stopped after pass " + std::to_string(pass - 1);
+        GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail
+                            << "; device memory may differ from an unreplayed run";
+        break;
       }
       pass_record.bytes_restored = restored.bytes_restored;
       pass_record.regions_restored = restored.regions_restored;

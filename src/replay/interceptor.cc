@@ -65,7 +65,7 @@ Status Interceptor::WrappedAllocate(RuntimeApiTable& table, const AllocateArgs& 
   auto* self = static_cast<Interceptor*>(table.hook_context);
   Status status = self->original_.allocate(table, args, out);
   // R3: with replay off this relaxed load is all the wrapper adds.
-  if (!status.ok() || !self->inventory_.recording()) return status;
+  if (!status.ok() || !self->inventory_.recording() || *out == 0) return status;
   if (device::Device* device = self->DeviceFor(args.device)) {
     StatusOr<device::PointerInfo> info = device->QueryPointer(*out);
     if (info.ok()) {

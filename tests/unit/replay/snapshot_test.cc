@@ -128,6 +128,8 @@ struct CaptureFault {
   const char* expected_words;
 };
 
+void PrintTo(const CaptureFault& fault, std::ostream* os) { *os << device::host::FaultPointName(fault.point); }
+
 class SnapshotFaultTest : public SnapshotTest, public ::testing::WithParamInterface<CaptureFault> {};
 
 TEST_P(SnapshotFaultTest, CaptureFailureMakesTheSnapshotIncompleteWithTheReason) {

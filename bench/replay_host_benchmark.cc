@@ -1,0 +1,359 @@
+// Replay snapshot/restore throughput on host memory, through the real engine.
+//
+// Allocations are made through the HostPlatform's api table, so the Interceptor records them in the
+// Inventory exactly as in a profiled run; replay::Snapshot then captures, inspects and restores
+// them. The benchmark prints
+//   - plain memcpy GB/s of the same footprint (the peer every figure is read against),
+//   - Snapshot::Capture GB/s (copy + chunk hashing, fresh backing every time),
+//   - per dirtied fraction: full restore (RestoreMode::kFull, the seed's baseline) against a dirty
+//     restore (Inspect's hashing pass + RestoreMode::kAuto writing back only differing chunks).
+// Every restore is verified before its time is accepted: Inspect's output hash must equal the
+// snapshot's input hash, and the bytes must equal an independent copy taken before the capture.
+// A wrong restore aborts the run; the benchmark cannot report a fast wrong answer.
+//
+// Host memory is not device memory: the figures say what the engine's own work costs (walk, hash,
+// coalesce, copy) against the machine's memcpy, not what a GPU would do (see bench/README.md).
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/check.h"
+#include "device/host/host_platform.h"
+#include "fakes/replay_rig.h"
+#include "gpuprof/replay.h"
+#include "replay/snapshot.h"
+
+namespace gpuprof::bench {
+namespace {
+
+using device::DevicePtr;
+using replay::OutputState;
+using replay::RestoreMode;
+using replay::RestoreStats;
+using replay::Snapshot;
+
+constexpr std::uint64_t kKiB = 1024;
+constexpr std::uint64_t kMiB = kKiB * 1024;
+constexpr double kBytesPerGB = 1e9;  // decimal GB, as the anchors in REPLAY_SPEC.md use
+constexpr std::uint64_t kMaxAllocations = 16;
+constexpr double kDirtyPercents[] = {0.1, 6.0, 50.0, 100.0};
+
+struct Flags {
+  std::uint64_t footprint_mib = 1024;
+  std::uint64_t chunk_kib = 64;
+  std::uint64_t repeat = 5;
+  std::uint64_t seed = 20240601;
+};
+
+void PrintUsage(std::FILE* out) {
+  std::fprintf(
+      out,
+      "usage: replay_host_benchmark [--footprint-mib N] [--chunk-kib K] [--repeat R] [--seed S]\n"
+      "\n"
+      "Measures replay's snapshot and restore on host memory through the real engine\n"
+      "(replay::Snapshot on a HostDevice, allocations tracked by the Inventory), against a\n"
+      "plain memcpy of the same footprint.\n"
+      "\n"
+      "  --footprint-mib N  total tracked memory, in up to 16 allocations (default 1024)\n"
+      "  --chunk-kib K      dirty-detection chunk size (default 64)\n"
+      "  --repeat R         timed repetitions per figure; the median is printed (default 5)\n"
+      "  --seed S           seed of the random dirty-chunk positions (default 20240601)\n"
+      "  --help             this text\n"
+      "\n"
+      "Columns: dirty %% of chunks written between restores; full restore ms and GB/s\n"
+      "(footprint / time); dirty restore ms = Inspect hashing + kAuto copy, and its effective\n"
+      "GB/s (footprint / time); bytes the dirty restore wrote back; speedup = full ms / dirty ms.\n");
+}
+
+bool ParseUint(std::string_view text, std::uint64_t* out) {
+  if (text.empty()) return false;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
+  return ec == std::errc() && ptr == end;
+}
+
+// Accepts "--name value" and "--name=value". Returns false (after printing why) on bad input.
+bool ParseFlags(int argc, char** argv, Flags* flags, bool* help) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      *help = true;
+      return true;
+    }
+    std::string_view name = arg;
+    std::optional<std::string_view> value;
+    if (std::size_t eq = arg.find('='); eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    std::uint64_t* target = nullptr;
+    if (name == "--footprint-mib") target = &flags->footprint_mib;
+    if (name == "--chunk-kib") target = &flags->chunk_kib;
+    if (name == "--repeat") target = &flags->repeat;
+    if (name == "--seed") target = &flags->seed;
+    if (target == nullptr) {
+      std::fprintf(stderr, "replay_host_benchmark: unknown argument '%.*s' (try --help)\n",
+                   static_cast<int>(arg.size()), arg.data());
+      return false;
+    }
+    if (!value) {
+      if (i + 1 >= args.size()) {
+        std::fprintf(stderr, "replay_host_benchmark: %.*s needs a value\n", static_cast<int>(name.size()),
+                     name.data());
+        return false;
+      }
+      value = args[++i];
+    }
+    if (!ParseUint(*value, target)) {
+      std::fprintf(stderr, "replay_host_benchmark: %.*s expects a non-negative integer, got '%.*s'\n",
+                   static_cast<int>(name.size()), name.data(), static_cast<int>(value->size()),
+                   value->data());
+      return false;
+    }
+  }
+  if (flags->footprint_mib == 0 || flags->chunk_kib == 0 || flags->repeat == 0) {
+    std::fprintf(stderr, "replay_host_benchmark: --footprint-mib, --chunk-kib and --repeat must be > 0\n");
+    return false;
+  }
+  return true;
+}
+
+template <typename Fn>
+double TimeMs(Fn&& fn) {
+  auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+double Median(std::vector<double> values) {
+  GPUPROF_CHECK(!values.empty());
+  std::sort(values.begin(), values.end());
+  std::size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
+}
+
+double GBps(std::uint64_t bytes, double ms) {
+  return ms <= 0.0 ? 0.0 : static_cast<double>(bytes) / kBytesPerGB / (ms / 1000.0);
+}
+
+unsigned char* HostBytes(DevicePtr ptr) {
+  // HostPlatform's device addresses are the host addresses of the simulated memory.
+  return reinterpret_cast<unsigned char*>(ptr);  // NOLINT(performance-no-int-to-ptr)
+}
+
+// One chunk of one tracked allocation, as Snapshot splits it.
+struct ChunkRef {
+  DevicePtr base = 0;
+  std::uint64_t size = 0;
+};
+
+std::vector<ChunkRef> ListChunks(const std::vector<DevicePtr>& allocations,
+                                 const std::vector<std::uint64_t>& sizes, std::uint64_t chunk_size) {
+  std::vector<ChunkRef> chunks;
+  for (std::size_t a = 0; a < allocations.size(); ++a) {
+    for (std::uint64_t offset = 0; offset < sizes[a]; offset += chunk_size) {
+      chunks.push_back(ChunkRef{allocations[a] + offset, std::min(chunk_size, sizes[a] - offset)});
+    }
+  }
+  return chunks;
+}
+
+// Dirties `count` distinct chunks picked at random: one byte of each is inverted, which always
+// changes the chunk's content. Returns the bytes a dirty restore must write back.
+std::uint64_t DirtyChunks(const std::vector<ChunkRef>& chunks, std::size_t count, std::mt19937_64& rng,
+                          std::vector<std::size_t>& all_indices) {
+  std::vector<std::size_t> picks;
+  picks.reserve(count);
+  std::sample(all_indices.begin(), all_indices.end(), std::back_inserter(picks), count, rng);
+  std::uint64_t bytes = 0;
+  for (std::size_t index : picks) {
+    const ChunkRef& chunk = chunks[index];
+    std::uint64_t at = std::uniform_int_distribution<std::uint64_t>(0, chunk.size - 1)(rng);
+    HostBytes(chunk.base)[at] ^= 0xFF;
+    bytes += chunk.size;
+  }
+  return bytes;
+}
+
+// Aborts unless the device's bytes are the captured ones: by the engine's own hashes (Inspect's
+// output hash against the snapshot's input hash) and byte for byte against `reference`.
+void VerifyRestored(const char* what, const Snapshot& snapshot, device::Device& device,
+                    const replay::Inventory& inventory, const std::vector<DevicePtr>& allocations,
+                    const std::vector<std::uint64_t>& sizes, const std::vector<unsigned char>& reference) {
+  StatusOr<OutputState> state = snapshot.Inspect(device, inventory);
+  GPUPROF_CHECK(state.ok()) << what << ": Inspect failed: " << state.status().ToString();
+  GPUPROF_CHECK(state->output_hash == snapshot.input_hash())
+      << what << ": memory after restore differs from the snapshot (output hash " << state->output_hash
+      << ", input hash " << snapshot.input_hash() << ")";
+  std::uint64_t offset = 0;
+  for (std::size_t a = 0; a < allocations.size(); ++a) {
+    GPUPROF_CHECK(std::memcmp(HostBytes(allocations[a]), reference.data() + offset, sizes[a]) == 0)
+        << what << ": allocation " << a << " differs from the bytes taken before the snapshot";
+    offset += sizes[a];
+  }
+}
+
+int Run(const Flags& flags) {
+  const std::uint64_t footprint = flags.footprint_mib * kMiB;
+  const std::uint64_t chunk_size = flags.chunk_kib * kKiB;
+  const std::uint64_t allocation_count = std::min(kMaxAllocations, flags.footprint_mib);
+  const auto repeat = static_cast<std::size_t>(flags.repeat);
+
+  device::host::HostPlatformOptions platform_options;
+  platform_options.device_count = 1;
+  testing::ReplayRig rig(platform_options);
+  rig.inventory().EnableRecording(true);
+  device::host::HostPlatform& platform = rig.platform();
+  device::Device& device = rig.device(0);
+
+  // Allocate through the api table (the Interceptor records each one) and fill with a pattern.
+  std::vector<DevicePtr> allocations;
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t a = 0; a < allocation_count; ++a) {
+    std::uint64_t size = footprint / allocation_count;
+    if (a + 1 == allocation_count) size = footprint - size * (allocation_count - 1);
+    StatusOr<DevicePtr> ptr = platform.Malloc(0, size);
+    GPUPROF_CHECK(ptr.ok()) << "Malloc of " << size << " bytes failed: " << ptr.status().ToString();
+    allocations.push_back(*ptr);
+    sizes.push_back(size);
+    unsigned char* bytes = HostBytes(*ptr);
+    for (std::uint64_t offset = 0; offset + sizeof(std::uint64_t) <= size; offset += sizeof(std::uint64_t)) {
+      std::uint64_t word = (a + 1) * 0x9E3779B97F4A7C15ull ^ offset * 0xBF58476D1CE4E5B9ull;
+      std::memcpy(bytes + offset, &word, sizeof(word));
+    }
+  }
+  GPUPROF_CHECK(rig.inventory().tracked_count() == allocation_count)
+      << "the inventory tracks " << rig.inventory().tracked_count() << " allocations, expected "
+      << allocation_count;
+
+  // Peer: memcpy of the same footprint into a warmed buffer. The copy is also the reference that
+  // every restore is compared with.
+  std::vector<unsigned char> reference(footprint);
+  auto copy_all = [&] {
+    std::uint64_t offset = 0;
+    for (std::size_t a = 0; a < allocations.size(); ++a) {
+      std::memcpy(reference.data() + offset, HostBytes(allocations[a]), sizes[a]);
+      offset += sizes[a];
+    }
+  };
+  copy_all();
+  std::vector<double> memcpy_ms;
+  for (std::size_t r = 0; r < repeat; ++r) memcpy_ms.push_back(TimeMs(copy_all));
+  const double memcpy_median = Median(memcpy_ms);
+
+  // Snapshot: a fresh capture each time (new backing, copy, chunk hashes), as each replayed launch does.
+  Status drained = device.Synchronize(std::chrono::seconds(10));
+  GPUPROF_CHECK(drained.ok()) << "device did not drain: " << drained.ToString();
+  replay::SnapshotOptions snapshot_options;
+  snapshot_options.chunk_size = chunk_size;
+  std::optional<Snapshot> snapshot;
+  std::vector<double> capture_ms;
+  for (std::size_t r = 0; r < repeat; ++r) {
+    snapshot.reset();  // release the previous backing first, as a new window would
+    capture_ms.push_back(
+        TimeMs([&] { snapshot.emplace(Snapshot::Capture(device, rig.inventory(), snapshot_options)); }));
+    GPUPROF_CHECK(snapshot->ok()) << "snapshot incomplete: " << snapshot->failure();
+  }
+  GPUPROF_CHECK(snapshot->regions().size() == allocation_count && snapshot->total_bytes() == footprint)
+      << "snapshot holds " << snapshot->regions().size() << " regions / " << snapshot->total_bytes()
+      << " bytes, expected " << allocation_count << " / " << footprint;
+  const double capture_median = Median(capture_ms);
+  VerifyRestored("snapshot", *snapshot, device, rig.inventory(), allocations, sizes, reference);
+
+  const std::vector<ChunkRef> chunks = ListChunks(allocations, sizes, chunk_size);
+  std::vector<std::size_t> all_indices(chunks.size());
+  for (std::size_t i = 0; i < all_indices.size(); ++i) all_indices[i] = i;
+
+  std::printf("replay_host_benchmark: footprint %" PRIu64 " MiB in %" PRIu64 " allocations, chunk %" PRIu64
+              " KiB (%zu chunks), median of %zu, GB = 1e9 bytes\n",
+              flags.footprint_mib, allocation_count, flags.chunk_kib, chunks.size(), repeat);
+  std::printf("memcpy (peer)         %9.2f ms  %7.2f GB/s\n", memcpy_median, GBps(footprint, memcpy_median));
+  std::printf(
+      "snapshot (Capture)    %9.2f ms  %7.2f GB/s  (%.2fx memcpy time; copy + hash + fresh backing)\n",
+      capture_median, GBps(footprint, capture_median), capture_median / memcpy_median);
+  std::printf("\n");
+  std::printf("%8s %8s | %9s %9s | %9s %9s %9s %9s | %14s | %8s\n", "dirty %", "chunks", "full ms",
+              "full GB/s", "dirty ms", "(hash ms", "copy ms)", "eff GB/s", "written back", "speedup");
+  std::printf("%s\n", std::string(118, '-').c_str());
+
+  for (double percent : kDirtyPercents) {
+    std::mt19937_64 rng(flags.seed);
+    const auto wanted =
+        static_cast<std::size_t>(std::llround(static_cast<double>(chunks.size()) * percent / 100.0));
+    const std::size_t dirty_count = std::clamp<std::size_t>(wanted, 1, chunks.size());
+
+    std::vector<double> full_ms, dirty_ms, hash_ms, copy_ms;
+    std::uint64_t written_back = 0;
+    for (std::size_t r = 0; r < repeat; ++r) {
+      // Full restore: the seed's baseline writes every captured byte whatever changed.
+      DirtyChunks(chunks, dirty_count, rng, all_indices);
+      RestoreStats full;
+      full_ms.push_back(
+          TimeMs([&] { full = snapshot->Restore(device, rig.inventory(), RestoreMode::kFull, nullptr); }));
+      GPUPROF_CHECK(full.regions_restored == allocation_count && full.bytes_restored == footprint)
+          << "full restore wrote " << full.bytes_restored << " bytes in " << full.regions_restored
+          << " regions (skipped " << full.regions_skipped << ", failed " << full.regions_failed << ")";
+      VerifyRestored("full restore", *snapshot, device, rig.inventory(), allocations, sizes, reference);
+
+      // Dirty restore: the per-pass cost is hashing the footprint (Inspect) plus writing back the
+      // chunks whose hash differs.
+      const std::uint64_t expected = DirtyChunks(chunks, dirty_count, rng, all_indices);
+      StatusOr<OutputState> state = Status(StatusCode::kInternal, "not inspected");
+      RestoreStats dirty;
+      double hashing = TimeMs([&] { state = snapshot->Inspect(device, rig.inventory()); });
+      GPUPROF_CHECK(state.ok()) << "Inspect failed: " << state.status().ToString();
+      double copying =
+          TimeMs([&] { dirty = snapshot->Restore(device, rig.inventory(), RestoreMode::kAuto, &*state); });
+      GPUPROF_CHECK(state->output_hash != snapshot->input_hash())
+          << "Inspect did not see the " << dirty_count << " dirtied chunks";
+      GPUPROF_CHECK(dirty.regions_restored == allocation_count && dirty.dirty_chunks == dirty_count &&
+                    dirty.bytes_restored == expected)
+          << "dirty restore found " << dirty.dirty_chunks << " chunks and wrote " << dirty.bytes_restored
+          << " bytes; " << dirty_count << " chunks (" << expected << " bytes) were dirtied";
+      VerifyRestored("dirty restore", *snapshot, device, rig.inventory(), allocations, sizes, reference);
+      hash_ms.push_back(hashing);
+      copy_ms.push_back(copying);
+      dirty_ms.push_back(hashing + copying);
+      written_back = dirty.bytes_restored;
+    }
+
+    const double full_median = Median(full_ms);
+    const double dirty_median = Median(dirty_ms);
+    char written[32];
+    std::snprintf(written, sizeof(written), "%.2f MiB",
+                  static_cast<double>(written_back) / static_cast<double>(kMiB));
+    std::printf("%8.1f %8zu | %9.2f %9.2f | %9.2f %9.2f %9.2f %9.2f | %14s | %7.2fx\n", percent, dirty_count,
+                full_median, GBps(footprint, full_median), dirty_median, Median(hash_ms), Median(copy_ms),
+                GBps(footprint, dirty_median), written, full_median / dirty_median);
+  }
+  std::printf(
+      "\nevery restore verified: Inspect output hash == snapshot input hash, bytes == pre-snapshot copy\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace gpuprof::bench
+
+int main(int argc, char** argv) {
+  gpuprof::bench::Flags flags;
+  bool help = false;
+  if (!gpuprof::bench::ParseFlags(argc, argv, &flags, &help)) return 2;
+  if (help) {
+    gpuprof::bench::PrintUsage(stdout);
+    return 0;
+  }
+  return gpuprof::bench::Run(flags);
+}

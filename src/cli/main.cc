@@ -1,0 +1,125 @@
+// The `gpuprof` command line. Exit codes: 0 success, 1 failure (a library error, or results that
+// do not match), 2 usage error (bad flags or option values).
+#include <cstdint>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/demo.h"
+#include "gpuprof/replay.h"
+#include "gpuprof/status.h"
+#include "replay/controller.h"
+
+#ifndef GPUPROF_VERSION_STRING
+#error "GPUPROF_VERSION_STRING must be defined by the build (PROJECT_VERSION)"
+#endif
+
+namespace gpuprof::cli {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+// The demo's passes are run back to back in one process; this bound keeps a typo from turning
+// into minutes of work.
+constexpr int kMaxDemoPasses = 1000;
+
+int UsageError(const std::string& message, const std::string& help_command) {
+  std::cerr << "gpuprof: error: " << message << "\n"
+            << "run '" << help_command << "' for the accepted flags and values\n";
+  return kExitUsage;
+}
+
+int Failure(const Status& status) {
+  std::cerr << "gpuprof: error: " << status.message() << "\n";
+  return kExitFailure;
+}
+
+struct DemoFlags {
+  int passes = 5;
+  std::string restore = "auto";
+  std::uint64_t chunk_kib = 64;
+  int devices = 2;
+};
+
+int RunDemoCommand(const DemoFlags& flags) {
+  DemoOptions options;
+  options.replay.passes = flags.passes;
+  if (!replay::ParseRestoreMode(flags.restore, &options.replay.restore)) {
+    return UsageError("--restore must be auto or full (got '" + flags.restore + "')", "gpuprof demo --help");
+  }
+  options.replay.chunk_size = flags.chunk_kib * 1024;
+  options.devices = flags.devices;
+  if (Status valid = replay::Controller::ValidateOptions(options.replay); !valid.ok()) {
+    return UsageError(valid.message(), "gpuprof demo --help");
+  }
+  if (flags.passes > kMaxDemoPasses) {
+    return UsageError("--passes must be at most " + std::to_string(kMaxDemoPasses) + " for the demo (got " +
+                          std::to_string(flags.passes) + ")",
+                      "gpuprof demo --help");
+  }
+  StatusOr<DemoOutcome> outcome = RunDemo(options, std::cout, std::cerr);
+  if (!outcome.ok()) {
+    if (outcome.status().code() == StatusCode::kInvalidArgument) {
+      return UsageError(outcome.status().message(), "gpuprof demo --help");
+    }
+    return Failure(outcome.status());
+  }
+  return outcome->results_match ? kExitOk : kExitFailure;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"gpuprof: a CUDA/PyTorch profiler with kernel replay (device-memory snapshot and restore)",
+               "gpuprof"};
+  app.set_version_flag("--version", std::string("gpuprof ") + GPUPROF_VERSION_STRING, "Print the version and exit");
+  app.require_subcommand(0, 1);
+
+  DemoFlags flags;
+  CLI::App* demo = app.add_subcommand(
+      "demo", "Replay a small workload on a simulated multi-device runtime; print per-pass timing, restore "
+              "traffic and determinism");
+  demo->add_option("--passes", flags.passes, "Passes per replayed kernel launch (1.." +
+                                                 std::to_string(kMaxDemoPasses) + "; 1 turns replay off)")
+      ->capture_default_str();
+  demo->add_option("--restore", flags.restore,
+                   "Restore between passes: auto (write back only chunks that changed) or full (every byte)")
+      ->check(CLI::IsMember({"auto", "full"}))
+      ->capture_default_str();
+  demo->add_option("--chunk-kib", flags.chunk_kib, "Dirty-detection chunk size in KiB")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20))
+      ->capture_default_str();
+  demo->add_option("--devices", flags.devices, "Simulated devices; device 0 runs most kernels, every other device one")
+      ->check(CLI::Range(2, 16))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
+    return UsageError(e.what(), demo->parsed() ? "gpuprof demo --help" : "gpuprof --help");
+  }
+
+  if (demo->parsed()) return RunDemoCommand(flags);
+
+  std::cerr << app.help() << "gpuprof: no subcommand given; try 'gpuprof demo' (see the list above)\n";
+  return kExitUsage;
+}
+
+}  // namespace
+}  // namespace gpuprof::cli
+
+int main(int argc, char** argv) {
+  // Nothing below throws on purpose (library code returns Status); this is the one edge where a
+  // stray exception (bad_alloc, a CLI11 internal error) becomes an error line instead of abort().
+  try {
+    return gpuprof::cli::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "gpuprof: error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "gpuprof: error: unknown exception\n";
+  }
+  return 1;
+}

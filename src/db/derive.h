@@ -1,0 +1,92 @@
+// Derived tables (DB_SPEC §3.4, §3.7, §3.9), computed in C++ from compact indexes the writer keeps
+// while it streams rows. Pure functions: no SQLite, deterministic output order, unit-tested with
+// synthetic inputs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace/records.h"
+
+namespace gpuprof::db {
+
+inline constexpr std::uint64_t kFrameworkConnectionBase = 5ull << 28;  // fwd/bwd and task-queue ids
+inline constexpr std::uint64_t kInvalidId = 4294967295ull;             // DB_INVALID_VALUE
+
+// One PYTORCH_API row as the derivations need it.
+struct OpSpan {
+  std::uint64_t api_row = 0;  // rowid of the PYTORCH_API row (1-based, insertion order)
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::uint32_t pid = 0;
+  std::uint32_t tid = 0;
+  std::int64_t sequence_number = -1;
+  std::uint64_t fwd_thread_id = 0;
+  std::uint64_t name_id = 0;                   // STRING_IDS id of the op name
+  std::int64_t step_number = -1;               // N of a "ProfilerStep#N" op, else -1
+  std::vector<std::uint64_t> correlation_ids;  // external-correlation links to device launches
+  trace::TorchOp::Type type = trace::TorchOp::Type::kOp;
+};
+
+// One `node`/`launch` row of CANN_API (a host call that launched device work).
+struct LaunchSpan {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::uint32_t tid = 0;
+  std::uint64_t correlation_id = 0;
+};
+
+struct ConnectionRow {
+  std::uint64_t id = 0;             // CONNECTION_IDS.id (= PYTORCH_API.connectionId)
+  std::uint64_t connection_id = 0;  // CONNECTION_IDS.connectionId
+  friend bool operator==(const ConnectionRow&, const ConnectionRow&) = default;
+};
+
+struct Connections {
+  // (api_row, index) for every op that has at least one link; index counts from 0 in api_row order.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> api_index;
+  std::vector<ConnectionRow> rows;  // by index, then connection id order of discovery
+};
+
+// fwd/bwd pairs (shared (5<<28)+n on both ops; per sequence number the last forward and the last
+// backward op), and op->device-task links: an op's external-correlation ids first; launches no op
+// claimed go to the innermost op on the same thread whose [start, end] contains the launch.
+Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<LaunchSpan>& launches);
+
+struct StepRow {
+  std::int64_t id = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  friend bool operator==(const StepRow&, const StepRow&) = default;
+};
+
+// Root-level (not nested in another op of the same thread) ProfilerStep#N ops, by start time.
+std::vector<StepRow> DeriveSteps(const std::vector<OpSpan>& ops);
+
+struct OpMemoryRow {
+  std::uint64_t name_id = kInvalidId;
+  std::uint64_t size = 0;
+  std::int64_t allocation_time = 0;
+  std::optional<std::int64_t> release_time;
+  std::optional<std::int64_t> active_release_time;
+  std::optional<std::int64_t> duration;
+  std::optional<std::int64_t> active_duration;
+  std::uint64_t allocation_total_allocated = 0;
+  std::uint64_t allocation_total_reserved = 0;
+  std::optional<std::uint64_t> allocation_total_active;
+  std::optional<std::uint64_t> release_total_allocated;
+  std::optional<std::uint64_t> release_total_reserved;
+  std::optional<std::uint64_t> release_total_active;
+  std::uint64_t stream_ptr = 0;
+  std::int32_t device = 0;
+  friend bool operator==(const OpMemoryRow&, const OpMemoryRow&) = default;
+};
+
+// §3.7: per ptr, each MALLOC with up to one FREE and one BLOCK_FREE after it; attributed to the
+// innermost op on the allocating thread whose window contains the allocation time.
+std::vector<OpMemoryRow> DeriveOpMemory(const std::vector<trace::AllocatorEvent>& events,
+                                        const std::vector<OpSpan>& ops);
+
+}  // namespace gpuprof::db

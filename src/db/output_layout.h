@@ -1,0 +1,30 @@
+// Where a profile goes (ARCHITECTURE.md, "Output layout"):
+//   <out>/<worker>_<YYYYmmddHHMMSSfff>_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler[_<rank>].db
+//   <out>/<worker>_<...>_ascend_pt/profiler_info[_<rank>].json
+// where <worker> is "<hostname>_<pid>" unless a worker name is given. While being written the DB
+// is named "<final>.partial": a run that dies leaves only that name, never the final one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gpuprof::db {
+
+struct OutputLayout {
+  std::string run_dir;       // .../<worker>_<ts>_ascend_pt
+  std::string output_dir;    // run_dir/ASCEND_PROFILER_OUTPUT
+  std::string db_path;       // final name
+  std::string partial_path;  // name while writing
+  std::string info_json_path;
+};
+
+// `worker_name` empty: "<hostname>_<pid>". `rank` < 0: no rank suffix. `start_ns`: epoch ns,
+// formatted in local time as YYYYmmddHHMMSSfff.
+OutputLayout MakeOutputLayout(const std::string& out_dir, const std::string& worker_name,
+                              const std::string& hostname, std::uint32_t pid, std::int64_t start_ns,
+                              std::int32_t rank);
+
+// Suffix that marks a DB still being written (or abandoned by a run that died).
+inline constexpr const char* kPartialSuffix = ".partial";
+
+}  // namespace gpuprof::db

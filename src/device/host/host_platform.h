@@ -1,0 +1,197 @@
+// HostPlatform: a simulated device runtime whose "device memory" is host memory. It is real
+// production code: the replay engine's tests, property tests, benchmark and `gpuprof demo` run on
+// it, so it behaves like a GPU runtime in the ways replay depends on:
+//
+// - several devices sharing one address space (a DevicePtr is the host address of the bytes, so
+//   a kernel body dereferences it directly and a write into freed memory is a real
+//   use-after-free that ASan reports);
+// - allocations of every memory kind of device.h, including the runtime's own per-stream
+//   kernel-argument pool and executable pool, all made through the api table;
+// - module variables, including zero-size and > 1 GiB ones (the latter reserved lazily, never
+//   touched), and modules loaded lazily by the first launch of one of their kernels;
+// - streams as FIFO queues each served by its own worker thread, so launches, copies, memsets and
+//   stream-ordered frees are really asynchronous;
+// - kernels as callables that read and write the simulated memory;
+// - fault injection for every failure the replay engine must survive (FaultPoint).
+//
+// The application-facing calls (Malloc, Free, Memcpy*, Memset*, Launch*) go through api_table(),
+// the table that replay::Interceptor patches. Everything is thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/device.h"
+
+namespace gpuprof::device::host {
+
+class HostDevice;
+
+using ModuleId = std::uint64_t;
+
+// What a kernel body gets when it runs.
+struct KernelContext {
+  int device = 0;
+  StreamId stream = 0;
+  int pass = 0;  // 0 for an unreplayed run, else the replay pass (1-based)
+};
+
+struct Kernel {
+  std::string name;
+  std::function<void(const KernelContext&)> body;
+  ModuleId module = 0;  // 0: belongs to no module; else loaded (lazily) before the kernel runs
+  bool uses_device_printf = false;
+  bool uses_device_malloc = false;
+};
+
+// A completion signal the application may attach to a launch (like an HSA completion signal or a
+// CUDA event recorded after the kernel). Counts how often it was signalled.
+class CompletionSignal {
+ public:
+  void Signal() noexcept { count_.fetch_add(1, std::memory_order_acq_rel); }
+  int count() const noexcept { return count_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<int> count_{0};
+};
+
+struct ModuleVariableSpec {
+  std::string name;
+  std::uint64_t size = 0;
+  bool is_constant = false;
+  std::vector<std::uint8_t> initial;  // copied into the variable at load; zeros beyond it
+};
+
+struct ModuleSpec {
+  std::string name;
+  std::vector<ModuleVariableSpec> variables;
+  bool lazy = false;  // loaded by the first launch of a kernel of this module, not at LoadModule
+};
+
+enum class FaultPoint : std::uint8_t {
+  kBackingAllocation,    // AllocateBacking fails as if the host allocation threw bad_alloc
+  kSaveCopy,             // SaveToBacking fails
+  kRestoreCopy,          // RestoreFromBacking fails
+  kDeviceToHostCopy,     // CopyDeviceToHost fails
+  kHashChunks,           // HashChunks fails
+  kMetadataAllocation,   // metadata_resource() throws std::bad_alloc
+  kModuleEnumeration,    // EnumerateModuleVariables fails
+  kSynchronizeTimeout,   // Synchronize reports DeadlineExceeded without waiting
+};
+
+std::string_view FaultPointName(FaultPoint point) noexcept;
+
+struct HostPlatformOptions {
+  int device_count = 2;
+  // Each stream owns a kernel-argument pool (kind kKernelArgument) and a runtime-internal
+  // executable pool (kind kRuntimeInternal) of this size, allocated through the api table when
+  // the stream is created and freed through it when the platform is destroyed.
+  std::uint64_t stream_pool_bytes = 4096;
+};
+
+class HostPlatform {
+ public:
+  explicit HostPlatform(HostPlatformOptions options = {});
+  ~HostPlatform();  // drains and joins every stream worker; frees everything still allocated
+  HostPlatform(const HostPlatform&) = delete;
+  HostPlatform& operator=(const HostPlatform&) = delete;
+
+  int device_count() const noexcept;
+  HostDevice& device(int ordinal);
+  Device& device_interface(int ordinal);
+
+  // The patchable entry points; every application-facing call below goes through it.
+  RuntimeApiTable& api_table() noexcept;
+
+  // ---- application-facing runtime API -------------------------------------------------------
+  StatusOr<DevicePtr> Malloc(int device, std::uint64_t size,
+                             MemoryKind kind = MemoryKind::kDeviceLocal);
+  // Stream-ordered allocation: the returned pointer is usable by work queued on `stream`.
+  StatusOr<DevicePtr> MallocAsync(StreamId stream, std::uint64_t size);
+  Status Free(DevicePtr ptr);                       // waits for the device, like cudaFree
+  Status FreeAsync(StreamId stream, DevicePtr ptr);  // freed when the stream reaches it
+
+  // Copies between any two addresses of the platform or plain host memory.
+  Status Memcpy(DevicePtr dst, DevicePtr src, std::uint64_t bytes);
+  Status MemcpyAsync(StreamId stream, DevicePtr dst, DevicePtr src, std::uint64_t bytes);
+  Status Memset(DevicePtr dst, std::uint8_t value, std::uint64_t bytes);
+  Status MemsetAsync(StreamId stream, DevicePtr dst, std::uint8_t value, std::uint64_t bytes);
+
+  StatusOr<StreamId> CreateStream(int device);
+  // Stream 0 of each device exists from the start; DefaultStream(d) names it.
+  StreamId DefaultStream(int device) const noexcept;
+  int StreamDevice(StreamId stream) const;
+
+  // Asynchronous single-kernel launch; `signal` (optional) is signalled when it completes.
+  Status Launch(StreamId stream, const Kernel& kernel, CompletionSignal* signal = nullptr);
+  // Several dispatches in one submission (LaunchKind::kBatch) or as a graph (kGraph).
+  Status LaunchBatch(StreamId stream, const std::vector<Kernel>& kernels,
+                     CompletionSignal* signal = nullptr);
+  Status LaunchGraph(StreamId stream, const std::vector<Kernel>& kernels,
+                     CompletionSignal* signal = nullptr);
+  // Marks a stream as capturing (launches into it report stream_capturing).
+  void SetStreamCapturing(StreamId stream, bool capturing);
+
+  Status StreamSynchronize(StreamId stream);
+  Status DeviceSynchronize(int device);
+
+  StatusOr<ModuleId> LoadModule(int device, const ModuleSpec& spec);
+  bool ModuleLoaded(ModuleId module) const;
+  // Address of a module variable; for a lazy module not yet loaded, NotFound.
+  StatusOr<DevicePtr> VariableAddress(ModuleId module, std::string_view name) const;
+
+  // ---- fault injection -------------------------------------------------------------------
+  // Fails `count` calls at `point` after letting `skip` calls through. Cumulative per point.
+  void InjectFault(FaultPoint point, int count = 1, int skip = 0);
+  void ClearFaults();
+  // How many injected faults at `point` actually fired.
+  int FaultsFired(FaultPoint point) const;
+  // Runs `hook(dst)` on the calling thread just before each RestoreFromBacking copy (a test uses
+  // it to race a free against a restore). Pass an empty function to remove it.
+  void SetBeforeRestoreCopyHook(std::function<void(DevicePtr dst)> hook);
+  // Makes every op queued on `stream` after this call wait until ReleaseStream (a device that
+  // does not drain, like a collective waiting on a peer).
+  void StallStream(StreamId stream);
+  void ReleaseStream(StreamId stream);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// One simulated device; implements device.h over the platform's memory.
+class HostDevice final : public Device {
+ public:
+  HostDevice(HostPlatform::Impl& platform, int ordinal);
+  ~HostDevice() override;
+
+  int ordinal() const noexcept override { return ordinal_; }
+  std::string name() const override;
+  StatusOr<PointerInfo> QueryPointer(DevicePtr ptr) override;
+  Status CopyDeviceToHost(void* dst, DevicePtr src, std::uint64_t bytes) override;
+  Status CopyHostToDevice(DevicePtr dst, const void* src, std::uint64_t bytes) override;
+  Status CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_t bytes) override;
+  StatusOr<std::unique_ptr<BackingBuffer>> AllocateBacking(std::uint64_t bytes,
+                                                           StorageTier preferred) override;
+  Status SaveToBacking(BackingBuffer& dst, std::uint64_t dst_offset, DevicePtr src,
+                       std::uint64_t bytes) override;
+  Status RestoreFromBacking(DevicePtr dst, const BackingBuffer& src, std::uint64_t src_offset,
+                            std::uint64_t bytes) override;
+  Status HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
+                    std::span<std::uint64_t> out) override;
+  StatusOr<std::vector<ModuleVariable>> EnumerateModuleVariables() override;
+  Status Synchronize(std::chrono::nanoseconds timeout) override;
+  std::pmr::memory_resource* metadata_resource() noexcept override;
+
+ private:
+  HostPlatform::Impl& platform_;
+  int ordinal_;
+  std::unique_ptr<std::pmr::memory_resource> metadata_resource_;
+};
+
+}  // namespace gpuprof::device::host

@@ -1,0 +1,132 @@
+// The vendor-neutral record model: what collectors (CUPTI, torch hooks, Python, the replay
+// controller) produce and the DB writer consumes. Plain value types; no CUDA, torch or SQLite.
+//
+// Times are Unix-epoch nanoseconds. Thread ids are OS thread ids (gettid). Empty strings mean
+// "not recorded" (written as NULL or the format's invalid id, as DB_SPEC.md says per column).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "gpuprof/replay.h"
+
+namespace gpuprof::trace {
+
+// A runtime or driver API call on the host (CUPTI RUNTIME/DRIVER activity). A call that launched
+// device work (a kernel launch, an async copy) is marked so the writer adds the format's
+// `node`/`launch` row carrying its correlation id (DB_SPEC §7).
+struct ApiCall {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::uint32_t pid = 0;
+  std::uint32_t tid = 0;
+  std::string name;                 // e.g. cudaLaunchKernel, cuMemcpyAsync
+  std::uint64_t correlation_id = 0;  // CUPTI correlation id (< 5<<28)
+  bool launches_device_work = false;
+};
+
+enum class TaskKind : std::uint8_t { kKernel, kMemcpy, kMemset };
+
+// Work that ran on a device (CUPTI CONCURRENT_KERNEL, MEMCPY, MEMSET activity).
+struct DeviceTask {
+  TaskKind kind = TaskKind::kKernel;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int32_t device = 0;
+  std::uint32_t stream = 0;
+  std::uint32_t context = 0;
+  std::uint64_t correlation_id = 0;  // joins the launching ApiCall
+  std::uint32_t pid = 0;
+  // kKernel
+  std::string name;        // demangled where available
+  std::string short_name;  // opType: the kernel's short (undecorated) name
+  std::uint32_t grid[3] = {1, 1, 1};
+  std::uint32_t block[3] = {1, 1, 1};
+  // kMemcpy / kMemset
+  std::uint64_t bytes = 0;
+  std::uint32_t memcpy_operation = 65535;  // ENUM_MEMCPY_OPERATION id (1 HtoD, 2 DtoH, 3 DtoD, ...)
+};
+
+// A framework operator (RecordFunction range), including ProfilerStep#N, or a Python function.
+struct TorchOp {
+  enum class Type : std::uint16_t { kOp = 50001, kQueue = 50002, kTrace = 50003, kMstx = 50004 };
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::uint32_t pid = 0;
+  std::uint32_t tid = 0;                 // the thread the op started on
+  std::string name;
+  std::int64_t sequence_number = -1;     // autograd sequence number, -1 when none
+  std::uint64_t fwd_thread_id = 0;       // 0 for forward / non-autograd ops
+  std::string input_dtypes;              // torch_npu string format (§3.3); empty when not recorded
+  std::string input_shapes;
+  std::vector<std::string> call_stack;   // innermost frame first ("file(line): func"); empty: none
+  std::vector<std::uint64_t> correlation_ids;  // device launches tied to this op (CUPTI external correlation)
+  Type type = Type::kOp;
+};
+
+// One caching-allocator event with the allocator's totals after it.
+struct AllocatorEvent {
+  enum class Action : std::uint8_t { kMalloc = 0, kFree = 1, kBlockFree = 2 };
+  std::int64_t time_ns = 0;
+  std::int32_t device = 0;
+  std::uint32_t pid = 0;
+  std::uint32_t tid = 0;
+  std::uint64_t ptr = 0;
+  std::uint64_t bytes = 0;
+  Action action = Action::kMalloc;
+  std::uint64_t total_allocated = 0;
+  std::uint64_t total_reserved = 0;
+  std::optional<std::uint64_t> total_active;  // absent where the allocator has no active figure
+  std::uint64_t stream_ptr = 0;
+  std::string component = "PTA";
+};
+
+// A Python garbage-collection pause that passed the gc_detect_threshold rule.
+struct GcEvent {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::uint32_t pid = 0;
+};
+
+// An NVTX / mstx marker or range (MSTX_EVENTS).
+struct Mark {
+  enum class Type : std::uint8_t { kMarker = 0, kPushPop = 1, kStartEnd = 2, kMarkerEx = 3 };
+  Type type = Type::kMarker;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;  // == start_ns for a marker
+  std::uint32_t pid = 0;
+  std::uint32_t tid = 0;
+  std::uint32_t end_tid = 0;
+  std::uint64_t range_id = 0;
+  std::string message;
+  std::string domain;                 // e.g. "default", "Module"
+  std::optional<std::uint64_t> correlation_id;  // device-side link; none: host-only
+};
+
+// One replayed (or declined) kernel launch with its passes, from replay::Controller.
+struct ReplayResult {
+  std::int64_t time_ns = 0;  // when the launch was intercepted
+  std::uint32_t pid = 0;
+  std::uint32_t tid = 0;
+  std::uint64_t correlation_id = 0;  // of pass 1's launch, when known
+  replay::ReplayRecord record;
+};
+
+using Record = std::variant<ApiCall, DeviceTask, TorchOp, AllocatorEvent, GcEvent, Mark, ReplayResult>;
+
+// Who and where: one per DB.
+struct RunInfo {
+  std::string hostname;
+  std::uint32_t pid = 0;
+  std::int32_t rank = -1;    // -1: not set
+  std::int32_t device = -1;  // -1: not collected
+  std::int64_t start_ns = 0;  // session start (names the output directory)
+  std::int64_t end_ns = 0;
+  std::vector<std::pair<std::int32_t, std::string>> devices;  // NPU_INFO: (id, name)
+  std::string config_json;   // the run's configuration, as given (profiler_info json, META_DATA)
+};
+
+}  // namespace gpuprof::trace

@@ -1,0 +1,214 @@
+// Runs the `gpuprof` executable (GPUPROF_CLI_PATH) and checks its output and exit status.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Runs `gpuprof <args>`; `merge_stderr` folds stderr into the captured output (for messages),
+// otherwise stderr is left on the test's own stderr (the engine's warnings) and only stdout is
+// captured.
+CliResult RunCli(const std::string& args, bool merge_stderr = false) {
+  std::string command = std::string("'") + GPUPROF_CLI_PATH + "' " + args + (merge_stderr ? " 2>&1" : "");
+  CliResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "popen failed for: " << command;
+    return result;
+  }
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::vector<std::string> Split(const std::string& text, char separator) {
+  std::vector<std::string> out;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, separator)) out.push_back(item);
+  return out;
+}
+
+std::vector<std::string> Words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream stream(line);
+  std::string word;
+  while (stream >> word) out.push_back(word);
+  return out;
+}
+
+// The lines of the section whose title starts with `title`, up to the next blank line, header
+// row included.
+std::vector<std::string> Section(const std::string& output, const std::string& title) {
+  std::vector<std::string> lines = Split(output, '\n');
+  std::vector<std::string> section;
+  bool inside = false;
+  for (const std::string& line : lines) {
+    if (!inside) {
+      inside = line.rfind(title, 0) == 0;
+      continue;
+    }
+    if (line.empty()) break;
+    section.push_back(line);
+  }
+  return section;
+}
+
+// One row of the per-pass table.
+struct PassRow {
+  int device = 0;
+  int pass = 0;
+  double duration_us = 0;
+  std::uint64_t restored = 0;
+  std::uint64_t dirty_chunks = 0;
+  std::string hash;
+};
+
+// Per-pass rows of `kernel`, in output order.
+std::vector<PassRow> PassRows(const std::string& output, const std::string& kernel) {
+  std::vector<PassRow> rows;
+  for (const std::string& line : Section(output, "per-pass results")) {
+    std::vector<std::string> words = Words(line);
+    if (words.size() != 7 || words[0] != kernel) continue;
+    PassRow row;
+    row.device = std::stoi(words[1]);
+    row.pass = std::stoi(words[2]);
+    row.duration_us = std::stod(words[3]);
+    row.restored = std::stoull(words[4]);
+    row.dirty_chunks = std::stoull(words[5]);
+    row.hash = words[6];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::uint64_t TotalRestored(const std::vector<PassRow>& rows) {
+  std::uint64_t total = 0;
+  for (const PassRow& row : rows) total += row.restored;
+  return total;
+}
+
+TEST(GpuprofCliTest, VersionFlagPrintsProjectVersion) {
+  CliResult result = RunCli("--version");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.output, std::string("gpuprof ") + GPUPROF_EXPECTED_VERSION + "\n");
+}
+
+TEST(GpuprofCliTest, HelpListsDemoSubcommand) {
+  CliResult result = RunCli("--help");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("demo"));
+  EXPECT_THAT(result.output, HasSubstr("Replay a small workload"));
+}
+
+TEST(GpuprofCliTest, DemoHelpListsItsFlags) {
+  CliResult result = RunCli("demo --help");
+  EXPECT_EQ(result.exit_code, 0);
+  for (const char* flag : {"--passes", "--restore", "--chunk-kib", "--devices"}) {
+    EXPECT_THAT(result.output, HasSubstr(flag));
+  }
+}
+
+TEST(GpuprofCliTest, NoSubcommandPrintsHelpAndExitsTwo) {
+  CliResult result = RunCli("", /*merge_stderr=*/true);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.output, HasSubstr("demo"));
+  EXPECT_THAT(result.output, HasSubstr("no subcommand given"));
+}
+
+TEST(GpuprofCliTest, DemoReplaysEveryPassAndMatchesAnUnreplayedRun) {
+  CliResult result = RunCli("demo --passes 3");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+
+  std::vector<PassRow> scale = PassRows(result.output, "scale_in_place");
+  ASSERT_EQ(scale.size(), 3u) << result.output;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(scale[static_cast<std::size_t>(i)].pass, i + 1);
+    EXPECT_EQ(scale[static_cast<std::size_t>(i)].device, 0);
+  }
+  EXPECT_EQ(scale[0].restored, 0u) << "nothing is restored before pass 1";
+  EXPECT_GT(scale[1].restored, 0u) << "the in-place kernel rewrites its whole buffer";
+  // Restored inputs give identical outputs: the in-place kernel does not compound.
+  EXPECT_EQ(scale[0].hash, scale[1].hash);
+  EXPECT_EQ(scale[0].hash, scale[2].hash);
+
+  EXPECT_EQ(PassRows(result.output, "axpy").size(), 3u) << "the second device's kernel is replayed too";
+  EXPECT_EQ(PassRows(result.output, "axpy").front().device, 1);
+
+  EXPECT_THAT(result.output, HasSubstr("results match an unreplayed run: yes"));
+
+  std::vector<PassRow> tickets = PassRows(result.output, "ticket_draw");
+  ASSERT_EQ(tickets.size(), 3u);
+  EXPECT_NE(tickets[0].hash, tickets[1].hash);
+  EXPECT_THAT(result.output, HasSubstr("nondeterministic: ticket_draw on device 0"));
+
+  EXPECT_TRUE(PassRows(result.output, "graph_accumulate").empty()) << "graph launches are not replayed";
+  EXPECT_THAT(result.output, HasSubstr("declined: graph_accumulate on device 0, 2 launches (graph-launch)"));
+}
+
+TEST(GpuprofCliTest, FullRestoreWritesBackMoreThanAutoForPartialWriteKernel) {
+  CliResult automatic = RunCli("demo --passes 3 --restore auto");
+  CliResult full = RunCli("demo --passes 3 --restore full");
+  ASSERT_EQ(automatic.exit_code, 0) << automatic.output;
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+
+  std::vector<PassRow> auto_rows = PassRows(automatic.output, "mark_sparse");
+  std::vector<PassRow> full_rows = PassRows(full.output, "mark_sparse");
+  ASSERT_EQ(auto_rows.size(), 3u) << automatic.output;
+  ASSERT_EQ(full_rows.size(), 3u) << full.output;
+  EXPECT_GT(TotalRestored(auto_rows), 0u);
+  EXPECT_GT(TotalRestored(full_rows), TotalRestored(auto_rows));
+  // The kernel writes a header word and 1 KiB inside one other chunk: two dirty 64 KiB chunks.
+  EXPECT_EQ(auto_rows[1].dirty_chunks, 2u);
+  EXPECT_EQ(auto_rows[1].restored, 2u * 64u * 1024u);
+  // Both modes must still leave the application's results as an unreplayed run would.
+  EXPECT_THAT(full.output, HasSubstr("results match an unreplayed run: yes"));
+}
+
+TEST(GpuprofCliTest, ZeroPassesIsAUsageErrorNamingTheFlag) {
+  CliResult result = RunCli("demo --passes 0", /*merge_stderr=*/true);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.output, HasSubstr("--passes"));
+  EXPECT_THAT(result.output, HasSubstr("gpuprof demo --help"));
+}
+
+TEST(GpuprofCliTest, UnknownRestoreModeIsAUsageErrorNamingTheFlag) {
+  CliResult result = RunCli("demo --restore bogus", /*merge_stderr=*/true);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.output, HasSubstr("--restore"));
+  EXPECT_THAT(result.output, HasSubstr("auto"));
+  EXPECT_THAT(result.output, HasSubstr("full"));
+  EXPECT_THAT(result.output, HasSubstr("gpuprof demo --help"));
+}
+
+TEST(GpuprofCliTest, ZeroChunkSizeIsAUsageErrorNamingTheFlag) {
+  CliResult result = RunCli("demo --chunk-kib 0", /*merge_stderr=*/true);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.output, HasSubstr("--chunk-kib"));
+}
+
+TEST(GpuprofCliTest, UnknownFlagIsAUsageError) {
+  CliResult result = RunCli("demo --no-such-flag", /*merge_stderr=*/true);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.output, HasSubstr("--no-such-flag"));
+}
+
+}  // namespace
