@@ -19,6 +19,11 @@ endif()
 add_library(gpuprof_cli11 INTERFACE)
 target_include_directories(gpuprof_cli11 SYSTEM INTERFACE "${GPUPROF_CLI11_INCLUDE_DIR}")
 
+find_package(SQLite3)
+if(NOT SQLite3_FOUND)
+  message(FATAL_ERROR "SQLite3 not found: install it with `apt-get install libsqlite3-dev`.")
+endif()
+
 if(GPUPROF_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)

@@ -260,7 +260,7 @@ TEST_F(ControllerTest, DeterministicKernelIsNotFlagged) {
   ASSERT_EQ(Records().size(), 1u);
   EXPECT_TRUE(Records()[0].deterministic);
   EXPECT_TRUE(Records()[0].mismatched_passes.empty());
-  const auto& passes = Records()[0].passes;
+  const std::vector<PassRecord> passes = Records()[0].passes;
   EXPECT_EQ(passes[0].output_hash, passes[2].output_hash);
 }
 
