@@ -285,9 +285,10 @@ int Run(const Flags& flags) {
       "snapshot (Capture)    %9.2f ms  %7.2f GB/s  (%.2fx memcpy time; copy + hash + fresh backing)\n",
       capture_median, GBps(footprint, capture_median), capture_median / memcpy_median);
   std::printf("\n");
-  std::printf("%8s %8s | %9s %9s | %9s %9s %9s %9s | %14s | %8s\n", "dirty %", "chunks", "full ms",
-              "full GB/s", "dirty ms", "(hash ms", "copy ms)", "eff GB/s", "written back", "speedup");
-  std::printf("%s\n", std::string(118, '-').c_str());
+  std::printf("%8s %8s | %9s %9s | %9s %9s %9s %9s | %14s | %8s | %10s\n", "dirty %", "chunks", "full ms",
+              "full GB/s", "dirty ms", "(hash ms", "copy ms)", "eff GB/s", "written back", "speedup",
+              "vs full+B6");
+  std::printf("%s\n", std::string(131, '-').c_str());
 
   for (double percent : kDirtyPercents) {
     std::mt19937_64 rng(flags.seed);
@@ -335,9 +336,13 @@ int Run(const Flags& flags) {
     char written[32];
     std::snprintf(written, sizeof(written), "%.2f MiB",
                   static_cast<double>(written_back) / static_cast<double>(kMiB));
-    std::printf("%8.1f %8zu | %9.2f %9.2f | %9.2f %9.2f %9.2f %9.2f | %14s | %7.2fx\n", percent, dirty_count,
-                full_median, GBps(footprint, full_median), dirty_median, Median(hash_ms), Median(copy_ms),
-                GBps(footprint, dirty_median), written, full_median / dirty_median);
+    // With the determinism check on (the default, B6) every pass is hashed anyway, so the full
+    // restore's real per-pass cost is its copy plus that hash: the last column compares to it.
+    const double full_with_hash = full_median + Median(hash_ms);
+    std::printf("%8.1f %8zu | %9.2f %9.2f | %9.2f %9.2f %9.2f %9.2f | %14s | %7.2fx | %9.2fx\n", percent,
+                dirty_count, full_median, GBps(footprint, full_median), dirty_median, Median(hash_ms),
+                Median(copy_ms), GBps(footprint, dirty_median), written, full_median / dirty_median,
+                full_with_hash / dirty_median);
   }
   std::printf(
       "\nevery restore verified: Inspect output hash == snapshot input hash, bytes == pre-snapshot copy\n");
