@@ -47,7 +47,7 @@ struct ConnectionRow {
 struct Connections {
   // (api_row, index) for every op that has at least one link; index counts from 0 in api_row order.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> api_index;
-  std::vector<ConnectionRow> rows;  // by index, then connection id order of discovery
+  std::vector<ConnectionRow> rows;  // by index; within an op its fwd/bwd id first, then device links ascending
 };
 
 // fwd/bwd pairs (shared (5<<28)+n on both ops; per sequence number the last forward and the last
