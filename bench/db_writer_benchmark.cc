@@ -21,6 +21,7 @@
 // tables), so the ratio is a lower bound.
 
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -883,6 +884,15 @@ std::optional<PeerResult> RunPeer(const std::string& python, const std::string& 
 
 // ---------------------------------------------------------------------------------------------
 
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
 double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 void PrintRow(const char* writer, std::uint64_t rows, double seconds, double bytes_per_row,
@@ -946,6 +956,7 @@ int Run(const Flags& flags) {
       R"({"record_shapes": true, "with_stack": false, "source": "db_writer_benchmark"})";
 
   // Timed: Create + copying records into Submit batches + Finalize.
+  double cpu0 = ProcessCpuSeconds();
   auto t0 = std::chrono::steady_clock::now();
   StatusOr<std::unique_ptr<db::ProfileWriter>> created = db::ProfileWriter::Create(options);
   if (!created.ok()) {
@@ -974,8 +985,11 @@ int Run(const Flags& flags) {
     submit(work.tasks, task_at);
   }
   auto t2 = std::chrono::steady_clock::now();
+  // How far the writer thread got while records were still arriving: the rest is Finalize's drain.
+  std::uint64_t written_at_submit_end = writer->stats().records;
   StatusOr<std::string> final_path = writer->Finalize(work.end_ns);
   auto t3 = std::chrono::steady_clock::now();
+  double cpu_seconds = ProcessCpuSeconds() - cpu0;
   if (!final_path.ok()) {
     std::fprintf(stderr, "db_writer_benchmark: ProfileWriter::Finalize: %s\n",
                  final_path.status().ToString().c_str());
@@ -988,8 +1002,17 @@ int Run(const Flags& flags) {
   double total_seconds = Seconds(t3 - t0);
   std::printf(
       "writer phases: Create %.3f s, Submit loop (copy into batches; writer thread running) %.3f s, "
-      "Finalize (drain + derive + index + rename) %.3f s\n",
-      Seconds(t1 - t0), Seconds(t2 - t1), Seconds(t3 - t2));
+      "Finalize (drain + derive + index + rename) %.3f s\n"
+      "  records the writer thread had written when the Submit loop ended: %s of %s\n",
+      Seconds(t1 - t0), Seconds(t2 - t1), Seconds(t3 - t2), Grouped(written_at_submit_end).c_str(),
+      Grouped(work.ops.size() + work.tasks.size() + work.api_calls.size()).c_str());
+  // CPU time of the whole process (producer + writer thread) over the timed section, and the load
+  // average: on a shared 2-core machine other work shows up as wall time well above CPU time.
+  double load[1] = {0.0};
+  getloadavg(load, 1);
+  std::printf(
+      "  process CPU time over the timed section: %.3f s (user+sys); 1-min load average at the end: %.2f\n",
+      cpu_seconds, load[0]);
   std::printf("writer stats: %s records, %s rows, %s dropped, %s bytes\n", Grouped(stats.records).c_str(),
               Grouped(stats.rows).c_str(), Grouped(stats.dropped_records).c_str(),
               Grouped(stats.bytes).c_str());

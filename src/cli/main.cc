@@ -7,7 +7,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/db_commands.h"
 #include "cli/demo.h"
+#include "cli/run_command.h"
 #include "gpuprof/replay.h"
 #include "gpuprof/status.h"
 #include "replay/controller.h"
@@ -95,14 +97,23 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(2, 16))
       ->capture_default_str();
 
+  DbCommands db_commands(app);  // stats, export, check
+  RunCommand run_command(app);   // run
+  // The application's own command line is not CLI11's to parse.
+  const int cli_argc = run_command.SplitArguments(argc, argv);
+
   try {
-    app.parse(argc, argv);
+    app.parse(cli_argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
-    return UsageError(e.what(), demo->parsed() ? "gpuprof demo --help" : "gpuprof --help");
+    std::string help = demo->parsed() ? "gpuprof demo --help" : db_commands.HelpCommand();
+    if (run_command.parsed()) help = "gpuprof run --help";
+    return UsageError(e.what(), help.empty() ? "gpuprof --help" : help);
   }
 
   if (demo->parsed()) return RunDemoCommand(flags);
+  if (db_commands.parsed()) return db_commands.Run(std::cout, std::cerr);
+  if (run_command.parsed()) return run_command.Run(std::cerr);
 
   std::cerr << app.help() << "gpuprof: no subcommand given; try 'gpuprof demo' (see the list above)\n";
   return kExitUsage;

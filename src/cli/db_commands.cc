@@ -1,0 +1,393 @@
+#include "cli/db_commands.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cli/report.h"
+#include "db/check.h"
+#include "db/perfetto_export.h"
+#include "db/profile_reader.h"
+#include "db/stats.h"
+
+namespace gpuprof::cli {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+constexpr std::size_t kMaxTop = 100000;
+// Kernel names can be pages of template arguments; the table shows this many characters.
+constexpr std::size_t kMaxNameChars = 120;
+
+using Align = TextTable::Align;
+
+void PrintError(std::ostream& err, const Status& status) {
+  err << "gpuprof: error: " << status.message() << "\n";
+}
+
+std::string Fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", decimals, value);
+  return text;
+}
+
+std::string Ms(std::int64_t ns) { return Fixed(static_cast<double>(ns) / 1e6, 3); }
+std::string Us(double ns) { return FormatMicros(ns); }
+std::string Percent(std::int64_t part, std::int64_t whole) {
+  if (whole <= 0) return "-";
+  return Fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 1);
+}
+std::string Bytes(std::int64_t bytes) {
+  return FormatBytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, bytes)));
+}
+
+// A name from the DB made safe for the terminal, cut at a code-point boundary.
+std::string ShortName(const std::string& raw) {
+  std::string name = db::PrintableText(raw);
+  if (name.size() <= kMaxNameChars) return name;
+  std::size_t cut = kMaxNameChars;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0u) == 0x80u) --cut;
+  return name.substr(0, cut) + "...";
+}
+
+void NoData(std::ostream& out, std::string_view title, const std::string& reason) {
+  out << title << ": no data";
+  if (!reason.empty()) out << " (" << reason << ")";
+  out << "\n";
+}
+
+void PrintOps(std::ostream& out, const db::ProfileStats& stats) {
+  if (stats.top_ops_by_total.empty()) {
+    NoData(out, "Top ops", stats.ops_absent);
+    return;
+  }
+  out << "Top ops by total time (" << stats.top_ops_by_total.size() << " of " << stats.op_names << " names, "
+      << stats.op_calls << " calls; % of " << Ms(stats.op_self_sum_ns) << " ms covered by ops)\n";
+  TextTable total({{"calls", Align::kRight},
+                   {"total ms", Align::kRight},
+                   {"avg µs", Align::kRight},
+                   {"%", Align::kRight},
+                   {"name", Align::kLeft}});
+  for (const db::OpStat& op : stats.top_ops_by_total) {
+    total.AddRow({std::to_string(op.totals.calls), Ms(op.totals.total_ns),
+                  Us(static_cast<double>(op.totals.total_ns) / static_cast<double>(op.totals.calls)),
+                  Percent(op.totals.total_ns, stats.op_self_sum_ns), ShortName(op.name)});
+  }
+  total.Print(out, "  ");
+  out << "\nTop ops by self time (total minus ops nested in them on the same thread)\n";
+  TextTable self({{"calls", Align::kRight},
+                  {"self ms", Align::kRight},
+                  {"avg self µs", Align::kRight},
+                  {"total ms", Align::kRight},
+                  {"%", Align::kRight},
+                  {"name", Align::kLeft}});
+  for (const db::OpStat& op : stats.top_ops_by_self) {
+    self.AddRow({std::to_string(op.totals.calls), Ms(op.totals.self_ns),
+                 Us(static_cast<double>(op.totals.self_ns) / static_cast<double>(op.totals.calls)),
+                 Ms(op.totals.total_ns), Percent(op.totals.self_ns, stats.op_self_sum_ns),
+                 ShortName(op.name)});
+  }
+  self.Print(out, "  ");
+}
+
+void PrintKernels(std::ostream& out, const db::ProfileStats& stats) {
+  if (stats.top_kernels.empty()) {
+    NoData(out, "Top kernels", stats.kernels_absent);
+  } else {
+    out << "Top kernels by total time (" << stats.top_kernels.size() << " of " << stats.kernel_names
+        << " names, " << stats.kernel_calls << " launches, " << Ms(stats.kernel_total_ns) << " ms)\n";
+    TextTable table({{"calls", Align::kRight},
+                     {"total ms", Align::kRight},
+                     {"avg µs", Align::kRight},
+                     {"max µs", Align::kRight},
+                     {"%", Align::kRight},
+                     {"name", Align::kLeft}});
+    for (const db::KernelStat& kernel : stats.top_kernels) {
+      table.AddRow({std::to_string(kernel.calls), Ms(kernel.total_ns),
+                    Us(static_cast<double>(kernel.total_ns) / static_cast<double>(kernel.calls)),
+                    Us(static_cast<double>(kernel.max_ns)), Percent(kernel.total_ns, stats.kernel_total_ns),
+                    ShortName(kernel.name)});
+    }
+    table.Print(out, "  ");
+  }
+  if (!stats.task_types.empty()) {
+    out << "\nDevice tasks by type\n";
+    TextTable table({{"tasks", Align::kRight}, {"total ms", Align::kRight}, {"type", Align::kLeft}});
+    for (const db::TaskTypeStat& type : stats.task_types) {
+      table.AddRow({std::to_string(type.count), Ms(type.total_ns), ShortName(type.type)});
+    }
+    table.Print(out, "  ");
+  }
+}
+
+void PrintMemory(std::ostream& out, const db::ProfileStats& stats) {
+  if (stats.memory.empty()) {
+    NoData(out, "Peak memory", stats.memory_absent);
+    return;
+  }
+  out << "Peak memory per device (MEMORY_RECORD)\n";
+  TextTable table({{"device", Align::kRight},
+                   {"component", Align::kLeft},
+                   {"peak allocated", Align::kRight},
+                   {"peak reserved", Align::kRight},
+                   {"peak active", Align::kRight},
+                   {"records", Align::kRight}});
+  for (const db::MemoryPeak& peak : stats.memory) {
+    table.AddRow({std::to_string(peak.device), ShortName(peak.component), Bytes(peak.peak_allocated),
+                  Bytes(peak.peak_reserved), peak.peak_active.has_value() ? Bytes(*peak.peak_active) : "-",
+                  std::to_string(peak.records)});
+  }
+  table.Print(out, "  ");
+}
+
+void PrintSteps(std::ostream& out, const db::ProfileStats& stats) {
+  if (stats.step_count == 0) {
+    NoData(out, "Steps", stats.steps_absent);
+    return;
+  }
+  out << "Steps (" << stats.step_count << ": avg "
+      << Ms(stats.step_total_ns / static_cast<std::int64_t>(stats.step_count)) << " ms, min "
+      << Ms(stats.step_min_ns) << " ms, max " << Ms(stats.step_max_ns) << " ms)\n";
+  const std::int64_t origin = stats.session_start_ns.value_or(stats.steps.front().start_ns);
+  TextTable table({{"step", Align::kRight}, {"start ms", Align::kRight}, {"duration ms", Align::kRight}});
+  for (const db::StepStat& step : stats.steps) {
+    table.AddRow({std::to_string(step.id), Ms(step.start_ns - origin), Ms(step.end_ns - step.start_ns)});
+  }
+  table.Print(out, "  ");
+  if (stats.step_count > stats.steps.size()) {
+    out << "  ... " << (stats.step_count - stats.steps.size()) << " more steps (--top shows more)\n";
+  }
+}
+
+void PrintGc(std::ostream& out, const db::ProfileStats& stats) {
+  if (stats.gc_count == 0) {
+    NoData(out, "GC", stats.gc_absent);
+    return;
+  }
+  out << "GC: " << stats.gc_count << " pause(s), total " << Ms(stats.gc_total_ns) << " ms, longest "
+      << Ms(stats.gc_max_ns) << " ms\n";
+}
+
+void PrintReplay(std::ostream& out, const db::ProfileStats& stats) {
+  if (stats.replay.empty() && stats.replay_declines.empty()) {
+    NoData(out, "Kernel replay", stats.replay_absent);
+    return;
+  }
+  if (!stats.replay.empty()) {
+    out << "Kernel replay (" << stats.replay.size() << " of " << stats.replay_kernel_groups
+        << " kernel/device groups)\n";
+    TextTable table({{"dev", Align::kRight},
+                     {"launches", Align::kRight},
+                     {"passes", Align::kRight},
+                     {"min µs", Align::kRight},
+                     {"median µs", Align::kRight},
+                     {"max µs", Align::kRight},
+                     {"restored/pass", Align::kRight},
+                     {"deterministic", Align::kLeft},
+                     {"kernel", Align::kLeft}});
+    for (const db::ReplayKernelStat& kernel : stats.replay) {
+      const bool timed = kernel.passes > 0;
+      std::string deterministic = kernel.nondeterministic_launches == 0
+                                      ? "yes"
+                                      : "no (" + std::to_string(kernel.nondeterministic_launches) + " of " +
+                                            std::to_string(kernel.launches) + ")";
+      table.AddRow({std::to_string(kernel.device), std::to_string(kernel.launches),
+                    std::to_string(kernel.passes), timed ? Us(static_cast<double>(kernel.min_ns)) : "-",
+                    timed ? Us(static_cast<double>(kernel.median_ns)) : "-",
+                    timed ? Us(static_cast<double>(kernel.max_ns)) : "-",
+                    timed ? FormatBytes(static_cast<std::uint64_t>(kernel.restored_bytes_per_pass)) : "-",
+                    std::move(deterministic), ShortName(kernel.kernel)});
+    }
+    table.Print(out, "  ");
+    if (!stats.replay_absent.empty()) out << "  (" << stats.replay_absent << ")\n";
+  }
+  if (!stats.replay_declines.empty()) {
+    if (!stats.replay.empty()) out << "\n";
+    out << "Launches not replayed (" << stats.replay_declines.size() << " of " << stats.replay_decline_groups
+        << " kernel/device/reason groups)\n";
+    TextTable table({{"dev", Align::kRight},
+                     {"launches", Align::kRight},
+                     {"reason", Align::kLeft},
+                     {"kernel", Align::kLeft}});
+    for (const db::ReplayDeclineStat& decline : stats.replay_declines) {
+      table.AddRow({std::to_string(decline.device), std::to_string(decline.launches),
+                    decline.reason.empty() ? "-" : ShortName(decline.reason), ShortName(decline.kernel)});
+    }
+    table.Print(out, "  ");
+  }
+}
+
+void PrintStats(std::ostream& out, const db::ProfileStats& stats) {
+  out << "gpuprof stats: " << stats.path << "\n";
+  std::vector<std::string> facts;
+  if (stats.rank.has_value()) facts.push_back("rank " + std::to_string(*stats.rank));
+  if (stats.device.has_value()) facts.push_back("device " + std::to_string(*stats.device));
+  if (!stats.host_name.empty()) facts.push_back("host " + ShortName(stats.host_name));
+  if (stats.session_start_ns.has_value() && stats.session_end_ns.has_value()) {
+    facts.push_back("session " + Ms(*stats.session_end_ns - *stats.session_start_ns) + " ms");
+  }
+  if (!facts.empty()) {
+    out << " ";
+    for (std::size_t i = 0; i < facts.size(); ++i) out << (i == 0 ? " " : ", ") << facts[i];
+    out << "\n";
+  }
+  out << "\n";
+  PrintOps(out, stats);
+  out << "\n";
+  PrintKernels(out, stats);
+  out << "\n";
+  PrintMemory(out, stats);
+  out << "\n";
+  PrintSteps(out, stats);
+  out << "\n";
+  PrintGc(out, stats);
+  out << "\n";
+  PrintReplay(out, stats);
+}
+
+// Resolves PATH, printing the error or the partial-DB note; nullopt on error.
+std::optional<db::ResolvedProfiles> Resolve(const std::string& path, std::ostream& err) {
+  StatusOr<db::ResolvedProfiles> resolved = db::ResolveProfilePath(path);
+  if (!resolved.ok()) {
+    PrintError(err, resolved.status());
+    return std::nullopt;
+  }
+  std::string note = db::PartialDbNote(*resolved);
+  if (!note.empty()) err << "gpuprof: note: " << note << "\n";
+  return std::move(resolved).value();
+}
+
+int RunStats(const std::string& path, std::size_t top, std::ostream& out, std::ostream& err) {
+  std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
+  if (!resolved.has_value()) return kExitFailure;
+  int exit_code = kExitOk;
+  bool first = true;
+  for (const db::ProfileDbFile& file : resolved->dbs) {
+    StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(file.path);
+    if (!reader.ok()) {
+      PrintError(err, reader.status());
+      exit_code = kExitFailure;
+      continue;
+    }
+    StatusOr<db::ProfileStats> stats = db::ComputeStats(**reader, db::StatsOptions{top});
+    if (!stats.ok()) {
+      PrintError(err, stats.status());
+      exit_code = kExitFailure;
+      continue;
+    }
+    if (!first) out << "\n" << std::string(100, '=') << "\n\n";
+    first = false;
+    PrintStats(out, *stats);
+  }
+  return exit_code;
+}
+
+int RunExport(const std::string& path, const std::string& format, const std::string& output,
+              std::ostream& out, std::ostream& err) {
+  std::vector<std::string_view> formats = db::ExportFormats();
+  if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
+    std::string known;
+    for (std::string_view name : formats) known += (known.empty() ? "" : ", ") + std::string(name);
+    err << "gpuprof: error: unknown export format '" << format << "'; formats: " << known << "\n"
+        << "run 'gpuprof export --help' for the accepted flags and values\n";
+    return kExitUsage;
+  }
+  std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
+  if (!resolved.has_value()) return kExitFailure;
+  StatusOr<db::ExportSummary> summary = db::ExportPerfettoTrace(resolved->dbs, output);
+  if (!summary.ok()) {
+    PrintError(err, summary.status());
+    return kExitFailure;
+  }
+  for (const std::string& note : summary->notes) err << "gpuprof: note: " << note << "\n";
+  out << "wrote " << output << " (" << FormatBytes(summary->bytes) << "): " << summary->dbs << " DB(s), "
+      << summary->slices << " slices, " << summary->flows << " flows, " << summary->counters
+      << " counter samples, " << summary->instants << " instants, " << summary->async_ranges
+      << " async ranges\n"
+      << "open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing\n";
+  return kExitOk;
+}
+
+int RunCheck(const std::string& path, std::ostream& out, std::ostream& err) {
+  std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
+  if (!resolved.has_value()) return kExitFailure;
+  int exit_code = kExitOk;
+  std::size_t problems = 0;
+  for (const db::ProfileDbFile& file : resolved->dbs) {
+    StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(file.path);
+    if (!reader.ok()) {
+      PrintError(err, reader.status());
+      exit_code = kExitFailure;
+      continue;
+    }
+    StatusOr<db::CheckReport> report = db::CheckProfileDb(**reader);
+    if (!report.ok()) {
+      PrintError(err, report.status());
+      exit_code = kExitFailure;
+      continue;
+    }
+    for (const db::CheckProblem& problem : report->problems)
+      out << db::FormatProblem(file.path, problem) << "\n";
+    if (report->problems.empty()) {
+      out << "ok: " << file.path << " (" << report->tables << " tables, " << report->rows << " rows)\n";
+    } else {
+      problems += report->problems.size();
+      exit_code = kExitFailure;
+    }
+  }
+  if (problems > 0) err << "gpuprof: check found " << problems << " problem(s)\n";
+  return exit_code;
+}
+
+}  // namespace
+
+DbCommands::DbCommands(CLI::App& app) {
+  const std::string path_help =
+      "A profile: an ascend_pytorch_profiler*.db, an *_ascend_pt run directory, or a directory holding run "
+      "directories (one DB per rank)";
+  stats_ = app.add_subcommand(
+      "stats",
+      "Summarize a profile: top ops (total and self time), top kernels, peak memory, steps, GC, replay");
+  stats_->add_option("PATH", stats_path_, path_help)->required();
+  stats_->add_option("--top", top_, "Rows per table")
+      ->check(CLI::Range(std::size_t{1}, kMaxTop))
+      ->capture_default_str();
+
+  export_ = app.add_subcommand(
+      "export",
+      "Convert a profile to a trace file: --format perfetto writes Chrome trace-event JSON for "
+      "ui.perfetto.dev (one process per rank)");
+  export_->add_option("PATH", export_path_, path_help)->required();
+  export_->add_option("--format", format_, "Output format: perfetto")->capture_default_str();
+  export_->add_option("-o,--output", output_, "Output file (written complete or not at all)")->required();
+
+  check_ = app.add_subcommand(
+      "check", "Check a profile's schema and joins against the format (one line per problem; exit 1 if any)");
+  check_->add_option("PATH", check_path_, path_help)->required();
+}
+
+bool DbCommands::parsed() const { return stats_->parsed() || export_->parsed() || check_->parsed(); }
+
+std::string DbCommands::HelpCommand() const {
+  if (stats_->parsed()) return "gpuprof stats --help";
+  if (export_->parsed()) return "gpuprof export --help";
+  if (check_->parsed()) return "gpuprof check --help";
+  return "";
+}
+
+int DbCommands::Run(std::ostream& out, std::ostream& err) const {
+  if (stats_->parsed()) return RunStats(stats_path_, top_, out, err);
+  if (export_->parsed()) return RunExport(export_path_, format_, output_, out, err);
+  if (check_->parsed()) return RunCheck(check_path_, out, err);
+  return kExitUsage;
+}
+
+}  // namespace gpuprof::cli

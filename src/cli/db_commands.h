@@ -1,0 +1,46 @@
+// The profile-database subcommands of `gpuprof`: `stats`, `export` and `check` (the read side,
+// src/db/profile_reader.h). Each takes a PATH that is a .db, an *_ascend_pt directory, or a
+// directory of them (one DB per rank).
+//
+// Exit codes, as for every gpuprof command: 0 success, 1 bad input or a failed check (a message
+// names the file, the problem and the fix), 2 usage (unknown --format, missing -o).
+#pragma once
+
+#include <cstddef>
+#include <iosfwd>
+#include <string>
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace gpuprof::cli {
+
+class DbCommands {
+ public:
+  // Registers the three subcommands on `app`; the object holds their flags, so it must outlive
+  // parsing and Run().
+  explicit DbCommands(CLI::App& app);
+  DbCommands(const DbCommands&) = delete;
+  DbCommands& operator=(const DbCommands&) = delete;
+
+  // True when one of the three subcommands was parsed.
+  bool parsed() const;
+  // "gpuprof <parsed subcommand> --help", or "" when none of them was parsed.
+  std::string HelpCommand() const;
+  // Runs the parsed subcommand: reports to `out`, errors and notes to `err`; the exit code.
+  int Run(std::ostream& out, std::ostream& err) const;
+
+ private:
+  CLI::App* stats_ = nullptr;
+  CLI::App* export_ = nullptr;
+  CLI::App* check_ = nullptr;
+  std::string stats_path_;
+  std::size_t top_ = 15;
+  std::string export_path_;
+  std::string format_ = "perfetto";
+  std::string output_;
+  std::string check_path_;
+};
+
+}  // namespace gpuprof::cli

@@ -1,0 +1,668 @@
+#include "cli/run_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "cli/report.h"
+#include "db/profile_reader.h"
+#include "db/stats.h"
+#include "gpuprof/status.h"
+
+extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
+
+namespace gpuprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+// What a shell returns for a command it found but could not execute, and for one it did not find.
+constexpr int kExitCannotExecute = 126;
+constexpr int kExitNotFound = 127;
+
+constexpr std::string_view kOutputShort = "-o";
+constexpr std::string_view kOutputLong = "--output";
+constexpr const char* kInjectLibraryName = "libgpuprof_inject.so";
+constexpr const char* kInjectLibraryEnv = "GPUPROF_INJECT_LIBRARY";
+constexpr const char* kRootPidEnv = "GPUPROF_ROOT_PID";
+
+// Rows per table in the summary: enough to see where time goes; `gpuprof stats` shows more.
+constexpr std::size_t kSummaryRows = 5;
+constexpr std::size_t kMaxNameChars = 100;
+// ENUM_API_TYPE 'runtime': CUDA runtime API rows of CANN_API (DB_SPEC §7).
+constexpr std::int64_t kApiTypeRuntime = 5000;
+
+constexpr std::array<int, 4> kForwardedSignals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+// The application's pid, for the signal handler, which can reach nothing but globals. Set by the
+// thread that forks while the forwarded signals are blocked, cleared after the application is
+// reaped.
+std::atomic<pid_t> g_child_pid{0};
+static_assert(std::atomic<pid_t>::is_always_lock_free, "read from a signal handler");
+
+// Async-signal-safe: kill, getpgid and getpgrp only.
+void ForwardSignal(int signal_number, siginfo_t* info, void* /*context*/) {
+  const pid_t child = g_child_pid.load(std::memory_order_relaxed);
+  if (child <= 0) return;
+  // A signal from the terminal (Ctrl-C, Ctrl-\, hangup) went to the whole foreground process
+  // group, the application included when it is still in ours: forwarding it would deliver it
+  // twice, and a second SIGINT can cut short the application's cleanup and gpuprof's flush.
+  // Signals sent to gpuprof alone (kill, timeout, a batch scheduler) are forwarded.
+  if (info != nullptr && info->si_code == SI_KERNEL && getpgid(child) == getpgrp()) return;
+  kill(child, signal_number);
+}
+
+// Blocks the forwarded signals and routes them to ForwardSignal for the lifetime of the object;
+// signals the caller ignored stay ignored (and so stay ignored in the application, as a shell
+// would leave them). The destructor restores the dispositions and the mask.
+class SignalForwarding {
+ public:
+  SignalForwarding() {
+    sigemptyset(&forwarded_);
+    for (int sig : kForwardedSignals) sigaddset(&forwarded_, sig);
+    sigprocmask(SIG_BLOCK, &forwarded_, &old_mask_);
+    for (std::size_t i = 0; i < kForwardedSignals.size(); ++i) {
+      sigaction(kForwardedSignals[i], nullptr, &old_actions_[i]);
+      if (old_actions_[i].sa_handler == SIG_IGN) continue;
+      struct sigaction action {};
+      action.sa_sigaction = ForwardSignal;
+      action.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigemptyset(&action.sa_mask);
+      sigaction(kForwardedSignals[i], &action, nullptr);
+    }
+  }
+  ~SignalForwarding() {
+    RestoreDispositions();
+    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  SignalForwarding(const SignalForwarding&) = delete;
+  SignalForwarding& operator=(const SignalForwarding&) = delete;
+
+  // In the forked child before exec: the caller's dispositions and mask (async-signal-safe).
+  void RestoreInChild() const noexcept {
+    RestoreDispositions();
+    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  // In gpuprof once the child's pid is published: signals that arrived meanwhile are delivered.
+  void Unblock() const noexcept { sigprocmask(SIG_UNBLOCK, &forwarded_, nullptr); }
+
+ private:
+  void RestoreDispositions() const noexcept {
+    for (std::size_t i = 0; i < kForwardedSignals.size(); ++i) {
+      sigaction(kForwardedSignals[i], &old_actions_[i], nullptr);
+    }
+  }
+
+  sigset_t forwarded_{};
+  sigset_t old_mask_{};
+  std::array<struct sigaction, kForwardedSignals.size()> old_actions_{};
+};
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+// The directory of the running gpuprof executable.
+StatusOr<fs::path> ExecutableDir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return InternalError("cannot find gpuprof's own path (/proc/self/exe): " + ec.message());
+  return exe.parent_path();
+}
+
+bool IsReadableFile(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && access(path.c_str(), R_OK) == 0;
+}
+
+// GPUPROF_INJECT_LIBRARY, else <exe dir>/../lib/, else <exe dir>/lib/ (an installed tree and the
+// build tree both put gpuprof in bin/ beside lib/).
+StatusOr<std::string> ResolveInjectLibrary() {
+  if (const char* from_env = std::getenv(kInjectLibraryEnv); from_env != nullptr && *from_env != '\0') {
+    fs::path path(from_env);
+    if (!IsReadableFile(path)) {
+      std::error_code ec;
+      std::string why = fs::exists(path, ec) ? "is not a readable file" : "does not exist";
+      return NotFoundError(std::string(kInjectLibraryEnv) + "=" + from_env + " names the injection library, but " +
+                           path.string() + " " + why + "; point " + kInjectLibraryEnv + " at a built " +
+                           kInjectLibraryName + ", or unset it to use the one beside gpuprof");
+    }
+    return fs::absolute(path).lexically_normal().string();
+  }
+  GPUPROF_ASSIGN_OR_RETURN(fs::path exe_dir, ExecutableDir());
+  const fs::path candidates[] = {(exe_dir / ".." / "lib" / kInjectLibraryName).lexically_normal(),
+                                 (exe_dir / "lib" / kInjectLibraryName).lexically_normal()};
+  std::string tried;
+  for (const fs::path& candidate : candidates) {
+    if (IsReadableFile(candidate)) return candidate.string();
+    tried += (tried.empty() ? "" : ", ") + candidate.string();
+  }
+  return NotFoundError(std::string("cannot find gpuprof's CUDA injection library ") + kInjectLibraryName +
+                       " (tried " + tried +
+                       "); build it with GPUPROF_ENABLE_CUDA=ON (e.g. `cmake --preset gpu && cmake --build "
+                       "--preset gpu`), or set " + kInjectLibraryEnv + " to its path");
+}
+
+// A private temporary directory holding the result file, removed with the object.
+class ResultDir {
+ public:
+  static StatusOr<std::unique_ptr<ResultDir>> Create() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/gpuprof-run-XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) {
+      int err = errno;
+      return InternalError("cannot create a temporary directory " + pattern + ": " + ErrnoText(err) +
+                           "; set TMPDIR to a writable directory");
+    }
+    auto dir = std::unique_ptr<ResultDir>(new ResultDir(pattern));
+    // Created empty so that "no lines" and "no file" mean the same: nothing was finalized.
+    std::ofstream touch(dir->result_file());
+    if (!touch) return InternalError("cannot create " + dir->result_file());
+    return dir;
+  }
+  ~ResultDir() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  ResultDir(const ResultDir&) = delete;
+  ResultDir& operator=(const ResultDir&) = delete;
+
+  std::string result_file() const { return dir_ + "/results"; }
+
+ private:
+  explicit ResultDir(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
+// The DB paths the sessions reported ("db <path>" lines), in order, without duplicates. Other
+// lines are ignored, so the session may add kinds of lines later.
+std::vector<std::string> ReadReportedDbs(const std::string& result_file) {
+  std::vector<std::string> dbs;
+  std::ifstream in(result_file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    constexpr std::string_view kPrefix = "db ";
+    if (line.rfind(kPrefix, 0) != 0) continue;
+    std::string path = line.substr(kPrefix.size());
+    if (!path.empty() && std::find(dbs.begin(), dbs.end(), path) == dbs.end()) dbs.push_back(std::move(path));
+  }
+  return dbs;
+}
+
+// "*.db.partial" files under the output directory (run dir / ASCEND_PROFILER_OUTPUT / file)
+// modified since `since`: DBs of this run that were never finalized.
+std::vector<std::string> FindPartialDbs(const fs::path& out_dir, fs::file_time_type since) {
+  std::vector<std::string> partial;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(out_dir, fs::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() >= 2) it.disable_recursion_pending();
+    const fs::path& path = it->path();
+    std::string name = path.filename().string();
+    constexpr std::string_view kSuffix = ".db.partial";
+    if (name.size() <= kSuffix.size() || name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+      continue;
+    }
+    std::error_code time_ec;
+    if (it->is_regular_file(time_ec) && it->last_write_time(time_ec) >= since && !time_ec) {
+      partial.push_back(path.string());
+    }
+  }
+  std::sort(partial.begin(), partial.end());
+  return partial;
+}
+
+// ---- The summary --------------------------------------------------------------------------------
+
+std::string Ms(std::int64_t ns) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.3f", static_cast<double>(ns) / 1e6);
+  return text;
+}
+
+std::string Percent(std::int64_t part, std::int64_t whole) {
+  if (whole <= 0) return "-";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return text;
+}
+
+std::string ShortName(std::string_view raw) {
+  std::string name = db::PrintableText(raw);
+  if (name.size() <= kMaxNameChars) return name;
+  std::size_t cut = kMaxNameChars;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0u) == 0x80u) --cut;
+  return name.substr(0, cut) + "...";
+}
+
+struct ApiStat {
+  std::string name;
+  std::uint64_t calls = 0;
+  std::int64_t total_ns = 0;
+};
+
+struct ApiSummary {
+  std::uint64_t calls = 0;
+  std::uint64_t names = 0;
+  std::int64_t total_ns = 0;
+  std::vector<ApiStat> top;
+  std::string absent;  // why there is nothing to show ("" when there is)
+};
+
+// CUDA runtime API time from CANN_API's runtime rows. db/stats.h has no API section (its
+// report is about ops and device work), so this one aggregate lives here, on the same reader.
+StatusOr<ApiSummary> ReadApiSummary(const db::ProfileReader& reader, std::size_t top) {
+  ApiSummary summary;
+  GPUPROF_ASSIGN_OR_RETURN(bool has_api, reader.HasColumns("CANN_API", {"startNs", "endNs", "type", "name"}));
+  if (!has_api || !reader.HasTable("STRING_IDS")) {
+    summary.absent = "the DB has no CANN_API table";
+    return summary;
+  }
+  GPUPROF_ASSIGN_OR_RETURN(
+      db::Query query,
+      reader.Prepare("SELECT s.value, COUNT(*), SUM(a.endNs - a.startNs) AS total FROM CANN_API a "
+                     "LEFT JOIN STRING_IDS s ON s.id = a.name WHERE a.type = ?1 "
+                     "GROUP BY a.name ORDER BY total DESC, s.value"));
+  query.BindInt(1, kApiTypeRuntime);
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    auto calls = static_cast<std::uint64_t>(query.Int(1));
+    summary.calls += calls;
+    summary.total_ns += query.Int(2);
+    ++summary.names;
+    if (summary.top.size() < top) summary.top.push_back({std::string(query.Text(0)), calls, query.Int(2)});
+  }
+  if (summary.calls == 0) summary.absent = "no CUDA runtime API calls were recorded";
+  return summary;
+}
+
+void PrintKernels(std::ostream& report, const db::ProfileStats& stats) {
+  using Align = TextTable::Align;
+  if (stats.top_kernels.empty()) {
+    report << "  Kernels: none" << (stats.kernels_absent.empty() ? "" : " (" + stats.kernels_absent + ")") << "\n";
+  } else {
+    report << "  Top kernels by total time (" << stats.kernel_calls << " launches of " << stats.kernel_names
+           << " kernels, " << Ms(stats.kernel_total_ns) << " ms on the device)\n";
+    TextTable table({{"calls", Align::kRight},
+                     {"total ms", Align::kRight},
+                     {"avg µs", Align::kRight},
+                     {"%", Align::kRight},
+                     {"name", Align::kLeft}});
+    for (const db::KernelStat& kernel : stats.top_kernels) {
+      table.AddRow({std::to_string(kernel.calls), Ms(kernel.total_ns),
+                    FormatMicros(static_cast<double>(kernel.total_ns) / static_cast<double>(kernel.calls)),
+                    Percent(kernel.total_ns, stats.kernel_total_ns), ShortName(kernel.name)});
+    }
+    table.Print(report, "    ");
+  }
+  if (!stats.task_types.empty()) {
+    report << "  Device tasks:";
+    bool first = true;
+    for (const db::TaskTypeStat& type : stats.task_types) {
+      report << (first ? " " : ", ") << type.count << " " << ShortName(type.type) << " (" << Ms(type.total_ns)
+             << " ms)";
+      first = false;
+    }
+    report << "\n";
+  }
+}
+
+void PrintApi(std::ostream& report, const ApiSummary& api) {
+  using Align = TextTable::Align;
+  if (api.top.empty()) {
+    report << "  CUDA API: none (" << api.absent << ")\n";
+    return;
+  }
+  report << "  CUDA API: " << api.calls << " calls of " << api.names << " functions, " << Ms(api.total_ns)
+         << " ms in total; top by time:\n";
+  TextTable table({{"calls", Align::kRight},
+                   {"total ms", Align::kRight},
+                   {"avg µs", Align::kRight},
+                   {"%", Align::kRight},
+                   {"name", Align::kLeft}});
+  for (const ApiStat& stat : api.top) {
+    table.AddRow({std::to_string(stat.calls), Ms(stat.total_ns),
+                  FormatMicros(static_cast<double>(stat.total_ns) / static_cast<double>(stat.calls)),
+                  Percent(stat.total_ns, api.total_ns), ShortName(stat.name)});
+  }
+  table.Print(report, "    ");
+}
+
+// One DB: its path, then its top kernels, device tasks and API time. A DB that cannot be read is
+// reported and skipped; it does not change the exit status, which is the application's.
+void PrintDbSummary(std::ostream& report, const std::string& path) {
+  report << "gpuprof: profile DB: " << path << "\n";
+  StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(path);
+  if (!reader.ok()) {
+    report << "gpuprof: warning: cannot summarize it: " << reader.status().message() << "\n";
+    return;
+  }
+  StatusOr<db::ProfileStats> stats = db::ComputeStats(**reader, db::StatsOptions{kSummaryRows});
+  if (!stats.ok()) {
+    report << "gpuprof: warning: cannot summarize it: " << stats.status().message() << "\n";
+    return;
+  }
+  PrintKernels(report, *stats);
+  StatusOr<ApiSummary> api = ReadApiSummary(**reader, kSummaryRows);
+  if (!api.ok()) {
+    report << "gpuprof: warning: cannot read its CUDA API rows: " << api.status().message() << "\n";
+  } else {
+    PrintApi(report, *api);
+  }
+  report << "  More: gpuprof stats '" << path << "' (or export, check)\n";
+}
+
+std::string SignalName(int sig) {
+  const char* text = strsignal(sig);
+  return "signal " + std::to_string(sig) + (text != nullptr ? std::string(" (") + text + ")" : "");
+}
+
+// ---- Starting the application ------------------------------------------------------------------
+
+// NAME=VALUE entries for the application: the caller's environment with gpuprof's variables set.
+class ChildEnvironment {
+ public:
+  void Set(std::string name, std::string value) { overrides_.emplace_back(std::move(name), std::move(value)); }
+
+  // Builds the entries. GPUPROF_ROOT_PID gets a slot that FillRootPid writes in the child, where
+  // nothing may allocate.
+  void Build() {
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      std::string_view text(*entry);
+      std::string_view name = text.substr(0, text.find('='));
+      bool replaced = name == kRootPidEnv || std::any_of(overrides_.begin(), overrides_.end(),
+                                                         [&](const auto& o) { return o.first == name; });
+      if (!replaced) entries_.emplace_back(text);
+    }
+    for (const auto& [name, value] : overrides_) entries_.push_back(name + "=" + value);
+    entries_.push_back(std::string(kRootPidEnv) + "=" + std::string(kPidDigits, '\0'));
+    root_pid_index_ = entries_.size() - 1;
+    pointers_.clear();
+    for (std::string& entry : entries_) pointers_.push_back(entry.data());
+    pointers_.push_back(nullptr);
+  }
+
+  // Async-signal-safe: writes `pid` into the slot Build reserved.
+  void FillRootPid(pid_t pid) noexcept {
+    char* out = entries_[root_pid_index_].data() + std::strlen(kRootPidEnv) + 1;
+    char digits[kPidDigits];
+    std::size_t n = 0;
+    auto value = static_cast<unsigned long>(pid);
+    do {
+      digits[n++] = static_cast<char>('0' + value % 10);
+      value /= 10;
+    } while (value != 0 && n < kPidDigits - 1);
+    while (n > 0) *out++ = digits[--n];
+    *out = '\0';
+  }
+
+  char** envp() noexcept { return pointers_.data(); }
+
+ private:
+  static constexpr std::size_t kPidDigits = 24;
+  std::vector<std::pair<std::string, std::string>> overrides_;
+  std::vector<std::string> entries_;
+  std::vector<char*> pointers_;
+  std::size_t root_pid_index_ = 0;
+};
+
+struct Started {
+  pid_t pid = -1;
+  int exec_errno = 0;  // non-zero: the application could not be started
+};
+
+// fork + execvpe. The exec error comes back through a close-on-exec pipe, so the caller, not the
+// child, reports it. Signals are routed by `signals` (created before, so none is lost between
+// fork and the pid being published).
+StatusOr<Started> StartApplication(std::vector<std::string> argv_strings, ChildEnvironment& env,
+                                   const SignalForwarding& signals) {
+  std::vector<char*> argv;
+  for (std::string& arg : argv_strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    int err = errno;
+    return InternalError("cannot create a pipe to start the application: " + ErrnoText(err));
+  }
+  std::fflush(nullptr);  // so the child does not inherit and repeat buffered output
+  pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    close(fds[0]);
+    close(fds[1]);
+    return InternalError("cannot fork to start the application: " + ErrnoText(err));
+  }
+  if (pid == 0) {
+    // The child: async-signal-safe calls only until exec.
+    close(fds[0]);
+    signals.RestoreInChild();
+    env.FillRootPid(getpid());
+    execvpe(argv[0], argv.data(), env.envp());
+    int err = errno;
+    if (write(fds[1], &err, sizeof(err)) < 0) {
+      // Nothing to do: the parent then sees a bare exit status 127.
+    }
+    _exit(kExitNotFound);
+  }
+  g_child_pid.store(pid, std::memory_order_relaxed);
+  signals.Unblock();
+  close(fds[1]);
+  Started started;
+  started.pid = pid;
+  int err = 0;
+  ssize_t n = 0;
+  do {
+    n = read(fds[0], &err, sizeof(err));
+  } while (n < 0 && errno == EINTR);
+  close(fds[0]);
+  if (n == static_cast<ssize_t>(sizeof(err))) started.exec_errno = err;
+  return started;
+}
+
+// The exit status to report for a waitpid status, shell style.
+int ShellExitCode(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kExitFailure;
+}
+
+int Fail(std::ostream& report, const Status& status) {
+  report << "gpuprof: error: " << status.message() << "\n";
+  return kExitFailure;
+}
+
+constexpr const char* kRunDescription =
+    "Run an application under gpuprof: profile its CUDA work (kernels, copies, memsets, runtime API calls, "
+    "NVTX ranges) into a profile DB, then print where each DB is and a short summary";
+
+constexpr const char* kRunFooter = R"(Usage: gpuprof run [-o DIR] [--follow-children] [--] APP [ARGS...]
+
+APP and everything after it belong to the application, even arguments that look like gpuprof's
+flags; `--` ends gpuprof's flags explicitly. APP is looked up in PATH like a shell does.
+
+How it works: gpuprof sets CUDA_INJECTION64_PATH to libgpuprof_inject.so, so the CUDA driver loads
+gpuprof into the application when the application initializes CUDA; the application needs no change
+(a PyTorch script need not import gpuprof). The library is taken from $GPUPROF_INJECT_LIBRARY, else
+<dir of gpuprof>/../lib/, else <dir of gpuprof>/lib/. Each profiled process writes
+  DIR/<host>_<pid>_<time>_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler[_<rank>].db
+and when the application ends gpuprof prints each DB's path with its top kernels, device tasks and
+CUDA API time (`gpuprof stats`, `export` and `check` read the DB further). When no DB was written it
+says why in one line: usually that the application never initialized CUDA (a CPU-only run).
+
+Child processes: without --follow-children only the process gpuprof started is profiled (a child
+that uses CUDA runs unprofiled); with it, every descendant that uses CUDA writes its own DB, named
+by its own pid. A CUDA context never survives fork(): a child must initialize CUDA itself.
+
+Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to gpuprof are forwarded to the application (a
+Ctrl-C typed at the terminal reaches the application directly and is not sent twice). gpuprof waits
+for the application, so its DB is finalized before the summary is printed.
+
+Environment: GPUPROF_LOG_LEVEL (the session's log level) and GPUPROF_WORKER_NAME (replaces
+<host>_<pid> in the run directory's name) pass through to the application; gpuprof sets
+CUDA_INJECTION64_PATH, GPUPROF_OUTPUT_DIR, GPUPROF_RESULT_FILE, GPUPROF_FOLLOW_CHILDREN and
+GPUPROF_ROOT_PID, and NVTX_INJECTION64_PATH unless it is already set.
+
+Output: gpuprof's own lines go to stderr; the application's stdout and stderr are untouched.
+
+Exit status: the application's; 128+N if signal N killed it; 127 if APP was not found and 126 if it
+could not be executed (as in a shell); 1 if gpuprof could not set the run up; 2 for usage errors.
+
+Example: gpuprof run -o prof -- python3 examples/train_plain.py --steps 5
+)";
+
+}  // namespace
+
+RunCommand::RunCommand(CLI::App& app) {
+  run_ = app.add_subcommand("run", kRunDescription);
+  run_->add_option(std::string(kOutputShort) + "," + std::string(kOutputLong), output_dir_,
+                   "Directory for the profile DBs (created if missing)")
+      ->capture_default_str();
+  run_->add_flag("--follow-children", follow_children_,
+                 "Also profile child processes that use CUDA, each into its own DB");
+  run_->footer(kRunFooter);
+}
+
+int RunCommand::SplitArguments(int argc, char** argv) {
+  // gpuprof's own flags (--help, --version) take no value, so the first other argument is the
+  // subcommand.
+  int i = 1;
+  while (i < argc && argv[i][0] == '-') ++i;
+  if (i >= argc || std::string_view(argv[i]) != "run") return argc;
+  for (int j = i + 1; j < argc; ++j) {
+    std::string_view arg = argv[j];
+    if (arg == "--") {
+      app_argv_.assign(argv + j + 1, argv + argc);
+      return j;
+    }
+    if (arg == kOutputShort || arg == kOutputLong) {
+      ++j;  // its value, whatever it looks like
+      continue;
+    }
+    if (arg.size() > 1 && arg[0] == '-') continue;  // run's flag (an unknown one is CLI11's to reject)
+    app_argv_.assign(argv + j, argv + argc);
+    return j;
+  }
+  return argc;
+}
+
+bool RunCommand::parsed() const { return run_->parsed(); }
+
+int RunCommand::Run(std::ostream& report) const {
+  if (app_argv_.empty()) {
+    report << "gpuprof: error: no application given: gpuprof run [-o DIR] [--follow-children] [--] APP [ARGS...]\n"
+           << "run 'gpuprof run --help' for the accepted flags and values\n";
+    return kExitUsage;
+  }
+
+  StatusOr<std::string> inject_library = ResolveInjectLibrary();
+  if (!inject_library.ok()) return Fail(report, inject_library.status());
+
+  std::error_code ec;
+  fs::path out_dir = fs::absolute(fs::path(output_dir_), ec).lexically_normal();
+  if (!ec) fs::create_directories(out_dir, ec);
+  if (ec || !fs::is_directory(out_dir)) {
+    return Fail(report, InternalError("cannot create the output directory " + out_dir.string() + ": " +
+                                      (ec ? ec.message() : "a file of that name exists") +
+                                      "; choose another with -o DIR"));
+  }
+  // DB paths are absolute even if the application changes directory.
+  std::string out_dir_text = out_dir.string();
+  while (out_dir_text.size() > 1 && out_dir_text.back() == '/') out_dir_text.pop_back();
+
+  StatusOr<std::unique_ptr<ResultDir>> result_dir = ResultDir::Create();
+  if (!result_dir.ok()) return Fail(report, result_dir.status());
+  const std::string result_file = (*result_dir)->result_file();
+
+  ChildEnvironment env;
+  env.Set("CUDA_INJECTION64_PATH", *inject_library);
+  env.Set("GPUPROF_OUTPUT_DIR", out_dir_text);
+  env.Set("GPUPROF_RESULT_FILE", result_file);
+  env.Set("GPUPROF_FOLLOW_CHILDREN", follow_children_ ? "1" : "0");
+  // NVTX ranges reach gpuprof only through an NVTX injection library; the user's choice wins.
+  if (const char* nvtx = std::getenv("NVTX_INJECTION64_PATH"); nvtx == nullptr || *nvtx == '\0') {
+    env.Set("NVTX_INJECTION64_PATH", *inject_library);
+  }
+  env.Build();
+
+  // Files older than this are not this run's (with a one-second margin for coarse timestamps).
+  const fs::file_time_type started_at = fs::file_time_type::clock::now() - std::chrono::seconds(1);
+
+  int wait_status = 0;
+  {
+    SignalForwarding signals;
+    StatusOr<Started> started = StartApplication(app_argv_, env, signals);
+    if (!started.ok()) return Fail(report, started.status());
+    pid_t pid = started->pid;
+    while (waitpid(pid, &wait_status, 0) < 0) {
+      if (errno != EINTR) {
+        int err = errno;
+        g_child_pid.store(0, std::memory_order_relaxed);
+        return Fail(report, InternalError("waiting for the application (pid " + std::to_string(pid) +
+                                          ") failed: " + ErrnoText(err)));
+      }
+    }
+    g_child_pid.store(0, std::memory_order_relaxed);
+    if (started->exec_errno != 0) {
+      report << "gpuprof: error: cannot run '" << app_argv_.front() << "': " << ErrnoText(started->exec_errno)
+             << "\n";
+      return started->exec_errno == ENOENT ? kExitNotFound : kExitCannotExecute;
+    }
+  }
+  const int exit_code = ShellExitCode(wait_status);
+
+  if (WIFSIGNALED(wait_status)) {
+    report << "gpuprof: the application was killed by " << SignalName(WTERMSIG(wait_status)) << "\n";
+  } else if (exit_code != 0) {
+    report << "gpuprof: the application exited with status " << exit_code << "\n";
+  }
+
+  std::vector<std::string> dbs = ReadReportedDbs(result_file);
+  for (const std::string& db_path : dbs) PrintDbSummary(report, db_path);
+  if (dbs.size() > 1) report << "gpuprof: " << dbs.size() << " profile DBs written under " << out_dir_text << "\n";
+
+  std::vector<std::string> partial = FindPartialDbs(out_dir, started_at);
+  if (dbs.empty()) {
+    if (!partial.empty()) {
+      report << "gpuprof: no profile DB was finalized: " << partial.front()
+             << (partial.size() > 1 ? " (and " + std::to_string(partial.size() - 1) + " more)" : "")
+             << " was left unfinished, because a profiled process ended before gpuprof could finish writing it"
+             << (WIFSIGNALED(wait_status) ? " (" + SignalName(WTERMSIG(wait_status)) + ")" : "") << "\n";
+    } else if (WIFSIGNALED(wait_status)) {
+      report << "gpuprof: no profile DB was written: the application was killed by "
+             << SignalName(WTERMSIG(wait_status)) << " before any DB was finalized\n";
+    } else {
+      report << "gpuprof: no CUDA activity was collected: the application did not initialize CUDA (a CPU-only "
+                "run?)\n";
+    }
+  } else if (!partial.empty()) {
+    report << "gpuprof: note: " << partial.size() << " unfinished DB(s) from processes that ended early: "
+           << partial.front() << (partial.size() > 1 ? ", ..." : "") << "\n";
+  }
+  return exit_code;
+}
+
+}  // namespace gpuprof::cli

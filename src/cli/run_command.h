@@ -1,0 +1,58 @@
+// `gpuprof run [-o DIR] [--follow-children] [--] APP [ARGS...]`: runs an application with gpuprof's
+// CUDA injection library configured, waits for it, and summarizes the profile DB(s) it wrote.
+//
+// The CLI never loads CUDA. It hands the application this environment (the contract with
+// src/session and src/inject):
+//   CUDA_INJECTION64_PATH    absolute path of libgpuprof_inject.so (the driver calls its
+//                            InitializeInjection at cuInit)
+//   GPUPROF_OUTPUT_DIR       absolute path of DIR (created first)
+//   GPUPROF_RESULT_FILE      a file in a private temporary directory; each Session appends one
+//                            "db <path>" line per DB it finalized
+//   GPUPROF_FOLLOW_CHILDREN  0 or 1
+//   GPUPROF_ROOT_PID         the application's pid, so a Session can tell the process gpuprof
+//                            started from a child that initializes CUDA on its own after fork()
+//   NVTX_INJECTION64_PATH    libgpuprof_inject.so as well, unless the user set it (the NVTX loader
+//                            looks there for InitializeInjectionNvtx2)
+// GPUPROF_WORKER_NAME, GPUPROF_LOG_LEVEL and everything else pass through unchanged.
+//
+// Exit status: the application's (128 + N when signal N killed it); 126/127 when it cannot be
+// started (like a shell); 1 when gpuprof itself cannot set the run up; 2 for usage errors.
+// Everything gpuprof prints goes to stderr: the application's stdout stays its own.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace gpuprof::cli {
+
+class RunCommand {
+ public:
+  // Registers `run` on `app`; the object holds its flags, so it must outlive parsing and Run().
+  explicit RunCommand(CLI::App& app);
+  RunCommand(const RunCommand&) = delete;
+  RunCommand& operator=(const RunCommand&) = delete;
+
+  // When argv is a `gpuprof run ...` command line, keeps the application's command line (from the
+  // first argument after `--`, or else from the first argument that is neither one of run's flags
+  // nor a flag's value) and returns how many leading arguments CLI11 should parse; otherwise
+  // returns argc. So `gpuprof run python3 train.py -o x` passes `-o x` to the application, and an
+  // application named like a gpuprof subcommand is still the application.
+  int SplitArguments(int argc, char** argv);
+
+  bool parsed() const;
+  // Runs the application and reports on `report`; the exit status described above.
+  int Run(std::ostream& report) const;
+
+ private:
+  CLI::App* run_ = nullptr;
+  std::string output_dir_ = "gpuprof_output";
+  bool follow_children_ = false;
+  std::vector<std::string> app_argv_;
+};
+
+}  // namespace gpuprof::cli

@@ -1,0 +1,940 @@
+#include "db/perfetto_export.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "db/utf8.h"
+
+namespace gpuprof::db {
+namespace {
+
+constexpr std::size_t kFlushBytes = 1 << 20;
+constexpr std::int64_t kNsPerSecond = 1'000'000'000;
+
+// Synthetic ids. Linux pids and tids stay below 2^22, so these never collide with real ones.
+constexpr std::uint32_t kSyntheticPidBase = 1u << 24;
+constexpr std::uint32_t kGcTid = 0x7fff0001u;
+constexpr std::uint32_t kReplayTid = 0x7fff0002u;
+
+constexpr std::int64_t kApiTypeNode = 10000;  // CANN_API `node` rows duplicate the runtime call's span
+
+std::string ErrnoText(int error) { return std::strerror(error); }
+
+// ---- Output: a buffered file under a temporary name, renamed into place on Commit ----------------
+
+class TraceFile {
+ public:
+  static StatusOr<std::unique_ptr<TraceFile>> Create(const std::string& final_path) {
+    auto file = std::unique_ptr<TraceFile>(new TraceFile(final_path));
+    // O_EXCL with our pid in the name: two exports to one target never share a temporary file.
+    // 0666 & ~umask, like any file the user creates (mkstemp would force 0600).
+    for (int attempt = 0; attempt < 100 && file->fd_ < 0; ++attempt) {
+      file->temp_path_ = final_path + ".tmp." + std::to_string(::getpid()) +
+                         (attempt == 0 ? "" : "." + std::to_string(attempt));
+      file->fd_ = ::open(file->temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (file->fd_ < 0 && errno != EEXIST) {
+        int error = errno;
+        file->temp_path_.clear();
+        return InvalidArgumentError("cannot create the output file " + final_path + ": " + ErrnoText(error) +
+                                    (error == ENOENT ? " (does its directory exist?)" : ""));
+      }
+    }
+    if (file->fd_ < 0) return AlreadyExistsError("cannot create a temporary file next to " + final_path);
+    file->buffer_.reserve(kFlushBytes + std::size_t{64} * 1024);
+    return file;
+  }
+
+  ~TraceFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+  }
+
+  std::string* buffer() noexcept { return &buffer_; }
+
+  Status MaybeFlush() {
+    if (buffer_.size() < kFlushBytes) return OkStatus();
+    return Flush();
+  }
+
+  // Writes what is left, closes, and renames the temporary file to the final name.
+  StatusOr<std::uint64_t> Commit() {
+    GPUPROF_RETURN_IF_ERROR(Flush());
+    int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) {
+      const int error = errno;
+      return DataLossError("writing " + temp_path_ + " failed at close: " + ErrnoText(error));
+    }
+    // No fsync: an export can be redone; what matters is that the final name never holds a
+    // partial file, and rename gives that.
+    if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
+      const int error = errno;
+      return InvalidArgumentError("cannot rename " + temp_path_ + " to " + final_path_ + ": " +
+                                  ErrnoText(error));
+    }
+    committed_ = true;
+    return written_;
+  }
+
+ private:
+  explicit TraceFile(std::string final_path) : final_path_(std::move(final_path)) {}
+
+  Status Flush() {
+    const char* data = buffer_.data();
+    std::size_t left = buffer_.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd_, data, left);
+      if (n < 0) {
+        const int error = errno;
+        if (error == EINTR) continue;
+        return DataLossError("writing " + temp_path_ + " failed: " + ErrnoText(error) +
+                             (error == ENOSPC ? " (the disk is full)" : ""));
+      }
+      data += n;
+      left -= static_cast<std::size_t>(n);
+      written_ += static_cast<std::uint64_t>(n);
+    }
+    buffer_.clear();
+    return OkStatus();
+  }
+
+  std::string final_path_;
+  std::string temp_path_;
+  int fd_ = -1;
+  bool committed_ = false;
+  std::string buffer_;
+  std::uint64_t written_ = 0;
+};
+
+void AppendInt(std::string* out, std::int64_t value) {
+  char text[24];
+  auto result = std::to_chars(text, text + sizeof(text), value);
+  out->append(text, result.ptr);
+}
+
+void AppendUint(std::string* out, std::uint64_t value) {
+  char text[24];
+  auto result = std::to_chars(text, text + sizeof(text), value);
+  out->append(text, result.ptr);
+}
+
+// One trace event, written field by field into the buffer. Keys are literals and need no escaping.
+class Event {
+ public:
+  Event(std::string* out, bool* first_event, std::int64_t time_base_ns) : out_(out), base_(time_base_ns) {
+    out_->append(*first_event ? "\n{" : ",\n{");
+    *first_event = false;
+  }
+  ~Event() { out_->push_back('}'); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  Event& Str(std::string_view key, std::string_view value) {
+    Key(key);
+    AppendJsonString(out_, value);
+    return *this;
+  }
+  Event& Int(std::string_view key, std::int64_t value) {
+    Key(key);
+    AppendInt(out_, value);
+    return *this;
+  }
+  Event& Uint(std::string_view key, std::uint64_t value) {
+    Key(key);
+    AppendUint(out_, value);
+    return *this;
+  }
+  Event& Ts(std::int64_t ns) {
+    Key("ts");
+    AppendMicros(out_, ns - base_);
+    return *this;
+  }
+  Event& Dur(std::int64_t ns) {
+    Key("dur");
+    AppendMicros(out_, std::max<std::int64_t>(0, ns));
+    return *this;
+  }
+  Event& BeginArgs() {
+    Key("args");
+    out_->push_back('{');
+    first_field_ = true;
+    return *this;
+  }
+  Event& EndArgs() {
+    out_->push_back('}');
+    first_field_ = false;
+    return *this;
+  }
+
+ private:
+  void Key(std::string_view key) {
+    if (!first_field_) out_->push_back(',');
+    first_field_ = false;
+    out_->push_back('"');
+    out_->append(key);
+    out_->append("\":");
+  }
+
+  std::string* out_;
+  std::int64_t base_;
+  bool first_field_ = true;
+};
+
+std::string HexId(std::uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// ---- Processes and threads seen while streaming; named by metadata events at the end ----------
+
+struct DbContext {
+  std::size_t index = 0;
+  std::string label;  // "rank 0" or the file name
+  std::string host_name;
+  std::map<std::int64_t, std::string> device_names;  // NPU_INFO
+};
+
+class Tracks {
+ public:
+  std::uint32_t HostPid(const DbContext& db, std::int64_t real_pid) {
+    auto key = std::make_pair(db.index, real_pid);
+    auto it = host_pids_.find(key);
+    if (it != host_pids_.end()) return it->second;
+    std::uint32_t pid = 0;
+    const bool plausible = real_pid > 0 && real_pid < static_cast<std::int64_t>(kSyntheticPidBase);
+    if (plausible && used_pids_.count(static_cast<std::uint32_t>(real_pid)) == 0) {
+      pid = static_cast<std::uint32_t>(real_pid);
+    } else {
+      pid = kSyntheticPidBase + next_synthetic_++;  // another rank's process had this pid
+    }
+    used_pids_.insert(pid);
+    host_pids_.emplace(key, pid);
+    std::string name = db.label + " pid " + std::to_string(real_pid);
+    if (!db.host_name.empty()) name += " (" + db.host_name + ")";
+    processes_.push_back({pid, std::move(name), SortIndex(db, 0)});
+    return pid;
+  }
+
+  std::uint32_t DevicePid(const DbContext& db, std::int64_t device) {
+    auto key = std::make_pair(db.index, device);
+    auto it = device_pids_.find(key);
+    if (it != device_pids_.end()) return it->second;
+    std::uint32_t pid = kSyntheticPidBase + next_synthetic_++;
+    used_pids_.insert(pid);
+    device_pids_.emplace(key, pid);
+    std::string name = db.label + " device " + std::to_string(device);
+    auto named = db.device_names.find(device);
+    if (named != db.device_names.end() && !named->second.empty()) name += " (" + named->second + ")";
+    processes_.push_back({pid, std::move(name), SortIndex(db, 1)});
+    return pid;
+  }
+
+  void Thread(std::uint32_t pid, std::uint32_t tid, std::string_view kind) {
+    if (last_thread_ == std::make_pair(pid, tid)) return;
+    last_thread_ = {pid, tid};
+    auto [it, inserted] = threads_.try_emplace({pid, tid});
+    if (!inserted) return;
+    if (kind == "stream") {
+      it->second = {"stream " + std::to_string(tid), static_cast<std::int64_t>(tid)};
+    } else if (tid == kGcTid) {
+      it->second = {"Python GC", std::int64_t{1} << 40};
+    } else if (tid == kReplayTid) {
+      it->second = {"gpuprof replay", std::int64_t{1} << 41};
+    } else {
+      it->second = {"thread " + std::to_string(tid), static_cast<std::int64_t>(tid)};
+    }
+  }
+
+  void EmitMetadata(std::string* out, bool* first_event) const {
+    for (const Process& process : processes_) {
+      {
+        Event event(out, first_event, 0);
+        event.Str("ph", "M")
+            .Str("name", "process_name")
+            .Uint("pid", process.pid)
+            .BeginArgs()
+            .Str("name", process.name)
+            .EndArgs();
+      }
+      Event event(out, first_event, 0);
+      event.Str("ph", "M")
+          .Str("name", "process_sort_index")
+          .Uint("pid", process.pid)
+          .BeginArgs()
+          .Int("sort_index", process.sort_index)
+          .EndArgs();
+    }
+    for (const auto& [key, thread] : threads_) {
+      {
+        Event event(out, first_event, 0);
+        event.Str("ph", "M")
+            .Str("name", "thread_name")
+            .Uint("pid", key.first)
+            .Uint("tid", key.second)
+            .BeginArgs()
+            .Str("name", thread.name)
+            .EndArgs();
+      }
+      Event event(out, first_event, 0);
+      event.Str("ph", "M")
+          .Str("name", "thread_sort_index")
+          .Uint("pid", key.first)
+          .Uint("tid", key.second)
+          .BeginArgs()
+          .Int("sort_index", thread.sort_index)
+          .EndArgs();
+    }
+  }
+
+ private:
+  struct Process {
+    std::uint32_t pid;
+    std::string name;
+    std::int64_t sort_index;
+  };
+  struct ThreadInfo {
+    std::string name;
+    std::int64_t sort_index = 0;
+  };
+  static std::int64_t SortIndex(const DbContext& db, int kind) {
+    return static_cast<std::int64_t>(db.index) * 2 + kind;
+  }
+
+  std::map<std::pair<std::size_t, std::int64_t>, std::uint32_t> host_pids_;
+  std::map<std::pair<std::size_t, std::int64_t>, std::uint32_t> device_pids_;
+  std::set<std::uint32_t> used_pids_;
+  std::uint32_t next_synthetic_ = 0;
+  std::vector<Process> processes_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, ThreadInfo> threads_;
+  std::pair<std::uint32_t, std::uint32_t> last_thread_{0, 0};
+};
+
+std::int64_t PidOf(std::int64_t global_tid) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(global_tid) >> 32);
+}
+std::uint32_t TidOf(std::int64_t global_tid) {
+  return static_cast<std::uint32_t>(static_cast<std::uint64_t>(global_tid) & 0xffffffffu);
+}
+
+// ---- SQL helpers -------------------------------------------------------------------------------
+
+// The columns of each table, read once, so optional columns become NULL in the SELECT list
+// instead of failing the statement on a DB from another writer version.
+class Schema {
+ public:
+  static StatusOr<Schema> Load(const ProfileReader& reader, const std::vector<std::string_view>& tables) {
+    Schema schema;
+    for (std::string_view table : tables) {
+      GPUPROF_ASSIGN_OR_RETURN(std::vector<ColumnInfo> columns, reader.Columns(table));
+      std::set<std::string> names;
+      for (ColumnInfo& column : columns) names.insert(std::move(column.name));
+      if (!names.empty()) schema.tables_.emplace(std::string(table), std::move(names));
+    }
+    schema.has_strings_ = schema.Has("STRING_IDS", "value");
+    return schema;
+  }
+
+  bool HasTable(std::string_view table) const { return tables_.count(std::string(table)) > 0; }
+  bool Has(std::string_view table, std::string_view column) const {
+    auto it = tables_.find(std::string(table));
+    return it != tables_.end() && it->second.count(std::string(column)) > 0;
+  }
+  bool HasAll(std::string_view table, const std::vector<std::string_view>& columns) const {
+    return std::all_of(columns.begin(), columns.end(), [&](std::string_view c) { return Has(table, c); });
+  }
+  // "alias.column", or "NULL" when the table lacks it.
+  std::string Col(std::string_view table, std::string_view alias, std::string_view column) const {
+    return Has(table, column) ? std::string(alias) + "." + std::string(column) : "NULL";
+  }
+  bool has_strings() const noexcept { return has_strings_; }
+
+ private:
+  std::map<std::string, std::set<std::string>> tables_;
+  bool has_strings_ = false;
+};
+
+// A STRING_IDS lookup for `id_expr` as a LEFT JOIN aliased `alias`: {select expression, join}.
+std::pair<std::string, std::string> StringJoin(const Schema& schema, const std::string& id_expr,
+                                               const std::string& alias) {
+  if (id_expr == "NULL") return {"NULL", ""};
+  if (!schema.has_strings()) return {"CAST(" + id_expr + " AS TEXT)", ""};
+  return {alias + ".value", " LEFT JOIN STRING_IDS " + alias + " ON " + alias + ".id = " + id_expr};
+}
+
+// ---- The exporter --------------------------------------------------------------------------------
+
+class Exporter {
+ public:
+  Exporter(TraceFile* file, std::int64_t time_base_ns, ExportSummary* summary)
+      : file_(file), out_(file->buffer()), base_(time_base_ns), summary_(summary) {}
+
+  Status ExportDb(const ProfileReader& reader, DbContext& db) {
+    GPUPROF_ASSIGN_OR_RETURN(
+        Schema schema,
+        Schema::Load(reader, {"STRING_IDS", "PYTORCH_API", "CANN_API", "TASK", "COMPUTE_TASK_INFO",
+                              "MEMCPY_INFO", "ENUM_MEMCPY_OPERATION", "CONNECTION_IDS", "MEMORY_RECORD",
+                              "MSTX_EVENTS", "GC_RECORD", "GPUPROF_REPLAY_KERNEL", "GPUPROF_REPLAY_PASS"}));
+    GPUPROF_RETURN_IF_ERROR(ExportOps(reader, schema, db));
+    GPUPROF_RETURN_IF_ERROR(ExportApiCalls(reader, schema, db));
+    GPUPROF_RETURN_IF_ERROR(ExportTasks(reader, schema, db));
+    GPUPROF_RETURN_IF_ERROR(ExportTaskFlows(reader, schema, db));
+    GPUPROF_RETURN_IF_ERROR(ExportOpFlows(reader, schema, db));
+    GPUPROF_RETURN_IF_ERROR(ExportMemory(reader, schema, db));
+    GPUPROF_RETURN_IF_ERROR(ExportMstx(reader, schema, db));
+    GPUPROF_RETURN_IF_ERROR(ExportGc(reader, schema, db));
+    GPUPROF_RETURN_IF_ERROR(ExportReplay(reader, schema, db));
+    return OkStatus();
+  }
+
+  void Finish() { tracks_.EmitMetadata(out_, &first_event_); }
+  bool* first_event() noexcept { return &first_event_; }
+
+ private:
+  Event NewEvent() { return {out_, &first_event_, base_}; }
+
+  bool Require(const Schema& schema, const DbContext& db, std::string_view table,
+               const std::vector<std::string_view>& columns) {
+    if (schema.HasAll(table, columns)) return true;
+    summary_->notes.push_back(db.label + ": " + std::string(table) +
+                              (schema.HasTable(table) ? " lacks columns this export reads" : " is absent") +
+                              "; not exported");
+    return false;
+  }
+
+  // Runs `sql`, calling `row(query)` per row and flushing the buffer as it fills.
+  template <typename RowFn>
+  Status Stream(const ProfileReader& reader, const std::string& sql, RowFn row) {
+    GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare(sql));
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool has_row, query.Step());
+      if (!has_row) break;
+      row(query);
+      GPUPROF_RETURN_IF_ERROR(file_->MaybeFlush());
+    }
+    return OkStatus();
+  }
+
+  Status ExportOps(const ProfileReader& reader, const Schema& schema, DbContext& db) {
+    if (!Require(schema, db, "PYTORCH_API", {"startNs", "endNs", "globalTid", "name"})) return OkStatus();
+    auto [name, name_join] = StringJoin(schema, "p.name", "n");
+    auto [shapes, shapes_join] = StringJoin(schema, schema.Col("PYTORCH_API", "p", "inputShapes"), "sh");
+    auto [dtypes, dtypes_join] = StringJoin(schema, schema.Col("PYTORCH_API", "p", "inputDtypes"), "dt");
+    const std::string sql = "SELECT p.startNs, p.endNs, p.globalTid, " + name + ", " +
+                            schema.Col("PYTORCH_API", "p", "type") + ", " +
+                            schema.Col("PYTORCH_API", "p", "sequenceNumber") + ", " +
+                            schema.Col("PYTORCH_API", "p", "fwdThreadId") + ", " + shapes + ", " + dtypes +
+                            " FROM PYTORCH_API p" + name_join + shapes_join + dtypes_join;
+    return Stream(reader, sql, [&](const Query& q) {
+      const std::int64_t global_tid = q.Int(2);
+      const std::uint32_t pid = tracks_.HostPid(db, PidOf(global_tid));
+      const std::uint32_t tid = TidOf(global_tid);
+      tracks_.Thread(pid, tid, "thread");
+      std::string_view category = "cpu_op";
+      switch (q.Int(4)) {
+        case 50002: category = "queue"; break;
+        case 50003: category = "python_function"; break;
+        case 50004: category = "mstx_op"; break;
+        default: break;
+      }
+      Event event = NewEvent();
+      event.Str("ph", "X").Str("cat", category).Str("name", q.IsNull(3) ? "[unnamed op]" : q.Text(3));
+      event.Uint("pid", pid).Uint("tid", tid).Ts(q.Int(0)).Dur(q.Int(1) - q.Int(0));
+      event.BeginArgs();
+      if (!q.IsNull(5)) event.Int("Sequence number", q.Int(5));
+      if (!q.IsNull(6)) event.Int("Fwd thread id", q.Int(6));
+      if (!q.IsNull(7) && !q.Text(7).empty()) event.Str("Input Dims", q.Text(7));
+      if (!q.IsNull(8) && !q.Text(8).empty()) event.Str("Input type", q.Text(8));
+      event.EndArgs();
+      ++summary_->slices;
+    });
+  }
+
+  Status ExportApiCalls(const ProfileReader& reader, const Schema& schema, DbContext& db) {
+    if (!Require(schema, db, "CANN_API", {"startNs", "endNs", "globalTid", "name"})) return OkStatus();
+    auto [name, name_join] = StringJoin(schema, "a.name", "n");
+    const std::string type = schema.Col("CANN_API", "a", "type");
+    const std::string sql =
+        "SELECT a.startNs, a.endNs, a.globalTid, " + name + ", " +
+        schema.Col("CANN_API", "a", "connectionId") + " FROM CANN_API a" + name_join +
+        (type == "NULL" ? ""
+                        : " WHERE " + type + " IS NULL OR " + type + " != " + std::to_string(kApiTypeNode));
+    return Stream(reader, sql, [&](const Query& q) {
+      const std::int64_t global_tid = q.Int(2);
+      const std::uint32_t pid = tracks_.HostPid(db, PidOf(global_tid));
+      const std::uint32_t tid = TidOf(global_tid);
+      tracks_.Thread(pid, tid, "thread");
+      Event event = NewEvent();
+      event.Str("ph", "X").Str("cat", "cuda_runtime").Str("name", q.IsNull(3) ? "[unnamed API]" : q.Text(3));
+      event.Uint("pid", pid).Uint("tid", tid).Ts(q.Int(0)).Dur(q.Int(1) - q.Int(0));
+      event.BeginArgs();
+      if (!q.IsNull(4)) event.Int("correlation", q.Int(4));
+      event.EndArgs();
+      ++summary_->slices;
+    });
+  }
+
+  Status ExportTasks(const ProfileReader& reader, const Schema& schema, DbContext& db) {
+    if (!Require(schema, db, "TASK", {"startNs", "endNs", "deviceId", "streamId", "globalTaskId"}))
+      return OkStatus();
+    auto [task_type, type_join] = StringJoin(schema, schema.Col("TASK", "t", "taskType"), "tt");
+    std::string select = "SELECT t.startNs, t.endNs, t.deviceId, t.streamId, " +
+                         schema.Col("TASK", "t", "connectionId") + ", " + task_type;
+    std::string from = " FROM TASK t" + type_join;
+    if (schema.HasAll("COMPUTE_TASK_INFO", {"globalTaskId", "name"})) {
+      auto [kernel, kernel_join] = StringJoin(schema, "c.name", "kn");
+      // gpuprof stores gridDim/blockDim as STRING_IDS of "x,y,z" (docs/db_gpuprof_tables.md);
+      // a value that is no string id is shown as it is.
+      const std::string grid = schema.Col("COMPUTE_TASK_INFO", "c", "gridDim");
+      const std::string block = schema.Col("COMPUTE_TASK_INFO", "c", "blockDim");
+      auto [grid_text, grid_join] = StringJoin(schema, grid, "gd");
+      auto [block_text, block_join] = StringJoin(schema, block, "bd");
+      select += ", " + kernel + ", COALESCE(" + grid_text + ", " + grid + "), COALESCE(" + block_text + ", " +
+                block + "), " + schema.Col("COMPUTE_TASK_INFO", "c", "blockNum");
+      from += " LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId" + kernel_join + grid_join +
+              block_join;
+    } else {
+      select += ", NULL, NULL, NULL, NULL";
+    }
+    if (schema.HasAll("MEMCPY_INFO", {"globalTaskId", "size", "memcpyOperation"})) {
+      // MEMCPY_INFO has no index on globalTaskId; SQLite builds a transient one for this join.
+      select += ", m.size, ";
+      if (schema.HasAll("ENUM_MEMCPY_OPERATION", {"id", "name"})) {
+        select += "COALESCE(e.name, CAST(m.memcpyOperation AS TEXT))";
+        from +=
+            " LEFT JOIN MEMCPY_INFO m ON m.globalTaskId = t.globalTaskId"
+            " LEFT JOIN ENUM_MEMCPY_OPERATION e ON e.id = m.memcpyOperation";
+      } else {
+        select += "CAST(m.memcpyOperation AS TEXT)";
+        from += " LEFT JOIN MEMCPY_INFO m ON m.globalTaskId = t.globalTaskId";
+      }
+    } else {
+      select += ", NULL, NULL";
+    }
+    return Stream(reader, select + from, [&](const Query& q) {
+      const std::uint32_t pid = tracks_.DevicePid(db, q.Int(2));
+      const auto stream = static_cast<std::uint32_t>(q.Int(3));
+      tracks_.Thread(pid, stream, "stream");
+      const std::string_view type = q.Text(5);
+      std::string_view category = "device_task";
+      std::string name;
+      if (!q.IsNull(6)) {
+        category = "kernel";
+        name = q.Text(6);
+      } else {
+        if (type.rfind("MEMCPY", 0) == 0) category = "gpu_memcpy";
+        if (type.rfind("MEMSET", 0) == 0) category = "gpu_memset";
+        name = type.empty() ? "[device task]" : std::string(type);
+        if (!q.IsNull(11)) name += " (" + std::string(q.Text(11)) + ")";
+      }
+      Event event = NewEvent();
+      event.Str("ph", "X").Str("cat", category).Str("name", name);
+      event.Uint("pid", pid).Uint("tid", stream).Ts(q.Int(0)).Dur(q.Int(1) - q.Int(0));
+      event.BeginArgs().Int("device", q.Int(2)).Int("stream", q.Int(3));
+      if (!q.IsNull(4)) event.Int("correlation", q.Int(4));
+      if (!q.IsNull(7)) event.Str("grid", q.Text(7));
+      if (!q.IsNull(8)) event.Str("block", q.Text(8));
+      if (!q.IsNull(9)) event.Int("blocks", q.Int(9));
+      if (!q.IsNull(10)) event.Int("bytes", q.Int(10));
+      event.EndArgs();
+      ++summary_->slices;
+    });
+  }
+
+  // A flow: "s" on the source slice's track at its start, "f" bound to the enclosing slice on the
+  // target track at the target's start. Both come from one row, so every start has its finish.
+  void Flow(std::string_view category, std::uint32_t from_pid, std::uint32_t from_tid, std::int64_t from_ns,
+            std::uint32_t to_pid, std::uint32_t to_tid, std::int64_t to_ns) {
+    const std::uint64_t id = ++next_flow_id_;
+    {
+      Event start = NewEvent();
+      start.Str("ph", "s").Uint("id", id).Str("cat", category).Str("name", category);
+      start.Uint("pid", from_pid).Uint("tid", from_tid).Ts(from_ns);
+    }
+    Event finish = NewEvent();
+    finish.Str("ph", "f").Str("bp", "e").Uint("id", id).Str("cat", category).Str("name", category);
+    finish.Uint("pid", to_pid).Uint("tid", to_tid).Ts(to_ns);
+    ++summary_->flows;
+  }
+
+  Status ExportTaskFlows(const ProfileReader& reader, const Schema& schema, DbContext& db) {
+    if (!schema.HasAll("CONNECTION_IDS", {"id", "connectionId"}) ||
+        !schema.HasAll("PYTORCH_API", {"startNs", "globalTid", "connectionId"}) ||
+        !schema.HasAll("TASK", {"startNs", "deviceId", "streamId", "connectionId"})) {
+      return OkStatus();
+    }
+    // The consumers' join (DB_SPEC §3.4): TASK.connectionId = CONNECTION_IDS.connectionId AND
+    // CONNECTION_IDS.id = PYTORCH_API.connectionId.
+    const std::string sql =
+        "SELECT p.startNs, p.globalTid, t.startNs, t.deviceId, t.streamId FROM CONNECTION_IDS c "
+        "JOIN PYTORCH_API p ON p.connectionId = c.id JOIN TASK t ON t.connectionId = c.connectionId "
+        "ORDER BY c.id, t.startNs, t.rowid";
+    return Stream(reader, sql, [&](const Query& q) {
+      const std::uint32_t from_pid = tracks_.HostPid(db, PidOf(q.Int(1)));
+      const std::uint32_t to_pid = tracks_.DevicePid(db, q.Int(3));
+      const auto stream = static_cast<std::uint32_t>(q.Int(4));
+      tracks_.Thread(to_pid, stream, "stream");
+      Flow("ac2g", from_pid, TidOf(q.Int(1)), q.Int(0), to_pid, stream, q.Int(2));
+    });
+  }
+
+  Status ExportOpFlows(const ProfileReader& reader, const Schema& schema, DbContext& db) {
+    if (!schema.HasAll("CONNECTION_IDS", {"id", "connectionId"}) ||
+        !schema.HasAll("PYTORCH_API", {"startNs", "globalTid", "connectionId", "name"})) {
+      return OkStatus();
+    }
+    // fwd/bwd and task-queue pairs: connectionIds shared by more than one op; the lowest index is
+    // the first op, the highest the second (msprof-analyze's QUEYR_FWD_BWD_FLOW).
+    auto [first_name, first_join] = StringJoin(schema, "a.name", "an");
+    const std::string sql =
+        "SELECT a.startNs, a.globalTid, b.startNs, b.globalTid, " + first_name +
+        " FROM (SELECT connectionId AS cid, MIN(id) AS first_id, MAX(id) AS last_id FROM CONNECTION_IDS "
+        "GROUP BY connectionId HAVING COUNT(*) > 1) g "
+        "JOIN PYTORCH_API a ON a.connectionId = g.first_id JOIN PYTORCH_API b ON b.connectionId = g.last_id" +
+        first_join + " ORDER BY g.cid";
+    return Stream(reader, sql, [&](const Query& q) {
+      std::string_view first = q.Text(4);
+      const bool queue = first.rfind("Enqueue", 0) == 0 || first.rfind("Dequeue", 0) == 0;
+      std::int64_t a_ns = q.Int(0), b_ns = q.Int(2);
+      std::int64_t a_tid = q.Int(1), b_tid = q.Int(3);
+      if (b_ns < a_ns) {
+        std::swap(a_ns, b_ns);
+        std::swap(a_tid, b_tid);
+      }
+      const std::uint32_t a_pid = tracks_.HostPid(db, PidOf(a_tid));
+      const std::uint32_t b_pid = tracks_.HostPid(db, PidOf(b_tid));
+      tracks_.Thread(a_pid, TidOf(a_tid), "thread");
+      tracks_.Thread(b_pid, TidOf(b_tid), "thread");
+      Flow(queue ? "async_task_queue" : "fwdbwd", a_pid, TidOf(a_tid), a_ns, b_pid, TidOf(b_tid), b_ns);
+    });
+  }
+
+  Status ExportMemory(const ProfileReader& reader, const Schema& schema, DbContext& db) {
+    if (!Require(schema, db, "MEMORY_RECORD", {"timestamp", "deviceId", "totalAllocated", "totalReserved"})) {
+      return OkStatus();
+    }
+    auto [component, component_join] =
+        StringJoin(schema, schema.Col("MEMORY_RECORD", "m", "component"), "cn");
+    const std::string sql =
+        "SELECT m.timestamp, m.deviceId, " + component + ", m.totalAllocated, m.totalReserved, " +
+        schema.Col("MEMORY_RECORD", "m", "totalActive") + " FROM MEMORY_RECORD m" + component_join;
+    std::string name;
+    return Stream(reader, sql, [&](const Query& q) {
+      const std::uint32_t pid = tracks_.DevicePid(db, q.Int(1));
+      name.assign("Memory ");
+      name.append(q.IsNull(2) ? std::string_view("allocator") : q.Text(2));
+      Event event = NewEvent();
+      event.Str("ph", "C").Str("cat", "memory").Str("name", name).Uint("pid", pid).Ts(q.Int(0));
+      event.BeginArgs().Int("allocated", q.Int(3)).Int("reserved", q.Int(4));
+      if (!q.IsNull(5)) event.Int("active", q.Int(5));
+      event.EndArgs();
+      ++summary_->counters;
+    });
+  }
+
+  Status ExportMstx(const ProfileReader& reader, const Schema& schema, DbContext& db) {
+    if (!Require(schema, db, "MSTX_EVENTS", {"startNs", "endNs", "eventType", "message", "globalTid"})) {
+      return OkStatus();
+    }
+    auto [message, message_join] = StringJoin(schema, "e.message", "mn");
+    auto [domain, domain_join] = StringJoin(schema, schema.Col("MSTX_EVENTS", "e", "domainId"), "dn");
+    const std::string sql = "SELECT e.startNs, e.endNs, e.eventType, " + message + ", e.globalTid, " +
+                            schema.Col("MSTX_EVENTS", "e", "endGlobalTid") + ", " + domain + ", " +
+                            schema.Col("MSTX_EVENTS", "e", "rangeId") + " FROM MSTX_EVENTS e" + message_join +
+                            domain_join;
+    return Stream(reader, sql, [&](const Query& q) {
+      const std::int64_t global_tid = q.Int(4);
+      const std::uint32_t pid = tracks_.HostPid(db, PidOf(global_tid));
+      const std::uint32_t tid = TidOf(global_tid);
+      tracks_.Thread(pid, tid, "thread");
+      const std::string_view name = q.IsNull(3) ? std::string_view("[mark]") : q.Text(3);
+      const std::int64_t type = q.Int(2);
+      if (type == 0 || type == 3) {  // marker, marker_ex
+        Event event = NewEvent();
+        event.Str("ph", "i").Str("s", "t").Str("cat", "mstx").Str("name", name);
+        event.Uint("pid", pid).Uint("tid", tid).Ts(q.Int(0));
+        event.BeginArgs();
+        if (!q.IsNull(6)) event.Str("domain", q.Text(6));
+        event.EndArgs();
+        ++summary_->instants;
+        return;
+      }
+      // push/pop and start/end ranges: async slices, so ranges that end on another thread or
+      // overlap the thread's ops without nesting still draw correctly.
+      const std::string id = HexId(++next_async_id_);
+      {
+        Event begin = NewEvent();
+        begin.Str("ph", "b").Str("cat", "mstx").Str("name", name).Str("id", id);
+        begin.Uint("pid", pid).Uint("tid", tid).Ts(q.Int(0));
+        begin.BeginArgs();
+        if (!q.IsNull(6)) begin.Str("domain", q.Text(6));
+        if (!q.IsNull(7)) begin.Int("range id", q.Int(7));
+        begin.EndArgs();
+      }
+      const std::uint32_t end_tid = q.IsNull(5) ? tid : TidOf(q.Int(5));
+      Event end = NewEvent();
+      end.Str("ph", "e").Str("cat", "mstx").Str("name", name).Str("id", id);
+      end.Uint("pid", pid).Uint("tid", end_tid).Ts(std::max(q.Int(1), q.Int(0)));
+      ++summary_->async_ranges;
+    });
+  }
+
+  Status ExportGc(const ProfileReader& reader, const Schema& schema, DbContext& db) {
+    if (!Require(schema, db, "GC_RECORD", {"startNs", "endNs", "globalTid"})) return OkStatus();
+    return Stream(reader, "SELECT startNs, endNs, globalTid FROM GC_RECORD", [&](const Query& q) {
+      const std::uint32_t pid = tracks_.HostPid(db, PidOf(q.Int(2)));
+      tracks_.Thread(pid, kGcTid, "gc");
+      Event event = NewEvent();
+      event.Str("ph", "X").Str("cat", "gc").Str("name", "GC").Uint("pid", pid).Uint("tid", kGcTid);
+      event.Ts(q.Int(0)).Dur(q.Int(1) - q.Int(0));
+      ++summary_->slices;
+    });
+  }
+
+  Status ExportReplay(const ProfileReader& reader, const Schema& schema, DbContext& db) {
+    if (!schema.HasTable("GPUPROF_REPLAY_KERNEL")) return OkStatus();  // a run without replay
+    if (!Require(schema, db, "GPUPROF_REPLAY_KERNEL", {"id", "deviceId", "name", "replayed"}))
+      return OkStatus();
+    auto [kernel, kernel_join] = StringJoin(schema, "k.name", "kn");
+    if (schema.HasAll("GPUPROF_REPLAY_PASS", {"kernelId", "pass", "startNs", "durationNs"})) {
+      const std::string sql =
+          "SELECT p.startNs, p.durationNs, p.pass, k.deviceId, " + kernel + ", " +
+          schema.Col("GPUPROF_REPLAY_PASS", "p", "bytesRestored") + ", " +
+          schema.Col("GPUPROF_REPLAY_PASS", "p", "dirtyChunks") + ", " +
+          schema.Col("GPUPROF_REPLAY_PASS", "p", "outputHash") + ", " +
+          schema.Col("GPUPROF_REPLAY_KERNEL", "k", "launchIndex") + ", " +
+          schema.Col("GPUPROF_REPLAY_PASS", "p", "matchesPass1") +
+          " FROM GPUPROF_REPLAY_PASS p JOIN GPUPROF_REPLAY_KERNEL k ON k.id = p.kernelId" + kernel_join;
+      GPUPROF_RETURN_IF_ERROR(Stream(reader, sql, [&](const Query& q) {
+        const std::uint32_t pid = tracks_.DevicePid(db, q.Int(3));
+        tracks_.Thread(pid, kReplayTid, "replay");
+        std::string name(q.Text(4));
+        name += " [pass " + std::to_string(q.Int(2)) + "]";
+        Event event = NewEvent();
+        event.Str("ph", "X")
+            .Str("cat", "gpuprof_replay")
+            .Str("name", name)
+            .Uint("pid", pid)
+            .Uint("tid", kReplayTid);
+        event.Ts(q.Int(0)).Dur(q.Int(1));
+        event.BeginArgs().Int("pass", q.Int(2));
+        if (!q.IsNull(8)) event.Int("launch", q.Int(8));
+        if (!q.IsNull(5)) event.Int("bytes restored", q.Int(5));
+        if (!q.IsNull(6)) event.Int("dirty chunks", q.Int(6));
+        if (!q.IsNull(7)) event.Str("output hash", HexId(static_cast<std::uint64_t>(q.Int(7))));
+        if (!q.IsNull(9)) event.Str("matches pass 1", q.Int(9) != 0 ? "yes" : "no");
+        event.EndArgs();
+        ++summary_->slices;
+      }));
+    } else if (schema.HasTable("GPUPROF_REPLAY_PASS")) {
+      summary_->notes.push_back(db.label +
+                                ": GPUPROF_REPLAY_PASS lacks columns this export reads; passes not exported");
+    }
+    if (schema.HasAll("GPUPROF_REPLAY_KERNEL", {"timestampNs", "declineReason"})) {
+      const std::string sql = "SELECT k.timestampNs, k.deviceId, " + kernel + ", k.declineReason, " +
+                              schema.Col("GPUPROF_REPLAY_KERNEL", "k", "declineDetail") +
+                              " FROM GPUPROF_REPLAY_KERNEL k" + kernel_join + " WHERE k.replayed = 0";
+      GPUPROF_RETURN_IF_ERROR(Stream(reader, sql, [&](const Query& q) {
+        const std::uint32_t pid = tracks_.DevicePid(db, q.Int(1));
+        tracks_.Thread(pid, kReplayTid, "replay");
+        std::string name(q.Text(2));
+        name += " declined: ";
+        name += q.IsNull(3) ? std::string_view("unknown") : q.Text(3);
+        Event event = NewEvent();
+        event.Str("ph", "i").Str("s", "t").Str("cat", "gpuprof_replay").Str("name", name);
+        event.Uint("pid", pid).Uint("tid", kReplayTid).Ts(q.Int(0));
+        event.BeginArgs();
+        if (!q.IsNull(4) && !q.Text(4).empty()) event.Str("detail", q.Text(4));
+        event.EndArgs();
+        ++summary_->instants;
+      }));
+    }
+    return OkStatus();
+  }
+
+  TraceFile* file_;
+  std::string* out_;
+  std::int64_t base_;
+  ExportSummary* summary_;
+  Tracks tracks_;
+  bool first_event_ = true;
+  std::uint64_t next_flow_id_ = 0;
+  std::uint64_t next_async_id_ = 0;
+};
+
+// The earliest session start (or, without SESSION_TIME_INFO, the earliest op or task), floored to
+// a whole second. 0 when a DB has no times at all.
+StatusOr<std::optional<std::int64_t>> EarliestTime(const ProfileReader& reader) {
+  std::optional<std::int64_t> earliest;
+  auto consider = [&](std::string_view table, std::string_view sql) -> Status {
+    if (!reader.HasTable(table)) return OkStatus();
+    GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare(sql));
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (row && !query.IsNull(0) && query.Int(0) > 0)
+      earliest = std::min(earliest.value_or(query.Int(0)), query.Int(0));
+    return OkStatus();
+  };
+  GPUPROF_ASSIGN_OR_RETURN(bool session, reader.HasColumns("SESSION_TIME_INFO", {"startTimeNs"}));
+  if (session)
+    GPUPROF_RETURN_IF_ERROR(consider("SESSION_TIME_INFO", "SELECT MIN(startTimeNs) FROM SESSION_TIME_INFO"));
+  if (!earliest.has_value()) {
+    // TASK's index (startNs, globalTaskId) makes its MIN a lookup; PYTORCH_API is one scan.
+    GPUPROF_ASSIGN_OR_RETURN(bool task, reader.HasColumns("TASK", {"startNs"}));
+    if (task) GPUPROF_RETURN_IF_ERROR(consider("TASK", "SELECT MIN(startNs) FROM TASK"));
+    GPUPROF_ASSIGN_OR_RETURN(bool ops, reader.HasColumns("PYTORCH_API", {"startNs"}));
+    if (ops)
+      GPUPROF_RETURN_IF_ERROR(
+          consider("PYTORCH_API", "SELECT MIN(CAST(startNs AS INTEGER)) FROM PYTORCH_API"));
+  }
+  return earliest;
+}
+
+StatusOr<DbContext> LoadContext(const ProfileReader& reader, const ProfileDbFile& file, std::size_t index) {
+  DbContext db;
+  db.index = index;
+  std::optional<std::int64_t> rank;
+  GPUPROF_ASSIGN_OR_RETURN(bool has_rank, reader.HasColumns("RANK_DEVICE_MAP", {"rankId"}));
+  if (has_rank) {
+    GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare("SELECT rankId FROM RANK_DEVICE_MAP LIMIT 1"));
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (row && !query.IsNull(0) && query.Int(0) >= 0) rank = query.Int(0);
+  }
+  if (!rank.has_value() && file.rank.has_value()) rank = *file.rank;
+  db.label = rank.has_value() ? "rank " + std::to_string(*rank) : "db " + std::to_string(index);
+  GPUPROF_ASSIGN_OR_RETURN(bool has_host, reader.HasColumns("HOST_INFO", {"hostName"}));
+  if (has_host) {
+    GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare("SELECT hostName FROM HOST_INFO LIMIT 1"));
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (row) db.host_name = std::string(query.Text(0));
+  }
+  GPUPROF_ASSIGN_OR_RETURN(bool has_npu, reader.HasColumns("NPU_INFO", {"id", "name"}));
+  if (has_npu) {
+    GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare("SELECT id, name FROM NPU_INFO"));
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+      if (!row) break;
+      db.device_names.emplace(query.Int(0), std::string(query.Text(1)));
+    }
+  }
+  return db;
+}
+
+}  // namespace
+
+std::vector<std::string_view> ExportFormats() { return {kPerfettoFormat}; }
+
+void AppendJsonString(std::string* out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  out->push_back('"');
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t size = text.size();
+  std::size_t i = 0;
+  while (i < size) {
+    const unsigned char c = bytes[i];
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out->append("\\\""); break;
+        case '\\': out->append("\\\\"); break;
+        case '\b': out->append("\\b"); break;
+        case '\f': out->append("\\f"); break;
+        case '\n': out->append("\\n"); break;
+        case '\r': out->append("\\r"); break;
+        case '\t': out->append("\\t"); break;
+        default:
+          if (c < 0x20) {
+            out->append("\\u00");
+            out->push_back(kHex[c >> 4]);
+            out->push_back(kHex[c & 0xf]);
+          } else {
+            out->push_back(static_cast<char>(c));
+          }
+      }
+      ++i;
+      continue;
+    }
+    const std::size_t length = ValidUtf8SequenceLength(bytes + i, size - i);
+    if (length > 0) {
+      out->append(text.data() + i, length);
+      i += length;
+    } else {
+      out->append(kReplacement);
+      ++i;
+    }
+  }
+  out->push_back('"');
+}
+
+void AppendMicros(std::string* out, std::int64_t ns) {
+  auto magnitude = static_cast<std::uint64_t>(ns);
+  if (ns < 0) {
+    out->push_back('-');
+    magnitude = ~magnitude + 1;  // two's complement negation, defined for INT64_MIN too
+  }
+  AppendUint(out, magnitude / 1000);
+  const auto fraction = static_cast<unsigned>(magnitude % 1000);
+  out->push_back('.');
+  out->push_back(static_cast<char>('0' + fraction / 100));
+  out->push_back(static_cast<char>('0' + fraction / 10 % 10));
+  out->push_back(static_cast<char>('0' + fraction % 10));
+}
+
+StatusOr<ExportSummary> ExportPerfettoTrace(const std::vector<ProfileDbFile>& dbs,
+                                            const std::string& output_path) {
+  if (dbs.empty()) return InvalidArgumentError("export: no profile database given");
+  if (output_path.empty()) return InvalidArgumentError("export: no output path given (-o trace.json)");
+
+  for (const ProfileDbFile& file : dbs) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(file.path, output_path, ec)) {
+      return InvalidArgumentError("export: the output " + output_path + " is the input database " +
+                                  file.path + "; choose another -o");
+    }
+  }
+  // Open (and so validate) every DB before creating the output file.
+  std::vector<std::unique_ptr<ProfileReader>> readers;
+  std::optional<std::int64_t> earliest;
+  for (const ProfileDbFile& file : dbs) {
+    GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<ProfileReader> reader, ProfileReader::Open(file.path));
+    GPUPROF_ASSIGN_OR_RETURN(std::optional<std::int64_t> first, EarliestTime(*reader));
+    if (first.has_value()) earliest = std::min(earliest.value_or(*first), *first);
+    readers.push_back(std::move(reader));
+  }
+
+  ExportSummary summary;
+  summary.dbs = dbs.size();
+  const std::int64_t value = earliest.value_or(0);
+  summary.time_base_ns = value - ((value % kNsPerSecond) + kNsPerSecond) % kNsPerSecond;
+
+  GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<TraceFile> file, TraceFile::Create(output_path));
+  std::string* out = file->buffer();
+  // displayTimeUnit is a display hint only (ts and dur stay microseconds, as in catapult and
+  // current trace processors); first, because older trace processors ignore it after the events.
+  out->append(R"({"displayTimeUnit":"ns","otherData":{"producer":"gpuprof export","gpuprof_time_base_ns":)");
+  AppendInt(out, summary.time_base_ns);
+  out->append(",\"ts_unit\":\"microseconds since gpuprof_time_base_ns (Unix epoch ns)\"},\"traceEvents\":[");
+
+  Exporter exporter(file.get(), summary.time_base_ns, &summary);
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    GPUPROF_ASSIGN_OR_RETURN(DbContext db, LoadContext(*readers[i], dbs[i], i));
+    GPUPROF_RETURN_IF_ERROR(exporter.ExportDb(*readers[i], db));
+  }
+  exporter.Finish();
+  out->append("\n]}\n");
+  GPUPROF_ASSIGN_OR_RETURN(summary.bytes, file->Commit());
+  return summary;
+}
+
+}  // namespace gpuprof::db

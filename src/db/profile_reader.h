@@ -1,0 +1,136 @@
+// Read side of the profile database (DB_SPEC.md): finding the DBs a PATH names, and a read-only
+// connection with prepared queries whose errors say what is wrong with the file and how to fix it.
+// `gpuprof stats`, `export` and `check` are built on this.
+//
+// Ownership and lifetime: ProfileReader owns its sqlite3 handle; a Query borrows the reader it was
+// prepared on and must be destroyed first. Thread-safety: none; one thread uses a reader and its
+// queries at a time. Errors: every fallible call returns Status/StatusOr with the file's path in
+// the message; nothing throws.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuprof/status.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace gpuprof::db {
+
+// One finished DB found under a PATH.
+struct ProfileDbFile {
+  std::string path;
+  std::optional<std::int32_t> rank;  // from "ascend_pytorch_profiler_<rank>.db"; none without suffix
+};
+
+struct ResolvedProfiles {
+  std::vector<ProfileDbFile> dbs;        // by rank (unranked first), then path
+  std::vector<std::string> partial_dbs;  // "*.db.partial" files seen while searching, sorted
+};
+
+// PATH is a .db file, an `*_ascend_pt` run directory (its ASCEND_PROFILER_OUTPUT/
+// ascend_pytorch_profiler*.db), an ASCEND_PROFILER_OUTPUT directory, or a directory holding run
+// directories (one DB per rank). `*.db.partial` files are never returned as DBs, only listed.
+// Errors: NotFound for a missing path or a directory without a finished DB; InvalidArgument for a
+// partial DB named directly or a path that is neither a file nor a directory.
+StatusOr<ResolvedProfiles> ResolveProfilePath(const std::string& path);
+
+// "found N partial DB(s) from runs that did not finish: a, b", or "" when there are none.
+std::string PartialDbNote(const ResolvedProfiles& resolved);
+
+// The rank in "ascend_pytorch_profiler_<rank>.db", if the file name carries one.
+std::optional<std::int32_t> RankFromDbFileName(std::string_view file_name);
+
+struct ColumnInfo {
+  std::string name;
+  std::string declared_type;  // as written in the DDL ("INTEGER", "TEXT", "" when none)
+  bool primary_key = false;
+};
+
+class ProfileReader;
+
+// A prepared statement over a ProfileReader. Column accessors take 0-based indexes; binders take
+// 1-based parameter indexes (SQLite's conventions). Text views stay valid until the next Step().
+class Query {
+ public:
+  Query() = default;
+  ~Query();
+  Query(Query&& other) noexcept;
+  Query& operator=(Query&& other) noexcept;
+  Query(const Query&) = delete;
+  Query& operator=(const Query&) = delete;
+
+  // True when a row is ready, false when done. A corrupt or truncated file shows up here as an
+  // error naming the file.
+  StatusOr<bool> Step();
+  void Reset() noexcept;
+
+  void BindInt(int index, std::int64_t value) noexcept;
+  void BindText(int index, std::string_view text) noexcept;
+
+  bool IsNull(int column) const noexcept;
+  std::int64_t Int(int column) const noexcept;  // NULL reads as 0; TEXT digits convert
+  std::optional<std::int64_t> OptionalInt(int column) const noexcept;
+  double Double(int column) const noexcept;
+  std::string_view Text(int column) const noexcept;  // NULL reads as ""
+  int ColumnType(int column) const noexcept;         // SQLITE_INTEGER, SQLITE_TEXT, ...
+
+ private:
+  friend class ProfileReader;
+  Query(const ProfileReader* reader, sqlite3_stmt* stmt) : reader_(reader), stmt_(stmt) {}
+
+  const ProfileReader* reader_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class ProfileReader {
+ public:
+  // Opens `path` read-only (never creates, never writes) and checks that it is an SQLite file
+  // holding the format's tables. Errors (InvalidArgument unless noted):
+  //   "not an SQLite database: PATH", "PATH is not a gpuprof/ascend_pytorch_profiler database
+  //   (no PYTORCH_API or TASK table)", a damaged/truncated file (DataLoss), NotFound.
+  static StatusOr<std::unique_ptr<ProfileReader>> Open(const std::string& path);
+
+  ~ProfileReader();
+  ProfileReader(const ProfileReader&) = delete;
+  ProfileReader& operator=(const ProfileReader&) = delete;
+
+  const std::string& path() const noexcept { return path_; }
+
+  // Tables and views in the file (names as stored), in sqlite_master order.
+  const std::vector<std::string>& tables() const noexcept { return tables_; }
+  bool HasTable(std::string_view table) const noexcept;
+  // The table's columns in declaration order; empty when the table does not exist.
+  StatusOr<std::vector<ColumnInfo>> Columns(std::string_view table) const;
+  // True when `table` exists and has every one of `columns`.
+  StatusOr<bool> HasColumns(std::string_view table, const std::vector<std::string_view>& columns) const;
+
+  StatusOr<Query> Prepare(std::string_view sql) const;
+
+  // Runs a query expected to return one integer (COUNT(*), ...); NULL reads as 0.
+  StatusOr<std::int64_t> QueryInt(std::string_view sql) const;
+
+  // A Status for SQLite result `rc` on this file, worded for the user: corrupt or truncated
+  // files, non-SQLite files and locked files get their own messages and fixes.
+  Status Error(std::string_view what, int rc) const;
+
+ private:
+  explicit ProfileReader(std::string path) : path_(std::move(path)) {}
+  Status LoadTables();
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  std::vector<std::string> tables_;
+};
+
+// The message for a file whose SQLite result is `rc` (SQLITE_CORRUPT, SQLITE_NOTADB, ...):
+// exposed for the tests and for callers that report without a reader.
+std::string DescribeSqliteFailure(const std::string& path, std::string_view what, int rc,
+                                  std::string_view sqlite_message);
+
+}  // namespace gpuprof::db

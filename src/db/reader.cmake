@@ -1,0 +1,12 @@
+# Read side (gpuprof stats / export / check): path resolution, a read-only SQLite reader, the
+# statistics, the Perfetto (Chrome trace-event JSON) exporter and the schema/join checker. It
+# does not link the writer: check embeds DB_SPEC's DDL itself, so a writer bug cannot hide.
+add_library(gpuprof_db_reader STATIC
+  profile_reader.cc
+  stats.cc
+  perfetto_export.cc
+  check.cc)
+add_library(gpuprof::db_reader ALIAS gpuprof_db_reader)
+target_link_libraries(gpuprof_db_reader
+  PUBLIC gpuprof::base
+  PRIVATE SQLite::SQLite3 gpuprof::compile_options)

@@ -1,0 +1,166 @@
+// Small RAII layer over the SQLite C API for the writer: a connection that closes itself, a
+// prepared statement that finalizes itself, and Status-returning helpers whose messages name the
+// operation, the file and SQLite's own error text. Private to src/db.
+//
+// Thread-safety: none. A Connection and its Statements are used by one thread at a time (the
+// writer opens its file with SQLITE_OPEN_NOMUTEX for that reason).
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuprof/status.h"
+
+namespace gpuprof::db {
+
+class Connection {
+ public:
+  Connection() = default;
+  ~Connection() { CloseQuietly(); }
+  Connection(Connection&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) {
+    other.db_ = nullptr;
+  }
+  Connection& operator=(Connection&& other) noexcept;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Opens (creating) `path` read-write. The connection is single-threaded (NOMUTEX).
+  static StatusOr<Connection> OpenForWrite(const std::string& path);
+
+  // Runs one or more statements that return no rows we need.
+  Status Exec(std::string_view sql) const;
+
+  // Closes the file. An error (e.g. unfinalized statements, a failed final write) is returned and
+  // the handle is still released.
+  Status Close();
+
+  sqlite3* get() const noexcept { return db_; }
+  const std::string& path() const noexcept { return path_; }
+  bool is_open() const noexcept { return db_ != nullptr; }
+
+  // "<what> on <path>: <sqlite message> (code N)" for the connection's last error.
+  Status Error(std::string_view what, int rc) const;
+
+ private:
+  void CloseQuietly() noexcept;
+
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+class Statement {
+ public:
+  Statement() = default;
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(Statement&& other) noexcept : stmt_(other.stmt_) { other.stmt_ = nullptr; }
+  Statement& operator=(Statement&& other) noexcept;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  static StatusOr<Statement> Prepare(const Connection& conn, std::string_view sql);
+
+  // Binders take 1-based parameter indexes. They cannot fail on a valid index and a prepared
+  // statement, so they return nothing; a bad index shows up as a wrong row in the tests.
+  void BindInt(int index, std::int64_t value) noexcept { sqlite3_bind_int64(stmt_, index, value); }
+  // Stores a u64 as its two's complement i64 (SQLite integers are signed 64-bit).
+  void BindU64(int index, std::uint64_t value) noexcept {
+    sqlite3_bind_int64(stmt_, index, static_cast<std::int64_t>(value));
+  }
+  void BindNull(int index) noexcept { sqlite3_bind_null(stmt_, index); }
+  void BindText(int index, std::string_view text) noexcept {
+    sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  }
+  // Binds text that stays valid until the statement is reset (no copy).
+  void BindStaticText(int index, std::string_view text) noexcept {
+    sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
+  }
+  template <typename T>
+  void BindOptional(int index, const std::optional<T>& value) noexcept {
+    if (value.has_value()) {
+      BindInt(index, static_cast<std::int64_t>(*value));
+    } else {
+      BindNull(index);
+    }
+  }
+
+  // Steps a statement that returns no rows, then resets it for the next use.
+  Status Run();
+
+  sqlite3_stmt* get() const noexcept { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// Inserts rows into one table many at a time through a multi-row `INSERT ... VALUES (...),(...)`:
+// one sqlite3_step per ~400 bound values (32 rows of 11 columns, 192 rows of 2) instead of one per
+// row, which is most of SQLite's per-row cost for narrow integer rows. Rows are buffered as 64-bit integers
+// plus a NULL mask; Flush() writes the remainder through a one-row statement.
+//
+//   inserter.Set(0, start_ns); inserter.SetNull(3); ...; GPUPROF_RETURN_IF_ERROR(inserter.Push());
+//
+// Rows reach the table in Push order, possibly later than Push returns: Flush before COMMIT.
+class BatchInserter {
+ public:
+  static constexpr int kMaxRowsPerStatement = 256;
+  static constexpr int kValuesPerStatement = 400;
+
+  // `head` is "INSERT INTO T VALUES " (or "INSERT OR IGNORE ..."); `row` is one parenthesized row
+  // whose '?' are the bound columns, in order (constants such as NULL may sit between them).
+  Status Prepare(const Connection& conn, std::string_view head, std::string_view row);
+
+  void Set(int column, std::int64_t value) noexcept {
+    values_[base_ + static_cast<std::size_t>(column)] = value;
+  }
+  void SetU64(int column, std::uint64_t value) noexcept { Set(column, static_cast<std::int64_t>(value)); }
+  void SetNull(int column) noexcept { nulls_[pending_] |= 1u << column; }
+  template <typename T>
+  void SetOptional(int column, const std::optional<T>& value) noexcept {
+    if (value.has_value()) {
+      Set(column, static_cast<std::int64_t>(*value));
+    } else {
+      SetNull(column);
+    }
+  }
+
+  // Ends the current row.
+  Status Push() {
+    ++pending_;
+    base_ += columns_;
+    if (pending_ == rows_per_statement_) return WriteFull();
+    nulls_[pending_] = 0;
+    return OkStatus();
+  }
+
+  // Writes the buffered rows.
+  Status Flush();
+
+  // Rows the table did not take (INSERT OR IGNORE conflicts), counted from sqlite3_changes.
+  std::uint64_t ignored() const noexcept { return ignored_; }
+  bool prepared() const noexcept { return multi_.get() != nullptr; }
+  void Release() {
+    multi_ = {};
+    single_ = {};
+  }
+
+ private:
+  void BindRow(Statement& statement, int first_param, int row) noexcept;
+  Status WriteFull();
+
+  Statement multi_;
+  Statement single_;
+  std::size_t columns_ = 0;
+  int rows_per_statement_ = 1;
+  int pending_ = 0;
+  std::size_t base_ = 0;
+  std::vector<std::int64_t> values_;
+  std::uint32_t nulls_[kMaxRowsPerStatement] = {};
+  std::uint64_t ignored_ = 0;
+};
+
+}  // namespace gpuprof::db

@@ -1,0 +1,463 @@
+#include "db/stats.h"
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "db/utf8.h"
+
+namespace gpuprof::db {
+namespace {
+
+constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
+// PYTORCH_API.type of torch ops (ENUM_API_TYPE 'op'); queue and python-trace rows are not ops.
+constexpr std::int64_t kApiTypeOp = 50001;
+
+// Why a section has no source: "" when `table` exists with every column the section reads.
+StatusOr<std::string> Absence(const ProfileReader& reader, std::string_view table,
+                              const std::vector<std::string_view>& columns) {
+  if (!reader.HasTable(table)) return "no " + std::string(table) + " table in this DB";
+  GPUPROF_ASSIGN_OR_RETURN(bool has_columns, reader.HasColumns(table, columns));
+  if (!has_columns) {
+    std::string names;
+    for (std::string_view column : columns) names += (names.empty() ? "" : ", ") + std::string(column);
+    return std::string(table) + " lacks some of the columns " + names +
+           " (written by another tool or version; `gpuprof check` lists the differences)";
+  }
+  return std::string();
+}
+
+std::string EmptyTable(std::string_view table) { return std::string(table) + " is empty"; }
+
+// STRING_IDS lookups by id (its INTEGER PRIMARY KEY), one prepared statement reused.
+class StringLookup {
+ public:
+  static StatusOr<StringLookup> Create(const ProfileReader& reader) {
+    StringLookup lookup;
+    if (reader.HasTable("STRING_IDS")) {
+      GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare("SELECT value FROM STRING_IDS WHERE id = ?1"));
+      lookup.query_ = std::move(query);
+      lookup.available_ = true;
+    }
+    return lookup;
+  }
+
+  // The string for `id`; "#<id>" when STRING_IDS has no such row, "(none)" for NULL.
+  StatusOr<std::string> Get(std::optional<std::int64_t> id) {
+    if (!id.has_value()) return std::string("(none)");
+    if (available_) {
+      query_.Reset();
+      query_.BindInt(1, *id);
+      GPUPROF_ASSIGN_OR_RETURN(bool row, query_.Step());
+      if (row) return std::string(query_.Text(0));
+    }
+    return "#" + std::to_string(*id);
+  }
+
+ private:
+  Query query_;
+  bool available_ = false;
+};
+
+Status ReadHeader(const ProfileReader& reader, ProfileStats* stats) {
+  GPUPROF_ASSIGN_OR_RETURN(std::string rank_absent,
+                           Absence(reader, "RANK_DEVICE_MAP", {"rankId", "deviceId"}));
+  if (rank_absent.empty()) {
+    GPUPROF_ASSIGN_OR_RETURN(Query query,
+                             reader.Prepare("SELECT rankId, deviceId FROM RANK_DEVICE_MAP LIMIT 1"));
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (row) {
+      stats->rank = query.OptionalInt(0);
+      stats->device = query.OptionalInt(1);
+    }
+  }
+  GPUPROF_ASSIGN_OR_RETURN(std::string host_absent, Absence(reader, "HOST_INFO", {"hostName"}));
+  if (host_absent.empty()) {
+    GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare("SELECT hostName FROM HOST_INFO LIMIT 1"));
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (row) stats->host_name = std::string(query.Text(0));
+  }
+  GPUPROF_ASSIGN_OR_RETURN(std::string session_absent,
+                           Absence(reader, "SESSION_TIME_INFO", {"startTimeNs", "endTimeNs"}));
+  if (session_absent.empty()) {
+    GPUPROF_ASSIGN_OR_RETURN(Query query,
+                             reader.Prepare("SELECT startTimeNs, endTimeNs FROM SESSION_TIME_INFO LIMIT 1"));
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (row) {
+      stats->session_start_ns = query.OptionalInt(0);
+      stats->session_end_ns = query.OptionalInt(1);
+    }
+  }
+  return OkStatus();
+}
+
+Status ReadOps(const ProfileReader& reader, StringLookup& strings, std::size_t top, ProfileStats* stats) {
+  GPUPROF_ASSIGN_OR_RETURN(stats->ops_absent,
+                           Absence(reader, "PYTORCH_API", {"globalTid", "startNs", "endNs", "name", "type"}));
+  if (!stats->ops_absent.empty()) return OkStatus();
+
+  // The sort happens in SQLite (out of core for large tables); the sweep holds one stack.
+  // CAST: torch_npu declares startNs/endNs TEXT, and text would sort lexicographically.
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query query,
+      reader.Prepare("SELECT globalTid, CAST(startNs AS INTEGER) AS s, CAST(endNs AS INTEGER) AS e, name "
+                     "FROM PYTORCH_API WHERE type IS NULL OR type = " +
+                     std::to_string(kApiTypeOp) + " ORDER BY globalTid, s, e DESC"));
+  SelfTimeSweep sweep;
+  constexpr std::int64_t kNullName = -1;
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    sweep.Add(query.Int(0), query.Int(1), query.Int(2), query.OptionalInt(3).value_or(kNullName));
+  }
+  sweep.Finish();
+  if (sweep.totals().empty()) {
+    stats->ops_absent = "no torch ops in PYTORCH_API";
+    return OkStatus();
+  }
+
+  std::map<std::string, OpTotals> by_name;
+  for (const auto& [id, totals] : sweep.totals()) {
+    std::optional<std::int64_t> name_id;
+    if (id != kNullName) name_id = id;
+    GPUPROF_ASSIGN_OR_RETURN(std::string name, strings.Get(name_id));
+    OpTotals& merged = by_name[OpDisplayName(name)];
+    merged.calls += totals.calls;
+    merged.total_ns += totals.total_ns;
+    merged.self_ns += totals.self_ns;
+    stats->op_calls += totals.calls;
+    stats->op_self_sum_ns += totals.self_ns;
+  }
+  stats->op_names = by_name.size();
+  std::vector<OpStat> all;
+  all.reserve(by_name.size());
+  for (auto& [name, totals] : by_name) all.push_back({name, totals});
+
+  auto take_top = [top](std::vector<OpStat> ops, auto key) {
+    std::size_t n = std::min(top, ops.size());
+    std::partial_sort(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(n), ops.end(),
+                      [key](const OpStat& a, const OpStat& b) {
+                        return std::make_pair(-key(a), a.name) < std::make_pair(-key(b), b.name);
+                      });
+    ops.resize(n);
+    return ops;
+  };
+  stats->top_ops_by_total = take_top(all, [](const OpStat& op) { return op.totals.total_ns; });
+  stats->top_ops_by_self = take_top(std::move(all), [](const OpStat& op) { return op.totals.self_ns; });
+  return OkStatus();
+}
+
+Status ReadKernels(const ProfileReader& reader, StringLookup& strings, std::size_t top, ProfileStats* stats) {
+  GPUPROF_ASSIGN_OR_RETURN(stats->kernels_absent,
+                           Absence(reader, "TASK", {"globalTaskId", "startNs", "endNs", "taskType"}));
+  if (!stats->kernels_absent.empty()) return OkStatus();
+
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query types, reader.Prepare("SELECT taskType, COUNT(*), SUM(endNs - startNs) AS total FROM TASK "
+                                  "GROUP BY taskType ORDER BY total DESC, taskType"));
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, types.Step());
+    if (!row) break;
+    GPUPROF_ASSIGN_OR_RETURN(std::string type, strings.Get(types.OptionalInt(0)));
+    stats->task_types.push_back({std::move(type), static_cast<std::uint64_t>(types.Int(1)), types.Int(2)});
+  }
+
+  GPUPROF_ASSIGN_OR_RETURN(stats->kernels_absent,
+                           Absence(reader, "COMPUTE_TASK_INFO", {"globalTaskId", "name"}));
+  if (!stats->kernels_absent.empty()) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query query,
+      reader.Prepare("SELECT c.name, COUNT(*), SUM(t.endNs - t.startNs) AS total, MAX(t.endNs - t.startNs) "
+                     "FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId "
+                     "GROUP BY c.name ORDER BY total DESC, c.name"));
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    auto calls = static_cast<std::uint64_t>(query.Int(1));
+    stats->kernel_calls += calls;
+    stats->kernel_total_ns += query.Int(2);
+    ++stats->kernel_names;
+    if (stats->top_kernels.size() < top) {
+      GPUPROF_ASSIGN_OR_RETURN(std::string name, strings.Get(query.OptionalInt(0)));
+      stats->top_kernels.push_back({std::move(name), calls, query.Int(2), query.Int(3)});
+    }
+  }
+  if (stats->kernel_calls == 0) {
+    stats->kernels_absent =
+        stats->task_types.empty() ? EmptyTable("TASK") : "no TASK row has a COMPUTE_TASK_INFO row";
+  }
+  return OkStatus();
+}
+
+Status ReadMemory(const ProfileReader& reader, StringLookup& strings, ProfileStats* stats) {
+  GPUPROF_ASSIGN_OR_RETURN(stats->memory_absent, Absence(reader, "MEMORY_RECORD",
+                                                         {"deviceId", "component", "totalAllocated",
+                                                          "totalReserved", "totalActive"}));
+  if (!stats->memory_absent.empty()) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query query,
+      reader.Prepare(
+          "SELECT deviceId, component, COUNT(*), MAX(totalAllocated), MAX(totalReserved), "
+          "MAX(totalActive) FROM MEMORY_RECORD GROUP BY deviceId, component ORDER BY deviceId, component"));
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    MemoryPeak peak;
+    peak.device = query.Int(0);
+    GPUPROF_ASSIGN_OR_RETURN(peak.component, strings.Get(query.OptionalInt(1)));
+    peak.records = static_cast<std::uint64_t>(query.Int(2));
+    peak.peak_allocated = query.Int(3);
+    peak.peak_reserved = query.Int(4);
+    peak.peak_active = query.OptionalInt(5);
+    stats->memory.push_back(std::move(peak));
+  }
+  if (stats->memory.empty()) stats->memory_absent = EmptyTable("MEMORY_RECORD");
+  return OkStatus();
+}
+
+Status ReadSteps(const ProfileReader& reader, std::size_t top, ProfileStats* stats) {
+  GPUPROF_ASSIGN_OR_RETURN(stats->steps_absent, Absence(reader, "STEP_TIME", {"id", "startNs", "endNs"}));
+  if (!stats->steps_absent.empty()) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(Query query,
+                           reader.Prepare("SELECT id, startNs, endNs FROM STEP_TIME ORDER BY startNs, id"));
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    StepStat step{query.Int(0), query.Int(1), query.Int(2)};
+    std::int64_t duration = step.end_ns - step.start_ns;
+    stats->step_min_ns = stats->step_count == 0 ? duration : std::min(stats->step_min_ns, duration);
+    stats->step_max_ns = stats->step_count == 0 ? duration : std::max(stats->step_max_ns, duration);
+    stats->step_total_ns += duration;
+    ++stats->step_count;
+    if (stats->steps.size() < top) stats->steps.push_back(step);
+  }
+  if (stats->step_count == 0) stats->steps_absent = EmptyTable("STEP_TIME");
+  return OkStatus();
+}
+
+Status ReadGc(const ProfileReader& reader, ProfileStats* stats) {
+  GPUPROF_ASSIGN_OR_RETURN(stats->gc_absent, Absence(reader, "GC_RECORD", {"startNs", "endNs"}));
+  if (!stats->gc_absent.empty()) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query query,
+      reader.Prepare("SELECT COUNT(*), SUM(endNs - startNs), MAX(endNs - startNs) FROM GC_RECORD"));
+  GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+  if (row) {
+    stats->gc_count = static_cast<std::uint64_t>(query.Int(0));
+    stats->gc_total_ns = query.Int(1);
+    stats->gc_max_ns = query.Int(2);
+  }
+  if (stats->gc_count == 0) stats->gc_absent = EmptyTable("GC_RECORD");
+  return OkStatus();
+}
+
+Status ReadReplay(const ProfileReader& reader, std::size_t top, ProfileStats* stats) {
+  GPUPROF_ASSIGN_OR_RETURN(stats->replay_absent,
+                           Absence(reader, "GPUPROF_REPLAY_KERNEL",
+                                   {"id", "deviceId", "name", "replayed", "declineReason", "deterministic"}));
+  if (!stats->replay_absent.empty()) {
+    if (!reader.HasTable("GPUPROF_REPLAY_KERNEL")) {
+      stats->replay_absent = "no GPUPROF_REPLAY_KERNEL table (no kernel replay in this run)";
+    }
+    return OkStatus();
+  }
+  GPUPROF_ASSIGN_OR_RETURN(
+      std::string pass_absent,
+      Absence(reader, "GPUPROF_REPLAY_PASS", {"kernelId", "pass", "durationNs", "bytesRestored"}));
+
+  // The kernel name is a STRING_IDS id; fall back to the raw value when it does not resolve.
+  const bool has_strings = reader.HasTable("STRING_IDS");
+  const std::string kname = has_strings ? "COALESCE(s.value, CAST(k.name AS TEXT))" : "CAST(k.name AS TEXT)";
+  const std::string join = has_strings ? " LEFT JOIN STRING_IDS s ON s.id = k.name" : "";
+
+  using Key = std::pair<std::string, std::int64_t>;
+  std::map<Key, std::size_t> index;  // (kernel, device) -> position in stats->replay
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query launches,
+      reader.Prepare(
+          "SELECT kname, dev, COUNT(*) AS n, SUM(nondet) FROM (SELECT " + kname +
+          " AS kname, k.deviceId AS dev, (k.deterministic = 0) AS nondet FROM GPUPROF_REPLAY_KERNEL k" +
+          join + " WHERE k.replayed != 0) GROUP BY kname, dev ORDER BY n DESC, kname, dev"));
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, launches.Step());
+    if (!row) break;
+    ++stats->replay_kernel_groups;
+    if (stats->replay.size() >= top) continue;
+    ReplayKernelStat stat;
+    stat.kernel = std::string(launches.Text(0));
+    stat.device = launches.Int(1);
+    stat.launches = static_cast<std::uint64_t>(launches.Int(2));
+    stat.nondeterministic_launches = static_cast<std::uint64_t>(launches.Int(3));
+    index[{stat.kernel, stat.device}] = stats->replay.size();
+    stats->replay.push_back(std::move(stat));
+  }
+
+  if (pass_absent.empty() && !index.empty()) {
+    const std::string passes_sql =
+        "SELECT " + kname +
+        " AS kname, k.deviceId AS dev, p.durationNs AS d, p.pass AS pass, "
+        "p.bytesRestored AS br FROM GPUPROF_REPLAY_PASS p JOIN GPUPROF_REPLAY_KERNEL k "
+        "ON k.id = p.kernelId" +
+        join + " WHERE k.replayed != 0";
+    GPUPROF_ASSIGN_OR_RETURN(
+        Query aggregates,
+        reader.Prepare(
+            "SELECT kname, dev, COUNT(*), MIN(d), MAX(d), AVG(CASE WHEN pass > 1 THEN br END) FROM (" +
+            passes_sql + ") GROUP BY kname, dev"));
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, aggregates.Step());
+      if (!row) break;
+      auto it = index.find({std::string(aggregates.Text(0)), aggregates.Int(1)});
+      if (it == index.end()) continue;
+      ReplayKernelStat& stat = stats->replay[it->second];
+      stat.passes = static_cast<std::uint64_t>(aggregates.Int(2));
+      stat.min_ns = aggregates.Int(3);
+      stat.max_ns = aggregates.Int(4);
+      stat.restored_bytes_per_pass = aggregates.Double(5);
+    }
+    // Medians: durations arrive sorted within each group, so the middle one is picked while
+    // streaming, knowing each group's size from the aggregate above.
+    GPUPROF_ASSIGN_OR_RETURN(Query ordered, reader.Prepare("SELECT kname, dev, d FROM (" + passes_sql +
+                                                           ") ORDER BY kname, dev, d"));
+    Key current;
+    std::uint64_t position = 0;
+    std::int64_t lower = 0;
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, ordered.Step());
+      if (!row) break;
+      Key key{std::string(ordered.Text(0)), ordered.Int(1)};
+      if (key != current) {
+        current = std::move(key);
+        position = 0;
+      }
+      auto it = index.find(current);
+      if (it != index.end()) {
+        ReplayKernelStat& stat = stats->replay[it->second];
+        const std::uint64_t n = stat.passes;
+        const std::int64_t value = ordered.Int(2);
+        if (n % 2 == 1 && position == n / 2) stat.median_ns = value;
+        if (n % 2 == 0 && n > 0 && position == n / 2 - 1) lower = value;
+        if (n % 2 == 0 && n > 0 && position == n / 2) stat.median_ns = lower + (value - lower) / 2;
+      }
+      ++position;
+    }
+  }
+
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query declines,
+      reader.Prepare(
+          "SELECT kname, dev, reason, COUNT(*) AS n FROM (SELECT " + kname +
+          " AS kname, k.deviceId AS dev, COALESCE(k.declineReason, '') AS reason "
+          "FROM GPUPROF_REPLAY_KERNEL k" +
+          join + " WHERE k.replayed = 0) GROUP BY kname, dev, reason ORDER BY n DESC, kname, dev, reason"));
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, declines.Step());
+    if (!row) break;
+    ++stats->replay_decline_groups;
+    if (stats->replay_declines.size() >= top) continue;
+    stats->replay_declines.push_back({std::string(declines.Text(0)), declines.Int(1),
+                                      std::string(declines.Text(2)),
+                                      static_cast<std::uint64_t>(declines.Int(3))});
+  }
+  if (stats->replay_kernel_groups == 0 && stats->replay_decline_groups == 0) {
+    stats->replay_absent = "GPUPROF_REPLAY_KERNEL is empty: no launch was selected for replay";
+  } else if (!pass_absent.empty() && stats->replay_kernel_groups > 0) {
+    stats->replay_absent = "per-pass timing unavailable: " + pass_absent;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+// ---- SelfTimeSweep --------------------------------------------------------------------------------
+
+void SelfTimeSweep::Add(std::int64_t thread, std::int64_t start_ns, std::int64_t end_ns, std::int64_t key) {
+  if (!thread_.has_value() || *thread_ != thread) {
+    Finish();
+    thread_ = thread;
+  }
+  end_ns = std::max(end_ns, start_ns);
+  while (!stack_.empty() && stack_.back().end_ns <= start_ns) PopOne();
+  if (!stack_.empty()) {
+    OpenOp& parent = stack_.back();
+    parent.child_ns += std::min(end_ns, parent.end_ns) - start_ns;
+  }
+  stack_.push_back({start_ns, end_ns, 0, key});
+}
+
+void SelfTimeSweep::Finish() {
+  while (!stack_.empty()) PopOne();
+}
+
+void SelfTimeSweep::PopOne() {
+  const OpenOp op = stack_.back();
+  stack_.pop_back();
+  const std::int64_t duration = op.end_ns - op.start_ns;
+  OpTotals& totals = totals_[op.key];
+  ++totals.calls;
+  totals.total_ns += duration;
+  // Children that overlap each other (bad data) could sum past the parent; clamp at zero.
+  totals.self_ns += std::max<std::int64_t>(0, duration - op.child_ns);
+}
+
+std::string OpDisplayName(std::string_view name) {
+  if (name.size() > kProfilerStepPrefix.size() &&
+      name.substr(0, kProfilerStepPrefix.size()) == kProfilerStepPrefix) {
+    return std::string(kProfilerStepPrefix) + "*";
+  }
+  return std::string(name);
+}
+
+std::string PrintableText(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  for (std::size_t i = 0; i < text.size();) {
+    const unsigned char c = bytes[i];
+    if (c >= 0x80) {
+      const std::size_t length = ValidUtf8SequenceLength(bytes + i, text.size() - i);
+      if (length == 0) {
+        out.append("\xEF\xBF\xBD");  // U+FFFD
+        ++i;
+      } else {
+        out.append(text.substr(i, length));
+        i += length;
+      }
+      continue;
+    }
+    if (c == '\t') {
+      out.append("\\t");
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else if (c == '\r') {
+      out.append("\\r");
+    } else if (c < 0x20 || c == 0x7f) {
+      out.append("\\x");
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+    ++i;
+  }
+  return out;
+}
+
+StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOptions& options) {
+  ProfileStats stats;
+  stats.path = reader.path();
+  GPUPROF_ASSIGN_OR_RETURN(StringLookup strings, StringLookup::Create(reader));
+  GPUPROF_RETURN_IF_ERROR(ReadHeader(reader, &stats));
+  GPUPROF_RETURN_IF_ERROR(ReadOps(reader, strings, options.top, &stats));
+  GPUPROF_RETURN_IF_ERROR(ReadKernels(reader, strings, options.top, &stats));
+  GPUPROF_RETURN_IF_ERROR(ReadMemory(reader, strings, &stats));
+  GPUPROF_RETURN_IF_ERROR(ReadSteps(reader, options.top, &stats));
+  GPUPROF_RETURN_IF_ERROR(ReadGc(reader, &stats));
+  GPUPROF_RETURN_IF_ERROR(ReadReplay(reader, options.top, &stats));
+  return stats;
+}
+
+}  // namespace gpuprof::db

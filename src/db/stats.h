@@ -1,0 +1,170 @@
+// `gpuprof stats`: the numbers behind the summary tables, computed from one profile DB.
+//
+// Every aggregate is either an SQL GROUP BY (SQLite sorts out of core) or a streaming pass whose
+// state is bounded by the number of distinct names or threads, never by the number of rows, so a
+// DB of any size is summarized in bounded memory. Tables that are missing (optional ones, or a DB
+// from another writer) or empty leave their section empty with the reason in `absent`.
+//
+// Thread-safety: none (a ProfileReader is single-threaded). Errors: the reader's Status (a file
+// that turns out damaged while reading), nothing else.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "db/profile_reader.h"
+#include "gpuprof/status.h"
+
+namespace gpuprof::db {
+
+// ---- Self time ----------------------------------------------------------------------------------
+
+struct OpTotals {
+  std::uint64_t calls = 0;
+  std::int64_t total_ns = 0;
+  std::int64_t self_ns = 0;  // total minus the time of ops nested inside it on the same thread
+};
+
+// A stack sweep over ops sorted per thread. Feed every op of a thread before the next thread's,
+// each thread's ops by start ascending and, for equal starts, end descending (so a parent comes
+// before a child that starts with it). An op is a child of the innermost open op whose range
+// contains its start; a child that runs past its parent's end counts only up to that end. Ops
+// with end < start are treated as zero-length. Memory: the deepest nesting plus one entry per key.
+class SelfTimeSweep {
+ public:
+  void Add(std::int64_t thread, std::int64_t start_ns, std::int64_t end_ns, std::int64_t key);
+  // Closes every op still open; call once after the last Add.
+  void Finish();
+  const std::unordered_map<std::int64_t, OpTotals>& totals() const noexcept { return totals_; }
+
+ private:
+  struct OpenOp {
+    std::int64_t start_ns;
+    std::int64_t end_ns;
+    std::int64_t child_ns;
+    std::int64_t key;
+  };
+  void PopOne();
+
+  std::vector<OpenOp> stack_;
+  std::optional<std::int64_t> thread_;
+  std::unordered_map<std::int64_t, OpTotals> totals_;
+};
+
+// "ProfilerStep#12" -> "ProfilerStep#*" (one row for every step, as torch's key_averages does);
+// other names unchanged.
+std::string OpDisplayName(std::string_view name);
+
+// `text` for a terminal: control characters shown as escapes (\t, \n, \x01), invalid UTF-8
+// bytes as U+FFFD, so a name from the DB can neither garble nor misalign a table.
+std::string PrintableText(std::string_view text);
+
+// ---- The report ---------------------------------------------------------------------------------
+
+struct OpStat {
+  std::string name;
+  OpTotals totals;
+};
+
+struct KernelStat {
+  std::string name;
+  std::uint64_t calls = 0;
+  std::int64_t total_ns = 0;
+  std::int64_t max_ns = 0;
+};
+
+struct TaskTypeStat {
+  std::string type;  // TASK.taskType's string (KERNEL, MEMCPY_ASYNC, MEMSET, ...)
+  std::uint64_t count = 0;
+  std::int64_t total_ns = 0;
+};
+
+struct MemoryPeak {
+  std::int64_t device = 0;
+  std::string component;  // PTA, WORKSPACE, ...
+  std::uint64_t records = 0;
+  std::int64_t peak_allocated = 0;
+  std::int64_t peak_reserved = 0;
+  std::optional<std::int64_t> peak_active;
+};
+
+struct StepStat {
+  std::int64_t id = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+struct ReplayKernelStat {
+  std::string kernel;
+  std::int64_t device = 0;
+  std::uint64_t launches = 0;
+  std::uint64_t passes = 0;  // pass rows recorded for these launches
+  std::int64_t min_ns = 0;
+  std::int64_t median_ns = 0;
+  std::int64_t max_ns = 0;
+  double restored_bytes_per_pass = 0;  // mean over passes 2..N (pass 1 restores nothing)
+  std::uint64_t nondeterministic_launches = 0;
+};
+
+struct ReplayDeclineStat {
+  std::string kernel;
+  std::int64_t device = 0;
+  std::string reason;
+  std::uint64_t launches = 0;
+};
+
+struct ProfileStats {
+  std::string path;
+  std::optional<std::int64_t> rank;    // RANK_DEVICE_MAP
+  std::optional<std::int64_t> device;  // RANK_DEVICE_MAP
+  std::string host_name;               // HOST_INFO
+  std::optional<std::int64_t> session_start_ns;
+  std::optional<std::int64_t> session_end_ns;
+
+  // Torch ops (PYTORCH_API rows of type op): all of them are counted, the top ones listed.
+  std::uint64_t op_calls = 0;
+  std::uint64_t op_names = 0;
+  std::int64_t op_self_sum_ns = 0;  // sum of self times = time covered by ops, per thread
+  std::vector<OpStat> top_ops_by_total;
+  std::vector<OpStat> top_ops_by_self;
+  std::string ops_absent;  // why there is no op data ("" when there is a PYTORCH_API to read)
+
+  std::uint64_t kernel_calls = 0;
+  std::uint64_t kernel_names = 0;
+  std::int64_t kernel_total_ns = 0;
+  std::vector<KernelStat> top_kernels;
+  std::string kernels_absent;
+  std::vector<TaskTypeStat> task_types;
+
+  std::vector<MemoryPeak> memory;
+  std::string memory_absent;
+
+  std::uint64_t step_count = 0;
+  std::int64_t step_total_ns = 0;
+  std::int64_t step_min_ns = 0;
+  std::int64_t step_max_ns = 0;
+  std::vector<StepStat> steps;  // the first `top` steps by start time
+  std::string steps_absent;
+
+  std::uint64_t gc_count = 0;
+  std::int64_t gc_total_ns = 0;
+  std::int64_t gc_max_ns = 0;
+  std::string gc_absent;
+
+  std::uint64_t replay_kernel_groups = 0;  // all (kernel, device) groups with replayed launches
+  std::vector<ReplayKernelStat> replay;    // the top ones by launches
+  std::uint64_t replay_decline_groups = 0;
+  std::vector<ReplayDeclineStat> replay_declines;
+  std::string replay_absent;
+};
+
+struct StatsOptions {
+  std::size_t top = 15;  // rows per table
+};
+
+StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOptions& options);
+
+}  // namespace gpuprof::db

@@ -1,0 +1,412 @@
+// Runs `gpuprof stats`, `gpuprof export --format perfetto` and `gpuprof check` (GPUPROF_CLI_PATH)
+// on fixture DBs built from DB_SPEC.md's DDL (tests/unit/db/fixture_db.h), and on bad input: a
+// missing path, a file that is not SQLite, a foreign SQLite file, a truncated copy, empty tables, a
+// directory without DBs. Every case checks the exit code and the message, and that no sanitizer
+// report appeared (the sanitizers' exit codes are moved off 1, which is our "bad input").
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "unit/db/fixture_db.h"
+#include "unit/db/mini_json.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace fixture = gpuprof::db::fixture;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "'";
+}
+
+class DbCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fixture::MakeTempDir("gpuprof_db_cli");
+    ASSERT_FALSE(dir_.empty());
+    gpuprof::StatusOr<std::string> db = fixture::WriteFixtureRun(dir_ + "/runs", "node0_1_20240101");
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    db_ = *db;
+    run_dir_ = dir_ + "/runs/node0_1_20240101_ascend_pt";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // Runs `gpuprof <args>` with stdout and stderr captured separately.
+  CliResult Run(const std::string& args) const {
+    const std::string err_path = dir_ + "/stderr.txt";
+    // Sanitizers exit with 1 by default, which would pass for "bad input": give them their own.
+    const std::string command =
+        "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}exitcode=86\" "
+        "UBSAN_OPTIONS=\"${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}exitcode=87:print_stacktrace=1\" " +
+        Quote(GPUPROF_CLI_PATH) + " " + args + " 2>" + Quote(err_path);
+    CliResult result;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) {
+      ADD_FAILURE() << "popen failed for: " << command;
+      return result;
+    }
+    std::array<char, 4096> buffer{};
+    std::size_t n = 0;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
+    const int status = pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.err = fixture::ReadFileBytes(err_path);
+    EXPECT_THAT(result.err, Not(HasSubstr("Sanitizer"))) << args;
+    EXPECT_THAT(result.err, Not(HasSubstr("runtime error"))) << args;
+    return result;
+  }
+
+  std::string dir_;
+  std::string db_;
+  std::string run_dir_;
+};
+
+// The lines of the section whose title starts with `title`, up to the next blank line.
+std::vector<std::string> Section(const std::string& output, const std::string& title) {
+  std::vector<std::string> section;
+  std::stringstream stream(output);
+  std::string line;
+  bool inside = false;
+  while (std::getline(stream, line)) {
+    if (!inside) {
+      inside = line.rfind(title, 0) == 0;
+      if (inside) section.push_back(line);
+      continue;
+    }
+    if (line.empty()) break;
+    section.push_back(line);
+  }
+  return section;
+}
+
+std::vector<std::string> Words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream stream(line);
+  std::string word;
+  while (stream >> word) out.push_back(word);
+  return out;
+}
+
+// The row of a stats table whose last column is `name`: its whitespace-separated cells.
+std::vector<std::string> RowNamed(const std::vector<std::string>& section, const std::string& name) {
+  for (const std::string& line : section) {
+    if (line.size() >= name.size() && line.compare(line.size() - name.size(), name.size(), name) == 0) {
+      return Words(line);
+    }
+  }
+  return {};
+}
+
+TEST_F(DbCliTest, StatsPrintsEveryTableForAFixtureRun) {
+  CliResult result = Run("stats " + Quote(run_dir_));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  EXPECT_THAT(result.out, HasSubstr("gpuprof stats: " + db_));
+  EXPECT_THAT(result.out, HasSubstr("rank 0, device 0, host fixture-host, session 2.000 ms"));
+
+  // calls, total ms, avg µs, %, name
+  std::vector<std::string> total = Section(result.out, "Top ops by total time");
+  ASSERT_FALSE(total.empty()) << result.out;
+  EXPECT_THAT(total[0], HasSubstr("7 of 7 names, 9 calls"));
+  EXPECT_THAT(RowNamed(total, "ProfilerStep#*"),
+              ::testing::ElementsAre("2", "1.900", "950.0", "90.5", "ProfilerStep#*"));
+  EXPECT_THAT(RowNamed(total, "aten::linear"),
+              ::testing::ElementsAre("1", "0.300", "300.0", "14.3", "aten::linear"));
+  // calls, self ms, avg self µs, total ms, %, name
+  std::vector<std::string> self = Section(result.out, "Top ops by self time");
+  EXPECT_THAT(RowNamed(self, "aten::linear"),
+              ::testing::ElementsAre("1", "0.100", "100.0", "0.300", "4.8", "aten::linear"));
+  EXPECT_THAT(RowNamed(self, "AddmmBackward0"),
+              ::testing::ElementsAre("1", "0.040", "40.0", "0.200", "1.9", "AddmmBackward0"));
+  // The odd name is escaped for the terminal, not printed raw.
+  EXPECT_THAT(result.out, HasSubstr("weird \"op\"\\\\t\\x01\xEF\xBF\xBD"));
+  EXPECT_THAT(result.out, Not(HasSubstr("\x01")));
+
+  std::vector<std::string> kernels = Section(result.out, "Top kernels by total time");
+  EXPECT_THAT(kernels[0], HasSubstr("3 of 3 names, 4 launches, 0.250 ms"));
+  EXPECT_THAT(RowNamed(kernels, "relu_kernel"),
+              ::testing::ElementsAre("2", "0.050", "25.0", "30.0", "20.0", "relu_kernel"));
+  EXPECT_THAT(RowNamed(Section(result.out, "Device tasks by type"), "MEMCPY_ASYNC"),
+              ::testing::ElementsAre("1", "0.010", "MEMCPY_ASYNC"));
+
+  std::vector<std::string> memory = Section(result.out, "Peak memory per device");
+  ASSERT_EQ(memory.size(), 3u);
+  EXPECT_THAT(Words(memory[2]), ::testing::ElementsAre("0", "PTA", "3", "MiB", "4", "MiB", "3", "MiB", "3"));
+
+  std::vector<std::string> steps = Section(result.out, "Steps");
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[0], "Steps (2: avg 0.950 ms, min 0.900 ms, max 1.000 ms)");
+  EXPECT_THAT(Words(steps[3]), ::testing::ElementsAre("2", "1.000", "0.900"));
+  EXPECT_THAT(result.out, HasSubstr("GC: 2 pause(s), total 0.030 ms, longest 0.020 ms"));
+
+  // dev, launches, passes, min, median, max, restored/pass (2 words), deterministic, kernel
+  std::vector<std::string> replay = Section(result.out, "Kernel replay");
+  EXPECT_THAT(RowNamed(replay, "gemm_kernel<float>"),
+              ::testing::ElementsAre("0", "1", "3", "98.0", "100.0", "102.0", "4", "KiB", "yes",
+                                     "gemm_kernel<float>"));
+  EXPECT_THAT(RowNamed(replay, "gemm_bwd_kernel"),
+              ::testing::ElementsAre("0", "1", "2", "100.0", "105.0", "110.0", "2", "KiB", "no", "(1", "of",
+                                     "1)", "gemm_bwd_kernel"));
+  EXPECT_THAT(RowNamed(Section(result.out, "Launches not replayed"), "relu_kernel"),
+              ::testing::ElementsAre("0", "1", "graph-launch", "relu_kernel"));
+}
+
+TEST_F(DbCliTest, StatsCoversEveryRankOfADirectory) {
+  fixture::FixtureOptions rank1;
+  rank1.rank = 1;
+  ASSERT_TRUE(fixture::WriteFixtureRun(dir_ + "/runs", "node1_1_20240101", rank1).ok());
+  CliResult result = Run("stats " + Quote(dir_ + "/runs"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("ascend_pytorch_profiler_0.db\n  rank 0,"));
+  EXPECT_THAT(result.out, HasSubstr("ascend_pytorch_profiler_1.db\n  rank 1,"));
+  EXPECT_LT(result.out.find("rank 0,"), result.out.find("rank 1,"));
+}
+
+TEST_F(DbCliTest, StatsTopLimitsRows) {
+  CliResult result = Run("stats --top 1 " + Quote(db_));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::vector<std::string> total = Section(result.out, "Top ops by total time");
+  ASSERT_EQ(total.size(), 3u);  // title, header, one row
+  EXPECT_THAT(total[0], HasSubstr("1 of 7 names"));
+  EXPECT_THAT(result.out, HasSubstr("... 1 more steps (--top shows more)"));
+  EXPECT_EQ(Run("stats --top 0 " + Quote(db_)).exit_code, 2);
+}
+
+TEST_F(DbCliTest, StatsOnEveryTableEmptySaysNoDataPerSection) {
+  fixture::FixtureOptions empty;
+  empty.with_rows = false;
+  const std::string db = dir_ + "/empty.db";
+  ASSERT_TRUE(fixture::WriteFixtureDb(db, empty).ok());
+  CliResult result = Run("stats " + Quote(db));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("Top ops: no data (no torch ops in PYTORCH_API)\n"));
+  EXPECT_THAT(result.out, HasSubstr("Top kernels: no data (TASK is empty)\n"));
+  EXPECT_THAT(result.out, HasSubstr("Peak memory: no data (MEMORY_RECORD is empty)\n"));
+  EXPECT_THAT(result.out, HasSubstr("Steps: no data (STEP_TIME is empty)\n"));
+  EXPECT_THAT(result.out, HasSubstr("GC: no data (GC_RECORD is empty)\n"));
+  EXPECT_THAT(
+      result.out,
+      HasSubstr(
+          "Kernel replay: no data (GPUPROF_REPLAY_KERNEL is empty: no launch was selected for replay)\n"));
+}
+
+TEST_F(DbCliTest, ExportWritesAChromeTraceWithEveryEventAndMatchedFlows) {
+  fixture::FixtureOptions rank1;
+  rank1.rank = 1;
+  ASSERT_TRUE(fixture::WriteFixtureRun(dir_ + "/runs", "node1_1_20240101", rank1).ok());
+  const std::string trace = dir_ + "/trace.json";
+  CliResult result = Run("export --format perfetto " + Quote(dir_ + "/runs") + " -o " + Quote(trace));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("wrote " + trace));
+  EXPECT_THAT(result.out, HasSubstr("2 DB(s)"));
+
+  gpuprof::StatusOr<fixture::JsonValue> root = fixture::ParseJson(fixture::ReadFileBytes(trace));
+  ASSERT_TRUE(root.ok()) << root.status().message();
+  const fixture::JsonValue* events = root->Find("traceEvents");
+  ASSERT_NE(events, nullptr);
+  std::map<std::string, int> by_phase_and_cat;
+  std::map<std::string, std::pair<int, int>> flows;  // cat/id -> (starts, finishes)
+  std::set<double> host_pids;
+  for (const fixture::JsonValue& event : events->array) {
+    const std::string ph = event.Str("ph");
+    ++by_phase_and_cat[ph + ":" + event.Str("cat")];
+    if (ph == "s") ++flows[event.Str("cat") + "/" + event.NumText("id")].first;
+    if (ph == "f") ++flows[event.Str("cat") + "/" + event.NumText("id")].second;
+    if (ph == "X" && event.Str("cat") == "cpu_op") host_pids.insert(event.Num("pid"));
+  }
+  const int ranks = 2;
+  EXPECT_EQ(by_phase_and_cat["X:cpu_op"], ranks * fixture::kFixtureOps);
+  EXPECT_EQ(by_phase_and_cat["X:kernel"], ranks * fixture::kFixtureKernels);
+  EXPECT_EQ(by_phase_and_cat["X:gpu_memcpy"], ranks * 1);
+  EXPECT_EQ(by_phase_and_cat["C:memory"], ranks * fixture::kFixtureMemoryRecords);
+  EXPECT_EQ(by_phase_and_cat["X:gc"], ranks * fixture::kFixtureGcPauses);
+  EXPECT_EQ(by_phase_and_cat["X:gpuprof_replay"], ranks * fixture::kFixtureReplayPasses);
+  EXPECT_EQ(flows.size(),
+            static_cast<std::size_t>(ranks * (fixture::kFixtureTaskFlows + fixture::kFixtureOpFlows)));
+  for (const auto& [key, counts] : flows) EXPECT_EQ(counts, std::make_pair(1, 1)) << key;
+  EXPECT_EQ(host_pids.size(), 2u);  // one process per rank although both ranks had pid 4242
+
+  // A second, independent JSON parser where there is one.
+  if (std::system("python3 -c 'import json' >/dev/null 2>&1") == 0) {
+    const std::string command =
+        "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+        "assert d[\"displayTimeUnit\"] == \"ns\"; assert len(d[\"traceEvents\"]) > 0' " +
+        Quote(trace);
+    EXPECT_EQ(std::system(command.c_str()), 0);
+  }
+}
+
+TEST_F(DbCliTest, ExportUnknownFormatIsAUsageErrorListingFormats) {
+  const std::string trace = dir_ + "/trace.json";
+  CliResult result = Run("export --format chrome " + Quote(db_) + " -o " + Quote(trace));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("unknown export format 'chrome'; formats: perfetto"));
+  EXPECT_FALSE(fs::exists(trace));
+}
+
+TEST_F(DbCliTest, ExportWithoutOutputIsAUsageError) {
+  CliResult result = Run("export " + Quote(db_));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("--output is required"));
+  EXPECT_THAT(result.err, HasSubstr("gpuprof export --help"));
+}
+
+TEST_F(DbCliTest, MissingPathArgumentIsAUsageError) {
+  for (const std::string command : {"stats", "check", "export -o x.json"}) {
+    CliResult result = Run(command);
+    EXPECT_EQ(result.exit_code, 2) << command;
+    EXPECT_THAT(result.err, HasSubstr("PATH is required")) << command;
+  }
+}
+
+TEST_F(DbCliTest, CheckOnTheFixtureIsOk) {
+  CliResult result = Run("check " + Quote(run_dir_));
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_THAT(result.out, ::testing::MatchesRegex("ok: " + db_ + " \\(31 tables, [0-9]+ rows\\)\n"));
+}
+
+TEST_F(DbCliTest, CheckPrintsOneLinePerProblemAndFails) {
+  ASSERT_TRUE(fixture::ExecSql(db_,
+                               "DROP INDEX TaskIndex; UPDATE PYTORCH_API SET name = 999999 WHERE rowid = 1;"
+                               "INSERT INTO RANK_DEVICE_MAP VALUES (1, 1);")
+                  .ok());
+  CliResult result = Run("check " + Quote(db_));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out,
+            db_ + ": TASK: index TaskIndex (startNs, globalTaskId) missing\n" + db_ +
+                ": PYTORCH_API: 1 distinct name value(s) not in STRING_IDS (e.g. 999999)\n" + db_ +
+                ": RANK_DEVICE_MAP: has 2 rows, expected exactly one (msprof-analyze CROSS JOINs it with "
+                "its queries)\n");
+  EXPECT_THAT(result.err, HasSubstr("check found 3 problem(s)"));
+}
+
+TEST_F(DbCliTest, PartialDbsAreMentionedButNotRead) {
+  const std::string partial = run_dir_ + "/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_1.db.partial";
+  ASSERT_TRUE(fixture::WriteFileBytes(partial, "killed mid-run"));
+  for (const std::string command : {"stats", "check"}) {
+    CliResult result = Run(command + " " + Quote(run_dir_));
+    EXPECT_EQ(result.exit_code, 0) << command << ": " << result.err;
+    EXPECT_THAT(result.err,
+                HasSubstr("gpuprof: note: found 1 partial DB(s) from runs that did not finish: " + partial));
+  }
+}
+
+// ---- Bad input, for each of the three commands ------------------------------------------------------
+
+class DbCliBadInputTest : public DbCliTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  // `gpuprof <command> PATH`; export writes to a file that must not appear.
+  CliResult RunOn(const std::string& path) {
+    std::string args = GetParam() + " " + Quote(path);
+    if (GetParam() == "export") args += " --format perfetto -o " + Quote(Output());
+    CliResult result = Run(args);
+    if (GetParam() == "export") {
+      EXPECT_FALSE(fs::exists(Output())) << "a failed export left " << Output();
+    }
+    return result;
+  }
+  std::string Output() const { return dir_ + "/out/trace.json"; }
+  void SetUp() override {
+    DbCliTest::SetUp();
+    fs::create_directories(dir_ + "/out");
+  }
+};
+
+TEST_P(DbCliBadInputTest, MissingPath) {
+  CliResult result = RunOn(dir_ + "/no_such.db");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("gpuprof: error: no such file or directory: " + dir_ + "/no_such.db"));
+  EXPECT_THAT(result.err, HasSubstr("_ascend_pt run directory"));
+}
+
+TEST_P(DbCliBadInputTest, NotAnSqliteFile) {
+  const std::string path = dir_ + "/notes.db";
+  ASSERT_TRUE(fixture::WriteFileBytes(path, std::string(1000, 'z')));
+  CliResult result = RunOn(path);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("gpuprof: error: not an SQLite database: " + path));
+}
+
+TEST_P(DbCliBadInputTest, EmptyFile) {
+  const std::string path = dir_ + "/empty.db";
+  ASSERT_TRUE(fixture::WriteFileBytes(path, ""));
+  CliResult result = RunOn(path);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("not an SQLite database: " + path + " (the file is empty"));
+}
+
+TEST_P(DbCliBadInputTest, ForeignSqliteSchema) {
+  const std::string path = dir_ + "/music.db";
+  ASSERT_TRUE(
+      fixture::ExecSql(path, "CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES ('a');").ok());
+  CliResult result = RunOn(path);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err,
+              HasSubstr("gpuprof: error: " + path +
+                        " is not a gpuprof/ascend_pytorch_profiler database (no PYTORCH_API or TASK "
+                        "table)"));
+}
+
+TEST_P(DbCliBadInputTest, TruncatedCopy) {
+  const std::string bytes = fixture::ReadFileBytes(db_);
+  ASSERT_GT(bytes.size(), 8192u);
+  const std::string path = dir_ + "/half.db";
+  ASSERT_TRUE(fixture::WriteFileBytes(path, bytes.substr(0, bytes.size() / 2)));
+  CliResult result = RunOn(path);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("gpuprof: error: " + path + " is damaged or truncated"));
+  EXPECT_THAT(result.err, HasSubstr("copy it again from the run's output directory, or re-run the profile"));
+}
+
+TEST_P(DbCliBadInputTest, DirectoryWithoutDbs) {
+  const std::string path = dir_ + "/nothing_here";
+  fs::create_directories(path + "/x_ascend_pt/ASCEND_PROFILER_OUTPUT");
+  ASSERT_TRUE(fixture::WriteFileBytes(
+      path + "/x_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db.partial", "x"));
+  CliResult result = RunOn(path);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("gpuprof: error: no profile database under " + path));
+  EXPECT_THAT(result.err, HasSubstr("found 1 partial DB(s) from runs that did not finish"));
+}
+
+TEST_P(DbCliBadInputTest, PartialDbNamedDirectly) {
+  const std::string path = dir_ + "/ascend_pytorch_profiler_0.db.partial";
+  ASSERT_TRUE(fixture::WriteFileBytes(path, fixture::ReadFileBytes(db_)));
+  CliResult result = RunOn(path);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("is a partial DB from a run that did not finish"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Commands, DbCliBadInputTest, ::testing::Values("stats", "export", "check"),
+                         [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
+
+}  // namespace

@@ -1,0 +1,60 @@
+// Fixture profile DBs for the read-side tests (stats, export, check and the CLI). Built with the
+// SQLite C API from DB_SPEC.md's DDL (copied verbatim into fixture_db.cc), independently of the
+// writer, with a small hand-made profile whose every derived number is known (see the constants).
+//
+// Times: `base_ns` + microsecond offsets. One process (pid), main thread tid == pid, a backward
+// thread pid + 1; device 0 with streams 7 and 13.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gpuprof/status.h"
+
+namespace gpuprof::db::fixture {
+
+struct FixtureOptions {
+  bool with_rows = true;           // false: every table created and left empty (no enum/meta rows)
+  bool with_replay_tables = true;  // GPUPROF_REPLAY_KERNEL / GPUPROF_REPLAY_PASS
+  std::int32_t rank = 0;
+  std::uint32_t pid = 4242;
+  std::int64_t base_ns = 1'700'000'000'123'456'789;
+};
+
+// What the standard fixture holds (with_rows = true).
+inline constexpr int kFixtureOps = 9;           // PYTORCH_API rows
+inline constexpr int kFixtureRuntimeCalls = 5;  // CANN_API rows other than node/launch
+inline constexpr int kFixtureTasks = 5;         // TASK rows: 4 kernels + 1 memcpy
+inline constexpr int kFixtureKernels = 4;
+inline constexpr int kFixtureTaskFlows = 5;  // op -> device task links
+inline constexpr int kFixtureOpFlows = 1;    // forward -> backward pairs
+inline constexpr int kFixtureMemoryRecords = 3;
+inline constexpr int kFixtureGcPauses = 2;
+inline constexpr int kFixtureReplayPasses = 6;  // 3 + 2 replayed, 1 of the declined launch
+inline constexpr int kFixtureMstxRanges = 1;
+inline constexpr int kFixtureMstxMarkers = 1;
+// An op name with a quote, a backslash, a tab, a control byte and an invalid UTF-8 byte.
+inline constexpr const char kFixtureWeirdOpName[] = "weird \"op\"\\\t\x01\xff";
+
+// Writes a fixture DB at `path` (replacing any file there).
+Status WriteFixtureDb(const std::string& path, const FixtureOptions& options = {});
+
+// Writes <parent>/<worker>_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_<rank>.db and
+// returns the DB's path.
+StatusOr<std::string> WriteFixtureRun(const std::string& parent, const std::string& worker,
+                                      const FixtureOptions& options = {});
+
+// Runs `sql` on the SQLite file at `path` (created if missing): to damage a fixture or build a
+// foreign database.
+Status ExecSql(const std::string& path, const std::string& sql);
+
+// The bytes of a file ("" when it cannot be read), and writing bytes to a file (creating its
+// parent directories). stdio, not iostreams: GCC 12's -Wnull-dereference misfires on
+// istreambuf_iterator under -O2.
+std::string ReadFileBytes(const std::string& path);
+bool WriteFileBytes(const std::string& path, const std::string& bytes);
+
+// A fresh directory under $TMPDIR (or /tmp), e.g. "/tmp/gpuprof_reader_XXXXXX"; removed by the caller.
+std::string MakeTempDir(const std::string& prefix);
+
+}  // namespace gpuprof::db::fixture

@@ -1,0 +1,337 @@
+// Self time (the stack sweep, against a brute-force definition) and ComputeStats on fixture DBs
+// whose every number is known.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "db/stats.h"
+#include "unit/db/fixture_db.h"
+
+namespace gpuprof::db {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr std::int64_t kUs = 1000;
+
+OpTotals Totals(const SelfTimeSweep& sweep, std::int64_t key) {
+  auto it = sweep.totals().find(key);
+  return it == sweep.totals().end() ? OpTotals{} : it->second;
+}
+
+TEST(SelfTimeSweepTest, ChildTimeIsSubtractedFromTheDirectParentOnly) {
+  SelfTimeSweep sweep;
+  // root [0,100] > mid [10,60] > leaf [20,30]; sibling [70,90] under root.
+  sweep.Add(1, 0, 100, /*key=*/0);
+  sweep.Add(1, 10, 60, 1);
+  sweep.Add(1, 20, 30, 2);
+  sweep.Add(1, 70, 90, 3);
+  sweep.Finish();
+  EXPECT_EQ(Totals(sweep, 0).self_ns, 100 - 50 - 20);
+  EXPECT_EQ(Totals(sweep, 0).total_ns, 100);
+  EXPECT_EQ(Totals(sweep, 1).self_ns, 50 - 10);
+  EXPECT_EQ(Totals(sweep, 2).self_ns, 10);
+  EXPECT_EQ(Totals(sweep, 3).self_ns, 20);
+}
+
+TEST(SelfTimeSweepTest, ThreadsDoNotNestIntoEachOther) {
+  SelfTimeSweep sweep;
+  sweep.Add(1, 0, 100, 0);
+  sweep.Add(2, 10, 20, 1);  // overlaps thread 1's op in time, but on another thread
+  sweep.Finish();
+  EXPECT_EQ(Totals(sweep, 0).self_ns, 100);
+  EXPECT_EQ(Totals(sweep, 1).self_ns, 10);
+}
+
+TEST(SelfTimeSweepTest, SameStartParentFirstAndAdjacentOpsAreSiblings) {
+  SelfTimeSweep sweep;
+  sweep.Add(1, 0, 100, 0);    // parent
+  sweep.Add(1, 0, 40, 1);     // child starting with it
+  sweep.Add(1, 40, 40, 2);    // zero-length op right at the child's end: a sibling of the child
+  sweep.Add(1, 100, 150, 3);  // starts at the parent's end: not its child
+  sweep.Finish();
+  EXPECT_EQ(Totals(sweep, 0).self_ns, 60);
+  EXPECT_EQ(Totals(sweep, 1).self_ns, 40);
+  EXPECT_EQ(Totals(sweep, 2).calls, 1u);
+  EXPECT_EQ(Totals(sweep, 2).self_ns, 0);
+  EXPECT_EQ(Totals(sweep, 3).self_ns, 50);
+}
+
+TEST(SelfTimeSweepTest, ChildRunningPastItsParentCountsOnlyInsideIt) {
+  SelfTimeSweep sweep;
+  sweep.Add(1, 0, 100, 0);
+  sweep.Add(1, 80, 130, 1);  // bad data: ends after its parent
+  sweep.Add(1, 40, 30, 2);   // never happens in order, but end < start must not go negative
+  sweep.Finish();
+  EXPECT_EQ(Totals(sweep, 0).self_ns, 80);
+  EXPECT_EQ(Totals(sweep, 1).self_ns, 50);
+  EXPECT_EQ(Totals(sweep, 2).total_ns, 0);
+}
+
+TEST(SelfTimeSweepTest, AggregatesCallsPerKey) {
+  SelfTimeSweep sweep;
+  sweep.Add(1, 0, 10, 5);
+  sweep.Add(1, 20, 30, 5);
+  sweep.Add(2, 0, 10, 5);
+  sweep.Finish();
+  EXPECT_EQ(Totals(sweep, 5).calls, 3u);
+  EXPECT_EQ(Totals(sweep, 5).total_ns, 30);
+  EXPECT_EQ(Totals(sweep, 5).self_ns, 30);
+}
+
+// Random properly nested op trees on a few threads: the sweep equals the definition (self = own
+// duration minus the durations of the ops directly inside it), computed by brute force.
+TEST(SelfTimeSweepTest, MatchesBruteForceOnRandomNestedTrees) {
+  struct Op {
+    std::int64_t thread, start, end, key;
+  };
+  std::mt19937_64 random(1234);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<Op> ops;
+    for (std::int64_t thread = 0; thread < 3; ++thread) {
+      std::function<void(std::int64_t, std::int64_t, int)> fill = [&](std::int64_t lo, std::int64_t hi,
+                                                                      int depth) {
+        std::int64_t cursor = lo;
+        while (cursor < hi && depth < 5) {
+          // Non-empty ops with gaps between siblings: where a zero-length op or two touching
+          // siblings nest is a convention (the sweep's: by start, then longer first), not a fact.
+          std::int64_t start = cursor + static_cast<std::int64_t>(random() % 5);
+          if (start >= hi) break;
+          std::int64_t end = std::min(hi, start + 1 + static_cast<std::int64_t>(random() % 40));
+          ops.push_back({thread, start, end, static_cast<std::int64_t>(random() % 4)});
+          if (random() % 2 == 0) fill(start, end, depth + 1);
+          cursor = end + 1 + static_cast<std::int64_t>(random() % 3);
+        }
+      };
+      fill(0, 500, 0);
+    }
+    std::map<std::int64_t, OpTotals> expected;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      // Direct children: ops inside i with no other op strictly between (by containment).
+      auto contains = [&](std::size_t outer, std::size_t inner) {
+        const Op& a = ops[outer];
+        const Op& b = ops[inner];
+        return outer < inner && a.thread == b.thread && a.start <= b.start && b.end <= a.end;
+      };
+      std::int64_t children = 0;
+      for (std::size_t j = 0; j < ops.size(); ++j) {
+        if (!contains(i, j)) continue;
+        bool direct = true;
+        for (std::size_t k = 0; k < ops.size() && direct; ++k) direct = !(contains(i, k) && contains(k, j));
+        if (direct) children += ops[j].end - ops[j].start;
+      }
+      OpTotals& totals = expected[ops[i].key];
+      ++totals.calls;
+      totals.total_ns += ops[i].end - ops[i].start;
+      totals.self_ns += ops[i].end - ops[i].start - children;
+    }
+    // Generation order is parent-before-child, which is the order the sweep requires; sorting by
+    // (thread, start, end desc) as the SQL does keeps that for ties only if stable.
+    std::stable_sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
+      return std::tie(a.thread, a.start) < std::tie(b.thread, b.start) ||
+             (a.thread == b.thread && a.start == b.start && a.end > b.end);
+    });
+    SelfTimeSweep sweep;
+    for (const Op& op : ops) sweep.Add(op.thread, op.start, op.end, op.key);
+    sweep.Finish();
+    for (const auto& [key, totals] : expected) {
+      SCOPED_TRACE("round " + std::to_string(round) + " key " + std::to_string(key));
+      EXPECT_EQ(Totals(sweep, key).calls, totals.calls);
+      EXPECT_EQ(Totals(sweep, key).total_ns, totals.total_ns);
+      EXPECT_EQ(Totals(sweep, key).self_ns, totals.self_ns);
+    }
+  }
+}
+
+TEST(OpDisplayNameTest, FoldsProfilerStepsIntoOneRow) {
+  EXPECT_EQ(OpDisplayName("ProfilerStep#12"), "ProfilerStep#*");
+  EXPECT_EQ(OpDisplayName("ProfilerStep#"), "ProfilerStep#");
+  EXPECT_EQ(OpDisplayName("aten::mm"), "aten::mm");
+}
+
+TEST(PrintableTextTest, EscapesControlCharactersAndReplacesInvalidUtf8) {
+  EXPECT_EQ(PrintableText("aten::mm"), "aten::mm");
+  EXPECT_EQ(PrintableText("a\tb\nc\r\x01\x7f"), "a\\tb\\nc\\r\\x01\\x7f");
+  EXPECT_EQ(PrintableText("µs \xff!"), "µs \xEF\xBF\xBD!");
+  EXPECT_EQ(PrintableText(fixture::kFixtureWeirdOpName), "weird \"op\"\\\\t\\x01\xEF\xBF\xBD");
+}
+
+class StatsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fixture::MakeTempDir("gpuprof_stats");
+    ASSERT_FALSE(dir_.empty());
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  ProfileStats Compute(const fixture::FixtureOptions& options, std::size_t top = 15,
+                       const std::string& damage_sql = "") {
+    const std::string path = dir_ + "/profile.db";
+    Status written = fixture::WriteFixtureDb(path, options);
+    EXPECT_TRUE(written.ok()) << written.message();
+    if (!damage_sql.empty()) {
+      EXPECT_TRUE(fixture::ExecSql(path, damage_sql).ok());
+    }
+    StatusOr<std::unique_ptr<ProfileReader>> reader = ProfileReader::Open(path);
+    EXPECT_TRUE(reader.ok()) << reader.status().message();
+    if (!reader.ok()) return {};
+    StatusOr<ProfileStats> stats = ComputeStats(**reader, StatsOptions{top});
+    EXPECT_TRUE(stats.ok()) << stats.status().message();
+    return stats.ok() ? *stats : ProfileStats{};
+  }
+  std::string dir_;
+};
+
+std::map<std::string, OpTotals> ByName(const std::vector<OpStat>& ops) {
+  std::map<std::string, OpTotals> out;
+  for (const OpStat& op : ops) out[op.name] = op.totals;
+  return out;
+}
+
+TEST_F(StatsTest, FixtureOpsHaveKnownTotalAndSelfTimes) {
+  ProfileStats stats = Compute({});
+  EXPECT_EQ(stats.rank, 0);
+  EXPECT_EQ(stats.device, 0);
+  EXPECT_EQ(stats.host_name, "fixture-host");
+  EXPECT_EQ(stats.op_calls, static_cast<std::uint64_t>(fixture::kFixtureOps));
+  EXPECT_EQ(stats.op_names, 7u);
+  EXPECT_EQ(stats.op_self_sum_ns, 2100 * kUs);
+
+  ASSERT_EQ(stats.top_ops_by_total.size(), 7u);
+  EXPECT_EQ(stats.top_ops_by_total[0].name, "ProfilerStep#*");
+  EXPECT_EQ(stats.top_ops_by_total[1].name, "aten::linear");
+  EXPECT_EQ(stats.top_ops_by_self[0].name, "ProfilerStep#*");
+  EXPECT_EQ(stats.top_ops_by_self[1].name, "aten::addmm");
+  EXPECT_EQ(stats.top_ops_by_self.back().name, "AddmmBackward0");
+
+  std::map<std::string, OpTotals> ops = ByName(stats.top_ops_by_total);
+  EXPECT_EQ(ops["ProfilerStep#*"].calls, 2u);
+  EXPECT_EQ(ops["ProfilerStep#*"].total_ns, 1900 * kUs);
+  EXPECT_EQ(ops["ProfilerStep#*"].self_ns, 1400 * kUs);
+  EXPECT_EQ(ops["aten::linear"].self_ns, 100 * kUs);
+  EXPECT_EQ(ops["aten::addmm"].self_ns, 200 * kUs);
+  EXPECT_EQ(ops["aten::relu"].calls, 2u);
+  EXPECT_EQ(ops["aten::relu"].total_ns, 150 * kUs);
+  EXPECT_EQ(ops["AddmmBackward0"].total_ns, 200 * kUs);
+  EXPECT_EQ(ops["AddmmBackward0"].self_ns, 40 * kUs);
+  EXPECT_EQ(ops["aten::mm"].self_ns, 160 * kUs);
+  EXPECT_EQ(ops[fixture::kFixtureWeirdOpName].self_ns, 50 * kUs);
+}
+
+TEST_F(StatsTest, TopLimitsRowsButNotTotals) {
+  ProfileStats stats = Compute({}, /*top=*/2);
+  EXPECT_EQ(stats.top_ops_by_total.size(), 2u);
+  EXPECT_EQ(stats.op_names, 7u);
+  EXPECT_EQ(stats.top_kernels.size(), 2u);
+  EXPECT_EQ(stats.kernel_calls, static_cast<std::uint64_t>(fixture::kFixtureKernels));
+  EXPECT_EQ(stats.steps.size(), 2u);
+}
+
+TEST_F(StatsTest, FixtureKernelsMemoryStepsGcAndReplay) {
+  ProfileStats stats = Compute({});
+  EXPECT_EQ(stats.kernel_calls, 4u);
+  EXPECT_EQ(stats.kernel_names, 3u);
+  EXPECT_EQ(stats.kernel_total_ns, 250 * kUs);
+  ASSERT_EQ(stats.top_kernels.size(), 3u);
+  // gemm and gemm_bwd tie at 100 µs: STRING_IDS id order (deterministic, no lookup per group).
+  EXPECT_EQ(stats.top_kernels[0].name, "gemm_kernel<float>");
+  EXPECT_EQ(stats.top_kernels[1].name, "gemm_bwd_kernel");
+  EXPECT_EQ(stats.top_kernels[2].name, "relu_kernel");
+  EXPECT_EQ(stats.top_kernels[2].calls, 2u);
+  EXPECT_EQ(stats.top_kernels[2].total_ns, 50 * kUs);
+  EXPECT_EQ(stats.top_kernels[2].max_ns, 30 * kUs);
+  ASSERT_EQ(stats.task_types.size(), 2u);
+  EXPECT_EQ(stats.task_types[0].type, "KERNEL");
+  EXPECT_EQ(stats.task_types[1].type, "MEMCPY_ASYNC");
+
+  ASSERT_EQ(stats.memory.size(), 1u);
+  EXPECT_EQ(stats.memory[0].component, "PTA");
+  EXPECT_EQ(stats.memory[0].peak_allocated, 3 << 20);
+  EXPECT_EQ(stats.memory[0].peak_reserved, 4 << 20);
+  EXPECT_EQ(stats.memory[0].peak_active, 3 << 20);
+  EXPECT_EQ(stats.memory[0].records, 3u);
+
+  EXPECT_EQ(stats.step_count, 2u);
+  EXPECT_EQ(stats.step_min_ns, 900 * kUs);
+  EXPECT_EQ(stats.step_max_ns, 1000 * kUs);
+  ASSERT_EQ(stats.steps.size(), 2u);
+  EXPECT_EQ(stats.steps[0].id, 1);
+
+  EXPECT_EQ(stats.gc_count, 2u);
+  EXPECT_EQ(stats.gc_total_ns, 30 * kUs);
+  EXPECT_EQ(stats.gc_max_ns, 20 * kUs);
+
+  EXPECT_TRUE(stats.replay_absent.empty()) << stats.replay_absent;
+  ASSERT_EQ(stats.replay.size(), 2u);
+  const ReplayKernelStat& gemm =
+      stats.replay[0].kernel == "gemm_kernel<float>" ? stats.replay[0] : stats.replay[1];
+  const ReplayKernelStat& bwd =
+      stats.replay[0].kernel == "gemm_kernel<float>" ? stats.replay[1] : stats.replay[0];
+  EXPECT_EQ(gemm.launches, 1u);
+  EXPECT_EQ(gemm.passes, 3u);
+  EXPECT_EQ(gemm.min_ns, 98 * kUs);
+  EXPECT_EQ(gemm.median_ns, 100 * kUs);
+  EXPECT_EQ(gemm.max_ns, 102 * kUs);
+  EXPECT_DOUBLE_EQ(gemm.restored_bytes_per_pass, 4096.0);
+  EXPECT_EQ(gemm.nondeterministic_launches, 0u);
+  EXPECT_EQ(bwd.passes, 2u);
+  EXPECT_EQ(bwd.median_ns, 105 * kUs);  // even count: the mean of the middle two
+  EXPECT_EQ(bwd.nondeterministic_launches, 1u);
+  ASSERT_EQ(stats.replay_declines.size(), 1u);
+  EXPECT_EQ(stats.replay_declines[0].kernel, "relu_kernel");
+  EXPECT_EQ(stats.replay_declines[0].reason, "graph-launch");
+}
+
+TEST_F(StatsTest, EveryTableEmptyGivesReasonsNotErrors) {
+  fixture::FixtureOptions empty;
+  empty.with_rows = false;
+  ProfileStats stats = Compute(empty);
+  EXPECT_TRUE(stats.top_ops_by_total.empty());
+  EXPECT_THAT(stats.ops_absent, HasSubstr("no torch ops"));
+  EXPECT_EQ(stats.kernels_absent, "TASK is empty");
+  EXPECT_EQ(stats.memory_absent, "MEMORY_RECORD is empty");
+  EXPECT_EQ(stats.steps_absent, "STEP_TIME is empty");
+  EXPECT_EQ(stats.gc_absent, "GC_RECORD is empty");
+  EXPECT_THAT(stats.replay_absent, HasSubstr("GPUPROF_REPLAY_KERNEL is empty"));
+  EXPECT_FALSE(stats.rank.has_value());
+}
+
+TEST_F(StatsTest, MissingOptionalTablesAreReportedNotFatal) {
+  fixture::FixtureOptions no_replay;
+  no_replay.with_replay_tables = false;
+  ProfileStats stats =
+      Compute(no_replay, 15,
+              "DROP TABLE GC_RECORD; DROP TABLE MEMORY_RECORD; ALTER TABLE STEP_TIME DROP COLUMN endNs;");
+  EXPECT_THAT(stats.replay_absent, HasSubstr("no GPUPROF_REPLAY_KERNEL table"));
+  EXPECT_EQ(stats.gc_absent, "no GC_RECORD table in this DB");
+  EXPECT_EQ(stats.memory_absent, "no MEMORY_RECORD table in this DB");
+  EXPECT_THAT(stats.steps_absent, HasSubstr("STEP_TIME lacks some of the columns"));
+  EXPECT_EQ(stats.op_calls, static_cast<std::uint64_t>(fixture::kFixtureOps));  // the rest still works
+}
+
+TEST_F(StatsTest, TextTimestampsAsTorchNpuDeclaresThemWork) {
+  // torch_npu declares PYTORCH_API.startNs/endNs TEXT; the values then are strings.
+  ProfileStats stats = Compute({}, 15,
+                               "ALTER TABLE PYTORCH_API RENAME TO OLD_API;"
+                               "CREATE TABLE PYTORCH_API (startNs TEXT, endNs TEXT, globalTid INTEGER, "
+                               "connectionId INTEGER, name INTEGER, "
+                               "sequenceNumber INTEGER, fwdThreadId INTEGER, inputDtypes INTEGER, "
+                               "inputShapes INTEGER, callchainId INTEGER, "
+                               "type INTEGER);"
+                               "INSERT INTO PYTORCH_API SELECT * FROM OLD_API; DROP TABLE OLD_API;");
+  std::map<std::string, OpTotals> ops = ByName(stats.top_ops_by_total);
+  EXPECT_EQ(ops["aten::linear"].self_ns, 100 * kUs);
+  EXPECT_EQ(stats.op_self_sum_ns, 2100 * kUs);
+}
+
+}  // namespace
+}  // namespace gpuprof::db

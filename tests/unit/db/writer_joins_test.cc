@@ -1,0 +1,136 @@
+// The joins the format's consumers run (DB_SPEC §3.4 and §7), on the synthetic run of
+// writer_test_util.h: msprof-analyze's op -> device task join through CONNECTION_IDS, its
+// forward/backward pairing, node/launch rows of CANN_API joined to TASK, STEP_TIME ids as
+// integers, MEMORY_RECORD's component, and the call-stack reassembly of the advisor.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "db/profile_writer.h"
+#include "writer_test_util.h"
+
+namespace gpuprof::db {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using testing::Query;
+using testing::QueryOne;
+using testing::TempDir;
+
+class ProfileWriterJoinsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    suite_dir = new TempDir();
+    suite_db = new std::string(
+        testing::WriteProfile(testing::TestOptions(suite_dir->path()), testing::SyntheticRun()));
+  }
+  static void TearDownTestSuite() {
+    delete suite_db;
+    delete suite_dir;
+  }
+  static std::vector<std::string> Q(const std::string& sql) { return Query(*suite_db, sql); }
+
+  static TempDir* suite_dir;
+  static std::string* suite_db;
+};
+TempDir* ProfileWriterJoinsTest::suite_dir = nullptr;
+std::string* ProfileWriterJoinsTest::suite_db = nullptr;
+
+// MSA module_statistic_export.py / free_analysis_export.py.
+TEST_F(ProfileWriterJoinsTest, OpToDeviceTaskThroughConnectionIds) {
+  EXPECT_THAT(Q("SELECT op.value, tt.value, k.value FROM TASK "
+                "JOIN CONNECTION_IDS ON TASK.connectionId = CONNECTION_IDS.connectionId "
+                "JOIN PYTORCH_API ON CONNECTION_IDS.id = PYTORCH_API.connectionId "
+                "JOIN STRING_IDS op ON op.id = PYTORCH_API.name JOIN STRING_IDS tt ON tt.id = TASK.taskType "
+                "LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = TASK.globalTaskId "
+                "LEFT JOIN STRING_IDS k ON k.id = c.name ORDER BY TASK.startNs"),
+              ElementsAre("aten::mm|KERNEL|void gemm_kernel<float>(float*, int)",
+                          "aten::mm|MEMCPY_ASYNC|NULL", "LinearBackward0|KERNEL|bwd_kernel"));
+  // Every task reaches at most one op (no double counting in the consumers' sums).
+  EXPECT_THAT(
+      Q("SELECT TASK.globalTaskId, COUNT(*) FROM TASK JOIN CONNECTION_IDS ON TASK.connectionId = "
+        "CONNECTION_IDS.connectionId JOIN PYTORCH_API ON CONNECTION_IDS.id = PYTORCH_API.connectionId "
+        "GROUP BY TASK.globalTaskId HAVING COUNT(*) > 1"),
+      IsEmpty());
+}
+
+// MSA QUEYR_FWD_BWD_FLOW: min id = forward, max id = backward, Enqueue/Dequeue excluded.
+TEST_F(ProfileWriterJoinsTest, ForwardBackwardPairsByGroupBy) {
+  EXPECT_THAT(Q("SELECT connectionId, MIN(id), MAX(id), COUNT(*) FROM CONNECTION_IDS GROUP BY connectionId "
+                "HAVING COUNT(*) > 1"),
+              ElementsAre("1342177280|0|2|2"));
+  EXPECT_THAT(Q("SELECT f.value, b.value, pf.startNs < pb.startNs FROM "
+                "(SELECT MIN(id) AS fwd, MAX(id) AS bwd FROM CONNECTION_IDS GROUP BY connectionId "
+                " HAVING COUNT(*) > 1) pairs "
+                "JOIN PYTORCH_API pf ON pf.connectionId = pairs.fwd JOIN PYTORCH_API pb ON pb.connectionId = "
+                "pairs.bwd "
+                "JOIN STRING_IDS f ON f.id = pf.name JOIN STRING_IDS b ON b.id = pb.name "
+                "WHERE f.value NOT LIKE 'Enqueue%' AND f.value NOT LIKE 'Dequeue%'"),
+              ElementsAre("aten::linear|LinearBackward0|1"));
+}
+
+// communication_bottleneck / torch_npu linking: CANN_API WHERE name = STRING_IDS('launch') AND
+// type = 10000, joined to TASK by connectionId.
+TEST_F(ProfileWriterJoinsTest, NodeLaunchRowsJoinTasks) {
+  EXPECT_THAT(
+      Q("SELECT api.connectionId, tt.value FROM CANN_API api "
+        "JOIN STRING_IDS s ON s.id = api.name AND s.value = 'launch' "
+        "JOIN TASK ON TASK.connectionId = api.connectionId JOIN STRING_IDS tt ON tt.id = TASK.taskType "
+        "WHERE api.type = 10000 ORDER BY api.connectionId"),
+      ElementsAre("11|KERNEL", "12|MEMCPY_ASYNC", "13|KERNEL"));
+  // Runtime rows carry another id space and never match a task.
+  EXPECT_EQ(QueryOne(*suite_db,
+                     "SELECT COUNT(*) FROM CANN_API api JOIN TASK ON TASK.connectionId = api.connectionId "
+                     "WHERE api.type = 5000"),
+            "0");
+  // Each node row's thread is the launching runtime call's thread.
+  EXPECT_EQ(
+      QueryOne(*suite_db,
+               "SELECT COUNT(*) FROM CANN_API n JOIN CANN_API r ON r.connectionId = n.connectionId + "
+               "4294967296 AND r.globalTid = n.globalTid AND r.startNs = n.startNs WHERE n.type = 10000"),
+      "3");
+}
+
+// msprof-analyze compares STEP_TIME.id to an int --step_id.
+TEST_F(ProfileWriterJoinsTest, StepTimeIdsAreIntegers) {
+  EXPECT_THAT(Q("SELECT typeof(id) FROM STEP_TIME"), ElementsAre("integer"));
+  EXPECT_THAT(Q("SELECT startNs, endNs FROM STEP_TIME WHERE id = 3"), ElementsAre("1000|9000"));
+  // Ops inside the step window, as cluster recipes filter them.
+  EXPECT_EQ(QueryOne(*suite_db,
+                     "SELECT COUNT(*) FROM PYTORCH_API p, STEP_TIME s WHERE s.id = 3 AND "
+                     "p.startNs >= s.startNs AND p.endNs <= s.endNs"),
+            "5");
+}
+
+// Insight's memory view keys on component 'PTA'.
+TEST_F(ProfileWriterJoinsTest, MemoryRecordComponentIsPta) {
+  EXPECT_THAT(Q("SELECT DISTINCT s.value FROM MEMORY_RECORD m JOIN STRING_IDS s ON s.id = m.component"),
+              ElementsAre("PTA"));
+}
+
+// MSA advisor db_stack_finder.py: frames re-assembled in stackDepth order.
+TEST_F(ProfileWriterJoinsTest, CallStackReassembly) {
+  EXPECT_THAT(
+      Q("SELECT n.value, (SELECT GROUP_CONCAT(v, ';\n') FROM (SELECT s.value AS v FROM PYTORCH_CALLCHAINS c "
+        "JOIN STRING_IDS s ON s.id = c.stack WHERE c.id = p.callchainId ORDER BY c.stackDepth)) "
+        "FROM PYTORCH_API p JOIN STRING_IDS n ON n.id = p.name WHERE p.callchainId IS NOT NULL "
+        "ORDER BY p.rowid"),
+      ElementsAre("aten::linear|model.py(12): forward;\ntrain.py(40): step",
+                  "aten::mm|model.py(12): forward;\ntrain.py(40): step"));
+}
+
+// Insight classifies links: a CONNECTION_IDS connectionId that is a TASK's is HostToDevice; one
+// shared by two ops is fwdbwd.
+TEST_F(ProfileWriterJoinsTest, EveryConnectionIsATaskOrAPair) {
+  EXPECT_THAT(
+      Q("SELECT c.connectionId FROM CONNECTION_IDS c WHERE c.connectionId NOT IN "
+        "(SELECT connectionId FROM TASK) AND c.connectionId NOT IN (SELECT connectionId FROM CONNECTION_IDS "
+        "GROUP BY connectionId HAVING COUNT(*) > 1)"),
+      IsEmpty());
+}
+
+}  // namespace
+}  // namespace gpuprof::db

@@ -1,0 +1,327 @@
+// Golden tests per table: the synthetic run of writer_test_util.h written through ProfileWriter,
+// each table queried with ORDER BY and compared to rows written out here. Interned ids are
+// compared through STRING_IDS (their values), never as raw numbers.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "db/profile_writer.h"
+#include "writer_test_util.h"
+
+namespace gpuprof::db {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using testing::Query;
+using testing::QueryOne;
+using testing::TempDir;
+using ::testing::UnorderedElementsAre;
+
+// (100 << 32) | tid
+constexpr const char* kTid101 = "429496729701";
+constexpr const char* kTid102 = "429496729702";
+
+class ProfileWriterTablesTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    suite_dir = new TempDir();
+    suite_db = new std::string(
+        testing::WriteProfile(testing::TestOptions(suite_dir->path()), testing::SyntheticRun()));
+  }
+  static void TearDownTestSuite() {
+    delete suite_db;
+    delete suite_dir;
+  }
+  static std::vector<std::string> Q(const std::string& sql) { return Query(*suite_db, sql); }
+  static std::string S(const std::string& a, const std::string& b) { return a + "|" + b; }
+
+  static TempDir* suite_dir;
+  static std::string* suite_db;
+};
+TempDir* ProfileWriterTablesTest::suite_dir = nullptr;
+std::string* ProfileWriterTablesTest::suite_db = nullptr;
+
+TEST_F(ProfileWriterTablesTest, PytorchApiRowsInSubmitOrderWithNullsForUnrecorded) {
+  EXPECT_THAT(
+      Q("SELECT p.startNs, p.endNs, p.globalTid, n.value, p.sequenceNumber, p.fwdThreadId, d.value, "
+        "sh.value, "
+        "p.callchainId IS NOT NULL, p.type FROM PYTORCH_API p JOIN STRING_IDS n ON n.id = p.name "
+        "LEFT JOIN STRING_IDS d ON d.id = p.inputDtypes LEFT JOIN STRING_IDS sh ON sh.id = p.inputShapes "
+        "ORDER BY p.rowid"),
+      ElementsAre(
+          std::string("1000|9000|") + kTid101 + "|ProfilerStep#3|-1|0|NULL|NULL|0|50001",
+          std::string("1050|2100|") + kTid101 + "|nn.Module: Linear_0|NULL|NULL|NULL|NULL|0|50003",
+          std::string("1100|2000|") + kTid101 + "|aten::linear|7|0|float;\r\nfloat|8,16;\r\n16,32|1|50001",
+          std::string("1200|1900|") + kTid101 + "|aten::mm|-1|0|NULL|NULL|1|50001",
+          std::string("5000|6000|") + kTid102 + "|LinearBackward0|7|101|NULL|NULL|0|50001"));
+  // Not-recorded dtypes/shapes/stacks are NULL, not the invalid id.
+  EXPECT_EQ(QueryOne(*suite_db,
+                     "SELECT COUNT(*) FROM PYTORCH_API WHERE inputDtypes IS NULL AND inputShapes IS NULL"),
+            "4");
+}
+
+TEST_F(ProfileWriterTablesTest, PytorchApiConnectionIdIsNullWithoutLink) {
+  EXPECT_THAT(Q("SELECT n.value FROM PYTORCH_API p JOIN STRING_IDS n ON n.id = p.name "
+                "WHERE p.connectionId IS NULL ORDER BY p.rowid"),
+              ElementsAre("ProfilerStep#3", "nn.Module: Linear_0"));
+}
+
+TEST_F(ProfileWriterTablesTest, CallchainsOneRowPerFrameInnermostFirstAndShared) {
+  EXPECT_THAT(Q("SELECT n.value, c.stackDepth, s.value FROM PYTORCH_API p "
+                "JOIN PYTORCH_CALLCHAINS c ON c.id = p.callchainId JOIN STRING_IDS s ON s.id = c.stack "
+                "JOIN STRING_IDS n ON n.id = p.name ORDER BY p.rowid, c.stackDepth"),
+              ElementsAre("aten::linear|0|model.py(12): forward", "aten::linear|1|train.py(40): step",
+                          "aten::mm|0|model.py(12): forward", "aten::mm|1|train.py(40): step"));
+  // Identical stacks share one callchain id: two rows in PYTORCH_CALLCHAINS, not four.
+  EXPECT_EQ(QueryOne(*suite_db, "SELECT COUNT(*) FROM PYTORCH_CALLCHAINS"), "2");
+  EXPECT_EQ(QueryOne(*suite_db, "SELECT COUNT(DISTINCT callchainId) FROM PYTORCH_API"), "1");
+}
+
+TEST_F(ProfileWriterTablesTest, ConnectionIdsLinkOpsToLaunchesAndPairForwardWithBackward) {
+  EXPECT_THAT(
+      Q("SELECT n.value, c.connectionId FROM CONNECTION_IDS c JOIN PYTORCH_API p ON p.connectionId = c.id "
+        "JOIN STRING_IDS n ON n.id = p.name ORDER BY c.rowid"),
+      ElementsAre("aten::linear|1342177280", "aten::mm|11", "aten::mm|12", "LinearBackward0|1342177280",
+                  "LinearBackward0|13"));
+  // Indexes are handed out 0, 1, 2, ... in PYTORCH_API row order.
+  EXPECT_THAT(Q("SELECT DISTINCT id FROM CONNECTION_IDS ORDER BY id"), ElementsAre("0", "1", "2"));
+}
+
+TEST_F(ProfileWriterTablesTest, CannApiRuntimeRowsAndNodeLaunchRows) {
+  EXPECT_THAT(Q("SELECT c.startNs, c.endNs, c.type, c.globalTid, c.connectionId, s.value FROM CANN_API c "
+                "JOIN STRING_IDS s ON s.id = c.name ORDER BY c.startNs, c.type"),
+              ElementsAre(std::string("1300|1350|5000|") + kTid101 + "|4294967307|cudaLaunchKernel",
+                          std::string("1300|1350|10000|") + kTid101 + "|11|launch",
+                          std::string("1400|1450|5000|") + kTid101 + "|4294967308|cudaMemcpyAsync",
+                          std::string("1400|1450|10000|") + kTid101 + "|12|launch",
+                          std::string("1500|1600|5000|") + kTid101 + "|4294967310|cudaStreamSynchronize",
+                          std::string("5100|5150|5000|") + kTid102 + "|4294967309|cudaLaunchKernel",
+                          std::string("5100|5150|10000|") + kTid102 + "|13|launch"));
+}
+
+TEST_F(ProfileWriterTablesTest, TaskRowsDenseGlobalTaskIds) {
+  EXPECT_THAT(
+      Q("SELECT t.startNs, t.endNs, t.deviceId, t.connectionId, t.globalTaskId, t.globalPid, s.value, "
+        "t.contextId, t.streamId, t.taskId, t.modelId FROM TASK t JOIN STRING_IDS s ON s.id = t.taskType "
+        "ORDER BY t.globalTaskId"),
+      ElementsAre("2000|2500|0|11|0|100|KERNEL|1|7|0|4294967295",
+                  "2600|2700|0|12|1|100|MEMCPY_ASYNC|1|7|1|4294967295",
+                  "6000|6100|0|13|2|100|KERNEL|1|8|2|4294967295",
+                  "7000|7010|0|15|3|100|MEMSET|1|7|3|4294967295"));
+}
+
+TEST_F(ProfileWriterTablesTest, ComputeTaskInfoForKernels) {
+  EXPECT_THAT(
+      Q("SELECT n.value, c.globalTaskId, c.blockNum, c.mixBlockNum, tt.value, o.value, c.inputFormats, "
+        "c.inputDataTypes, c.inputShapes, c.outputFormats, c.outputDataTypes, c.outputShapes, c.attrInfo, "
+        "c.opState, c.hf32Eligible, g.value, b.value FROM COMPUTE_TASK_INFO c JOIN STRING_IDS n ON n.id = "
+        "c.name "
+        "JOIN STRING_IDS tt ON tt.id = c.taskType JOIN STRING_IDS o ON o.id = c.opType "
+        "JOIN STRING_IDS g ON g.id = c.gridDim JOIN STRING_IDS b ON b.id = c.blockDim ORDER BY "
+        "c.globalTaskId"),
+      ElementsAre(
+          "void gemm_kernel<float>(float*, int)|0|8|0|KERNEL|gemm_kernel|NULL|NULL|NULL|NULL|NULL|NULL|NULL|"
+          "NULL|NULL|4,2,1|128,1,1",
+          // No short name: opType falls back to the name.
+          "bwd_kernel|2|1|0|KERNEL|bwd_kernel|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|1,1,1|32,1,1"));
+}
+
+TEST_F(ProfileWriterTablesTest, MemcpyInfoForCopiesOnly) {
+  EXPECT_THAT(Q("SELECT globalTaskId, size, memcpyOperation FROM MEMCPY_INFO ORDER BY globalTaskId"),
+              ElementsAre("1|4096|1"));
+}
+
+TEST_F(ProfileWriterTablesTest, MemoryRecordSortedByTimeWithPtaComponent) {
+  EXPECT_THAT(Q("SELECT s.value, m.timestamp, m.totalAllocated, m.totalReserved, m.totalActive, m.streamPtr, "
+                "m.deviceId FROM MEMORY_RECORD m JOIN STRING_IDS s ON s.id = m.component ORDER BY m.rowid"),
+              ElementsAre("PTA|1250|512|2048|512|28672|0", "PTA|1800|0|2048|512|28672|0",
+                          "PTA|1850|0|2048|0|28672|0", "PTA|5050|512|2048|NULL|28672|0"));
+}
+
+TEST_F(ProfileWriterTablesTest, OpMemoryAttributesAllocationsToInnermostOp) {
+  EXPECT_THAT(
+      Q("SELECT n.value, o.size, o.allocationTime, o.releaseTime, o.activeReleaseTime, o.duration, "
+        "o.activeDuration, o.allocationTotalAllocated, o.allocationTotalReserved, o.allocationTotalActive, "
+        "o.releaseTotalAllocated, o.releaseTotalReserved, o.releaseTotalActive, o.streamPtr, o.deviceId "
+        "FROM OP_MEMORY o JOIN STRING_IDS n ON n.id = o.name ORDER BY o.allocationTime"),
+      ElementsAre("aten::mm|512|1250|1800|1850|550|600|512|2048|512|0|2048|512|28672|0",
+                  "LinearBackward0|512|5050|NULL|NULL|NULL|NULL|512|2048|NULL|NULL|NULL|NULL|28672|0"));
+}
+
+TEST_F(ProfileWriterTablesTest, StepTimeFromRootProfilerStep) {
+  EXPECT_THAT(Q("SELECT id, startNs, endNs, typeof(id) FROM STEP_TIME ORDER BY startNs"),
+              ElementsAre("3|1000|9000|integer"));
+}
+
+TEST_F(ProfileWriterTablesTest, GcRecordUsesPidAsTid) {
+  EXPECT_THAT(Q("SELECT startNs, endNs, globalTid FROM GC_RECORD ORDER BY startNs"),
+              ElementsAre("3000|3500|429496729700"));
+}
+
+TEST_F(ProfileWriterTablesTest, MstxEventsWithDomainsAndHostOnlyConnection) {
+  EXPECT_THAT(
+      Q("SELECT x.startNs, x.endNs, x.eventType, x.rangeId, x.category, m.value, x.globalTid, "
+        "x.endGlobalTid, d.value, x.connectionId FROM MSTX_EVENTS x JOIN STRING_IDS m ON m.id = x.message "
+        "JOIN STRING_IDS d ON d.id = x.domainId ORDER BY x.startNs"),
+      ElementsAre(std::string("1100|2000|1|1|4294967295|Linear|") + kTid101 + "|" + kTid101 + "|Module|11",
+                  std::string("1500|1500|0|0|4294967295|checkpoint|") + kTid101 + "|" + kTid101 +
+                      "|default|4294967295"));
+}
+
+TEST_F(ProfileWriterTablesTest, ReplayKernelRowPerReplayedOrDeclinedLaunch) {
+  EXPECT_THAT(
+      Q("SELECT k.id, k.timestampNs, k.globalTid, k.deviceId, n.value, k.connectionId, k.launchIndex, "
+        "k.replayed, "
+        "k.declineReason, k.declineDetail, k.restoreMode, k.passes, k.deterministic, k.snapshotRegions, "
+        "k.snapshotBytes, k.snapshotNs, k.untrackedWritableBytes FROM GPUPROF_REPLAY_KERNEL k "
+        "JOIN STRING_IDS n ON n.id = k.name ORDER BY k.id"),
+      ElementsAre(std::string("0|2000|") + kTid101 +
+                      "|0|void gemm_kernel<float>(float*, int)|11|0|1|NULL|NULL|auto|2|0|2|1048576|5000|0",
+                  std::string("1|6000|") + kTid102 +
+                      "|0|bwd_kernel|NULL|1|0|graph-launch|launched from a CUDA graph|auto|1|1|0|0|0|0"));
+}
+
+TEST_F(ProfileWriterTablesTest, ReplayPassRowsWithOutputHashAsTwosComplement) {
+  EXPECT_THAT(
+      Q("SELECT kernelId, pass, startNs, durationNs, smClockBeforeKhz, smClockAfterKhz, bytesRestored, "
+        "regionsRestored, dirtyChunks, CASE WHEN outputHash IS NULL THEN 'NULL' ELSE "
+        "printf('%016x', outputHash) END, matchesPass1 FROM GPUPROF_REPLAY_PASS ORDER BY kernelId, pass"),
+      ElementsAre("0|1|2000|500|1980000|1980000|0|0|0|0123456789abcdef|1",
+                  "0|2|2600|480|1980000|1965000|65536|1|1|fedcba9876543210|0",
+                  "1|1|6000|100|0|0|0|0|0|NULL|NULL"));
+  EXPECT_EQ(QueryOne(*suite_db, "SELECT outputHash FROM GPUPROF_REPLAY_PASS WHERE kernelId = 0 AND pass = 2"),
+            "-81985529216486896");
+}
+
+TEST_F(ProfileWriterTablesTest, ReplayTablesJoinTaskByCorrelation) {
+  EXPECT_THAT(Q("SELECT k.id, t.globalTaskId, n.value FROM GPUPROF_REPLAY_KERNEL k "
+                "JOIN TASK t ON t.connectionId = k.connectionId JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = "
+                "t.globalTaskId JOIN STRING_IDS n ON n.id = c.name ORDER BY k.id"),
+              ElementsAre("0|0|void gemm_kernel<float>(float*, int)"));
+}
+
+TEST_F(ProfileWriterTablesTest, PerRunTables) {
+  EXPECT_THAT(Q("SELECT rankId, deviceId FROM RANK_DEVICE_MAP"), ElementsAre("0|0"));
+  EXPECT_THAT(Q("SELECT startTimeNs, endTimeNs FROM SESSION_TIME_INFO"),
+              ElementsAre("1704164645678000000|1704164646678000000"));
+  EXPECT_THAT(Q("SELECT id, name FROM NPU_INFO ORDER BY id"), ElementsAre("0|NVIDIA H200"));
+  EXPECT_THAT(Q("SELECT hostName, length(hostUid) > 0 FROM HOST_INFO"), ElementsAre("testhost|1"));
+  EXPECT_THAT(Q("SELECT name, value FROM META_DATA ORDER BY rowid"),
+              ElementsAre("SCHEMA_VERSION|1.2.0", "SCHEMA_VERSION_MAJOR|1", "SCHEMA_VERSION_MINOR|2",
+                          "SCHEMA_VERSION_MICRO|0", S("gpuprof_version", GPUPROF_TEST_VERSION),
+                          R"(gpuprof_config|{"activities": ["cpu", "cuda"], "record_shapes": true})"));
+}
+
+TEST_F(ProfileWriterTablesTest, StringIdsSpacesPerProducer) {
+  constexpr const char* kDevice = "id >= 0 AND id < 268435456";
+  constexpr const char* kFramework = "id >= 268435456 AND id < 536870912";
+  constexpr const char* kMemory = "id >= 536870912 AND id < 805306368";
+  EXPECT_THAT(Q(std::string("SELECT value FROM STRING_IDS WHERE ") + kDevice),
+              UnorderedElementsAre("cudaLaunchKernel", "launch", "cudaMemcpyAsync", "cudaStreamSynchronize",
+                                   "KERNEL", "MEMCPY_ASYNC", "MEMSET", "void gemm_kernel<float>(float*, int)",
+                                   "gemm_kernel", "4,2,1", "128,1,1", "bwd_kernel", "1,1,1", "32,1,1",
+                                   "checkpoint", "default", "Linear", "Module"));
+  EXPECT_THAT(Q(std::string("SELECT value FROM STRING_IDS WHERE ") + kFramework),
+              UnorderedElementsAre("ProfilerStep#3", "nn.Module: Linear_0", "aten::linear", "float;\r\nfloat",
+                                   "8,16;\r\n16,32", "model.py(12): forward", "train.py(40): step",
+                                   "aten::mm", "LinearBackward0"));
+  EXPECT_THAT(Q(std::string("SELECT value FROM STRING_IDS WHERE ") + kMemory), ElementsAre("PTA"));
+  EXPECT_THAT(Q("SELECT value FROM STRING_IDS WHERE id >= 805306368 OR id < 0"), IsEmpty());
+  // Dense from each space's base.
+  EXPECT_THAT(
+      Q(std::string("SELECT MIN(id), MAX(id) - MIN(id) + 1 = COUNT(*) FROM STRING_IDS WHERE ") + kDevice),
+      ElementsAre("0|1"));
+  EXPECT_THAT(
+      Q(std::string("SELECT MIN(id), MAX(id) - MIN(id) + 1 = COUNT(*) FROM STRING_IDS WHERE ") + kFramework),
+      ElementsAre("268435456|1"));
+  EXPECT_THAT(Q(std::string("SELECT MIN(id) FROM STRING_IDS WHERE ") + kMemory), ElementsAre("536870912"));
+  EXPECT_THAT(Q("SELECT value FROM STRING_IDS WHERE value = ''"), IsEmpty());
+}
+
+TEST(ProfileWriterStringsTest, EmptyStringsAreInvalidIdOrNullPerColumn) {
+  TempDir dir;
+  trace::ApiCall call;
+  call.start_ns = 10;
+  call.end_ns = 20;
+  call.correlation_id = 1;  // name left empty
+  trace::Mark mark;         // message and domain empty
+  mark.start_ns = mark.end_ns = 30;
+  trace::TorchOp op;  // name empty, nothing recorded
+  op.start_ns = 40;
+  op.end_ns = 50;
+  std::vector<trace::Record> records = {call, mark, op};
+  std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), {std::move(records)});
+  EXPECT_EQ(QueryOne(db, "SELECT name FROM CANN_API"), "4294967295");
+  EXPECT_EQ(QueryOne(db, "SELECT message FROM MSTX_EVENTS"), "4294967295");
+  EXPECT_EQ(QueryOne(db, "SELECT s.value FROM MSTX_EVENTS x JOIN STRING_IDS s ON s.id = x.domainId"),
+            "default");
+  EXPECT_EQ(QueryOne(db, "SELECT name, inputDtypes, inputShapes, callchainId, connectionId FROM PYTORCH_API"),
+            "4294967295|NULL|NULL|NULL|NULL");
+  EXPECT_EQ(QueryOne(db, "SELECT COUNT(*) FROM STRING_IDS WHERE value = ''"), "0");
+}
+
+TEST(ProfileWriterStringsTest, SameValueInTwoSpacesGetsTwoIds) {
+  TempDir dir;
+  trace::TorchOp op;
+  op.name = "gemm_kernel";
+  op.start_ns = 1;
+  op.end_ns = 100;
+  trace::DeviceTask kernel;
+  kernel.name = "gemm_kernel";
+  kernel.start_ns = 10;
+  kernel.end_ns = 20;
+  std::vector<trace::Record> records = {op, kernel};
+  std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), {std::move(records)});
+  EXPECT_THAT(Query(db, "SELECT id >= 268435456 FROM STRING_IDS WHERE value = 'gemm_kernel' ORDER BY id"),
+              ElementsAre("0", "1"));
+  EXPECT_THAT(Query(db, "SELECT s.value FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name"),
+              ElementsAre("gemm_kernel"));
+  EXPECT_THAT(Query(db, "SELECT s.value FROM COMPUTE_TASK_INFO c JOIN STRING_IDS s ON s.id = c.name"),
+              ElementsAre("gemm_kernel"));
+}
+
+TEST(ProfileWriterBatchTest, SmallTransactionsAndManySubmitsKeepEveryRow) {
+  TempDir dir;
+  WriterOptions options = testing::TestOptions(dir.path());
+  options.batch_rows = 7;  // many commits inside one Submit and across Submits
+  auto writer = ProfileWriter::Create(options);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  constexpr int kBatches = 20;
+  constexpr int kPerBatch = 50;
+  for (int b = 0; b < kBatches; ++b) {
+    std::vector<trace::Record> records;
+    for (int i = 0; i < kPerBatch; ++i) {
+      trace::TorchOp op;
+      op.name = "op" + std::to_string(i % 5);
+      const std::int64_t n = std::int64_t{b} * kPerBatch + i;
+      op.start_ns = n * 10;
+      op.end_ns = op.start_ns + 5;
+      records.emplace_back(std::move(op));
+      trace::DeviceTask task;
+      task.name = "k" + std::to_string(i % 3);
+      task.start_ns = n * 10;
+      task.end_ns = task.start_ns + 3;
+      task.correlation_id = static_cast<std::uint64_t>(n);
+      records.emplace_back(std::move(task));
+    }
+    (*writer)->Submit(std::move(records));
+  }
+  auto path = (*writer)->Finalize(testing::kStartNs + 1);
+  ASSERT_TRUE(path.ok()) << path.status().ToString();
+  EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM PYTORCH_API"), std::to_string(kBatches * kPerBatch));
+  EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM TASK"), std::to_string(kBatches * kPerBatch));
+  EXPECT_EQ(QueryOne(*path, "SELECT MAX(globalTaskId) + 1 = COUNT(DISTINCT globalTaskId) FROM TASK"), "1");
+  // op0..op4, k0..k2, KERNEL and the default dims "1,1,1", each once.
+  EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM STRING_IDS"), "10");
+  WriterStats stats = (*writer)->stats();
+  EXPECT_EQ(stats.records, static_cast<std::uint64_t>(2 * kBatches * kPerBatch));
+  EXPECT_EQ(stats.dropped_records, 0u);
+  EXPECT_GT(stats.bytes, 0u);
+  EXPECT_GE(stats.rows, static_cast<std::uint64_t>(3 * kBatches * kPerBatch));
+}
+
+}  // namespace
+}  // namespace gpuprof::db
