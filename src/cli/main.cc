@@ -45,6 +45,7 @@ struct DemoFlags {
   std::string restore = "auto";
   std::uint64_t chunk_kib = 64;
   int devices = 2;
+  std::string output_dir;
 };
 
 int RunDemoCommand(const DemoFlags& flags) {
@@ -55,6 +56,7 @@ int RunDemoCommand(const DemoFlags& flags) {
   }
   options.replay.chunk_size = flags.chunk_kib * 1024;
   options.devices = flags.devices;
+  options.output_dir = flags.output_dir;
   if (Status valid = replay::Controller::ValidateOptions(options.replay); !valid.ok()) {
     return UsageError(valid.message(), "gpuprof demo --help");
   }
@@ -93,6 +95,9 @@ int Main(int argc, char** argv) {
   demo->add_option("--chunk-kib", flags.chunk_kib, "Dirty-detection chunk size in KiB")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20))
       ->capture_default_str();
+  demo->add_option("-o,--output", flags.output_dir,
+                   "Also write the session and replay results into a profile database under this directory "
+                   "(<dir>/<host>_<pid>_<time>_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler.db)");
   demo->add_option("--devices", flags.devices, "Simulated devices; device 0 runs most kernels, every other device one")
       ->check(CLI::Range(2, 16))
       ->capture_default_str();

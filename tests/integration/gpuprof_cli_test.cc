@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -209,6 +210,41 @@ TEST(GpuprofCliTest, UnknownFlagIsAUsageError) {
   CliResult result = RunCli("demo --no-such-flag", /*merge_stderr=*/true);
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.output, HasSubstr("--no-such-flag"));
+}
+
+// `demo -o DIR` writes the session and its replay results into a DB in the format's layout, which
+// check accepts and stats/export read: the whole path without a GPU.
+TEST(GpuprofCliTest, DemoWithAnOutputDirWritesADatabaseThatCheckStatsAndExportRead) {
+  char dir_template[] = "/tmp/gpuprof_demo_db_XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  CliResult demo = RunCli("demo --passes 3 -o '" + dir + "'");
+  ASSERT_EQ(demo.exit_code, 0) << demo.output;
+  EXPECT_THAT(demo.output, HasSubstr("profile database: " + dir + "/"));
+  EXPECT_THAT(demo.output, HasSubstr("_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler.db"));
+
+  CliResult check = RunCli("check '" + dir + "'", /*merge_stderr=*/true);
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_THAT(check.output, HasSubstr("ok: "));
+
+  CliResult stats = RunCli("stats '" + dir + "'");
+  ASSERT_EQ(stats.exit_code, 0) << stats.output;
+  EXPECT_THAT(stats.output, HasSubstr("scale_in_place"));  // replay rows present
+  EXPECT_THAT(stats.output, HasSubstr("graph-launch"));    // and the declined graph
+
+  const std::string json = dir + "/trace.json";
+  CliResult exported = RunCli("export --format perfetto '" + dir + "' -o '" + json + "'", /*merge_stderr=*/true);
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  FILE* file = std::fopen(json.c_str(), "r");
+  ASSERT_NE(file, nullptr);
+  std::string text;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) text.append(buffer, n);
+  std::fclose(file);
+  EXPECT_THAT(text, HasSubstr("\"traceEvents\""));
+  EXPECT_THAT(text, HasSubstr("scale_in_place"));
+  std::string cleanup = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(cleanup.c_str()), 0);
 }
 
 }  // namespace
