@@ -15,8 +15,13 @@ peer). Ends with close().
 The peer does less than the writer: no string interning, no COMPUTE_TASK_INFO, no derived tables,
 no enum/metadata tables. Its rows/s is therefore an upper bound for a Python writer of these rows.
 
+With --all-tables the peer copies every table of the writer's file instead (same DDL, read from
+its sqlite_master; indexes created after the load), so it writes exactly the rows the writer
+wrote, COMPUTE_TASK_INFO and the derived tables included, still without interning or deriving
+anything; rows= then counts every row written.
+
 Prints one machine-readable line:
-  peer-result rows=<PYTORCH_API+TASK> string_ids=<n> seconds=<s> bytes=<file size>
+  peer-result rows=<PYTORCH_API+TASK, or all rows> string_ids=<n> seconds=<s> bytes=<file size>
 """
 
 import argparse
@@ -45,16 +50,24 @@ TASK_INDEX = "CREATE INDEX IF NOT EXISTS TaskIndex ON TASK (startNs, globalTaskI
 TABLES = ("STRING_IDS", "PYTORCH_API", "TASK")
 
 
-def load_rows(source):
+def load_rows(source, all_tables):
+    """(table DDL, index DDL, rows per table), in the order the peer writes them."""
     conn = sqlite3.connect("file:{}?mode=ro".format(source), uri=True)
     try:
+        if all_tables:
+            master = conn.execute("SELECT type, name, sql FROM sqlite_master "
+                                  "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid").fetchall()
+            ddl = {name: sql for kind, name, sql in master if kind == "table"}
+            indexes = [sql for kind, _, sql in master if kind == "index"]
+        else:
+            ddl = {table: DDL[table] for table in TABLES}
+            indexes = [TASK_INDEX]
         rows = {}
-        for table in TABLES:
-            columns = [row[1] for row in conn.execute("PRAGMA table_info({})".format(table))]
-            if not columns:
+        for table in ddl:
+            if not conn.execute("PRAGMA table_info({})".format(table)).fetchall():
                 raise RuntimeError("{}: table {} is missing".format(source, table))
             rows[table] = conn.execute("SELECT * FROM {} ORDER BY rowid".format(table)).fetchall()
-        return rows
+        return ddl, indexes, rows
     finally:
         conn.close()
 
@@ -80,28 +93,34 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", required=True, help="the DB written by gpuprof's ProfileWriter")
     parser.add_argument("--out", required=True, help="where to write the peer's DB (replaced)")
+    parser.add_argument("--all-tables", action="store_true",
+                        help="copy every table of the source, not only PYTORCH_API, TASK and STRING_IDS")
     args = parser.parse_args()
 
-    rows = load_rows(args.source)
+    ddl, indexes, rows = load_rows(args.source, args.all_tables)
     for suffix in ("", "-journal"):
         if os.path.exists(args.out + suffix):
             os.remove(args.out + suffix)
-    print("peer: loaded {:,} PYTORCH_API, {:,} TASK, {:,} STRING_IDS rows (not timed); sqlite {}".format(
-        len(rows["PYTORCH_API"]), len(rows["TASK"]), len(rows["STRING_IDS"]), sqlite3.sqlite_version))
+    total = sum(len(table_rows) for table_rows in rows.values())
+    print("peer{}: loaded {:,} rows of {} tables ({:,} PYTORCH_API, {:,} TASK, {:,} STRING_IDS; not timed); "
+          "sqlite {}".format(" (all tables)" if args.all_tables else "", total, len(rows),
+                             len(rows.get("PYTORCH_API", [])), len(rows.get("TASK", [])),
+                             len(rows.get("STRING_IDS", [])), sqlite3.sqlite_version))
     sys.stdout.flush()
 
     start = time.perf_counter()
     # timeout as torch_npu's DbManager.create_connect_db sets it
     conn = sqlite3.connect(args.out, timeout=2147483, check_same_thread=False)
-    for table in TABLES:
-        execute_sql(conn, DDL[table])
-    for table in TABLES:
+    for table in ddl:
+        execute_sql(conn, ddl[table])
+    for table in ddl:
         insert_data_into_table(conn, table, rows[table])
-    execute_sql(conn, TASK_INDEX)
+    for index in indexes:
+        execute_sql(conn, index)
     conn.close()
     seconds = time.perf_counter() - start
 
-    written = len(rows["PYTORCH_API"]) + len(rows["TASK"])
+    written = total if args.all_tables else len(rows["PYTORCH_API"]) + len(rows["TASK"])
     print("peer-result rows={} string_ids={} seconds={:.6f} bytes={}".format(
         written, len(rows["STRING_IDS"]), seconds, os.path.getsize(args.out)))
     return 0

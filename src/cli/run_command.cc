@@ -1,5 +1,6 @@
 #include "cli/run_command.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/types.h>
@@ -48,6 +49,9 @@ constexpr std::string_view kOutputLong = "--output";
 constexpr const char* kInjectLibraryName = "libgpuprof_inject.so";
 constexpr const char* kInjectLibraryEnv = "GPUPROF_INJECT_LIBRARY";
 constexpr const char* kRootPidEnv = "GPUPROF_ROOT_PID";
+constexpr const char* kNvtxInjectionEnv = "NVTX_INJECTION64_PATH";
+// What the NVTX loader looks up in the library NVTX_INJECTION64_PATH names.
+constexpr const char* kNvtxEntryPoint = "InitializeInjectionNvtx2";
 
 // Rows per table in the summary: enough to see where time goes; `gpuprof stats` shows more.
 constexpr std::size_t kSummaryRows = 5;
@@ -162,6 +166,17 @@ StatusOr<std::string> ResolveInjectLibrary() {
                        " (tried " + tried +
                        "); build it with GPUPROF_ENABLE_CUDA=ON (e.g. `cmake --preset gpu && cmake --build "
                        "--preset gpu`), or set " + kInjectLibraryEnv + " to its path");
+}
+
+// True when `library` exports the NVTX injection entry point. Probed with dlopen(RTLD_LAZY |
+// RTLD_LOCAL) and closed again: the injection library links no CUDA and starts nothing when
+// loaded (InitializeInjection is what starts it), so the probe is cheap and has no effect.
+bool ExportsNvtxEntryPoint(const std::string& library) {
+  void* handle = dlopen(library.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (handle == nullptr) return false;
+  const bool found = dlsym(handle, kNvtxEntryPoint) != nullptr;
+  dlclose(handle);
+  return found;
 }
 
 // A private temporary directory holding the result file, removed with the object.
@@ -524,7 +539,8 @@ for the application, so its DB is finalized before the summary is printed.
 Environment: GPUPROF_LOG_LEVEL (the session's log level) and GPUPROF_WORKER_NAME (replaces
 <host>_<pid> in the run directory's name) pass through to the application; gpuprof sets
 CUDA_INJECTION64_PATH, GPUPROF_OUTPUT_DIR, GPUPROF_RESULT_FILE, GPUPROF_FOLLOW_CHILDREN and
-GPUPROF_ROOT_PID, and NVTX_INJECTION64_PATH unless it is already set.
+GPUPROF_ROOT_PID, and NVTX_INJECTION64_PATH (to the injection library, when that library provides
+InitializeInjectionNvtx2 and the variable is not already set).
 
 Output: gpuprof's own lines go to stderr; the application's stdout and stderr are untouched.
 
@@ -602,9 +618,13 @@ int RunCommand::Run(std::ostream& report) const {
   env.Set("GPUPROF_OUTPUT_DIR", out_dir_text);
   env.Set("GPUPROF_RESULT_FILE", result_file);
   env.Set("GPUPROF_FOLLOW_CHILDREN", follow_children_ ? "1" : "0");
-  // NVTX ranges reach gpuprof only through an NVTX injection library; the user's choice wins.
-  if (const char* nvtx = std::getenv("NVTX_INJECTION64_PATH"); nvtx == nullptr || *nvtx == '\0') {
-    env.Set("NVTX_INJECTION64_PATH", *inject_library);
+  // NVTX ranges reach a profiler only through the library NVTX_INJECTION64_PATH names. When the
+  // injection library provides that entry point, name it (it forwards to the CUPTI the session
+  // loads, so it works even when the application calls NVTX before initializing CUDA); otherwise
+  // the session sets the variable itself when CUDA initializes. The user's own choice wins.
+  if (const char* nvtx = std::getenv(kNvtxInjectionEnv);
+      (nvtx == nullptr || *nvtx == '\0') && ExportsNvtxEntryPoint(*inject_library)) {
+    env.Set(kNvtxInjectionEnv, *inject_library);
   }
   env.Build();
 

@@ -11,8 +11,8 @@
 //   GPUPROF_FOLLOW_CHILDREN  0 or 1
 //   GPUPROF_ROOT_PID         the application's pid, so a Session can tell the process gpuprof
 //                            started from a child that initializes CUDA on its own after fork()
-//   NVTX_INJECTION64_PATH    libgpuprof_inject.so as well, unless the user set it (the NVTX loader
-//                            looks there for InitializeInjectionNvtx2)
+//   NVTX_INJECTION64_PATH    libgpuprof_inject.so as well, when it exports InitializeInjectionNvtx2
+//                            (what the NVTX loader calls) and the user did not set the variable
 // GPUPROF_WORKER_NAME, GPUPROF_LOG_LEVEL and everything else pass through unchanged.
 //
 // Exit status: the application's (128 + N when signal N killed it); 126/127 when it cannot be

@@ -1,0 +1,159 @@
+/* gpuprof's C control API, exported by libgpuprof.so.
+ *
+ * One profiling session per process writes one profile DB (ascend_pytorch_profiler[_<rank>].db,
+ * ARCHITECTURE.md "Output layout"). `gpuprof run` starts it through the injection library before
+ * the program's first CUDA call; a program (or the PyTorch extension) may also start it itself:
+ *
+ *   if (gpuprof_start("{\"output_dir\": \"/tmp/prof\"}") != GPUPROF_OK)
+ *     fprintf(stderr, "%s\n", gpuprof_last_error());
+ *   gpuprof_mark("warm-up done");
+ *   uint64_t range = 0;
+ *   gpuprof_range_start("step 1", &range);
+ *   ...
+ *   gpuprof_range_end(range);
+ *   gpuprof_stop();  // or leave it to the exit handler
+ *
+ * Sessions. gpuprof_start joins the session already running in this process (counted: each
+ * successful gpuprof_start is released by one gpuprof_stop) and starts one otherwise. The last
+ * gpuprof_stop stops it: device activity is flushed, every record is written, the DB is finalized
+ * (renamed from its ".partial" name) and, when GPUPROF_RESULT_FILE is set, the line
+ * "db <absolute path>" is appended to that file. A session still running at exit() is stopped by
+ * an exit handler the library registers; a process killed by a signal leaves only the ".partial"
+ * file. After a session stopped, gpuprof_start begins a new one (a new DB).
+ *
+ * Several copies of the library in one process (the injected one and one a Python extension
+ * loaded from another path) share one session: a copy that finds another copy's running session
+ * (gpuprof_active_session_v1) attaches to it and forwards every call.
+ *
+ * fork(): a child process never writes into its parent's DB. It does not profile (calls return
+ * GPUPROF_ERROR_FORK_CHILD) unless the session runs with follow_children
+ * (GPUPROF_FOLLOW_CHILDREN=1), in which case the child starts its own session and DB under its
+ * own pid as fork() returns. A child that leaves through _exit() does not finalize its DB.
+ *
+ * Configuration: the environment variables and JSON keys listed in src/session/config.h
+ * (GPUPROF_OUTPUT_DIR, GPUPROF_WORKER_NAME, GPUPROF_RANK, GPUPROF_FOLLOW_CHILDREN,
+ * GPUPROF_RESULT_FILE, GPUPROF_LOG_LEVEL, GPUPROF_CONFIG, ...). A JSON object given to
+ * gpuprof_start overrides the environment key by key; all its members are stored in the DB.
+ *
+ * Errors. Every function returns GPUPROF_OK (0) or one of the positive codes below, never throws
+ * and never exits. After a failure, gpuprof_last_error() gives one line naming the call, its
+ * arguments and the reason. Nothing here fails the application: a profiler that cannot record
+ * says so and the program runs on.
+ *
+ * Thread-safety: every function may be called from any thread at any time, concurrently.
+ * gpuprof_mark and the range calls take a short lock and append to a per-thread buffer;
+ * gpuprof_start, gpuprof_stop and gpuprof_flush may block for file I/O (seconds, for a large DB at
+ * stop).
+ */
+#ifndef GPUPROF_GPUPROF_C_H_
+#define GPUPROF_GPUPROF_C_H_
+
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define GPUPROF_API __attribute__((visibility("default")))
+#else
+#define GPUPROF_API
+#endif
+
+#ifdef __cplusplus
+#define GPUPROF_NOEXCEPT noexcept
+extern "C" {
+#else
+#define GPUPROF_NOEXCEPT
+#endif
+
+/* Status codes. Values are stable: new codes are only ever appended. */
+typedef enum gpuprof_status {
+  GPUPROF_OK = 0,
+  /* A NULL or empty message, a message over GPUPROF_MAX_MESSAGE_BYTES, a NULL out-pointer, a
+   * range id of 0. */
+  GPUPROF_ERROR_INVALID_ARGUMENT = 1,
+  /* The configuration (the JSON given to gpuprof_start, GPUPROF_CONFIG or a GPUPROF_* variable)
+   * was rejected; the message names the key or variable and what it accepts. */
+  GPUPROF_ERROR_INVALID_CONFIG = 2,
+  /* No session runs in this process: never started, already stopped, or stopped at exit. */
+  GPUPROF_ERROR_NOT_STARTED = 3,
+  /* gpuprof_range_end with an id that is not open (ended already, or from an earlier session). */
+  GPUPROF_ERROR_RANGE_NOT_FOUND = 4,
+  /* The profile could not be created, written or finalized (directory not writable, disk full,
+   * result file not writable). The message names the file. */
+  GPUPROF_ERROR_OUTPUT = 5,
+  /* The record was not kept: the session's buffer cap was reached (records are counted and the
+   * DB says how many were lost) or the session is stopping. */
+  GPUPROF_ERROR_RECORD_DROPPED = 6,
+  /* This process is a fork() child of a profiled process and does not profile (the session does
+   * not follow children). gpuprof_start starts a session of its own. */
+  GPUPROF_ERROR_FORK_CHILD = 7,
+  /* An unexpected internal failure (out of memory, a thread that could not start). */
+  GPUPROF_ERROR_INTERNAL = 8
+} gpuprof_status;
+
+/* Longest message gpuprof_mark and gpuprof_range_start accept, in bytes. */
+#define GPUPROF_MAX_MESSAGE_BYTES 65536
+
+/* Starts the process's session, or joins the one already running. `config_json_or_null` is NULL
+ * (configuration from the environment only) or a JSON object whose keys override it. Joining a
+ * running session applies no configuration (a non-NULL one is still validated, and ignored with
+ * one warning line). Returns GPUPROF_OK, GPUPROF_ERROR_INVALID_CONFIG, GPUPROF_ERROR_OUTPUT or
+ * GPUPROF_ERROR_INTERNAL. */
+GPUPROF_API int gpuprof_start(const char* config_json_or_null) GPUPROF_NOEXCEPT;
+
+/* gpuprof_start(NULL), marked as started by the injection library (CUDA_INJECTION64_PATH): what
+ * InitializeInjection calls at cuInit. */
+GPUPROF_API int gpuprof_start_from_environment(void) GPUPROF_NOEXCEPT;
+
+/* Releases one gpuprof_start; the last one stops the session and finalizes its DB (see above).
+ * Returns GPUPROF_OK, GPUPROF_ERROR_NOT_STARTED, GPUPROF_ERROR_FORK_CHILD or GPUPROF_ERROR_OUTPUT
+ * (the session stopped but its DB could not be finalized or the result line not written). */
+GPUPROF_API int gpuprof_stop(void) GPUPROF_NOEXCEPT;
+
+/* Hands every record collected so far (device activity included) to the DB writer. The DB file
+ * is complete only after the session stops. Returns GPUPROF_OK, GPUPROF_ERROR_NOT_STARTED or
+ * GPUPROF_ERROR_FORK_CHILD. */
+GPUPROF_API int gpuprof_flush(void) GPUPROF_NOEXCEPT;
+
+/* Records an instant marker (MSTX_EVENTS, domain "default") on the calling thread. `message` is
+ * UTF-8 text of 1 to GPUPROF_MAX_MESSAGE_BYTES bytes, copied. */
+GPUPROF_API int gpuprof_mark(const char* message) GPUPROF_NOEXCEPT;
+
+/* Opens a range (MSTX_EVENTS start/end) and stores its id (never 0) in *range_id. The range may
+ * be ended on any thread. Ranges still open when the session stops end at the stop time. */
+GPUPROF_API int gpuprof_range_start(const char* message, uint64_t* range_id) GPUPROF_NOEXCEPT;
+
+/* Ends the range `range_id` opened by gpuprof_range_start. */
+GPUPROF_API int gpuprof_range_end(uint64_t range_id) GPUPROF_NOEXCEPT;
+
+/* The error line of the calling thread's last failed gpuprof call, or "" when its last call
+ * succeeded. Valid until the thread's next gpuprof call; never NULL. */
+GPUPROF_API const char* gpuprof_last_error(void) GPUPROF_NOEXCEPT;
+
+/* The name of a status code ("GPUPROF_ERROR_NOT_STARTED"); "GPUPROF_UNKNOWN_STATUS" otherwise. */
+GPUPROF_API const char* gpuprof_status_string(int status) GPUPROF_NOEXCEPT;
+
+/* ---- Between copies of libgpuprof.so in one process (not for applications) ----
+ *
+ * gpuprof_active_session_v1() returns this copy's table while this copy owns a running session,
+ * NULL otherwise. Another copy finds it with dlsym (RTLD_DEFAULT, then every loaded object) and
+ * forwards its calls through it. The table and its functions stay valid for the life of the
+ * process (the library is never unloaded); the functions behave as the same-named API calls of
+ * the owning copy. Fields are only ever appended: check `size` before reading a later one. */
+typedef struct gpuprof_session_v1 {
+  uint32_t size;        /* sizeof(gpuprof_session_v1) in the owning copy */
+  uint32_t pid;         /* the process the table was made in */
+  int (*acquire)(void); /* gpuprof_start on a running session: counts one more start */
+  int (*release)(void); /* gpuprof_stop */
+  int (*flush)(void);
+  int (*mark)(const char* message);
+  int (*range_start)(const char* message, uint64_t* range_id);
+  int (*range_end)(uint64_t range_id);
+  const char* (*last_error)(void);
+} gpuprof_session_v1;
+
+GPUPROF_API const gpuprof_session_v1* gpuprof_active_session_v1(void) GPUPROF_NOEXCEPT;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* GPUPROF_GPUPROF_C_H_ */

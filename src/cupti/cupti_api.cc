@@ -1,0 +1,303 @@
+#include "cupti/cupti_api.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string_view>
+
+namespace gpuprof::cupti {
+namespace {
+
+// dlopen()s the first candidate that loads. RTLD_LOCAL keeps CUPTI's symbols out of the global
+// namespace (the application may bring its own); RTLD_NOW makes a broken install fail here rather
+// than at the first call under a CUDA callback.
+struct OpenedLibrary {
+  void* handle = nullptr;
+  std::string name;
+};
+
+StatusOr<OpenedLibrary> OpenFirst(std::string_view what, const std::vector<std::string>& candidates) {
+  if (candidates.empty()) return UnavailableError(std::string(what) + " unavailable: no library to try");
+  std::string tried;
+  for (const std::string& candidate : candidates) {
+    dlerror();  // clear any stale error so the one we report is this call's
+    void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle != nullptr) return OpenedLibrary{handle, candidate};
+    const char* error = dlerror();
+    if (!tried.empty()) tried += "; ";
+    tried += error != nullptr ? error : candidate + ": dlopen failed";
+  }
+  return UnavailableError(std::string(what) + " unavailable: " + tried);
+}
+
+// Resolves `symbol` into `fn`; on failure appends the symbol to `missing`.
+template <typename Fn>
+void Resolve(void* handle, const char* symbol, Fn& fn, std::string& missing) {
+  dlerror();
+  void* address = dlsym(handle, symbol);
+  if (address == nullptr) {
+    if (!missing.empty()) missing += ", ";
+    missing += symbol;
+    fn = nullptr;
+    return;
+  }
+  // POSIX guarantees a data pointer from dlsym converts to a function pointer.
+  fn = reinterpret_cast<Fn>(address);
+}
+
+struct CuptiTable {
+  decltype(&cuptiGetResultString) get_result_string = nullptr;
+  decltype(&cuptiGetVersion) get_version = nullptr;
+  decltype(&cuptiSubscribe_v2) subscribe = nullptr;
+  decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&cuptiEnableCallback) enable_callback = nullptr;
+  decltype(&cuptiEnableDomain) enable_domain = nullptr;
+  decltype(&cuptiGetCallbackName) get_callback_name = nullptr;
+  decltype(&cuptiSetThreadIdType) set_thread_id_type = nullptr;
+  decltype(&cuptiGetTimestamp) get_timestamp = nullptr;
+  decltype(&cuptiActivityEnable) activity_enable = nullptr;
+  decltype(&cuptiActivityDisable) activity_disable = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) activity_register_callbacks = nullptr;
+  decltype(&cuptiActivityGetNextRecord) activity_get_next_record = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) activity_get_num_dropped_records = nullptr;
+  decltype(&cuptiActivityFlushAll) activity_flush_all = nullptr;
+  decltype(&cuptiActivityFlushPeriod) activity_flush_period = nullptr;
+  decltype(&cuptiActivityPushExternalCorrelationId) push_external_correlation_id = nullptr;
+  decltype(&cuptiActivityPopExternalCorrelationId) pop_external_correlation_id = nullptr;
+};
+
+class LoadedCuptiApi final : public CuptiApi {
+ public:
+  explicit LoadedCuptiApi(const CuptiTable& table) : t_(table) {}
+
+  CUptiResult GetResultString(CUptiResult result, const char** str) override {
+    return t_.get_result_string(result, str);
+  }
+  CUptiResult GetVersion(std::uint32_t* version) override { return t_.get_version(version); }
+  CUptiResult Subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata,
+                        CUpti_SubscriberParams* params) override {
+    return t_.subscribe(subscriber, callback, userdata, params);
+  }
+  CUptiResult Unsubscribe(CUpti_SubscriberHandle subscriber) override { return t_.unsubscribe(subscriber); }
+  CUptiResult EnableCallback(std::uint32_t enable, CUpti_SubscriberHandle subscriber,
+                             CUpti_CallbackDomain domain, CUpti_CallbackId cbid) override {
+    return t_.enable_callback(enable, subscriber, domain, cbid);
+  }
+  CUptiResult EnableDomain(std::uint32_t enable, CUpti_SubscriberHandle subscriber,
+                           CUpti_CallbackDomain domain) override {
+    return t_.enable_domain(enable, subscriber, domain);
+  }
+  CUptiResult GetCallbackName(CUpti_CallbackDomain domain, std::uint32_t cbid, const char** name) override {
+    return t_.get_callback_name(domain, cbid, name);
+  }
+  CUptiResult SetThreadIdType(CUpti_ActivityThreadIdType type) override {
+    return t_.set_thread_id_type(type);
+  }
+  CUptiResult GetTimestamp(std::uint64_t* timestamp) override { return t_.get_timestamp(timestamp); }
+  CUptiResult ActivityEnable(CUpti_ActivityKind kind) override { return t_.activity_enable(kind); }
+  CUptiResult ActivityDisable(CUpti_ActivityKind kind) override { return t_.activity_disable(kind); }
+  CUptiResult ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
+                                        CUpti_BuffersCallbackCompleteFunc completed) override {
+    return t_.activity_register_callbacks(requested, completed);
+  }
+  CUptiResult ActivityGetNextRecord(std::uint8_t* buffer, std::size_t valid_size,
+                                    CUpti_Activity** record) override {
+    return t_.activity_get_next_record(buffer, valid_size, record);
+  }
+  CUptiResult ActivityGetNumDroppedRecords(CUcontext context, std::uint32_t stream_id,
+                                           std::size_t* dropped) override {
+    return t_.activity_get_num_dropped_records(context, stream_id, dropped);
+  }
+  CUptiResult ActivityFlushAll(std::uint32_t flag) override { return t_.activity_flush_all(flag); }
+  CUptiResult ActivityFlushPeriod(std::uint32_t period_ms) override {
+    return t_.activity_flush_period(period_ms);
+  }
+  CUptiResult ActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                std::uint64_t id) override {
+    return t_.push_external_correlation_id(kind, id);
+  }
+  CUptiResult ActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                               std::uint64_t* last_id) override {
+    return t_.pop_external_correlation_id(kind, last_id);
+  }
+
+ private:
+  const CuptiTable t_;
+};
+
+struct DriverTable {
+  decltype(&cuDriverGetVersion) driver_get_version = nullptr;
+  decltype(&cuGetErrorString) get_error_string = nullptr;
+  decltype(&cuDeviceGetCount) device_get_count = nullptr;
+  decltype(&cuDeviceGet) device_get = nullptr;
+  decltype(&cuDeviceGetName) device_get_name = nullptr;
+};
+
+class LoadedDriverApi final : public DriverApi {
+ public:
+  explicit LoadedDriverApi(const DriverTable& table) : t_(table) {}
+
+  CUresult DriverGetVersion(int* version) override { return t_.driver_get_version(version); }
+  CUresult GetErrorString(CUresult error, const char** str) override {
+    return t_.get_error_string(error, str);
+  }
+  CUresult DeviceGetCount(int* count) override { return t_.device_get_count(count); }
+  CUresult DeviceGet(CUdevice* device, int ordinal) override { return t_.device_get(device, ordinal); }
+  CUresult DeviceGetName(char* name, int length, CUdevice device) override {
+    return t_.device_get_name(name, length, device);
+  }
+
+ private:
+  const DriverTable t_;
+};
+
+void AppendIfSet(std::vector<std::string>& out, const char* env, std::string_view suffix) {
+  const char* value = std::getenv(env);
+  if (value == nullptr || *value == '\0') return;
+  out.push_back(std::string(value) + std::string(suffix));
+}
+
+bool IsUnavailableCode(CUptiResult result) {
+  switch (result) {
+    case CUPTI_ERROR_NOT_INITIALIZED:
+    case CUPTI_ERROR_NOT_SUPPORTED:
+    case CUPTI_ERROR_INVALID_DEVICE:
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
+    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> DefaultCuptiCandidates() {
+  std::vector<std::string> out;
+  AppendIfSet(out, "GPUPROF_CUPTI_LIBRARY", "");
+  out.emplace_back("libcupti.so.13");
+  out.emplace_back("libcupti.so");
+  AppendIfSet(out, "CUDA_HOME", "/lib64/libcupti.so.13");
+  AppendIfSet(out, "CUDA_HOME", "/extras/CUPTI/lib64/libcupti.so.13");
+  out.emplace_back("/usr/local/cuda/lib64/libcupti.so.13");
+  out.emplace_back("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13");
+  return out;
+}
+
+std::vector<std::string> DefaultDriverCandidates() { return {"libcuda.so.1"}; }
+
+StatusOr<std::unique_ptr<CuptiApi>> LoadCuptiApi(const std::vector<std::string>& candidates) {
+  GPUPROF_ASSIGN_OR_RETURN(OpenedLibrary lib, OpenFirst("CUPTI", candidates));
+  CuptiTable t;
+  std::string missing;
+  Resolve(lib.handle, "cuptiGetResultString", t.get_result_string, missing);
+  Resolve(lib.handle, "cuptiGetVersion", t.get_version, missing);
+  Resolve(lib.handle, "cuptiSubscribe_v2", t.subscribe, missing);
+  Resolve(lib.handle, "cuptiUnsubscribe", t.unsubscribe, missing);
+  Resolve(lib.handle, "cuptiEnableCallback", t.enable_callback, missing);
+  Resolve(lib.handle, "cuptiEnableDomain", t.enable_domain, missing);
+  Resolve(lib.handle, "cuptiGetCallbackName", t.get_callback_name, missing);
+  Resolve(lib.handle, "cuptiSetThreadIdType", t.set_thread_id_type, missing);
+  Resolve(lib.handle, "cuptiGetTimestamp", t.get_timestamp, missing);
+  Resolve(lib.handle, "cuptiActivityEnable", t.activity_enable, missing);
+  Resolve(lib.handle, "cuptiActivityDisable", t.activity_disable, missing);
+  Resolve(lib.handle, "cuptiActivityRegisterCallbacks", t.activity_register_callbacks, missing);
+  Resolve(lib.handle, "cuptiActivityGetNextRecord", t.activity_get_next_record, missing);
+  Resolve(lib.handle, "cuptiActivityGetNumDroppedRecords", t.activity_get_num_dropped_records, missing);
+  Resolve(lib.handle, "cuptiActivityFlushAll", t.activity_flush_all, missing);
+  Resolve(lib.handle, "cuptiActivityFlushPeriod", t.activity_flush_period, missing);
+  Resolve(lib.handle, "cuptiActivityPushExternalCorrelationId", t.push_external_correlation_id, missing);
+  Resolve(lib.handle, "cuptiActivityPopExternalCorrelationId", t.pop_external_correlation_id, missing);
+  if (!missing.empty()) {
+    // The handle stays open (see the header): another part of the process may share it.
+    return UnavailableError("CUPTI unavailable: " + lib.name + " lacks " + missing +
+                            " (CUDA 13 CUPTI required)");
+  }
+  std::uint32_t version = 0;
+  if (t.get_version(&version) != CUPTI_SUCCESS) {
+    return UnavailableError("CUPTI unavailable: cuptiGetVersion failed in " + lib.name);
+  }
+  // From CUDA 13 the version is xxyyzz; older CUPTIs report small integers (v28 = 12.9).
+  const std::uint32_t major = version >= 10000 ? version / 10000 : 12;
+  if (major != kCuptiMajorVersion) {
+    std::ostringstream message;
+    message << "CUPTI unavailable: " << lib.name << " has API version " << version << ", gpuprof reads CUDA "
+            << kCuptiMajorVersion << " activity records (built against CUPTI " << CUPTI_API_VERSION
+            << "); point GPUPROF_CUPTI_LIBRARY at a CUDA " << kCuptiMajorVersion << " libcupti.so";
+    return UnavailableError(message.str());
+  }
+  return std::unique_ptr<CuptiApi>(std::make_unique<LoadedCuptiApi>(t));
+}
+
+StatusOr<std::unique_ptr<DriverApi>> LoadDriverApi(const std::vector<std::string>& candidates) {
+  GPUPROF_ASSIGN_OR_RETURN(OpenedLibrary lib, OpenFirst("CUDA driver", candidates));
+  DriverTable t;
+  std::string missing;
+  Resolve(lib.handle, "cuDriverGetVersion", t.driver_get_version, missing);
+  Resolve(lib.handle, "cuGetErrorString", t.get_error_string, missing);
+  Resolve(lib.handle, "cuDeviceGetCount", t.device_get_count, missing);
+  Resolve(lib.handle, "cuDeviceGet", t.device_get, missing);
+  Resolve(lib.handle, "cuDeviceGetName", t.device_get_name, missing);
+  if (!missing.empty()) {
+    return UnavailableError("CUDA driver unavailable: " + lib.name + " lacks " + missing);
+  }
+  return std::unique_ptr<DriverApi>(std::make_unique<LoadedDriverApi>(t));
+}
+
+std::string CuptiErrorString(CuptiApi& api, CUptiResult result) {
+  const char* text = nullptr;
+  if (api.GetResultString(result, &text) != CUPTI_SUCCESS || text == nullptr) {
+    return "CUPTI error " + std::to_string(static_cast<int>(result));
+  }
+  return text;
+}
+
+std::string DriverErrorString(DriverApi& api, CUresult result) {
+  const char* text = nullptr;
+  if (api.GetErrorString(result, &text) != CUDA_SUCCESS || text == nullptr) {
+    return "CUDA error " + std::to_string(static_cast<int>(result));
+  }
+  return std::string(text) + " (" + std::to_string(static_cast<int>(result)) + ")";
+}
+
+Status CuptiStatus(CuptiApi& api, CUptiResult result, std::string_view call, std::string_view context) {
+  if (result == CUPTI_SUCCESS) return OkStatus();
+  std::string message = std::string(call) + " failed: " + CuptiErrorString(api, result);
+  if (!context.empty()) message += " (" + std::string(context) + ")";
+  return IsUnavailableCode(result) ? UnavailableError(std::move(message)) : InternalError(std::move(message));
+}
+
+StatusOr<std::vector<std::pair<std::int32_t, std::string>>> ListDevices(DriverApi& api) {
+  int count = 0;
+  CUresult result = api.DeviceGetCount(&count);
+  if (result != CUDA_SUCCESS) {
+    return UnavailableError("cuDeviceGetCount failed: " + DriverErrorString(api, result));
+  }
+  std::vector<std::pair<std::int32_t, std::string>> devices;
+  devices.reserve(static_cast<std::size_t>(count > 0 ? count : 0));
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    CUdevice device = 0;
+    result = api.DeviceGet(&device, ordinal);
+    if (result != CUDA_SUCCESS) {
+      return UnavailableError("cuDeviceGet(" + std::to_string(ordinal) +
+                              ") failed: " + DriverErrorString(api, result));
+    }
+    char name[256] = {};
+    result = api.DeviceGetName(name, static_cast<int>(sizeof(name) - 1), device);
+    if (result != CUDA_SUCCESS) {
+      return UnavailableError("cuDeviceGetName(" + std::to_string(ordinal) +
+                              ") failed: " + DriverErrorString(api, result));
+    }
+    devices.emplace_back(ordinal, std::string(name, strnlen(name, sizeof(name))));
+  }
+  return devices;
+}
+
+}  // namespace gpuprof::cupti

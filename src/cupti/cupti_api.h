@@ -1,0 +1,113 @@
+// The CUPTI and CUDA driver entry points gpuprof calls, resolved at run time.
+//
+// No gpuprof binary links libcupti or libcuda: a process without a GPU driver (CI, the CLI, a
+// CPU-only PyTorch run) must load libgpuprof.so and its tests. LoadCuptiApi() dlopens
+// libcupti.so.13 (then libcupti.so, then the toolkit's copy) and LoadDriverApi() dlopens
+// libcuda.so.1, resolving every symbol up front; a missing library or symbol is one Unavailable
+// status that names the library and dlerror(), and the caller carries on without GPU data.
+//
+// CuptiApi and DriverApi are the seams: the subscriber and translator call only these virtual
+// methods, so tests substitute fakes that feed synthetic records. The toolkit headers are used for
+// types only; the methods mirror the C functions one to one (same arguments, same CUptiResult).
+//
+// Lifetime: a loaded library is never dlclosed. CUPTI keeps worker threads and callbacks pointing
+// into itself after unsubscribing, and the driver is shared with the application, so the handle
+// lives for the process; destroying the returned object only drops gpuprof's table.
+// Thread-safety: the loaded implementations hold an immutable table after loading and are
+// callable from any thread (the C functions' own rules apply, e.g. cuptiEnableCallback calls of
+// one subscriber must be serialized).
+#pragma once
+
+#include <cuda.h>
+#include <cupti.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpuprof/status.h"
+
+namespace gpuprof::cupti {
+
+// The CUPTI major version whose record layouts this build reads (CUpti_ActivityKernel10, ...).
+inline constexpr std::uint32_t kCuptiMajorVersion = CUPTI_API_VERSION / 10000;
+
+class CuptiApi {
+ public:
+  virtual ~CuptiApi() = default;
+
+  virtual CUptiResult GetResultString(CUptiResult result, const char** str) = 0;
+  virtual CUptiResult GetVersion(std::uint32_t* version) = 0;
+  virtual CUptiResult Subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                void* userdata, CUpti_SubscriberParams* params) = 0;  // _v2
+  virtual CUptiResult Unsubscribe(CUpti_SubscriberHandle subscriber) = 0;
+  virtual CUptiResult EnableCallback(std::uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                     CUpti_CallbackDomain domain, CUpti_CallbackId cbid) = 0;
+  virtual CUptiResult EnableDomain(std::uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                   CUpti_CallbackDomain domain) = 0;
+  virtual CUptiResult GetCallbackName(CUpti_CallbackDomain domain, std::uint32_t cbid, const char** name) = 0;
+  virtual CUptiResult SetThreadIdType(CUpti_ActivityThreadIdType type) = 0;
+  virtual CUptiResult GetTimestamp(std::uint64_t* timestamp) = 0;
+  virtual CUptiResult ActivityEnable(CUpti_ActivityKind kind) = 0;
+  virtual CUptiResult ActivityDisable(CUpti_ActivityKind kind) = 0;
+  virtual CUptiResult ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
+                                                CUpti_BuffersCallbackCompleteFunc completed) = 0;
+  virtual CUptiResult ActivityGetNextRecord(std::uint8_t* buffer, std::size_t valid_size,
+                                            CUpti_Activity** record) = 0;
+  virtual CUptiResult ActivityGetNumDroppedRecords(CUcontext context, std::uint32_t stream_id,
+                                                   std::size_t* dropped) = 0;
+  virtual CUptiResult ActivityFlushAll(std::uint32_t flag) = 0;
+  virtual CUptiResult ActivityFlushPeriod(std::uint32_t period_ms) = 0;
+  // For the torch layer (one external id per framework op); unused by the subscriber itself.
+  virtual CUptiResult ActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                        std::uint64_t id) = 0;
+  virtual CUptiResult ActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                       std::uint64_t* last_id) = 0;
+};
+
+class DriverApi {
+ public:
+  virtual ~DriverApi() = default;
+
+  virtual CUresult DriverGetVersion(int* version) = 0;
+  virtual CUresult GetErrorString(CUresult error, const char** str) = 0;
+  virtual CUresult DeviceGetCount(int* count) = 0;
+  virtual CUresult DeviceGet(CUdevice* device, int ordinal) = 0;
+  virtual CUresult DeviceGetName(char* name, int length, CUdevice device) = 0;
+};
+
+// Libraries tried in order; the first that dlopens is used (and must export every symbol). A bare
+// soname comes first so a copy the process already loaded (e.g. PyTorch's libcupti) is reused:
+// one CUPTI per process. Default: $GPUPROF_CUPTI_LIBRARY when set, libcupti.so.13, libcupti.so,
+// then lib64/ and extras/CUPTI/lib64/ under $CUDA_HOME and /usr/local/cuda.
+std::vector<std::string> DefaultCuptiCandidates();
+std::vector<std::string> DefaultDriverCandidates();  // {"libcuda.so.1"}
+
+// Unavailable when no candidate loads ("CUPTI unavailable: libcupti.so.13: <dlerror>; ..."), when
+// the loaded library lacks a symbol (naming library and symbol), or when its CUPTI major version
+// differs from kCuptiMajorVersion (record layouts change between majors).
+StatusOr<std::unique_ptr<CuptiApi>> LoadCuptiApi(
+    const std::vector<std::string>& candidates = DefaultCuptiCandidates());
+// Unavailable when libcuda.so.1 does not load or lacks a symbol.
+StatusOr<std::unique_ptr<DriverApi>> LoadDriverApi(
+    const std::vector<std::string>& candidates = DefaultDriverCandidates());
+
+// "CUPTI_ERROR_...: <description>" for messages; never null, tolerates unknown codes.
+std::string CuptiErrorString(CuptiApi& api, CUptiResult result);
+std::string DriverErrorString(DriverApi& api, CUresult result);
+
+// OK for CUPTI_SUCCESS; otherwise Unavailable for CUPTI_ERROR_NOT_INITIALIZED and friends (no
+// driver, no device, CUPTI not supported here) and Internal for the rest, with the message
+// "<call> failed: <error string>[ (<context>)]".
+Status CuptiStatus(CuptiApi& api, CUptiResult result, std::string_view call, std::string_view context = {});
+
+// The devices the driver reports, as (ordinal, name) for the DB's NPU_INFO. The driver must be
+// initialized (cuInit ran); Unavailable otherwise or when it is the toolkit's stub library. Its
+// driver calls are gpuprof's own work: run it under a ScopedInternalWork so they stay out of the
+// profile.
+StatusOr<std::vector<std::pair<std::int32_t, std::string>>> ListDevices(DriverApi& api);
+
+}  // namespace gpuprof::cupti

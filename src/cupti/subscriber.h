@@ -1,0 +1,184 @@
+// CuptiSubscriber: gpuprof's one CUPTI subscriber per process.
+//
+//   GPUPROF_ASSIGN_OR_RETURN(auto api, cupti::LoadCuptiApi());              // dlopen; may be Unavailable
+//   auto sub = cupti::CuptiSubscriber::Start(std::move(api), cupti::SinkTo(collector));
+//   if (!sub.ok()) { GPUPROF_LOG(kWarning) << sub.status().message(); }  // app runs on, no GPU data
+//   ...
+//   (*sub)->Flush();   // optional, e.g. at a step boundary: hands completed buffers to the sink
+//   (*sub)->Stop();    // at session end: disables kinds, forced flush, unsubscribes
+//
+// What it does. Start subscribes with cuptiSubscribe_v2 under the name "gpuprof". CUPTI allows one
+// subscriber per process (ARCHITECTURE.md): when another tool holds the slot, Start returns
+// Unavailable with one message naming the holder (CUpti_SubscriberParams::oldSubscriberName); the
+// caller logs it and the application runs without GPU data. Otherwise it enables the activity
+// kinds CONCURRENT_KERNEL (never KERNEL, which serializes kernels), MEMCPY, MEMCPY2, MEMSET,
+// RUNTIME, DRIVER, MARKER (NVTX) and EXTERNAL_CORRELATION, registers the buffer callbacks and the
+// resource callbacks (context destruction flushes; module load/unload reaches `on_module`, the
+// hook replay's module indexing will use), and, for REPLAY_SPEC C1, the runtime/driver API entry
+// callbacks that record the correlation ids of calls made under a ScopedInternalWork.
+//
+// Records. Each completed buffer is parsed with cuptiActivityGetNextRecord, translated
+// (ActivityTranslator; timestamps mapped to epoch ns with the TimeConverter sampled at Start),
+// stripped of gpuprof's internal work (InternalWorkFilter) and handed to the sink as one vector.
+// Records CUPTI dropped for want of buffer space are counted (stats().cupti_dropped_records) and
+// reported in one warning line at Stop. NVTX ranges still open at Stop are emitted closed at the
+// stop time. External correlations are not records: TakeExternalCorrelations() hands them out.
+//
+// Threads and callbacks. The buffer callbacks run on CUPTI's worker thread or on the thread that
+// calls Flush/Stop (or destroys a CUDA context); translation is serialized, the sink is not
+// (it may run on two threads at once, e.g. SinkTo's RecordCollector::Append is fine). Callbacks
+// are noexcept and never throw into CUDA: a failing sink or allocation drops the buffer's records
+// and counts them. CUPTI's buffer callbacks carry no user pointer, so the active subscriber is
+// published in one process-wide slot (the only global state here, forced by the CUPTI API).
+//
+// Lifetime. Start/Flush/Stop/destructor are called from the owner's thread, never from the sink
+// or a CUPTI callback (Stop waits for callbacks in flight). The destructor stops a running
+// subscriber. After Stop the subscriber can only report stats; a new one may Start afterwards.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/synchronized.h"
+#include "cupti/activity_translator.h"
+#include "cupti/cupti_api.h"
+#include "cupti/internal_work.h"
+#include "cupti/time_converter.h"
+#include "gpuprof/status.h"
+#include "trace/records.h"
+#include "trace/trace_buffer.h"
+
+namespace gpuprof::cupti {
+
+// Receives each completed buffer's records. Runs under CUPTI callbacks: must be cheap, must not
+// block on the application, must not call Start/Flush/Stop. Exceptions are caught and counted.
+using RecordSink = std::function<void(std::vector<trace::Record>&&)>;
+
+// A sink that appends every record to `collector` (which must outlive the subscriber's Stop).
+// Records the collector refuses are counted by the collector (RecordCollector::dropped()).
+RecordSink SinkTo(trace::RecordCollector& collector);
+
+// A module load or unload seen by the resource callback. The cubin is valid only during the call.
+struct ModuleEvent {
+  enum class Kind : std::uint8_t { kLoaded, kUnloadStarting };
+  Kind kind = Kind::kLoaded;
+  std::uint32_t module_id = 0;
+  const void* cubin = nullptr;
+  std::size_t cubin_size = 0;
+};
+
+struct SubscriberOptions {
+  std::string subscriber_name = "gpuprof";  // CUPTI shows "CUPTI for gpuprof" to a later tool
+  std::uint32_t pid = 0;                    // 0: getpid()
+  // Activity buffers handed to CUPTI: `buffer_bytes` each; up to `pooled_buffers` completed ones
+  // are kept for reuse; beyond `max_buffers` outstanding, requests are refused (CUPTI then drops
+  // records and counts them).
+  std::size_t buffer_bytes = std::size_t{8} << 20;
+  std::size_t pooled_buffers = 4;
+  std::size_t max_buffers = 64;
+  // cuptiActivityFlushPeriod in ms (0: CUPTI's default, buffers are delivered when full or on
+  // Flush/Stop).
+  std::uint32_t flush_period_ms = 0;
+  bool runtime_api = true;
+  bool driver_api = true;
+  bool nvtx = true;  // needs NVTX_INJECTION64_PATH pointing at libcupti in the application
+  bool external_correlation = true;
+  // C1: enables the runtime- and driver-API callback domains (one callback per API entry/exit,
+  // a thread_local read when no ScopedInternalWork is active). Off only when gpuprof does no
+  // CUDA work of its own in this process.
+  bool filter_internal_work = true;
+  // Called on module load / unload start (under the resource callback; noexcept by contract,
+  // exceptions are caught). Empty: the module callbacks are not enabled.
+  std::function<void(const ModuleEvent&)> on_module;
+};
+
+struct SubscriberStats {
+  std::uint64_t buffers_requested = 0;
+  std::uint64_t buffers_refused = 0;  // over max_buffers or out of memory
+  std::uint64_t buffers_completed = 0;
+  std::uint64_t records_parsed = 0;            // CUPTI records read from buffers
+  std::uint64_t records_emitted = 0;           // trace records handed to the sink
+  std::uint64_t internal_records_dropped = 0;  // C1
+  std::uint64_t cupti_dropped_records = 0;     // cuptiActivityGetNumDroppedRecords, summed
+  std::uint64_t records_lost = 0;              // translated but lost to a throwing sink
+  std::uint64_t parse_errors = 0;              // buffers whose parsing stopped early (a CUPTI error from
+                                               // cuptiActivityGetNextRecord, or out of memory)
+  std::uint64_t unmatched_range_ends = 0;
+  std::uint64_t internal_ids_overflowed = 0;
+  TranslatorStats translator;
+};
+
+class CuptiSubscriber {
+ public:
+  // Errors: Unavailable when the CUPTI slot is taken (naming the holder) or cuptiSubscribe_v2 fails
+  // otherwise (no driver: CUPTI_ERROR_UNKNOWN); AlreadyExists when a CuptiSubscriber is already running in
+  // this process; InvalidArgument for bad options; Internal for other CUPTI failures. On error nothing stays
+  // enabled or subscribed.
+  static StatusOr<std::unique_ptr<CuptiSubscriber>> Start(std::shared_ptr<CuptiApi> api, RecordSink sink,
+                                                          SubscriberOptions options = {});
+
+  ~CuptiSubscriber();
+  CuptiSubscriber(const CuptiSubscriber&) = delete;
+  CuptiSubscriber& operator=(const CuptiSubscriber&) = delete;
+
+  // cuptiActivityFlushAll: completed buffers (all buffers with `forced`, incomplete records
+  // included) reach the sink before it returns.
+  Status Flush(bool forced = false);
+  // Disables the activity kinds, force-flushes, closes open NVTX ranges, waits for callbacks in
+  // flight, unsubscribes. Idempotent. Returns the first failure but always completes the sequence.
+  Status Stop();
+
+  bool running() const noexcept { return running_.load(std::memory_order_acquire); }
+  SubscriberStats stats() const;
+  // External correlations translated since the last call (for the torch layer).
+  std::vector<ExternalCorrelation> TakeExternalCorrelations();
+  const TimeConverter& time() const noexcept { return time_; }
+  InternalWorkFilter& internal_work_filter() noexcept { return filter_; }
+
+  // The callback bodies. CUPTI reaches them through static trampolines; they are public so tests
+  // can drive them with synthetic buffers and callback data.
+  void OnBufferRequested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) noexcept;
+  void OnBufferCompleted(CUcontext context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t size,
+                         std::size_t valid_size) noexcept;
+  void OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) noexcept;
+
+ private:
+  CuptiSubscriber(std::shared_ptr<CuptiApi> api, RecordSink sink, SubscriberOptions options,
+                  TimeConverter time, std::uint32_t pid);
+
+  Status Enable();             // everything after subscribing; records what it enabled
+  Status DisableEverything();  // undoes Enable
+  void Emit(std::vector<trace::Record>&& records) noexcept;
+  void ReleaseBuffer(std::uint8_t* buffer) noexcept;
+
+  const std::shared_ptr<CuptiApi> api_;
+  const RecordSink sink_;
+  const SubscriberOptions options_;
+  const TimeConverter time_;
+  CUpti_SubscriberHandle handle_ = nullptr;
+  std::vector<CUpti_ActivityKind> enabled_kinds_;
+  bool api_domains_enabled_ = false;
+  std::atomic<bool> running_{false};
+
+  base::Synchronized<ActivityTranslator> translator_;
+  base::Synchronized<std::vector<std::uint8_t*>> free_buffers_;
+  std::atomic<std::size_t> outstanding_buffers_{0};
+  InternalWorkFilter filter_;
+
+  std::atomic<std::uint64_t> buffers_requested_{0};
+  std::atomic<std::uint64_t> buffers_refused_{0};
+  std::atomic<std::uint64_t> buffers_completed_{0};
+  std::atomic<std::uint64_t> records_parsed_{0};
+  std::atomic<std::uint64_t> records_emitted_{0};
+  std::atomic<std::uint64_t> internal_records_dropped_{0};
+  std::atomic<std::uint64_t> cupti_dropped_records_{0};
+  std::atomic<std::uint64_t> records_lost_{0};
+  std::atomic<std::uint64_t> parse_errors_{0};
+};
+
+}  // namespace gpuprof::cupti

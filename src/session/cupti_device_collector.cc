@@ -1,0 +1,135 @@
+#include "session/cupti_device_collector.h"
+
+#include <link.h>
+
+#include <cstdlib>
+#include <exception>
+
+#include "base/logging.h"
+#include "cupti/internal_work.h"
+#include "session/config.h"
+#include "session/process.h"
+
+namespace gpuprof::session {
+namespace {
+
+constexpr const char* kNvtxInjectionEnv = "NVTX_INJECTION64_PATH";
+
+struct ObjectSearch {
+  std::string_view prefix;
+  std::string path;
+};
+
+int FindObject(struct dl_phdr_info* info, std::size_t /*size*/, void* data) {
+  auto* search = static_cast<ObjectSearch*>(data);
+  if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
+  std::string_view name(info->dlpi_name);
+  const std::size_t slash = name.rfind('/');
+  const std::string_view file = slash == std::string_view::npos ? name : name.substr(slash + 1);
+  if (file.substr(0, search->prefix.size()) != search->prefix) return 0;
+  try {
+    search->path = std::string(name);
+  } catch (...) {
+    return 1;
+  }
+  return 1;
+}
+
+// Points the application's NVTX at the CUPTI that was just subscribed (see the header).
+void PointNvtxAtCupti() {
+  if (const char* current = std::getenv(kNvtxInjectionEnv); current != nullptr && current[0] != '\0') return;
+  const std::string cupti = LoadedObjectPath("libcupti.so");
+  if (cupti.empty()) {
+    GPUPROF_LOG(kDebug) << "no loaded libcupti.so found; " << kNvtxInjectionEnv << " is left unset";
+    return;
+  }
+  // setenv is not synchronized with getenv on other threads; glibc keeps superseded environment
+  // arrays alive, so a concurrent reader sees the old or the new value. Done once, at start.
+  if (setenv(kNvtxInjectionEnv, cupti.c_str(), /*overwrite=*/0) == 0) {
+    GPUPROF_LOG(kDebug) << kNvtxInjectionEnv << "=" << cupti << " (NVTX ranges reach CUPTI)";
+  }
+}
+
+}  // namespace
+
+std::string LoadedObjectPath(std::string_view prefix) {
+  ObjectSearch search{prefix, {}};
+  dl_iterate_phdr(&FindObject, &search);
+  return search.path;
+}
+
+CuptiLoaders DefaultCuptiLoaders() {
+  CuptiLoaders loaders;
+  loaders.cupti = [] { return cupti::LoadCuptiApi(); };
+  loaders.driver = [] { return cupti::LoadDriverApi(); };
+  return loaders;
+}
+
+CuptiDeviceCollector::CuptiDeviceCollector(CuptiLoaders loaders, cupti::SubscriberOptions options,
+                                           bool list_devices)
+    : loaders_(std::move(loaders)), options_(std::move(options)), list_devices_(list_devices) {}
+
+CuptiDeviceCollector::~CuptiDeviceCollector() { Stop(); }
+
+std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::Devices() {
+  if (!list_devices_ || !loaders_.driver) return {};
+  StatusOr<std::unique_ptr<cupti::DriverApi>> driver = loaders_.driver();
+  if (!driver.ok()) return {};
+  cupti::ScopedInternalWork internal;  // gpuprof's own driver calls stay out of the profile
+  StatusOr<std::vector<std::pair<std::int32_t, std::string>>> devices = cupti::ListDevices(**driver);
+  if (!devices.ok()) {
+    GPUPROF_LOG(kDebug) << "device names not recorded: " << devices.status().message();
+    return {};
+  }
+  return *std::move(devices);
+}
+
+Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
+  if (!loaders_.cupti) return UnavailableError("CUPTI unavailable: no loader");
+  GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<cupti::CuptiApi> api, loaders_.cupti());
+  cupti::RecordSink sink = [sink = std::move(hooks.sink)](std::vector<trace::Record>&& records) {
+    for (trace::Record& record : records) static_cast<void>(sink(std::move(record)));
+  };
+  GPUPROF_ASSIGN_OR_RETURN(subscriber_,
+                           cupti::CuptiSubscriber::Start(std::shared_ptr<cupti::CuptiApi>(std::move(api)),
+                                                         std::move(sink), options_));
+  if (options_.nvtx) PointNvtxAtCupti();
+  return OkStatus();
+}
+
+void CuptiDeviceCollector::Flush() {
+  if (subscriber_ == nullptr || !subscriber_->running()) return;
+  if (Status flushed = subscriber_->Flush(/*forced=*/true); !flushed.ok()) {
+    GPUPROF_LOG(kWarning) << "flushing GPU activity: " << flushed.message();
+  }
+}
+
+void CuptiDeviceCollector::Stop() {
+  if (subscriber_ == nullptr || !subscriber_->running()) return;
+  if (Status stopped = subscriber_->Stop(); !stopped.ok()) {
+    GPUPROF_LOG(kWarning) << "stopping GPU activity collection: " << stopped.message()
+                          << "; GPU activity at the end of the run may be missing";
+  }
+}
+
+DeviceCollectorFactory CuptiDeviceCollectorFactory(CuptiLoaders loaders) {
+  return [loaders =
+              std::move(loaders)](const SessionConfig& config) -> StatusOr<std::unique_ptr<DeviceCollector>> {
+    if (!config.device) return std::unique_ptr<DeviceCollector>();
+    // No driver, no GPU work to see: a CPU-only process does not load CUPTI at all.
+    if (loaders.driver) {
+      StatusOr<std::unique_ptr<cupti::DriverApi>> driver = loaders.driver();
+      if (!driver.ok()) {
+        GPUPROF_LOG(kInfo) << "no CUDA driver in this process (" << driver.status().message()
+                           << "): host records only";
+        return std::unique_ptr<DeviceCollector>();
+      }
+    }
+    return std::unique_ptr<DeviceCollector>(std::make_unique<CuptiDeviceCollector>(
+        loaders, cupti::SubscriberOptions{}, /*list_devices=*/config.started_by != "injection"));
+  };
+}
+
+DeviceCollectorFactory DefaultDeviceCollectorFactory() { return CuptiDeviceCollectorFactory(); }
+
+}  // namespace gpuprof::session

@@ -1,0 +1,74 @@
+// CuptiDeviceCollector: the Session's DeviceCollector on NVIDIA GPUs, an adapter over
+// cupti::CuptiSubscriber (built only with GPUPROF_ENABLE_CUDA).
+//
+// Start loads CUPTI at run time and subscribes (one subscriber per process: when another tool
+// holds the slot, Start fails with the subscriber's message naming it and the Session runs on
+// without device data). Records reach the Session's sink one completed activity buffer at a time.
+// Flush is a forced cuptiActivityFlushAll; Stop stops the subscriber (which flushes, closes open
+// NVTX ranges and reports CUPTI's dropped records).
+//
+// Context teardown: the subscriber flushes its buffers itself when a CUDA context is destroyed,
+// so records survive a runtime that tears its contexts down before gpuprof's exit handler runs;
+// the hook `on_teardown` is not used (CuptiSubscriber may not be stopped from its own callbacks).
+//
+// NVTX: the application's NVTX calls reach CUPTI only through the library NVTX_INJECTION64_PATH
+// names, read at the application's first NVTX call. When the variable is unset, a successful
+// Start sets it to the libcupti.so this process loaded, so NVTX ranges opened after CUDA
+// initialization are recorded (a user's own setting is left alone).
+//
+// The loaders are seams: tests pass a fake CuptiApi / DriverApi.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cupti/cupti_api.h"
+#include "cupti/subscriber.h"
+#include "session/device_collector.h"
+
+namespace gpuprof::session {
+
+struct CuptiLoaders {
+  std::function<StatusOr<std::unique_ptr<cupti::CuptiApi>>()> cupti;
+  std::function<StatusOr<std::unique_ptr<cupti::DriverApi>>()> driver;
+};
+
+// The real libraries: LoadCuptiApi / LoadDriverApi with their default candidates.
+CuptiLoaders DefaultCuptiLoaders();
+
+class CuptiDeviceCollector final : public DeviceCollector {
+ public:
+  // `list_devices`: query the driver for NPU_INFO in Devices(). Off when the session starts from
+  // InitializeInjection: the driver is inside cuInit then and must not be called back.
+  CuptiDeviceCollector(CuptiLoaders loaders, cupti::SubscriberOptions options, bool list_devices);
+  ~CuptiDeviceCollector() override;
+
+  std::vector<std::pair<std::int32_t, std::string>> Devices() override;
+  Status Start(DeviceCollectorHooks hooks) override;
+  void Flush() override;
+  void Stop() override;
+
+  // Null before Start and after a failed one.
+  cupti::CuptiSubscriber* subscriber() const noexcept { return subscriber_.get(); }
+
+ private:
+  CuptiLoaders loaders_;
+  cupti::SubscriberOptions options_;
+  bool list_devices_;
+  std::unique_ptr<cupti::CuptiSubscriber> subscriber_;
+};
+
+// The factory a CUDA build uses: none when the configuration turns devices off or when the
+// process has no CUDA driver (libcuda.so.1 does not load: a CPU-only machine or process), else a
+// CuptiDeviceCollector.
+DeviceCollectorFactory CuptiDeviceCollectorFactory(CuptiLoaders loaders = DefaultCuptiLoaders());
+
+// The path of the first loaded object whose file name starts with `prefix` (e.g. "libcupti.so"),
+// or "" when none is loaded.
+std::string LoadedObjectPath(std::string_view prefix);
+
+}  // namespace gpuprof::session

@@ -1,0 +1,61 @@
+// DeviceCollector: what the Session needs from a source of device activity (the CUPTI subscriber
+// on NVIDIA; a fake in tests). The Session works without one (CPU-only runs, CUPTI slot taken).
+//
+// Lifetime: the Session creates it through a DeviceCollectorFactory at Start, calls Start once,
+// Flush any number of times, Stop once, then destroys it. After Stop returns the collector calls
+// neither hook again.
+//
+// Threads: Start/Flush/Stop are called from the Session's control paths (Start, gpuprof_flush,
+// Stop: the application's thread, the atexit handler, or a teardown hook). `hooks.sink` may be
+// called from any thread, concurrently. `hooks.on_teardown` may be called from any thread, at most
+// once, but never from inside Start; the Session stops on it and calls this collector's Flush and
+// Stop from within that call, so the collector must accept those calls there (re-entrantly).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuprof/status.h"
+#include "trace/records.h"
+
+namespace gpuprof::session {
+
+struct SessionConfig;
+
+struct DeviceCollectorHooks {
+  // Delivers one translated record. Never blocks; returns false when the record was dropped
+  // (buffer cap, session stopping); the collector may count that.
+  std::function<bool(trace::Record&&)> sink;
+  // The device side is going away for good (the last CUDA context is being destroyed, the driver
+  // is unloading): the Session flushes this collector, stops it and finalizes the DB.
+  std::function<void()> on_teardown;
+};
+
+class DeviceCollector {
+ public:
+  virtual ~DeviceCollector() = default;
+
+  // The devices to list in the DB (NPU_INFO) as (ordinal, name); called once, before Start. Empty
+  // when unknown (e.g. the driver is still initializing).
+  virtual std::vector<std::pair<std::int32_t, std::string>> Devices() { return {}; }
+
+  // Begins collecting into `hooks.sink`. An error (e.g. Unavailable: the CUPTI slot is held by
+  // another tool) leaves the Session running without device data; the message says why.
+  virtual Status Start(DeviceCollectorHooks hooks) = 0;
+  // Delivers every record collected so far to the sink before returning (best effort: records
+  // still in flight on the device arrive with a later Flush or Stop).
+  virtual void Flush() = 0;
+  // Flushes and stops collecting; idempotent.
+  virtual void Stop() = 0;
+};
+
+// Makes the collector for a Session, or returns nullptr when there is none to make (no device
+// support in this build, disabled by configuration), or an error saying why it cannot.
+using DeviceCollectorFactory =
+    std::function<StatusOr<std::unique_ptr<DeviceCollector>>(const SessionConfig& config)>;
+
+}  // namespace gpuprof::session

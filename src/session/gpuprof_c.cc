@@ -1,0 +1,173 @@
+// The extern "C" entry points of gpuprof_c.h: each validates its arguments, delegates to
+// ProcessSession and turns the result into a status code plus one error line that names the call
+// and its arguments. Nothing escapes: every body runs under a catch-all.
+#include "gpuprof/gpuprof_c.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+#include <string_view>
+
+#include "base/logging.h"
+#include "session/config.h"
+#include "session/process.h"
+
+namespace gpuprof::session {
+namespace {
+
+thread_local std::string t_last_error;
+// Set when the error line itself could not be stored (out of memory).
+thread_local const char* t_static_error = nullptr;
+
+// The first bytes of a message, quoted, for an error line.
+std::string Excerpt(const char* message) {
+  if (message == nullptr) return "NULL";
+  constexpr std::size_t kMax = 48;
+  const std::size_t n = strnlen(message, kMax + 1);
+  std::string text = JsonQuote(std::string_view(message, n > kMax ? kMax : n));
+  if (n > kMax) text += "...";
+  return text;
+}
+
+// Runs `body` (returning CallResult); stores "<call>: <reason>" for gpuprof_last_error on failure.
+template <typename Context, typename Body>
+int Run(Context&& context, Body&& body) noexcept {
+  t_static_error = nullptr;
+  try {
+    t_last_error.clear();
+    CallResult result = body();
+    if (!result.ok()) t_last_error = context() + ": " + result.message;
+    return result.code;
+  } catch (const std::bad_alloc&) {
+    t_static_error = "gpuprof: out of memory";
+  } catch (const std::exception& e) {
+    try {
+      t_last_error = context() + ": internal error: " + e.what();
+    } catch (...) {
+      t_static_error = "gpuprof: internal error";
+    }
+  } catch (...) {
+    t_static_error = "gpuprof: internal error";
+  }
+  return GPUPROF_ERROR_INTERNAL;
+}
+
+CallResult CheckMessage(const char* message) {
+  if (message == nullptr) return {GPUPROF_ERROR_INVALID_ARGUMENT, "message is NULL"};
+  if (message[0] == '\0') return {GPUPROF_ERROR_INVALID_ARGUMENT, "message is empty"};
+  if (strnlen(message, GPUPROF_MAX_MESSAGE_BYTES + 1) > GPUPROF_MAX_MESSAGE_BYTES) {
+    return {GPUPROF_ERROR_INVALID_ARGUMENT, "message is longer than GPUPROF_MAX_MESSAGE_BYTES (" +
+                                                std::to_string(GPUPROF_MAX_MESSAGE_BYTES) + ")"};
+  }
+  return {};
+}
+
+// A start that fails leaves the program unprofiled: say so once, even to a caller that ignores
+// the code (the injection library does: it has nothing to add).
+void LogStartFailure(int code) noexcept {
+  if (code == GPUPROF_OK) return;
+  try {
+    GPUPROF_LOG(kWarning) << "profiling is off for pid " << getpid() << ": "
+                          << (t_static_error != nullptr ? std::string(t_static_error) : t_last_error);
+  } catch (...) {
+  }
+}
+
+}  // namespace
+}  // namespace gpuprof::session
+
+using gpuprof::session::CallResult;
+using gpuprof::session::CheckMessage;
+using gpuprof::session::Excerpt;
+using gpuprof::session::ProcessSession;
+using gpuprof::session::Run;
+
+extern "C" {
+
+GPUPROF_API int gpuprof_start(const char* config_json_or_null) noexcept {
+  const int code = Run(
+      [&] {
+        return std::string("gpuprof_start(") +
+               (config_json_or_null == nullptr ? "NULL" : Excerpt(config_json_or_null)) + ")";
+      },
+      [&] { return ProcessSession::Get().Start(config_json_or_null, "api"); });
+  gpuprof::session::LogStartFailure(code);
+  return code;
+}
+
+GPUPROF_API int gpuprof_start_from_environment(void) noexcept {
+  const int code = Run([] { return std::string("gpuprof_start_from_environment()"); },
+                       [] { return ProcessSession::Get().Start(nullptr, "injection"); });
+  gpuprof::session::LogStartFailure(code);
+  return code;
+}
+
+GPUPROF_API int gpuprof_stop(void) noexcept {
+  return Run([] { return std::string("gpuprof_stop()"); }, [] { return ProcessSession::Get().Stop(); });
+}
+
+GPUPROF_API int gpuprof_flush(void) noexcept {
+  return Run([] { return std::string("gpuprof_flush()"); }, [] { return ProcessSession::Get().Flush(); });
+}
+
+GPUPROF_API int gpuprof_mark(const char* message) noexcept {
+  return Run([&] { return "gpuprof_mark(message=" + Excerpt(message) + ")"; },
+             [&] {
+               if (CallResult bad = CheckMessage(message); !bad.ok()) return bad;
+               return ProcessSession::Get().Mark(message);
+             });
+}
+
+GPUPROF_API int gpuprof_range_start(const char* message, uint64_t* range_id) noexcept {
+  return Run([&] { return "gpuprof_range_start(message=" + Excerpt(message) + ")"; },
+             [&] {
+               if (CallResult bad = CheckMessage(message); !bad.ok()) return bad;
+               if (range_id == nullptr) return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "range_id is NULL"};
+               *range_id = 0;
+               return ProcessSession::Get().RangeStart(message, range_id);
+             });
+}
+
+GPUPROF_API int gpuprof_range_end(uint64_t range_id) noexcept {
+  return Run([&] { return "gpuprof_range_end(range_id=" + std::to_string(range_id) + ")"; },
+             [&] {
+               if (range_id == 0) {
+                 return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT,
+                                   "0 is never a range id (gpuprof_range_start failed?)"};
+               }
+               return ProcessSession::Get().RangeEnd(range_id);
+             });
+}
+
+GPUPROF_API const char* gpuprof_last_error(void) noexcept {
+  if (gpuprof::session::t_static_error != nullptr) return gpuprof::session::t_static_error;
+  return gpuprof::session::t_last_error.c_str();
+}
+
+GPUPROF_API const char* gpuprof_status_string(int status) noexcept {
+  switch (status) {
+    case GPUPROF_OK: return "GPUPROF_OK";
+    case GPUPROF_ERROR_INVALID_ARGUMENT: return "GPUPROF_ERROR_INVALID_ARGUMENT";
+    case GPUPROF_ERROR_INVALID_CONFIG: return "GPUPROF_ERROR_INVALID_CONFIG";
+    case GPUPROF_ERROR_NOT_STARTED: return "GPUPROF_ERROR_NOT_STARTED";
+    case GPUPROF_ERROR_RANGE_NOT_FOUND: return "GPUPROF_ERROR_RANGE_NOT_FOUND";
+    case GPUPROF_ERROR_OUTPUT: return "GPUPROF_ERROR_OUTPUT";
+    case GPUPROF_ERROR_RECORD_DROPPED: return "GPUPROF_ERROR_RECORD_DROPPED";
+    case GPUPROF_ERROR_FORK_CHILD: return "GPUPROF_ERROR_FORK_CHILD";
+    case GPUPROF_ERROR_INTERNAL: return "GPUPROF_ERROR_INTERNAL";
+    default: return "GPUPROF_UNKNOWN_STATUS";
+  }
+}
+
+GPUPROF_API const gpuprof_session_v1* gpuprof_active_session_v1(void) noexcept {
+  try {
+    return ProcessSession::Get().ActiveTable();
+  } catch (...) {  // first use, out of memory
+    return nullptr;
+  }
+}
+
+}  // extern "C"

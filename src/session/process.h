@@ -1,0 +1,123 @@
+// ProcessSession: the one Session of this process, behind the C API (gpuprof_c.h).
+//
+// It counts starts (gpuprof_start joins a running session; the last gpuprof_stop stops it),
+// attaches to another copy of libgpuprof.so that already runs a session instead of starting a
+// second one, stops the session at exit, and handles fork(): the child abandons the parent's
+// session (never stopping, destroying or writing it) and, when the configuration follows
+// children, starts its own session under its own pid.
+//
+// One instance per copy of the library, created on first use and never destroyed (exit handlers,
+// fork handlers and other copies may reach it until the process ends).
+//
+// Locks. `lifecycle_` serializes Start/Stop/exit (they may take seconds: DB creation,
+// finalization); `state_` guards the small shared state and is held only for pointer and counter
+// updates, never across a Session call or a call into another copy. The fork handlers take both
+// (so a child never inherits them held by a thread it does not have), except `lifecycle_` when
+// the forking thread itself holds it (a driver that forks from inside a start).
+//
+// Results are CallResult: a gpuprof_status code and the reason, without the call's name (the C
+// layer adds that).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "base/synchronized.h"
+#include "gpuprof/gpuprof_c.h"
+#include "session/device_collector.h"
+#include "session/session.h"
+
+namespace gpuprof::session {
+
+struct CallResult {
+  int code = GPUPROF_OK;
+  std::string message;
+  bool ok() const noexcept { return code == GPUPROF_OK; }
+};
+
+// The device collector factory of this build: the CUPTI subscriber with GPUPROF_ENABLE_CUDA,
+// none otherwise.
+DeviceCollectorFactory DefaultDeviceCollectorFactory();
+
+class ProcessSession {
+ public:
+  static ProcessSession& Get();
+
+  // `config_json` may be null. `started_by` is stored with the run ("api", "injection").
+  CallResult Start(const char* config_json, std::string_view started_by);
+  // Joins the running session owned by this copy (another copy's acquire).
+  CallResult Acquire();
+  CallResult Stop();
+  CallResult Flush();
+  // `message` is validated by the caller (non-null, NUL-terminated, within the size limit).
+  CallResult Mark(const char* message);
+  CallResult RangeStart(const char* message, std::uint64_t* range_id);
+  CallResult RangeEnd(std::uint64_t range_id);
+
+  // This copy's table while it owns a running session, else null. Lock-free.
+  const gpuprof_session_v1* ActiveTable() const noexcept;
+  // The session this copy owns (null when none, or when attached to another copy's).
+  std::shared_ptr<Session> current();
+
+  // The exit handler's body: stops the session this copy owns, whatever its start count.
+  void StopAtExit() noexcept;
+  void PrepareFork() noexcept;
+  void ParentAfterFork() noexcept;
+  void ChildAfterFork() noexcept;
+
+ private:
+  struct State {
+    std::shared_ptr<Session> session;              // owned by this copy
+    int starts = 0;                                // of `session`, or of `attached`
+    const gpuprof_session_v1* attached = nullptr;  // another copy's session
+    std::uint32_t fork_parent_pid = 0;             // set in a fork child that does not profile
+    // Sessions inherited from a parent: kept reachable and never destroyed in the child.
+    // Capacity is reserved while starting, so the fork child handler does not allocate for it.
+    std::vector<std::shared_ptr<Session>> abandoned;
+  };
+
+  // A mutex that knows its holder, so the fork handler can tell "held by the forking thread".
+  class OwnedMutex {
+   public:
+    void lock() {
+      mu_.lock();
+      owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    }
+    void unlock() {
+      owner_.store(std::thread::id(), std::memory_order_relaxed);
+      mu_.unlock();
+    }
+    bool HeldByMe() const noexcept {
+      return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+    }
+
+   private:
+    std::mutex mu_;
+    std::atomic<std::thread::id> owner_{};
+  };
+
+  ProcessSession() = default;
+
+  CallResult NotStarted(const State& state) const;
+  const gpuprof_session_v1* FindOtherCopy() const;
+  void RegisterProcessHooks();
+  void ReleaseForkLocks() noexcept;
+
+  OwnedMutex lifecycle_;
+  base::Synchronized<State, std::mutex> state_;
+  std::atomic<bool> published_{false};
+  bool hooks_registered_ = false;  // guarded by lifecycle_
+
+  // Held from PrepareFork to the matching after-fork handler.
+  std::optional<base::Synchronized<State, std::mutex>::WriteLocked> fork_state_lock_;
+  bool fork_holds_lifecycle_ = false;
+};
+
+}  // namespace gpuprof::session

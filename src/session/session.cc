@@ -1,0 +1,549 @@
+#include "session/session.h"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/logging.h"
+#include "base/synchronized.h"
+#include "db/output_layout.h"
+#include "db/profile_writer.h"
+
+namespace gpuprof::session {
+namespace {
+
+// At most this many ranges open at once per session: a program that opens ranges and never ends
+// them must not grow the table without bound.
+constexpr std::size_t kMaxOpenRanges = std::size_t{1} << 20;
+// Output directories are named to the millisecond; two sessions (a parent and its fork child, two
+// ranks sharing a worker name) starting in the same millisecond would get the same name, and the
+// writer removes a stale ".partial" of that name. Start moves its timestamp on until both names
+// are free.
+constexpr int kMaxLayoutAttempts = 1000;
+
+std::uint32_t CurrentTid() noexcept { return static_cast<std::uint32_t>(::syscall(SYS_gettid)); }
+
+// Range ids are unique in this copy of the library for the life of the process, so an id from an
+// earlier session is "not found", never another range.
+std::atomic<std::uint64_t> g_next_range_id{1};
+
+std::string LocalHostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+std::string ErrnoText(int err) {
+  char buffer[256] = {};
+  return strerror_r(err, buffer, sizeof(buffer));  // GNU strerror_r returns the message
+}
+
+// Wakes the flusher. Notify runs on producer threads (through the collector's on_flush) and must
+// not block: it sets a flag and signals without the mutex, so a wake-up can be missed only while
+// the flusher is between checking and sleeping, which delays the drain by at most one interval.
+struct Wakeup {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<bool> requested{false};
+  bool stop = false;  // guarded by mu
+  // In a fork child: the parent's Wakeup, leaked but kept reachable (leak checkers stay quiet).
+  Wakeup* inherited = nullptr;
+
+  void Notify() noexcept {
+    requested.store(true, std::memory_order_release);
+    cv.notify_one();
+  }
+};
+
+// The collector together with the flusher wake-up its on_flush callback reaches. Shared by a
+// parent's session and, in a fork child, the child's session, which re-arms the collector and
+// points the callback at a fresh Wakeup (the parent's may be mid-wait in a thread that does not
+// exist in the child, so it is never touched there; it is leaked).
+struct CollectorBox {
+  std::atomic<Wakeup*> wakeup{nullptr};
+  std::unique_ptr<trace::RecordCollector> collector;
+
+  ~CollectorBox() { delete wakeup.load(std::memory_order_acquire); }
+};
+
+struct OpenRange {
+  std::int64_t start_ns = 0;
+  std::uint32_t tid = 0;
+  std::string message;
+};
+
+// Appends "db <path>\n" with one write() on an O_APPEND descriptor, so lines of processes that
+// share the file (a parent and its children) never interleave.
+Status AppendResultLine(const std::string& result_file, const std::string& db_path) {
+  const std::string line = "db " + db_path + "\n";
+  int fd = ::open(result_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return FailedPreconditionError("cannot open the result file " + result_file + ": " + ErrnoText(errno));
+  }
+  ssize_t written = 0;
+  do {
+    written = ::write(fd, line.data(), line.size());
+  } while (written < 0 && errno == EINTR);
+  const int write_errno = errno;
+  ::close(fd);
+  if (written != static_cast<ssize_t>(line.size())) {
+    return DataLossError("cannot append to the result file " + result_file + ": " +
+                         (written < 0 ? ErrnoText(write_errno) : std::string("short write")));
+  }
+  return OkStatus();
+}
+
+StatusOr<std::string> Absolute(const std::string& path, std::string_view what) {
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  if (ec)
+    return InvalidArgumentError("cannot resolve the " + std::string(what) + " " + path + ": " + ec.message());
+  return absolute.lexically_normal().string();
+}
+
+}  // namespace
+
+class Session::Impl {
+ public:
+  Impl(SessionConfig config, std::uint32_t pid) : config_(std::move(config)), pid_(pid) {}
+
+  ~Impl() {
+    // Stop joined the flusher; a failed Start may have left it running.
+    StopFlusher();
+  }
+
+  Status Start(std::shared_ptr<CollectorBox> box, DeviceCollectorFactory factory) {
+    box_ = std::move(box);
+    std::unique_ptr<DeviceCollector> device;
+    if (factory && config_.device) {
+      StatusOr<std::unique_ptr<DeviceCollector>> made = factory(config_);
+      if (!made.ok()) {
+        GPUPROF_LOG(kWarning) << "device collection is off for this run (pid " << pid_
+                              << "): " << made.status().message();
+      } else {
+        device = std::move(made).value();
+      }
+    }
+
+    trace::RunInfo run;
+    run.hostname = LocalHostname();
+    run.pid = pid_;
+    run.rank = config_.rank;
+    run.start_ns = base::EpochNowNs();
+    run.config_json = config_.ToJson();
+    if (device) run.devices = device->Devices();
+    GPUPROF_RETURN_IF_ERROR(PickFreeLayout(run));
+
+    db::WriterOptions writer_options;
+    writer_options.out_dir = config_.output_dir;
+    writer_options.worker_name = config_.worker_name;
+    writer_options.run = run;
+    StatusOr<std::unique_ptr<db::ProfileWriter>> writer = db::ProfileWriter::Create(writer_options);
+    if (!writer.ok()) {
+      return writer.status().WithContext("starting the profile of pid " + std::to_string(pid_) + " in " +
+                                         config_.output_dir);
+    }
+    writer_ = std::move(writer).value();
+    partial_path_ = writer_->layout().partial_path;
+    db_path_ = writer_->layout().db_path;
+
+    state_.store(State::kRunning, std::memory_order_release);
+    accepting_.store(true, std::memory_order_release);
+    try {
+      flusher_ = std::thread([this] { FlusherLoop(); });
+    } catch (const std::system_error& e) {
+      accepting_.store(false, std::memory_order_release);
+      state_.store(State::kStopped, std::memory_order_release);
+      return InternalError("cannot start the flusher thread for " + partial_path_ + ": " + e.what());
+    }
+
+    if (device) {
+      DeviceCollectorHooks hooks;
+      hooks.sink = [this](trace::Record&& record) { return Append(std::move(record)); };
+      hooks.on_teardown = [this] {
+        GPUPROF_LOG(kInfo) << "device teardown: stopping the session of pid " << pid_;
+        // Never waits for a Stop in progress elsewhere: that Stop may be waiting for this very
+        // callback to return (DeviceCollector::Stop waits for callbacks in flight).
+        if (Status stopped = Stop(/*wait=*/false); !stopped.ok()) {
+          GPUPROF_LOG(kWarning) << "stopping at device teardown: " << stopped.message();
+        }
+      };
+      std::lock_guard<std::recursive_mutex> lock(device_mu_);
+      if (Status started = device->Start(std::move(hooks)); !started.ok()) {
+        GPUPROF_LOG(kWarning) << "device collection is off for this run (pid " << pid_
+                              << "): " << started.message() << "; the application runs without GPU data";
+      } else {
+        device_ = std::move(device);
+        device_present_.store(true, std::memory_order_release);
+      }
+    }
+    GPUPROF_LOG(kInfo) << "profiling pid " << pid_ << " into " << partial_path_
+                       << (device_ ? " (device activity on)" : " (host records only)");
+    return OkStatus();
+  }
+
+  // `wait`: whether a call that finds another thread stopping waits for it (and returns its
+  // result) or returns at once.
+  Status Stop(bool wait = true) {
+    {
+      std::unique_lock<std::mutex> lock(lifecycle_mu_);
+      const State state = state_.load(std::memory_order_acquire);
+      if (state == State::kStopped) return stop_status_;
+      if (state == State::kStopping) {
+        if (!wait || stopping_thread_ == std::this_thread::get_id())
+          return OkStatus();  // re-entered from a hook
+        stopped_cv_.wait(lock, [&] { return state_.load(std::memory_order_acquire) == State::kStopped; });
+        return stop_status_;
+      }
+      state_.store(State::kStopping, std::memory_order_release);
+      stopping_thread_ = std::this_thread::get_id();
+    }
+    Status status = DoStop();
+    {
+      std::lock_guard<std::mutex> lock(lifecycle_mu_);
+      stop_status_ = status;
+      state_.store(State::kStopped, std::memory_order_release);
+    }
+    stopped_cv_.notify_all();
+    return status;
+  }
+
+  Status Flush() {
+    if (!running())
+      return FailedPreconditionError("the session of pid " + std::to_string(pid_) + " is not running");
+    {
+      std::lock_guard<std::recursive_mutex> lock(device_mu_);
+      if (device_ && running()) device_->Flush();
+    }
+    DrainToWriter();
+    return OkStatus();
+  }
+
+  // Accepted until Stop's final drain begins, so that what the device collector delivers while
+  // Stop flushes it still reaches the DB.
+  bool Append(trace::Record&& record) noexcept {
+    if (!accepting_.load(std::memory_order_acquire)) {
+      late_records_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    return box_->collector->Append(std::move(record));
+  }
+
+  Status Mark(std::string_view message) {
+    if (!running()) return NotRunning();
+    trace::Mark mark;
+    mark.type = trace::Mark::Type::kMarker;
+    mark.start_ns = base::EpochNowNs();
+    mark.end_ns = mark.start_ns;
+    mark.pid = pid_;
+    mark.tid = CurrentTid();
+    mark.message = std::string(message);
+    mark.domain = "default";
+    if (!Append(std::move(mark))) return Dropped("marker");
+    return OkStatus();
+  }
+
+  StatusOr<std::uint64_t> RangeStart(std::string_view message) {
+    if (!running()) return NotRunning();
+    OpenRange range{base::EpochNowNs(), CurrentTid(), std::string(message)};
+    const std::uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
+    auto ranges = ranges_.wlock();
+    if (ranges->size() >= kMaxOpenRanges) {
+      return ResourceExhaustedError(std::to_string(ranges->size()) +
+                                    " ranges are open in this session (the limit); end some first");
+    }
+    ranges->emplace(id, std::move(range));
+    return id;
+  }
+
+  Status RangeEnd(std::uint64_t id) {
+    if (!running()) return NotRunning();
+    const std::int64_t end_ns = base::EpochNowNs();
+    OpenRange range;
+    {
+      auto ranges = ranges_.wlock();
+      auto it = ranges->find(id);
+      if (it == ranges->end()) {
+        return NotFoundError("no open range with id " + std::to_string(id) + " (" +
+                             std::to_string(ranges->size()) + " open in the session of pid " +
+                             std::to_string(pid_) + ")");
+      }
+      range = std::move(it->second);
+      ranges->erase(it);
+    }
+    if (!Append(RangeRecord(id, std::move(range), end_ns, CurrentTid()))) return Dropped("range");
+    return OkStatus();
+  }
+
+  State state() const noexcept { return state_.load(std::memory_order_acquire); }
+  bool running() const noexcept { return state() == State::kRunning; }
+  const SessionConfig& config() const noexcept { return config_; }
+  std::uint32_t pid() const noexcept { return pid_; }
+  const std::string& db_path() const noexcept { return db_path_; }
+  const std::string& partial_path() const noexcept { return partial_path_; }
+  bool finalized() const noexcept { return finalized_.load(std::memory_order_acquire); }
+  bool has_device_collector() const noexcept { return device_present_.load(std::memory_order_acquire); }
+  std::uint64_t dropped_records() const noexcept {
+    std::uint64_t n = box_ != nullptr ? box_->collector->dropped() : 0;
+    n += late_records_.load(std::memory_order_relaxed);
+    if (writer_ != nullptr) n += writer_->stats().dropped_records;
+    return n;
+  }
+
+  const std::shared_ptr<CollectorBox>& box() const noexcept { return box_; }
+  // True in a fork child of the process that made this session.
+  bool ForkedAway() const noexcept { return static_cast<std::uint32_t>(getpid()) != pid_; }
+
+ private:
+  Status NotRunning() const {
+    return FailedPreconditionError("the session of pid " + std::to_string(pid_) +
+                                   (state() == State::kStopping ? " is stopping" : " has stopped"));
+  }
+  Status Dropped(std::string_view what) const {
+    return ResourceExhaustedError(std::string(what) + " dropped: the session's buffer of " +
+                                  std::to_string(box_->collector->options().max_buffered_records) +
+                                  " records is full or the session is stopping (" +
+                                  std::to_string(box_->collector->dropped()) + " dropped so far)");
+  }
+
+  trace::Mark RangeRecord(std::uint64_t id, OpenRange range, std::int64_t end_ns,
+                          std::uint32_t end_tid) const {
+    trace::Mark mark;
+    mark.type = trace::Mark::Type::kStartEnd;
+    mark.start_ns = range.start_ns;
+    mark.end_ns = end_ns > range.start_ns ? end_ns : range.start_ns;
+    mark.pid = pid_;
+    mark.tid = range.tid;
+    mark.end_tid = end_tid;
+    mark.range_id = id;
+    mark.message = std::move(range.message);
+    mark.domain = "default";
+    return mark;
+  }
+
+  // Picks run.start_ns so that neither the final nor the .partial name of the DB exists yet.
+  Status PickFreeLayout(trace::RunInfo& run) const {
+    for (int attempt = 0; attempt < kMaxLayoutAttempts; ++attempt) {
+      db::OutputLayout layout = db::MakeOutputLayout(config_.output_dir, config_.worker_name, run.hostname,
+                                                     run.pid, run.start_ns, run.rank);
+      std::error_code ec;
+      if (!std::filesystem::exists(layout.db_path, ec) && !std::filesystem::exists(layout.partial_path, ec)) {
+        return OkStatus();
+      }
+      run.start_ns += 1'000'000;  // the next millisecond: the directory name's resolution
+    }
+    return AlreadyExistsError("no free profile name under " + config_.output_dir + " for pid " +
+                              std::to_string(run.pid) + " after " + std::to_string(kMaxLayoutAttempts) +
+                              " attempts");
+  }
+
+  void FlusherLoop() noexcept {
+    Wakeup* wakeup = box_->wakeup.load(std::memory_order_acquire);
+    std::unique_lock<std::mutex> lock(wakeup->mu);
+    while (!wakeup->stop) {
+      wakeup->cv.wait_for(lock, config_.flush_interval,
+                          [&] { return wakeup->stop || wakeup->requested.load(std::memory_order_acquire); });
+      if (wakeup->stop) break;
+      wakeup->requested.store(false, std::memory_order_relaxed);
+      lock.unlock();
+      DrainToWriter();
+      lock.lock();
+    }
+  }
+
+  void StopFlusher() {
+    if (!flusher_.joinable()) return;
+    Wakeup* wakeup = box_->wakeup.load(std::memory_order_acquire);
+    {
+      std::lock_guard<std::mutex> lock(wakeup->mu);
+      wakeup->stop = true;
+    }
+    wakeup->cv.notify_all();
+    flusher_.join();
+  }
+
+  // Moves everything buffered to the writer. Serialized, so the writer receives each thread's
+  // records in order; a no-op once the writer is finalizing.
+  void DrainToWriter() noexcept {
+    std::lock_guard<std::mutex> lock(drain_mu_);
+    if (writer_closed_) return;
+    try {
+      for (std::vector<trace::Record>& chunk : box_->collector->DrainChunks())
+        writer_->Submit(std::move(chunk));
+    } catch (const std::exception& e) {  // bad_alloc while swapping chunks out
+      if (!warned_drain_.exchange(true)) {
+        GPUPROF_LOG(kWarning) << "cannot drain records to " << partial_path_ << ": " << e.what()
+                              << "; they are retried at the next flush";
+      }
+    }
+  }
+
+  Status DoStop() {
+    {
+      std::lock_guard<std::recursive_mutex> lock(device_mu_);
+      if (device_) {
+        device_->Flush();
+        device_->Stop();
+      }
+    }
+    StopFlusher();
+    // Ranges still open end where the capture ends, as the device collector does with NVTX ranges.
+    const std::int64_t end_ns = base::EpochNowNs();
+    std::unordered_map<std::uint64_t, OpenRange> open;
+    open.swap(*ranges_.wlock());
+    const std::uint32_t tid = CurrentTid();
+    for (auto& [id, range] : open) {
+      static_cast<void>(box_->collector->Append(RangeRecord(id, std::move(range), end_ns, tid)));
+    }
+    accepting_.store(false, std::memory_order_release);
+    DrainToWriter();
+    {
+      std::lock_guard<std::mutex> lock(drain_mu_);
+      writer_closed_ = true;
+    }
+    if (std::uint64_t dropped = box_->collector->dropped(); dropped > 0) {
+      GPUPROF_LOG(kWarning) << dropped << " records were dropped before reaching " << partial_path_
+                            << " (buffer cap of " << box_->collector->options().max_buffered_records
+                            << " records reached); the profile is missing them";
+    }
+    StatusOr<std::string> path = writer_->Finalize(end_ns);
+    if (!path.ok()) return path.status().WithContext("finalizing the profile of pid " + std::to_string(pid_));
+    finalized_.store(true, std::memory_order_release);
+    const db::WriterStats stats = writer_->stats();
+    GPUPROF_LOG(kInfo) << "profile written: " << db_path_ << " (" << stats.records << " records, "
+                       << stats.bytes << " bytes)";
+    if (!config_.result_file.empty()) {
+      GPUPROF_RETURN_IF_ERROR(AppendResultLine(config_.result_file, db_path_)
+                                  .WithContext("the profile " + db_path_ + " is complete but"));
+    }
+    return OkStatus();
+  }
+
+  SessionConfig config_;
+  const std::uint32_t pid_;
+  std::shared_ptr<CollectorBox> box_;
+  std::unique_ptr<db::ProfileWriter> writer_;
+  std::string partial_path_;
+  std::string db_path_;  // the name Finalize gives the file (fixed at Start)
+  std::atomic<bool> finalized_{false};
+
+  // Device control calls are serialized (the CUPTI subscriber's are not thread-safe), and may
+  // re-enter through the teardown hook on the same thread.
+  std::recursive_mutex device_mu_;
+  std::unique_ptr<DeviceCollector> device_;
+  std::atomic<bool> device_present_{false};
+
+  std::thread flusher_;
+  std::mutex drain_mu_;
+  bool writer_closed_ = false;  // guarded by drain_mu_
+  std::atomic<bool> warned_drain_{false};
+
+  std::atomic<State> state_{State::kStopped};
+  std::atomic<bool> accepting_{false};  // Append takes records (see Append)
+  std::mutex lifecycle_mu_;
+  std::condition_variable stopped_cv_;
+  std::thread::id stopping_thread_;  // guarded by lifecycle_mu_
+  Status stop_status_;               // guarded by lifecycle_mu_
+
+  base::Synchronized<std::unordered_map<std::uint64_t, OpenRange>, std::mutex> ranges_;
+  std::atomic<std::uint64_t> late_records_{0};
+
+  friend class Session;
+};
+
+namespace {
+
+Status ResolvePaths(SessionConfig& config) {
+  GPUPROF_RETURN_IF_ERROR(ValidateConfig(config));
+  GPUPROF_ASSIGN_OR_RETURN(config.output_dir, Absolute(config.output_dir, "output directory"));
+  if (!config.result_file.empty()) {
+    GPUPROF_ASSIGN_OR_RETURN(config.result_file, Absolute(config.result_file, "result file"));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Session::~Session() {
+  if (impl_ == nullptr) return;
+  if (impl_->ForkedAway()) {
+    // The parent's threads, writer and .partial file are not ours: touch nothing, free nothing.
+    static_cast<void>(impl_.release());
+    return;
+  }
+  impl_->Stop().IgnoreError();
+}
+
+StatusOr<std::unique_ptr<Session>> Session::Start(SessionConfig config, SessionOptions options) {
+  GPUPROF_RETURN_IF_ERROR(ResolvePaths(config));
+  if (config.log_level) base::SetLogLevel(*config.log_level);
+
+  auto box = std::make_shared<CollectorBox>();
+  box->wakeup.store(new Wakeup, std::memory_order_release);
+  trace::CollectorOptions collector_options = std::move(options.collector);
+  collector_options.on_flush = [raw = box.get()]() {
+    if (Wakeup* wakeup = raw->wakeup.load(std::memory_order_acquire)) wakeup->Notify();
+  };
+  GPUPROF_RETURN_IF_ERROR(
+      trace::RecordCollector::ValidateOptions(collector_options).WithContext("session collector options"));
+  box->collector = std::make_unique<trace::RecordCollector>(std::move(collector_options));
+
+  auto impl = std::make_unique<Impl>(std::move(config), static_cast<std::uint32_t>(getpid()));
+  GPUPROF_RETURN_IF_ERROR(impl->Start(std::move(box), std::move(options.device_factory)));
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+StatusOr<std::unique_ptr<Session>> Session::StartInForkChild(Session& parent) {
+  const auto pid = static_cast<std::uint32_t>(getpid());
+  SessionConfig config = parent.impl_->config();
+  // A worker name chosen for the parent would name the child's run directory the same: keep the
+  // child's apart by its pid.
+  if (!config.worker_name.empty()) config.worker_name += "_" + std::to_string(pid);
+  config.started_by = "fork";
+  config.json_members.emplace_back("parent_pid", std::to_string(parent.impl_->pid()));
+
+  std::shared_ptr<CollectorBox> box = parent.impl_->box();
+  GPUPROF_RETURN_IF_ERROR(box->collector->ResetAfterFork().WithContext(
+      "re-arming the collector in fork child " + std::to_string(pid)));
+  // The parent's Wakeup is leaked, not deleted: a parent thread may have been waiting on it.
+  auto* wakeup = new Wakeup;
+  wakeup->inherited = box->wakeup.load(std::memory_order_acquire);
+  box->wakeup.store(wakeup, std::memory_order_release);
+
+  auto impl = std::make_unique<Impl>(std::move(config), pid);
+  GPUPROF_RETURN_IF_ERROR(impl->Start(std::move(box), /*factory=*/nullptr));
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+Status Session::Stop() { return impl_->Stop(); }
+Status Session::Flush() { return impl_->Flush(); }
+bool Session::Append(trace::Record&& record) noexcept { return impl_->Append(std::move(record)); }
+Status Session::Mark(std::string_view message) { return impl_->Mark(message); }
+StatusOr<std::uint64_t> Session::RangeStart(std::string_view message) { return impl_->RangeStart(message); }
+Status Session::RangeEnd(std::uint64_t range_id) { return impl_->RangeEnd(range_id); }
+Session::State Session::state() const noexcept { return impl_->state(); }
+const SessionConfig& Session::config() const noexcept { return impl_->config(); }
+std::uint32_t Session::pid() const noexcept { return impl_->pid(); }
+const std::string& Session::db_path() const noexcept { return impl_->db_path(); }
+const std::string& Session::partial_path() const noexcept { return impl_->partial_path(); }
+bool Session::finalized() const noexcept { return impl_->finalized(); }
+bool Session::has_device_collector() const noexcept { return impl_->has_device_collector(); }
+std::uint64_t Session::dropped_records() const noexcept { return impl_->dropped_records(); }
+std::size_t Session::buffered_records() const { return impl_->box()->collector->buffered(); }
+
+}  // namespace gpuprof::session

@@ -1,0 +1,28 @@
+// SqliteForkGuard: SQLite's process-wide mutexes held across fork().
+//
+// SQLite guards its allocator (with memory statistics on, as Debian builds it: every
+// sqlite3_malloc), its VFS inode list and its PRNG with process-wide mutexes. A fork() taken
+// while the parent's DB writer thread holds one leaves it held forever in the child, whose first
+// SQLite call (a follow-children child creating its own DB) then blocks for good; this was seen
+// in about 1 fork in 20 under a busy writer. The fork handlers take these mutexes before fork()
+// and release them after it in both processes (the pthread_atfork discipline), so the child
+// starts with them free.
+//
+// This belongs with the rest of SQLite in src/db (its README: "SQLite stays behind this
+// component"); it lives here until db offers a fork hook, and is used only by the process layer.
+#pragma once
+
+namespace gpuprof::session {
+
+class SqliteForkGuard {
+ public:
+  // Resolves the mutexes (initializing SQLite's mutex subsystem). Call once, before the fork
+  // handlers can run; not async-signal-safe.
+  static void Init() noexcept;
+  // From the pthread_atfork prepare handler: takes the mutexes in SQLite's own nesting order.
+  static void Acquire() noexcept;
+  // From the parent and child handlers: releases what Acquire took.
+  static void Release() noexcept;
+};
+
+}  // namespace gpuprof::session

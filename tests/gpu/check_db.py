@@ -1,0 +1,538 @@
+#!/usr/bin/env python3
+"""Checks the profile DB(s) that `gpuprof run` wrote for one of the GPU test programs.
+
+    check_db.py EXPECTATION PATH [--program-output FILE]
+
+PATH is a .db file or a directory searched for `*_ascend_pt/ASCEND_PROFILER_OUTPUT/*.db` (the
+`-o` directory of `gpuprof run`). FILE is the program's stdout: its "gpuprof-test: process ..."
+lines give the pid and OS thread id the rows must carry. EXPECTATION is one of EXPECTATIONS below,
+each the work one program in tests/gpu launched (see the comment at the top of that program).
+
+What is checked follows DB_SPEC.md section 7 and what src/db/profile_writer.cc stores:
+  * TASK + COMPUTE_TASK_INFO (joined on globalTaskId): kernel names (STRING_IDS, demangled),
+    gridDim / blockDim (STRING_IDS ids of "x,y,z"), blockNum (= gridX*gridY*gridZ), streamId,
+    taskType (STRING_IDS 'KERNEL' / 'MEMCPY_ASYNC' / 'MEMSET');
+  * every TASK joins its `launch` row in CANN_API (type 10000 'node', name 'launch',
+    connectionId = TASK.connectionId = the CUPTI correlation id) and the runtime row of the same
+    call (type 5000, connectionId + 2**32) that names the API (cudaLaunchKernel, cudaMemcpy, ...);
+    globalTid = (pid << 32) | OS tid;
+  * MEMCPY_INFO(globalTaskId, size, memcpyOperation) with ENUM_MEMCPY_OPERATION ids
+    (1 host to device, 2 device to host, 3 device to device);
+  * MSTX_EVENTS: eventType (ENUM_MSTX_EVENT_TYPE), message and domain (STRING_IDS), threads,
+    connectionId 4294967295 for host-only ranges;
+  * times are Unix-epoch ns inside SESSION_TIME_INFO, and PRAGMA integrity_check is 'ok'.
+
+Exit status 0 when every check passed, 1 otherwise (each failure printed as "FAIL: ...").
+Only the standard library (sqlite3) is used: it runs on the GPU machine as it is.
+"""
+
+import argparse
+import glob
+import os
+import re
+import sqlite3
+import sys
+
+INVALID_ID = 4294967295  # DB_INVALID_VALUE
+RUNTIME_CONNECTION_OFFSET = 1 << 32
+API_TYPE_RUNTIME = 5000
+API_TYPE_NODE = 10000
+MEMCPY_HTOD, MEMCPY_DTOH, MEMCPY_DTOD = 1, 2, 3
+MSTX_MARKER, MSTX_PUSH_POP, MSTX_START_END, MSTX_MARKER_EX = 0, 1, 2, 3
+
+# A device task starts after the API call that launched it began; CUPTI's CPU and GPU timestamps
+# are converted separately, so allow this much skew (ns).
+LAUNCH_SKEW_NS = 100_000
+# How far device tasks may lie outside SESSION_TIME_INFO (ns): catches a wrong time base
+# (GPU ticks since boot, microseconds), not clock noise.
+SESSION_SLACK_NS = 50_000_000
+# Kernel execution inside an NVTX range that wraps launch + synchronize (ns).
+RANGE_SKEW_NS = 50_000
+EPOCH_2017_NS = 1_483_228_800 * 10**9
+
+
+class Checker:
+    def __init__(self):
+        self.failures = []
+
+    def expect(self, condition, message):
+        if not condition:
+            self.failures.append(message)
+            print(f"FAIL: {message}")
+        return bool(condition)
+
+    def note(self, message):
+        print(f"  {message}")
+
+
+def find_dbs(path):
+    if os.path.isfile(path):
+        return [path]
+    pattern = os.path.join(path, "*_ascend_pt", "ASCEND_PROFILER_OUTPUT", "*.db")
+    return sorted(glob.glob(pattern))
+
+
+def find_partial_dbs(path):
+    if os.path.isfile(path):
+        path = os.path.dirname(path)
+    return sorted(glob.glob(os.path.join(path, "**", "*.partial"), recursive=True))
+
+
+def parse_program_output(text):
+    """'gpuprof-test: <what> k=v k=v' lines -> list of (what, {k: v})."""
+    records = []
+    for line in (text or "").splitlines():
+        if not line.startswith("gpuprof-test: "):
+            continue
+        words = line[len("gpuprof-test: "):].split()
+        if not words:
+            continue
+        fields = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+        records.append((words[0], fields))
+    return records
+
+
+def processes(program_output):
+    """role -> {'pid': int, 'tid': int, 'device': int} from the 'process' lines."""
+    out = {}
+    for what, fields in parse_program_output(program_output):
+        if what == "process" and "role" in fields:
+            out[fields["role"]] = {k: int(fields[k]) for k in ("pid", "tid", "device") if k in fields}
+    return out
+
+
+def global_tid(pid, tid):
+    return (pid << 32) | tid
+
+
+class ProfileDb:
+    """Read-only view of one DB with the joins the checks need."""
+
+    def __init__(self, path):
+        self.path = path
+        self.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        self.strings = dict(self.conn.execute("SELECT id, value FROM STRING_IDS"))
+        self.tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def text(self, string_id):
+        return self.strings.get(string_id)
+
+    def query(self, sql, *args):
+        return self.conn.execute(sql, args).fetchall()
+
+    def tasks(self):
+        rows = self.query("SELECT startNs, endNs, deviceId, connectionId, globalTaskId, globalPid, taskType, "
+                          "streamId FROM TASK ORDER BY startNs, globalTaskId")
+        keys = ("start", "end", "device", "connection", "task_id", "pid", "type_id", "stream")
+        tasks = [dict(zip(keys, r)) for r in rows]
+        for t in tasks:
+            t["type"] = self.text(t["type_id"])
+        return tasks
+
+    def kernels(self):
+        rows = self.query(
+            "SELECT t.startNs, t.endNs, t.deviceId, t.connectionId, t.globalTaskId, t.globalPid, t.taskType, "
+            "t.streamId, c.name, c.opType, c.blockNum, c.gridDim, c.blockDim, c.taskType "
+            "FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId ORDER BY t.startNs")
+        keys = ("start", "end", "device", "connection", "task_id", "pid", "type_id", "stream", "name_id",
+                "op_type_id", "block_num", "grid_id", "block_id", "info_type_id")
+        kernels = [dict(zip(keys, r)) for r in rows]
+        for k in kernels:
+            k["name"] = self.text(k["name_id"])
+            k["op_type"] = self.text(k["op_type_id"])
+            k["grid"] = self.text(k["grid_id"])
+            k["block"] = self.text(k["block_id"])
+            k["type"] = self.text(k["type_id"])
+        return kernels
+
+    def api_row(self, connection_id):
+        row = self.query("SELECT startNs, endNs, type, globalTid, connectionId, name FROM CANN_API "
+                         "WHERE connectionId = ?", connection_id)
+        if not row:
+            return None
+        r = dict(zip(("start", "end", "type", "global_tid", "connection", "name_id"), row[0]))
+        r["name"] = self.text(r["name_id"])
+        return r
+
+    def memcpys(self):
+        rows = self.query("SELECT m.globalTaskId, m.size, m.memcpyOperation, t.taskType, t.streamId, t.startNs, "
+                          "t.connectionId FROM MEMCPY_INFO m LEFT JOIN TASK t ON t.globalTaskId = m.globalTaskId "
+                          "ORDER BY t.startNs")
+        keys = ("task_id", "size", "operation", "type_id", "stream", "start", "connection")
+        out = [dict(zip(keys, r)) for r in rows]
+        for m in out:
+            m["type"] = self.text(m["type_id"])
+        return out
+
+    def mstx(self):
+        rows = self.query("SELECT startNs, endNs, eventType, rangeId, message, globalTid, endGlobalTid, domainId, "
+                          "connectionId FROM MSTX_EVENTS ORDER BY startNs")
+        keys = ("start", "end", "event_type", "range_id", "message_id", "global_tid", "end_global_tid",
+                "domain_id", "connection")
+        out = [dict(zip(keys, r)) for r in rows]
+        for e in out:
+            e["message"] = self.text(e["message_id"])
+            e["domain"] = self.text(e["domain_id"])
+        return out
+
+
+def check_common(c, db, pid=None):
+    """Checks every DB gets: integrity, tables, time base, and the task -> launch -> API joins.
+    Returns {connectionId: (launch row, runtime row)} for the tasks."""
+    print(f"checking {db.path}")
+    integrity = db.query("PRAGMA integrity_check")
+    c.expect(integrity == [("ok",)], f"{db.path}: PRAGMA integrity_check says {integrity}")
+    for table in ("STRING_IDS", "META_DATA", "SESSION_TIME_INFO", "TASK", "COMPUTE_TASK_INFO", "CANN_API",
+                  "MEMCPY_INFO", "MSTX_EVENTS", "ENUM_API_TYPE", "ENUM_MEMCPY_OPERATION"):
+        c.expect(table in db.tables, f"{db.path}: table {table} is missing")
+    session = db.query("SELECT startTimeNs, endTimeNs FROM SESSION_TIME_INFO")
+    if c.expect(len(session) == 1, f"SESSION_TIME_INFO has {len(session)} rows, expected 1"):
+        s_start, s_end = session[0]
+        c.expect(s_start is not None and s_end is not None and EPOCH_2017_NS < s_start <= s_end,
+                 f"SESSION_TIME_INFO ({s_start}, {s_end}) is not an epoch-ns interval")
+    else:
+        s_start = s_end = None
+    launch_id = next((i for i, v in db.strings.items() if v == "launch"), None)
+
+    joins = {}
+    bad_time = bad_join = bad_pid = 0
+    tasks = db.tasks()
+    for t in tasks:
+        where = f"task {t['task_id']} ({t['type']}, connectionId {t['connection']})"
+        c.expect(t["type"] in ("KERNEL", "MEMCPY_ASYNC", "MEMSET"), f"{where}: unknown taskType string {t['type']!r}")
+        if not (t["start"] is not None and EPOCH_2017_NS < t["start"] <= t["end"]):
+            bad_time += 1
+            c.expect(False, f"{where}: times ({t['start']}, {t['end']}) are not epoch ns with start <= end")
+        elif s_start is not None and not (s_start - SESSION_SLACK_NS <= t["start"] and t["end"] <= s_end + SESSION_SLACK_NS):
+            bad_time += 1
+            c.expect(False, f"{where}: [{t['start']}, {t['end']}] lies outside SESSION_TIME_INFO [{s_start}, {s_end}]")
+        launch = db.api_row(t["connection"])
+        runtime = db.api_row(t["connection"] + RUNTIME_CONNECTION_OFFSET) if t["connection"] is not None else None
+        ok = c.expect(launch is not None and launch["type"] == API_TYPE_NODE and launch["name_id"] == launch_id,
+                      f"{where}: no CANN_API row (type 10000, name 'launch') with connectionId {t['connection']}; "
+                      f"found {launch}")
+        ok &= c.expect(runtime is not None and runtime["type"] == API_TYPE_RUNTIME,
+                       f"{where}: no runtime CANN_API row (type 5000) with connectionId {t['connection']} + 2**32; "
+                       f"found {runtime}")
+        if not ok:
+            bad_join += 1
+            continue
+        c.expect(launch["start"] == runtime["start"] and launch["global_tid"] == runtime["global_tid"],
+                 f"{where}: the launch row and the runtime row describe different calls ({launch} / {runtime})")
+        c.expect(launch["start"] <= t["start"] + LAUNCH_SKEW_NS,
+                 f"{where}: starts at {t['start']}, before its launching call {runtime['name']} at {launch['start']}")
+        if (launch["global_tid"] >> 32) != t["pid"] or (pid is not None and t["pid"] != pid):
+            bad_pid += 1
+            c.expect(False, f"{where}: globalPid {t['pid']} vs launching globalTid pid {launch['global_tid'] >> 32}"
+                            f"{'' if pid is None else f' vs the program pid {pid}'}")
+        joins[t["connection"]] = (launch, runtime)
+    c.note(f"{len(tasks)} tasks; {len(joins)} join their launch and runtime rows; "
+           f"{bad_join} without, {bad_time} with bad times, {bad_pid} with the wrong pid")
+    return joins
+
+
+def kernel_matches(name, base):
+    """True for the demangled name of `base` (e.g. 'vector_add' or 'scale_kernel<float>')."""
+    return name is not None and re.match(r"^(void )?" + re.escape(base) + r"\(", name) is not None
+
+
+def one_db(c, dbs, what):
+    c.expect(len(dbs) == 1, f"{what}: expected exactly one DB, found {len(dbs)}: {dbs}")
+    return ProfileDb(dbs[0]) if dbs else None
+
+
+def main_process(c, program_output, role="main"):
+    procs = processes(program_output)
+    c.expect(role in procs, f"the program printed no 'gpuprof-test: process role={role}' line")
+    return procs.get(role, {})
+
+
+# ---- Expectations ------------------------------------------------------------------------------
+
+def expect_kernels(c, dbs, program_output):
+    proc = main_process(c, program_output)
+    db = one_db(c, dbs, "kernels")
+    if db is None:
+        return
+    joins = check_common(c, db, proc.get("pid"))
+    kernels = db.kernels()
+    groups = {
+        "vector_add": dict(count=3, grid="64,1,1", block="256,1,1", block_num=64),
+        "scale_kernel<float>": dict(count=2, grid="32,4,1", block="32,2,2", block_num=128),
+    }
+    found = {base: [k for k in kernels if kernel_matches(k["name"], base)] for base in groups}
+    others = [k["name"] for k in kernels if not any(kernel_matches(k["name"], b) for b in groups)]
+    c.expect(not others, f"kernels the program did not launch (gpuprof's own work must stay invisible, C1): {others}")
+    c.expect(len(kernels) == 5, f"expected 5 kernels, found {len(kernels)}")
+    streams = {}
+    for base, want in groups.items():
+        rows = found[base]
+        c.note(f"{base}: {len(rows)} launches, names {sorted({k['name'] for k in rows})}")
+        c.expect(len(rows) == want["count"], f"{base}: {len(rows)} launches, expected {want['count']}")
+        for k in rows:
+            where = f"{base} (task {k['task_id']})"
+            c.expect(k["grid"] == want["grid"], f"{where}: gridDim {k['grid']!r}, expected {want['grid']!r}")
+            c.expect(k["block"] == want["block"], f"{where}: blockDim {k['block']!r}, expected {want['block']!r}")
+            c.expect(k["block_num"] == want["block_num"], f"{where}: blockNum {k['block_num']}, expected {want['block_num']}")
+            c.expect(k["type"] == "KERNEL", f"{where}: taskType {k['type']!r}, expected 'KERNEL'")
+            short = base.split("<")[0]
+            c.expect(k["op_type"] is not None and short in k["op_type"], f"{where}: opType {k['op_type']!r} lacks {short!r}")
+            c.expect(k["device"] == proc.get("device", 0), f"{where}: deviceId {k['device']}")
+            join = joins.get(k["connection"])
+            if c.expect(join is not None, f"{where}: does not join its launch (connectionId {k['connection']})"):
+                launch, runtime = join
+                c.expect(runtime["name"] is not None and runtime["name"].startswith("cudaLaunchKernel"),
+                         f"{where}: launched by {runtime['name']!r}, expected cudaLaunchKernel")
+                if "pid" in proc and "tid" in proc:
+                    c.expect(launch["global_tid"] == global_tid(proc["pid"], proc["tid"]),
+                             f"{where}: launch globalTid {launch['global_tid']} != (pid {proc['pid']} << 32) | "
+                             f"tid {proc['tid']} = {global_tid(proc['pid'], proc['tid'])}")
+        stream_ids = {k["stream"] for k in rows}
+        c.expect(len(stream_ids) == 1, f"{base}: launched on one stream, found streamIds {sorted(stream_ids)}")
+        streams[base] = stream_ids
+        connections = [k["connection"] for k in rows]
+        c.expect(len(set(connections)) == len(connections), f"{base}: connectionIds repeat: {connections}")
+    c.expect(not (streams["vector_add"] & streams["scale_kernel<float>"]),
+             f"vector_add (created stream) and scale_kernel<float> (default stream) share streamId "
+             f"{streams['vector_add'] & streams['scale_kernel<float>']}")
+
+
+# (size, ENUM_MEMCPY_OPERATION id, API, stream) in program order (memcpy.cu).
+MEMCPY_PROGRAM = [
+    (4194304, MEMCPY_HTOD, "cudaMemcpy", "default"),
+    (1048576, MEMCPY_DTOD, "cudaMemcpy", "default"),
+    (2097152, MEMCPY_DTOH, "cudaMemcpy", "default"),
+    (65536, MEMCPY_HTOD, "cudaMemcpyAsync", "created"),
+    (12345, MEMCPY_DTOH, "cudaMemcpyAsync", "created"),
+    (1048576, MEMCPY_DTOH, "cudaMemcpy", "default"),
+]
+
+
+def api_is(name, api):
+    """'cudaMemcpy' matches cudaMemcpy and cudaMemcpy_ptds-style variants, not cudaMemcpyAsync."""
+    return name is not None and (name == api or name.startswith(api + "_"))
+
+
+def expect_memcpy(c, dbs, program_output):
+    proc = main_process(c, program_output)
+    db = one_db(c, dbs, "memcpy")
+    if db is None:
+        return
+    joins = check_common(c, db, proc.get("pid"))
+    c.expect(not db.kernels(), "the memcpy program launches no kernel, but COMPUTE_TASK_INFO has rows")
+    copies = db.memcpys()
+    c.note("MEMCPY_INFO: " + ", ".join(f"{m['size']}B op {m['operation']} stream {m['stream']}" for m in copies))
+    for m in copies:
+        c.expect(m["type"] == "MEMCPY_ASYNC",
+                 f"MEMCPY_INFO row of task {m['task_id']} joins a TASK of type {m['type']!r}, expected 'MEMCPY_ASYNC'")
+    remaining = list(copies)
+    matched = []
+    for size, operation, api, stream in MEMCPY_PROGRAM:
+        hit = next((m for m in remaining if m["size"] == size and m["operation"] == operation), None)
+        if not c.expect(hit is not None, f"no MEMCPY_INFO row with size {size} and memcpyOperation {operation} ({api})"):
+            continue
+        remaining.remove(hit)
+        matched.append((hit, api, stream))
+        join = joins.get(hit["connection"])
+        if c.expect(join is not None, f"the {size}-byte copy does not join its launch row"):
+            c.expect(api_is(join[1]["name"], api), f"the {size}-byte copy was made by {join[1]['name']!r}, expected {api}")
+    c.expect(not remaining, f"MEMCPY_INFO rows the program did not make: "
+                            f"{[(m['size'], m['operation']) for m in remaining]}")
+    starts = [m["start"] for m, _, _ in matched]
+    c.expect(starts == sorted(starts), "the copies' TASK start times are not in program order")
+    created = {m["stream"] for m, _, s in matched if s == "created"}
+    default = {m["stream"] for m, _, s in matched if s == "default"}
+    c.expect(len(created) == 1, f"the async copies ran on one created stream, found streamIds {sorted(created)}")
+    c.expect(not (created & default), f"the created stream's id {created} is also the default stream's {default}")
+
+    memsets = [t for t in db.tasks() if t["type"] == "MEMSET"]
+    if c.expect(len(memsets) == 1, f"expected one MEMSET task, found {len(memsets)}"):
+        memset = memsets[0]
+        join = joins.get(memset["connection"])
+        if c.expect(join is not None, "the memset does not join its launch row"):
+            c.expect(api_is(join[1]["name"], "cudaMemset"), f"the memset was made by {join[1]['name']!r}")
+        c.expect(all(m["task_id"] != memset["task_id"] for m in copies), "the MEMSET task has a MEMCPY_INFO row")
+        if len(matched) == len(MEMCPY_PROGRAM):
+            # Program order: the memset comes between the async round trip and the last copy.
+            c.expect(matched[4][0]["start"] <= memset["start"] <= matched[5][0]["start"],
+                     "the MEMSET task is not between the copies that came before and after it")
+
+
+def contains(outer, inner_start, inner_end, skew):
+    return outer["start"] - skew <= inner_start and inner_end <= outer["end"] + skew
+
+
+def expect_nvtx(c, dbs, program_output):
+    proc = main_process(c, program_output)
+    db = one_db(c, dbs, "nvtx")
+    if db is None:
+        return
+    check_common(c, db, proc.get("pid"))
+    events = db.mstx()
+    c.note("MSTX_EVENTS: " + ", ".join(f"{e['message']!r} type {e['event_type']} domain {e['domain']!r}" for e in events))
+    by_message = {}
+    for e in events:
+        by_message.setdefault(e["message"], []).append(e)
+    wanted = ("gpuprof_outer", "gpuprof_inner", "gpuprof_mark", "gpuprof_cross_thread", "gpuprof_domain_range")
+    for message in wanted:
+        c.expect(len(by_message.get(message, [])) == 1,
+                 f"MSTX_EVENTS has {len(by_message.get(message, []))} rows with message {message!r}, expected 1")
+    c.expect(set(by_message) <= set(wanted), f"unexpected MSTX_EVENTS messages: {sorted(set(by_message) - set(wanted))}")
+    get = {m: by_message[m][0] for m in wanted if len(by_message.get(m, [])) == 1}
+    main_tid = global_tid(proc["pid"], proc["tid"]) if "pid" in proc and "tid" in proc else None
+
+    for message in ("gpuprof_outer", "gpuprof_inner", "gpuprof_domain_range"):
+        e = get.get(message)
+        if e is None:
+            continue
+        c.expect(e["event_type"] in (MSTX_PUSH_POP, MSTX_START_END),
+                 f"{message}: eventType {e['event_type']}, expected a range (1 push/pop or 2 start/end)")
+        c.expect(e["start"] < e["end"], f"{message}: start {e['start']} is not before end {e['end']}")
+        if main_tid is not None:
+            c.expect(e["global_tid"] == main_tid and e["end_global_tid"] == main_tid,
+                     f"{message}: globalTid {e['global_tid']} / endGlobalTid {e['end_global_tid']}, expected {main_tid}")
+        c.expect(e["connection"] == INVALID_ID, f"{message}: connectionId {e['connection']}, expected {INVALID_ID} (host-only)")
+        c.expect(e["domain"] == ("gpuprof_domain" if message == "gpuprof_domain_range" else "default"),
+                 f"{message}: domain {e['domain']!r}")
+    outer, inner = get.get("gpuprof_outer"), get.get("gpuprof_inner")
+    if outer and inner:
+        c.expect(contains(outer, inner["start"], inner["end"], 0), "gpuprof_inner is not nested in gpuprof_outer")
+    kernels = db.kernels()
+    for message, base in (("gpuprof_outer", "nvtx_outer_kernel"), ("gpuprof_inner", "nvtx_inner_kernel")):
+        rows = [k for k in kernels if kernel_matches(k["name"], base)]
+        if c.expect(len(rows) == 1, f"expected one {base}, found {len(rows)}") and get.get(message):
+            c.expect(contains(get[message], rows[0]["start"], rows[0]["end"], RANGE_SKEW_NS),
+                     f"{base} ran at [{rows[0]['start']}, {rows[0]['end']}], outside its range {message} "
+                     f"[{get[message]['start']}, {get[message]['end']}] (the range wraps launch and synchronize)")
+    mark = get.get("gpuprof_mark")
+    if mark:
+        c.expect(mark["event_type"] in (MSTX_MARKER, MSTX_MARKER_EX), f"gpuprof_mark: eventType {mark['event_type']}")
+        c.expect(mark["start"] == mark["end"], "gpuprof_mark: a marker has startNs == endNs")
+        if outer:
+            c.expect(mark["start"] >= outer["end"], "gpuprof_mark comes after gpuprof_outer ended")
+    cross = get.get("gpuprof_cross_thread")
+    fields = next((f for what, f in parse_program_output(program_output)
+                   if what == "range" and f.get("message") == "gpuprof_cross_thread"), {})
+    if cross:
+        c.expect(cross["event_type"] == MSTX_START_END, f"gpuprof_cross_thread: eventType {cross['event_type']}, expected 2")
+        c.expect(cross["start"] <= cross["end"], "gpuprof_cross_thread: start after end")
+        if "pid" in proc and "start_tid" in fields and "end_tid" in fields:
+            c.expect(cross["global_tid"] == global_tid(proc["pid"], int(fields["start_tid"])),
+                     f"gpuprof_cross_thread: globalTid {cross['global_tid']} is not the starting thread's")
+            c.expect(cross["end_global_tid"] == global_tid(proc["pid"], int(fields["end_tid"])),
+                     f"gpuprof_cross_thread: endGlobalTid {cross['end_global_tid']} is not the ending thread's "
+                     f"({fields['end_tid']})")
+
+
+def fork_db_checks(c, db, pid, base, count, absent):
+    check_common(c, db, pid)
+    kernels = db.kernels()
+    names = sorted({k["name"] for k in kernels})
+    mine = [k for k in kernels if kernel_matches(k["name"], base)]
+    c.expect(len(mine) == count, f"{db.path}: {len(mine)} {base} launches, expected {count} (kernels: {names})")
+    c.expect(not [k for k in kernels if kernel_matches(k["name"], absent)],
+             f"{db.path}: holds {absent}, which another process launched (a child never writes into its parent's DB)")
+    c.expect(len(kernels) == count, f"{db.path}: {len(kernels)} kernels, expected {count}: {names}")
+    pids = {r[0] >> 32 for r in db.query("SELECT globalTid FROM CANN_API")}
+    c.expect(pids == {pid}, f"{db.path}: CANN_API rows of pids {sorted(pids)}, expected only {pid}")
+    run_dir = os.path.basename(os.path.dirname(os.path.dirname(db.path)))
+    if not os.environ.get("GPUPROF_WORKER_NAME"):
+        c.expect(f"_{pid}_" in run_dir, f"{db.path}: run directory {run_dir!r} does not carry the pid {pid}")
+
+
+def expect_fork(c, dbs, program_output, follow):
+    procs = processes(program_output)
+    parent, child = procs.get("parent"), procs.get("child")
+    c.expect(parent is not None and child is not None,
+             "the fork program printed no process line for the parent or the child")
+    if parent is None or child is None:
+        return
+    by_pid = {}
+    for path in dbs:
+        db = ProfileDb(path)
+        pids = {r[0] for r in db.query("SELECT DISTINCT globalPid FROM TASK")}
+        by_pid.setdefault(next(iter(pids)) if len(pids) == 1 else tuple(sorted(pids)), []).append(db)
+    expected = 2 if follow else 1
+    c.expect(len(dbs) == expected, f"expected {expected} DB(s) ({'parent and child' if follow else 'the parent only'}), "
+                                   f"found {len(dbs)}: {dbs}")
+    parent_dbs = by_pid.get(parent["pid"], [])
+    if c.expect(len(parent_dbs) == 1, f"expected one DB of the parent (pid {parent['pid']}), found {len(parent_dbs)}"):
+        fork_db_checks(c, parent_dbs[0], parent["pid"], "fork_parent_kernel", 2, "fork_child_kernel")
+    child_dbs = by_pid.get(child["pid"], [])
+    if follow:
+        if c.expect(len(child_dbs) == 1, f"expected one DB of the child (pid {child['pid']}), found {len(child_dbs)}"):
+            fork_db_checks(c, child_dbs[0], child["pid"], "fork_child_kernel", 3, "fork_parent_kernel")
+    else:
+        c.expect(not child_dbs, f"without --follow-children the child (pid {child['pid']}) wrote a DB")
+
+
+def expect_fork_follow(c, dbs, program_output):
+    expect_fork(c, dbs, program_output, follow=True)
+
+
+def expect_fork_parent_only(c, dbs, program_output):
+    expect_fork(c, dbs, program_output, follow=False)
+
+
+def expect_train_plain(c, dbs, program_output):
+    c.expect(re.search(r"^step (\d+)/\1 loss ", program_output or "", re.M) is not None,
+             "train_plain.py did not print its last step")
+    c.expect("device: cuda" in (program_output or ""), "train_plain.py did not train on cuda")
+    db = one_db(c, dbs, "train_plain")
+    if db is None:
+        return
+    joins = check_common(c, db)
+    kernels = db.kernels()
+    c.expect(len(kernels) > 0, "no kernels in the DB of a training run on the GPU")
+    unjoined = [k for k in kernels if k["connection"] not in joins]
+    c.expect(not unjoined, f"{len(unjoined)} of {len(kernels)} kernels do not join their launch rows, e.g. "
+                           f"{[k['name'] for k in unjoined[:3]]}")
+    launchers = {}
+    for k in kernels:
+        if k["connection"] in joins:
+            name = joins[k["connection"]][1]["name"] or ""
+            launchers[name] = launchers.get(name, 0) + 1
+    c.note(f"{len(kernels)} kernels of {len({k['name'] for k in kernels})} names, launched by {launchers}")
+    c.expect(all("Launch" in name for name in launchers), f"kernels launched by calls that are not launches: {launchers}")
+    copies = db.memcpys()
+    c.expect(any(m["operation"] == MEMCPY_HTOD for m in copies), "no host-to-device copy (model.to(device))")
+
+
+EXPECTATIONS = {
+    "kernels": expect_kernels,
+    "memcpy": expect_memcpy,
+    "nvtx": expect_nvtx,
+    "fork_follow": expect_fork_follow,
+    "fork_parent_only": expect_fork_parent_only,
+    "train_plain": expect_train_plain,
+}
+
+
+def check(expectation, path, program_output=""):
+    """Runs the checks; returns the list of failures (empty: all passed)."""
+    c = Checker()
+    dbs = find_dbs(path)
+    partial = find_partial_dbs(path)
+    c.expect(not partial, f"unfinished DBs left behind: {partial}")
+    c.expect(bool(dbs), f"no DB under {path}")
+    EXPECTATIONS[expectation](c, dbs, program_output)
+    return c.failures
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("expectation", choices=sorted(EXPECTATIONS))
+    parser.add_argument("path", help="a .db file or the directory `gpuprof run -o` wrote into")
+    parser.add_argument("--program-output", help="the program's stdout (its gpuprof-test: lines)")
+    args = parser.parse_args(argv)
+    program_output = ""
+    if args.program_output:
+        with open(args.program_output, encoding="utf-8", errors="replace") as f:
+            program_output = f.read()
+    failures = check(args.expectation, args.path, program_output)
+    print(f"{args.expectation}: {'ok' if not failures else f'{len(failures)} check(s) failed'}")
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Runs one GPU test case: `gpuprof run` on a test program, then checks what it wrote.
+
+    run_case.py --list
+    run_case.py --build-dir BUILD --case NAME [--work-dir DIR]
+
+Everything is found from BUILD (a build folder of the `gpu` preset, wherever it was copied):
+BUILD/bin/gpuprof, BUILD/lib/libgpuprof_inject.so and BUILD/tests/gpu/<program>. Commands that are
+not test programs (examples/train_plain.py) run from the repository root, which is two levels
+above this file. A case passes when:
+  * `gpuprof run` exits 0 (the program's own exit status: each program checks its results),
+  * the DBs that `gpuprof run` reported ("gpuprof: profile DB: PATH") are exactly those on disk,
+  * check_db.py's expectation for the case holds (tests/gpu/check_db.py), and
+  * `gpuprof check` accepts every DB (schema and joins against the format).
+Exit status: 0 pass, 1 fail, 77 skipped (the reason printed; CTest's SKIP_RETURN_CODE).
+CTest registers one test per case (tests/gpu/CMakeLists.txt); tools/gpu_check.sh runs them all.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_db  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SKIP = 77
+RUN_TIMEOUT_S = 300
+
+
+class Case:
+    def __init__(self, expectation, program=None, command=None, flags=(), needs_torch=False):
+        self.expectation = expectation
+        self.program = program        # a test program in BUILD/tests/gpu
+        self.command = command        # or a command run from the repository root
+        self.flags = list(flags)      # `gpuprof run` flags
+        self.needs_torch = needs_torch
+
+
+# CTest names are GpuRunTest.<key>.
+CASES = {
+    "Kernels": Case("kernels", program="gpu_test_kernels"),
+    "Memcpy": Case("memcpy", program="gpu_test_memcpy"),
+    "Nvtx": Case("nvtx", program="gpu_test_nvtx"),
+    "ForkFollowChildren": Case("fork_follow", program="gpu_test_fork", flags=["--follow-children"]),
+    "ForkParentOnly": Case("fork_parent_only", program="gpu_test_fork"),
+    "TrainPlain": Case("train_plain",
+                       command=["python3", "examples/train_plain.py", "--steps", "3", "--device", "cuda"],
+                       needs_torch=True),
+}
+
+
+def python_for_commands():
+    """The interpreter for Python commands: $GPUPROF_TEST_PYTHON, else python3 from PATH."""
+    return os.environ.get("GPUPROF_TEST_PYTHON") or shutil.which("python3") or "python3"
+
+
+def torch_skip_reason(python):
+    probe = subprocess.run([python, "-c", "import torch; print(torch.__version__)"],
+                           capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"torch is not importable by {python} ({last}); install PyTorch to run this case"
+    return None
+
+
+def dump(title, text):
+    print(f"---- {title} ----")
+    print(text.rstrip("\n") if text.strip() else "(empty)")
+
+
+def run_case(name, build_dir, work_dir):
+    case = CASES[name]
+    build_dir = os.path.abspath(build_dir)
+    gpuprof = os.path.join(build_dir, "bin", "gpuprof")
+    inject = os.path.join(build_dir, "lib", "libgpuprof_inject.so")
+    for path, what in ((gpuprof, "the gpuprof CLI"), (inject, "the injection library")):
+        if not os.path.isfile(path):
+            print(f"FAIL: {what} is missing: {path} (build the `gpu` preset: cmake --preset gpu && "
+                  f"cmake --build --preset gpu)")
+            return 1
+    if case.program:
+        program = os.path.join(build_dir, "tests", "gpu", case.program)
+        if not os.path.isfile(program):
+            print(f"FAIL: test program missing: {program} (target {case.program})")
+            return 1
+        command = [program]
+    else:
+        command = list(case.command)
+        if command[0] == "python3":
+            command[0] = python_for_commands()
+    if case.needs_torch:
+        reason = torch_skip_reason(command[0])
+        if reason:
+            print(f"SKIP: {reason}")
+            return SKIP
+
+    case_dir = os.path.join(os.path.abspath(work_dir), name)
+    out_dir = os.path.join(case_dir, "out")
+    shutil.rmtree(case_dir, ignore_errors=True)
+    os.makedirs(case_dir)
+    argv = [gpuprof, "run", "-o", out_dir, *case.flags, "--", *command]
+    print("$ " + " ".join(argv))
+    begin = time.monotonic()
+    try:
+        result = subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, errors="replace",
+                                timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        dump("stdout", e.stdout or "")
+        dump("stderr", e.stderr or "")
+        print(f"FAIL: `gpuprof run` did not finish within {RUN_TIMEOUT_S} s")
+        return 1
+    print(f"exit status {result.returncode} after {time.monotonic() - begin:.1f} s")
+    dump("stdout (the program)", result.stdout)
+    dump("stderr (the program and gpuprof)", result.stderr)
+    with open(os.path.join(case_dir, "program_stdout.txt"), "w", encoding="utf-8") as f:
+        f.write(result.stdout)
+
+    failures = []
+    if result.returncode != 0:
+        failures.append(f"`gpuprof run` exited {result.returncode}, expected 0")
+    on_disk = sorted(check_db.find_dbs(out_dir))
+    reported = sorted({line.split("gpuprof: profile DB: ", 1)[1].strip()
+                       for line in result.stderr.splitlines() if line.startswith("gpuprof: profile DB: ")})
+    if reported != on_disk:
+        failures.append(f"`gpuprof run` reported DBs {reported}, but {on_disk} are on disk")
+
+    print(f"---- check_db.py {case.expectation} ----")
+    failures += check_db.check(case.expectation, out_dir, result.stdout)
+
+    for db in on_disk:
+        checked = subprocess.run([gpuprof, "check", db], capture_output=True, text=True, errors="replace")
+        print(f"$ gpuprof check {db}  -> {checked.returncode}")
+        if checked.stdout.strip():
+            print(checked.stdout.rstrip())
+        if checked.returncode != 0:
+            dump("gpuprof check stderr", checked.stderr)
+            failures.append(f"`gpuprof check {db}` exited {checked.returncode}")
+
+    if failures:
+        print(f"FAIL: {name}: {len(failures)} problem(s):")
+        for failure in failures:
+            print(f"  - {failure}")
+        return 1
+    print(f"PASS: {name}")
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--list", action="store_true", help="print the case names, one per line")
+    parser.add_argument("--build-dir", help="the build folder (gpu preset)")
+    parser.add_argument("--case", choices=sorted(CASES))
+    parser.add_argument("--work-dir", help="where each case writes (default: BUILD/tests/gpu/work)")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(CASES))
+        return 0
+    if not args.build_dir or not args.case:
+        parser.error("--build-dir and --case are required (or --list)")
+    work_dir = args.work_dir or os.path.join(args.build_dir, "tests", "gpu", "work")
+    return run_case(args.case, args.build_dir, work_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

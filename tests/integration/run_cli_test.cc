@@ -1,0 +1,332 @@
+// Runs `gpuprof run` (GPUPROF_CLI_PATH) on ordinary programs (/bin/sh), with no GPU: exit status
+// pass-through (codes and signals), the shell-style errors for an application that cannot be
+// started, usage errors, the injection library's lookup and its errors, the environment the
+// application receives, signal forwarding, and the summary of DBs a session reports through
+// GPUPROF_RESULT_FILE (a fixture DB stands in for a session's).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#ifdef GPUPROF_RUN_TEST_FIXTURES
+#include "unit/db/fixture_db.h"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "'";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class RunCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/gpuprof_run_cli_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    // No CUDA program runs here, so any readable file serves as the injection library: the
+    // driver would load it only if the application initialized CUDA.
+    inject_ = dir_ + "/libgpuprof_inject.so";
+    std::ofstream(inject_) << "not a library\n";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // Runs `<env> gpuprof <args>` through /bin/sh with stdout and stderr captured separately.
+  // GPUPROF_INJECT_LIBRARY is the stand-in unless `env` sets it.
+  CliResult Run(const std::string& args, const std::string& env = "",
+                const std::string& cli = GPUPROF_CLI_PATH) const {
+    const std::string err_path = dir_ + "/stderr.txt";
+    const std::string command = "cd " + Quote(dir_) + " && GPUPROF_INJECT_LIBRARY=" + Quote(inject_) + " " + env +
+                                " " + Quote(cli) + " " + args + " 2>" + Quote(err_path);
+    CliResult result;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) {
+      ADD_FAILURE() << "popen failed for: " << command;
+      return result;
+    }
+    std::array<char, 4096> buffer{};
+    std::size_t n = 0;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
+    const int status = pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.err = ReadFile(err_path);
+    return result;
+  }
+
+  std::string dir_;
+  std::string inject_;
+};
+
+TEST_F(RunCommandTest, ExitCodeOfApplicationIsReturnedAndNoCudaIsExplained) {
+  CliResult r = Run("run -o out -- /bin/sh -c 'exit 3'");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("gpuprof: no CUDA activity was collected: the application did not initialize "
+                               "CUDA (a CPU-only run?)"));
+  EXPECT_TRUE(fs::is_directory(dir_ + "/out")) << "the output directory is created before the run";
+}
+
+TEST_F(RunCommandTest, SuccessfulCpuOnlyRunExitsZero) {
+  CliResult r = Run("run -- /bin/sh -c 'echo hello'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello\n") << "the application's stdout is its own: gpuprof writes to stderr";
+  EXPECT_THAT(r.err, HasSubstr("no CUDA activity was collected"));
+  EXPECT_TRUE(fs::is_directory(dir_ + "/gpuprof_output")) << "default output directory";
+}
+
+TEST_F(RunCommandTest, MissingApplicationExits127LikeAShell) {
+  CliResult r = Run("run -- gpuprof_no_such_program_xyz --flag");
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_THAT(r.err, HasSubstr("gpuprof: error: cannot run 'gpuprof_no_such_program_xyz': No such file or "
+                               "directory"));
+  EXPECT_THAT(r.err, Not(HasSubstr("no CUDA activity")));
+}
+
+TEST_F(RunCommandTest, NonExecutableApplicationExits126) {
+  std::ofstream(dir_ + "/not_executable.sh") << "#!/bin/sh\nexit 0\n";
+  CliResult r = Run("run -- ./not_executable.sh");
+  EXPECT_EQ(r.exit_code, 126);
+  EXPECT_THAT(r.err, HasSubstr("cannot run './not_executable.sh': Permission denied"));
+}
+
+TEST_F(RunCommandTest, NoApplicationIsAUsageError) {
+  for (const char* args : {"run", "run --", "run -o out", "run --follow-children --"}) {
+    CliResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_THAT(r.err, HasSubstr("no application given")) << args;
+    EXPECT_THAT(r.err, HasSubstr("gpuprof run --help")) << args;
+  }
+}
+
+TEST_F(RunCommandTest, UnknownFlagBeforeTheApplicationIsAUsageError) {
+  CliResult r = Run("run --no-such-flag -- /bin/true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--no-such-flag"));
+  EXPECT_THAT(r.err, HasSubstr("gpuprof run --help"));
+}
+
+TEST_F(RunCommandTest, HelpDescribesTheContract) {
+  CliResult r = Run("run --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* text : {"--follow-children", "-o,--output", "CUDA_INJECTION64_PATH", "GPUPROF_INJECT_LIBRARY",
+                           "128+N", "127", "SIGINT", "APP [ARGS...]"}) {
+    EXPECT_THAT(r.out, HasSubstr(text));
+  }
+}
+
+TEST_F(RunCommandTest, InjectLibraryVariableNamingNoFileIsAnError) {
+  CliResult r = Run("run -- /bin/true", "GPUPROF_INJECT_LIBRARY=/nonexistent/libgpuprof_inject.so");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("GPUPROF_INJECT_LIBRARY=/nonexistent/libgpuprof_inject.so"));
+  EXPECT_THAT(r.err, HasSubstr("does not exist"));
+  EXPECT_THAT(r.err, HasSubstr("unset it"));
+}
+
+TEST_F(RunCommandTest, MissingInjectLibraryNamesThePathsTried) {
+  // A copy of gpuprof in a directory with no lib/ beside it or under it.
+  const std::string bin = dir_ + "/lonely/bin";
+  fs::create_directories(bin);
+  fs::copy_file(GPUPROF_CLI_PATH, bin + "/gpuprof");
+  fs::permissions(bin + "/gpuprof", fs::perms::owner_all);
+  CliResult r = Run("run -- /bin/true", "GPUPROF_INJECT_LIBRARY=", bin + "/gpuprof");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("cannot find gpuprof's CUDA injection library libgpuprof_inject.so"));
+  EXPECT_THAT(r.err, HasSubstr(dir_ + "/lonely/lib/libgpuprof_inject.so"));
+  EXPECT_THAT(r.err, HasSubstr(dir_ + "/lonely/bin/lib/libgpuprof_inject.so"));
+  EXPECT_THAT(r.err, HasSubstr("GPUPROF_ENABLE_CUDA=ON"));
+}
+
+TEST_F(RunCommandTest, InjectLibraryBesideTheExecutableIsFound) {
+  const std::string root = dir_ + "/tree";
+  fs::create_directories(root + "/bin");
+  fs::create_directories(root + "/lib");
+  fs::copy_file(GPUPROF_CLI_PATH, root + "/bin/gpuprof");
+  fs::permissions(root + "/bin/gpuprof", fs::perms::owner_all);
+  std::ofstream(root + "/lib/libgpuprof_inject.so") << "stand-in\n";
+  CliResult r = Run("run -- /bin/sh -c 'echo \"$CUDA_INJECTION64_PATH\"'", "GPUPROF_INJECT_LIBRARY=",
+                    root + "/bin/gpuprof");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, root + "/lib/libgpuprof_inject.so\n");
+}
+
+TEST_F(RunCommandTest, EnvironmentReachesTheApplication) {
+  CliResult r = Run(
+      "run -o out -- /bin/sh -c 'echo \"$CUDA_INJECTION64_PATH\"; echo \"$GPUPROF_OUTPUT_DIR\"; "
+      "echo \"$GPUPROF_RESULT_FILE\"; echo \"$GPUPROF_FOLLOW_CHILDREN\"; echo \"$GPUPROF_ROOT_PID\" $$; "
+      "echo \"$NVTX_INJECTION64_PATH\"; echo \"$GPUPROF_LOG_LEVEL\"; echo \"$GPUPROF_WORKER_NAME\"; "
+      "test -f \"$GPUPROF_RESULT_FILE\" && echo result-file-exists'",
+      "GPUPROF_LOG_LEVEL=debug GPUPROF_WORKER_NAME=w0 GPUPROF_ROOT_PID=1 GPUPROF_FOLLOW_CHILDREN=1 "
+      "GPUPROF_OUTPUT_DIR=/elsewhere");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines;
+  std::istringstream stream(r.out);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 9u) << r.out;
+  EXPECT_EQ(lines[0], inject_);
+  EXPECT_EQ(lines[1], dir_ + "/out") << "absolute, so it holds when the application changes directory";
+  EXPECT_THAT(lines[2], Not(HasSubstr(dir_))) << "the result file lives in a private temporary directory";
+  EXPECT_FALSE(fs::exists(lines[2])) << "and is removed after the run";
+  EXPECT_EQ(lines[3], "0") << "gpuprof's flag decides, not an inherited variable";
+  std::istringstream pids(lines[4]);
+  std::string root_pid, shell_pid;
+  pids >> root_pid >> shell_pid;
+  EXPECT_EQ(root_pid, shell_pid) << "GPUPROF_ROOT_PID is the application's own pid";
+  EXPECT_EQ(lines[5], "") << "not set: the stand-in library has no NVTX entry point";
+  EXPECT_EQ(lines[6], "debug") << "GPUPROF_LOG_LEVEL passes through";
+  EXPECT_EQ(lines[7], "w0") << "GPUPROF_WORKER_NAME passes through";
+  EXPECT_EQ(lines[8], "result-file-exists");
+}
+
+TEST_F(RunCommandTest, FollowChildrenFlagIsPassedOn) {
+  CliResult r = Run("run --follow-children -- /bin/sh -c 'echo \"$GPUPROF_FOLLOW_CHILDREN\"'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1\n");
+}
+
+TEST_F(RunCommandTest, NvtxInjectionNamesAnInjectionLibraryWithTheNvtxEntryPoint) {
+  const std::string echo = "run -- /bin/sh -c 'echo \"$NVTX_INJECTION64_PATH\"'";
+  const std::string stub = std::string("GPUPROF_INJECT_LIBRARY=") + Quote(GPUPROF_NVTX_STUB_LIBRARY);
+  CliResult with_entry = Run(echo, stub);
+  EXPECT_EQ(with_entry.exit_code, 0) << with_entry.err;
+  EXPECT_EQ(with_entry.out, std::string(GPUPROF_NVTX_STUB_LIBRARY) + "\n");
+  CliResult users = Run(echo, stub + " NVTX_INJECTION64_PATH=/opt/tool/libnvtx_tool.so");
+  EXPECT_EQ(users.out, "/opt/tool/libnvtx_tool.so\n") << "the user's choice wins";
+  CliResult without_entry = Run(echo);
+  EXPECT_EQ(without_entry.out, "\n") << "a library without InitializeInjectionNvtx2 is not named";
+}
+
+TEST_F(RunCommandTest, ArgumentsAfterTheApplicationBelongToIt) {
+  // No `--`: the application starts at the first argument that is not one of run's flags.
+  CliResult r = Run("run -o out /bin/sh -c 'echo \"$*\"' sh -o --help --follow-children run");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "-o --help --follow-children run\n");
+  // An application named like a gpuprof subcommand is still the application.
+  CliResult named = Run("run -- stats");
+  EXPECT_EQ(named.exit_code, 127);
+  EXPECT_THAT(named.err, HasSubstr("cannot run 'stats'"));
+}
+
+TEST_F(RunCommandTest, ApplicationKilledBySignalGives128PlusSignal) {
+  CliResult r = Run("run -- /bin/sh -c 'kill -TERM $$'");
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM);
+  EXPECT_THAT(r.err, HasSubstr("killed by signal 15"));
+  EXPECT_THAT(r.err, HasSubstr("no profile DB was written"));
+}
+
+TEST_F(RunCommandTest, SigtermSentToGpuprofIsForwardedToTheApplication) {
+  const std::string ready = dir_ + "/ready";
+  const std::string script = "trap 'exit 7' TERM; touch " + Quote(ready) + "; while :; do sleep 0.05; done";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("GPUPROF_INJECT_LIBRARY", inject_.c_str(), 1);
+    int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, STDERR_FILENO);
+    std::string out_dir = dir_ + "/out";
+    execl(GPUPROF_CLI_PATH, "gpuprof", "run", "-o", out_dir.c_str(), "--", "/bin/sh", "-c", script.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(99);
+  }
+  for (int i = 0; i < 400 && !fs::exists(ready); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_TRUE(fs::exists(ready)) << "the application never started";
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "gpuprof itself must not die of the signal";
+  EXPECT_EQ(WEXITSTATUS(status), 7) << "the application's trap ran and its exit code came back";
+}
+
+TEST_F(RunCommandTest, UnfinishedDbIsReported) {
+  CliResult r = Run(
+      "run -o out -- /bin/sh -c 'd=\"$GPUPROF_OUTPUT_DIR/h_1_2_ascend_pt/ASCEND_PROFILER_OUTPUT\"; "
+      "mkdir -p \"$d\" && echo x > \"$d/ascend_pytorch_profiler.db.partial\"; kill -KILL $$'");
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL);
+  EXPECT_THAT(r.err, HasSubstr("no profile DB was finalized"));
+  EXPECT_THAT(r.err, HasSubstr("ascend_pytorch_profiler.db.partial"));
+  EXPECT_THAT(r.err, HasSubstr("signal 9"));
+}
+
+#ifdef GPUPROF_RUN_TEST_FIXTURES
+namespace fixture = gpuprof::db::fixture;
+
+TEST_F(RunCommandTest, ReportedDbIsSummarized) {
+  // The application plays a session: it "finalizes" a fixture DB and reports it the way the
+  // session does, one "db <path>" line appended to GPUPROF_RESULT_FILE (plus a line gpuprof
+  // does not know, which it must ignore).
+  gpuprof::StatusOr<std::string> db = fixture::WriteFixtureRun(dir_ + "/out", "node0_4242_20240101");
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  CliResult r = Run("run -o out -- /bin/sh -c 'echo \"future-line x\" >> \"$GPUPROF_RESULT_FILE\"; "
+                    "echo \"db " + *db + "\" >> \"$GPUPROF_RESULT_FILE\"; echo \"db " + *db +
+                    "\" >> \"$GPUPROF_RESULT_FILE\"; exit 0'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("gpuprof: profile DB: " + *db));
+  // 4 kernel launches of 3 kernels (fixture_db.h), 250 µs of device time; gemm_kernel<float>
+  // and gemm_bwd_kernel (100 µs each) lead.
+  EXPECT_THAT(r.err, HasSubstr("Top kernels by total time (4 launches of 3 kernels, 0.250 ms on the device)"));
+  EXPECT_THAT(r.err, HasSubstr("gemm_kernel<float>"));
+  EXPECT_THAT(r.err, HasSubstr("relu_kernel"));
+  EXPECT_THAT(r.err, HasSubstr("Device tasks:"));
+  EXPECT_THAT(r.err, HasSubstr("KERNEL"));
+  // Runtime rows: 4 cudaLaunchKernel (30 µs) + 1 cudaMemcpyAsync (10 µs).
+  EXPECT_THAT(r.err, HasSubstr("CUDA API: 5 calls of 2 functions, 0.040 ms in total"));
+  EXPECT_THAT(r.err, HasSubstr("cudaLaunchKernel"));
+  EXPECT_THAT(r.err, HasSubstr("cudaMemcpyAsync"));
+  EXPECT_THAT(r.err, Not(HasSubstr("no CUDA activity")));
+  // Listed twice, summarized once.
+  std::size_t first = r.err.find("gpuprof: profile DB:");
+  EXPECT_EQ(r.err.find("gpuprof: profile DB:", first + 1), std::string::npos) << r.err;
+}
+
+TEST_F(RunCommandTest, UnreadableReportedDbIsAWarningNotAFailure) {
+  const std::string bogus = dir_ + "/bogus.db";
+  std::ofstream(bogus) << "this is not sqlite, and long enough to be looked at as a file header....\n";
+  CliResult r = Run("run -- /bin/sh -c 'echo \"db " + bogus + "\" >> \"$GPUPROF_RESULT_FILE\"; exit 4'");
+  EXPECT_EQ(r.exit_code, 4) << "the application's exit code, whatever the DB";
+  EXPECT_THAT(r.err, HasSubstr("gpuprof: profile DB: " + bogus));
+  EXPECT_THAT(r.err, HasSubstr("gpuprof: warning: cannot summarize it"));
+}
+#endif
+
+}  // namespace

@@ -1,0 +1,493 @@
+#include "cupti/subscriber.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "base/logging.h"
+#include "trace/trace_buffer.h"
+#include "unit/cupti/fake_cupti.h"
+
+namespace gpuprof::cupti {
+namespace {
+
+using testing::ActivityBuffer;
+using ::testing::Contains;
+using testing::FakeCuptiApi;
+using ::testing::HasSubstr;
+using testing::MakeApi;
+using testing::MakeExternalCorrelation;
+using testing::MakeKernel;
+using testing::MakeMarker;
+using testing::MakeMemcpy;
+using ::testing::Not;
+
+std::uint64_t CorrelationOf(const trace::Record& record) {
+  if (const auto* call = std::get_if<trace::ApiCall>(&record)) return call->correlation_id;
+  if (const auto* task = std::get_if<trace::DeviceTask>(&record)) return task->correlation_id;
+  return 0;
+}
+
+class CuptiSubscriberTest : public ::testing::Test {
+ protected:
+  CuptiSubscriberTest() : api_(std::make_shared<FakeCuptiApi>()) {}
+
+  RecordSink Sink() {
+    return [this](std::vector<trace::Record>&& records) {
+      ++sink_calls_;
+      for (trace::Record& record : records) received_.push_back(std::move(record));
+    };
+  }
+  std::unique_ptr<CuptiSubscriber> StartOrDie(SubscriberOptions options = {}) {
+    options.pid = 4242;
+    auto subscriber = CuptiSubscriber::Start(api_, Sink(), std::move(options));
+    EXPECT_TRUE(subscriber.ok()) << subscriber.status().ToString();
+    return subscriber.ok() ? std::move(subscriber).value() : nullptr;
+  }
+  bool Enabled(CUpti_ActivityKind kind) const {
+    return std::count(api_->enabled_kinds.begin(), api_->enabled_kinds.end(), kind) >
+           std::count(api_->disabled_kinds.begin(), api_->disabled_kinds.end(), kind);
+  }
+
+  std::shared_ptr<FakeCuptiApi> api_;
+  std::vector<trace::Record> received_;
+  int sink_calls_ = 0;
+};
+
+// ---- Start --------------------------------------------------------------------------------------
+
+TEST_F(CuptiSubscriberTest, StartSubscribesAsGpuprofAndEnablesTheActivityKinds) {
+  auto subscriber = StartOrDie();
+  ASSERT_NE(subscriber, nullptr);
+  EXPECT_TRUE(subscriber->running());
+  EXPECT_EQ(api_->subscribe_calls, 1);
+  EXPECT_EQ(api_->subscriber_name, "gpuprof");
+  EXPECT_EQ(api_->params_struct_size, sizeof(CUpti_SubscriberParams));
+  EXPECT_TRUE(Enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  EXPECT_FALSE(Enabled(CUPTI_ACTIVITY_KIND_KERNEL));  // serializes kernels: never
+  for (CUpti_ActivityKind kind :
+       {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
+        CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_MARKER,
+        CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION}) {
+    EXPECT_TRUE(Enabled(kind)) << "kind " << kind;
+  }
+  EXPECT_EQ(api_->thread_id_type, CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  EXPECT_NE(api_->buffer_requested, nullptr);
+  EXPECT_NE(api_->buffer_completed, nullptr);
+  EXPECT_THAT(
+      api_->enabled_callbacks,
+      Contains(std::make_pair(static_cast<int>(CUPTI_CB_DOMAIN_RESOURCE),
+                              static_cast<std::uint32_t>(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING))));
+  EXPECT_THAT(api_->enabled_domains, Contains(static_cast<int>(CUPTI_CB_DOMAIN_RUNTIME_API)));
+  EXPECT_THAT(api_->enabled_domains, Contains(static_cast<int>(CUPTI_CB_DOMAIN_DRIVER_API)));
+}
+
+TEST_F(CuptiSubscriberTest, OptionsLeaveOutApiNvtxAndInternalFiltering) {
+  SubscriberOptions options;
+  options.runtime_api = false;
+  options.driver_api = false;
+  options.nvtx = false;
+  options.filter_internal_work = false;
+  options.flush_period_ms = 250;
+  auto subscriber = StartOrDie(options);
+  EXPECT_FALSE(Enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
+  EXPECT_FALSE(Enabled(CUPTI_ACTIVITY_KIND_DRIVER));
+  EXPECT_FALSE(Enabled(CUPTI_ACTIVITY_KIND_MARKER));
+  EXPECT_TRUE(api_->enabled_domains.empty());
+  EXPECT_EQ(api_->flush_period_ms, 250u);
+}
+
+TEST_F(CuptiSubscriberTest, TakenSlotIsUnavailableNamingTheHolder) {
+  api_->subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  api_->holder_name = "CUPTI for Kineto";
+  auto subscriber = CuptiSubscriber::Start(api_, Sink());
+  ASSERT_FALSE(subscriber.ok());
+  EXPECT_EQ(subscriber.status().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(subscriber.status().message(), HasSubstr("'CUPTI for Kineto'"));
+  EXPECT_THAT(subscriber.status().message(), HasSubstr("no GPU activity"));
+  EXPECT_TRUE(api_->enabled_kinds.empty());
+  EXPECT_EQ(api_->buffer_requested, nullptr);
+}
+
+TEST_F(CuptiSubscriberTest, TakenSlotWithoutAHolderNameSaysAnotherTool) {
+  api_->subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  auto subscriber = CuptiSubscriber::Start(api_, Sink());
+  ASSERT_FALSE(subscriber.ok());
+  EXPECT_THAT(subscriber.status().message(), HasSubstr("another tool"));
+}
+
+TEST_F(CuptiSubscriberTest, CuptiThatCannotStartIsUnavailable) {
+  // Without a driver, CUPTI 13's cuptiSubscribe_v2 answers CUPTI_ERROR_UNKNOWN (seen in CI).
+  for (CUptiResult result : {CUPTI_ERROR_NOT_INITIALIZED, CUPTI_ERROR_UNKNOWN}) {
+    api_->subscribe_result = result;
+    auto subscriber = CuptiSubscriber::Start(api_, Sink());
+    ASSERT_FALSE(subscriber.ok());
+    EXPECT_EQ(subscriber.status().code(), StatusCode::kUnavailable);
+    EXPECT_THAT(subscriber.status().message(), HasSubstr("cuptiSubscribe_v2 failed: CUPTI_ERROR_"));
+    EXPECT_THAT(subscriber.status().message(), HasSubstr("no GPU activity"));
+  }
+  EXPECT_TRUE(api_->enabled_kinds.empty());
+}
+
+TEST_F(CuptiSubscriberTest, RequiredKindFailureRollsEverythingBack) {
+  api_->failing_kinds.insert(CUPTI_ACTIVITY_KIND_MEMSET);
+  auto subscriber = CuptiSubscriber::Start(api_, Sink());
+  ASSERT_FALSE(subscriber.ok());
+  EXPECT_EQ(subscriber.status().code(), StatusCode::kInternal);
+  EXPECT_THAT(subscriber.status().message(), HasSubstr("CUPTI_ACTIVITY_KIND_MEMSET"));
+  EXPECT_FALSE(Enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  EXPECT_FALSE(Enabled(CUPTI_ACTIVITY_KIND_MEMCPY));
+  EXPECT_TRUE(api_->enabled_domains.empty());
+  EXPECT_EQ(api_->unsubscribe_calls, 1);
+  // The process-wide slot was released: a later Start works.
+  api_->failing_kinds.clear();
+  EXPECT_NE(StartOrDie(), nullptr);
+}
+
+TEST_F(CuptiSubscriberTest, OptionalKindFailureWarnsAndCollectsWithoutIt) {
+  base::ScopedLogCapture capture;
+  api_->failing_kinds.insert(CUPTI_ACTIVITY_KIND_MARKER);
+  auto subscriber = StartOrDie();
+  ASSERT_NE(subscriber, nullptr);
+  EXPECT_FALSE(Enabled(CUPTI_ACTIVITY_KIND_MARKER));
+  EXPECT_EQ(capture.Count("CUPTI_ACTIVITY_KIND_MARKER"), 1);
+}
+
+TEST_F(CuptiSubscriberTest, SecondSubscriberInTheProcessIsRefused) {
+  auto first = StartOrDie();
+  auto other_api = std::make_shared<FakeCuptiApi>();
+  auto second = CuptiSubscriber::Start(other_api, Sink());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(other_api->subscribe_calls, 0);
+}
+
+TEST_F(CuptiSubscriberTest, BadOptionsAreInvalidArgument) {
+  SubscriberOptions options;
+  options.buffer_bytes = 100;
+  EXPECT_EQ(CuptiSubscriber::Start(api_, Sink(), options).status().code(), StatusCode::kInvalidArgument);
+  options = {};
+  options.subscriber_name = std::string(CUPTI_SUBSCRIBER_NAME_MAX_LEN + 1, 'x');
+  EXPECT_EQ(CuptiSubscriber::Start(api_, Sink(), options).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CuptiSubscriber::Start(api_, RecordSink()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(api_->subscribe_calls, 0);
+}
+
+// ---- buffers --------------------------------------------------------------------------------------
+
+TEST_F(CuptiSubscriberTest, CompletedBufferReachesTheSinkTranslated) {
+  api_->timestamp = 1'000;
+  api_->callback_names[{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}] =
+      "cudaLaunchKernel_v7000";
+  auto subscriber = StartOrDie();
+  ActivityBuffer buffer;
+  buffer
+      .Add(MakeApi(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5, 2'000,
+                   2'100, 9))
+      .Add(MakeKernel(5, 3'000, 4'000, "_Z6vecAddPfS_S_i"))
+      .Add(MakeMemcpy(6, 5'000, 5'500, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1024));
+  ASSERT_TRUE(api_->Deliver(buffer));
+  ASSERT_EQ(received_.size(), 3u);
+  EXPECT_EQ(sink_calls_, 1);  // one vector per buffer
+  const auto& call = std::get<trace::ApiCall>(received_[0]);
+  EXPECT_EQ(call.name, "cudaLaunchKernel");
+  EXPECT_TRUE(call.launches_device_work);
+  const auto& kernel = std::get<trace::DeviceTask>(received_[1]);
+  EXPECT_EQ(kernel.short_name, "vecAdd");
+  EXPECT_EQ(kernel.pid, 4242u);
+  // Times are epoch ns through the converter sampled at Start.
+  EXPECT_EQ(kernel.start_ns, subscriber->time().ToEpochNs(3'000));
+  EXPECT_EQ(kernel.end_ns - kernel.start_ns, 1'000);
+  EXPECT_GT(kernel.start_ns, std::int64_t{1'600'000'000} * 1'000'000'000);
+  EXPECT_EQ(std::get<trace::DeviceTask>(received_[2]).memcpy_operation, 1u);
+
+  const SubscriberStats stats = subscriber->stats();
+  EXPECT_EQ(stats.buffers_completed, 1u);
+  EXPECT_EQ(stats.records_parsed, 3u);
+  EXPECT_EQ(stats.records_emitted, 3u);
+  EXPECT_EQ(stats.translator.kernels, 1u);
+}
+
+TEST_F(CuptiSubscriberTest, EmptyBufferCallsNoSink) {
+  auto subscriber = StartOrDie();
+  ASSERT_TRUE(api_->Deliver(ActivityBuffer()));
+  EXPECT_EQ(sink_calls_, 0);
+  EXPECT_EQ(subscriber->stats().buffers_completed, 1u);
+}
+
+TEST_F(CuptiSubscriberTest, UnparsableRecordStopsTheBufferAndIsCounted) {
+  auto subscriber = StartOrDie();
+  ActivityBuffer buffer;
+  buffer.Add(MakeKernel(1, 1, 2, "k")).Add(testing::Zeroed<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_INVALID));
+  ASSERT_TRUE(api_->Deliver(buffer));
+  EXPECT_EQ(received_.size(), 1u);  // what was parsed before the error still arrives
+  EXPECT_EQ(subscriber->stats().parse_errors, 1u);
+}
+
+TEST_F(CuptiSubscriberTest, BuffersBeyondTheCapAreRefusedAndReused) {
+  SubscriberOptions options;
+  options.max_buffers = 2;
+  options.buffer_bytes = 4096;
+  auto subscriber = StartOrDie(options);
+  std::uint8_t* buffers[3] = {};
+  std::size_t size = 0;
+  std::size_t max_records = 0;
+  for (auto*& buffer : buffers) api_->buffer_requested(&buffer, &size, &max_records);
+  EXPECT_NE(buffers[0], nullptr);
+  EXPECT_NE(buffers[1], nullptr);
+  EXPECT_EQ(buffers[2], nullptr);  // CUPTI drops (and counts) what it cannot store
+  EXPECT_EQ(size, 0u);
+  EXPECT_EQ(subscriber->stats().buffers_refused, 1u);
+  api_->buffer_completed(nullptr, 0, buffers[0], 4096, 0);
+  std::uint8_t* again = nullptr;
+  api_->buffer_requested(&again, &size, &max_records);
+  EXPECT_EQ(again, buffers[0]);  // from the pool
+  EXPECT_EQ(size, 4096u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(again) % 8, 0u);
+  api_->buffer_completed(nullptr, 0, again, 4096, 0);
+  api_->buffer_completed(nullptr, 0, buffers[1], 4096, 0);
+}
+
+TEST_F(CuptiSubscriberTest, DroppedRecordsAreCountedAndReportedInOneLineAtStop) {
+  api_->dropped_per_call = 3;
+  auto subscriber = StartOrDie();
+  ASSERT_TRUE(api_->Deliver(ActivityBuffer()));
+  ASSERT_TRUE(api_->Deliver(ActivityBuffer()));
+  EXPECT_EQ(subscriber->stats().cupti_dropped_records, 6u);
+  base::ScopedLogCapture capture;
+  api_->dropped_per_call = 0;
+  ASSERT_TRUE(subscriber->Stop().ok());
+  EXPECT_EQ(capture.Count("dropped"), 1);
+  EXPECT_EQ(capture.Count("CUPTI dropped 6 activity records"), 1);
+}
+
+TEST_F(CuptiSubscriberTest, NoDropsNoWarning) {
+  auto subscriber = StartOrDie();
+  base::ScopedLogCapture capture;
+  ASSERT_TRUE(subscriber->Stop().ok());
+  EXPECT_EQ(capture.Count("dropped"), 0);
+}
+
+TEST_F(CuptiSubscriberTest, ThrowingSinkIsContainedAndCounted) {
+  auto subscriber = CuptiSubscriber::Start(
+      api_, [](std::vector<trace::Record>&&) { throw std::runtime_error("sink is full"); });
+  ASSERT_TRUE(subscriber.ok());
+  ActivityBuffer buffer;
+  buffer.Add(MakeKernel(1, 1, 2, "k")).Add(MakeKernel(2, 3, 4, "k"));
+  ASSERT_TRUE(api_->Deliver(buffer));  // no exception escapes into "CUPTI"
+  EXPECT_EQ((*subscriber)->stats().records_lost, 2u);
+}
+
+TEST_F(CuptiSubscriberTest, SinkToAppendsToARecordCollector) {
+  trace::RecordCollector collector;
+  auto subscriber = CuptiSubscriber::Start(api_, SinkTo(collector));
+  ASSERT_TRUE(subscriber.ok());
+  ActivityBuffer buffer;
+  buffer.Add(MakeKernel(1, 1, 2, "k")).Add(MakeMemcpy(2, 3, 4, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, 64));
+  ASSERT_TRUE(api_->Deliver(buffer));
+  const std::vector<trace::Record> drained = collector.Drain();
+  ASSERT_EQ(drained.size(), 2u);
+  EXPECT_EQ(std::get<trace::DeviceTask>(drained[1]).memcpy_operation, 3u);
+}
+
+TEST_F(CuptiSubscriberTest, BuffersCompletingOnSeveralThreadsAllReachTheSink) {
+  // CUPTI may complete buffers on its worker thread and on flushing threads at once.
+  std::mutex mu;
+  std::size_t kernels = 0;
+  auto subscriber = CuptiSubscriber::Start(api_, [&](std::vector<trace::Record>&& records) {
+    std::lock_guard<std::mutex> lock(mu);
+    kernels += records.size();
+  });
+  ASSERT_TRUE(subscriber.ok());
+  constexpr int kThreads = 4;
+  constexpr int kBuffers = 50;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([this, t] {
+      for (int b = 0; b < kBuffers; ++b) {
+        ActivityBuffer buffer;
+        for (std::uint32_t i = 0; i < 10; ++i)
+          buffer.Add(MakeKernel(static_cast<std::uint32_t>(t * 10000 + b * 10) + i + 1, 1, 2, "k"));
+        EXPECT_TRUE(api_->Deliver(buffer));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(kernels, std::size_t{kThreads} * kBuffers * 10);
+  EXPECT_EQ((*subscriber)->stats().buffers_completed, std::uint64_t{kThreads} * kBuffers);
+  EXPECT_TRUE((*subscriber)->Stop().ok());
+}
+
+// ---- C1: gpuprof's own work ------------------------------------------------------------------
+
+TEST_F(CuptiSubscriberTest, InternalWorkNeverReachesTheSink) {
+  auto subscriber = StartOrDie();
+  {
+    ScopedInternalWork internal;  // e.g. a snapshot copy and a hash kernel
+    api_->ApiCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, 70);
+    api_->ApiCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, 70,
+                      CUPTI_API_EXIT);
+    api_->ApiCallback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 71);
+  }
+  api_->ApiCallback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                    72);  // the app's
+  // Device records first, API records in a later buffer: the filter does not depend on the order.
+  ActivityBuffer device;
+  device.Add(MakeMemcpy(70, 1, 2, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, 64))
+      .Add(MakeKernel(71, 3, 4, "hash"))
+      .Add(MakeKernel(72, 5, 6, "app_kernel"));
+  ActivityBuffer host;
+  host.Add(MakeApi(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, 70, 1, 2, 1))
+      .Add(MakeApi(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 71, 3, 4, 1))
+      .Add(
+          MakeApi(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 72, 5, 6, 1));
+  ASSERT_TRUE(api_->Deliver(device));
+  ASSERT_TRUE(api_->Deliver(host));
+  ASSERT_EQ(received_.size(), 2u);
+  for (const trace::Record& record : received_) EXPECT_EQ(CorrelationOf(record), 72u);
+  EXPECT_EQ(subscriber->stats().internal_records_dropped, 4u);
+  EXPECT_EQ(subscriber->internal_work_filter().size(), 2u);  // entry callbacks only
+}
+
+TEST_F(CuptiSubscriberTest, ApiCallbacksOutsideTheGuardMarkNothing) {
+  auto subscriber = StartOrDie();
+  api_->ApiCallback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5);
+  EXPECT_EQ(subscriber->internal_work_filter().size(), 0u);
+}
+
+// ---- resource callbacks -------------------------------------------------------------------------
+
+TEST_F(CuptiSubscriberTest, ContextDestructionFlushes) {
+  auto subscriber = StartOrDie();
+  api_->ResourceCallback(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  ASSERT_EQ(api_->flush_flags.size(), 1u);
+  EXPECT_EQ(api_->flush_flags[0], 0u);
+}
+
+TEST_F(CuptiSubscriberTest, ModuleLoadAndUnloadReachTheHook) {
+  std::vector<ModuleEvent> events;
+  SubscriberOptions options;
+  options.on_module = [&events](const ModuleEvent& event) { events.push_back(event); };
+  auto subscriber = StartOrDie(options);
+  EXPECT_THAT(api_->enabled_callbacks,
+              Contains(std::make_pair(static_cast<int>(CUPTI_CB_DOMAIN_RESOURCE),
+                                      static_cast<std::uint32_t>(CUPTI_CBID_RESOURCE_MODULE_LOADED))));
+  static const char kCubin[] =
+      "\x7f"
+      "ELF fake cubin";
+  CUpti_ModuleResourceData module{};
+  module.moduleId = 17;
+  module.pCubin = kCubin;
+  module.cubinSize = sizeof(kCubin);
+  api_->ResourceCallback(CUPTI_CBID_RESOURCE_MODULE_LOADED, &module);
+  api_->ResourceCallback(CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, &module);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].kind, ModuleEvent::Kind::kLoaded);
+  EXPECT_EQ(events[0].module_id, 17u);
+  EXPECT_EQ(events[0].cubin, kCubin);
+  EXPECT_EQ(events[0].cubin_size, sizeof(kCubin));
+  EXPECT_EQ(events[1].kind, ModuleEvent::Kind::kUnloadStarting);
+}
+
+TEST_F(CuptiSubscriberTest, WithoutAModuleHookModuleCallbacksStayOff) {
+  auto subscriber = StartOrDie();
+  EXPECT_THAT(api_->enabled_callbacks,
+              Not(Contains(std::make_pair(static_cast<int>(CUPTI_CB_DOMAIN_RESOURCE),
+                                          static_cast<std::uint32_t>(CUPTI_CBID_RESOURCE_MODULE_LOADED)))));
+}
+
+// ---- Flush / Stop ------------------------------------------------------------------------------
+
+TEST_F(CuptiSubscriberTest, FlushForwardsTheForcedFlag) {
+  auto subscriber = StartOrDie();
+  ASSERT_TRUE(subscriber->Flush().ok());
+  ASSERT_TRUE(subscriber->Flush(/*forced=*/true).ok());
+  ASSERT_EQ(api_->flush_flags.size(), 2u);
+  EXPECT_EQ(api_->flush_flags[0], 0u);
+  EXPECT_EQ(api_->flush_flags[1], static_cast<std::uint32_t>(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+}
+
+TEST_F(CuptiSubscriberTest, StopDisablesForceFlushesThenUnsubscribes) {
+  auto subscriber = StartOrDie();
+  // Records still inside CUPTI come out during Stop's forced flush and reach the sink.
+  api_->on_flush = [this](std::uint32_t) {
+    ActivityBuffer buffer;
+    buffer.Add(MakeKernel(3, 1, 2, "last"));
+    api_->Deliver(buffer);
+  };
+  api_->calls.clear();
+  ASSERT_TRUE(subscriber->Stop().ok());
+  EXPECT_FALSE(subscriber->running());
+  ASSERT_EQ(received_.size(), 1u);
+  EXPECT_EQ(std::get<trace::DeviceTask>(received_[0]).name, "last");
+  ASSERT_GE(api_->calls.size(), 3u);
+  EXPECT_EQ(api_->calls.front().rfind("disable", 0), 0u);
+  EXPECT_EQ(api_->calls[api_->calls.size() - 2],
+            "flush " + std::to_string(static_cast<std::uint32_t>(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)));
+  EXPECT_EQ(api_->calls.back(), "unsubscribe");
+  EXPECT_FALSE(Enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  EXPECT_TRUE(api_->enabled_domains.empty());
+  // Idempotent, and Flush after Stop is a precondition error.
+  EXPECT_TRUE(subscriber->Stop().ok());
+  EXPECT_EQ(api_->unsubscribe_calls, 1);
+  EXPECT_EQ(subscriber->Flush().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(CuptiSubscriberTest, BufferReturnedAfterStopIsFreedUnread) {
+  auto subscriber = StartOrDie();
+  std::uint8_t* buffer = nullptr;
+  std::size_t size = 0;
+  std::size_t max_records = 0;
+  api_->buffer_requested(&buffer, &size, &max_records);
+  ASSERT_NE(buffer, nullptr);
+  ASSERT_TRUE(subscriber->Stop().ok());
+  const auto kernel = MakeKernel(1, 1, 2, "late");
+  std::memcpy(buffer, &kernel, sizeof(kernel));
+  api_->buffer_completed(nullptr, 0, buffer, size, sizeof(kernel));  // freed, not translated
+  EXPECT_TRUE(received_.empty());
+  // And a new subscriber may start after the old one stopped.
+  subscriber.reset();
+  EXPECT_NE(StartOrDie(), nullptr);
+}
+
+TEST_F(CuptiSubscriberTest, OpenNvtxRangesAreClosedAtStop) {
+  auto subscriber = StartOrDie();
+  ActivityBuffer buffer;
+  buffer.Add(MakeMarker(CUPTI_ACTIVITY_FLAG_MARKER_START, 3, 10, 1, "epoch", nullptr));
+  ASSERT_TRUE(api_->Deliver(buffer));
+  EXPECT_TRUE(received_.empty());
+  ASSERT_TRUE(subscriber->Stop().ok());
+  ASSERT_EQ(received_.size(), 1u);
+  const auto& mark = std::get<trace::Mark>(received_[0]);
+  EXPECT_EQ(mark.message, "epoch");
+  EXPECT_GE(mark.end_ns, mark.start_ns);
+}
+
+TEST_F(CuptiSubscriberTest, DestructorStops) {
+  { auto subscriber = StartOrDie(); }
+  EXPECT_EQ(api_->unsubscribe_calls, 1);
+  EXPECT_FALSE(Enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+}
+
+TEST_F(CuptiSubscriberTest, ExternalCorrelationsAreHandedOutNotEmitted) {
+  auto subscriber = StartOrDie();
+  ActivityBuffer buffer;
+  buffer.Add(MakeExternalCorrelation(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 900, 5));
+  ASSERT_TRUE(api_->Deliver(buffer));
+  EXPECT_TRUE(received_.empty());
+  const std::vector<ExternalCorrelation> taken = subscriber->TakeExternalCorrelations();
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].external_id, 900u);
+  EXPECT_EQ(taken[0].correlation_id, 5u);
+}
+
+}  // namespace
+}  // namespace gpuprof::cupti

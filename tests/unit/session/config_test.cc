@@ -1,0 +1,215 @@
+#include "session/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace gpuprof::session {
+namespace {
+
+using ::testing::HasSubstr;
+
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [shared](const char* name) -> const char* {
+    auto it = shared->find(name);
+    return it == shared->end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(SessionConfigTest, DefaultsWhenNothingIsSet) {
+  StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({}));
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->output_dir, "./gpuprof_output");
+  EXPECT_EQ(config->worker_name, "");
+  EXPECT_EQ(config->rank, -1);
+  EXPECT_FALSE(config->follow_children);
+  EXPECT_EQ(config->result_file, "");
+  EXPECT_FALSE(config->log_level.has_value());
+  EXPECT_EQ(config->flush_interval.count(), 200);
+  EXPECT_TRUE(config->device);
+  EXPECT_TRUE(ValidateConfig(*config).ok());
+}
+
+TEST(SessionConfigTest, ReadsEveryVariableTheCliSets) {
+  StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{"GPUPROF_OUTPUT_DIR", "/tmp/out"},
+                                                              {"GPUPROF_WORKER_NAME", "trainer"},
+                                                              {"GPUPROF_RANK", "3"},
+                                                              {"GPUPROF_FOLLOW_CHILDREN", "1"},
+                                                              {"GPUPROF_RESULT_FILE", "/tmp/result"},
+                                                              {"GPUPROF_LOG_LEVEL", "info"},
+                                                              {"GPUPROF_FLUSH_INTERVAL_MS", "50"},
+                                                              {"GPUPROF_DEVICE", "0"},
+                                                              {"GPUPROF_ROOT_PID", "1234"}}));
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->output_dir, "/tmp/out");
+  EXPECT_EQ(config->worker_name, "trainer");
+  EXPECT_EQ(config->rank, 3);
+  EXPECT_TRUE(config->follow_children);
+  EXPECT_EQ(config->result_file, "/tmp/result");
+  EXPECT_EQ(config->log_level, base::LogLevel::kInfo);
+  EXPECT_EQ(config->flush_interval.count(), 50);
+  EXPECT_FALSE(config->device);
+  EXPECT_EQ(config->root_pid, 1234u);
+}
+
+TEST(SessionConfigTest, EmptyVariablesCountAsUnset) {
+  StatusOr<SessionConfig> config =
+      ConfigFromEnvironment(Env({{"GPUPROF_OUTPUT_DIR", ""}, {"GPUPROF_RANK", ""}, {"GPUPROF_CONFIG", ""}}));
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->output_dir, "./gpuprof_output");
+  EXPECT_EQ(config->rank, -1);
+}
+
+TEST(SessionConfigTest, RankFallsBackToTheLaunchersRank) {
+  EXPECT_EQ(ConfigFromEnvironment(Env({{"RANK", "5"}}))->rank, 5);
+  EXPECT_EQ(ConfigFromEnvironment(Env({{"RANK", "5"}, {"GPUPROF_RANK", "2"}}))->rank, 2);
+  // RANK is the launcher's variable: text that is not a rank is ignored, not an error.
+  StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{"RANK", "worker-a"}}));
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->rank, -1);
+}
+
+TEST(SessionConfigTest, BadVariableNamesItAndWhatIsAccepted) {
+  struct Case {
+    const char* name;
+    const char* value;
+    const char* expected;
+  };
+  for (const Case& c :
+       {Case{"GPUPROF_RANK", "abc", "GPUPROF_RANK=\"abc\": the rank must be an integer"},
+        Case{"GPUPROF_RANK", "-2", "GPUPROF_RANK=-2: the rank must be an integer from -1"},
+        Case{"GPUPROF_FOLLOW_CHILDREN", "maybe", "GPUPROF_FOLLOW_CHILDREN=\"maybe\": expected 0 or 1"},
+        Case{"GPUPROF_LOG_LEVEL", "loud", "GPUPROF_LOG_LEVEL=\"loud\": expected one of debug"},
+        Case{"GPUPROF_FLUSH_INTERVAL_MS", "0", "GPUPROF_FLUSH_INTERVAL_MS=0: the flush interval"},
+        Case{"GPUPROF_WORKER_NAME", "a/b", "GPUPROF_WORKER_NAME=\"a/b\": a worker name is one"},
+        Case{"GPUPROF_DEVICE", "gpu", "GPUPROF_DEVICE=\"gpu\": expected 0 or 1"},
+        Case{"GPUPROF_ROOT_PID", "0", "GPUPROF_ROOT_PID=\"0\": expected the pid of the process"}}) {
+    StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{c.name, c.value}}));
+    ASSERT_FALSE(config.ok()) << c.name << "=" << c.value;
+    EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(config.status().message(), HasSubstr(c.expected));
+  }
+}
+
+TEST(SessionConfigTest, JsonKeysOverrideTheVariablesAndOthersAreKept) {
+  StatusOr<SessionConfig> config =
+      ConfigFromEnvironment(Env({{"GPUPROF_OUTPUT_DIR", "/from/env"}, {"GPUPROF_RANK", "1"}}));
+  ASSERT_TRUE(config.ok());
+  Status applied = ApplyJsonConfig(
+      R"({"output_dir": "/from/json", "rank": 7, "follow_children": true, "record_shapes": true,
+          "activities": ["cpu", "cuda"], "note": "caf\u00e9 \"x\""})",
+      "test json", *config);
+  ASSERT_TRUE(applied.ok()) << applied.ToString();
+  EXPECT_EQ(config->output_dir, "/from/json");
+  EXPECT_EQ(config->rank, 7);
+  EXPECT_TRUE(config->follow_children);
+  EXPECT_EQ(config->ToJson(),
+            R"({"output_dir": "/from/json", "rank": 7, "follow_children": true, "record_shapes": true, )"
+            R"("activities": ["cpu", "cuda"], "note": "caf\u00e9 \"x\"", "started_by": "api"})");
+}
+
+TEST(SessionConfigTest, GpuprofConfigIsBelowTheSpecificVariables) {
+  StatusOr<SessionConfig> config = ConfigFromEnvironment(
+      Env({{"GPUPROF_CONFIG", R"({"output_dir": "/json", "worker_name": "w", "custom": 1})"},
+           {"GPUPROF_OUTPUT_DIR", "/var"}}));
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->output_dir, "/var");
+  EXPECT_EQ(config->worker_name, "w");
+  // The stored JSON shows the resolved value of a recognized key.
+  EXPECT_THAT(config->ToJson(), HasSubstr(R"("output_dir": "/var")"));
+  EXPECT_THAT(config->ToJson(), HasSubstr(R"("custom": 1)"));
+}
+
+TEST(SessionConfigTest, ToJsonListsTheResolvedSettingsWhenNoJsonWasGiven) {
+  SessionConfig config;
+  config.output_dir = "/out";
+  config.rank = 2;
+  config.started_by = "injection";
+  EXPECT_EQ(config.ToJson(),
+            R"({"output_dir": "/out", "rank": 2, "follow_children": false, "started_by": "injection"})");
+  // Round trip: the stored text is itself an acceptable configuration.
+  SessionConfig again;
+  ASSERT_TRUE(ApplyJsonConfig(config.ToJson(), "round trip", again).ok());
+  EXPECT_EQ(again.output_dir, "/out");
+  EXPECT_EQ(again.rank, 2);
+  EXPECT_EQ(again.started_by, "injection");
+}
+
+TEST(SessionConfigTest, MalformedJsonSaysWhereAndWhat) {
+  struct Case {
+    const char* json;
+    const char* expected;
+  };
+  for (const Case& c :
+       {Case{"", "offset 0: expected a JSON object"}, Case{"[1]", "offset 0: expected a JSON object"},
+        Case{R"({"a": 1,})", "offset 8: expected a string key"},
+        Case{R"({"a" 1})", "offset 5: expected ':' after key \"a\""},
+        Case{R"({"a": 1} x)", "offset 9: unexpected text after the object"},
+        Case{R"({"a": tru})", "offset 6: expected a value"}, Case{R"({"a": "x\q"})", "bad escape \\q"},
+        Case{R"({"a": "\ud800"})", "unpaired surrogate"}, Case{R"({"a": 01})", "expected ',' or '}'"},
+        Case{R"({"a": 1, "a": 2})", "offset 9: duplicate key \"a\""},
+        Case{R"({"a": [1, {"b": }]})", "expected a value"},
+        Case{"{\"a\": \"unterminated", "unterminated string"}}) {
+    SessionConfig config;
+    Status status = ApplyJsonConfig(c.json, "cfg", config);
+    ASSERT_FALSE(status.ok()) << c.json;
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), HasSubstr("cfg: invalid JSON at "));
+    EXPECT_THAT(status.message(), HasSubstr(c.expected)) << c.json;
+  }
+}
+
+TEST(SessionConfigTest, DeepNestingIsRejected) {
+  std::string json = R"({"a": )" + std::string(100, '[') + std::string(100, ']') + "}";
+  SessionConfig config;
+  Status status = ApplyJsonConfig(json, "cfg", config);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("nesting deeper than 64 levels"));
+}
+
+TEST(SessionConfigTest, RecognizedKeyWithWrongTypeNamesKeyAndValue) {
+  struct Case {
+    const char* json;
+    const char* expected;
+  };
+  for (const Case& c : {Case{R"({"rank": "3"})", R"(key "rank" (offset 1) must be an integer, got "3")"},
+                        Case{R"({"rank": 1.5})", "must be an integer, got 1.5"},
+                        Case{R"({"rank": -7})", "the rank must be an integer from -1"},
+                        Case{R"({"output_dir": 3})", R"(key "output_dir" (offset 1) must be a string)"},
+                        Case{R"({"output_dir": ""})", "must be a non-empty directory path"},
+                        Case{R"({"follow_children": 1})", "must be true or false, got 1"},
+                        Case{R"({"log_level": "chatty"})", "must be one of \"debug\""},
+                        Case{R"({"worker_name": "../x"})", "a worker name is one directory-name component"},
+                        Case{R"({"flush_interval_ms": 0})", "the flush interval must be"}}) {
+    SessionConfig config;
+    Status status = ApplyJsonConfig(c.json, "cfg", config);
+    ASSERT_FALSE(status.ok()) << c.json;
+    EXPECT_THAT(status.message(), HasSubstr(c.expected)) << c.json;
+  }
+}
+
+TEST(SessionConfigTest, FailedJsonLeavesTheConfigUnchanged) {
+  SessionConfig config;
+  config.output_dir = "/keep";
+  ASSERT_FALSE(ApplyJsonConfig(R"({"output_dir": "/changed", "rank": "bad"})", "cfg", config).ok());
+  EXPECT_EQ(config.output_dir, "/keep");
+  EXPECT_TRUE(config.json_members.empty());
+}
+
+TEST(SessionConfigTest, ValidateRejectsAnEmptyOutputDirectory) {
+  SessionConfig config;
+  config.output_dir.clear();
+  Status status = ValidateConfig(config);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("output directory is empty"));
+}
+
+TEST(SessionConfigTest, JsonQuoteEscapesControlCharacters) {
+  EXPECT_EQ(JsonQuote("a\"b\\c\nd\x01"), R"("a\"b\\c\nd\u0001")");
+}
+
+}  // namespace
+}  // namespace gpuprof::session

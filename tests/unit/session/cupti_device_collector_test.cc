@@ -1,0 +1,142 @@
+// The CUPTI adapter under a real Session: synthetic activity buffers through the fake CuptiApi end
+// up as DB rows. No GPU, no libcuda, no libcupti.
+#include "session/cupti_device_collector.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "base/logging.h"
+#include "session/session.h"
+#include "unit/cupti/fake_cupti.h"
+#include "unit/session/session_test_util.h"
+
+namespace gpuprof::session {
+namespace {
+
+using cupti::testing::ActivityBuffer;
+using cupti::testing::FakeCuptiApi;
+using cupti::testing::FakeDriverApi;
+using cupti::testing::MakeApi;
+using cupti::testing::MakeKernel;
+using cupti::testing::MakeMemcpy;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::Query;
+using testing::TempDir;
+
+class CuptiDeviceCollectorTest : public ::testing::Test {
+ protected:
+  CuptiDeviceCollectorTest() {
+    fake_ = new FakeCuptiApi;  // owned by the subscriber once loaded
+    fake_->timestamp = 1'000;
+    fake_->callback_names[{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}] =
+        "cudaLaunchKernel_v7000";
+    loaders_.cupti = [this]() -> StatusOr<std::unique_ptr<cupti::CuptiApi>> {
+      ++cupti_loads_;
+      if (handed_over_) return UnavailableError("the fake CUPTI was loaded already");
+      handed_over_ = true;
+      return std::unique_ptr<cupti::CuptiApi>(fake_);
+    };
+    loaders_.driver = [this]() -> StatusOr<std::unique_ptr<cupti::DriverApi>> {
+      ++driver_loads_;
+      if (!driver_present_) return UnavailableError("libcuda.so.1: cannot open shared object file");
+      auto driver = std::make_unique<FakeDriverApi>();
+      driver->device_names = {"NVIDIA H200"};
+      return std::unique_ptr<cupti::DriverApi>(std::move(driver));
+    };
+  }
+  ~CuptiDeviceCollectorTest() override {
+    if (!handed_over_) delete fake_;
+  }
+
+  std::unique_ptr<Session> Start(std::string started_by = "api") {
+    SessionConfig config;
+    config.output_dir = dir_ / "out";
+    config.started_by = std::move(started_by);
+    SessionOptions options;
+    options.device_factory = CuptiDeviceCollectorFactory(loaders_);
+    StatusOr<std::unique_ptr<Session>> session = Session::Start(config, std::move(options));
+    EXPECT_TRUE(session.ok()) << session.status().ToString();
+    return session.ok() ? std::move(session).value() : nullptr;
+  }
+
+  TempDir dir_;
+  FakeCuptiApi* fake_;
+  CuptiLoaders loaders_;
+  bool handed_over_ = false;
+  bool driver_present_ = true;
+  int cupti_loads_ = 0;
+  int driver_loads_ = 0;
+};
+
+TEST_F(CuptiDeviceCollectorTest, ActivityBuffersBecomeRowsAndStopFlushesAndUnsubscribes) {
+  auto session = Start();
+  ASSERT_NE(session, nullptr);
+  EXPECT_TRUE(session->has_device_collector());
+  EXPECT_EQ(fake_->subscriber_name, "gpuprof");
+  ActivityBuffer buffer;
+  buffer
+      .Add(MakeApi(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5, 2'000,
+                   2'100, 9))
+      .Add(MakeKernel(5, 3'000, 4'000, "_Z6vecAddPfS_S_i"))
+      .Add(MakeMemcpy(6, 5'000, 5'500, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1024));
+  ASSERT_TRUE(fake_->Deliver(buffer));
+  ASSERT_TRUE(session->Flush().ok());
+  EXPECT_THAT(fake_->flush_flags, Contains(static_cast<std::uint32_t>(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)));
+  ASSERT_TRUE(session->Stop().ok());
+  EXPECT_EQ(fake_->unsubscribe_calls, 1);
+
+  const std::string db = session->db_path();
+  EXPECT_THAT(Query(db, "SELECT COUNT(*) FROM TASK"), ElementsAre("2"));
+  EXPECT_THAT(
+      Query(db, "SELECT s.value LIKE '%vecAdd%' FROM COMPUTE_TASK_INFO c JOIN STRING_IDS s ON s.id = c.name"),
+      ElementsAre("1"));
+  EXPECT_THAT(Query(db, "SELECT size, memcpyOperation FROM MEMCPY_INFO"), ElementsAre("1024|1"));
+  // The kernel's TASK row joins its launch through the correlation id.
+  EXPECT_THAT(Query(db,
+                    "SELECT COUNT(*) FROM TASK t JOIN CANN_API a ON a.connectionId = t.connectionId "
+                    "JOIN STRING_IDS s ON s.id = a.name WHERE s.value = 'launch'"),
+              ElementsAre("1"));
+  EXPECT_THAT(Query(db, "SELECT name FROM NPU_INFO"), ElementsAre("NVIDIA H200"));
+}
+
+TEST_F(CuptiDeviceCollectorTest, TakenCuptiSlotLeavesAHostOnlySessionAndNamesTheHolder) {
+  fake_->subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  fake_->holder_name = "CUPTI for Kineto";
+  base::ScopedLogCapture capture;
+  auto session = Start();
+  ASSERT_NE(session, nullptr);
+  EXPECT_FALSE(session->has_device_collector());
+  EXPECT_EQ(capture.Count("'CUPTI for Kineto'"), 1);
+  ASSERT_TRUE(session->Mark("host only").ok());
+  ASSERT_TRUE(session->Stop().ok());
+  EXPECT_THAT(testing::MarkMessages(session->db_path()), ElementsAre("host only"));
+}
+
+TEST_F(CuptiDeviceCollectorTest, ProcessWithoutADriverDoesNotLoadCupti) {
+  driver_present_ = false;
+  auto session = Start();
+  ASSERT_NE(session, nullptr);
+  EXPECT_FALSE(session->has_device_collector());
+  EXPECT_EQ(cupti_loads_, 0);
+  ASSERT_TRUE(session->Stop().ok());
+}
+
+TEST_F(CuptiDeviceCollectorTest, StartFromInjectionDoesNotCallTheDriverForDeviceNames) {
+  auto session = Start("injection");
+  ASSERT_NE(session, nullptr);
+  EXPECT_TRUE(session->has_device_collector());
+  EXPECT_EQ(driver_loads_, 1);  // the factory's presence check only: the driver is inside cuInit
+  ASSERT_TRUE(session->Stop().ok());
+  EXPECT_THAT(Query(session->db_path(), "SELECT name FROM NPU_INFO"), IsEmpty());
+}
+
+TEST(LoadedObjectPathTest, FindsALoadedLibraryByItsFileNamePrefix) {
+  EXPECT_THAT(LoadedObjectPath("libc.so"), ::testing::EndsWith("libc.so.6"));
+  EXPECT_EQ(LoadedObjectPath("libnot-loaded-anywhere.so"), "");
+}
+
+}  // namespace
+}  // namespace gpuprof::session

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# The one script to run on the GPU machine (../shared/GPU.md): the `gpu` tests, then the examples,
+# then a short table (test, result, seconds) as the last lines.
+#
+#   bash tools/gpu_check.sh [BUILD_DIR]        # from the repository root; BUILD_DIR: build/gpu
+#
+# BUILD_DIR is a build of the `gpu` preset made on the development machine and copied here, maybe
+# to another absolute path than where it was configured, and without CMake's files: only
+# BUILD_DIR/bin (gpuprof), BUILD_DIR/lib (libgpuprof.so, libgpuprof_inject.so) and
+# BUILD_DIR/tests/gpu (the test programs) are used. So this script does not run ctest (its
+# CTestTestfile.cmake holds the development machine's paths) and cannot re-configure (no
+# sqlite3.h here): it runs the same cases CTest registers, through tests/gpu/run_case.py, with
+# paths relative to the repository root.
+#
+#   bash tools/gpu_check.sh --stage BUILD_DIR STAGE_DIR   # on the development machine
+#
+# --stage copies just what this script uses (bin/gpuprof, lib/*.so, tests/gpu/gpu_test_*) from
+# BUILD_DIR into STAGE_DIR with debug info stripped, a few MiB to carry to the GPU machine in place
+# of the whole build folder; then run `bash tools/gpu_check.sh STAGE_DIR` there.
+#
+# Environment: GPU_CHECK_WORK (default /tmp/gpuprof_gpu_check) holds each case's output and DBs;
+# GPUPROF_TEST_PYTHON picks the interpreter for the Python cases (default: python3).
+# Exit status: 0 when nothing failed (skips allowed), 1 otherwise.
+set -u -o pipefail
+
+if [[ "${1:-}" == "--stage" ]]; then
+  if [[ $# -ne 3 ]]; then
+    echo "usage: tools/gpu_check.sh --stage BUILD_DIR STAGE_DIR" >&2
+    exit 2
+  fi
+  from=$2
+  to=$3
+  missing=0
+  for need in "$from/bin/gpuprof" "$from/lib/libgpuprof_inject.so" "$from/tests/gpu/gpu_test_kernels"; do
+    [[ -e "$need" ]] || { echo "gpu_check: --stage: $need is missing; build it first (cmake --build --preset gpu)" >&2; missing=1; }
+  done
+  [[ $missing -eq 0 ]] || exit 1
+  rm -rf "$to"
+  mkdir -p "$to/bin" "$to/lib" "$to/tests/gpu"
+  cp -a "$from/bin/gpuprof" "$to/bin/"
+  cp -a "$from"/lib/*.so* "$to/lib/"
+  cp -a "$from"/tests/gpu/gpu_test_* "$to/tests/gpu/"
+  # Debug info is most of the size; the machine-code is what runs there.
+  find "$to" -type f -exec strip --strip-debug {} \; 2>/dev/null
+  du -sh "$to"
+  exit 0
+fi
+
+build_dir="${1:-build/gpu}"
+work="${GPU_CHECK_WORK:-/tmp/gpuprof_gpu_check}"
+python="${GPUPROF_TEST_PYTHON:-python3}"
+
+if [[ ! -f tests/gpu/run_case.py ]]; then
+  echo "gpu_check: run me from the repository root (tests/gpu/run_case.py not found in $PWD)" >&2
+  exit 1
+fi
+if [[ ! -x "$build_dir/bin/gpuprof" ]]; then
+  echo "gpu_check: $build_dir/bin/gpuprof not found; build the gpu preset on the development machine" \
+       "(cmake --preset gpu && cmake --build --preset gpu --target gpuprof_gpu_tests) and copy $build_dir" >&2
+  exit 1
+fi
+rm -rf "$work"
+mkdir -p "$work"
+
+names=()
+results=()
+seconds=()
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+since() {  # start_ms -> "12.3"
+  local ms=$(( $(now_ms) - $1 ))
+  echo "$(( ms / 1000 )).$(( (ms % 1000) / 100 ))"
+}
+
+record() {  # name, result, seconds
+  names+=("$1")
+  results+=("$2")
+  seconds+=("$3")
+}
+
+echo "== gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>/dev/null || \
+  echo "(nvidia-smi not available)"
+echo "repository: $PWD   build: $build_dir   work: $work"
+
+# ---- 1. the gpu tests (the cases CTest registers as GpuRunTest.<case>) --------------------------
+mapfile -t cases < <("$python" tests/gpu/run_case.py --list)
+for case in "${cases[@]}"; do
+  echo
+  echo "==== GpuRunTest.$case"
+  start=$(now_ms)
+  "$python" tests/gpu/run_case.py --build-dir "$build_dir" --case "$case" --work-dir "$work/tests"
+  rc=$?
+  elapsed=$(since "$start")
+  case $rc in
+    0) result=passed ;;
+    77) result=skipped ;;
+    *) result="FAILED (exit $rc)" ;;
+  esac
+  record "GpuRunTest.$case" "$result" "$elapsed"
+done
+
+# ---- 2. the examples, plain and under `gpuprof run` ---------------------------------------------
+run_example() {  # name, command...
+  local name=$1
+  shift
+  echo
+  echo "==== $name"
+  echo "\$ $*"
+  local start rc elapsed log
+  log="$work/$(echo "$name" | tr -c 'A-Za-z0-9_\n' '_').log"
+  start=$(now_ms)
+  "$@" > "$log" 2>&1
+  rc=$?
+  elapsed=$(since "$start")
+  cat "$log"
+  if [[ $rc -eq 0 ]]; then
+    # The example's own summary line (mean step time) goes into the table.
+    local summary
+    summary=$(grep -m1 '^done:' "$log" | sed 's/^done: //')
+    record "$name" "passed${summary:+: $summary}" "$elapsed"
+  else
+    record "$name" "FAILED (exit $rc)" "$elapsed"
+  fi
+}
+
+if "$python" -c 'import torch' > /dev/null 2>&1; then
+  run_example "train_plain (plain)" "$python" examples/train_plain.py --steps 20 --device cuda
+  run_example "train_plain (gpuprof run)" "$build_dir/bin/gpuprof" run -o "$work/examples" -- \
+    "$python" examples/train_plain.py --steps 20 --device cuda
+else
+  echo
+  echo "==== examples: skipped: $python cannot import torch"
+  record "train_plain" "skipped (torch not importable)" "0"
+fi
+
+# ---- 3. the table ---------------------------------------------------------------------------------
+failed=0
+passed=0
+skipped=0
+for r in "${results[@]}"; do
+  case $r in
+    passed*) passed=$((passed + 1)) ;;
+    skipped*) skipped=$((skipped + 1)) ;;
+    *) failed=$((failed + 1)) ;;
+  esac
+done
+echo
+echo "== gpu_check summary (build: $build_dir)"
+printf '%-36s %8s  %s\n' "test" "seconds" "result"
+for i in "${!names[@]}"; do
+  printf '%-36s %8s  %s\n' "${names[$i]}" "${seconds[$i]}" "${results[$i]}"
+done
+echo "gpu_check: $passed passed, $failed failed, $skipped skipped"
+[[ $failed -eq 0 ]]
