@@ -8,6 +8,8 @@
 #include <new>
 #include <utility>
 
+#include <generated_nvtx_meta.h>
+
 #include "base/clock.h"
 #include "base/logging.h"
 
@@ -189,6 +191,17 @@ Status CuptiSubscriber::Enable() {
                                         "cuptiEnableDomain", "DRIVER_API"));
   }
 
+  if (options_.nvtx) {
+    // Optional: without them a range ended on another thread keeps its starting thread as end.
+    for (CUpti_CallbackId cbid : {CUPTI_CBID_NVTX_nvtxRangeEnd, CUPTI_CBID_NVTX_nvtxDomainRangeEnd}) {
+      if (api.EnableCallback(1, handle_, CUPTI_CB_DOMAIN_NVTX, cbid) != CUPTI_SUCCESS) {
+        GPUPROF_LOG(kWarning) << "cupti: cannot watch nvtxRangeEnd; NVTX ranges ended on another thread "
+                                 "are recorded with their starting thread as the ending one";
+        break;
+      }
+    }
+  }
+
   std::vector<KindSpec> kinds = {
       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", true},
       {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", true},
@@ -365,6 +378,19 @@ void CuptiSubscriber::Emit(std::vector<trace::Record>&& records) noexcept {
   }
 }
 
+void CuptiSubscriber::ApplyNvtxEndThreads(std::vector<trace::Record>& records) noexcept {
+  auto ends = nvtx_range_end_tids_.wlock();
+  if (ends->empty()) return;
+  for (trace::Record& record : records) {
+    auto* mark = std::get_if<trace::Mark>(&record);
+    if (mark == nullptr || mark->type != trace::Mark::Type::kStartEnd) continue;
+    auto it = ends->find(mark->range_id);
+    if (it == ends->end()) continue;
+    mark->end_tid = it->second;
+    ends->erase(it);
+  }
+}
+
 void CuptiSubscriber::OnBufferCompleted(CUcontext context, std::uint32_t stream_id, std::uint8_t* buffer,
                                         std::size_t /*size*/, std::size_t valid_size) noexcept {
   buffers_completed_.fetch_add(1, std::memory_order_relaxed);
@@ -390,6 +416,7 @@ void CuptiSubscriber::OnBufferCompleted(CUcontext context, std::uint32_t stream_
   }
   records_parsed_.fetch_add(parsed, std::memory_order_relaxed);
   ReleaseBuffer(buffer);
+  ApplyNvtxEndThreads(records);
 
   std::size_t dropped = 0;
   if (api_->ActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS && dropped != 0) {
@@ -415,6 +442,26 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
       if (!ScopedInternalWork::Active()) return;
       const auto* call = static_cast<const CUpti_CallbackData*>(data);
       if (call->callbackSite == CUPTI_API_ENTER) filter_.MarkInternal(call->correlationId);
+      return;
+    }
+    case CUPTI_CB_DOMAIN_NVTX: {
+      const auto* nvtx = static_cast<const CUpti_NvtxData*>(data);
+      if (nvtx->functionParams == nullptr) return;
+      std::uint64_t id = 0;
+      if (cbid == CUPTI_CBID_NVTX_nvtxRangeEnd) {
+        id = static_cast<const nvtxRangeEnd_params*>(nvtx->functionParams)->id;
+      } else if (cbid == CUPTI_CBID_NVTX_nvtxDomainRangeEnd) {
+        id = static_cast<const nvtxDomainRangeEnd_params*>(nvtx->functionParams)->core.id;
+      } else {
+        return;
+      }
+      try {
+        auto ends = nvtx_range_end_tids_.wlock();
+        // Bounded: ends whose markers never arrive (MARKER kind off) must not grow without limit.
+        if (ends->size() >= (std::size_t{1} << 20)) ends->clear();
+        (*ends)[id] = static_cast<std::uint32_t>(gettid());
+      } catch (...) {
+      }
       return;
     }
     case CUPTI_CB_DOMAIN_RESOURCE: {

@@ -42,6 +42,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/synchronized.h"
@@ -166,6 +167,11 @@ class CuptiSubscriber {
   std::atomic<bool> running_{false};
 
   base::Synchronized<ActivityTranslator> translator_;
+  // NVTX range id -> the thread that ended it. CUPTI's END marker carries the starting thread, so a
+  // range ended on another thread would otherwise get the wrong endGlobalTid; the nvtxRangeEnd
+  // callback runs on the ending thread before the marker is delivered.
+  base::Synchronized<std::unordered_map<std::uint64_t, std::uint32_t>> nvtx_range_end_tids_;
+  void ApplyNvtxEndThreads(std::vector<trace::Record>& records) noexcept;
   base::Synchronized<std::vector<std::uint8_t*>> free_buffers_;
   std::atomic<std::size_t> outstanding_buffers_{0};
   InternalWorkFilter filter_;

@@ -1,5 +1,8 @@
 #include "cupti/subscriber.h"
 
+#include <generated_nvtx_meta.h>
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -469,6 +472,29 @@ TEST_F(CuptiSubscriberTest, OpenNvtxRangesAreClosedAtStop) {
   const auto& mark = std::get<trace::Mark>(received_[0]);
   EXPECT_EQ(mark.message, "epoch");
   EXPECT_GE(mark.end_ns, mark.start_ns);
+}
+
+TEST_F(CuptiSubscriberTest, RangeEndedOnAnotherThreadRecordsTheEndingThread) {
+  auto subscriber = StartOrDie();
+  EXPECT_TRUE(api_->enabled_callbacks.count({CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeEnd}));
+  // nvtxRangeEnd(7) called on this thread; CUPTI's END marker names the starting thread (1).
+  nvtxRangeEnd_params params{7};
+  CUpti_NvtxData nvtx{};
+  nvtx.functionName = "nvtxRangeEnd";
+  nvtx.functionParams = &params;
+  subscriber->OnCallback(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeEnd, &nvtx);
+  ActivityBuffer buffer;
+  buffer.Add(MakeMarker(CUPTI_ACTIVITY_FLAG_MARKER_START, 7, 10, 1, "cross", nullptr));
+  buffer.Add(MakeMarker(CUPTI_ACTIVITY_FLAG_MARKER_END, 7, 20, 1, nullptr, nullptr));
+  buffer.Add(MakeMarker(CUPTI_ACTIVITY_FLAG_MARKER_START, 8, 30, 1, "same", nullptr));
+  buffer.Add(MakeMarker(CUPTI_ACTIVITY_FLAG_MARKER_END, 8, 40, 1, nullptr, nullptr));
+  ASSERT_TRUE(api_->Deliver(buffer));
+  ASSERT_EQ(received_.size(), 2u);
+  const auto& cross = std::get<trace::Mark>(received_[0]);
+  EXPECT_EQ(cross.tid, 1u);
+  EXPECT_EQ(cross.end_tid, static_cast<std::uint32_t>(gettid()));
+  const auto& same = std::get<trace::Mark>(received_[1]);
+  EXPECT_EQ(same.end_tid, 1u) << "a range with no recorded end keeps the marker's thread";
 }
 
 TEST_F(CuptiSubscriberTest, DestructorStops) {
