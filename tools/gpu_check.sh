@@ -18,6 +18,12 @@
 # BUILD_DIR into STAGE_DIR with debug info stripped, a few MiB to carry to the GPU machine in place
 # of the whole build folder; then run `bash tools/gpu_check.sh STAGE_DIR` there.
 #
+#   bash tools/gpu_check.sh --overhead [BUILD_DIR [ARGS...]]   # on the GPU machine, from the root
+#
+# --overhead runs only bench/collection_overhead.py (step-time overhead of `gpuprof run` and of
+# torch.profiler on examples/train_plain.py, bench/README.md) with BUILD_DIR/bin/gpuprof; ARGS go
+# to it (--steps, --repeats, ...). Its exit status is the benchmark's.
+#
 # Environment: GPU_CHECK_WORK (default /tmp/gpuprof_gpu_check) holds each case's output and DBs;
 # GPUPROF_TEST_PYTHON picks the interpreter for the Python cases (default: python3).
 # Exit status: 0 when nothing failed (skips allowed), 1 otherwise.
@@ -44,6 +50,10 @@ if [[ "${1:-}" == "--stage" ]]; then
   find "$to" -type f -exec strip --strip-debug {} \; 2>/dev/null
   du -sh "$to"
   exit 0
+fi
+
+if [[ "${1:-}" == "--overhead" ]]; then
+  exec "${GPUPROF_TEST_PYTHON:-python3}" bench/collection_overhead.py --gpuprof "${2:-build/gpu}/bin/gpuprof" "${@:3}"
 fi
 
 build_dir="${1:-build/gpu}"
