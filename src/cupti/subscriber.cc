@@ -193,13 +193,16 @@ Status CuptiSubscriber::Enable() {
 
   if (options_.nvtx) {
     // Optional: without them a range ended on another thread keeps its starting thread as end.
+    bool watching = true;
     for (CUpti_CallbackId cbid : {CUPTI_CBID_NVTX_nvtxRangeEnd, CUPTI_CBID_NVTX_nvtxDomainRangeEnd}) {
       if (api.EnableCallback(1, handle_, CUPTI_CB_DOMAIN_NVTX, cbid) != CUPTI_SUCCESS) {
         GPUPROF_LOG(kWarning) << "cupti: cannot watch nvtxRangeEnd; NVTX ranges ended on another thread "
                                  "are recorded with their starting thread as the ending one";
+        watching = false;
         break;
       }
     }
+    nvtx_end_callbacks_.store(watching, std::memory_order_release);
   }
 
   std::vector<KindSpec> kinds = {
@@ -268,6 +271,8 @@ Status CuptiSubscriber::Stop() {
       first.ok() && !flushed.ok()) {
     first = std::move(flushed);
   }
+  // Ranges held back for their end thread go out now, whatever was learned.
+  if (std::vector<trace::Record> held = TakeHeldNvtxMarks(); !held.empty()) Emit(std::move(held));
   // NVTX ranges the application had not closed end where the capture ends.
   try {
     std::vector<trace::Mark> open = translator_.wlock()->TakeOpenRanges();
@@ -276,7 +281,14 @@ Status CuptiSubscriber::Stop() {
       std::vector<trace::Record> records;
       records.reserve(open.size());
       for (trace::Mark& mark : open) {
-        mark.end_ns = now > mark.start_ns ? now : mark.start_ns;
+        NvtxEnd end;
+        if (LookUpNvtxEnd(mark.range_id, &end)) {
+          // The range did end (on `end.tid`); only its END marker never reached us.
+          mark.end_ns = end.time_ns > mark.start_ns ? end.time_ns : mark.start_ns;
+          mark.end_tid = end.tid;
+        } else {
+          mark.end_ns = now > mark.start_ns ? now : mark.start_ns;
+        }
         records.emplace_back(std::move(mark));
       }
       Emit(std::move(records));
@@ -379,16 +391,66 @@ void CuptiSubscriber::Emit(std::vector<trace::Record>&& records) noexcept {
 }
 
 void CuptiSubscriber::ApplyNvtxEndThreads(std::vector<trace::Record>& records) noexcept {
-  auto ends = nvtx_range_end_tids_.wlock();
-  if (ends->empty()) return;
-  for (trace::Record& record : records) {
-    auto* mark = std::get_if<trace::Mark>(&record);
-    if (mark == nullptr || mark->type != trace::Mark::Type::kStartEnd) continue;
-    auto it = ends->find(mark->range_id);
-    if (it == ends->end()) continue;
-    mark->end_tid = it->second;
-    ends->erase(it);
+  if (!nvtx_end_callbacks_.load(std::memory_order_acquire)) return;
+  try {
+    auto ends = nvtx_ends_.wlock();
+    // Marks held back by the previous buffer go out now: their end callbacks have run by now.
+    std::vector<trace::Mark> previously_held = std::move(ends->held);
+    ends->held.clear();
+    auto resolve = [&](trace::Mark& mark) {
+      auto it = ends->end_tids.find(mark.range_id);
+      if (it == ends->end_tids.end()) return false;
+      mark.end_tid = it->second.tid;
+      ends->end_tids.erase(it);
+      return true;
+    };
+    std::vector<trace::Record> kept;
+    kept.reserve(records.size() + previously_held.size());
+    for (trace::Mark& mark : previously_held) {
+      resolve(mark);
+      kept.emplace_back(std::move(mark));
+    }
+    for (trace::Record& record : records) {
+      auto* mark = std::get_if<trace::Mark>(&record);
+      if (mark != nullptr && mark->type == trace::Mark::Type::kStartEnd && !resolve(*mark)) {
+        ends->held.push_back(std::move(*mark));
+        continue;
+      }
+      kept.push_back(std::move(record));
+    }
+    records = std::move(kept);
+  } catch (...) {  // out of memory: the marks keep the thread CUPTI gave them
   }
+}
+
+bool CuptiSubscriber::LookUpNvtxEnd(std::uint64_t range_id, NvtxEnd* end) noexcept {
+  try {
+    auto ends = nvtx_ends_.wlock();
+    auto it = ends->end_tids.find(range_id);
+    if (it == ends->end_tids.end()) return false;
+    *end = it->second;
+    ends->end_tids.erase(it);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::vector<trace::Record> CuptiSubscriber::TakeHeldNvtxMarks() noexcept {
+  std::vector<trace::Record> records;
+  try {
+    auto ends = nvtx_ends_.wlock();
+    for (trace::Mark& mark : ends->held) {
+      if (auto it = ends->end_tids.find(mark.range_id); it != ends->end_tids.end()) {
+        mark.end_tid = it->second.tid;
+        ends->end_tids.erase(it);
+      }
+      records.emplace_back(std::move(mark));
+    }
+    ends->held.clear();
+  } catch (...) {
+  }
+  return records;
 }
 
 void CuptiSubscriber::OnBufferCompleted(CUcontext context, std::uint32_t stream_id, std::uint8_t* buffer,
@@ -456,10 +518,10 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
         return;
       }
       try {
-        auto ends = nvtx_range_end_tids_.wlock();
+        auto ends = nvtx_ends_.wlock();
         // Bounded: ends whose markers never arrive (MARKER kind off) must not grow without limit.
-        if (ends->size() >= (std::size_t{1} << 20)) ends->clear();
-        (*ends)[id] = static_cast<std::uint32_t>(gettid());
+        if (ends->end_tids.size() >= (std::size_t{1} << 20)) ends->end_tids.clear();
+        ends->end_tids[id] = NvtxEnd{static_cast<std::uint32_t>(gettid()), base::EpochNowNs()};
       } catch (...) {
       }
       return;

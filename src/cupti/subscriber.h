@@ -170,8 +170,22 @@ class CuptiSubscriber {
   // NVTX range id -> the thread that ended it. CUPTI's END marker carries the starting thread, so a
   // range ended on another thread would otherwise get the wrong endGlobalTid; the nvtxRangeEnd
   // callback runs on the ending thread before the marker is delivered.
-  base::Synchronized<std::unordered_map<std::uint64_t, std::uint32_t>> nvtx_range_end_tids_;
+  // Start/end marks whose end callback had not been seen when their buffer arrived (CUPTI can
+  // deliver the END marker first) wait for one more buffer, or for Stop, before they are emitted.
+  struct NvtxEnd {
+    std::uint32_t tid = 0;
+    std::int64_t time_ns = 0;  // epoch ns of the nvtxRangeEnd call
+  };
+  struct NvtxEnds {
+    std::unordered_map<std::uint64_t, NvtxEnd> end_tids;
+    std::vector<trace::Mark> held;
+  };
+  base::Synchronized<NvtxEnds> nvtx_ends_;
+  std::atomic<bool> nvtx_end_callbacks_{false};
   void ApplyNvtxEndThreads(std::vector<trace::Record>& records) noexcept;
+  std::vector<trace::Record> TakeHeldNvtxMarks() noexcept;
+  // For a range whose END marker never arrived: its end as the nvtxRangeEnd callback saw it.
+  bool LookUpNvtxEnd(std::uint64_t range_id, NvtxEnd* end) noexcept;
   base::Synchronized<std::vector<std::uint8_t*>> free_buffers_;
   std::atomic<std::size_t> outstanding_buffers_{0};
   InternalWorkFilter filter_;

@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/logging.h"
 #include "trace/trace_buffer.h"
 #include "unit/cupti/fake_cupti.h"
@@ -489,12 +490,54 @@ TEST_F(CuptiSubscriberTest, RangeEndedOnAnotherThreadRecordsTheEndingThread) {
   buffer.Add(MakeMarker(CUPTI_ACTIVITY_FLAG_MARKER_START, 8, 30, 1, "same", nullptr));
   buffer.Add(MakeMarker(CUPTI_ACTIVITY_FLAG_MARKER_END, 8, 40, 1, nullptr, nullptr));
   ASSERT_TRUE(api_->Deliver(buffer));
-  ASSERT_EQ(received_.size(), 2u);
+  ASSERT_EQ(received_.size(), 1u) << "the range without a seen end is held back";
   const auto& cross = std::get<trace::Mark>(received_[0]);
   EXPECT_EQ(cross.tid, 1u);
   EXPECT_EQ(cross.end_tid, static_cast<std::uint32_t>(gettid()));
+  ASSERT_TRUE(subscriber->Stop().ok());
+  ASSERT_EQ(received_.size(), 2u);
   const auto& same = std::get<trace::Mark>(received_[1]);
+  EXPECT_EQ(same.message, "same");
   EXPECT_EQ(same.end_tid, 1u) << "a range with no recorded end keeps the marker's thread";
+}
+
+TEST_F(CuptiSubscriberTest, RangeWhoseEndMarkerNeverArrivesEndsWhereTheEndCallbackSawIt) {
+  auto subscriber = StartOrDie();
+  ActivityBuffer buffer;
+  buffer.Add(MakeMarker(CUPTI_ACTIVITY_FLAG_MARKER_START, 11, 10, 1, "lost_end", nullptr));
+  ASSERT_TRUE(api_->Deliver(buffer));
+  nvtxRangeEnd_params params{11};
+  CUpti_NvtxData nvtx{};
+  nvtx.functionParams = &params;
+  const std::int64_t before = base::EpochNowNs();
+  subscriber->OnCallback(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeEnd, &nvtx);
+  const std::int64_t after = base::EpochNowNs();
+  ASSERT_TRUE(subscriber->Stop().ok());
+  ASSERT_EQ(received_.size(), 1u);
+  const auto& mark = std::get<trace::Mark>(received_[0]);
+  EXPECT_EQ(mark.end_tid, static_cast<std::uint32_t>(gettid()));
+  EXPECT_GE(mark.end_ns, before);
+  EXPECT_LE(mark.end_ns, after);
+}
+
+TEST_F(CuptiSubscriberTest, EndCallbackSeenAfterItsMarkerStillSetsTheEndingThread) {
+  auto subscriber = StartOrDie();
+  ActivityBuffer first;
+  first.Add(MakeMarker(CUPTI_ACTIVITY_FLAG_MARKER_START, 9, 10, 1, "late", nullptr));
+  first.Add(MakeMarker(CUPTI_ACTIVITY_FLAG_MARKER_END, 9, 20, 1, nullptr, nullptr));
+  ASSERT_TRUE(api_->Deliver(first));
+  EXPECT_TRUE(received_.empty());
+  nvtxRangeEnd_params params{9};
+  CUpti_NvtxData nvtx{};
+  nvtx.functionParams = &params;
+  subscriber->OnCallback(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeEnd, &nvtx);
+  ActivityBuffer next;
+  next.Add(MakeMarker(CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, 10, 30, 1, "mark", nullptr));
+  ASSERT_TRUE(api_->Deliver(next));
+  ASSERT_EQ(received_.size(), 2u);
+  const auto& late = std::get<trace::Mark>(received_[0]);
+  EXPECT_EQ(late.message, "late");
+  EXPECT_EQ(late.end_tid, static_cast<std::uint32_t>(gettid()));
 }
 
 TEST_F(CuptiSubscriberTest, DestructorStops) {
