@@ -193,51 +193,44 @@ trace::DeviceTask TranslateKernel(const CUpti_ActivityKernel10& kernel, const Ti
   return task;
 }
 
+namespace {
+
+// The fields every copy and memset activity record shares (CUPTI repeats them per struct version).
+template <typename Activity>
+trace::DeviceTask TransferTask(const Activity& activity, trace::TaskKind kind, const TimeConverter& time,
+                               std::uint32_t pid) {
+  trace::DeviceTask task;
+  task.kind = kind;
+  task.start_ns = time.ToEpochNs(activity.start);
+  task.end_ns = time.ToEpochNs(activity.end);
+  task.device = static_cast<std::int32_t>(activity.deviceId);
+  task.stream = activity.streamId;
+  task.context = activity.contextId;
+  task.correlation_id = activity.correlationId;
+  task.pid = pid;
+  task.bytes = activity.bytes;
+  return task;
+}
+
+}  // namespace
+
 trace::DeviceTask TranslateMemcpy(const CUpti_ActivityMemcpy6& copy, const TimeConverter& time,
                                   std::uint32_t pid) {
-  trace::DeviceTask task;
-  task.kind = trace::TaskKind::kMemcpy;
-  task.start_ns = time.ToEpochNs(copy.start);
-  task.end_ns = time.ToEpochNs(copy.end);
-  task.device = static_cast<std::int32_t>(copy.deviceId);
-  task.stream = copy.streamId;
-  task.context = copy.contextId;
-  task.correlation_id = copy.correlationId;
-  task.pid = pid;
-  task.bytes = copy.bytes;
+  trace::DeviceTask task = TransferTask(copy, trace::TaskKind::kMemcpy, time, pid);
   task.memcpy_operation = MemcpyOperationId(copy.copyKind, copy.srcKind, copy.dstKind);
   return task;
 }
 
 trace::DeviceTask TranslatePeerMemcpy(const CUpti_ActivityMemcpyPtoP4& copy, const TimeConverter& time,
                                       std::uint32_t pid) {
-  trace::DeviceTask task;
-  task.kind = trace::TaskKind::kMemcpy;
-  task.start_ns = time.ToEpochNs(copy.start);
-  task.end_ns = time.ToEpochNs(copy.end);
-  task.device = static_cast<std::int32_t>(copy.deviceId);
-  task.stream = copy.streamId;
-  task.context = copy.contextId;
-  task.correlation_id = copy.correlationId;
-  task.pid = pid;
-  task.bytes = copy.bytes;
+  trace::DeviceTask task = TransferTask(copy, trace::TaskKind::kMemcpy, time, pid);
   task.memcpy_operation = MemcpyOperationId(copy.copyKind, copy.srcKind, copy.dstKind);
   return task;
 }
 
 trace::DeviceTask TranslateMemset(const CUpti_ActivityMemset4& set, const TimeConverter& time,
                                   std::uint32_t pid) {
-  trace::DeviceTask task;
-  task.kind = trace::TaskKind::kMemset;
-  task.start_ns = time.ToEpochNs(set.start);
-  task.end_ns = time.ToEpochNs(set.end);
-  task.device = static_cast<std::int32_t>(set.deviceId);
-  task.stream = set.streamId;
-  task.context = set.contextId;
-  task.correlation_id = set.correlationId;
-  task.pid = pid;
-  task.bytes = set.bytes;
-  return task;
+  return TransferTask(set, trace::TaskKind::kMemset, time, pid);
 }
 
 trace::ApiCall TranslateApi(const CUpti_ActivityAPI& api, std::string name, const TimeConverter& time,
