@@ -383,51 +383,94 @@ int CheckForkChild(RecordCollector& collector, RecordCollector& never_reset) {
   return failures;
 }
 
-TEST(RecordCollectorTest, ForkChildNeverLocksInheritedStateAndCollectsAfterReset) {
-  RecordCollector collector;
-  RecordCollector never_reset;
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> threads;
-  for (std::uint32_t t = 0; t < 2; ++t) {
-    threads.emplace_back([&collector, &stop, t] {
-      for (std::uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
-        static_cast<void>(collector.Append(Call(t, i)));
+// Busy producer and drainer threads for the fork test. They stop and are joined when this goes
+// out of scope, so a failed ASSERT in the test body does not leave joinable threads behind.
+class BusyCollectorThreads {
+ public:
+  explicit BusyCollectorThreads(RecordCollector& collector) {
+    for (std::uint32_t t = 0; t < 2; ++t) {
+      threads_.emplace_back([this, &collector, t] {
+        for (std::uint64_t i = 0; !stop_.load(std::memory_order_relaxed); ++i) {
+          ParkWhileForking();
+          static_cast<void>(collector.Append(Call(t, i)));
+        }
+      });
+    }
+    threads_.emplace_back([this, &collector] {
+      while (!stop_.load(std::memory_order_relaxed)) {
+        ParkWhileForking();
+        static_cast<void>(collector.Drain());
       }
     });
   }
-  threads.emplace_back([&collector, &stop] {
-    while (!stop.load(std::memory_order_relaxed)) static_cast<void>(collector.Drain());
-  });
+  BusyCollectorThreads(const BusyCollectorThreads&) = delete;
+  BusyCollectorThreads& operator=(const BusyCollectorThreads&) = delete;
+  ~BusyCollectorThreads() {
+    stop_.store(true);
+    park_.store(false);
+    for (auto& thread : threads_) thread.join();
+  }
+
+  // Waits until every thread is parked between two calls (so none is inside malloc).
+  void Park() {
+    park_.store(true);
+    while (parked_.load() != threads_.size()) std::this_thread::yield();
+  }
+  void Unpark() { park_.store(false); }
+
+ private:
+  void ParkWhileForking() {
+    if (!park_.load()) return;
+    parked_.fetch_add(1);
+    while (park_.load() && !stop_.load()) std::this_thread::yield();
+    parked_.fetch_sub(1);
+  }
+
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> park_{false};
+  std::atomic<std::size_t> parked_{0};
+  std::vector<std::thread> threads_;
+};
+
+TEST(RecordCollectorTest, ForkChildNeverLocksInheritedStateAndCollectsAfterReset) {
+  RecordCollector collector;
+  RecordCollector never_reset;
   // This (forking) thread holds cache entries for both collectors.
   ASSERT_TRUE(collector.Append(Call(99, 0)));
   ASSERT_TRUE(never_reset.Append(Call(99, 0)));
-
-  // Several forks while the other threads hold the collector's locks now and then.
-  for (int round = 0; round < 5; ++round) {
-    std::fflush(nullptr);
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0) << "fork failed";
-    if (pid == 0) {
-      alarm(60);  // a deadlock kills the child with SIGALRM instead of hanging the test
-      int failures = CheckForkChild(collector, never_reset);
-      if (kLeakSanitizer) {
-        // LeakSanitizer at exit in a fork child of a multithreaded process reports whatever only
-        // the vanished threads referenced (their stacks did not come along), so leave the way
-        // fork children usually do.
-        _exit(failures);
+  {
+    BusyCollectorThreads busy(collector);
+    // Several forks while the other threads hold the collector's locks now and then.
+    for (int round = 0; round < 5; ++round) {
+      // GCC 12's ASan allocator takes no lock around fork(): a child whose parent forked while
+      // another thread was inside malloc waits forever on that thread's allocator lock (seen in
+      // CI). Under ASan the busy threads are therefore parked between calls at the fork; without
+      // ASan they keep running and the fork lands wherever it lands.
+      if (kLeakSanitizer) busy.Park();
+      std::fflush(nullptr);
+      pid_t pid = fork();
+      if (kLeakSanitizer && pid != 0) busy.Unpark();
+      ASSERT_GE(pid, 0) << "fork failed";
+      if (pid == 0) {
+        alarm(60);  // a deadlock kills the child with SIGALRM instead of hanging the test
+        int failures = CheckForkChild(collector, never_reset);
+        if (kLeakSanitizer) {
+          // LeakSanitizer at exit in a fork child of a multithreaded process reports whatever
+          // only the vanished threads referenced (their stacks did not come along), so leave the
+          // way fork children usually do.
+          _exit(failures);
+        }
+        // exit(), not _exit(): this thread's thread_local destructors run, with an inherited
+        // cache entry (never_reset's) that they must not lock.
+        std::exit(failures);
       }
-      // exit(), not _exit(): this thread's thread_local destructors run, with an inherited cache
-      // entry (never_reset's) that they must not lock.
-      std::exit(failures);
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal "
+                                     << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+      EXPECT_EQ(WEXITSTATUS(status), 0) << "failure bits (see CheckForkChild)";
     }
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal "
-                                   << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "failure bits (see CheckForkChild)";
   }
-  stop.store(true);
-  for (auto& thread : threads) thread.join();
   // The parent is unaffected.
   EXPECT_TRUE(collector.Append(Call(99, 1)));
   EXPECT_TRUE(never_reset.Append(Call(99, 1)));
