@@ -9,8 +9,9 @@
 //   - DeviceTask kernel records (TASK + COMPUTE_TASK_INFO rows): names from ~500 demangled kernel
 //     names, grid/block dims, 4 streams, correlation ids that the launching leaf ops carry.
 //   - optionally (--with-api-calls) one cudaLaunchKernel ApiCall per kernel (CANN_API rows).
-// It then times Create + Submit (copying the records into batches, as a collector does) + Finalize
-// (drain, derived tables, indexes, rename), and reads the final file back (not timed) to count rows
+// It cuts the records into Submit batches (not timed: a collector's flush hands its buffers over
+// by move), then times Create + Submit (moving the batches in) + Finalize (drain, derived tables,
+// indexes, rename), and reads the final file back (not timed) to count rows
 // per table and check that nothing was lost.
 //
 // The peer, in the same run: bench/db_writer_peer.py copies the writer's own PYTORCH_API, TASK and
@@ -47,6 +48,7 @@
 #include <vector>
 
 #include "db/profile_writer.h"
+#include "db/profile_writer_internal.h"
 #include "trace/records.h"
 
 #ifndef GPUPROF_DB_WRITER_PEER_SCRIPT
@@ -101,7 +103,7 @@ void PrintUsage(std::FILE* out) {
                "  --peer-script PATH  the peer script (default: %s)\n"
                "  --help              this text\n"
                "\n"
-               "Generation is not timed. Timed: Create, copying records into Submit batches, Finalize.\n"
+               "Generation and batching are not timed. Timed: Create, Submit (moving batches in), Finalize.\n"
                "Headline rows = PYTORCH_API + TASK; 'all rows' = every row in the final file.\n",
                GPUPROF_DB_WRITER_PEER_SCRIPT);
 }
@@ -993,10 +995,42 @@ int Run(const Flags& flags) {
   options.run.config_json =
       R"({"record_shapes": true, "with_stack": false, "source": "db_writer_benchmark"})";
 
-  // Timed: Create + copying records into Submit batches + Finalize.
+  // The Submit batches, built before the timer as a collector's per-thread buffers hold them when
+  // it flushes (RecordCollector::Drain hands them over by move): alternate torch-op, kernel (and
+  // API) batches. Building records is the producer's cost, like the peer's row tuples.
+  const std::size_t op_count = work.ops.size();
+  const std::size_t task_count = work.tasks.size();
+  const std::size_t api_count = work.api_calls.size();
+  std::vector<std::vector<Record>> batches;
+  {
+    std::size_t op_at = 0;
+    std::size_t task_at = 0;
+    std::size_t api_at = 0;
+    auto cut = [&](auto& source, std::size_t& at) {
+      if (at >= source.size()) return;
+      std::size_t end = std::min<std::size_t>(source.size(), at + flags.batch);
+      std::vector<Record>& batch = batches.emplace_back();
+      batch.reserve(end - at);
+      for (; at < end; ++at) batch.emplace_back(std::move(source[at]));
+    };
+    while (op_at < op_count || task_at < task_count || api_at < api_count) {
+      cut(work.ops, op_at);
+      cut(work.api_calls, api_at);
+      cut(work.tasks, task_at);
+    }
+    work.ops.clear();
+    work.tasks.clear();
+    work.api_calls.clear();
+  }
+
+  // Timed: Create + Submit (moving the batches in) + Finalize.
   double cpu0 = ProcessCpuSeconds();
   auto t0 = std::chrono::steady_clock::now();
-  StatusOr<std::unique_ptr<db::ProfileWriter>> created = db::ProfileWriter::Create(options);
+  // Every batch arrives at once, so the queue may hold them all (the default limit would drop the
+  // --with-api-calls stream; a live collector flushes while the program runs).
+  StatusOr<std::unique_ptr<db::ProfileWriter>> created =
+      db::internal::CreateProfileWriter(options, std::max(db::internal::kDefaultMaxQueuedRecords,
+                                                          op_count + task_count + api_count));
   if (!created.ok()) {
     std::fprintf(stderr, "db_writer_benchmark: ProfileWriter::Create: %s\n",
                  created.status().ToString().c_str());
@@ -1005,23 +1039,7 @@ int Run(const Flags& flags) {
   }
   std::unique_ptr<db::ProfileWriter> writer = std::move(created).value();
   auto t1 = std::chrono::steady_clock::now();
-  // A collector flushes per-source buffers: alternate torch-op, kernel (and API) batches.
-  std::size_t op_at = 0;
-  std::size_t task_at = 0;
-  std::size_t api_at = 0;
-  while (op_at < work.ops.size() || task_at < work.tasks.size() || api_at < work.api_calls.size()) {
-    auto submit = [&](const auto& source, std::size_t& at) {
-      if (at >= source.size()) return;
-      std::size_t end = std::min<std::size_t>(source.size(), at + flags.batch);
-      std::vector<Record> batch;
-      batch.reserve(end - at);
-      for (; at < end; ++at) batch.emplace_back(source[at]);
-      writer->Submit(std::move(batch));
-    };
-    submit(work.ops, op_at);
-    submit(work.api_calls, api_at);
-    submit(work.tasks, task_at);
-  }
+  for (std::vector<Record>& batch : batches) writer->Submit(std::move(batch));
   auto t2 = std::chrono::steady_clock::now();
   // How far the writer thread got while records were still arriving: the rest is Finalize's drain.
   std::uint64_t written_at_submit_end = writer->stats().records;
@@ -1039,11 +1057,11 @@ int Run(const Flags& flags) {
 
   double total_seconds = Seconds(t3 - t0);
   std::printf(
-      "writer phases: Create %.3f s, Submit loop (copy into batches; writer thread running) %.3f s, "
+      "writer phases: Create %.3f s, Submit (moving the batches in) %.3f s, "
       "Finalize (drain + derive + index + rename) %.3f s\n"
-      "  records the writer thread had written when the Submit loop ended: %s of %s\n",
+      "  records the writer thread had written when the last Submit returned: %s of %s\n",
       Seconds(t1 - t0), Seconds(t2 - t1), Seconds(t3 - t2), Grouped(written_at_submit_end).c_str(),
-      Grouped(work.ops.size() + work.tasks.size() + work.api_calls.size()).c_str());
+      Grouped(op_count + task_count + api_count).c_str());
   // CPU time of the whole process (producer + writer thread) over the timed section, and the load
   // average: on a shared 2-core machine other work shows up as wall time well above CPU time.
   double load[1] = {0.0};
@@ -1068,11 +1086,11 @@ int Run(const Flags& flags) {
   }
   bool partial_left = fs::exists(*final_path + db::kPartialSuffix);
   int status = 0;
-  if (api_rows != work.ops.size() || task_rows != work.tasks.size() || partial_left || file_bytes == 0) {
+  if (api_rows != op_count || task_rows != task_count || partial_left || file_bytes == 0) {
     std::fprintf(stderr,
                  "db_writer_benchmark: FAILED: PYTORCH_API %" PRIu64 " rows (expected %zu), TASK %" PRIu64
                  " rows (expected %zu), final file %" PRIu64 " bytes%s\n",
-                 api_rows, work.ops.size(), task_rows, work.tasks.size(), file_bytes,
+                 api_rows, op_count, task_rows, task_count, file_bytes,
                  partial_left ? ", a .partial file is left beside it" : "");
     status = 1;
   }

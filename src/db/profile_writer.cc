@@ -31,6 +31,7 @@
 #include "db/derive.h"
 #include "db/profile_writer_internal.h"
 #include "db/schema.h"
+#include "db/side_file.h"
 #include "db/sqlite_util.h"
 #include "db/string_table.h"
 
@@ -358,6 +359,158 @@ class OpLane {
   LaneRows shared_;  // guarded by mu_: rows waiting for the SQLite thread
 };
 
+// The device and memory id spaces (string_table.h), interned by the SQLite thread and by the
+// kernel side thread both, so a kernel name gets one id whichever thread sees it first.
+//
+// Thread-safety: every member may be called from any thread. Interned::value views stay valid
+// (the table's arena never moves a stored string).
+class SharedStrings {
+ public:
+  StringTable::Interned Intern(StringSpace space, std::string_view value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return table_.Intern(space, value);
+  }
+  // Runs `intern(table)` under one lock: many lookups for the price of one lock.
+  template <typename F>
+  void WithTable(F&& intern) {
+    std::lock_guard<std::mutex> lock(mu_);
+    intern(table_);
+  }
+  std::uint64_t overflowed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return table_.overflowed();
+  }
+
+ private:
+  std::mutex mu_;
+  StringTable table_;  // guarded by mu_
+};
+
+// COMPUTE_TASK_INFO, written on the kernel side thread into its side file (side_file.h): interns
+// the kernel names and launch shapes in the shared device space, writes the STRING_IDS rows of the
+// strings it saw first and one COMPUTE_TASK_INFO row per kernel. The SQLite thread's share of a
+// kernel is then just its TASK row, so the two tables are inserted in parallel. The SQLite thread
+// hands over each whole batch once it has written its rows (and moved its TorchOps to the op
+// lane), so the records are also freed here rather than on the busier SQLite thread.
+//
+// Thread-safety: Write and Release run on the side thread only; rows() from any thread.
+class KernelSink {
+ public:
+  explicit KernelSink(SharedStrings& strings) : strings_(strings) {}
+
+  // `batch` is a batch the SQLite thread has written: its device tasks got the global task ids
+  // first_task_id, first_task_id + 1, ... in record order; kernel_type_id is the id of "KERNEL".
+  // Throws std::bad_alloc.
+  Status Write(const Connection& side, std::vector<Record>& batch, std::uint64_t first_task_id,
+               std::uint64_t kernel_type_id) {
+    if (!compute_task_info_.prepared()) {
+      GPUPROF_ASSIGN_OR_RETURN(string_ids_, Statement::Prepare(side, "INSERT INTO STRING_IDS VALUES (?1, ?2)"));
+      // inputFormats .. hf32Eligible: not recorded on CUDA.
+      GPUPROF_RETURN_IF_ERROR(
+          compute_task_info_.Prepare(side, "INSERT INTO COMPUTE_TASK_INFO VALUES ",
+                                     "(?,?,?,?,?,?,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,?,?)"));
+    }
+    // The batch's kernels with their global task ids.
+    kernels_.clear();
+    std::uint64_t task_id = first_task_id;
+    for (Record& record : batch) {
+      if (auto* task = std::get_if<trace::DeviceTask>(&record)) {
+        if (task->kind == trace::TaskKind::kKernel) kernels_.emplace_back(task, task_id);
+        ++task_id;
+      }
+    }
+    std::uint64_t rows = 0;
+    constexpr std::size_t kChunk = 256;  // kernels interned per lock
+    std::array<std::array<std::uint64_t, 4>, kChunk> ids{};  // name, opType, grid, block
+    for (std::size_t begin = 0; begin < kernels_.size(); begin += kChunk) {
+      std::size_t end = std::min(kernels_.size(), begin + kChunk);
+      new_strings_.clear();
+      strings_.WithTable([&](StringTable& table) {
+        for (std::size_t i = begin; i < end; ++i) {
+          const trace::DeviceTask& k = *kernels_[i].first;
+          std::array<std::uint64_t, 4>& row = ids[i - begin];
+          row[0] = Id(table, k.name);
+          row[1] = k.short_name.empty() || k.short_name == k.name ? row[0] : Id(table, k.short_name);
+          row[2] = DimId(table, k.grid);
+          row[3] = DimId(table, k.block);
+        }
+      });
+      for (const auto& [id, value] : new_strings_) {
+        string_ids_.BindU64(1, id);
+        string_ids_.BindStaticText(2, value);
+        GPUPROF_RETURN_IF_ERROR(string_ids_.Run());
+        ++rows;
+      }
+      for (std::size_t i = begin; i < end; ++i) {
+        const trace::DeviceTask& k = *kernels_[i].first;
+        const std::array<std::uint64_t, 4>& row = ids[i - begin];
+        BatchInserter& c = compute_task_info_;
+        c.SetU64(0, row[0]);
+        c.SetU64(1, kernels_[i].second);
+        c.SetU64(2, static_cast<std::uint64_t>(k.grid[0]) * k.grid[1] * k.grid[2]);
+        c.Set(3, 0);  // mixBlockNum: no mixed cube/vector launches on CUDA
+        c.SetU64(4, kernel_type_id);
+        c.SetU64(5, row[1]);
+        c.SetU64(6, row[2]);
+        c.SetU64(7, row[3]);
+        GPUPROF_RETURN_IF_ERROR(c.Push());
+        ++rows;
+      }
+    }
+    GPUPROF_RETURN_IF_ERROR(compute_task_info_.Flush());
+    rows_.fetch_add(rows, std::memory_order_relaxed);
+    kernels_.clear();
+    batch = {};  // the records are freed here, not on the SQLite thread
+    return OkStatus();
+  }
+
+  // The statements must be finalized before the side connection can close cleanly.
+  void Release() {
+    string_ids_ = {};
+    compute_task_info_.Release();
+  }
+
+  std::uint64_t rows() const noexcept { return rows_.load(std::memory_order_relaxed); }
+
+ private:
+  std::uint64_t Id(StringTable& table, std::string_view value) {
+    StringTable::Interned interned = table.Intern(StringSpace::kDevice, value);
+    if (interned.is_new) new_strings_.emplace_back(interned.id, interned.value);
+    return interned.id;
+  }
+
+  std::uint64_t DimId(StringTable& table, const std::uint32_t (&dim)[3]) {
+    std::array<std::uint32_t, 3> key = {dim[0], dim[1], dim[2]};
+    if (auto it = dim_ids_.find(key); it != dim_ids_.end()) return it->second;
+    std::string text = std::to_string(dim[0]) + "," + std::to_string(dim[1]) + "," + std::to_string(dim[2]);
+    std::uint64_t id = Id(table, text);
+    dim_ids_.emplace(key, id);
+    return id;
+  }
+
+  SharedStrings& strings_;
+  Statement string_ids_;
+  BatchInserter compute_task_info_;
+  std::unordered_map<std::array<std::uint32_t, 3>, std::uint64_t, Dim3Hash> dim_ids_;
+  std::vector<std::pair<std::uint64_t, std::string_view>> new_strings_;  // scratch, per chunk
+  std::vector<std::pair<const trace::DeviceTask*, std::uint64_t>> kernels_;  // scratch, per batch
+  std::atomic<std::uint64_t> rows_{0};
+};
+
+// CONNECTION_IDS (§3.4) from the derivation, on the connection side thread.
+Status WriteConnectionRows(const Connection& side, const std::vector<ConnectionRow>& rows) {
+  BatchInserter insert;
+  GPUPROF_RETURN_IF_ERROR(insert.Prepare(side, "INSERT INTO CONNECTION_IDS VALUES ", "(?,?)"));
+  for (const ConnectionRow& row : rows) {
+    insert.SetU64(0, row.id);
+    insert.SetU64(1, row.connection_id);
+    GPUPROF_RETURN_IF_ERROR(insert.Push());
+  }
+  GPUPROF_RETURN_IF_ERROR(insert.Flush());
+  insert.Release();
+  return OkStatus();
+}
+
 // Everything the SQLite thread owns: the connection, the prepared statements, the device and
 // memory id spaces, and the device-side indexes the derivations need at Finalize. Touched by one
 // thread at a time: the writer thread while it runs, Finalize (or the destructor) after joining it.
@@ -368,7 +521,8 @@ class OpLane {
 // it with NULL and updating it later. Until then an op lives in the lane's indexes.
 class RowSink {
  public:
-  RowSink(Connection conn, std::size_t batch_rows) : conn_(std::move(conn)), batch_rows_(batch_rows) {}
+  RowSink(Connection conn, std::size_t batch_rows, SharedStrings& strings)
+      : conn_(std::move(conn)), batch_rows_(batch_rows), strings_(strings) {}
 
   Status Prepare() {
     GPUPROF_ASSIGN_OR_RETURN(string_ids_,
@@ -387,16 +541,11 @@ class RowSink {
     // modelId: no model (DB_INVALID_VALUE).
     GPUPROF_RETURN_IF_ERROR(
         task_.Prepare(conn_, "INSERT INTO TASK VALUES ", "(?,?,?,?,?,?,?,?,?,?,4294967295)"));
-    // inputFormats .. hf32Eligible: not recorded on CUDA.
-    GPUPROF_RETURN_IF_ERROR(
-        compute_task_info_.Prepare(conn_, "INSERT INTO COMPUTE_TASK_INFO VALUES ",
-                                   "(?,?,?,?,?,?,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,?,?)"));
     GPUPROF_RETURN_IF_ERROR(memcpy_info_.Prepare(conn_, "INSERT INTO MEMCPY_INFO VALUES ", "(?,?,?)"));
     GPUPROF_RETURN_IF_ERROR(gc_record_.Prepare(conn_, "INSERT INTO GC_RECORD VALUES ", "(?,?,?)"));
     GPUPROF_RETURN_IF_ERROR(mstx_.Prepare(conn_, "INSERT INTO MSTX_EVENTS VALUES ", "(?,?,?,?,?,?,?,?,?,?)"));
     GPUPROF_RETURN_IF_ERROR(
         replay_pass_.Prepare(conn_, "INSERT INTO GPUPROF_REPLAY_PASS VALUES ", "(?,?,?,?,?,?,?,?,?,?,?)"));
-    GPUPROF_RETURN_IF_ERROR(connection_ids_.Prepare(conn_, "INSERT INTO CONNECTION_IDS VALUES ", "(?,?)"));
     GPUPROF_RETURN_IF_ERROR(
         memory_record_.Prepare(conn_, "INSERT INTO MEMORY_RECORD VALUES ", "(?,?,?,?,?,?,?)"));
     GPUPROF_RETURN_IF_ERROR(
@@ -461,8 +610,8 @@ class RowSink {
         [](const trace::AllocatorEvent& a, const trace::AllocatorEvent& b) { return a.time_ns < b.time_ns; });
   }
 
-  // PYTORCH_API with its connection ids, the derived tables and the per-run tables (inside the
-  // caller's transaction).
+  // PYTORCH_API with its connection ids, the derived tables but CONNECTION_IDS (WriteConnectionRows)
+  // and the per-run tables (inside the caller's transaction).
   Status WriteFinal(const Derived& derived, const OpLane& lane, const trace::RunInfo& run,
                     std::int64_t end_ns);
 
@@ -484,6 +633,12 @@ class RowSink {
 
   // TorchOps seen since the last call, for the op lane.
   std::vector<trace::TorchOp> TakeLaneBatch() { return std::exchange(lane_batch_, {}); }
+  // The global task id the next device task gets, and the STRING_IDS id of "KERNEL" (once a
+  // kernel has been written), for KernelSink.
+  std::uint64_t next_global_task_id() const noexcept { return next_global_task_id_; }
+  std::uint64_t kernel_type_id() const noexcept {
+    return task_type_ids_[static_cast<std::size_t>(trace::TaskKind::kKernel)];
+  }
 
   Connection& connection() { return conn_; }
   // The statements must be finalized before the connection can close cleanly.
@@ -495,7 +650,7 @@ class RowSink {
 
   std::uint64_t rows() const noexcept { return rows_ - cann_api_.ignored(); }
   std::uint64_t duplicate_connection_ids() const noexcept { return cann_api_.ignored(); }
-  std::uint64_t string_overflows() const noexcept { return strings_.overflowed(); }
+  std::uint64_t string_overflows() const { return strings_.overflowed(); }
   // Commits when the transaction has reached batch_rows rows.
   Status MaybeCommit() {
     if (rows_in_txn_ < batch_rows_) return OkStatus();
@@ -504,9 +659,9 @@ class RowSink {
   }
 
  private:
-  std::array<BatchInserter*, 12> Inserters() {
-    return {&pytorch_api_, &callchains_, &cann_api_,    &task_,           &compute_task_info_, &memcpy_info_,
-            &gc_record_,   &mstx_,       &replay_pass_, &connection_ids_, &memory_record_,     &op_memory_};
+  std::array<BatchInserter*, 10> Inserters() {
+    return {&pytorch_api_, &callchains_, &cann_api_,   &task_,          &memcpy_info_,
+            &gc_record_,   &mstx_,       &replay_pass_, &memory_record_, &op_memory_};
   }
 
   Status Pushed(BatchInserter& inserter) {
@@ -526,15 +681,6 @@ class RowSink {
       ++rows_in_txn_;
     }
     return interned.id;
-  }
-
-  StatusOr<std::uint64_t> DimId(const std::uint32_t (&dim)[3]) {
-    std::array<std::uint32_t, 3> key = {dim[0], dim[1], dim[2]};
-    if (auto it = dim_ids_.find(key); it != dim_ids_.end()) return it->second;
-    std::string text = std::to_string(dim[0]) + "," + std::to_string(dim[1]) + "," + std::to_string(dim[2]);
-    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t id, Id(StringSpace::kDevice, text));
-    dim_ids_.emplace(key, id);
-    return id;
   }
 
   Status WriteRecord(trace::TorchOp& op) {
@@ -597,25 +743,7 @@ class RowSink {
     GPUPROF_RETURN_IF_ERROR(Pushed(s));
 
     switch (task.kind) {
-      case trace::TaskKind::kKernel: {
-        GPUPROF_ASSIGN_OR_RETURN(std::uint64_t name_id, Id(StringSpace::kDevice, task.name));
-        std::uint64_t op_type_id = name_id;
-        if (!task.short_name.empty() && task.short_name != task.name) {
-          GPUPROF_ASSIGN_OR_RETURN(op_type_id, Id(StringSpace::kDevice, task.short_name));
-        }
-        GPUPROF_ASSIGN_OR_RETURN(std::uint64_t grid_id, DimId(task.grid));
-        GPUPROF_ASSIGN_OR_RETURN(std::uint64_t block_id, DimId(task.block));
-        BatchInserter& c = compute_task_info_;
-        c.SetU64(0, name_id);
-        c.SetU64(1, global_task_id);
-        c.SetU64(2, static_cast<std::uint64_t>(task.grid[0]) * task.grid[1] * task.grid[2]);
-        c.Set(3, 0);  // mixBlockNum: no mixed cube/vector launches on CUDA
-        c.SetU64(4, type_id);
-        c.SetU64(5, op_type_id);
-        c.SetU64(6, grid_id);
-        c.SetU64(7, block_id);
-        return Pushed(c);
-      }
+      case trace::TaskKind::kKernel: return OkStatus();  // COMPUTE_TASK_INFO: KernelSink
       case trace::TaskKind::kMemcpy: {
         BatchInserter& m = memcpy_info_;
         m.SetU64(0, global_task_id);
@@ -729,13 +857,12 @@ class RowSink {
   std::uint64_t rows_ = 0;
 
   Statement string_ids_, replay_kernel_;  // rows with text: one at a time
-  BatchInserter pytorch_api_, callchains_, cann_api_, task_, compute_task_info_, memcpy_info_, gc_record_,
-      mstx_, replay_pass_, connection_ids_, memory_record_, op_memory_;
+  BatchInserter pytorch_api_, callchains_, cann_api_, task_, memcpy_info_, gc_record_, mstx_, replay_pass_,
+      memory_record_, op_memory_;
 
-  StringTable strings_;
+  SharedStrings& strings_;  // device and memory spaces, shared with the kernel side thread
   std::uint64_t launch_name_id_ = kInvalidStringId;
   std::uint64_t task_type_ids_[3] = {kInvalidStringId, kInvalidStringId, kInvalidStringId};
-  std::unordered_map<std::array<std::uint32_t, 3>, std::uint64_t, Dim3Hash> dim_ids_;
   std::uint64_t next_global_task_id_ = 0;
   std::uint64_t next_replay_id_ = 0;
 
@@ -786,12 +913,6 @@ Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, const tra
     set_id(9, ids.callchain);
     s.Set(10, static_cast<std::int64_t>(op.type));
     GPUPROF_RETURN_IF_ERROR(Pushed(s));
-  }
-
-  for (const ConnectionRow& row : derived.connections.rows) {
-    connection_ids_.SetU64(0, row.id);
-    connection_ids_.SetU64(1, row.connection_id);
-    GPUPROF_RETURN_IF_ERROR(Pushed(connection_ids_));
   }
 
   // STEP_TIME (§3.9): integer ids. Rare rows: a one-row statement is fine.
@@ -912,15 +1033,18 @@ std::string ProfilerInfoJson(const trace::RunInfo& run, const OutputLayout& layo
   return out.str();
 }
 
-// Two consumer threads: the SQLite thread (Run) takes every submitted batch, writes the device-side
-// rows and passes TorchOps on to the op thread (RunLane), which interns and indexes them in
-// parallel. Finalize joins both, then derives and writes the rest on the calling thread.
+// Three consumer threads: the SQLite thread (Run) takes every submitted batch, writes the
+// device-side rows and passes TorchOps on to the op thread (RunLane), which interns and indexes
+// them in parallel, and kernels on to the kernel side thread (KernelSink, in a side file). Finalize
+// joins them, merges the kernel side file while it derives, writes PYTORCH_API on the calling
+// thread while a second side file takes CONNECTION_IDS, merges that one and renames the file.
 class ProfileWriterImpl final : public ProfileWriter {
  public:
   ProfileWriterImpl(WriterOptions options, OutputLayout layout, Connection conn, std::size_t max_queued)
       : options_(std::move(options)),
         layout_(std::move(layout)),
-        sink_(std::move(conn), options_.batch_rows),
+        sink_(std::move(conn), options_.batch_rows, device_strings_),
+        kernel_sink_(device_strings_),
         queue_(max_queued),
         lane_queue_(std::numeric_limits<std::size_t>::max()) {}
 
@@ -931,7 +1055,9 @@ class ProfileWriterImpl final : public ProfileWriter {
       if (!failed_.load()) {  // keep what was streamed readable
         sink_.WriteLaneRows(lane_.TakeRows()).IgnoreError();
         sink_.Commit().IgnoreError();
+        if (FinishKernelSide().ok()) kernel_side_->MergeInto(sink_.connection()).IgnoreError();
       }
+      kernel_side_.reset();
       sink_.ReleaseStatements();
       sink_.connection().Close().IgnoreError();
     }
@@ -943,6 +1069,7 @@ class ProfileWriterImpl final : public ProfileWriter {
   void Abandon() {
     finalized_ = true;
     StopThreads();
+    kernel_side_.reset();
     sink_.ReleaseStatements();
     sink_.connection().Close().IgnoreError();
     unlink(layout_.partial_path.c_str());
@@ -951,6 +1078,8 @@ class ProfileWriterImpl final : public ProfileWriter {
   // Runs on the creating thread, before any Submit.
   Status Start() {
     GPUPROF_RETURN_IF_ERROR(sink_.Prepare());
+    GPUPROF_ASSIGN_OR_RETURN(kernel_side_, SideFile::Create(sink_.connection(), KernelSidePath(layout_),
+                                                            {"COMPUTE_TASK_INFO", "STRING_IDS"}));
     GPUPROF_RETURN_IF_ERROR(sink_.Begin());
     try {
       lane_thread_ = std::thread([this] { RunLane(); });
@@ -1030,6 +1159,7 @@ class ProfileWriterImpl final : public ProfileWriter {
         }
         std::uint64_t done = 0;
         Status status;
+        const std::uint64_t first_task_id = sink_.next_global_task_id();
         try {
           for (Record& record : batch) {
             status = sink_.Write(record);
@@ -1037,11 +1167,12 @@ class ProfileWriterImpl final : public ProfileWriter {
             ++done;
           }
           if (status.ok()) status = HandOverOps();
+          if (status.ok()) HandOverToKernelSide(std::move(batch), first_task_id);
         } catch (const std::exception& e) {  // bad_alloc while growing an index
           status = ResourceExhaustedError(std::string("profile writer out of memory: ") + e.what());
         }
         written_records_.fetch_add(done, std::memory_order_relaxed);
-        rows_.store(sink_.rows(), std::memory_order_relaxed);
+        rows_.store(sink_.rows() + kernel_sink_.rows(), std::memory_order_relaxed);
         if (!status.ok()) Fail(std::move(status), batch.size() - done);
       }
       batches.clear();
@@ -1056,6 +1187,15 @@ class ProfileWriterImpl final : public ProfileWriter {
     if (!ops.empty()) lane_queue_.Push(std::move(ops));
     GPUPROF_RETURN_IF_ERROR(sink_.WriteLaneRows(lane_.TakeRows()));
     return sink_.MaybeCommit();
+  }
+
+  // A written batch goes on to the kernel side thread: its kernels' COMPUTE_TASK_INFO rows, and
+  // freeing the records.
+  void HandOverToKernelSide(std::vector<Record>&& batch, std::uint64_t first_task_id) {
+    kernel_side_->Post([this, batch = std::move(batch), first_task_id,
+                        type_id = sink_.kernel_type_id()](const Connection& side) mutable {
+      return kernel_sink_.Write(side, batch, first_task_id, type_id);
+    });
   }
 
   // The op thread.
@@ -1091,21 +1231,61 @@ class ProfileWriterImpl final : public ProfileWriter {
     Connection& conn = sink_.connection();
     GPUPROF_RETURN_IF_ERROR(sink_.WriteLaneRows(lane_.TakeRows()));
     GPUPROF_RETURN_IF_ERROR(sink_.Commit());
+    GPUPROF_RETURN_IF_ERROR(FinishKernelSide());
     phases.Mark("commit");
-
-    sink_.SortAllocatorEvents();
+    // `derived` outlives connection_side, whose thread reads it.
     Derived derived;
+    // Its DDL comes from the main connection, which the merge below is about to occupy.
+    GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<SideFile> connection_side,
+                             SideFile::Create(conn, ConnectionSidePath(layout_), {"CONNECTION_IDS"}));
+
+    // The kernel side file is merged while the tables are derived (the main connection is idle
+    // meanwhile; the derivation touches no SQLite), and CONNECTION_IDS goes into its side file as
+    // soon as it is derived, while the merge may still run.
+    sink_.SortAllocatorEvents();
+    Status merged;
+    std::int64_t merge_ms = -1;
+    std::thread merger;
+    try {
+      merger = std::thread([this, &merged, &conn, &merge_ms] {
+        std::int64_t start = base::MonotonicNowNs();
+        merged = kernel_side_->MergeInto(conn);
+        merge_ms = (base::MonotonicNowNs() - start) / 1'000'000;
+      });
+    } catch (const std::system_error&) {
+      merged = kernel_side_->MergeInto(conn);  // no second thread: one after the other
+    }
+    Status derive_status;
+    std::int64_t derive_start = base::MonotonicNowNs();
     try {
       derived = sink_.Derive(lane_);
     } catch (const std::exception& e) {  // bad_alloc
-      return ResourceExhaustedError("deriving tables for " + layout_.partial_path + ": " + e.what());
+      derive_status = ResourceExhaustedError("deriving tables for " + layout_.partial_path + ": " + e.what());
     }
-    phases.Mark("derive");
-    GPUPROF_RETURN_IF_ERROR(sink_.Begin());
-    GPUPROF_RETURN_IF_ERROR(sink_.WriteFinal(derived, lane_, options_.run, end_ns));
-    GPUPROF_RETURN_IF_ERROR(sink_.Commit());
+    std::int64_t derive_ms = (base::MonotonicNowNs() - derive_start) / 1'000'000;
+    if (derive_status.ok()) {
+      connection_side->Post([&derived](const Connection& side) {
+        return WriteConnectionRows(side, derived.connections.rows);
+      });
+    }
+    if (merger.joinable()) merger.join();
+    GPUPROF_LOG(kDebug) << "derive " << derive_ms << " ms beside the kernel merge " << merge_ms << " ms";
+    GPUPROF_RETURN_IF_ERROR(derive_status);
+    GPUPROF_RETURN_IF_ERROR(merged);
+    kernel_side_.reset();
+    phases.Mark("derive and merge kernels");
+
+    // PYTORCH_API and the rest into the main file while CONNECTION_IDS is still being written.
+    Status final_status = sink_.Begin();
+    if (final_status.ok()) final_status = sink_.WriteFinal(derived, lane_, options_.run, end_ns);
+    if (final_status.ok()) final_status = sink_.Commit();
+    Status side_status = connection_side->Finish();
+    GPUPROF_RETURN_IF_ERROR(final_status);
+    GPUPROF_RETURN_IF_ERROR(side_status);
     phases.Mark("final rows");
-    rows_.store(sink_.rows(), std::memory_order_relaxed);
+    GPUPROF_RETURN_IF_ERROR(connection_side->MergeInto(conn));
+    phases.Mark("merge connections");
+    rows_.store(sink_.rows() + kernel_sink_.rows() + derived.connections.rows.size(), std::memory_order_relaxed);
     if (sink_.duplicate_connection_ids() > 0) {
       GPUPROF_LOG(kWarning) << sink_.duplicate_connection_ids()
                             << " CANN_API rows with a repeated correlation id were skipped in "
@@ -1133,9 +1313,26 @@ class ProfileWriterImpl final : public ProfileWriter {
     return WriteFileAtomically(layout_.info_json_path, ProfilerInfoJson(options_.run, layout_, end_ns));
   }
 
+  // The kernel side thread's last job releases its statements, so its connection closes cleanly.
+  Status FinishKernelSide() {
+    kernel_side_->Post([this](const Connection&) {
+      kernel_sink_.Release();
+      return OkStatus();
+    });
+    return kernel_side_->Finish();
+  }
+
+  static std::string KernelSidePath(const OutputLayout& layout) { return layout.partial_path + "-kernels"; }
+  static std::string ConnectionSidePath(const OutputLayout& layout) {
+    return layout.partial_path + "-connections";
+  }
+
   const WriterOptions options_;
   const OutputLayout layout_;
+  SharedStrings device_strings_;  // the SQLite thread's and the kernel side thread's
   RowSink sink_;  // SQLite thread, then Finalize
+  KernelSink kernel_sink_;  // kernel side thread
+  std::unique_ptr<SideFile> kernel_side_;  // created by Start, merged and deleted by Finalize
   OpLane lane_;   // op thread, then Finalize
   WorkQueue<Record> queue_;
   WorkQueue<trace::TorchOp> lane_queue_;  // unbounded: fed only by the SQLite thread from queue_
@@ -1153,24 +1350,6 @@ class ProfileWriterImpl final : public ProfileWriter {
   std::atomic<std::uint64_t> bytes_{0};
 };
 
-// Trade-offs for a write-once bulk file. Each is safe because the file is written under a
-// .partial name and renamed only after a clean close and fsync: a crash mid-write can at worst
-// corrupt the .partial file, which nothing reads as a profile.
-constexpr std::string_view kPragmas = R"sql(
--- 64 KiB pages: fewer b-tree pages and page writes per row for these narrow, append-only tables.
-PRAGMA page_size = 65536;
--- No rollback journal: halves the bytes written. We never roll back; a failed run leaves .partial.
-PRAGMA journal_mode = OFF;
--- No fsync per commit: we fsync once, before the rename that publishes the file.
-PRAGMA synchronous = OFF;
--- Nobody else opens the .partial file; holding the lock saves lock/unlock syscalls per transaction.
-PRAGMA locking_mode = EXCLUSIVE;
--- Anything SQLite needs a temporary file for stays in memory: gpuprof never writes outside the
--- output directory (no /var/tmp files, no dependency on a writable temp dir).
-PRAGMA temp_store = MEMORY;
--- 64 MiB page cache: keeps the b-tree tails of every table and of TaskIndex hot while rows stream in.
-PRAGMA cache_size = -65536;
-)sql";
 
 }  // namespace
 
@@ -1204,7 +1383,7 @@ StatusOr<std::unique_ptr<ProfileWriter>> CreateProfileWriter(const WriterOptions
   }
 
   GPUPROF_ASSIGN_OR_RETURN(Connection conn, Connection::OpenForWrite(layout.partial_path));
-  Status status = conn.Exec(kPragmas);
+  Status status = conn.Exec(kBulkWritePragmas);
   if (status.ok()) status = conn.Exec("BEGIN");
   if (status.ok()) status = CreateSchema(conn);
   // Indexes before the rows, not after: see schema.h (measured: TaskIndex kept up to date while

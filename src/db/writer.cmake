@@ -4,6 +4,7 @@ add_library(gpuprof_db STATIC
   output_layout.cc
   profile_writer.cc
   schema.cc
+  side_file.cc
   sqlite_util.cc
   string_table.cc)
 add_library(gpuprof::db ALIAS gpuprof_db)

@@ -111,6 +111,12 @@ TEST(ProfileWriterLifecycleTest, WritesPartialThenRenamesAndWritesInfoJson) {
   EXPECT_FALSE(Exists(layout.partial_path));
   EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM PYTORCH_API"), "10");
   EXPECT_EQ(QueryOne(*path, "PRAGMA integrity_check"), "ok");
+  // The side files (COMPUTE_TASK_INFO, CONNECTION_IDS) were merged and deleted: only the profile.
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(layout.output_dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  EXPECT_THAT(names, ::testing::ElementsAre("ascend_pytorch_profiler_2.db"));
 
   ASSERT_TRUE(Exists(layout.info_json_path));
   EXPECT_FALSE(Exists(layout.info_json_path + ".partial"));
@@ -251,6 +257,13 @@ TEST(ProfileWriterLifecycleTest, UnfinalizedWriterLeavesOnlyPartialAndSaysSo) {
     (*writer)->Submit(std::move(tasks));
   }
   EXPECT_TRUE(Exists(layout.partial_path));
+  // The kernel side file was merged on the way out, then deleted.
+  EXPECT_EQ(QueryOne(layout.partial_path, "SELECT COUNT(*) FROM COMPUTE_TASK_INFO"), "100");
+  EXPECT_EQ(QueryOne(layout.partial_path,
+                     "SELECT COUNT(*) FROM COMPUTE_TASK_INFO c JOIN STRING_IDS s ON s.id = c.name "
+                     "WHERE s.value = 'k'"),
+            "100");
+  EXPECT_FALSE(Exists(layout.partial_path + "-kernels"));
   EXPECT_FALSE(Exists(layout.db_path));
   EXPECT_FALSE(Exists(layout.info_json_path));
   EXPECT_EQ(capture.Count(layout.partial_path), 1);

@@ -15,3 +15,6 @@ gpuprof_add_gtest(NAME db_string_table_test SOURCES writer_string_table_test.cc
 gpuprof_add_gtest(NAME db_writer_lifecycle_test SOURCES writer_lifecycle_test.cc
                   LIBS gpuprof::db SQLite::SQLite3 LABELS "unit;concurrency")
 target_compile_definitions(db_writer_lifecycle_test PRIVATE ${_gpuprof_writer_test_defs})
+# The side files the writer fills on a second thread and merges (src/db/side_file.h).
+gpuprof_add_gtest(NAME db_side_file_test SOURCES side_file_test.cc
+                  LIBS gpuprof::db SQLite::SQLite3 LABELS "unit;concurrency")
