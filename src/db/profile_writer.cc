@@ -149,6 +149,15 @@ Status SyncPath(const std::string& path, bool directory) {
   return OkStatus();
 }
 
+// Starts writing `path`'s dirty pages back to disk without waiting for them, so that the fsync
+// before the rename has less left to do. Best effort: any failure leaves it all to the fsync.
+void StartWriteback(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  static_cast<void>(sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE));
+  close(fd);
+}
+
 // Writes `text` to `path` complete or not at all (temporary name, fsync, rename).
 Status WriteFileAtomically(const std::string& path, const std::string& text) {
   std::string tmp = path + kPartialSuffix;
@@ -511,6 +520,74 @@ Status WriteConnectionRows(const Connection& side, const std::vector<ConnectionR
   return OkStatus();
 }
 
+// PYTORCH_API rows [begin, end) in api_row order, each with its CONNECTION_IDS index (§3.4) where
+// it has one, pushed into `s` (an INSERT INTO PYTORCH_API inserter of any connection). Reads only
+// the finished derivation and op lane, so two threads may push two ranges.
+Status PushApiRows(BatchInserter& s, const Derived& derived, const OpLane& lane, std::size_t begin,
+                   std::size_t end) {
+  const std::vector<OpSpan>& ops = lane.ops();
+  const std::vector<OpIds>& op_ids = lane.op_ids();
+  // api_index is in api_row order too, so one cursor walks it alongside.
+  const auto& api_index = derived.connections.api_index;
+  std::size_t next_index = 0;
+  if (begin < end) {
+    next_index = static_cast<std::size_t>(
+        std::lower_bound(api_index.begin(), api_index.end(), ops[begin].api_row,
+                         [](const std::pair<std::uint64_t, std::uint64_t>& entry, std::uint64_t row) {
+                           return entry.first < row;
+                         }) -
+        api_index.begin());
+  }
+  auto set_id = [&s](int column, std::uint64_t id) {
+    if (id == kNullId) {
+      s.SetNull(column);
+    } else {
+      s.SetU64(column, id);
+    }
+  };
+  for (std::size_t i = begin; i < end; ++i) {
+    const OpSpan& op = ops[i];
+    const OpIds& ids = op_ids[i];
+    s.Set(0, op.start_ns);
+    s.Set(1, op.end_ns);
+    s.Set(2, GlobalTid(op.pid, op.tid));
+    while (next_index < api_index.size() && api_index[next_index].first < op.api_row) ++next_index;
+    if (next_index < api_index.size() && api_index[next_index].first == op.api_row) {
+      s.SetU64(3, api_index[next_index].second);
+    } else {
+      s.SetNull(3);
+    }
+    s.SetU64(4, op.name_id);
+    if (op.type == trace::TorchOp::Type::kOp) {
+      s.Set(5, op.sequence_number);
+      s.SetU64(6, op.fwd_thread_id);
+    } else {
+      s.SetNull(5);
+      s.SetNull(6);
+    }
+    set_id(7, ids.dtypes);
+    set_id(8, ids.shapes);
+    set_id(9, ids.callchain);
+    s.Set(10, static_cast<std::int64_t>(op.type));
+    GPUPROF_RETURN_IF_ERROR(s.Push());
+  }
+  return OkStatus();
+}
+
+constexpr std::string_view kInsertApiHead = "INSERT INTO PYTORCH_API VALUES ";
+constexpr std::string_view kInsertApiRow = "(?,?,?,?,?,?,?,?,?,?,?)";
+
+// PYTORCH_API rows [begin, end) on a side thread.
+Status WriteApiRows(const Connection& side, const Derived& derived, const OpLane& lane, std::size_t begin,
+                    std::size_t end) {
+  BatchInserter insert;
+  GPUPROF_RETURN_IF_ERROR(insert.Prepare(side, kInsertApiHead, kInsertApiRow));
+  GPUPROF_RETURN_IF_ERROR(PushApiRows(insert, derived, lane, begin, end));
+  GPUPROF_RETURN_IF_ERROR(insert.Flush());
+  insert.Release();
+  return OkStatus();
+}
+
 // Everything the SQLite thread owns: the connection, the prepared statements, the device and
 // memory id spaces, and the device-side indexes the derivations need at Finalize. Touched by one
 // thread at a time: the writer thread while it runs, Finalize (or the destructor) after joining it.
@@ -532,7 +609,7 @@ class RowSink {
                                            "INSERT INTO GPUPROF_REPLAY_KERNEL VALUES (?1, ?2, ?3, ?4, "
                                            "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"));
     GPUPROF_RETURN_IF_ERROR(
-        pytorch_api_.Prepare(conn_, "INSERT INTO PYTORCH_API VALUES ", "(?,?,?,?,?,?,?,?,?,?,?)"));
+        pytorch_api_.Prepare(conn_, kInsertApiHead, kInsertApiRow));
     GPUPROF_RETURN_IF_ERROR(callchains_.Prepare(conn_, "INSERT INTO PYTORCH_CALLCHAINS VALUES ", "(?,?,?)"));
     // OR IGNORE: a repeated correlation id (a collector bug) must not stop the whole profile; it
     // is counted and reported once at Finalize.
@@ -610,9 +687,9 @@ class RowSink {
         [](const trace::AllocatorEvent& a, const trace::AllocatorEvent& b) { return a.time_ns < b.time_ns; });
   }
 
-  // PYTORCH_API with its connection ids, the derived tables but CONNECTION_IDS (WriteConnectionRows)
-  // and the per-run tables (inside the caller's transaction).
-  Status WriteFinal(const Derived& derived, const OpLane& lane, const trace::RunInfo& run,
+  // The first `api_rows` PYTORCH_API rows (PushApiRows), the derived tables but CONNECTION_IDS
+  // (WriteConnectionRows) and the per-run tables (inside the caller's transaction).
+  Status WriteFinal(const Derived& derived, const OpLane& lane, std::size_t api_rows, const trace::RunInfo& run,
                     std::int64_t end_ns);
 
   // The op lane's new STRING_IDS and PYTORCH_CALLCHAINS rows.
@@ -872,48 +949,11 @@ class RowSink {
   std::vector<trace::AllocatorEvent> alloc_events_;
 };
 
-Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, const trace::RunInfo& run,
-                           std::int64_t end_ns) {
-  const std::vector<OpSpan>& ops = lane.ops();
-  const std::vector<OpIds>& op_ids = lane.op_ids();
-  // PYTORCH_API in api_row order, each op's CONNECTION_IDS index (§3.4) set where it has one.
-  // api_index is in api_row order too, so one cursor walks it alongside.
-  const auto& api_index = derived.connections.api_index;
-  std::size_t next_index = 0;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const OpSpan& op = ops[i];
-    const OpIds& ids = op_ids[i];
-    BatchInserter& s = pytorch_api_;
-    s.Set(0, op.start_ns);
-    s.Set(1, op.end_ns);
-    s.Set(2, GlobalTid(op.pid, op.tid));
-    while (next_index < api_index.size() && api_index[next_index].first < op.api_row) ++next_index;
-    if (next_index < api_index.size() && api_index[next_index].first == op.api_row) {
-      s.SetU64(3, api_index[next_index].second);
-    } else {
-      s.SetNull(3);
-    }
-    s.SetU64(4, op.name_id);
-    if (op.type == trace::TorchOp::Type::kOp) {
-      s.Set(5, op.sequence_number);
-      s.SetU64(6, op.fwd_thread_id);
-    } else {
-      s.SetNull(5);
-      s.SetNull(6);
-    }
-    auto set_id = [&s](int column, std::uint64_t id) {
-      if (id == kNullId) {
-        s.SetNull(column);
-      } else {
-        s.SetU64(column, id);
-      }
-    };
-    set_id(7, ids.dtypes);
-    set_id(8, ids.shapes);
-    set_id(9, ids.callchain);
-    s.Set(10, static_cast<std::int64_t>(op.type));
-    GPUPROF_RETURN_IF_ERROR(Pushed(s));
-  }
+Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, std::size_t api_rows,
+                           const trace::RunInfo& run, std::int64_t end_ns) {
+  GPUPROF_RETURN_IF_ERROR(PushApiRows(pytorch_api_, derived, lane, 0, api_rows));
+  rows_ += api_rows;
+  rows_in_txn_ += api_rows;
 
   // STEP_TIME (§3.9): integer ids. Rare rows: a one-row statement is fine.
   {
@@ -1057,7 +1097,7 @@ class ProfileWriterImpl final : public ProfileWriter {
         sink_.Commit().IgnoreError();
         if (FinishKernelSide().ok()) kernel_side_->MergeInto(sink_.connection()).IgnoreError();
       }
-      kernel_side_.reset();
+      StopSideFiles();
       sink_.ReleaseStatements();
       sink_.connection().Close().IgnoreError();
     }
@@ -1069,7 +1109,7 @@ class ProfileWriterImpl final : public ProfileWriter {
   void Abandon() {
     finalized_ = true;
     StopThreads();
-    kernel_side_.reset();
+    StopSideFiles();
     sink_.ReleaseStatements();
     sink_.connection().Close().IgnoreError();
     unlink(layout_.partial_path.c_str());
@@ -1078,8 +1118,14 @@ class ProfileWriterImpl final : public ProfileWriter {
   // Runs on the creating thread, before any Submit.
   Status Start() {
     GPUPROF_RETURN_IF_ERROR(sink_.Prepare());
+    // All side files now, while creating them is cheap (at Finalize the first file creation
+    // after the bulk of the writing stalled for ~0.1 s). The two used only at Finalize idle until then.
     GPUPROF_ASSIGN_OR_RETURN(kernel_side_, SideFile::Create(sink_.connection(), KernelSidePath(layout_),
                                                             {"COMPUTE_TASK_INFO", "STRING_IDS"}));
+    GPUPROF_ASSIGN_OR_RETURN(connection_side_, SideFile::Create(sink_.connection(), ConnectionSidePath(layout_),
+                                                                {"CONNECTION_IDS"}));
+    GPUPROF_ASSIGN_OR_RETURN(api_side_,
+                             SideFile::Create(sink_.connection(), ApiSidePath(layout_), {"PYTORCH_API"}));
     GPUPROF_RETURN_IF_ERROR(sink_.Begin());
     try {
       lane_thread_ = std::thread([this] { RunLane(); });
@@ -1233,15 +1279,18 @@ class ProfileWriterImpl final : public ProfileWriter {
     GPUPROF_RETURN_IF_ERROR(sink_.Commit());
     GPUPROF_RETURN_IF_ERROR(FinishKernelSide());
     phases.Mark("commit");
-    // `derived` outlives connection_side, whose thread reads it.
+    // The side files' threads read `derived`: they are joined (Finish, or StopSideFiles on the
+    // way out) before it goes.
     Derived derived;
-    // Its DDL comes from the main connection, which the merge below is about to occupy.
-    GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<SideFile> connection_side,
-                             SideFile::Create(conn, ConnectionSidePath(layout_), {"CONNECTION_IDS"}));
+    struct JoinSideFiles {
+      ProfileWriterImpl* writer;
+      ~JoinSideFiles() { writer->StopSideFiles(); }
+    } join_side_files{this};
 
     // The kernel side file is merged while the tables are derived (the main connection is idle
-    // meanwhile; the derivation touches no SQLite), and CONNECTION_IDS goes into its side file as
-    // soon as it is derived, while the merge may still run.
+    // meanwhile; the derivation touches no SQLite). As soon as they are derived, CONNECTION_IDS
+    // and the second part of PYTORCH_API go into their side files, the merge perhaps still running;
+    // then the first part of PYTORCH_API and the rest into the main file.
     sink_.SortAllocatorEvents();
     Status merged;
     std::int64_t merge_ms = -1;
@@ -1251,6 +1300,7 @@ class ProfileWriterImpl final : public ProfileWriter {
         std::int64_t start = base::MonotonicNowNs();
         merged = kernel_side_->MergeInto(conn);
         merge_ms = (base::MonotonicNowNs() - start) / 1'000'000;
+        if (merged.ok()) StartWriteback(layout_.partial_path);
       });
     } catch (const std::system_error&) {
       merged = kernel_side_->MergeInto(conn);  // no second thread: one after the other
@@ -1263,9 +1313,14 @@ class ProfileWriterImpl final : public ProfileWriter {
       derive_status = ResourceExhaustedError("deriving tables for " + layout_.partial_path + ": " + e.what());
     }
     std::int64_t derive_ms = (base::MonotonicNowNs() - derive_start) / 1'000'000;
+    const std::size_t api_rows = lane_.ops().size();
+    const std::size_t api_main_rows = api_rows * kApiMainShare / 100;
     if (derive_status.ok()) {
-      connection_side->Post([&derived](const Connection& side) {
+      connection_side_->Post([&derived](const Connection& side) {
         return WriteConnectionRows(side, derived.connections.rows);
+      });
+      api_side_->Post([this, &derived, api_main_rows, api_rows](const Connection& side) {
+        return WriteApiRows(side, derived, lane_, api_main_rows, api_rows);
       });
     }
     if (merger.joinable()) merger.join();
@@ -1275,17 +1330,21 @@ class ProfileWriterImpl final : public ProfileWriter {
     kernel_side_.reset();
     phases.Mark("derive and merge kernels");
 
-    // PYTORCH_API and the rest into the main file while CONNECTION_IDS is still being written.
     Status final_status = sink_.Begin();
-    if (final_status.ok()) final_status = sink_.WriteFinal(derived, lane_, options_.run, end_ns);
+    if (final_status.ok()) final_status = sink_.WriteFinal(derived, lane_, api_main_rows, options_.run, end_ns);
     if (final_status.ok()) final_status = sink_.Commit();
-    Status side_status = connection_side->Finish();
+    Status api_status = api_side_->Finish();
+    Status connection_status = connection_side_->Finish();
     GPUPROF_RETURN_IF_ERROR(final_status);
-    GPUPROF_RETURN_IF_ERROR(side_status);
+    GPUPROF_RETURN_IF_ERROR(api_status);
+    GPUPROF_RETURN_IF_ERROR(connection_status);
     phases.Mark("final rows");
-    GPUPROF_RETURN_IF_ERROR(connection_side->MergeInto(conn));
+    // The rest of PYTORCH_API after the main file's part: the transfer appends in order.
+    GPUPROF_RETURN_IF_ERROR(api_side_->MergeInto(conn));
+    GPUPROF_RETURN_IF_ERROR(connection_side_->MergeInto(conn));
     phases.Mark("merge connections");
-    rows_.store(sink_.rows() + kernel_sink_.rows() + derived.connections.rows.size(), std::memory_order_relaxed);
+    rows_.store(sink_.rows() + kernel_sink_.rows() + derived.connections.rows.size() + (api_rows - api_main_rows),
+                std::memory_order_relaxed);
     if (sink_.duplicate_connection_ids() > 0) {
       GPUPROF_LOG(kWarning) << sink_.duplicate_connection_ids()
                             << " CANN_API rows with a repeated correlation id were skipped in "
@@ -1313,6 +1372,13 @@ class ProfileWriterImpl final : public ProfileWriter {
     return WriteFileAtomically(layout_.info_json_path, ProfilerInfoJson(options_.run, layout_, end_ns));
   }
 
+  // Stops the side files' threads and deletes their files (merged or not).
+  void StopSideFiles() {
+    kernel_side_.reset();
+    connection_side_.reset();
+    api_side_.reset();
+  }
+
   // The kernel side thread's last job releases its statements, so its connection closes cleanly.
   Status FinishKernelSide() {
     kernel_side_->Post([this](const Connection&) {
@@ -1326,13 +1392,21 @@ class ProfileWriterImpl final : public ProfileWriter {
   static std::string ConnectionSidePath(const OutputLayout& layout) {
     return layout.partial_path + "-connections";
   }
+  static std::string ApiSidePath(const OutputLayout& layout) { return layout.partial_path + "-api"; }
+
+  // Percent of the PYTORCH_API rows Finalize writes into the main file; the rest go into a side
+  // file meanwhile (the main connection first merges the kernel side file).
+  static constexpr std::size_t kApiMainShare = 50;
 
   const WriterOptions options_;
   const OutputLayout layout_;
   SharedStrings device_strings_;  // the SQLite thread's and the kernel side thread's
   RowSink sink_;  // SQLite thread, then Finalize
   KernelSink kernel_sink_;  // kernel side thread
-  std::unique_ptr<SideFile> kernel_side_;  // created by Start, merged and deleted by Finalize
+  // Created by Start, merged and deleted by Finalize (deleted unmerged by StopSideFiles).
+  std::unique_ptr<SideFile> kernel_side_;      // COMPUTE_TASK_INFO and its STRING_IDS, while streaming
+  std::unique_ptr<SideFile> connection_side_;  // CONNECTION_IDS, at Finalize
+  std::unique_ptr<SideFile> api_side_;         // the second part of PYTORCH_API, at Finalize
   OpLane lane_;   // op thread, then Finalize
   WorkQueue<Record> queue_;
   WorkQueue<trace::TorchOp> lane_queue_;  // unbounded: fed only by the SQLite thread from queue_
