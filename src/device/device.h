@@ -191,6 +191,13 @@ class LaunchExecutor {
 
   // Signals the application's completion; called exactly once, after the last pass.
   virtual void SignalCompletion() = 0;
+
+  // True when the application's own launch still runs after the intercepting call returns (a
+  // CUPTI API-entry callback cannot skip the call it reports): every pass is then a copy the
+  // executor submits itself, RunOriginal submits nothing, and the controller restores the
+  // snapshot after the last pass, so that the application's launch reads the inputs it would
+  // have read unprofiled and leaves the state one unreplayed run leaves.
+  virtual bool original_runs_after_return() const noexcept { return false; }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -283,6 +283,22 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
                             << " wrote different bytes than pass 1 from identical inputs";
     }
   }
+  if (executor.original_runs_after_return() && !record.passes.empty()) {
+    // The application's launch runs next, on the inputs every pass saw.
+    RestoreStats restored = snapshot.Restore(device, inventory_, RestoreMode::kFull, nullptr);
+    for (int attempt = 1; restored.regions_failed > 0 && attempt <= kRestoreRetries; ++attempt) {
+      restored = snapshot.Restore(device, inventory_, RestoreMode::kFull, nullptr);
+    }
+    if (restored.regions_failed > 0) {
+      GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << restored.regions_failed
+                          << " region(s) could not be written back before the application's launch; "
+                             "its results may differ from an unreplayed run";
+      if (record.decline_reason == DeclineReason::kNone) {
+        record.decline_reason = DeclineReason::kRestoreFailed;
+        record.decline_detail = "the final restore before the application's launch failed";
+      }
+    }
+  }
   record.replayed = record.decline_reason == DeclineReason::kNone;
   executor.SignalCompletion();
   Publish(record);

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -100,6 +101,60 @@ class ControllerTest : public ::testing::Test {
   ReplayRig rig_;
   ReplayOptions options_;
 };
+
+// An executor shaped like the CUDA backend's: a CUPTI entry callback cannot skip the call it
+// reports, so every pass is the executor's own copy and the application's launch runs after
+// Dispatch returns.
+class RunsAfterReturnExecutor : public device::LaunchExecutor {
+ public:
+  explicit RunsAfterReturnExecutor(std::function<void()> body) : body_(std::move(body)) {}
+  Status RunOriginal() override {
+    ++originals;
+    return OkStatus();  // submits nothing: the application's call does
+  }
+  StatusOr<device::PassTiming> RunPass(int) override {
+    body_();
+    ++passes;
+    return device::PassTiming{1000, 0, 0};
+  }
+  void SignalCompletion() override { ++completions; }
+  bool original_runs_after_return() const noexcept override { return true; }
+
+  int originals = 0;
+  int passes = 0;
+  int completions = 0;
+
+ private:
+  std::function<void()> body_;
+};
+
+TEST_F(ControllerTest, LaunchThatRunsAfterReturnFindsItsInputsRestoredAfterTheLastPass) {
+  Configure(3);
+  constexpr std::size_t kCount = 5000;
+  DevicePtr buffer = AllocWords(0, kCount, 1);
+  auto update = [buffer] {
+    for (std::size_t i = 0; i < kCount; ++i) Words(buffer)[i] = Words(buffer)[i] * 3 + 1;
+  };
+  RunsAfterReturnExecutor executor(update);
+  device::LaunchRequest request;
+  request.device = 0;
+  request.kernel_name = "in_place_update";
+  ASSERT_TRUE(rig_.controller()->Dispatch(request, executor).ok());
+  EXPECT_EQ(executor.passes, 3);
+  EXPECT_EQ(executor.originals, 0);
+  EXPECT_EQ(executor.completions, 1);
+  for (std::size_t i = 0; i < kCount; ++i) {
+    ASSERT_EQ(Words(buffer)[i], 1 + static_cast<std::uint32_t>(i)) << "inputs not restored at word " << i;
+  }
+  update();  // the application's own launch, after the callback returned
+  for (std::size_t i = 0; i < kCount; ++i) {
+    ASSERT_EQ(Words(buffer)[i], (1 + static_cast<std::uint32_t>(i)) * 3 + 1) << "word " << i;
+  }
+  auto records = Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_TRUE(records[0].replayed);
+  EXPECT_EQ(records[0].passes.size(), 3u);
+}
 
 TEST_F(ControllerTest, ReplaysAnInPlaceUpdateWithIdenticalInputsEveryPass) {
   Configure(4);
