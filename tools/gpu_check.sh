@@ -46,6 +46,7 @@ if [[ "${1:-}" == "--stage" ]]; then
   cp -a "$from/bin/gpuprof" "$to/bin/"
   cp -a "$from"/lib/*.so* "$to/lib/"
   cp -a "$from"/tests/gpu/gpu_test_* "$to/tests/gpu/"
+  [[ -x "$from/tests/gpu/chunk_kernels_gpu_test" ]] && cp -a "$from/tests/gpu/chunk_kernels_gpu_test" "$to/tests/gpu/"
   # Debug info is most of the size; the machine-code is what runs there.
   find "$to" -type f -exec strip --strip-debug {} \; 2>/dev/null
   du -sh "$to"
@@ -110,6 +111,18 @@ for case in "${cases[@]}"; do
   record "GpuRunTest.$case" "$result" "$elapsed"
 done
 
+# ---- 1b. gtest programs with the gpu label (device-side chunk hashing, B1) ------------------------
+for gtest in "$build_dir"/tests/gpu/chunk_kernels_gpu_test; do
+  [[ -x "$gtest" ]] || continue
+  name=$(basename "$gtest")
+  echo
+  echo "==== $name"
+  start=$(now_ms)
+  "$gtest" 2>&1 | tail -n 25
+  rc=${PIPESTATUS[0]}
+  record "$name" "$([[ $rc -eq 0 ]] && echo passed || echo "FAILED (exit $rc)")" "$(since "$start")"
+done
+
 # ---- 2. the examples, plain and under `gpuprof run` ---------------------------------------------
 run_example() {  # name, command...
   local name=$1
@@ -138,6 +151,20 @@ if "$python" -c 'import torch' > /dev/null 2>&1; then
   run_example "train_plain (plain)" "$python" examples/train_plain.py --steps 20 --device cuda
   run_example "train_plain (gpuprof run)" "$build_dir/bin/gpuprof" run -o "$work/examples" -- \
     "$python" examples/train_plain.py --steps 20 --device cuda
+  # Kernel replay of the first launches of every kernel: the losses must be an unprofiled run's.
+  run_example "train_plain (gpuprof replay)" "$build_dir/bin/gpuprof" replay --passes 3 -c 40 \
+    -o "$work/replay" -- "$python" examples/train_plain.py --steps 20 --device cuda
+  plain_log="$work/train_plain__plain_.log"
+  replay_log="$work/train_plain__gpuprof_replay_.log"
+  if [[ -f "$plain_log" && -f "$replay_log" ]]; then
+    if diff <(grep -o '^step [0-9/]* loss [0-9.]*' "$plain_log") \
+            <(grep -o '^step [0-9/]* loss [0-9.]*' "$replay_log") > "$work/replay_losses.diff"; then
+      record "train_plain replay losses = plain" "passed" "0"
+    else
+      cat "$work/replay_losses.diff"
+      record "train_plain replay losses = plain" "FAILED (losses differ)" "0"
+    fi
+  fi
 else
   echo
   echo "==== examples: skipped: $python cannot import torch"

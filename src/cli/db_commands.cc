@@ -176,7 +176,9 @@ void PrintGc(std::ostream& out, const db::ProfileStats& stats) {
       << Ms(stats.gc_max_ns) << " ms\n";
 }
 
-void PrintReplay(std::ostream& out, const db::ProfileStats& stats) {
+}  // namespace
+
+void PrintReplayStats(std::ostream& out, const db::ProfileStats& stats) {
   if (stats.replay.empty() && stats.replay_declines.empty()) {
     NoData(out, "Kernel replay", stats.replay_absent);
     return;
@@ -225,6 +227,8 @@ void PrintReplay(std::ostream& out, const db::ProfileStats& stats) {
   }
 }
 
+namespace {
+
 void PrintStats(std::ostream& out, const db::ProfileStats& stats) {
   out << "gpuprof stats: " << stats.path << "\n";
   std::vector<std::string> facts;
@@ -250,7 +254,7 @@ void PrintStats(std::ostream& out, const db::ProfileStats& stats) {
   out << "\n";
   PrintGc(out, stats);
   out << "\n";
-  PrintReplay(out, stats);
+  PrintReplayStats(out, stats);
 }
 
 // Resolves PATH, printing the error or the partial-DB note; nullopt on error.

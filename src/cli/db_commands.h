@@ -14,7 +14,14 @@ namespace CLI {
 class App;
 }  // namespace CLI
 
+namespace gpuprof::db {
+struct ProfileStats;
+}  // namespace gpuprof::db
+
 namespace gpuprof::cli {
+
+// The "Kernel replay" part of `gpuprof stats` (also printed by `gpuprof replay`).
+void PrintReplayStats(std::ostream& out, const db::ProfileStats& stats);
 
 class DbCommands {
  public:

@@ -104,8 +104,10 @@ int Main(int argc, char** argv) {
 
   DbCommands db_commands(app);  // stats, export, check
   RunCommand run_command(app);   // run
+  RunCommand replay_command(app, /*replay=*/true);  // replay
   // The application's own command line is not CLI11's to parse.
-  const int cli_argc = run_command.SplitArguments(argc, argv);
+  int cli_argc = run_command.SplitArguments(argc, argv);
+  if (cli_argc == argc) cli_argc = replay_command.SplitArguments(argc, argv);
 
   try {
     app.parse(cli_argc, argv);
@@ -113,12 +115,14 @@ int Main(int argc, char** argv) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
     std::string help = demo->parsed() ? "gpuprof demo --help" : db_commands.HelpCommand();
     if (run_command.parsed()) help = "gpuprof run --help";
+    if (replay_command.parsed()) help = "gpuprof replay --help";
     return UsageError(e.what(), help.empty() ? "gpuprof --help" : help);
   }
 
   if (demo->parsed()) return RunDemoCommand(flags);
   if (db_commands.parsed()) return db_commands.Run(std::cout, std::cerr);
   if (run_command.parsed()) return run_command.Run(std::cerr);
+  if (replay_command.parsed()) return replay_command.Run(std::cerr);
 
   std::cerr << app.help() << "gpuprof: no subcommand given; try 'gpuprof demo' (see the list above)\n";
   return kExitUsage;

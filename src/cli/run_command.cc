@@ -26,6 +26,7 @@
 #include <system_error>
 #include <utility>
 
+#include "cli/db_commands.h"
 #include "cli/report.h"
 #include "db/profile_reader.h"
 #include "db/stats.h"
@@ -390,6 +391,19 @@ void PrintDbSummary(std::ostream& report, const std::string& path) {
   report << "  More: gpuprof stats '" << path << "' (or export, check)\n";
 }
 
+void PrintReplaySummary(std::ostream& report, const std::string& path) {
+  StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(path);
+  if (!reader.ok()) return;
+  db::StatsOptions options;
+  options.top = 50;
+  StatusOr<db::ProfileStats> stats = db::ComputeStats(**reader, options);
+  if (!stats.ok()) {
+    report << "gpuprof: warning: cannot read the replay results: " << stats.status().message() << "\n";
+    return;
+  }
+  PrintReplayStats(report, *stats);
+}
+
 std::string SignalName(int sig) {
   const char* text = strsignal(sig);
   return "signal " + std::to_string(sig) + (text != nullptr ? std::string(" (") + text + ")" : "");
@@ -550,9 +564,53 @@ could not be executed (as in a shell); 1 if gpuprof could not set the run up; 2 
 Example: gpuprof run -o prof -- python3 examples/train_plain.py --steps 5
 )";
 
+constexpr const char* kReplayDescription =
+    "Run an application with kernel replay: selected kernel launches run N passes on identical inputs "
+    "(device memory snapshotted before the first and restored before each later pass; the application "
+    "sees one ordinary run), timed per pass, checked for determinism; results go to the profile DB";
+constexpr const char* kReplayFooter = R"(
+Selection (as Nsight Compute's): -k NAME matches the kernel's function name exactly (demangled, e.g.
+'gemm_kernel', or mangled); -k regex:PATTERN searches the name with a regular expression; -s N lets
+the first N matching launches run unreplayed; -c N replays at most N launches. Without -k every
+kernel launch is replayed (slow for a large program: pick kernels).
+
+Each pass flushes the L2 cache first (--cache-control all, Nsight Compute's default) unless
+--cache-control none. --restore auto writes back only the chunks a pass changed; full writes
+everything back. --strict declines launches while host-mapped, managed or IPC memory is live
+(writes to it cannot be undone).
+
+Declined launches (graph launches, launches into a capturing stream, device printf/malloc
+kernels, a device that does not drain) run once, unreplayed; the reason is in the DB and in one
+warning line.
+
+Example: gpuprof replay --passes 5 -k regex:gemm -c 3 -- python3 examples/train_plain.py --steps 5
+)";
+
 }  // namespace
 
-RunCommand::RunCommand(CLI::App& app) {
+RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
+  if (replay_) {
+    run_ = app.add_subcommand("replay", kReplayDescription);
+    run_->add_option("--passes", passes_, "Passes per replayed launch (2..1000)")
+        ->check(CLI::Range(2, 1000))
+        ->capture_default_str();
+    run_->add_option("-k,--kernel-name", kernel_, "Kernel to replay: NAME or regex:PATTERN (default: every kernel)");
+    run_->add_option("-s,--launch-skip", skip_, "Matching launches to run unreplayed first")->capture_default_str();
+    run_->add_option("-c,--launch-count", count_, "Replay at most this many launches (0: no limit)")
+        ->capture_default_str();
+    run_->add_option("--cache-control", cache_control_, "Flush L2 before each pass (all) or not (none)")
+        ->check(CLI::IsMember({"all", "none"}))
+        ->capture_default_str();
+    run_->add_option("--restore", restore_, "Write back only changed chunks (auto) or everything (full)")
+        ->check(CLI::IsMember({"auto", "full"}))
+        ->capture_default_str();
+    run_->add_flag("--strict", strict_, "Decline while kernel-writable untracked memory is live");
+    run_->add_option(std::string(kOutputShort) + "," + std::string(kOutputLong), output_dir_,
+                     "Directory for the profile DBs (created if missing)")
+        ->capture_default_str();
+    run_->footer(kReplayFooter);
+    return;
+  }
   run_ = app.add_subcommand("run", kRunDescription);
   run_->add_option(std::string(kOutputShort) + "," + std::string(kOutputLong), output_dir_,
                    "Directory for the profile DBs (created if missing)")
@@ -567,14 +625,17 @@ int RunCommand::SplitArguments(int argc, char** argv) {
   // subcommand.
   int i = 1;
   while (i < argc && argv[i][0] == '-') ++i;
-  if (i >= argc || std::string_view(argv[i]) != "run") return argc;
+  if (i >= argc || std::string_view(argv[i]) != name()) return argc;
   for (int j = i + 1; j < argc; ++j) {
     std::string_view arg = argv[j];
     if (arg == "--") {
       app_argv_.assign(argv + j + 1, argv + argc);
       return j;
     }
-    if (arg == kOutputShort || arg == kOutputLong) {
+    if (arg == kOutputShort || arg == kOutputLong ||
+        (replay_ && (arg == "--passes" || arg == "-k" || arg == "--kernel-name" || arg == "-s" ||
+                     arg == "--launch-skip" || arg == "-c" || arg == "--launch-count" || arg == "--cache-control" ||
+                     arg == "--restore"))) {
       ++j;  // its value, whatever it looks like
       continue;
     }
@@ -589,8 +650,8 @@ bool RunCommand::parsed() const { return run_->parsed(); }
 
 int RunCommand::Run(std::ostream& report) const {
   if (app_argv_.empty()) {
-    report << "gpuprof: error: no application given: gpuprof run [-o DIR] [--follow-children] [--] APP [ARGS...]\n"
-           << "run 'gpuprof run --help' for the accepted flags and values\n";
+    report << "gpuprof: error: no application given: gpuprof " << name() << " [flags] [--] APP [ARGS...]\n"
+           << "run 'gpuprof " << name() << " --help' for the accepted flags and values\n";
     return kExitUsage;
   }
 
@@ -618,6 +679,22 @@ int RunCommand::Run(std::ostream& report) const {
   env.Set("GPUPROF_OUTPUT_DIR", out_dir_text);
   env.Set("GPUPROF_RESULT_FILE", result_file);
   env.Set("GPUPROF_FOLLOW_CHILDREN", follow_children_ ? "1" : "0");
+  if (replay_) {
+    env.Set("GPUPROF_REPLAY_PASSES", std::to_string(passes_));
+    env.Set("GPUPROF_REPLAY_KERNEL", kernel_);
+    env.Set("GPUPROF_REPLAY_SKIP", std::to_string(skip_));
+    env.Set("GPUPROF_REPLAY_COUNT", std::to_string(count_));
+    env.Set("GPUPROF_REPLAY_CACHE_CONTROL", cache_control_);
+    env.Set("GPUPROF_REPLAY_RESTORE", restore_);
+    env.Set("GPUPROF_REPLAY_STRICT", strict_ ? "1" : "0");
+    // One line per replayed launch is the progress report (info level), unless the user chose.
+    if (const char* level = std::getenv("GPUPROF_LOG_LEVEL"); level == nullptr || *level == '\0') {
+      env.Set("GPUPROF_LOG_LEVEL", "info");
+    }
+    report << "gpuprof: replaying " << (kernel_.empty() ? std::string("every kernel") : "'" + kernel_ + "'")
+           << ", " << passes_ << " passes per launch" << (count_ > 0 ? ", at most " + std::to_string(count_) + " launches" : "")
+           << "; one line per replayed launch follows\n";
+  }
   // NVTX ranges reach a profiler only through the library NVTX_INJECTION64_PATH names. When the
   // injection library provides that entry point, name it (it forwards to the CUPTI the session
   // loads, so it works even when the application calls NVTX before initializing CUDA); otherwise
@@ -661,7 +738,10 @@ int RunCommand::Run(std::ostream& report) const {
   }
 
   std::vector<std::string> dbs = ReadReportedDbs(result_file);
-  for (const std::string& db_path : dbs) PrintDbSummary(report, db_path);
+  for (const std::string& db_path : dbs) {
+    PrintDbSummary(report, db_path);
+    if (replay_) PrintReplaySummary(report, db_path);
+  }
   if (dbs.size() > 1) report << "gpuprof: " << dbs.size() << " profile DBs written under " << out_dir_text << "\n";
 
   std::vector<std::string> partial = FindPartialDbs(out_dir, started_at);

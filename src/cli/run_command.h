@@ -20,6 +20,7 @@
 // Everything gpuprof prints goes to stderr: the application's stdout stays its own.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -32,8 +33,9 @@ namespace gpuprof::cli {
 
 class RunCommand {
  public:
-  // Registers `run` on `app`; the object holds its flags, so it must outlive parsing and Run().
-  explicit RunCommand(CLI::App& app);
+  // Registers `run` (or, with `replay`, `replay`: the same run with kernel replay configured) on
+  // `app`; the object holds its flags, so it must outlive parsing and Run().
+  explicit RunCommand(CLI::App& app, bool replay = false);
   RunCommand(const RunCommand&) = delete;
   RunCommand& operator=(const RunCommand&) = delete;
 
@@ -49,8 +51,19 @@ class RunCommand {
   int Run(std::ostream& report) const;
 
  private:
+  const char* name() const noexcept { return replay_ ? "replay" : "run"; }
+
   CLI::App* run_ = nullptr;
+  bool replay_ = false;
   std::string output_dir_ = "gpuprof_output";
+  // replay (C4): passes, kernel selection, cache and restore policy.
+  int passes_ = 5;
+  std::string kernel_;
+  std::uint64_t skip_ = 0;
+  std::uint64_t count_ = 0;
+  std::string cache_control_ = "all";
+  std::string restore_ = "auto";
+  bool strict_ = false;
   bool follow_children_ = false;
   std::vector<std::string> app_argv_;
 };

@@ -501,8 +501,13 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
     case CUPTI_CB_DOMAIN_RUNTIME_API:
     case CUPTI_CB_DOMAIN_DRIVER_API: {
       // The hot path: every API entry and exit of every thread lands here while C1 filtering is on.
-      if (!ScopedInternalWork::Active()) return;
       const auto* call = static_cast<const CUpti_CallbackData*>(data);
+      if (!ScopedInternalWork::Active()) {
+        if (domain == CUPTI_CB_DOMAIN_DRIVER_API && options_.driver_api_observer != nullptr) {
+          options_.driver_api_observer->OnDriverApi(cbid, *call);
+        }
+        return;
+      }
       if (call->callbackSite == CUPTI_API_ENTER) filter_.MarkInternal(call->correlationId);
       return;
     }

@@ -73,6 +73,14 @@ struct ModuleEvent {
   std::size_t cubin_size = 0;
 };
 
+// Sees every driver-API entry and exit that is not gpuprof's own work (ScopedInternalWork), on the
+// calling thread, under the CUPTI callback: noexcept, and it must not call back into the subscriber.
+class DriverApiObserver {
+ public:
+  virtual ~DriverApiObserver() = default;
+  virtual void OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept = 0;
+};
+
 struct SubscriberOptions {
   std::string subscriber_name = "gpuprof";  // CUPTI shows "CUPTI for gpuprof" to a later tool
   std::uint32_t pid = 0;                    // 0: getpid()
@@ -96,6 +104,8 @@ struct SubscriberOptions {
   // Called on module load / unload start (under the resource callback; noexcept by contract,
   // exceptions are caught). Empty: the module callbacks are not enabled.
   std::function<void(const ModuleEvent&)> on_module;
+  // The replay hook (replay_hook.h); null: none. Needs filter_internal_work (the API domains).
+  DriverApiObserver* driver_api_observer = nullptr;
 };
 
 struct SubscriberStats {

@@ -1,7 +1,13 @@
 #include "session/cupti_device_collector.h"
 
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "cupti/replay_hook.h"
+
 #include <link.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 
@@ -87,6 +93,39 @@ std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::Devices(
 Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
   if (!loaders_.cupti) return UnavailableError("CUPTI unavailable: no loader");
   GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<cupti::CuptiApi> api, loaders_.cupti());
+  // Kernel replay when `gpuprof replay` (or GPUPROF_REPLAY_PASSES > 1) asks for it.
+  bool flush_l2 = true;
+  StatusOr<replay::ReplayOptions> replay_options = cupti::ReplayOptionsFromEnvironment(&flush_l2);
+  if (!replay_options.ok()) {
+    GPUPROF_LOG(kError) << "replay off: " << replay_options.status().message();
+  } else if (replay_options->passes > 1) {
+    auto replay_sink = [sink = hooks.sink](const replay::ReplayRecord& record) {
+      // Progress, one line per replayed or declined launch (stderr; `gpuprof replay` shows info).
+      if (record.replayed) {
+        std::vector<std::uint64_t> us;
+        for (const replay::PassRecord& pass : record.passes) us.push_back(pass.duration_ns / 1000);
+        std::sort(us.begin(), us.end());
+        GPUPROF_LOG(kInfo) << "replay: " << record.kernel_name << " launch " << record.launch_index << ": "
+                           << us.size() << " passes, " << (us.empty() ? 0 : us.front()) << "/"
+                           << (us.empty() ? 0 : us[us.size() / 2]) << "/" << (us.empty() ? 0 : us.back())
+                           << " us min/median/max, " << record.snapshot_bytes << " bytes snapshotted"
+                           << (record.deterministic ? "" : ", NONDETERMINISTIC");
+      }
+      trace::ReplayResult result;
+      result.time_ns = base::EpochNowNs();
+      result.pid = static_cast<std::uint32_t>(getpid());
+      result.tid = static_cast<std::uint32_t>(gettid());
+      result.record = record;
+      static_cast<void>(sink(std::move(result)));
+    };
+    replay_hook_ = std::make_unique<cupti::CudaReplayHook>(*replay_options, flush_l2, std::move(replay_sink));
+    options_.driver_api_observer = replay_hook_.get();
+    options_.on_module = [hook = replay_hook_.get()](const cupti::ModuleEvent& event) { hook->OnModule(event); };
+    options_.filter_internal_work = true;
+    GPUPROF_LOG(kInfo) << "replay: " << replay_options->passes << " passes per selected launch"
+                       << (replay_options->selector.name.empty() ? std::string(" (every kernel)")
+                                                                 : " of " + replay_options->selector.name);
+  }
   cupti::RecordSink sink = [sink = std::move(hooks.sink)](std::vector<trace::Record>&& records) {
     for (trace::Record& record : records) static_cast<void>(sink(std::move(record)));
   };
@@ -105,6 +144,7 @@ void CuptiDeviceCollector::Flush() {
 }
 
 void CuptiDeviceCollector::Stop() {
+  if (replay_hook_ != nullptr) replay_hook_->BeginFinalization();  // R5
   if (subscriber_ == nullptr || !subscriber_->running()) return;
   if (Status stopped = subscriber_->Stop(); !stopped.ok()) {
     GPUPROF_LOG(kWarning) << "stopping GPU activity collection: " << stopped.message()

@@ -30,6 +30,10 @@
 #include "cupti/subscriber.h"
 #include "session/device_collector.h"
 
+namespace gpuprof::cupti {
+class CudaReplayHook;
+}
+
 namespace gpuprof::session {
 
 struct CuptiLoaders {
@@ -59,6 +63,7 @@ class CuptiDeviceCollector final : public DeviceCollector {
   CuptiLoaders loaders_;
   cupti::SubscriberOptions options_;
   bool list_devices_;
+  std::unique_ptr<cupti::CudaReplayHook> replay_hook_;  // before subscriber_: outlives its callbacks
   std::unique_ptr<cupti::CuptiSubscriber> subscriber_;
 };
 

@@ -164,6 +164,22 @@ class ProfileDb:
             m["type"] = self.text(m["type_id"])
         return out
 
+    def replay_kernels(self):
+        """GPUPROF_REPLAY_KERNEL rows (docs/db_gpuprof_tables.md) with their passes."""
+        if "GPUPROF_REPLAY_KERNEL" not in self.tables:
+            return []
+        rows = self.query("SELECT id, deviceId, name, launchIndex, replayed, declineReason, passes, deterministic, "
+                          "snapshotRegions, snapshotBytes FROM GPUPROF_REPLAY_KERNEL ORDER BY id")
+        keys = ("id", "device", "name_id", "launch_index", "replayed", "decline", "passes", "deterministic",
+                "regions", "bytes")
+        out = [dict(zip(keys, r)) for r in rows]
+        for k in out:
+            k["name"] = self.text(k["name_id"])
+            k["pass_rows"] = [dict(zip(("pass", "duration", "bytes_restored", "hash", "matches"), p)) for p in self.query(
+                "SELECT pass, durationNs, bytesRestored, outputHash, matchesPass1 FROM GPUPROF_REPLAY_PASS "
+                "WHERE kernelId = ? ORDER BY pass", k["id"])]
+        return out
+
     def mstx(self):
         rows = self.query("SELECT startNs, endNs, eventType, rangeId, message, globalTid, endGlobalTid, domainId, "
                           "connectionId FROM MSTX_EVENTS ORDER BY startNs")
@@ -498,7 +514,97 @@ def expect_train_plain(c, dbs, program_output):
     c.expect(any(m["operation"] == MEMCPY_HTOD for m in copies), "no host-to-device copy (model.to(device))")
 
 
+# ---- Replay (`gpuprof replay`, issue 5) ---------------------------------------------------------
+
+REPLAY_PASSES = 3  # run_case.py runs the replay cases with --passes 3
+
+
+def replay_rows(c, dbs, what):
+    db = one_db(c, dbs, what)
+    if db is None:
+        return None, []
+    check_common(c, db)
+    rows = db.replay_kernels()
+    c.note("replay rows: " + "; ".join(
+        f"{r['name']} replayed={r['replayed']} decline={r['decline']} passes={len(r['pass_rows'])} "
+        f"deterministic={r['deterministic']} regions={r['regions']} bytes={r['bytes']}" for r in rows))
+    return db, rows
+
+
+def expect_replayed(c, rows, kernel, launches, deterministic=True):
+    mine = [r for r in rows if r["name"] == kernel]
+    c.expect(len(mine) == launches, f"{kernel}: expected {launches} replay row(s), found {len(mine)}")
+    for r in mine:
+        c.expect(r["replayed"] == 1, f"{kernel} launch {r['launch_index']} not replayed: {r['decline']}")
+        c.expect(len(r["pass_rows"]) == REPLAY_PASSES,
+                 f"{kernel} launch {r['launch_index']}: {len(r['pass_rows'])} pass rows, expected {REPLAY_PASSES}")
+        c.expect(all(p["duration"] > 0 for p in r["pass_rows"]), f"{kernel}: a pass without a duration")
+        c.expect(r["bytes"] > 0, f"{kernel}: the snapshot captured no bytes")
+        if deterministic:
+            c.expect(r["deterministic"] == 1, f"{kernel} launch {r['launch_index']} flagged nondeterministic")
+        else:
+            c.expect(r["deterministic"] == 0, f"{kernel} launch {r['launch_index']} not flagged nondeterministic")
+            c.expect(any(p["matches"] == 0 for p in r["pass_rows"]), f"{kernel}: no pass marked as differing")
+
+
+def expect_replay_inplace(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay inplace")
+    expect_replayed(c, rows, "in_place_update", 2)
+    for r in rows:
+        later = [p for p in r["pass_rows"] if p["pass"] > 1]
+        c.expect(all(p["bytes_restored"] > 0 for p in later), "in_place_update: a later pass restored nothing")
+
+
+def expect_replay_counter(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay counter")
+    expect_replayed(c, rows, "count_launches", 3)
+
+
+def expect_replay_constant(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay constant")
+    expect_replayed(c, rows, "apply_coefficients", 2)
+
+
+def expect_replay_async(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay async")
+    expect_replayed(c, rows, "in_place_update", 2)
+
+
+def expect_replay_graph(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay graph")
+    reasons = sorted(r["decline"] or "" for r in rows)
+    c.expect("stream-capture" in reasons, f"no launch declined for stream capture: {reasons}")
+    c.expect("graph-launch" in reasons, f"no graph launch declined: {reasons}")
+    c.expect(all(r["replayed"] == 0 for r in rows), "a captured or graph launch was replayed")
+
+
+def expect_replay_timer(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay timer")
+    expect_replayed(c, rows, "write_globaltimer", 1, deterministic=False)
+
+
+def expect_replay_printf(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay printf")
+    mine = [r for r in rows if r["name"] == "say_hello"]
+    c.expect(len(mine) == 1 and mine[0]["replayed"] == 0 and mine[0]["decline"] == "side-effects",
+             f"say_hello: expected one launch declined for side-effects, found "
+             f"{[(r['replayed'], r['decline']) for r in mine]}")
+
+
+def expect_replay_free_thread(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay free_thread")
+    expect_replayed(c, rows, "slow_update", 1)
+
+
 EXPECTATIONS = {
+    "replay_inplace": expect_replay_inplace,
+    "replay_counter": expect_replay_counter,
+    "replay_constant": expect_replay_constant,
+    "replay_async": expect_replay_async,
+    "replay_graph": expect_replay_graph,
+    "replay_timer": expect_replay_timer,
+    "replay_printf": expect_replay_printf,
+    "replay_free_thread": expect_replay_free_thread,
     "kernels": expect_kernels,
     "memcpy": expect_memcpy,
     "nvtx": expect_nvtx,

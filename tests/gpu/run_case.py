@@ -32,12 +32,21 @@ RUN_TIMEOUT_S = 300
 
 
 class Case:
-    def __init__(self, expectation, program=None, command=None, flags=(), needs_torch=False):
+    def __init__(self, expectation, program=None, command=None, flags=(), needs_torch=False, args=(),
+                 subcommand="run"):
         self.expectation = expectation
         self.program = program        # a test program in BUILD/tests/gpu
         self.command = command        # or a command run from the repository root
-        self.flags = list(flags)      # `gpuprof run` flags
+        self.flags = list(flags)      # `gpuprof run` (or replay) flags
         self.needs_torch = needs_torch
+        self.args = list(args)        # the program's arguments
+        self.subcommand = subcommand  # "run" or "replay"
+
+
+def replay_case(mode, kernel=None):
+    """`gpuprof replay --passes 3 [-k KERNEL] -- gpu_test_replay MODE` (check_db.REPLAY_PASSES)."""
+    flags = ["--passes", "3"] + (["-k", kernel] if kernel else [])
+    return Case("replay_" + mode, program="gpu_test_replay", args=[mode], flags=flags, subcommand="replay")
 
 
 # CTest names are GpuRunTest.<key>.
@@ -47,6 +56,14 @@ CASES = {
     "Nvtx": Case("nvtx", program="gpu_test_nvtx"),
     "ForkFollowChildren": Case("fork_follow", program="gpu_test_fork", flags=["--follow-children"]),
     "ForkParentOnly": Case("fork_parent_only", program="gpu_test_fork"),
+    "ReplayInPlace": replay_case("inplace", "in_place_update"),
+    "ReplayDeviceCounter": replay_case("counter", "count_launches"),
+    "ReplayConstantTable": replay_case("constant", "apply_coefficients"),
+    "ReplayStreamOrdered": replay_case("async", "in_place_update"),
+    "ReplayGraphAndCapture": replay_case("graph"),
+    "ReplayGlobaltimer": replay_case("timer", "write_globaltimer"),
+    "ReplayPrintfDeclined": replay_case("printf", "say_hello"),
+    "ReplayFreeOnAnotherThread": replay_case("free_thread", "slow_update"),
     "TrainPlain": Case("train_plain",
                        command=["python3", "examples/train_plain.py", "--steps", "3", "--device", "cuda"],
                        needs_torch=True),
@@ -87,7 +104,7 @@ def run_case(name, build_dir, work_dir):
         if not os.path.isfile(program):
             print(f"FAIL: test program missing: {program} (target {case.program})")
             return 1
-        command = [program]
+        command = [program, *case.args]
     else:
         command = list(case.command)
         if command[0] == "python3":
@@ -102,7 +119,7 @@ def run_case(name, build_dir, work_dir):
     out_dir = os.path.join(case_dir, "out")
     shutil.rmtree(case_dir, ignore_errors=True)
     os.makedirs(case_dir)
-    argv = [gpuprof, "run", "-o", out_dir, *case.flags, "--", *command]
+    argv = [gpuprof, case.subcommand, "-o", out_dir, *case.flags, "--", *command]
     print("$ " + " ".join(argv))
     begin = time.monotonic()
     try:
@@ -111,7 +128,7 @@ def run_case(name, build_dir, work_dir):
     except subprocess.TimeoutExpired as e:
         dump("stdout", e.stdout or "")
         dump("stderr", e.stderr or "")
-        print(f"FAIL: `gpuprof run` did not finish within {RUN_TIMEOUT_S} s")
+        print(f"FAIL: `gpuprof {case.subcommand}` did not finish within {RUN_TIMEOUT_S} s")
         return 1
     print(f"exit status {result.returncode} after {time.monotonic() - begin:.1f} s")
     dump("stdout (the program)", result.stdout)

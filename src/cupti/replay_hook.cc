@@ -1,0 +1,494 @@
+#include "cupti/replay_hook.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <shared_mutex>
+#include <span>
+
+#include "base/clock.h"
+#include "base/logging.h"
+#include "cupti/internal_work.h"
+#include "cupti/subscriber.h"
+#include "device/cuda/cubin_symbols.h"
+
+namespace gpuprof::cupti {
+namespace {
+
+using device::cuda::CudaDevice;
+using device::cuda::CudaDriver;
+
+// Window locks taken at an API entry and dropped at its exit, per thread (entries nest rarely).
+thread_local std::vector<std::shared_lock<std::shared_mutex>> held_windows;
+
+std::string Demangled(const char* name) {
+  int status = 0;
+  char* text = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || text == nullptr) return name;
+  std::string out(text);
+  std::free(text);
+  // The demangled name without its parameter list ("scale<float>(float*, int)" -> "scale<float>");
+  // function templates demangle with their return type first ("void k<int>(int*)").
+  int depth = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    char ch = out[i];
+    if (ch == '<') ++depth;
+    if (ch == '>') --depth;
+    if (ch == '(' && depth == 0 && i > 0 && out.compare(0, i, "(anonymous namespace)") != 0 &&
+        out[i - 1] != ' ') {
+      out.resize(i);
+      break;
+    }
+  }
+  if (out.rfind("void ", 0) == 0) out.erase(0, 5);
+  return out;
+}
+
+const char* Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+StatusOr<std::uint64_t> ParseCount(const char* variable, const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-') {
+    return InvalidArgumentError(std::string(variable) + "=" + text + ": expected a non-negative integer");
+  }
+  return static_cast<std::uint64_t>(value);
+}
+
+}  // namespace
+
+StatusOr<replay::ReplayOptions> ReplayOptionsFromEnvironment(bool* flush_l2) {
+  replay::ReplayOptions options;
+  *flush_l2 = true;
+  if (const char* passes = Env("GPUPROF_REPLAY_PASSES")) {
+    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t n, ParseCount("GPUPROF_REPLAY_PASSES", passes));
+    if (n < 1 || n > 1000) return InvalidArgumentError("GPUPROF_REPLAY_PASSES must be 1..1000");
+    options.passes = static_cast<int>(n);
+  }
+  if (const char* kernel = Env("GPUPROF_REPLAY_KERNEL")) {
+    options.selector.name = kernel;  // "regex:PATTERN" or an exact name (C4)
+  }
+  if (const char* skip = Env("GPUPROF_REPLAY_SKIP")) {
+    GPUPROF_ASSIGN_OR_RETURN(options.selector.skip, ParseCount("GPUPROF_REPLAY_SKIP", skip));
+  }
+  if (const char* count = Env("GPUPROF_REPLAY_COUNT")) {
+    GPUPROF_ASSIGN_OR_RETURN(options.selector.count, ParseCount("GPUPROF_REPLAY_COUNT", count));
+  }
+  if (const char* cache = Env("GPUPROF_REPLAY_CACHE_CONTROL")) {
+    if (std::strcmp(cache, "all") == 0) {
+      *flush_l2 = true;
+    } else if (std::strcmp(cache, "none") == 0) {
+      *flush_l2 = false;
+    } else {
+      return InvalidArgumentError(std::string("GPUPROF_REPLAY_CACHE_CONTROL=") + cache + ": expected all or none");
+    }
+  }
+  if (const char* restore = Env("GPUPROF_REPLAY_RESTORE")) {
+    if (std::strcmp(restore, "auto") == 0) {
+      options.restore = replay::RestoreMode::kAuto;
+    } else if (std::strcmp(restore, "full") == 0) {
+      options.restore = replay::RestoreMode::kFull;
+    } else {
+      return InvalidArgumentError(std::string("GPUPROF_REPLAY_RESTORE=") + restore + ": expected auto or full");
+    }
+  }
+  if (const char* strict = Env("GPUPROF_REPLAY_STRICT")) options.strict = std::strcmp(strict, "0") != 0;
+  if (const char* side = Env("GPUPROF_REPLAY_SIDE_EFFECT_KERNELS")) {
+    options.replay_side_effect_kernels = std::strcmp(side, "0") != 0;
+  }
+  GPUPROF_RETURN_IF_ERROR(replay::Controller::ValidateOptions(options));
+  return options;
+}
+
+// One intercepted launch. Passes are copies submitted on the application's stream under
+// ScopedInternalWork; the application's own launch runs after the callback returns.
+class CudaLaunchExecutor final : public device::LaunchExecutor {
+ public:
+  CudaLaunchExecutor(CudaReplayHook& hook, CudaDevice& device, CUfunction function, CUstream stream,
+                     std::function<CUresult()> launch)
+      : hook_(hook), device_(device), function_(function), stream_(stream), launch_(std::move(launch)) {}
+
+  Status RunOriginal() override { return OkStatus(); }
+  bool original_runs_after_return() const noexcept override { return true; }
+  void SignalCompletion() override {}
+
+  Status PrepareForSnapshot() override {
+    const CudaDriver& d = device_.driver();
+    ScopedInternalWork internal;
+    // R7: the kernel's module is loaded before the snapshot (lazy loading would load it at the
+    // launch, after the snapshot).
+    GPUPROF_RETURN_IF_ERROR(d.Check("cuFuncLoad", d.FuncLoad(function_)));
+    const char* name = nullptr;
+    CUmodule module = nullptr;
+    if (d.FuncGetName(&name, function_) != CUDA_SUCCESS || name == nullptr ||
+        d.FuncGetModule(&module, function_) != CUDA_SUCCESS) {
+      return OkStatus();  // no names: the module's variables stay out (counted nowhere)
+    }
+    std::shared_ptr<const CudaReplayHook::ModuleInfo> module_info = hook_.ModuleOf(name);
+    if (module_info == nullptr) return OkStatus();
+    std::vector<device::ModuleVariable> variables;
+    for (const std::string& variable : module_info->variables) {
+      CUdeviceptr address = 0;
+      size_t size = 0;
+      if (d.ModuleGetGlobal(&address, &size, module, variable.c_str()) == CUDA_SUCCESS && size > 0) {
+        variables.push_back({variable, address, size, reinterpret_cast<std::uintptr_t>(module), false});
+      }
+    }
+    device_.RegisterModuleVariables(variables);
+    return OkStatus();
+  }
+
+  StatusOr<device::PassTiming> RunPass(int) override {
+    const CudaDriver& d = device_.driver();
+    ScopedInternalWork internal;
+    if (hook_.flush_l2_) GPUPROF_RETURN_IF_ERROR(device_.FlushL2(stream_));
+    CUevent start = nullptr;
+    CUevent end = nullptr;
+    GPUPROF_RETURN_IF_ERROR(d.Check("cuEventCreate", d.EventCreate(&start, CU_EVENT_DEFAULT)));
+    if (CUresult r = d.EventCreate(&end, CU_EVENT_DEFAULT); r != CUDA_SUCCESS) {
+      d.EventDestroy(start);
+      return d.Check("cuEventCreate", r);
+    }
+    Status status = d.Check("cuEventRecord", d.EventRecord(start, stream_));
+    if (status.ok()) status = d.Check("launch (replay pass)", launch_());
+    if (status.ok()) status = d.Check("cuEventRecord", d.EventRecord(end, stream_));
+    if (status.ok()) status = d.Check("cuEventSynchronize", d.EventSynchronize(end));
+    float ms = 0;
+    if (status.ok()) status = d.Check("cuEventElapsedTime", d.EventElapsedTime(&ms, start, end));
+    d.EventDestroy(start);
+    d.EventDestroy(end);
+    GPUPROF_RETURN_IF_ERROR(status);
+    device::PassTiming timing;
+    timing.duration_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
+    return timing;  // SM clocks: not read (no NVML here), 0
+  }
+
+ private:
+  CudaReplayHook& hook_;
+  CudaDevice& device_;
+  CUfunction function_;
+  CUstream stream_;
+  std::function<CUresult()> launch_;
+};
+
+CudaReplayHook::CudaReplayHook(replay::ReplayOptions options, bool flush_l2,
+                               std::function<void(const replay::ReplayRecord&)> sink)
+    : options_(std::move(options)), flush_l2_(flush_l2), sink_(std::move(sink)) {
+  inventory_.EnableRecording(true);
+}
+
+CudaReplayHook::~CudaReplayHook() { inventory_.BeginFinalization(); }
+
+void CudaReplayHook::BeginFinalization() noexcept { inventory_.BeginFinalization(); }
+
+bool CudaReplayHook::EnsureDevices() noexcept {
+  std::call_once(devices_once_, [this] {
+    ScopedInternalWork internal;
+    StatusOr<const CudaDriver*> driver = CudaDriver::Get();
+    if (!driver.ok()) {
+      GPUPROF_LOG(kWarning) << "replay off: " << driver.status().message();
+      return;
+    }
+    driver_ = *driver;
+    int count = 0;
+    if (driver_->DeviceGetCount(&count) != CUDA_SUCCESS) count = 0;
+    std::vector<device::Device*> raw;
+    for (int ordinal = 0; ordinal < count; ++ordinal) {
+      StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::Create(*driver_, ordinal);
+      if (!device.ok()) {
+        GPUPROF_LOG(kWarning) << "replay off: " << device.status().message();
+        devices_.clear();
+        return;
+      }
+      raw.push_back(device->get());
+      devices_.push_back(std::move(device).value());
+    }
+    try {
+      controller_ = std::make_unique<replay::Controller>(inventory_, raw, options_);
+      controller_->SetRecordSink(sink_);
+    } catch (const std::exception& e) {
+      GPUPROF_LOG(kWarning) << "replay off: " << e.what();
+      devices_.clear();
+    }
+  });
+  return controller_ != nullptr;
+}
+
+CudaDevice* CudaReplayHook::DeviceOfCurrentContext() noexcept {
+  CUdevice device = 0;
+  if (driver_ == nullptr || driver_->CtxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
+  for (auto& d : devices_) {
+    CUdevice candidate = 0;
+    if (driver_->DeviceGet(&candidate, d->ordinal()) == CUDA_SUCCESS && candidate == device) return d.get();
+  }
+  return nullptr;
+}
+
+void CudaReplayHook::RecordDeviceMemory(CudaDevice& device, CUdeviceptr ptr, std::uint64_t size) noexcept {
+  device::PointerInfo info;
+  StatusOr<device::PointerInfo> queried = device.QueryPointer(ptr);
+  if (queried.ok()) {
+    info = *queried;
+  } else {
+    info.kind = device::MemoryKind::kDeviceLocal;
+    info.owner_device = device.ordinal();
+  }
+  // The call's own range: a pool allocation's attributes may describe the whole pool.
+  info.base = ptr;
+  info.size = size;
+  if (info.owner_device < 0 && info.kind == device::MemoryKind::kDeviceLocal) info.owner_device = device.ordinal();
+  inventory_.RecordAlloc(info);
+}
+
+void CudaReplayHook::OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
+  if (call.callbackSite != CUPTI_API_EXIT || call.functionReturnValue == nullptr ||
+      *static_cast<const CUresult*>(call.functionReturnValue) != CUDA_SUCCESS) {
+    return;
+  }
+  if (!EnsureDevices()) return;
+  CudaDevice* device = DeviceOfCurrentContext();
+  if (device == nullptr) return;
+  const void* p = call.functionParams;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
+      auto* a = static_cast<const cuMemAlloc_v2_params*>(p);
+      RecordDeviceMemory(*device, *a->dptr, a->bytesize);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+      auto* a = static_cast<const cuMemAllocPitch_v2_params*>(p);
+      RecordDeviceMemory(*device, *a->dptr, static_cast<std::uint64_t>(*a->pPitch) * a->Height);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
+      auto* a = static_cast<const cuMemAllocManaged_params*>(p);
+      StatusOr<device::PointerInfo> info = device->QueryPointer(*a->dptr);
+      if (info.ok()) inventory_.RecordAlloc(*info);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
+      auto* a = static_cast<const cuMemAllocAsync_params*>(p);
+      RecordDeviceMemory(*device, *a->dptr, a->bytesize);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
+      auto* a = static_cast<const cuMemAllocFromPoolAsync_params*>(p);
+      RecordDeviceMemory(*device, *a->dptr, a->bytesize);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
+      auto* a = static_cast<const cuMemMap_params*>(p);
+      device::PointerInfo info{a->ptr, a->size, device::MemoryKind::kDeviceLocal, device->ordinal()};
+      inventory_.RecordAlloc(info);
+      break;
+    }
+    default: break;
+  }
+}
+
+void CudaReplayHook::OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
+  if (call.callbackSite == CUPTI_API_EXIT) {
+    if (!held_windows.empty()) held_windows.pop_back();
+    return;
+  }
+  CUdeviceptr ptr = 0;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: ptr = static_cast<const cuMemFree_v2_params*>(call.functionParams)->dptr; break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+      ptr = static_cast<const cuMemFreeAsync_params*>(call.functionParams)->dptr;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: ptr = static_cast<const cuMemUnmap_params*>(call.functionParams)->ptr; break;
+    default: break;
+  }
+  int owner = inventory_.OwnerOf(ptr);
+  // R13: a free waits for an open window on its device, and holds it shared until it returns.
+  try {
+    if (controller_ != nullptr && owner >= 0) {
+      held_windows.push_back(controller_->EnterDeviceShared(owner));
+    } else {
+      held_windows.emplace_back();
+    }
+  } catch (...) {
+  }
+  inventory_.RecordFree(ptr);
+}
+
+void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
+  if (call.callbackSite == CUPTI_API_EXIT) {
+    if (!held_windows.empty()) held_windows.pop_back();
+    return;
+  }
+  auto hold_for_the_call = [this](int device) {
+    try {
+      if (controller_ != nullptr && device >= 0) {
+        held_windows.push_back(controller_->EnterDeviceShared(device));
+      } else {
+        held_windows.emplace_back();
+      }
+    } catch (...) {
+    }
+  };
+  if (!EnsureDevices() || inventory_.finalizing()) {
+    hold_for_the_call(-1);
+    return;
+  }
+  CudaDevice* device = DeviceOfCurrentContext();
+  if (device == nullptr) {
+    hold_for_the_call(-1);
+    return;
+  }
+  const CudaDriver& d = *driver_;
+  device::LaunchRequest request;
+  request.device = device->ordinal();
+  CUfunction function = nullptr;
+  CUstream stream = nullptr;
+  std::function<CUresult()> launch;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+      auto* a = static_cast<const cuLaunchKernel_params*>(call.functionParams);
+      function = a->f;
+      stream = a->hStream;
+      cuLaunchKernel_params copy = *a;
+      launch = [&d, copy] {
+        return d.LaunchKernel(copy.f, copy.gridDimX, copy.gridDimY, copy.gridDimZ, copy.blockDimX, copy.blockDimY,
+                              copy.blockDimZ, copy.sharedMemBytes, copy.hStream, copy.kernelParams, copy.extra);
+      };
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+      auto* a = static_cast<const cuLaunchCooperativeKernel_params*>(call.functionParams);
+      function = a->f;
+      stream = a->hStream;
+      request.kind = device::LaunchKind::kCooperativeKernel;
+      cuLaunchCooperativeKernel_params copy = *a;
+      launch = [&d, copy] {
+        CUlaunchAttribute attribute{};
+        attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        attribute.value.cooperative = 1;
+        CUlaunchConfig config{};
+        config.gridDimX = copy.gridDimX;
+        config.gridDimY = copy.gridDimY;
+        config.gridDimZ = copy.gridDimZ;
+        config.blockDimX = copy.blockDimX;
+        config.blockDimY = copy.blockDimY;
+        config.blockDimZ = copy.blockDimZ;
+        config.sharedMemBytes = copy.sharedMemBytes;
+        config.hStream = copy.hStream;
+        config.attrs = &attribute;
+        config.numAttrs = 1;
+        return d.LaunchKernelEx(&config, copy.f, copy.kernelParams, nullptr);
+      };
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      auto* a = static_cast<const cuLaunchKernelEx_params*>(call.functionParams);
+      function = a->f;
+      stream = a->config != nullptr ? a->config->hStream : nullptr;
+      const CUlaunchConfig* config = a->config;
+      cuLaunchKernelEx_params copy = *a;
+      launch = [&d, copy, config] { return d.LaunchKernelEx(config, copy.f, copy.kernelParams, copy.extra); };
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      request.kind = device::LaunchKind::kGraph;
+      request.kernel_name = "<graph>";
+      launch = [] { return CUDA_SUCCESS; };
+      break;
+    default: hold_for_the_call(device->ordinal()); return;
+  }
+  if (function != nullptr) {
+    ScopedInternalWork internal;
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS) {
+      request.stream_capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
+    }
+    const char* name = nullptr;
+    if (d.FuncGetName(&name, function) == CUDA_SUCCESS && name != nullptr) {
+      request.kernel_name = options_.selector.name == name ? std::string(name) : Demangled(name);
+      std::shared_ptr<const ModuleInfo> module = ModuleOf(name);
+      // A lazily loaded module loads at its first launch, after this callback: load it now, so
+      // its cubin (MODULE_LOADED) says what the kernel does before the decision (C2, R7). Not
+      // while capturing: loading is not a capture-safe call.
+      if (module == nullptr && !request.stream_capturing && d.FuncLoad(function) == CUDA_SUCCESS) {
+        module = ModuleOf(name);
+      }
+      if (module != nullptr) {
+        request.uses_device_printf = module->uses_printf;  // C2
+        request.uses_device_malloc = module->uses_device_malloc;
+      }
+    }
+  }
+  CudaLaunchExecutor executor(*this, *device, function, stream, std::move(launch));
+  Status status = controller_->Dispatch(request, executor);
+  if (!status.ok()) {
+    GPUPROF_LOG(kWarning) << "replay of " << request.kernel_name << ": " << status.message()
+                          << "; the application's launch runs unreplayed";
+  }
+  hold_for_the_call(device->ordinal());
+}
+
+void CudaReplayHook::OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: OnAlloc(cbid, call); return;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: OnFree(cbid, call); return;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: OnLaunch(cbid, call); return;
+    default: return;
+  }
+}
+
+std::shared_ptr<const CudaReplayHook::ModuleInfo> CudaReplayHook::ModuleOf(const std::string& kernel) {
+  std::lock_guard<std::mutex> lock(modules_mu_);
+  auto it = modules_by_kernel_.find(kernel);
+  return it == modules_by_kernel_.end() ? nullptr : it->second;
+}
+
+void CudaReplayHook::OnModule(const ModuleEvent& event) noexcept {
+  if (event.kind != ModuleEvent::Kind::kLoaded || event.cubin == nullptr || event.cubin_size == 0) return;
+  try {
+    std::span<const std::byte> image(static_cast<const std::byte*>(event.cubin), event.cubin_size);
+    StatusOr<std::vector<device::cuda::CubinVariable>> variables = device::cuda::ReadCubinVariables(image);
+    StatusOr<std::vector<std::string>> kernels = device::cuda::ReadCubinKernelNames(image);
+    StatusOr<device::cuda::CubinSideEffects> effects = device::cuda::ReadCubinSideEffects(image);
+    if (!variables.ok() || !kernels.ok()) return;
+    auto info = std::make_shared<ModuleInfo>();
+    for (const auto& v : *variables) info->variables.push_back(v.name);
+    if (effects.ok()) {
+      info->uses_printf = effects->uses_printf;
+      info->uses_device_malloc = effects->uses_device_malloc;
+    }
+    std::lock_guard<std::mutex> lock(modules_mu_);
+    for (const std::string& kernel : *kernels) modules_by_kernel_[kernel] = info;
+  } catch (...) {
+  }
+}
+
+}  // namespace gpuprof::cupti

@@ -1,0 +1,89 @@
+// CudaReplayHook: kernel replay on CUDA through CUPTI's driver-API callbacks (REPLAY_SPEC R1-R14,
+// C1-C5, B4, B5, B7 as far as listed in src/cupti/README.md).
+//
+// The subscriber hands it every driver-API entry and exit that is not gpuprof's own work:
+// - allocations (cuMemAlloc, pitch, managed, stream-ordered and pool allocations, VMM cuMemMap)
+//   are classified through the CudaDevice and recorded in the replay::Inventory at exit (R1, B4);
+// - frees (cuMemFree, cuMemFreeAsync, cuMemUnmap) are recorded at entry, before the memory goes
+//   (R10), and hold the device's replay window shared until their exit (R13);
+// - kernel launches (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and their
+//   per-thread-stream forms) go to the replay::Controller at entry. A CUPTI callback cannot skip
+//   the call it reports, so every pass is a copy of the launch that the executor submits itself
+//   (same function, arguments and stream, under ScopedInternalWork: C1), the controller restores
+//   the inputs after the last pass, and the application's own launch then runs once, as it
+//   would unprofiled. Graph launches and launches into a capturing stream are declined (R11).
+//
+// Devices are created at the first callback that needs one (the driver cannot be called from
+// InitializeInjection, which runs inside cuInit).
+//
+// Thread-safety: the callbacks run on the application's threads, concurrently.
+#pragma once
+
+#include <cupti.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cupti/subscriber.h"
+#include "device/cuda/cuda_device.h"
+#include "gpuprof/replay.h"
+#include "replay/controller.h"
+#include "replay/inventory.h"
+
+namespace gpuprof::cupti {
+
+// Replay options from GPUPROF_REPLAY_* variables (what `gpuprof replay` sets): nullopt-like
+// passes == 1 when replay is not configured. InvalidArgument naming a bad variable.
+StatusOr<replay::ReplayOptions> ReplayOptionsFromEnvironment(bool* flush_l2);
+
+class CudaReplayHook final : public DriverApiObserver {
+ public:
+  CudaReplayHook(replay::ReplayOptions options, bool flush_l2,
+                 std::function<void(const replay::ReplayRecord&)> sink);
+  ~CudaReplayHook();
+  CudaReplayHook(const CudaReplayHook&) = delete;
+  CudaReplayHook& operator=(const CudaReplayHook&) = delete;
+
+  // Every driver-API entry/exit outside gpuprof's own work. Never throws.
+  void OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept override;
+  // Module loads: the cubin's variables, indexed by the kernels it defines (R7).
+  void OnModule(const ModuleEvent& event) noexcept;
+  // Process teardown (R5): later callbacks record nothing and replay nothing.
+  void BeginFinalization() noexcept;
+
+ private:
+  bool EnsureDevices() noexcept;
+  device::cuda::CudaDevice* DeviceOfCurrentContext() noexcept;
+  void OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  void OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  void RecordDeviceMemory(device::cuda::CudaDevice& device, CUdeviceptr ptr, std::uint64_t size) noexcept;
+
+  friend class CudaLaunchExecutor;
+
+  replay::ReplayOptions options_;
+  bool flush_l2_;
+  std::function<void(const replay::ReplayRecord&)> sink_;
+  replay::Inventory inventory_;
+  std::once_flag devices_once_;
+  const device::cuda::CudaDriver* driver_ = nullptr;
+  std::vector<std::unique_ptr<device::cuda::CudaDevice>> devices_;
+  std::unique_ptr<replay::Controller> controller_;
+
+  // What a loaded cubin says about its kernels: its variables (R7) and side effects (C2).
+  struct ModuleInfo {
+    std::vector<std::string> variables;
+    bool uses_printf = false;
+    bool uses_device_malloc = false;
+  };
+  std::shared_ptr<const ModuleInfo> ModuleOf(const std::string& kernel);
+  // By kernel (mangled) name, from each loaded cubin.
+  std::mutex modules_mu_;
+  std::unordered_map<std::string, std::shared_ptr<const ModuleInfo>> modules_by_kernel_;
+};
+
+}  // namespace gpuprof::cupti

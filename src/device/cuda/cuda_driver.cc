@@ -1,0 +1,98 @@
+#include "device/cuda/cuda_driver.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+namespace gpuprof::device::cuda {
+namespace {
+
+// The exported name of a cuda.h function (the header maps cuMemAlloc to cuMemAlloc_v2, ...).
+#define GPUPROF_STR(x) #x
+#define GPUPROF_EXPORTED_NAME(x) GPUPROF_STR(x)
+
+StatusOr<CudaDriver> Load() {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* error = dlerror();
+    return UnavailableError(std::string("cannot load libcuda.so.1 (is an NVIDIA driver installed?): ") +
+                            (error != nullptr ? error : "unknown error"));
+  }
+  CudaDriver d;
+  std::string missing;
+  auto resolve = [&](auto& slot, const char* name) {
+    void* symbol = dlsym(lib, name);
+    if (symbol == nullptr) {
+      missing += missing.empty() ? name : std::string(", ") + name;
+      return;
+    }
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
+  };
+#define GPUPROF_RESOLVE(field, fn) resolve(d.field, GPUPROF_EXPORTED_NAME(fn))
+  GPUPROF_RESOLVE(GetErrorString, cuGetErrorString);
+  GPUPROF_RESOLVE(DeviceGet, cuDeviceGet);
+  GPUPROF_RESOLVE(DeviceGetCount, cuDeviceGetCount);
+  GPUPROF_RESOLVE(DeviceGetName, cuDeviceGetName);
+  GPUPROF_RESOLVE(DeviceGetAttribute, cuDeviceGetAttribute);
+  GPUPROF_RESOLVE(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain);
+  GPUPROF_RESOLVE(CtxPushCurrent, cuCtxPushCurrent);
+  GPUPROF_RESOLVE(CtxPopCurrent, cuCtxPopCurrent);
+  GPUPROF_RESOLVE(CtxGetCurrent, cuCtxGetCurrent);
+  GPUPROF_RESOLVE(CtxGetDevice, cuCtxGetDevice);
+  GPUPROF_RESOLVE(CtxSynchronize, cuCtxSynchronize);
+  GPUPROF_RESOLVE(PointerGetAttributes, cuPointerGetAttributes);
+  GPUPROF_RESOLVE(MemGetInfo, cuMemGetInfo);
+  GPUPROF_RESOLVE(MemAlloc, cuMemAlloc);
+  GPUPROF_RESOLVE(MemFree, cuMemFree);
+  GPUPROF_RESOLVE(MemHostAlloc, cuMemHostAlloc);
+  GPUPROF_RESOLVE(MemFreeHost, cuMemFreeHost);
+  GPUPROF_RESOLVE(MemcpyDtoHAsync, cuMemcpyDtoHAsync);
+  GPUPROF_RESOLVE(MemcpyHtoDAsync, cuMemcpyHtoDAsync);
+  GPUPROF_RESOLVE(MemcpyDtoDAsync, cuMemcpyDtoDAsync);
+  GPUPROF_RESOLVE(MemsetD8Async, cuMemsetD8Async);
+  GPUPROF_RESOLVE(StreamCreate, cuStreamCreate);
+  GPUPROF_RESOLVE(StreamSynchronize, cuStreamSynchronize);
+  GPUPROF_RESOLVE(StreamIsCapturing, cuStreamIsCapturing);
+  GPUPROF_RESOLVE(StreamGetCtx, cuStreamGetCtx);
+  GPUPROF_RESOLVE(EventCreate, cuEventCreate);
+  GPUPROF_RESOLVE(EventRecord, cuEventRecord);
+  GPUPROF_RESOLVE(EventSynchronize, cuEventSynchronize);
+  GPUPROF_RESOLVE(EventElapsedTime, cuEventElapsedTime);
+  GPUPROF_RESOLVE(EventDestroy, cuEventDestroy);
+  GPUPROF_RESOLVE(ModuleLoadData, cuModuleLoadData);
+  GPUPROF_RESOLVE(ModuleGetFunction, cuModuleGetFunction);
+  GPUPROF_RESOLVE(ModuleGetGlobal, cuModuleGetGlobal);
+  GPUPROF_RESOLVE(FuncGetName, cuFuncGetName);
+  GPUPROF_RESOLVE(FuncGetModule, cuFuncGetModule);
+  GPUPROF_RESOLVE(FuncLoad, cuFuncLoad);
+  GPUPROF_RESOLVE(LaunchKernel, cuLaunchKernel);
+  GPUPROF_RESOLVE(LaunchKernelEx, cuLaunchKernelEx);
+  GPUPROF_RESOLVE(KernelGetFunction, cuKernelGetFunction);
+#undef GPUPROF_RESOLVE
+  if (!missing.empty()) return UnavailableError("libcuda.so.1 lacks " + missing + " (driver too old?)");
+  return d;
+}
+
+}  // namespace
+
+StatusOr<const CudaDriver*> CudaDriver::Get() {
+  static const StatusOr<CudaDriver>* loaded = new StatusOr<CudaDriver>(Load());  // never destroyed
+  if (!loaded->ok()) return loaded->status();
+  return &loaded->value();
+}
+
+std::string CudaDriver::Error(const char* call, CUresult result) const {
+  const char* text = nullptr;
+  if (GetErrorString == nullptr || GetErrorString(result, &text) != CUDA_SUCCESS || text == nullptr) {
+    text = "unknown error";
+  }
+  return std::string(call) + ": " + text + " (code " + std::to_string(static_cast<int>(result)) + ")";
+}
+
+Status CudaDriver::Check(const char* call, CUresult result) const {
+  if (result == CUDA_SUCCESS) return OkStatus();
+  return InternalError(Error(call, result));
+}
+
+}  // namespace gpuprof::device::cuda

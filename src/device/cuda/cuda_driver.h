@@ -1,0 +1,70 @@
+// The CUDA driver entry points CudaDevice and the replay hook call, resolved at run time.
+//
+// Nothing in gpuprof links libcuda: a process without a GPU driver must still load libgpuprof.so.
+// CudaDriver::Get() dlopens libcuda.so.1 once (the application's copy when it is already loaded)
+// and resolves every symbol below under its exported (versioned) name; a missing library or
+// symbol is one Unavailable status naming it. The table is immutable afterwards and lives for the
+// process (the library is never closed).
+//
+// Thread-safety: Get() is safe from any thread; the functions follow the driver's own rules.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+#include "gpuprof/status.h"
+
+namespace gpuprof::device::cuda {
+
+struct CudaDriver {
+  CUresult (*GetErrorString)(CUresult, const char**) = nullptr;
+  CUresult (*DeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*DeviceGetCount)(int*) = nullptr;
+  CUresult (*DeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*DeviceGetAttribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*CtxPushCurrent)(CUcontext) = nullptr;
+  CUresult (*CtxPopCurrent)(CUcontext*) = nullptr;
+  CUresult (*CtxGetCurrent)(CUcontext*) = nullptr;
+  CUresult (*CtxGetDevice)(CUdevice*) = nullptr;
+  CUresult (*CtxSynchronize)() = nullptr;
+  CUresult (*PointerGetAttributes)(unsigned, CUpointer_attribute*, void**, CUdeviceptr) = nullptr;
+  CUresult (*MemGetInfo)(size_t*, size_t*) = nullptr;
+  CUresult (*MemAlloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*MemFree)(CUdeviceptr) = nullptr;
+  CUresult (*MemHostAlloc)(void**, size_t, unsigned) = nullptr;
+  CUresult (*MemFreeHost)(void*) = nullptr;
+  CUresult (*MemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
+  CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
+  CUresult (*StreamCreate)(CUstream*, unsigned) = nullptr;
+  CUresult (*StreamSynchronize)(CUstream) = nullptr;
+  CUresult (*StreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
+  CUresult (*StreamGetCtx)(CUstream, CUcontext*) = nullptr;
+  CUresult (*EventCreate)(CUevent*, unsigned) = nullptr;
+  CUresult (*EventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*EventSynchronize)(CUevent) = nullptr;
+  CUresult (*EventElapsedTime)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*EventDestroy)(CUevent) = nullptr;
+  CUresult (*ModuleLoadData)(CUmodule*, const void*) = nullptr;
+  CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*ModuleGetGlobal)(CUdeviceptr*, size_t*, CUmodule, const char*) = nullptr;
+  CUresult (*FuncGetName)(const char**, CUfunction) = nullptr;
+  CUresult (*FuncGetModule)(CUmodule*, CUfunction) = nullptr;
+  CUresult (*FuncLoad)(CUfunction) = nullptr;
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           CUstream, void**, void**) = nullptr;
+  CUresult (*LaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
+  CUresult (*KernelGetFunction)(CUfunction*, CUkernel) = nullptr;
+
+  // The process's table; Unavailable (naming libcuda.so.1 or the symbol) when it cannot load.
+  static StatusOr<const CudaDriver*> Get();
+
+  // "cuFoo: <driver's error string> (code N)".
+  std::string Error(const char* call, CUresult result) const;
+  Status Check(const char* call, CUresult result) const;
+};
+
+}  // namespace gpuprof::device::cuda
