@@ -9,6 +9,7 @@ namespace {
 
 // Depth, not a bool, so nested scopes (a snapshot inside a replay window) restore correctly.
 thread_local int internal_depth = 0;
+thread_local std::uint64_t application_call = 0;
 
 std::uint64_t CorrelationOf(const trace::Record& record) {
   if (const auto* call = std::get_if<trace::ApiCall>(&record)) return call->correlation_id;
@@ -21,6 +22,30 @@ std::uint64_t CorrelationOf(const trace::Record& record) {
 ScopedInternalWork::ScopedInternalWork() noexcept { ++internal_depth; }
 ScopedInternalWork::~ScopedInternalWork() { --internal_depth; }
 bool ScopedInternalWork::Active() noexcept { return internal_depth > 0; }
+
+ScopedApplicationCall::ScopedApplicationCall(std::uint64_t correlation_id) noexcept : previous_(application_call) {
+  application_call = correlation_id;
+}
+ScopedApplicationCall::~ScopedApplicationCall() { application_call = previous_; }
+std::uint64_t ScopedApplicationCall::Current() noexcept { return application_call; }
+
+void InternalWorkFilter::MarkNested(std::uint64_t correlation_id, std::string_view function) noexcept {
+  try {
+    auto nested = nested_.wlock();
+    if (nested->size() >= max_ids_) {
+      overflowed_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    Nested& entry = (*nested)[correlation_id];
+    ++entry.api[std::string(function)];
+    if (function.starts_with("cuLaunch")) ++entry.tasks[static_cast<int>(trace::TaskKind::kKernel)];
+    if (function.starts_with("cuMemcpy")) ++entry.tasks[static_cast<int>(trace::TaskKind::kMemcpy)];
+    if (function.starts_with("cuMemset")) ++entry.tasks[static_cast<int>(trace::TaskKind::kMemset)];
+    any_nested_.store(true, std::memory_order_release);
+  } catch (...) {
+    overflowed_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
 
 void InternalWorkFilter::MarkInternal(std::uint64_t correlation_id) noexcept {
   try {
@@ -47,12 +72,32 @@ bool InternalWorkFilter::IsInternal(std::uint64_t correlation_id) const {
   return ids_.rlock()->count(correlation_id) != 0;
 }
 
-std::size_t InternalWorkFilter::Filter(std::vector<trace::Record>& records) const {
-  if (!any_.load(std::memory_order_acquire)) return 0;
+std::size_t InternalWorkFilter::Filter(std::vector<trace::Record>& records) {
+  const bool any_internal = any_.load(std::memory_order_acquire);
+  const bool any_nested = any_nested_.load(std::memory_order_acquire);
+  if (!any_internal && !any_nested) return 0;
   auto ids = ids_.rlock();
+  auto nested = nested_.wlock();
+  // Whether `record` is a record MarkNested counted; uses one count up.
+  auto nested_record = [&](const trace::Record& record, std::uint64_t correlation) {
+    auto it = nested->find(correlation);
+    if (it == nested->end()) return false;
+    std::uint32_t* count = nullptr;
+    if (const auto* call = std::get_if<trace::ApiCall>(&record)) {
+      auto api = it->second.api.find(call->name);
+      if (api != it->second.api.end()) count = &api->second;
+    } else if (const auto* task = std::get_if<trace::DeviceTask>(&record)) {
+      count = &it->second.tasks[static_cast<int>(task->kind)];
+    }
+    if (count == nullptr || *count == 0) return false;
+    --*count;
+    return true;
+  };
   const auto first_removed = std::remove_if(records.begin(), records.end(), [&](const trace::Record& record) {
     const std::uint64_t correlation = CorrelationOf(record);
-    return correlation != 0 && ids->count(correlation) != 0;
+    if (correlation == 0) return false;
+    if (any_internal && ids->count(correlation) != 0) return true;
+    return any_nested && nested_record(record, correlation);
   });
   const auto removed = static_cast<std::size_t>(records.end() - first_removed);
   records.erase(first_removed, records.end());

@@ -13,6 +13,15 @@
 // before any of its records exist, so the order in which CUPTI completes its per-thread buffers
 // does not matter.
 //
+// Work nested inside an application call. CUPTI gives driver calls made inside another call's
+// callback the enclosing call's correlation id (the replay hook works inside the application's
+// cuLaunchKernel and cuMemAlloc callbacks). Marking that id would drop the application's own
+// records, so the subscriber brackets each application callback with ScopedApplicationCall and,
+// for internal calls carrying that id, calls MarkNested instead: it counts the API record and the
+// device task each such call will produce, and Filter drops exactly that many records of that id
+// (the API record by function name; device tasks by kind, the earliest first: gpuprof's nested
+// work finishes before the application's own launch starts).
+//
 // This header has no CUDA types and its target (gpuprof::cupti_guard) links only base and trace,
 // so device/cuda and the replay controller use the guard without depending on the CUPTI layer.
 // The guard's state is one thread_local: link the target into exactly one shared object
@@ -22,6 +31,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -43,6 +55,19 @@ class ScopedInternalWork {
   static bool Active() noexcept;
 };
 
+// The application API call whose CUPTI callback is running on this thread (0: none). RAII, nests.
+class ScopedApplicationCall {
+ public:
+  explicit ScopedApplicationCall(std::uint64_t correlation_id) noexcept;
+  ~ScopedApplicationCall();
+  ScopedApplicationCall(const ScopedApplicationCall&) = delete;
+  ScopedApplicationCall& operator=(const ScopedApplicationCall&) = delete;
+  static std::uint64_t Current() noexcept;
+
+ private:
+  std::uint64_t previous_;
+};
+
 // The correlation ids of gpuprof's own CUDA calls, and the filter that drops their records.
 // Thread-safe: MarkInternal runs on the threads doing internal work (inside the CUPTI API
 // callback), IsInternal/Filter on the thread that completes an activity buffer. When nothing was
@@ -61,10 +86,17 @@ class InternalWorkFilter {
   // ScopedInternalWork. Returns whether it did.
   bool OnApiEnter(std::uint64_t correlation_id) noexcept;
 
+  // gpuprof's call `function` (e.g. "cuMemcpyDtoHAsync_v2") made inside the application call
+  // `correlation_id` (see above): one ApiCall record of that name under the id is gpuprof's, and,
+  // for cuLaunch*, cuMemcpy* and cuMemset* calls, one kernel, memcpy or memset task. noexcept
+  // (allocation failure counts as an overflow).
+  void MarkNested(std::uint64_t correlation_id, std::string_view function) noexcept;
+
   bool IsInternal(std::uint64_t correlation_id) const;
-  // Removes every ApiCall and DeviceTask whose correlation id is internal (other records and
-  // correlation id 0 are kept), preserving order. Returns how many were removed.
-  std::size_t Filter(std::vector<trace::Record>& records) const;
+  // Removes every ApiCall and DeviceTask whose correlation id is internal, and the records
+  // MarkNested counted (other records and correlation id 0 are kept), preserving order. Returns
+  // how many were removed.
+  std::size_t Filter(std::vector<trace::Record>& records);
 
   std::size_t size() const;
   std::uint64_t overflowed() const noexcept { return overflowed_.load(std::memory_order_relaxed); }
@@ -74,6 +106,13 @@ class InternalWorkFilter {
   std::atomic<bool> any_{false};
   std::atomic<std::uint64_t> overflowed_{0};
   base::Synchronized<std::unordered_set<std::uint64_t>> ids_;
+  // Records still to drop per application correlation id (MarkNested).
+  struct Nested {
+    std::unordered_map<std::string, std::uint32_t> api;  // by function name
+    std::uint32_t tasks[3] = {0, 0, 0};                   // by trace::TaskKind
+  };
+  std::atomic<bool> any_nested_{false};
+  base::Synchronized<std::unordered_map<std::uint64_t, Nested>> nested_;
 };
 
 }  // namespace gpuprof::cupti

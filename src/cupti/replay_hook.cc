@@ -408,20 +408,27 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
       break;
     default: hold_for_the_call(device->ordinal()); return;
   }
+  CUfunction resolved = function;  // a CUfunction of this context (the launch may pass a CUkernel)
   if (function != nullptr) {
     ScopedInternalWork internal;
+    const char* probe = nullptr;
+    CUfunction from_kernel = nullptr;
+    if (d.FuncGetName(&probe, function) != CUDA_SUCCESS &&
+        d.KernelGetFunction(&from_kernel, reinterpret_cast<CUkernel>(function)) == CUDA_SUCCESS) {
+      resolved = from_kernel;  // the runtime launches library kernels (cuLibrary*) as CUkernel
+    }
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
     if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS) {
       request.stream_capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
     }
     const char* name = nullptr;
-    if (d.FuncGetName(&name, function) == CUDA_SUCCESS && name != nullptr) {
+    if (d.FuncGetName(&name, resolved) == CUDA_SUCCESS && name != nullptr) {
       request.kernel_name = options_.selector.name == name ? std::string(name) : Demangled(name);
       std::shared_ptr<const ModuleInfo> module = ModuleOf(name);
       // A lazily loaded module loads at its first launch, after this callback: load it now, so
       // its cubin (MODULE_LOADED) says what the kernel does before the decision (C2, R7). Not
       // while capturing: loading is not a capture-safe call.
-      if (module == nullptr && !request.stream_capturing && d.FuncLoad(function) == CUDA_SUCCESS) {
+      if (module == nullptr && !request.stream_capturing && d.FuncLoad(resolved) == CUDA_SUCCESS) {
         module = ModuleOf(name);
       }
       if (module != nullptr) {
@@ -430,7 +437,7 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
       }
     }
   }
-  CudaLaunchExecutor executor(*this, *device, function, stream, std::move(launch));
+  CudaLaunchExecutor executor(*this, *device, resolved, stream, std::move(launch));
   Status status = controller_->Dispatch(request, executor);
   if (!status.ok()) {
     GPUPROF_LOG(kWarning) << "replay of " << request.kernel_name << ": " << status.message()

@@ -504,11 +504,18 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
       const auto* call = static_cast<const CUpti_CallbackData*>(data);
       if (!ScopedInternalWork::Active()) {
         if (domain == CUPTI_CB_DOMAIN_DRIVER_API && options_.driver_api_observer != nullptr) {
+          ScopedApplicationCall application(call->correlationId);
           options_.driver_api_observer->OnDriverApi(cbid, *call);
         }
         return;
       }
-      if (call->callbackSite == CUPTI_API_ENTER) filter_.MarkInternal(call->correlationId);
+      if (call->callbackSite != CUPTI_API_ENTER) return;
+      // gpuprof's call inside an application call's callback carries the application's id.
+      if (call->correlationId != 0 && call->correlationId == ScopedApplicationCall::Current()) {
+        filter_.MarkNested(call->correlationId, call->functionName != nullptr ? call->functionName : "");
+      } else {
+        filter_.MarkInternal(call->correlationId);
+      }
       return;
     }
     case CUPTI_CB_DOMAIN_NVTX: {

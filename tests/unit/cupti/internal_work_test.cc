@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -17,6 +18,19 @@ trace::Record Api(std::uint64_t correlation) {
 trace::Record Task(std::uint64_t correlation) {
   trace::DeviceTask task;
   task.correlation_id = correlation;
+  return task;
+}
+trace::Record NamedApi(std::uint64_t correlation, std::string name) {
+  trace::ApiCall call;
+  call.correlation_id = correlation;
+  call.name = std::move(name);
+  return call;
+}
+trace::Record KindTask(std::uint64_t correlation, trace::TaskKind kind, std::string name) {
+  trace::DeviceTask task;
+  task.correlation_id = correlation;
+  task.kind = kind;
+  task.name = std::move(name);
   return task;
 }
 std::uint64_t CorrelationOf(const trace::Record& record) {
@@ -121,6 +135,59 @@ TEST(InternalWorkFilterTest, IdsBeyondTheCapAreCountedNotStored) {
   EXPECT_EQ(filter.size(), 2u);
   EXPECT_EQ(filter.overflowed(), 1u);
   EXPECT_FALSE(filter.IsInternal(3));
+}
+
+
+TEST(ScopedApplicationCallTest, NamesTheInnermostApplicationCallOfThisThread) {
+  EXPECT_EQ(ScopedApplicationCall::Current(), 0u);
+  {
+    ScopedApplicationCall outer(41);
+    EXPECT_EQ(ScopedApplicationCall::Current(), 41u);
+    {
+      ScopedApplicationCall inner(42);
+      EXPECT_EQ(ScopedApplicationCall::Current(), 42u);
+    }
+    EXPECT_EQ(ScopedApplicationCall::Current(), 41u);
+    std::uint64_t other_thread = 1;
+    std::thread([&] { other_thread = ScopedApplicationCall::Current(); }).join();
+    EXPECT_EQ(other_thread, 0u);
+  }
+  EXPECT_EQ(ScopedApplicationCall::Current(), 0u);
+}
+
+// Replay inside the application's cuLaunchKernel callback (id 30): gpuprof's nested copy, memset
+// (L2 flush) and two pass launches carry id 30 too. Exactly those records go; the application's
+// runtime and driver API records and its own kernel (which starts last) stay.
+TEST(InternalWorkFilterTest, NestedWorkDropsItsOwnRecordsAndKeepsTheApplications) {
+  InternalWorkFilter filter;
+  filter.MarkNested(30, "cuMemcpyDtoDAsync_v2");
+  filter.MarkNested(30, "cuMemsetD8Async");
+  filter.MarkNested(30, "cuLaunchKernel");
+  filter.MarkNested(30, "cuLaunchKernel");
+  filter.MarkNested(30, "cuEventRecord");
+  EXPECT_FALSE(filter.IsInternal(30));
+  std::vector<trace::Record> device = {KindTask(30, trace::TaskKind::kMemcpy, ""),
+                                       KindTask(30, trace::TaskKind::kMemset, ""),
+                                       KindTask(30, trace::TaskKind::kKernel, "k"),
+                                       KindTask(30, trace::TaskKind::kKernel, "k"),
+                                       KindTask(31, trace::TaskKind::kKernel, "other"),
+                                       KindTask(30, trace::TaskKind::kKernel, "k")};
+  EXPECT_EQ(filter.Filter(device), 4u);
+  ASSERT_EQ(device.size(), 2u);
+  EXPECT_EQ(CorrelationOf(device[0]), 31u);
+  EXPECT_EQ(CorrelationOf(device[1]), 30u);  // the application's launch
+  // API records may arrive in another buffer, in any order.
+  std::vector<trace::Record> api = {NamedApi(30, "cudaLaunchKernel"), NamedApi(30, "cuLaunchKernel"),
+                                    NamedApi(30, "cuMemcpyDtoDAsync_v2"), NamedApi(30, "cuLaunchKernel"),
+                                    NamedApi(30, "cuEventRecord"), NamedApi(30, "cuLaunchKernel"),
+                                    NamedApi(30, "cuMemsetD8Async")};
+  EXPECT_EQ(filter.Filter(api), 5u);
+  ASSERT_EQ(api.size(), 2u);
+  EXPECT_EQ(std::get<trace::ApiCall>(api[0]).name, "cudaLaunchKernel");
+  EXPECT_EQ(std::get<trace::ApiCall>(api[1]).name, "cuLaunchKernel");
+  // Counts are used up: a later record of the id stays.
+  std::vector<trace::Record> later = {KindTask(30, trace::TaskKind::kMemcpy, "")};
+  EXPECT_EQ(filter.Filter(later), 0u);
 }
 
 }  // namespace
