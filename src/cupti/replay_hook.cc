@@ -251,7 +251,7 @@ void CudaReplayHook::OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& ca
     return;
   }
   if (!EnsureDevices()) return;
-  CudaDevice* device = DeviceOfCurrentContext();
+  CudaDevice* device = DeviceOf(call.context);
   if (device == nullptr) return;
   const void* p = call.functionParams;
   switch (cbid) {
@@ -321,11 +321,75 @@ void CudaReplayHook::OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& cal
   inventory_.RecordFree(ptr);
 }
 
+CudaDevice* CudaReplayHook::DeviceOf(CUcontext context) noexcept {
+  {
+    std::shared_lock<std::shared_mutex> lock(caches_mu_);
+    if (auto it = device_by_context_.find(context); it != device_by_context_.end()) return it->second;
+  }
+  CudaDevice* device = nullptr;
+  {
+    ScopedInternalWork internal;
+    device = DeviceOfCurrentContext();
+  }
+  try {
+    std::unique_lock<std::shared_mutex> lock(caches_mu_);
+    device_by_context_[context] = device;
+  } catch (...) {
+  }
+  return device;
+}
+
+std::shared_ptr<const CudaReplayHook::FunctionInfo> CudaReplayHook::InfoOf(CUfunction function, CUstream stream) noexcept {
+  {
+    std::shared_lock<std::shared_mutex> lock(caches_mu_);
+    if (auto it = functions_.find(function); it != functions_.end()) return it->second;
+  }
+  try {
+    const CudaDriver& d = *driver_;
+    ScopedInternalWork internal;
+    auto info = std::make_shared<FunctionInfo>();
+    info->resolved = function;
+    const char* name = nullptr;
+    CUfunction from_kernel = nullptr;
+    if (d.FuncGetName(&name, function) != CUDA_SUCCESS &&
+        d.KernelGetFunction(&from_kernel, reinterpret_cast<CUkernel>(function)) == CUDA_SUCCESS) {
+      info->resolved = from_kernel;  // the runtime launches library kernels (cuLibrary*) as CUkernel
+      name = nullptr;
+      d.FuncGetName(&name, from_kernel);
+    }
+    if (name == nullptr) return nullptr;
+    info->mangled = name;
+    info->name = options_.selector.name == info->mangled ? info->mangled : Demangled(name);
+    info->matches = controller_->NameMatches(info->name) || controller_->NameMatches(info->mangled);
+    std::shared_ptr<const ModuleInfo> module = ModuleOf(info->mangled);
+    // A lazily loaded module loads at its first launch, after this callback: load it now, so its
+    // cubin (MODULE_LOADED) says what the kernel does before the decision (C2, R7). Not while the
+    // stream captures (loading is not capture-safe): then nothing is cached, the next launch retries.
+    if (module == nullptr && info->matches) {
+      CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+      if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+        return info;
+      }
+      if (d.FuncLoad(info->resolved) == CUDA_SUCCESS) module = ModuleOf(info->mangled);
+    }
+    if (module != nullptr) {
+      info->uses_printf = module->uses_printf;
+      info->uses_device_malloc = module->uses_device_malloc;
+    }
+    std::unique_lock<std::shared_mutex> lock(caches_mu_);
+    functions_[function] = info;
+    return info;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
   if (call.callbackSite == CUPTI_API_EXIT) {
     if (!held_windows.empty()) held_windows.pop_back();
     return;
   }
+  // Every launch entry pushes exactly one lock (maybe empty), which its exit pops.
   auto hold_for_the_call = [this](int device) {
     try {
       if (controller_ != nullptr && device >= 0) {
@@ -340,7 +404,7 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     hold_for_the_call(-1);
     return;
   }
-  CudaDevice* device = DeviceOfCurrentContext();
+  CudaDevice* device = DeviceOf(call.context);
   if (device == nullptr) {
     hold_for_the_call(-1);
     return;
@@ -350,18 +414,12 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
   request.device = device->ordinal();
   CUfunction function = nullptr;
   CUstream stream = nullptr;
-  std::function<CUresult()> launch;
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
       auto* a = static_cast<const cuLaunchKernel_params*>(call.functionParams);
       function = a->f;
       stream = a->hStream;
-      cuLaunchKernel_params copy = *a;
-      launch = [&d, copy] {
-        return d.LaunchKernel(copy.f, copy.gridDimX, copy.gridDimY, copy.gridDimZ, copy.blockDimX, copy.blockDimY,
-                              copy.blockDimZ, copy.sharedMemBytes, copy.hStream, copy.kernelParams, copy.extra);
-      };
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
@@ -370,7 +428,58 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
       function = a->f;
       stream = a->hStream;
       request.kind = device::LaunchKind::kCooperativeKernel;
-      cuLaunchCooperativeKernel_params copy = *a;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      auto* a = static_cast<const cuLaunchKernelEx_params*>(call.functionParams);
+      function = a->f;
+      stream = a->config != nullptr ? a->config->hStream : nullptr;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      request.kind = device::LaunchKind::kGraph;
+      request.kernel_name = "<graph>";
+      break;
+    default: hold_for_the_call(device->ordinal()); return;
+  }
+  // The idle path (R3): a kernel whose name the selector rejects, or any launch once the count
+  // is used up, costs two cached lookups and no driver call.
+  std::shared_ptr<const FunctionInfo> info;
+  if (function != nullptr) {
+    info = controller_->Exhausted() ? nullptr : InfoOf(function, stream);
+    if (info == nullptr || !info->matches) {
+      hold_for_the_call(device->ordinal());
+      return;
+    }
+    request.kernel_name = info->name;
+    request.uses_device_printf = info->uses_printf;  // C2
+    request.uses_device_malloc = info->uses_device_malloc;
+    ScopedInternalWork internal;
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS) {
+      request.stream_capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
+    }
+  } else if (controller_->Exhausted() || !controller_->NameMatches(request.kernel_name)) {
+    hold_for_the_call(device->ordinal());
+    return;
+  }
+  std::function<CUresult()> launch;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+      cuLaunchKernel_params copy = *static_cast<const cuLaunchKernel_params*>(call.functionParams);
+      launch = [&d, copy] {
+        return d.LaunchKernel(copy.f, copy.gridDimX, copy.gridDimY, copy.gridDimZ, copy.blockDimX, copy.blockDimY,
+                              copy.blockDimZ, copy.sharedMemBytes, copy.hStream, copy.kernelParams, copy.extra);
+      };
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+      cuLaunchCooperativeKernel_params copy =
+          *static_cast<const cuLaunchCooperativeKernel_params*>(call.functionParams);
       launch = [&d, copy] {
         CUlaunchAttribute attribute{};
         attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
@@ -392,52 +501,13 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-      auto* a = static_cast<const cuLaunchKernelEx_params*>(call.functionParams);
-      function = a->f;
-      stream = a->config != nullptr ? a->config->hStream : nullptr;
-      const CUlaunchConfig* config = a->config;
-      cuLaunchKernelEx_params copy = *a;
-      launch = [&d, copy, config] { return d.LaunchKernelEx(config, copy.f, copy.kernelParams, copy.extra); };
+      cuLaunchKernelEx_params copy = *static_cast<const cuLaunchKernelEx_params*>(call.functionParams);
+      launch = [&d, copy] { return d.LaunchKernelEx(copy.config, copy.f, copy.kernelParams, copy.extra); };
       break;
     }
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
-      request.kind = device::LaunchKind::kGraph;
-      request.kernel_name = "<graph>";
-      launch = [] { return CUDA_SUCCESS; };
-      break;
-    default: hold_for_the_call(device->ordinal()); return;
+    default: launch = [] { return CUDA_SUCCESS; }; break;  // graphs: declined, never run by us
   }
-  CUfunction resolved = function;  // a CUfunction of this context (the launch may pass a CUkernel)
-  if (function != nullptr) {
-    ScopedInternalWork internal;
-    const char* probe = nullptr;
-    CUfunction from_kernel = nullptr;
-    if (d.FuncGetName(&probe, function) != CUDA_SUCCESS &&
-        d.KernelGetFunction(&from_kernel, reinterpret_cast<CUkernel>(function)) == CUDA_SUCCESS) {
-      resolved = from_kernel;  // the runtime launches library kernels (cuLibrary*) as CUkernel
-    }
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS) {
-      request.stream_capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
-    }
-    const char* name = nullptr;
-    if (d.FuncGetName(&name, resolved) == CUDA_SUCCESS && name != nullptr) {
-      request.kernel_name = options_.selector.name == name ? std::string(name) : Demangled(name);
-      std::shared_ptr<const ModuleInfo> module = ModuleOf(name);
-      // A lazily loaded module loads at its first launch, after this callback: load it now, so
-      // its cubin (MODULE_LOADED) says what the kernel does before the decision (C2, R7). Not
-      // while capturing: loading is not a capture-safe call.
-      if (module == nullptr && !request.stream_capturing && d.FuncLoad(resolved) == CUDA_SUCCESS) {
-        module = ModuleOf(name);
-      }
-      if (module != nullptr) {
-        request.uses_device_printf = module->uses_printf;  // C2
-        request.uses_device_malloc = module->uses_device_malloc;
-      }
-    }
-  }
-  CudaLaunchExecutor executor(*this, *device, resolved, stream, std::move(launch));
+  CudaLaunchExecutor executor(*this, *device, info != nullptr ? info->resolved : nullptr, stream, std::move(launch));
   Status status = controller_->Dispatch(request, executor);
   if (!status.ok()) {
     GPUPROF_LOG(kWarning) << "replay of " << request.kernel_name << ": " << status.message()
@@ -479,7 +549,13 @@ std::shared_ptr<const CudaReplayHook::ModuleInfo> CudaReplayHook::ModuleOf(const
 }
 
 void CudaReplayHook::OnModule(const ModuleEvent& event) noexcept {
-  if (event.kind != ModuleEvent::Kind::kLoaded || event.cubin == nullptr || event.cubin_size == 0) return;
+  if (event.kind == ModuleEvent::Kind::kUnloadStarting) {
+    // Function handles of an unloaded module may come back for another kernel.
+    std::unique_lock<std::shared_mutex> lock(caches_mu_);
+    functions_.clear();
+    return;
+  }
+  if (event.cubin == nullptr || event.cubin_size == 0) return;
   try {
     std::span<const std::byte> image(static_cast<const std::byte*>(event.cubin), event.cubin_size);
     StatusOr<std::vector<device::cuda::CubinVariable>> variables = device::cuda::ReadCubinVariables(image);

@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -81,6 +82,22 @@ class CudaReplayHook final : public DriverApiObserver {
     bool uses_device_malloc = false;
   };
   std::shared_ptr<const ModuleInfo> ModuleOf(const std::string& kernel);
+
+  // What the hook knows of a launched function, computed at its first launch (driver calls) and
+  // cached, so later launches cost a lookup (R3).
+  struct FunctionInfo {
+    CUfunction resolved = nullptr;  // this context's CUfunction (a launch may pass a CUkernel)
+    std::string mangled;
+    std::string name;      // as the DB and the selector see it
+    bool matches = false;  // the selector's name test
+    bool uses_printf = false;
+    bool uses_device_malloc = false;
+  };
+  std::shared_ptr<const FunctionInfo> InfoOf(CUfunction function, CUstream stream) noexcept;
+  device::cuda::CudaDevice* DeviceOf(CUcontext context) noexcept;
+  std::shared_mutex caches_mu_;
+  std::unordered_map<CUfunction, std::shared_ptr<const FunctionInfo>> functions_;  // guarded by caches_mu_
+  std::unordered_map<CUcontext, device::cuda::CudaDevice*> device_by_context_;   // guarded by caches_mu_
   // By kernel (mangled) name, from each loaded cubin.
   std::mutex modules_mu_;
   std::unordered_map<std::string, std::shared_ptr<const ModuleInfo>> modules_by_kernel_;

@@ -83,6 +83,16 @@ void Controller::Publish(const ReplayRecord& record) {
   if (*sink) (*sink)(record);
 }
 
+bool Controller::NameMatches(const std::string& kernel_name) const {
+  const std::string& name = options_.selector.name;
+  return name.empty() || (name_regex_ ? std::regex_search(kernel_name, *name_regex_) : kernel_name == name);
+}
+
+bool Controller::Exhausted() const noexcept {
+  return options_.passes <= 1 || (options_.selector.count > 0 &&
+                                  replayed_launches_.load(std::memory_order_relaxed) >= options_.selector.count);
+}
+
 Controller::Selection Controller::Select(const device::LaunchRequest& request) {
   Selection selection;
   if (options_.passes <= 1) return selection;

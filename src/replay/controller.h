@@ -45,6 +45,13 @@ class Controller {
   // never become the application's error.
   Status Dispatch(const device::LaunchRequest& request, device::LaunchExecutor& executor);
 
+  // Whether `kernel_name` passes the selector's name test (C4), without counting a launch. A
+  // backend may skip Dispatch for a launch whose name fails it, or once Exhausted().
+  bool NameMatches(const std::string& kernel_name) const;
+  // True when replay is off (1 pass) or the launch count cap has been reached: no later launch
+  // will be replayed.
+  bool Exhausted() const noexcept;
+
   // Holds `device`'s window shared for the lifetime of the returned lock (no-op lock for an
   // unknown ordinal).
   std::shared_lock<std::shared_mutex> EnterDeviceShared(int device);

@@ -9,7 +9,7 @@
 //   replay async        cudaMallocAsync and a custom pool, written in place, freed async
 //   replay graph        a graph launch and a launch into a capturing stream (both declined)
 //   replay timer        a kernel that writes %globaltimer (nondeterministic every time, B6)
-//   replay printf       a kernel with device printf (declined by default, C2)
+//   (device printf is replay_printf.cu: C2 is decided per module, and this module must not print)
 //   replay free_thread  another thread frees a buffer while a replay window is open
 #include <atomic>
 #include <chrono>
@@ -47,11 +47,6 @@ __global__ void write_globaltimer(unsigned long long* out) {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   out[threadIdx.x] = t;
-}
-
-__global__ void say_hello(int* out) {
-  printf("hello from the device\n");
-  *out += 1;
 }
 
 __global__ void slow_update(unsigned* x, int n, long long spin) {
@@ -202,18 +197,6 @@ int Timer() {
   return 0;
 }
 
-int Printf() {
-  int* out = nullptr;
-  GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&out, sizeof(int)));
-  GPUPROF_TEST_CUDA_CHECK(cudaMemset(out, 0, sizeof(int)));
-  say_hello<<<1, 1>>>(out);
-  int seen = 0;
-  GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(&seen, out, sizeof(int), cudaMemcpyDeviceToHost));
-  if (seen != 1) gpuprof_test::Fail("the printf kernel ran more than once");
-  std::printf("gpuprof-test: launched kernel=say_hello count=1\n");
-  return 0;
-}
-
 int FreeThread() {
   std::vector<unsigned> input = Iota(kN), out(kN);
   unsigned* x = nullptr;
@@ -250,9 +233,8 @@ int main(int argc, char** argv) {
   else if (mode == "async") rc = Async();
   else if (mode == "graph") rc = Graph();
   else if (mode == "timer") rc = Timer();
-  else if (mode == "printf") rc = Printf();
   else if (mode == "free_thread") rc = FreeThread();
-  else std::fprintf(stderr, "usage: %s inplace|counter|constant|async|graph|timer|printf|free_thread\n", argv[0]);
+  else std::fprintf(stderr, "usage: %s inplace|counter|constant|async|graph|timer|free_thread\n", argv[0]);
   if (rc == 0) GPUPROF_TEST_CUDA_CHECK(cudaDeviceSynchronize());
   return rc;
 }

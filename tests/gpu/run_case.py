@@ -43,10 +43,11 @@ class Case:
         self.subcommand = subcommand  # "run" or "replay"
 
 
-def replay_case(mode, kernel=None):
-    """`gpuprof replay --passes 3 [-k KERNEL] -- gpu_test_replay MODE` (check_db.REPLAY_PASSES)."""
+def replay_case(mode, kernel=None, program="gpu_test_replay"):
+    """`gpuprof replay --passes 3 [-k KERNEL] -- PROGRAM MODE` (check_db.REPLAY_PASSES)."""
     flags = ["--passes", "3"] + (["-k", kernel] if kernel else [])
-    return Case("replay_" + mode, program="gpu_test_replay", args=[mode], flags=flags, subcommand="replay")
+    args = [] if program != "gpu_test_replay" else [mode]
+    return Case("replay_" + mode, program=program, args=args, flags=flags, subcommand="replay")
 
 
 # CTest names are GpuRunTest.<key>.
@@ -62,7 +63,7 @@ CASES = {
     "ReplayStreamOrdered": replay_case("async", "in_place_update"),
     "ReplayGraphAndCapture": replay_case("graph"),
     "ReplayGlobaltimer": replay_case("timer", "write_globaltimer"),
-    "ReplayPrintfDeclined": replay_case("printf", "say_hello"),
+    "ReplayPrintfDeclined": replay_case("printf", "say_hello", program="gpu_test_replay_printf"),
     "ReplayFreeOnAnotherThread": replay_case("free_thread", "slow_update"),
     "TrainPlain": Case("train_plain",
                        command=["python3", "examples/train_plain.py", "--steps", "3", "--device", "cuda"],

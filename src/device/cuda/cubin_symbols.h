@@ -55,11 +55,14 @@ struct CubinSideEffects {
 };
 
 // Errors as for ReadCubinVariables.
+// Per module, not per kernel: on sm_90 a kernel calls vprintf through the module's address table
+// (.nv.constant4, relocated to vprintf), so the symbol table cannot say which kernel prints.
 StatusOr<CubinSideEffects> ReadCubinSideEffects(std::span<const std::byte> image);
 
 // The (mangled) names of the functions the cubin defines in ".text.<name>" sections: its kernels,
 // which tie a loaded cubin to the functions launched from it (the replay hook's R7 lookup).
 // Sorted, deduplicated. Errors as for ReadCubinVariables.
 StatusOr<std::vector<std::string>> ReadCubinKernelNames(std::span<const std::byte> image);
+
 
 }  // namespace gpuprof::device::cuda

@@ -156,6 +156,34 @@ TEST_F(ControllerTest, LaunchThatRunsAfterReturnFindsItsInputsRestoredAfterTheLa
   EXPECT_EQ(records[0].passes.size(), 3u);
 }
 
+TEST_F(ControllerTest, NameMatchesAndExhaustedLetABackendSkipDispatch) {
+  ReplayOptions options;
+  options.passes = 2;
+  options.chunk_size = 4096;
+  options.selector.name = "regex:gemm";
+  options.selector.count = 1;
+  Controller& controller = Configure(options);
+  EXPECT_TRUE(controller.NameMatches("cutlass_sgemm_64x64"));
+  EXPECT_FALSE(controller.NameMatches("relu_kernel"));
+  EXPECT_FALSE(controller.Exhausted());
+  constexpr std::size_t kCount = 1000;
+  DevicePtr buffer = AllocWords(0, kCount, 1);
+  InputLog log;
+  LaunchAndWait(InPlaceUpdate(buffer, kCount, &log, "sgemm_like"));
+  EXPECT_EQ(log.runs(), 2) << "the one allowed launch was replayed";
+  EXPECT_TRUE(controller.Exhausted()) << "count 1 used up";
+}
+
+TEST_F(ControllerTest, OnePassMeansExhaustedAndExactNamesMatchExactly) {
+  ReplayOptions options;
+  options.passes = 1;
+  options.selector.name = "k";
+  Controller& controller = Configure(options);
+  EXPECT_TRUE(controller.Exhausted());
+  EXPECT_TRUE(controller.NameMatches("k"));
+  EXPECT_FALSE(controller.NameMatches("k2"));
+}
+
 TEST_F(ControllerTest, ReplaysAnInPlaceUpdateWithIdenticalInputsEveryPass) {
   Configure(4);
   constexpr std::size_t kCount = 5000;

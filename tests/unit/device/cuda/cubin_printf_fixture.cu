@@ -3,3 +3,4 @@
 #include <cstdio>
 
 __global__ void say(int value) { printf("value %d\n", value); }
+

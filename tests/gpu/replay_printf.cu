@@ -1,0 +1,26 @@
+// `gpuprof replay` declines a kernel that uses device printf (rule C2: replay would print every
+// pass). A program of its own: the cubin says whether a module calls printf, not which kernel does,
+// so every kernel of this module is declined. The kernel must run exactly once.
+#include <cstdio>
+
+#include "gpu_test_util.h"
+
+__global__ void say_hello(int* out) {
+  printf("hello from the device\n");
+  *out += 1;
+}
+
+int main() {
+  GPUPROF_TEST_CUDA_CHECK(cudaSetDevice(0));
+  gpuprof_test::PrintProcess("main", 0);
+  int* out = nullptr;
+  GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&out, sizeof(int)));
+  GPUPROF_TEST_CUDA_CHECK(cudaMemset(out, 0, sizeof(int)));
+  say_hello<<<1, 1>>>(out);
+  int seen = 0;
+  GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(&seen, out, sizeof(int), cudaMemcpyDeviceToHost));
+  if (seen != 1) gpuprof_test::Fail("the printf kernel ran more than once");
+  std::printf("gpuprof-test: launched kernel=say_hello count=1\n");
+  GPUPROF_TEST_CUDA_CHECK(cudaFree(out));
+  return 0;
+}
