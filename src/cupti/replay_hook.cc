@@ -22,29 +22,6 @@ using device::cuda::CudaDriver;
 // Window locks taken at an API entry and dropped at its exit, per thread (entries nest rarely).
 thread_local std::vector<std::shared_lock<std::shared_mutex>> held_windows;
 
-std::string Demangled(const char* name) {
-  int status = 0;
-  char* text = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || text == nullptr) return name;
-  std::string out(text);
-  std::free(text);
-  // The demangled name without its parameter list ("scale<float>(float*, int)" -> "scale<float>");
-  // function templates demangle with their return type first ("void k<int>(int*)").
-  int depth = 0;
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    char ch = out[i];
-    if (ch == '<') ++depth;
-    if (ch == '>') --depth;
-    if (ch == '(' && depth == 0 && i > 0 && out.compare(0, i, "(anonymous namespace)") != 0 &&
-        out[i - 1] != ' ') {
-      out.resize(i);
-      break;
-    }
-  }
-  if (out.rfind("void ", 0) == 0) out.erase(0, 5);
-  return out;
-}
-
 const char* Env(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? value : nullptr;
@@ -61,6 +38,33 @@ StatusOr<std::uint64_t> ParseCount(const char* variable, const char* text) {
 }
 
 }  // namespace
+
+std::string KernelFunctionName(const char* mangled) {
+  int status = 0;
+  char* text = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  if (status != 0 || text == nullptr) return mangled;
+  std::string out(text);
+  std::free(text);
+  // Cut the parameter list: the first '(' outside template arguments that does not open an
+  // "(anonymous namespace)" qualifier.
+  constexpr std::string_view kAnonymous = "(anonymous namespace)";
+  int depth = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const char ch = out[i];
+    if (ch == '<') ++depth;
+    if (ch == '>') --depth;
+    if (ch != '(' || depth != 0) continue;
+    if (out.compare(i, kAnonymous.size(), kAnonymous) == 0) {
+      i += kAnonymous.size() - 1;
+      continue;
+    }
+    out.resize(i);
+    break;
+  }
+  // Function templates demangle with their return type first ("void k<int>(int*)").
+  if (out.rfind("void ", 0) == 0) out.erase(0, 5);
+  return out;
+}
 
 StatusOr<replay::ReplayOptions> ReplayOptionsFromEnvironment(bool* flush_l2) {
   replay::ReplayOptions options;
@@ -359,7 +363,7 @@ std::shared_ptr<const CudaReplayHook::FunctionInfo> CudaReplayHook::InfoOf(CUfun
     }
     if (name == nullptr) return nullptr;
     info->mangled = name;
-    info->name = options_.selector.name == info->mangled ? info->mangled : Demangled(name);
+    info->name = options_.selector.name == info->mangled ? info->mangled : KernelFunctionName(name);
     info->matches = controller_->NameMatches(info->name) || controller_->NameMatches(info->mangled);
     std::shared_ptr<const ModuleInfo> module = ModuleOf(info->mangled);
     // A lazily loaded module loads at its first launch, after this callback: load it now, so its

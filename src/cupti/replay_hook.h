@@ -37,6 +37,11 @@
 
 namespace gpuprof::cupti {
 
+// The name a launch is selected by and stored under (C4): the demangled function name without its
+// parameter list ("_Z15in_place_updatePji" -> "in_place_update", "void k<int>(int*)" -> "k<int>");
+// a name that does not demangle is returned as is.
+std::string KernelFunctionName(const char* mangled);
+
 // Replay options from GPUPROF_REPLAY_* variables (what `gpuprof replay` sets): nullopt-like
 // passes == 1 when replay is not configured. InvalidArgument naming a bad variable.
 StatusOr<replay::ReplayOptions> ReplayOptionsFromEnvironment(bool* flush_l2);
