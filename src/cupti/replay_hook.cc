@@ -293,6 +293,25 @@ void CudaReplayHook::OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& ca
       inventory_.RecordAlloc(info);
       break;
     }
+    case CUPTI_DRIVER_TRACE_CBID_cuIpcOpenMemHandle_v2: {
+      // Another process's memory: counted, never snapshotted (R6; strict mode declines).
+      auto* a = static_cast<const cuIpcOpenMemHandle_v2_params*>(p);
+      StatusOr<device::PointerInfo> queried = device->QueryPointer(*a->pdptr);
+      device::PointerInfo info{*a->pdptr, queried.ok() ? queried->size : 0, device::MemoryKind::kIpcImported,
+                               device->ordinal()};
+      inventory_.RecordAlloc(info);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: {
+      // Pinned host memory the device may write when mapped (R6).
+      auto* a = static_cast<const cuMemHostAlloc_params*>(p);
+      if ((a->Flags & CU_MEMHOSTALLOC_DEVICEMAP) != 0) {
+        device::PointerInfo info{reinterpret_cast<device::DevicePtr>(*a->pp), a->bytesize,
+                                 device::MemoryKind::kHostMapped, -1};
+        inventory_.RecordAlloc(info);
+      }
+      break;
+    }
     default: break;
   }
 }
@@ -310,6 +329,12 @@ void CudaReplayHook::OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& cal
       ptr = static_cast<const cuMemFreeAsync_params*>(call.functionParams)->dptr;
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: ptr = static_cast<const cuMemUnmap_params*>(call.functionParams)->ptr; break;
+    case CUPTI_DRIVER_TRACE_CBID_cuIpcCloseMemHandle:
+      ptr = static_cast<const cuIpcCloseMemHandle_params*>(call.functionParams)->dptr;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
+      ptr = reinterpret_cast<CUdeviceptr>(static_cast<const cuMemFreeHost_params*>(call.functionParams)->p);
+      break;
     default: break;
   }
   int owner = inventory_.OwnerOf(ptr);
@@ -460,6 +485,14 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     request.kernel_name = info->name;
     request.uses_device_printf = info->uses_printf;  // C2
     request.uses_device_malloc = info->uses_device_malloc;
+    {
+      std::lock_guard<std::mutex> lock(device_state_mu_);
+      if (static_cast<std::size_t>(device->ordinal()) < device_state_.size()) {
+        const DeviceState& state = device_state_[static_cast<std::size_t>(device->ordinal())];
+        request.live_arrays = state.arrays;  // C2
+        request.peer_access = state.peers > 0;  // R14
+      }
+    }
     ScopedInternalWork internal;
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
     if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS) {
@@ -529,11 +562,22 @@ void CudaReplayHook::OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: OnAlloc(cbid, call); return;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap:
+    case CUPTI_DRIVER_TRACE_CBID_cuIpcOpenMemHandle_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: OnAlloc(cbid, call); return;
+    case CUPTI_DRIVER_TRACE_CBID_cuArrayCreate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuArray3DCreate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayCreate:
+    case CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy:
+    case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayDestroy:
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxEnablePeerAccess:
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxDisablePeerAccess: OnDeviceState(cbid, call); return;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: OnFree(cbid, call); return;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
+    case CUPTI_DRIVER_TRACE_CBID_cuIpcCloseMemHandle:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost: OnFree(cbid, call); return;
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
@@ -543,6 +587,52 @@ void CudaReplayHook::OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: OnLaunch(cbid, call); return;
     default: return;
+  }
+}
+
+void CudaReplayHook::OnDeviceState(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
+  const bool entry = call.callbackSite == CUPTI_API_ENTER;
+  const bool succeeded = !entry && call.functionReturnValue != nullptr &&
+                         *static_cast<const CUresult*>(call.functionReturnValue) == CUDA_SUCCESS;
+  if (!EnsureDevices()) return;
+  CudaDevice* device = DeviceOf(call.context);
+  if (device == nullptr) return;
+  const auto ordinal = static_cast<std::size_t>(device->ordinal());
+  try {
+    std::lock_guard<std::mutex> lock(device_state_mu_);
+    if (device_state_.size() <= ordinal) device_state_.resize(ordinal + 1);
+    DeviceState& state = device_state_[ordinal];
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuArrayCreate_v2:
+        if (succeeded) array_device_[static_cast<const cuArrayCreate_v2_params*>(call.functionParams)->pHandle[0]] = ordinal;
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuArray3DCreate_v2:
+        if (succeeded) array_device_[static_cast<const cuArray3DCreate_v2_params*>(call.functionParams)->pHandle[0]] = ordinal;
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayCreate:
+        if (succeeded) {
+          array_device_[static_cast<const cuMipmappedArrayCreate_params*>(call.functionParams)->pHandle[0]] = ordinal;
+        }
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy:
+        if (entry) array_device_.erase(static_cast<const cuArrayDestroy_params*>(call.functionParams)->hArray);
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayDestroy:
+        if (entry) {
+          array_device_.erase(static_cast<const cuMipmappedArrayDestroy_params*>(call.functionParams)->hMipmappedArray);
+        }
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuCtxEnablePeerAccess:
+        if (succeeded) ++state.peers;
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuCtxDisablePeerAccess:
+        if (succeeded && state.peers > 0) --state.peers;
+        break;
+      default: break;
+    }
+    state.arrays = 0;
+    for (const auto& [handle, owner] : array_device_) state.arrays += owner == ordinal ? 1 : 0;
+  } catch (...) {
   }
 }
 

@@ -67,6 +67,8 @@ class CudaReplayHook final : public DriverApiObserver {
   void OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  // CUDA arrays (C2) and peer access (R14) per device.
+  void OnDeviceState(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void RecordDeviceMemory(device::cuda::CudaDevice& device, CUdeviceptr ptr, std::uint64_t size) noexcept;
 
   friend class CudaLaunchExecutor;
@@ -79,6 +81,14 @@ class CudaReplayHook final : public DriverApiObserver {
   const device::cuda::CudaDriver* driver_ = nullptr;
   std::vector<std::unique_ptr<device::cuda::CudaDevice>> devices_;
   std::unique_ptr<replay::Controller> controller_;
+
+  struct DeviceState {
+    std::uint32_t arrays = 0;  // live CUDA arrays (and mipmapped arrays) on the device
+    std::uint32_t peers = 0;   // peer accesses enabled from its contexts
+  };
+  std::mutex device_state_mu_;
+  std::vector<DeviceState> device_state_;               // guarded by device_state_mu_, by ordinal
+  std::unordered_map<const void*, std::size_t> array_device_;  // guarded by device_state_mu_
 
   // What a loaded cubin says about its kernels: its variables (R7) and side effects (C2).
   struct ModuleInfo {

@@ -161,6 +161,10 @@ struct LaunchRequest {
   bool stream_capturing = false;     // the stream (or the process, in global mode) is capturing
   bool uses_device_printf = false;   // side effects replay would repeat (rule C2)
   bool uses_device_malloc = false;
+  // Device state the snapshot cannot cover: CUDA arrays live on the device (their contents are
+  // not captured, C2), and peer access from this device to another one's memory (R14).
+  std::uint32_t live_arrays = 0;
+  bool peer_access = false;
 };
 
 // Per-pass timing that a backend measures.

@@ -168,6 +168,16 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
                    std::string("kernel uses device ") + (request.uses_device_printf ? "printf" : "malloc") +
                        ", whose effects replay would repeat; pass the replay-side-effects option to replay anyway");
   }
+  if (!options_.replay_side_effect_kernels && request.live_arrays > 0) {
+    return decline(DeclineReason::kIncompleteSnapshot,
+                   std::to_string(request.live_arrays) +
+                       " CUDA array(s) exist on the device and are not snapshotted, so writes to them could not be "
+                       "undone; pass the replay-side-effects option to replay anyway");
+  }
+  if (request.peer_access) {
+    return decline(DeclineReason::kIncompleteSnapshot,
+                   "peer access to another device is enabled, and that device's memory is not in the snapshot");
+  }
   if (IsCollectiveKernelName(request.kernel_name)) {
     return decline(DeclineReason::kCollectiveKernel,
                    "collective (NCCL) kernels wait on other processes and cannot be replayed safely");

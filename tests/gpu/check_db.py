@@ -596,7 +596,36 @@ def expect_replay_free_thread(c, dbs, program_output):
     expect_replayed(c, rows, "slow_update", 1)
 
 
+def expect_replay_array(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay array")
+    mine = [r for r in rows if r["name"] == "in_place_update"]
+    c.expect(len(mine) == 1 and mine[0]["replayed"] == 0 and mine[0]["decline"] == "incomplete-snapshot",
+             f"in_place_update with a CUDA array live: expected one launch declined incomplete-snapshot, found "
+             f"{[(r['replayed'], r['decline']) for r in mine]}")
+
+
+def expect_replay_vmm(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay vmm")
+    expect_replayed(c, rows, "vmm_update", 1)
+
+
+def expect_replay_ptx(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay ptx")
+    expect_replayed(c, rows, "ptx_count", 3)
+
+
+def expect_replay_cublas(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay cublas")
+    replayed = [r for r in rows if r["replayed"] == 1]
+    c.expect(len(replayed) >= 2, f"expected both GEMMs' kernels replayed, found {len(replayed)} replayed rows")
+    c.expect(all(r["deterministic"] == 1 for r in replayed), "a cuBLAS GEMM kernel flagged nondeterministic")
+
+
 EXPECTATIONS = {
+    "replay_array": expect_replay_array,
+    "replay_vmm": expect_replay_vmm,
+    "replay_ptx": expect_replay_ptx,
+    "replay_cublas": expect_replay_cublas,
     "replay_inplace": expect_replay_inplace,
     "replay_counter": expect_replay_counter,
     "replay_constant": expect_replay_constant,

@@ -11,6 +11,7 @@
 //   replay timer        a kernel that writes %globaltimer (nondeterministic every time, B6)
 //   (device printf is replay_printf.cu: C2 is decided per module, and this module must not print)
 //   replay free_thread  another thread frees a buffer while a replay window is open
+//   replay array        a launch while a CUDA array exists on the device (declined, C2)
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -220,6 +221,22 @@ int FreeThread() {
   return 0;
 }
 
+int Array() {
+  cudaChannelFormatDesc desc = cudaCreateChannelDesc<float>();
+  cudaArray_t array = nullptr;
+  GPUPROF_TEST_CUDA_CHECK(cudaMallocArray(&array, &desc, 64, 64));
+  std::vector<unsigned> input = Iota(kN), out(kN);
+  unsigned* x = nullptr;
+  GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&x, kN * sizeof(unsigned)));
+  GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(x, input.data(), kN * sizeof(unsigned), cudaMemcpyHostToDevice));
+  in_place_update<<<kN / 256, 256>>>(x, kN);
+  GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(out.data(), x, kN * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  CheckInPlace(out, input, 1);
+  GPUPROF_TEST_CUDA_CHECK(cudaFreeArray(array));
+  std::printf("gpuprof-test: launched kernel=in_place_update count=1 cuda_array=1\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -234,7 +251,8 @@ int main(int argc, char** argv) {
   else if (mode == "graph") rc = Graph();
   else if (mode == "timer") rc = Timer();
   else if (mode == "free_thread") rc = FreeThread();
-  else std::fprintf(stderr, "usage: %s inplace|counter|constant|async|graph|timer|free_thread\n", argv[0]);
+  else if (mode == "array") rc = Array();
+  else std::fprintf(stderr, "usage: %s inplace|counter|constant|async|graph|timer|free_thread|array\n", argv[0]);
   if (rc == 0) GPUPROF_TEST_CUDA_CHECK(cudaDeviceSynchronize());
   return rc;
 }

@@ -43,10 +43,12 @@ class Case:
         self.subcommand = subcommand  # "run" or "replay"
 
 
-def replay_case(mode, kernel=None, program="gpu_test_replay"):
-    """`gpuprof replay --passes 3 [-k KERNEL] -- PROGRAM MODE` (check_db.REPLAY_PASSES)."""
+def replay_case(mode, kernel=None, program="gpu_test_replay", args=None):
+    """`gpuprof replay --passes 3 [-k KERNEL] -- PROGRAM ARGS` (check_db.REPLAY_PASSES); ARGS
+    defaults to [MODE] for gpu_test_replay, else none."""
     flags = ["--passes", "3"] + (["-k", kernel] if kernel else [])
-    args = [] if program != "gpu_test_replay" else [mode]
+    if args is None:
+        args = [mode] if program == "gpu_test_replay" else []
     return Case("replay_" + mode, program=program, args=args, flags=flags, subcommand="replay")
 
 
@@ -65,6 +67,10 @@ CASES = {
     "ReplayGlobaltimer": replay_case("timer", "write_globaltimer"),
     "ReplayPrintfDeclined": replay_case("printf", "say_hello", program="gpu_test_replay_printf"),
     "ReplayFreeOnAnotherThread": replay_case("free_thread", "slow_update"),
+    "ReplayCudaArrayDeclined": replay_case("array", "in_place_update"),
+    "ReplayVmmBuffer": replay_case("vmm", "vmm_update", program="gpu_test_replay_driver", args=["vmm"]),
+    "ReplayPtxModuleGlobal": replay_case("ptx", "ptx_count", program="gpu_test_replay_driver", args=["ptx"]),
+    "ReplayCublasBetaOne": replay_case("cublas", "regex:gemm|Kernel", program="gpu_test_replay_cublas"),
     "TrainPlain": Case("train_plain",
                        command=["python3", "examples/train_plain.py", "--steps", "3", "--device", "cuda"],
                        needs_torch=True),

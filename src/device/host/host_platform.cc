@@ -2,6 +2,7 @@
 // device memory. HostDevice lives in host_device.cc, streams in host_stream.cc.
 #include "device/host/host_platform.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -554,6 +555,8 @@ Status HostPlatform::Impl::LaunchKernels(std::string_view call, StreamId stream_
       }
       request.uses_device_printf = request.uses_device_printf || kernel.uses_device_printf;
       request.uses_device_malloc = request.uses_device_malloc || kernel.uses_device_malloc;
+      request.live_arrays = std::max(request.live_arrays, kernel.live_arrays);
+      request.peer_access = request.peer_access || kernel.peer_access;
       if (kernel.module == 0) continue;
       auto it = locked->modules.find(kernel.module);
       if (it == locked->modules.end()) {

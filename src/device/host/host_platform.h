@@ -46,6 +46,9 @@ struct Kernel {
   ModuleId module = 0;  // 0: belongs to no module; else loaded (lazily) before the kernel runs
   bool uses_device_printf = false;
   bool uses_device_malloc = false;
+  // Simulated device state a real backend reports with the launch (device.h LaunchRequest).
+  std::uint32_t live_arrays = 0;
+  bool peer_access = false;
 };
 
 // A completion signal the application may attach to a launch (like an HSA completion signal or a

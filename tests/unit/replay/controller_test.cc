@@ -472,6 +472,38 @@ TEST_F(ControllerTest, CollectiveAndSideEffectKernelsAreDeclinedByDefault) {
   EXPECT_EQ(records[1].decline_reason, DeclineReason::kSideEffects);
 }
 
+TEST_F(ControllerTest, LiveCudaArraysAndPeerAccessDeclineUnlessAsked) {
+  Configure(3);
+  DevicePtr buffer = AllocWords(0, 16);
+  InputLog log;
+  Kernel with_arrays = InPlaceUpdate(buffer, 16, &log, "reads_a_texture");
+  with_arrays.live_arrays = 2;
+  LaunchAndWait(with_arrays);
+  Kernel with_peer = InPlaceUpdate(buffer, 16, &log, "reads_a_peer");
+  with_peer.peer_access = true;
+  LaunchAndWait(with_peer);
+  EXPECT_EQ(log.runs(), 2) << "each declined launch runs once";
+  auto records = Records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].decline_reason, DeclineReason::kIncompleteSnapshot);
+  EXPECT_NE(records[0].decline_detail.find("2 CUDA array(s)"), std::string::npos) << records[0].decline_detail;
+  EXPECT_EQ(records[1].decline_reason, DeclineReason::kIncompleteSnapshot);
+  EXPECT_NE(records[1].decline_detail.find("peer access"), std::string::npos) << records[1].decline_detail;
+}
+
+TEST_F(ControllerTest, LiveCudaArraysAreReplayedAnywayWhenAsked) {
+  ReplayOptions options;
+  options.passes = 3;
+  options.replay_side_effect_kernels = true;
+  Configure(options);
+  DevicePtr buffer = AllocWords(0, 16);
+  InputLog log;
+  Kernel with_arrays = InPlaceUpdate(buffer, 16, &log, "reads_a_texture");
+  with_arrays.live_arrays = 1;
+  LaunchAndWait(with_arrays);
+  EXPECT_EQ(log.runs(), 3);
+}
+
 TEST_F(ControllerTest, SideEffectKernelsAreReplayedWhenAsked) {
   ReplayOptions options;
   options.passes = 3;
