@@ -158,6 +158,7 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
       d.EventDestroy(start);
       return d.Check("cuEventCreate", r);
     }
+    const std::uint32_t clock_before = device_.SmClockKhz();  // C3
     Status status = d.Check("cuEventRecord", d.EventRecord(start, stream_));
     if (status.ok()) status = d.Check("launch (replay pass)", launch_());
     if (status.ok()) status = d.Check("cuEventRecord", d.EventRecord(end, stream_));
@@ -169,7 +170,9 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
     GPUPROF_RETURN_IF_ERROR(status);
     device::PassTiming timing;
     timing.duration_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
-    return timing;  // SM clocks: not read (no NVML here), 0
+    timing.sm_clock_before_khz = clock_before;
+    timing.sm_clock_after_khz = device_.SmClockKhz();
+    return timing;
   }
 
  private:

@@ -175,9 +175,10 @@ class ProfileDb:
         out = [dict(zip(keys, r)) for r in rows]
         for k in out:
             k["name"] = self.text(k["name_id"])
-            k["pass_rows"] = [dict(zip(("pass", "duration", "bytes_restored", "hash", "matches"), p)) for p in self.query(
-                "SELECT pass, durationNs, bytesRestored, outputHash, matchesPass1 FROM GPUPROF_REPLAY_PASS "
-                "WHERE kernelId = ? ORDER BY pass", k["id"])]
+            k["pass_rows"] = [dict(zip(("pass", "duration", "bytes_restored", "hash", "matches", "clock_before",
+                                        "clock_after"), p)) for p in self.query(
+                "SELECT pass, durationNs, bytesRestored, outputHash, matchesPass1, smClockBeforeKhz, smClockAfterKhz "
+                "FROM GPUPROF_REPLAY_PASS WHERE kernelId = ? ORDER BY pass", k["id"])]
         return out
 
     def mstx(self):
@@ -539,6 +540,8 @@ def expect_replayed(c, rows, kernel, launches, deterministic=True):
         c.expect(len(r["pass_rows"]) == REPLAY_PASSES,
                  f"{kernel} launch {r['launch_index']}: {len(r['pass_rows'])} pass rows, expected {REPLAY_PASSES}")
         c.expect(all(p["duration"] > 0 for p in r["pass_rows"]), f"{kernel}: a pass without a duration")
+        c.expect(all((p["clock_before"] or 0) > 0 and (p["clock_after"] or 0) > 0 for p in r["pass_rows"]),
+                 f"{kernel}: a pass without its SM clocks (C3, NVML)")
         c.expect(r["bytes"] > 0, f"{kernel}: the snapshot captured no bytes")
         if deterministic:
             c.expect(r["deterministic"] == 1, f"{kernel} launch {r['launch_index']} flagged nondeterministic")

@@ -80,6 +80,9 @@ Status CudaDevice::Init() {
   if (driver_.DeviceGetName(name, sizeof(name) - 1, device_) == CUDA_SUCCESS) name_ = name;
   GPUPROF_RETURN_IF_ERROR(
       driver_.Check("cuDevicePrimaryCtxRetain", driver_.DevicePrimaryCtxRetain(&context_, device_)));
+  char pci[64] = {};
+  sm_clock_ = std::make_unique<SmClock>(
+      driver_.DeviceGetPCIBusId(pci, sizeof(pci) - 1, device_) == CUDA_SUCCESS ? std::string(pci) : std::string());
   InternalScope scope(driver_, context_);
   if (!scope.ok()) return InternalError("cuCtxPushCurrent failed");
   GPUPROF_RETURN_IF_ERROR(driver_.Check("cuStreamCreate", driver_.StreamCreate(&stream_, CU_STREAM_NON_BLOCKING)));

@@ -13,6 +13,7 @@
 // - EnumerateModuleVariables: the module variables registered through RegisterModuleVariables
 //   (the replay hook resolves them from each launched kernel's module).
 // - Synchronize: cuCtxSynchronize on a helper thread, waited for at most `timeout` (R14).
+// - SmClockKhz: NVML's current SM clock (C3), found by the device's PCI bus id.
 //
 // Thread-safety: all methods may be called from any thread.
 #pragma once
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "device/cuda/cuda_driver.h"
+#include "device/cuda/sm_clock.h"
 #include "device/device.h"
 
 namespace gpuprof::device::cuda {
@@ -59,6 +61,9 @@ class CudaDevice final : public Device {
   // Adds module variables (deduplicated by address) for EnumerateModuleVariables.
   void RegisterModuleVariables(const std::vector<ModuleVariable>& variables);
 
+  // The current SM clock in kHz through NVML (C3); 0 when NVML cannot say.
+  std::uint32_t SmClockKhz() const noexcept { return sm_clock_ != nullptr ? sm_clock_->ReadKhz() : 0; }
+
   // Writes `bytes` of scratch device memory, evicting the L2 cache (B7). Bytes: 2x the L2 size.
   Status FlushL2(CUstream stream);
 
@@ -87,6 +92,7 @@ class CudaDevice final : public Device {
   std::uint64_t hashes_capacity_ = 0;
   CUdeviceptr l2_scratch_ = 0;
   std::uint64_t l2_scratch_bytes_ = 0;
+  std::unique_ptr<SmClock> sm_clock_;
   std::mutex variables_mu_;
   std::vector<ModuleVariable> variables_;  // guarded by variables_mu_
 };

@@ -69,6 +69,7 @@ StatusOr<CudaDriver> Load() {
   GPUPROF_RESOLVE(LaunchKernel, cuLaunchKernel);
   GPUPROF_RESOLVE(LaunchKernelEx, cuLaunchKernelEx);
   GPUPROF_RESOLVE(KernelGetFunction, cuKernelGetFunction);
+  GPUPROF_RESOLVE(DeviceGetPCIBusId, cuDeviceGetPCIBusId);
 #undef GPUPROF_RESOLVE
   if (!missing.empty()) return UnavailableError("libcuda.so.1 lacks " + missing + " (driver too old?)");
   return d;

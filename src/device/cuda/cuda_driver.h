@@ -58,6 +58,7 @@ struct CudaDriver {
                            CUstream, void**, void**) = nullptr;
   CUresult (*LaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*KernelGetFunction)(CUfunction*, CUkernel) = nullptr;
+  CUresult (*DeviceGetPCIBusId)(char*, int, CUdevice) = nullptr;
 
   // The process's table; Unavailable (naming libcuda.so.1 or the symbol) when it cannot load.
   static StatusOr<const CudaDriver*> Get();

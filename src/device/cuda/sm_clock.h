@@ -1,0 +1,29 @@
+// The current SM clock of a GPU, read through NVML (rule C3: recorded before and after every
+// replay pass; gpuprof never sets clocks). NVML is dlopened (libnvidia-ml.so.1, part of the
+// driver); the few entry points are declared here, since the toolkit on the development machine
+// ships no nvml.h. The device is found by its PCI bus id, so NVML's enumeration order and
+// CUDA_VISIBLE_DEVICES cannot mix devices up.
+//
+// Thread-safety: Read may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gpuprof::device::cuda {
+
+class SmClock {
+ public:
+  // `pci_bus_id` as cuDeviceGetPCIBusId writes it ("0000:19:00.0"). An empty id, a missing NVML or
+  // an unknown device leave the clock unreadable: Read() then returns 0.
+  explicit SmClock(const std::string& pci_bus_id);
+  // The SM clock in kHz, 0 when it cannot be read.
+  std::uint32_t ReadKhz() const noexcept;
+
+ private:
+  using GetClockFn = int (*)(void* device, int clock_type, unsigned* mhz);
+  void* device_ = nullptr;
+  GetClockFn get_clock_ = nullptr;
+};
+
+}  // namespace gpuprof::device::cuda
