@@ -624,7 +624,18 @@ def expect_replay_cublas(c, dbs, program_output):
     c.expect(all(r["deterministic"] == 1 for r in replayed), "a cuBLAS GEMM kernel flagged nondeterministic")
 
 
+def expect_replay_two_gpu(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay two_gpu")
+    expect_replayed(c, rows, "in_place_update", 1)
+    for r in rows:
+        c.expect(r["device"] == 0, f"the replayed launch ran on device {r['device']}, expected 0")
+        # x is 4 MiB on device 0; device 1's 64 MiB buffer must not be in device 0's snapshot.
+        c.expect(4 << 20 <= (r["bytes"] or 0) < 64 << 20,
+                 f"snapshot of device 0 holds {r['bytes']} bytes: expected its 4 MiB buffer, not device 1's 64 MiB")
+
+
 EXPECTATIONS = {
+    "replay_two_gpu": expect_replay_two_gpu,
     "replay_array": expect_replay_array,
     "replay_vmm": expect_replay_vmm,
     "replay_ptx": expect_replay_ptx,

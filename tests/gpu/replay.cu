@@ -12,6 +12,8 @@
 //   (device printf is replay_printf.cu: C2 is decided per module, and this module must not print)
 //   replay free_thread  another thread frees a buffer while a replay window is open
 //   replay array        a launch while a CUDA array exists on the device (declined, C2)
+//   replay two_gpu      a 64 MiB buffer on device 1, a replayed launch on device 0: the snapshot
+//                       holds device 0's memory only (prints a skip line on a one-GPU machine)
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -237,6 +239,32 @@ int Array() {
   return 0;
 }
 
+int TwoGpu() {
+  int count = 0;
+  GPUPROF_TEST_CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (count < 2) {
+    std::printf("gpuprof-test: skip reason=needs_two_gpus devices=%d\n", count);
+    return 0;
+  }
+  constexpr std::size_t kOtherBytes = std::size_t{64} << 20;
+  GPUPROF_TEST_CUDA_CHECK(cudaSetDevice(1));
+  void* other = nullptr;
+  GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&other, kOtherBytes));
+  GPUPROF_TEST_CUDA_CHECK(cudaMemset(other, 0x5a, kOtherBytes));
+  GPUPROF_TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  GPUPROF_TEST_CUDA_CHECK(cudaSetDevice(0));
+  std::vector<unsigned> input = Iota(kN), out(kN);
+  unsigned* x = nullptr;
+  GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&x, kN * sizeof(unsigned)));
+  GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(x, input.data(), kN * sizeof(unsigned), cudaMemcpyHostToDevice));
+  in_place_update<<<kN / 256, 256>>>(x, kN);
+  GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(out.data(), x, kN * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  CheckInPlace(out, input, 1);
+  std::printf("gpuprof-test: launched kernel=in_place_update count=1 device=0 other_device_bytes=%zu\n",
+              kOtherBytes);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -252,7 +280,8 @@ int main(int argc, char** argv) {
   else if (mode == "timer") rc = Timer();
   else if (mode == "free_thread") rc = FreeThread();
   else if (mode == "array") rc = Array();
-  else std::fprintf(stderr, "usage: %s inplace|counter|constant|async|graph|timer|free_thread|array\n", argv[0]);
+  else if (mode == "two_gpu") rc = TwoGpu();
+  else std::fprintf(stderr, "usage: %s inplace|counter|constant|async|graph|timer|free_thread|array|two_gpu\n", argv[0]);
   if (rc == 0) GPUPROF_TEST_CUDA_CHECK(cudaDeviceSynchronize());
   return rc;
 }

@@ -18,6 +18,7 @@ CTest registers one test per case (tests/gpu/CMakeLists.txt); tools/gpu_check.sh
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -68,6 +69,7 @@ CASES = {
     "ReplayPrintfDeclined": replay_case("printf", "say_hello", program="gpu_test_replay_printf"),
     "ReplayFreeOnAnotherThread": replay_case("free_thread", "slow_update"),
     "ReplayCudaArrayDeclined": replay_case("array", "in_place_update"),
+    "ReplayTwoGpusSnapshotsOneDevice": replay_case("two_gpu", "in_place_update"),
     "ReplayVmmBuffer": replay_case("vmm", "vmm_update", program="gpu_test_replay_driver", args=["vmm"]),
     "ReplayPtxModuleGlobal": replay_case("ptx", "ptx_count", program="gpu_test_replay_driver", args=["ptx"]),
     "ReplayCublasBetaOne": replay_case("cublas", "regex:gemm|Kernel", program="gpu_test_replay_cublas"),
@@ -142,6 +144,11 @@ def run_case(name, build_dir, work_dir):
     dump("stderr (the program and gpuprof)", result.stderr)
     with open(os.path.join(case_dir, "program_stdout.txt"), "w", encoding="utf-8") as f:
         f.write(result.stdout)
+
+    skip = re.search(r"^gpuprof-test: skip reason=(\S+)", result.stdout, re.M)
+    if skip and result.returncode == 0:
+        print(f"SKIP: the program skipped itself: {skip.group(1)}")
+        return SKIP
 
     failures = []
     if result.returncode != 0:
