@@ -76,6 +76,7 @@ struct Flags {
   std::uint64_t rows = 2'000'000;  // each of PYTORCH_API and TASK
   std::uint64_t batch = 8192;      // records per Submit
   std::uint64_t seed = 20240601;
+  std::uint64_t repeats = 1;  // whole runs (generate, write, peers); the summary gives medians
   std::string out_dir;  // empty: a fresh temporary directory, removed afterwards
   std::string peer_script = GPUPROF_DB_WRITER_PEER_SCRIPT;
   bool keep = false;
@@ -85,7 +86,7 @@ struct Flags {
 
 void PrintUsage(std::FILE* out) {
   std::fprintf(out,
-               "usage: db_writer_benchmark [--rows N] [--batch B] [--seed S] [--with-api-calls]\n"
+               "usage: db_writer_benchmark [--rows N] [--batch B] [--seed S] [--repeats R] [--with-api-calls]\n"
                "                           [--out-dir DIR] [--keep] [--no-peer] [--peer-script PATH]\n"
                "\n"
                "Writes N PYTORCH_API + N TASK rows (kernels, with their COMPUTE_TASK_INFO rows) through\n"
@@ -95,6 +96,9 @@ void PrintUsage(std::FILE* out) {
                "  --rows N            TorchOp records and kernel records to write, each (default 2000000)\n"
                "  --batch B           records per ProfileWriter::Submit call (default 8192)\n"
                "  --seed S            generator seed (default 20240601)\n"
+               "  --repeats R         R whole runs, each with its peers, then the medians (default 1);\n"
+               "                      the writer and the peer react differently to a busy or throttled\n"
+               "                      machine, so one run's ratio can be off either way\n"
                "  --with-api-calls    also submit one cudaLaunchKernel ApiCall per kernel (CANN_API rows;\n"
                "                      not counted in the headline rows)\n"
                "  --out-dir DIR       write under DIR instead of a fresh temporary directory\n"
@@ -147,6 +151,7 @@ bool ParseFlags(int argc, char** argv, Flags* flags, bool* help) {
     if (name == "--rows") number = &flags->rows;
     if (name == "--batch") number = &flags->batch;
     if (name == "--seed") number = &flags->seed;
+    if (name == "--repeats") number = &flags->repeats;
     if (name == "--out-dir") text = &flags->out_dir;
     if (name == "--peer-script") text = &flags->peer_script;
     if (number == nullptr && text == nullptr) {
@@ -944,7 +949,17 @@ void PrintRow(const char* writer, std::uint64_t rows, double seconds, double byt
               Grouped(static_cast<std::uint64_t>(rate)).c_str(), bytes_per_row, ratio_text);
 }
 
-int Run(const Flags& flags) {
+// One whole run's figures, for the --repeats summary.
+struct RunFigures {
+  double writer_seconds = 0;
+  double peer_seconds = 0;      // 0: no peer
+  double peer_all_seconds = 0;  // 0: no peer
+  std::uint64_t headline_rows = 0;
+  std::uint64_t all_rows = 0;
+  double cpu_seconds = 0;
+};
+
+int Run(const Flags& flags, RunFigures* figures) {
   namespace fs = std::filesystem;
   std::printf(
       "db_writer_benchmark: %s TorchOp + %s kernel records%s, Submit batches of %s records, seed %" PRIu64
@@ -1180,7 +1195,61 @@ int Run(const Flags& flags) {
   if (flags.keep) std::printf("kept: %s\n", out_dir.c_str());
   cleanup();
   if (peer_failed) status = 1;
+  figures->writer_seconds = total_seconds;
+  figures->headline_rows = headline_rows;
+  figures->all_rows = all_rows;
+  figures->cpu_seconds = cpu_seconds;
+  if (have_peer) {
+    figures->peer_seconds = peer->seconds;
+    figures->peer_all_seconds = peer_all->seconds;
+  }
   return status;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// --repeats: every run prints its own table; then one line per run and the medians.
+int RunRepeated(const Flags& flags) {
+  std::vector<RunFigures> runs;
+  for (std::uint64_t r = 0; r < flags.repeats; ++r) {
+    if (flags.repeats > 1) std::printf("\n===== run %" PRIu64 " of %" PRIu64 " =====\n", r + 1, flags.repeats);
+    RunFigures figures;
+    if (int status = Run(flags, &figures); status != 0) return status;
+    runs.push_back(figures);
+  }
+  if (flags.repeats <= 1) return 0;
+  std::printf("\n===== %" PRIu64 " runs =====\n", flags.repeats);
+  std::printf("%-5s %12s %12s %10s %12s %12s\n", "run", "writer s", "python s", "vs python", "all rows vs",
+              "writer CPU s");
+  std::vector<double> writer, python, ratio, ratio_all;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const RunFigures& f = runs[i];
+    const bool peer = f.peer_seconds > 0 && f.peer_all_seconds > 0;
+    const double r = peer ? f.peer_seconds / f.writer_seconds : 0;  // same headline rows on both sides
+    const double r_all = peer ? f.peer_all_seconds / f.writer_seconds : 0;
+    std::printf("%-5zu %12.3f %12.3f %9.2fx %11.2fx %12.3f\n", i + 1, f.writer_seconds, f.peer_seconds, r, r_all,
+                f.cpu_seconds);
+    writer.push_back(f.writer_seconds);
+    if (peer) {
+      python.push_back(f.peer_seconds);
+      ratio.push_back(r);
+      ratio_all.push_back(r_all);
+    }
+  }
+  const double writer_rate = static_cast<double>(runs.front().headline_rows) / Median(writer);
+  std::printf("median: writer %.3f s (%.2fM rows/s, %s)", Median(writer), writer_rate / 1e6,
+              writer_rate >= kTargetRowsPerSecond ? "met" : "NOT met");
+  if (!ratio.empty()) {
+    std::printf(", python %.3f s, %.2fx python (%s), all rows %.2fx", Median(python), Median(ratio),
+                Median(ratio) >= kTargetRatio ? "met" : "NOT met", Median(ratio_all));
+  }
+  std::printf("\n");
+  return 0;
 }
 
 }  // namespace
@@ -1194,5 +1263,9 @@ int main(int argc, char** argv) {
     gpuprof::bench::PrintUsage(stdout);
     return 0;
   }
-  return gpuprof::bench::Run(flags);
+  if (flags.repeats == 0) {
+    std::fprintf(stderr, "db_writer_benchmark: --repeats must be at least 1\n");
+    return 2;
+  }
+  return gpuprof::bench::RunRepeated(flags);
 }
