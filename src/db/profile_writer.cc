@@ -598,8 +598,12 @@ Status WriteApiRows(const Connection& side, const Derived& derived, const OpLane
 // it with NULL and updating it later. Until then an op lives in the lane's indexes.
 class RowSink {
  public:
+  // rows() starts at the enum and META_DATA rows Create already wrote on this connection.
   RowSink(Connection conn, std::size_t batch_rows, SharedStrings& strings)
-      : conn_(std::move(conn)), batch_rows_(batch_rows), strings_(strings) {}
+      : conn_(std::move(conn)),
+        batch_rows_(batch_rows),
+        rows_(static_cast<std::uint64_t>(sqlite3_total_changes64(conn_.get()))),
+        strings_(strings) {}
 
   Status Prepare() {
     GPUPROF_ASSIGN_OR_RETURN(string_ids_,

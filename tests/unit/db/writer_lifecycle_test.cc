@@ -384,5 +384,31 @@ TEST(ProfileWriterLifecycleTest, ConcurrentSubmittersLoseNothing) {
   EXPECT_EQ((*writer)->stats().records, 4000u);
 }
 
+// WriterStats::rows counts every row in the final file: enum and metadata rows written at Create,
+// streamed rows, the side files' rows and the derived tables.
+TEST(ProfileWriterLifecycleTest, StatsRowsEqualTheRowsInTheFinalFile) {
+  TempDir dir;
+  auto writer = ProfileWriter::Create(testing::TestOptions(dir.path()));
+  ASSERT_TRUE(writer.ok());
+  (*writer)->Submit(SomeOps(300));
+  std::vector<trace::Record> tasks;
+  for (int i = 0; i < 200; ++i) {
+    trace::DeviceTask task;
+    task.name = "kernel_" + std::to_string(i % 7);
+    task.start_ns = testing::kStartNs + i;
+    task.end_ns = task.start_ns + 1;
+    task.correlation_id = static_cast<std::uint64_t>(i + 1);
+    tasks.emplace_back(std::move(task));
+  }
+  (*writer)->Submit(std::move(tasks));
+  auto path = (*writer)->Finalize(testing::kStartNs + 1'000'000);
+  ASSERT_TRUE(path.ok()) << path.status().ToString();
+  std::uint64_t in_file = 0;
+  for (const std::string& table : Query(*path, "SELECT name FROM sqlite_master WHERE type = 'table'")) {
+    in_file += std::stoull(QueryOne(*path, "SELECT COUNT(*) FROM \"" + table + "\""));
+  }
+  EXPECT_EQ((*writer)->stats().rows, in_file);
+}
+
 }  // namespace
 }  // namespace gpuprof::db
