@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_harness.h"
 #include "unit/db/fixture_db.h"
 #include "unit/db/mini_json.h"
 
@@ -27,23 +28,9 @@ namespace fixture = gpuprof::db::fixture;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "'";
-}
+using gpuprof::testing::CliResult;
+using gpuprof::testing::RunShell;
+using gpuprof::testing::ShellQuote;
 
 class DbCliTest : public ::testing::Test {
  protected:
@@ -67,19 +54,8 @@ class DbCliTest : public ::testing::Test {
     const std::string command =
         "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}exitcode=86\" "
         "UBSAN_OPTIONS=\"${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}exitcode=87:print_stacktrace=1\" " +
-        Quote(GPUPROF_CLI_PATH) + " " + args + " 2>" + Quote(err_path);
-    CliResult result;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) {
-      ADD_FAILURE() << "popen failed for: " << command;
-      return result;
-    }
-    std::array<char, 4096> buffer{};
-    std::size_t n = 0;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.err = fixture::ReadFileBytes(err_path);
+        ShellQuote(GPUPROF_CLI_PATH) + " " + args + " 2>" + ShellQuote(err_path);
+    CliResult result = RunShell(command, err_path);
     EXPECT_THAT(result.err, Not(HasSubstr("Sanitizer"))) << args;
     EXPECT_THAT(result.err, Not(HasSubstr("runtime error"))) << args;
     return result;
@@ -127,7 +103,7 @@ std::vector<std::string> RowNamed(const std::vector<std::string>& section, const
 }
 
 TEST_F(DbCliTest, StatsPrintsEveryTableForAFixtureRun) {
-  CliResult result = Run("stats " + Quote(run_dir_));
+  CliResult result = Run("stats " + ShellQuote(run_dir_));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.err, "");
   EXPECT_THAT(result.out, HasSubstr("gpuprof stats: " + db_));
@@ -184,7 +160,7 @@ TEST_F(DbCliTest, StatsCoversEveryRankOfADirectory) {
   fixture::FixtureOptions rank1;
   rank1.rank = 1;
   ASSERT_TRUE(fixture::WriteFixtureRun(dir_ + "/runs", "node1_1_20240101", rank1).ok());
-  CliResult result = Run("stats " + Quote(dir_ + "/runs"));
+  CliResult result = Run("stats " + ShellQuote(dir_ + "/runs"));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("ascend_pytorch_profiler_0.db\n  rank 0,"));
   EXPECT_THAT(result.out, HasSubstr("ascend_pytorch_profiler_1.db\n  rank 1,"));
@@ -192,13 +168,13 @@ TEST_F(DbCliTest, StatsCoversEveryRankOfADirectory) {
 }
 
 TEST_F(DbCliTest, StatsTopLimitsRows) {
-  CliResult result = Run("stats --top 1 " + Quote(db_));
+  CliResult result = Run("stats --top 1 " + ShellQuote(db_));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   std::vector<std::string> total = Section(result.out, "Top ops by total time");
   ASSERT_EQ(total.size(), 3u);  // title, header, one row
   EXPECT_THAT(total[0], HasSubstr("1 of 7 names"));
   EXPECT_THAT(result.out, HasSubstr("... 1 more steps (--top shows more)"));
-  EXPECT_EQ(Run("stats --top 0 " + Quote(db_)).exit_code, 2);
+  EXPECT_EQ(Run("stats --top 0 " + ShellQuote(db_)).exit_code, 2);
 }
 
 TEST_F(DbCliTest, StatsOnEveryTableEmptySaysNoDataPerSection) {
@@ -206,7 +182,7 @@ TEST_F(DbCliTest, StatsOnEveryTableEmptySaysNoDataPerSection) {
   empty.with_rows = false;
   const std::string db = dir_ + "/empty.db";
   ASSERT_TRUE(fixture::WriteFixtureDb(db, empty).ok());
-  CliResult result = Run("stats " + Quote(db));
+  CliResult result = Run("stats " + ShellQuote(db));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("Top ops: no data (no torch ops in PYTORCH_API)\n"));
   EXPECT_THAT(result.out, HasSubstr("Top kernels: no data (TASK is empty)\n"));
@@ -224,7 +200,7 @@ TEST_F(DbCliTest, ExportWritesAChromeTraceWithEveryEventAndMatchedFlows) {
   rank1.rank = 1;
   ASSERT_TRUE(fixture::WriteFixtureRun(dir_ + "/runs", "node1_1_20240101", rank1).ok());
   const std::string trace = dir_ + "/trace.json";
-  CliResult result = Run("export --format perfetto " + Quote(dir_ + "/runs") + " -o " + Quote(trace));
+  CliResult result = Run("export --format perfetto " + ShellQuote(dir_ + "/runs") + " -o " + ShellQuote(trace));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("wrote " + trace));
   EXPECT_THAT(result.out, HasSubstr("2 DB(s)"));
@@ -260,21 +236,21 @@ TEST_F(DbCliTest, ExportWritesAChromeTraceWithEveryEventAndMatchedFlows) {
     const std::string command =
         "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
         "assert d[\"displayTimeUnit\"] == \"ns\"; assert len(d[\"traceEvents\"]) > 0' " +
-        Quote(trace);
+        ShellQuote(trace);
     EXPECT_EQ(std::system(command.c_str()), 0);
   }
 }
 
 TEST_F(DbCliTest, ExportUnknownFormatIsAUsageErrorListingFormats) {
   const std::string trace = dir_ + "/trace.json";
-  CliResult result = Run("export --format chrome " + Quote(db_) + " -o " + Quote(trace));
+  CliResult result = Run("export --format chrome " + ShellQuote(db_) + " -o " + ShellQuote(trace));
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.err, HasSubstr("unknown export format 'chrome'; formats: perfetto"));
   EXPECT_FALSE(fs::exists(trace));
 }
 
 TEST_F(DbCliTest, ExportWithoutOutputIsAUsageError) {
-  CliResult result = Run("export " + Quote(db_));
+  CliResult result = Run("export " + ShellQuote(db_));
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.err, HasSubstr("--output is required"));
   EXPECT_THAT(result.err, HasSubstr("gpuprof export --help"));
@@ -289,7 +265,7 @@ TEST_F(DbCliTest, MissingPathArgumentIsAUsageError) {
 }
 
 TEST_F(DbCliTest, CheckOnTheFixtureIsOk) {
-  CliResult result = Run("check " + Quote(run_dir_));
+  CliResult result = Run("check " + ShellQuote(run_dir_));
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_THAT(result.out, ::testing::MatchesRegex("ok: " + db_ + " \\(31 tables, [0-9]+ rows\\)\n"));
 }
@@ -299,7 +275,7 @@ TEST_F(DbCliTest, CheckPrintsOneLinePerProblemAndFails) {
                                "DROP INDEX TaskIndex; UPDATE PYTORCH_API SET name = 999999 WHERE rowid = 1;"
                                "INSERT INTO RANK_DEVICE_MAP VALUES (1, 1);")
                   .ok());
-  CliResult result = Run("check " + Quote(db_));
+  CliResult result = Run("check " + ShellQuote(db_));
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_EQ(result.out,
             db_ + ": TASK: index TaskIndex (startNs, globalTaskId) missing\n" + db_ +
@@ -313,7 +289,7 @@ TEST_F(DbCliTest, PartialDbsAreMentionedButNotRead) {
   const std::string partial = run_dir_ + "/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_1.db.partial";
   ASSERT_TRUE(fixture::WriteFileBytes(partial, "killed mid-run"));
   for (const std::string command : {"stats", "check"}) {
-    CliResult result = Run(command + " " + Quote(run_dir_));
+    CliResult result = Run(command + " " + ShellQuote(run_dir_));
     EXPECT_EQ(result.exit_code, 0) << command << ": " << result.err;
     EXPECT_THAT(result.err,
                 HasSubstr("gpuprof: note: found 1 partial DB(s) from runs that did not finish: " + partial));
@@ -326,8 +302,8 @@ class DbCliBadInputTest : public DbCliTest, public ::testing::WithParamInterface
  protected:
   // `gpuprof <command> PATH`; export writes to a file that must not appear.
   CliResult RunOn(const std::string& path) {
-    std::string args = GetParam() + " " + Quote(path);
-    if (GetParam() == "export") args += " --format perfetto -o " + Quote(Output());
+    std::string args = GetParam() + " " + ShellQuote(path);
+    if (GetParam() == "export") args += " --format perfetto -o " + ShellQuote(Output());
     CliResult result = Run(args);
     if (GetParam() == "export") {
       EXPECT_FALSE(fs::exists(Output())) << "a failed export left " << Output();

@@ -12,6 +12,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cli_harness.h"
+
 namespace {
 
 using ::testing::HasSubstr;
@@ -25,19 +27,9 @@ struct CliResult {
 // otherwise stderr is left on the test's own stderr (the engine's warnings) and only stdout is
 // captured.
 CliResult RunCli(const std::string& args, bool merge_stderr = false) {
-  std::string command = std::string("'") + GPUPROF_CLI_PATH + "' " + args + (merge_stderr ? " 2>&1" : "");
-  CliResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "popen failed for: " << command;
-    return result;
-  }
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
-  int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  gpuprof::testing::CliResult shell = gpuprof::testing::RunShell(
+      gpuprof::testing::ShellQuote(GPUPROF_CLI_PATH) + " " + args + (merge_stderr ? " 2>&1" : ""));
+  return CliResult{shell.exit_code, shell.out};
 }
 
 std::vector<std::string> Split(const std::string& text, char separator) {

@@ -22,6 +22,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cli_harness.h"
+
 #ifdef GPUPROF_RUN_TEST_FIXTURES
 #include "unit/db/fixture_db.h"
 #endif
@@ -32,30 +34,9 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "'";
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using gpuprof::testing::CliResult;
+using gpuprof::testing::RunShell;
+using gpuprof::testing::ShellQuote;
 
 class RunCommandTest : public ::testing::Test {
  protected:
@@ -79,20 +60,9 @@ class RunCommandTest : public ::testing::Test {
   CliResult Run(const std::string& args, const std::string& env = "",
                 const std::string& cli = GPUPROF_CLI_PATH) const {
     const std::string err_path = dir_ + "/stderr.txt";
-    const std::string command = "cd " + Quote(dir_) + " && GPUPROF_INJECT_LIBRARY=" + Quote(inject_) + " " + env +
-                                " " + Quote(cli) + " " + args + " 2>" + Quote(err_path);
-    CliResult result;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) {
-      ADD_FAILURE() << "popen failed for: " << command;
-      return result;
-    }
-    std::array<char, 4096> buffer{};
-    std::size_t n = 0;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.err = ReadFile(err_path);
+    const std::string command = "cd " + ShellQuote(dir_) + " && GPUPROF_INJECT_LIBRARY=" + ShellQuote(inject_) + " " + env +
+                                " " + ShellQuote(cli) + " " + args + " 2>" + ShellQuote(err_path);
+    CliResult result = RunShell(command, err_path);
     return result;
   }
 
@@ -191,6 +161,51 @@ TEST_F(RunCommandTest, InjectLibraryBesideTheExecutableIsFound) {
   EXPECT_EQ(r.out, root + "/lib/libgpuprof_inject.so\n");
 }
 
+// `gpuprof replay` is `gpuprof run` with kernel replay configured: its flags reach the injected
+// session as GPUPROF_REPLAY_* variables (cupti/replay_hook.h reads them).
+TEST_F(RunCommandTest, ReplayFlagsReachTheApplicationAsVariables) {
+  CliResult r = Run(
+      "replay --passes 4 -k regex:gemm -s 2 -c 3 --cache-control none --restore full --strict -o out -- "
+      "/bin/sh -c 'echo \"$GPUPROF_REPLAY_PASSES|$GPUPROF_REPLAY_KERNEL|$GPUPROF_REPLAY_SKIP|$GPUPROF_REPLAY_COUNT|"
+      "$GPUPROF_REPLAY_CACHE_CONTROL|$GPUPROF_REPLAY_RESTORE|$GPUPROF_REPLAY_STRICT|$GPUPROF_LOG_LEVEL|"
+      "$GPUPROF_OUTPUT_DIR\"'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "4|regex:gemm|2|3|none|full|1|info|" + dir_ + "/out\n");
+  EXPECT_THAT(r.err, HasSubstr("gpuprof: replaying 'regex:gemm', 4 passes per launch, at most 3 launches"));
+}
+
+TEST_F(RunCommandTest, ReplayDefaultsAndTheUsersLogLevel) {
+  CliResult r = Run("replay -- /bin/sh -c 'echo \"$GPUPROF_REPLAY_PASSES|$GPUPROF_REPLAY_KERNEL|"
+                    "$GPUPROF_REPLAY_CACHE_CONTROL|$GPUPROF_REPLAY_RESTORE|$GPUPROF_LOG_LEVEL\"; exit 5'",
+                    "GPUPROF_LOG_LEVEL=warning");
+  EXPECT_EQ(r.exit_code, 5) << "the application's exit status, as for run";
+  EXPECT_EQ(r.out, "5||all|auto|warning\n");
+  EXPECT_THAT(r.err, HasSubstr("replaying every kernel"));
+}
+
+TEST_F(RunCommandTest, ReplayUsageErrorsNameTheFlag) {
+  CliResult no_app = Run("replay --passes 3");
+  EXPECT_EQ(no_app.exit_code, 2);
+  EXPECT_THAT(no_app.err, HasSubstr("no application given: gpuprof replay"));
+  EXPECT_THAT(no_app.err, HasSubstr("gpuprof replay --help"));
+  CliResult one_pass = Run("replay --passes 1 -- /bin/true");
+  EXPECT_EQ(one_pass.exit_code, 2);
+  EXPECT_THAT(one_pass.err, HasSubstr("--passes"));
+  EXPECT_THAT(one_pass.err, HasSubstr("gpuprof replay --help"));
+  CliResult cache = Run("replay --cache-control some -- /bin/true");
+  EXPECT_EQ(cache.exit_code, 2);
+  EXPECT_THAT(cache.err, HasSubstr("--cache-control"));
+}
+
+TEST_F(RunCommandTest, ReplayHelpDescribesSelectionAndDeclines) {
+  CliResult r = Run("replay --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* text : {"--passes", "-k,--kernel-name", "regex:PATTERN", "-s,--launch-skip", "-c,--launch-count",
+                           "--cache-control", "--restore", "--strict", "Declined launches"}) {
+    EXPECT_THAT(r.out, HasSubstr(text));
+  }
+}
+
 TEST_F(RunCommandTest, EnvironmentReachesTheApplication) {
   CliResult r = Run(
       "run -o out -- /bin/sh -c 'echo \"$CUDA_INJECTION64_PATH\"; echo \"$GPUPROF_OUTPUT_DIR\"; "
@@ -227,7 +242,7 @@ TEST_F(RunCommandTest, FollowChildrenFlagIsPassedOn) {
 
 TEST_F(RunCommandTest, NvtxInjectionNamesAnInjectionLibraryWithTheNvtxEntryPoint) {
   const std::string echo = "run -- /bin/sh -c 'echo \"$NVTX_INJECTION64_PATH\"'";
-  const std::string stub = std::string("GPUPROF_INJECT_LIBRARY=") + Quote(GPUPROF_NVTX_STUB_LIBRARY);
+  const std::string stub = std::string("GPUPROF_INJECT_LIBRARY=") + ShellQuote(GPUPROF_NVTX_STUB_LIBRARY);
   CliResult with_entry = Run(echo, stub);
   EXPECT_EQ(with_entry.exit_code, 0) << with_entry.err;
   EXPECT_EQ(with_entry.out, std::string(GPUPROF_NVTX_STUB_LIBRARY) + "\n");
@@ -257,7 +272,7 @@ TEST_F(RunCommandTest, ApplicationKilledBySignalGives128PlusSignal) {
 
 TEST_F(RunCommandTest, SigtermSentToGpuprofIsForwardedToTheApplication) {
   const std::string ready = dir_ + "/ready";
-  const std::string script = "trap 'exit 7' TERM; touch " + Quote(ready) + "; while :; do sleep 0.05; done";
+  const std::string script = "trap 'exit 7' TERM; touch " + ShellQuote(ready) + "; while :; do sleep 0.05; done";
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
