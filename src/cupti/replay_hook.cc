@@ -193,6 +193,73 @@ CudaReplayHook::~CudaReplayHook() { inventory_.BeginFinalization(); }
 
 void CudaReplayHook::BeginFinalization() noexcept { inventory_.BeginFinalization(); }
 
+// The controller's view of device `ordinal`: the CudaDevice is made at the first call that needs
+// it, so a process that uses one GPU of eight retains one primary context, not eight.
+class LazyCudaDevice final : public device::Device {
+ public:
+  LazyCudaDevice(CudaReplayHook& hook, int ordinal) : hook_(hook), ordinal_(ordinal) {}
+
+  int ordinal() const noexcept override { return ordinal_; }
+  std::string name() const override {
+    CudaDevice* real = hook_.DeviceAt(ordinal_);
+    return real != nullptr ? real->name() : "CUDA device " + std::to_string(ordinal_);
+  }
+  StatusOr<device::PointerInfo> QueryPointer(device::DevicePtr ptr) override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->QueryPointer(ptr);
+  }
+  Status CopyDeviceToHost(void* dst, device::DevicePtr src, std::uint64_t bytes) override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->CopyDeviceToHost(dst, src, bytes);
+  }
+  Status CopyHostToDevice(device::DevicePtr dst, const void* src, std::uint64_t bytes) override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->CopyHostToDevice(dst, src, bytes);
+  }
+  Status CopyDeviceToDevice(device::DevicePtr dst, device::DevicePtr src, std::uint64_t bytes) override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->CopyDeviceToDevice(dst, src, bytes);
+  }
+  StatusOr<std::unique_ptr<device::BackingBuffer>> AllocateBacking(std::uint64_t bytes,
+                                                                   device::StorageTier preferred) override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->AllocateBacking(bytes, preferred);
+  }
+  Status SaveToBacking(device::BackingBuffer& dst, std::uint64_t dst_offset, device::DevicePtr src,
+                       std::uint64_t bytes) override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->SaveToBacking(dst, dst_offset, src, bytes);
+  }
+  Status RestoreFromBacking(device::DevicePtr dst, const device::BackingBuffer& src, std::uint64_t src_offset,
+                            std::uint64_t bytes) override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->RestoreFromBacking(dst, src, src_offset, bytes);
+  }
+  Status HashChunks(device::DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
+                    std::span<std::uint64_t> out) override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->HashChunks(src, bytes, chunk_size, out);
+  }
+  StatusOr<std::vector<device::ModuleVariable>> EnumerateModuleVariables() override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->EnumerateModuleVariables();
+  }
+  Status Synchronize(std::chrono::nanoseconds timeout) override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->Synchronize(timeout);
+  }
+
+ private:
+  StatusOr<CudaDevice*> Real() const {
+    CudaDevice* real = hook_.DeviceAt(ordinal_);
+    if (real == nullptr) return UnavailableError("CUDA device " + std::to_string(ordinal_) + " could not be set up");
+    return real;
+  }
+
+  CudaReplayHook& hook_;
+  const int ordinal_;
+};
+
 bool CudaReplayHook::EnsureDevices() noexcept {
   std::call_once(devices_once_, [this] {
     ScopedInternalWork internal;
@@ -204,34 +271,49 @@ bool CudaReplayHook::EnsureDevices() noexcept {
     driver_ = *driver;
     int count = 0;
     if (driver_->DeviceGetCount(&count) != CUDA_SUCCESS) count = 0;
-    std::vector<device::Device*> raw;
-    for (int ordinal = 0; ordinal < count; ++ordinal) {
-      StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::Create(*driver_, ordinal);
-      if (!device.ok()) {
-        GPUPROF_LOG(kWarning) << "replay off: " << device.status().message();
-        devices_.clear();
-        return;
-      }
-      raw.push_back(device->get());
-      devices_.push_back(std::move(device).value());
-    }
     try {
+      devices_.resize(static_cast<std::size_t>(count));
+      device_failed_.assign(static_cast<std::size_t>(count), false);
+      std::vector<device::Device*> raw;
+      for (int ordinal = 0; ordinal < count; ++ordinal) {
+        proxies_.push_back(std::make_unique<LazyCudaDevice>(*this, ordinal));
+        raw.push_back(proxies_.back().get());
+      }
       controller_ = std::make_unique<replay::Controller>(inventory_, raw, options_);
       controller_->SetRecordSink(sink_);
     } catch (const std::exception& e) {
       GPUPROF_LOG(kWarning) << "replay off: " << e.what();
-      devices_.clear();
+      controller_.reset();
     }
   });
   return controller_ != nullptr;
 }
 
+CudaDevice* CudaReplayHook::DeviceAt(int ordinal) noexcept {
+  if (ordinal < 0 || static_cast<std::size_t>(ordinal) >= devices_.size()) return nullptr;
+  const auto index = static_cast<std::size_t>(ordinal);
+  std::lock_guard<std::mutex> lock(devices_mu_);
+  if (devices_[index] == nullptr && !device_failed_[index]) {
+    ScopedInternalWork internal;
+    StatusOr<std::unique_ptr<CudaDevice>> made = CudaDevice::Create(*driver_, ordinal);
+    if (made.ok()) {
+      devices_[index] = std::move(made).value();
+    } else {
+      device_failed_[index] = true;  // said once; its launches run unreplayed
+      GPUPROF_LOG(kWarning) << "replay off on device " << ordinal << ": " << made.status().message();
+    }
+  }
+  return devices_[index].get();
+}
+
 CudaDevice* CudaReplayHook::DeviceOfCurrentContext() noexcept {
   CUdevice device = 0;
   if (driver_ == nullptr || driver_->CtxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
-  for (auto& d : devices_) {
+  for (std::size_t ordinal = 0; ordinal < devices_.size(); ++ordinal) {
     CUdevice candidate = 0;
-    if (driver_->DeviceGet(&candidate, d->ordinal()) == CUDA_SUCCESS && candidate == device) return d.get();
+    if (driver_->DeviceGet(&candidate, static_cast<int>(ordinal)) == CUDA_SUCCESS && candidate == device) {
+      return DeviceAt(static_cast<int>(ordinal));
+    }
   }
   return nullptr;
 }

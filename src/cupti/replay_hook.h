@@ -13,8 +13,10 @@
 //   the inputs after the last pass, and the application's own launch then runs once, as it
 //   would unprofiled. Graph launches and launches into a capturing stream are declined (R11).
 //
-// Devices are created at the first callback that needs one (the driver cannot be called from
-// InitializeInjection, which runs inside cuInit).
+// Devices are set up at the first callback that needs them (the driver cannot be called from
+// InitializeInjection, which runs inside cuInit), each GPU only when the process uses it: a
+// CudaDevice retains its GPU's primary context, which must not happen on GPUs the program never
+// touches (a rank of an 8-GPU job uses one).
 //
 // Thread-safety: the callbacks run on the application's threads, concurrently.
 #pragma once
@@ -79,7 +81,13 @@ class CudaReplayHook final : public DriverApiObserver {
   replay::Inventory inventory_;
   std::once_flag devices_once_;
   const device::cuda::CudaDriver* driver_ = nullptr;
-  std::vector<std::unique_ptr<device::cuda::CudaDevice>> devices_;
+  // Device `ordinal`, made at its first use (null when it could not be set up). Thread-safe.
+  device::cuda::CudaDevice* DeviceAt(int ordinal) noexcept;
+  friend class LazyCudaDevice;
+  std::mutex devices_mu_;
+  std::vector<std::unique_ptr<device::cuda::CudaDevice>> devices_;  // by ordinal; guarded by devices_mu_
+  std::vector<bool> device_failed_;                                // guarded by devices_mu_
+  std::vector<std::unique_ptr<device::Device>> proxies_;           // the controller's devices
   std::unique_ptr<replay::Controller> controller_;
 
   struct DeviceState {
