@@ -124,6 +124,68 @@ GPUPROF_API int gpuprof_range_start(const char* message, uint64_t* range_id) GPU
 /* Ends the range `range_id` opened by gpuprof_range_start. */
 GPUPROF_API int gpuprof_range_end(uint64_t range_id) GPUPROF_NOEXCEPT;
 
+/* Framework records (the PyTorch extension's, DB_SPEC.md section 3): one call per finished op,
+ * allocator event or garbage-collection pause, from any thread. Each struct starts with its
+ * `size` (set it to sizeof the struct the caller was built with; fields are only ever appended).
+ * Strings are copied before the call returns. Times are Unix-epoch nanoseconds; `tid` is the OS
+ * thread id; the pid is this process's. Returns GPUPROF_OK, GPUPROF_ERROR_INVALID_ARGUMENT (the
+ * message names the field), GPUPROF_ERROR_NOT_STARTED, GPUPROF_ERROR_RECORD_DROPPED or
+ * GPUPROF_ERROR_FORK_CHILD. */
+
+/* PYTORCH_API.type values. */
+#define GPUPROF_TORCH_OP 50001u
+#define GPUPROF_TORCH_QUEUE 50002u
+#define GPUPROF_TORCH_PYTHON_TRACE 50003u
+#define GPUPROF_TORCH_MSTX 50004u
+
+typedef struct gpuprof_torch_op_v1 {
+  uint32_t size;
+  uint32_t tid;              /* the thread the op started on */
+  int64_t start_ns;
+  int64_t end_ns;            /* >= start_ns */
+  const char* name;          /* non-empty, e.g. "aten::addmm" or "ProfilerStep#3" */
+  int64_t sequence_number;   /* autograd sequence number, -1: none */
+  uint64_t fwd_thread_id;    /* 0: a forward op; else the forward thread of a backward op */
+  const char* input_dtypes;  /* DB_SPEC 3.3's string format, or NULL */
+  const char* input_shapes;  /* DB_SPEC 3.3's string format, or NULL */
+  const char* const* call_stack; /* frames, innermost first ("file(line): function"), or NULL */
+  uint32_t call_stack_depth;
+  uint32_t type;             /* GPUPROF_TORCH_OP, ... */
+  const uint64_t* correlation_ids; /* device launches made inside the op (CUPTI external
+                                      correlation), or NULL */
+  uint32_t correlation_count;
+} gpuprof_torch_op_v1;
+
+/* gpuprof_allocator_event_v1.action */
+#define GPUPROF_ALLOC_MALLOC 0u
+#define GPUPROF_ALLOC_FREE 1u
+#define GPUPROF_ALLOC_BLOCK_FREE 2u
+
+typedef struct gpuprof_allocator_event_v1 {
+  uint32_t size;
+  uint32_t tid;
+  int64_t time_ns;
+  int32_t device;            /* -1: the CPU allocator */
+  uint32_t action;           /* GPUPROF_ALLOC_* */
+  uint64_t ptr;
+  uint64_t bytes;
+  uint64_t total_allocated;  /* the allocator's totals after the event */
+  uint64_t total_reserved;
+  int64_t total_active;      /* -1: the allocator reports none */
+  uint64_t stream_ptr;
+  const char* component;     /* NULL: "PTA" */
+} gpuprof_allocator_event_v1;
+
+typedef struct gpuprof_gc_event_v1 {
+  uint32_t size;
+  int64_t start_ns;
+  int64_t end_ns;            /* >= start_ns */
+} gpuprof_gc_event_v1;
+
+GPUPROF_API int gpuprof_record_torch_op_v1(const gpuprof_torch_op_v1* op) GPUPROF_NOEXCEPT;
+GPUPROF_API int gpuprof_record_allocator_event_v1(const gpuprof_allocator_event_v1* event) GPUPROF_NOEXCEPT;
+GPUPROF_API int gpuprof_record_gc_event_v1(const gpuprof_gc_event_v1* event) GPUPROF_NOEXCEPT;
+
 /* The error line of the calling thread's last failed gpuprof call, or "" when its last call
  * succeeded. Valid until the thread's next gpuprof call; never NULL. */
 GPUPROF_API const char* gpuprof_last_error(void) GPUPROF_NOEXCEPT;
@@ -148,6 +210,10 @@ typedef struct gpuprof_session_v1 {
   int (*range_start)(const char* message, uint64_t* range_id);
   int (*range_end)(uint64_t range_id);
   const char* (*last_error)(void);
+  /* Appended after the first release: check `size` before calling. */
+  int (*record_torch_op)(const gpuprof_torch_op_v1* op);
+  int (*record_allocator_event)(const gpuprof_allocator_event_v1* event);
+  int (*record_gc_event)(const gpuprof_gc_event_v1* event);
 } gpuprof_session_v1;
 
 GPUPROF_API const gpuprof_session_v1* gpuprof_active_session_v1(void) GPUPROF_NOEXCEPT;

@@ -3,6 +3,8 @@
 // and its arguments. Nothing escapes: every body runs under a catch-all.
 #include "gpuprof/gpuprof_c.h"
 
+#include <cstddef>
+
 #include <unistd.h>
 
 #include <cstring>
@@ -85,6 +87,31 @@ using gpuprof::session::Excerpt;
 using gpuprof::session::ProcessSession;
 using gpuprof::session::Run;
 
+namespace {
+
+// Shared checks of a framework record struct: non-null, a size that covers the fields read.
+template <typename T>
+gpuprof::session::CallResult CheckRecord(const T* record, std::size_t needed, const char* type) {
+  if (record == nullptr) return {GPUPROF_ERROR_INVALID_ARGUMENT, std::string(type) + " is NULL"};
+  if (record->size < needed) {
+    return {GPUPROF_ERROR_INVALID_ARGUMENT, std::string(type) + ".size is " + std::to_string(record->size) +
+                                                ", smaller than the fields it must hold (" +
+                                                std::to_string(needed) + " bytes): set it to sizeof(" + type + ")"};
+  }
+  return {};
+}
+
+gpuprof::session::CallResult CheckTimes(std::int64_t start_ns, std::int64_t end_ns) {
+  if (start_ns <= 0) return {GPUPROF_ERROR_INVALID_ARGUMENT, "start_ns must be Unix-epoch nanoseconds (> 0)"};
+  if (end_ns < start_ns) {
+    return {GPUPROF_ERROR_INVALID_ARGUMENT,
+            "end_ns " + std::to_string(end_ns) + " is before start_ns " + std::to_string(start_ns)};
+  }
+  return {};
+}
+
+}  // namespace
+
 extern "C" {
 
 GPUPROF_API int gpuprof_start(const char* config_json_or_null) noexcept {
@@ -128,6 +155,69 @@ GPUPROF_API int gpuprof_range_start(const char* message, uint64_t* range_id) noe
                if (range_id == nullptr) return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "range_id is NULL"};
                *range_id = 0;
                return ProcessSession::Get().RangeStart(message, range_id);
+             });
+}
+
+GPUPROF_API int gpuprof_record_torch_op_v1(const gpuprof_torch_op_v1* op) noexcept {
+  return Run([&] { return std::string("gpuprof_record_torch_op_v1(") + (op != nullptr && op->size >= offsetof(gpuprof_torch_op_v1, sequence_number) && op->name != nullptr ? Excerpt(op->name) : "") + ")"; },
+             [&] {
+               if (auto bad = CheckRecord(op, offsetof(gpuprof_torch_op_v1, correlation_count) + sizeof(uint32_t),
+                                          "gpuprof_torch_op_v1");
+                   !bad.ok()) {
+                 return bad;
+               }
+               if (op->name == nullptr || op->name[0] == '\0') {
+                 return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "name is NULL or empty"};
+               }
+               if (auto bad = CheckTimes(op->start_ns, op->end_ns); !bad.ok()) return bad;
+               if (op->type < GPUPROF_TORCH_OP || op->type > GPUPROF_TORCH_MSTX) {
+                 return gpuprof::session::CallResult{
+                     GPUPROF_ERROR_INVALID_ARGUMENT,
+                     "type " + std::to_string(op->type) + " is not one of GPUPROF_TORCH_OP .. GPUPROF_TORCH_MSTX"};
+               }
+               if (op->call_stack == nullptr && op->call_stack_depth != 0) {
+                 return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT,
+                                                     "call_stack is NULL but call_stack_depth is not 0"};
+               }
+               if (op->correlation_ids == nullptr && op->correlation_count != 0) {
+                 return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT,
+                                                     "correlation_ids is NULL but correlation_count is not 0"};
+               }
+               return ProcessSession::Get().RecordTorchOp(*op);
+             });
+}
+
+GPUPROF_API int gpuprof_record_allocator_event_v1(const gpuprof_allocator_event_v1* event) noexcept {
+  return Run([] { return std::string("gpuprof_record_allocator_event_v1()"); },
+             [&] {
+               if (auto bad = CheckRecord(event, offsetof(gpuprof_allocator_event_v1, component) + sizeof(const char*),
+                                          "gpuprof_allocator_event_v1");
+                   !bad.ok()) {
+                 return bad;
+               }
+               if (event->time_ns <= 0) {
+                 return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT,
+                                                     "time_ns must be Unix-epoch nanoseconds (> 0)"};
+               }
+               if (event->action > GPUPROF_ALLOC_BLOCK_FREE) {
+                 return gpuprof::session::CallResult{
+                     GPUPROF_ERROR_INVALID_ARGUMENT,
+                     "action " + std::to_string(event->action) + " is not a GPUPROF_ALLOC_* value"};
+               }
+               return ProcessSession::Get().RecordAllocatorEvent(*event);
+             });
+}
+
+GPUPROF_API int gpuprof_record_gc_event_v1(const gpuprof_gc_event_v1* event) noexcept {
+  return Run([] { return std::string("gpuprof_record_gc_event_v1()"); },
+             [&] {
+               if (auto bad = CheckRecord(event, offsetof(gpuprof_gc_event_v1, end_ns) + sizeof(int64_t),
+                                          "gpuprof_gc_event_v1");
+                   !bad.ok()) {
+                 return bad;
+               }
+               if (auto bad = CheckTimes(event->start_ns, event->end_ns); !bad.ok()) return bad;
+               return ProcessSession::Get().RecordGcEvent(*event);
              });
 }
 

@@ -1,5 +1,7 @@
 #include "session/process.h"
 
+#include <cstddef>
+
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -62,6 +64,15 @@ int TableRangeEnd(std::uint64_t range_id) noexcept {
   return TableCall([&] { return ProcessSession::Get().RangeEnd(range_id); });
 }
 const char* TableLastError() noexcept { return t_table_reason.c_str(); }
+int TableRecordTorchOp(const gpuprof_torch_op_v1* op) noexcept {
+  return TableCall([&] { return ProcessSession::Get().RecordTorchOp(*op); });
+}
+int TableRecordAllocatorEvent(const gpuprof_allocator_event_v1* event) noexcept {
+  return TableCall([&] { return ProcessSession::Get().RecordAllocatorEvent(*event); });
+}
+int TableRecordGcEvent(const gpuprof_gc_event_v1* event) noexcept {
+  return TableCall([&] { return ProcessSession::Get().RecordGcEvent(*event); });
+}
 
 gpuprof_session_v1 MakeTable() {
   gpuprof_session_v1 table{};
@@ -74,6 +85,9 @@ gpuprof_session_v1 MakeTable() {
   table.range_start = &TableRangeStart;
   table.range_end = &TableRangeEnd;
   table.last_error = &TableLastError;
+  table.record_torch_op = &TableRecordTorchOp;
+  table.record_allocator_event = &TableRecordAllocatorEvent;
+  table.record_gc_event = &TableRecordGcEvent;
   return table;
 }
 
@@ -352,6 +366,95 @@ CallResult ProcessSession::Mark(const char* message) {
   }
   if (attached != nullptr) return Forwarded(attached, attached->mark(message));
   return FromStatus(session->Mark(message));
+}
+
+template <typename Forward>
+CallResult ProcessSession::Record(trace::Record&& record, Forward forward) {
+  std::shared_ptr<Session> session;
+  const gpuprof_session_v1* attached = nullptr;
+  {
+    auto state = state_.wlock();
+    if (state->attached == nullptr && state->session == nullptr) return NotStarted(*state);
+    session = state->session;
+    attached = state->attached;
+  }
+  if (attached != nullptr) return forward(attached);
+  if (!session->Append(std::move(record))) {
+    return {GPUPROF_ERROR_RECORD_DROPPED, "the session's record buffer is full or the session is stopping"};
+  }
+  return {};
+}
+
+namespace {
+
+// Whether another copy's table has the framework-record entries (tables only ever grow: a copy
+// built before them has a smaller `size`).
+bool HasFrameworkRecords(const gpuprof_session_v1* table) {
+  return table->size >= offsetof(gpuprof_session_v1, record_gc_event) + sizeof(table->record_gc_event);
+}
+
+CallResult OlderCopy() {
+  return {GPUPROF_ERROR_INTERNAL,
+          "the running session belongs to an older copy of libgpuprof.so that takes no framework records"};
+}
+
+std::string TextOrEmpty(const char* text) { return text != nullptr ? std::string(text) : std::string(); }
+
+}  // namespace
+
+CallResult ProcessSession::RecordTorchOp(const gpuprof_torch_op_v1& op) {
+  trace::TorchOp record;
+  record.start_ns = op.start_ns;
+  record.end_ns = op.end_ns;
+  record.pid = static_cast<std::uint32_t>(getpid());
+  record.tid = op.tid;
+  record.name = op.name;
+  record.sequence_number = op.sequence_number;
+  record.fwd_thread_id = op.fwd_thread_id;
+  record.input_dtypes = TextOrEmpty(op.input_dtypes);
+  record.input_shapes = TextOrEmpty(op.input_shapes);
+  for (std::uint32_t i = 0; op.call_stack != nullptr && i < op.call_stack_depth; ++i) {
+    record.call_stack.push_back(TextOrEmpty(op.call_stack[i]));
+  }
+  if (op.correlation_ids != nullptr) {
+    record.correlation_ids.assign(op.correlation_ids, op.correlation_ids + op.correlation_count);
+  }
+  record.type = static_cast<trace::TorchOp::Type>(op.type);
+  return Record(std::move(record), [&op](const gpuprof_session_v1* table) {
+    if (!HasFrameworkRecords(table) || table->record_torch_op == nullptr) return OlderCopy();
+    return Forwarded(table, table->record_torch_op(&op));
+  });
+}
+
+CallResult ProcessSession::RecordAllocatorEvent(const gpuprof_allocator_event_v1& event) {
+  trace::AllocatorEvent record;
+  record.time_ns = event.time_ns;
+  record.device = event.device;
+  record.pid = static_cast<std::uint32_t>(getpid());
+  record.tid = event.tid;
+  record.ptr = event.ptr;
+  record.bytes = event.bytes;
+  record.action = static_cast<trace::AllocatorEvent::Action>(event.action);
+  record.total_allocated = event.total_allocated;
+  record.total_reserved = event.total_reserved;
+  if (event.total_active >= 0) record.total_active = static_cast<std::uint64_t>(event.total_active);
+  record.stream_ptr = event.stream_ptr;
+  if (event.component != nullptr && *event.component != '\0') record.component = event.component;
+  return Record(std::move(record), [&event](const gpuprof_session_v1* table) {
+    if (!HasFrameworkRecords(table) || table->record_allocator_event == nullptr) return OlderCopy();
+    return Forwarded(table, table->record_allocator_event(&event));
+  });
+}
+
+CallResult ProcessSession::RecordGcEvent(const gpuprof_gc_event_v1& event) {
+  trace::GcEvent record;
+  record.start_ns = event.start_ns;
+  record.end_ns = event.end_ns;
+  record.pid = static_cast<std::uint32_t>(getpid());
+  return Record(std::move(record), [&event](const gpuprof_session_v1* table) {
+    if (!HasFrameworkRecords(table) || table->record_gc_event == nullptr) return OlderCopy();
+    return Forwarded(table, table->record_gc_event(&event));
+  });
 }
 
 CallResult ProcessSession::RangeStart(const char* message, std::uint64_t* range_id) {

@@ -31,6 +31,7 @@
 
 #include "base/synchronized.h"
 #include "gpuprof/gpuprof_c.h"
+#include "trace/records.h"
 #include "session/device_collector.h"
 #include "session/session.h"
 
@@ -60,6 +61,11 @@ class ProcessSession {
   CallResult Mark(const char* message);
   CallResult RangeStart(const char* message, std::uint64_t* range_id);
   CallResult RangeEnd(std::uint64_t range_id);
+  // A framework record (validated by the caller) for the running session, or forwarded to the
+  // copy that owns it.
+  CallResult RecordTorchOp(const gpuprof_torch_op_v1& op);
+  CallResult RecordAllocatorEvent(const gpuprof_allocator_event_v1& event);
+  CallResult RecordGcEvent(const gpuprof_gc_event_v1& event);
 
   // This copy's table while it owns a running session, else null. Lock-free.
   const gpuprof_session_v1* ActiveTable() const noexcept;
@@ -107,6 +113,9 @@ class ProcessSession {
 
   CallResult NotStarted(const State& state) const;
   const gpuprof_session_v1* FindOtherCopy() const;
+  // Appends `record` to this copy's session, or calls `forward` with the owning copy's table.
+  template <typename Forward>
+  CallResult Record(trace::Record&& record, Forward forward);
   void RegisterProcessHooks();
   void ReleaseForkLocks() noexcept;
 

@@ -185,4 +185,130 @@ TEST_F(GpuprofCApiTest, RangesMayEndOnAnotherThread) {
               ElementsAre("1"));
 }
 
+// The framework records the PyTorch extension writes (issue 6): ops with a step, a forward/backward
+// pair and shapes, allocator events with their totals, and a GC pause land in the seed's tables.
+TEST_F(GpuprofCApiTest, FrameworkRecordsFillTheSeedTables) {
+  ASSERT_EQ(gpuprof_start(nullptr), GPUPROF_OK) << gpuprof_last_error();
+  const std::int64_t t0 = 1'700'000'000'000'000'000;
+  const auto tid = static_cast<std::uint32_t>(gettid());
+  auto op = [&](const char* name, std::int64_t start, std::int64_t end, std::int64_t seq, std::uint64_t fwd) {
+    gpuprof_torch_op_v1 record{};
+    record.size = sizeof(record);
+    record.tid = tid;
+    record.start_ns = t0 + start;
+    record.end_ns = t0 + end;
+    record.name = name;
+    record.sequence_number = seq;
+    record.fwd_thread_id = fwd;
+    record.type = GPUPROF_TORCH_OP;
+    return record;
+  };
+  gpuprof_torch_op_v1 step = op("ProfilerStep#1", 0, 1000, -1, 0);
+  gpuprof_torch_op_v1 forward = op("aten::addmm", 100, 400, 7, 0);
+  forward.input_dtypes = "float;float;float";
+  forward.input_shapes = "[4, 8];[4, 16];[16, 8]";
+  const char* frames[] = {"train.py(12): forward", "train.py(30): <module>"};
+  forward.call_stack = frames;
+  forward.call_stack_depth = 2;
+  gpuprof_torch_op_v1 backward = op("AddmmBackward0", 500, 900, 7, tid);
+  for (gpuprof_torch_op_v1* record : {&forward, &backward, &step}) {
+    ASSERT_EQ(gpuprof_record_torch_op_v1(record), GPUPROF_OK) << gpuprof_last_error();
+  }
+  gpuprof_allocator_event_v1 malloc_event{};
+  malloc_event.size = sizeof(malloc_event);
+  malloc_event.tid = tid;
+  malloc_event.time_ns = t0 + 150;
+  malloc_event.device = 0;
+  malloc_event.action = GPUPROF_ALLOC_MALLOC;
+  malloc_event.ptr = 0x1000;
+  malloc_event.bytes = 512;
+  malloc_event.total_allocated = 512;
+  malloc_event.total_reserved = 2048;
+  malloc_event.total_active = 512;
+  gpuprof_allocator_event_v1 free_event = malloc_event;
+  free_event.time_ns = t0 + 950;
+  free_event.action = GPUPROF_ALLOC_FREE;
+  free_event.total_allocated = 0;
+  free_event.total_active = 0;
+  ASSERT_EQ(gpuprof_record_allocator_event_v1(&malloc_event), GPUPROF_OK) << gpuprof_last_error();
+  ASSERT_EQ(gpuprof_record_allocator_event_v1(&free_event), GPUPROF_OK) << gpuprof_last_error();
+  gpuprof_gc_event_v1 gc{};
+  gc.size = sizeof(gc);
+  gc.start_ns = t0 + 960;
+  gc.end_ns = t0 + 990;
+  ASSERT_EQ(gpuprof_record_gc_event_v1(&gc), GPUPROF_OK) << gpuprof_last_error();
+  ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
+
+  std::vector<std::string> dbs = FinalDbs(dir_ / "out");
+  ASSERT_THAT(dbs, SizeIs(1));
+  using gpuprof::session::testing::Query;
+  EXPECT_THAT(Query(dbs[0], "SELECT s.value FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name ORDER BY p.startNs"),
+              ElementsAre("ProfilerStep#1", "aten::addmm", "AddmmBackward0"));
+  EXPECT_THAT(Query(dbs[0], "SELECT d.value || ' ' || sh.value FROM PYTORCH_API p JOIN STRING_IDS d ON d.id = "
+                            "p.inputDtypes JOIN STRING_IDS sh ON sh.id = p.inputShapes"),
+              ElementsAre("float;float;float [4, 8];[4, 16];[16, 8]"));
+  EXPECT_THAT(Query(dbs[0], "SELECT COUNT(*) FROM PYTORCH_CALLCHAINS"), ElementsAre("2"));
+  EXPECT_THAT(Query(dbs[0], "SELECT id, startNs - " + std::to_string(t0) + ", endNs - " + std::to_string(t0) +
+                                " FROM STEP_TIME"),
+              ElementsAre("1|0|1000"));
+  // The pair shares one connection id; the forward op has fwdThreadId 0, the backward one not.
+  EXPECT_THAT(Query(dbs[0], "SELECT COUNT(DISTINCT c.connectionId) FROM PYTORCH_API p JOIN CONNECTION_IDS c ON "
+                            "c.id = p.connectionId WHERE p.sequenceNumber = 7"),
+              ElementsAre("1"));
+  EXPECT_THAT(Query(dbs[0], "SELECT fwdThreadId != 0 FROM PYTORCH_API WHERE sequenceNumber = 7 ORDER BY startNs"),
+              ElementsAre("0", "1"));
+  EXPECT_THAT(Query(dbs[0], "SELECT totalAllocated, totalReserved, totalActive FROM MEMORY_RECORD ORDER BY "
+                            "timestamp"),
+              ElementsAre("512|2048|512", "0|2048|0"));
+  EXPECT_THAT(Query(dbs[0], "SELECT size FROM OP_MEMORY"), ElementsAre("512"));
+  EXPECT_THAT(Query(dbs[0], "SELECT endNs - startNs FROM GC_RECORD"), ElementsAre("30"));
+}
+
+TEST_F(GpuprofCApiTest, FrameworkRecordArgumentsAreValidated) {
+  ASSERT_EQ(gpuprof_start(nullptr), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_record_torch_op_v1(nullptr), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("gpuprof_torch_op_v1 is NULL"));
+  gpuprof_torch_op_v1 op{};
+  op.size = 8;
+  EXPECT_EQ(gpuprof_record_torch_op_v1(&op), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("set it to sizeof(gpuprof_torch_op_v1)"));
+  op.size = sizeof(op);
+  op.type = GPUPROF_TORCH_OP;
+  op.start_ns = 1'700'000'000'000'000'000;
+  op.end_ns = op.start_ns + 1;
+  EXPECT_EQ(gpuprof_record_torch_op_v1(&op), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("name is NULL or empty"));
+  op.name = "aten::relu";
+  op.end_ns = op.start_ns - 1;
+  EXPECT_EQ(gpuprof_record_torch_op_v1(&op), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("is before start_ns"));
+  op.end_ns = op.start_ns + 1;
+  op.call_stack_depth = 3;
+  EXPECT_EQ(gpuprof_record_torch_op_v1(&op), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("call_stack is NULL"));
+  op.call_stack_depth = 0;
+  op.type = 7;
+  EXPECT_EQ(gpuprof_record_torch_op_v1(&op), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("type 7"));
+  gpuprof_allocator_event_v1 event{};
+  event.size = sizeof(event);
+  event.time_ns = 1;
+  event.action = 9;
+  EXPECT_EQ(gpuprof_record_allocator_event_v1(&event), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("action 9"));
+  gpuprof_gc_event_v1 gc{};
+  gc.size = sizeof(gc);
+  EXPECT_EQ(gpuprof_record_gc_event_v1(&gc), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("start_ns must be Unix-epoch"));
+  ASSERT_EQ(gpuprof_stop(), GPUPROF_OK);
+}
+
+TEST_F(GpuprofCApiTest, FrameworkRecordsWithoutASessionSayNoneIsRunning) {
+  gpuprof_gc_event_v1 gc{};
+  gc.size = sizeof(gc);
+  gc.start_ns = 1'700'000'000'000'000'000;
+  gc.end_ns = gc.start_ns + 5;
+  EXPECT_EQ(gpuprof_record_gc_event_v1(&gc), GPUPROF_ERROR_NOT_STARTED);
+}
+
 }  // namespace

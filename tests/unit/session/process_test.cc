@@ -153,6 +153,8 @@ TEST_F(GpuprofProcessTest, TwoCopiesOfTheLibraryShareOneSession) {
   std::vector<std::string> dbs = FinalDbs(dir_ / "out");
   ASSERT_THAT(dbs, SizeIs(1));
   EXPECT_THAT(testing::MarkMessages(dbs[0]), ElementsAre("after-b-stopped", "range-via-b", "via-a", "via-b"));
+  EXPECT_THAT(testing::Query(dbs[0], "SELECT endNs - startNs FROM GC_RECORD"), ElementsAre("42"))
+      << "the GC event recorded through the attached copy";
   EXPECT_THAT(ResultLines(), ElementsAre("db " + dbs[0]));
 }
 

@@ -44,6 +44,7 @@ struct Api {
   decltype(&gpuprof_range_end) range_end = nullptr;
   decltype(&gpuprof_last_error) last_error = nullptr;
   decltype(&gpuprof_active_session_v1) active = nullptr;
+  decltype(&gpuprof_record_gc_event_v1) record_gc = nullptr;
 };
 
 [[noreturn]] void Fail(const std::string& what) {
@@ -71,6 +72,7 @@ Api Load(const char* path, int mode) {
   api.range_end = Symbol<decltype(api.range_end)>(handle, "gpuprof_range_end");
   api.last_error = Symbol<decltype(api.last_error)>(handle, "gpuprof_last_error");
   api.active = Symbol<decltype(api.active)>(handle, "gpuprof_active_session_v1");
+  api.record_gc = Symbol<decltype(api.record_gc)>(handle, "gpuprof_record_gc_event_v1");
   return api;
 }
 
@@ -209,6 +211,12 @@ int TwoCopies(const char* lib, const char* copy) {
   ExpectTrue(b.active() == nullptr, "the second copy attached instead of starting its own");
   Expect(b, b.mark("via-b"), GPUPROF_OK, "mark");
   Expect(a, a.mark("via-a"), GPUPROF_OK, "mark");
+  // A framework record through the attached copy reaches the owner's session (forwarded).
+  gpuprof_gc_event_v1 gc{};
+  gc.size = sizeof(gc);
+  gc.start_ns = 1'700'000'000'000'000'000;
+  gc.end_ns = gc.start_ns + 42;
+  Expect(b, b.record_gc(&gc), GPUPROF_OK, "record_gc_event");
   std::uint64_t range = 0;
   Expect(b, b.range_start("range-via-b", &range), GPUPROF_OK, "range_start");
   Expect(a, a.range_end(range), GPUPROF_OK, "range_end");  // one session: one id space
