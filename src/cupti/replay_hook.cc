@@ -1,6 +1,5 @@
 #include "cupti/replay_hook.h"
 
-#include <cxxabi.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "cupti/activity_translator.h"
 #include "cupti/internal_work.h"
 #include "cupti/subscriber.h"
 #include "device/cuda/cubin_symbols.h"
@@ -40,11 +40,7 @@ StatusOr<std::uint64_t> ParseCount(const char* variable, const char* text) {
 }  // namespace
 
 std::string KernelFunctionName(const char* mangled) {
-  int status = 0;
-  char* text = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  if (status != 0 || text == nullptr) return mangled;
-  std::string out(text);
-  std::free(text);
+  std::string out = DemangleKernelName(mangled);
   // Cut the parameter list: the first '(' outside template arguments that does not open an
   // "(anonymous namespace)" qualifier.
   constexpr std::string_view kAnonymous = "(anonymous namespace)";
@@ -687,25 +683,31 @@ void CudaReplayHook::OnDeviceState(CUpti_CallbackId cbid, const CUpti_CallbackDa
     std::lock_guard<std::mutex> lock(device_state_mu_);
     if (device_state_.size() <= ordinal) device_state_.resize(ordinal + 1);
     DeviceState& state = device_state_[ordinal];
+    // CUDA arrays by handle, so a destroy finds the device whose count it lowers.
+    auto created = [&](const void* handle) {
+      if (succeeded && array_device_.emplace(handle, ordinal).second) ++state.arrays;
+    };
+    auto destroyed = [&](const void* handle) {
+      auto it = array_device_.find(handle);
+      if (!entry || it == array_device_.end()) return;
+      --device_state_[it->second].arrays;
+      array_device_.erase(it);
+    };
     switch (cbid) {
       case CUPTI_DRIVER_TRACE_CBID_cuArrayCreate_v2:
-        if (succeeded) array_device_[static_cast<const cuArrayCreate_v2_params*>(call.functionParams)->pHandle[0]] = ordinal;
+        created(static_cast<const cuArrayCreate_v2_params*>(call.functionParams)->pHandle[0]);
         break;
       case CUPTI_DRIVER_TRACE_CBID_cuArray3DCreate_v2:
-        if (succeeded) array_device_[static_cast<const cuArray3DCreate_v2_params*>(call.functionParams)->pHandle[0]] = ordinal;
+        created(static_cast<const cuArray3DCreate_v2_params*>(call.functionParams)->pHandle[0]);
         break;
       case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayCreate:
-        if (succeeded) {
-          array_device_[static_cast<const cuMipmappedArrayCreate_params*>(call.functionParams)->pHandle[0]] = ordinal;
-        }
+        created(static_cast<const cuMipmappedArrayCreate_params*>(call.functionParams)->pHandle[0]);
         break;
       case CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy:
-        if (entry) array_device_.erase(static_cast<const cuArrayDestroy_params*>(call.functionParams)->hArray);
+        destroyed(static_cast<const cuArrayDestroy_params*>(call.functionParams)->hArray);
         break;
       case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayDestroy:
-        if (entry) {
-          array_device_.erase(static_cast<const cuMipmappedArrayDestroy_params*>(call.functionParams)->hMipmappedArray);
-        }
+        destroyed(static_cast<const cuMipmappedArrayDestroy_params*>(call.functionParams)->hMipmappedArray);
         break;
       case CUPTI_DRIVER_TRACE_CBID_cuCtxEnablePeerAccess:
         if (succeeded) ++state.peers;
@@ -715,8 +717,6 @@ void CudaReplayHook::OnDeviceState(CUpti_CallbackId cbid, const CUpti_CallbackDa
         break;
       default: break;
     }
-    state.arrays = 0;
-    for (const auto& [handle, owner] : array_device_) state.arrays += owner == ordinal ? 1 : 0;
   } catch (...) {
   }
 }

@@ -16,6 +16,22 @@ constexpr std::string_view kRegexPrefix = "regex:";
 // Full restores attempted after one that had a failed copy, before the replay is stopped.
 constexpr int kRestoreRetries = 3;
 
+// Restore, then up to kRestoreRetries full restores while some region failed (a failed copy leaves
+// a region holding the previous pass's output). Bytes and dirty chunks add up over the attempts;
+// regions_failed and regions_restored are the last attempt's.
+RestoreStats RestoreWithRetries(const Snapshot& snapshot, device::Device& device, const Inventory& inventory,
+                                RestoreMode mode, const OutputState* current) {
+  RestoreStats restored = snapshot.Restore(device, inventory, mode, current);
+  for (int attempt = 1; restored.regions_failed > 0 && attempt <= kRestoreRetries; ++attempt) {
+    RestoreStats retry = snapshot.Restore(device, inventory, RestoreMode::kFull, nullptr);
+    restored.bytes_restored += retry.bytes_restored;
+    restored.dirty_chunks += retry.dirty_chunks;
+    restored.regions_failed = retry.regions_failed;
+    restored.regions_restored = retry.regions_restored;
+  }
+  return restored;
+}
+
 bool IsCollectiveKernelName(std::string_view name) {
   // NCCL's device kernels are named ncclKernel_*, ncclDevKernel_* (mangled: _Z..nccl...).
   std::string lower(name);
@@ -236,17 +252,10 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
     pass_record.pass = pass;
     if (pass > 1) {
       RestoreMode mode = output ? options_.restore : RestoreMode::kFull;
-      RestoreStats restored = snapshot.Restore(device, inventory_, mode, output ? &*output : nullptr);
-      // A failed copy leaves some region holding the previous pass's output. Transient failures
-      // are retried in full; if the copies keep failing, stop: running again on different inputs
-      // would both mismeasure and corrupt.
-      for (int attempt = 1; restored.regions_failed > 0 && attempt <= kRestoreRetries; ++attempt) {
-        RestoreStats retry = snapshot.Restore(device, inventory_, RestoreMode::kFull, nullptr);
-        restored.bytes_restored += retry.bytes_restored;
-        restored.dirty_chunks += retry.dirty_chunks;
-        restored.regions_failed = retry.regions_failed;
-        restored.regions_restored = retry.regions_restored;
-      }
+      // If the copies keep failing, stop: running again on different inputs would both
+      // mismeasure and corrupt.
+      RestoreStats restored =
+          RestoreWithRetries(snapshot, device, inventory_, mode, output ? &*output : nullptr);
       if (restored.regions_failed > 0) {
         record.decline_reason = DeclineReason::kRestoreFailed;
         record.decline_detail = std::to_string(restored.regions_failed) + " region(s) could not be written back before pass " +
@@ -305,10 +314,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   }
   if (executor.original_runs_after_return() && !record.passes.empty()) {
     // The application's launch runs next, on the inputs every pass saw.
-    RestoreStats restored = snapshot.Restore(device, inventory_, RestoreMode::kFull, nullptr);
-    for (int attempt = 1; restored.regions_failed > 0 && attempt <= kRestoreRetries; ++attempt) {
-      restored = snapshot.Restore(device, inventory_, RestoreMode::kFull, nullptr);
-    }
+    RestoreStats restored = RestoreWithRetries(snapshot, device, inventory_, RestoreMode::kFull, nullptr);
     if (restored.regions_failed > 0) {
       GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << restored.regions_failed
                           << " region(s) could not be written back before the application's launch; "
