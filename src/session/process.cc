@@ -398,6 +398,14 @@ CallResult OlderCopy() {
           "the running session belongs to an older copy of libgpuprof.so that takes no framework records"};
 }
 
+// Calls another copy's `entry` with `record`, or says that copy is too old to have it.
+template <typename Arg>
+CallResult ForwardRecord(const gpuprof_session_v1* table, int (*gpuprof_session_v1::*entry)(const Arg*),
+                         const Arg& record) {
+  if (!HasFrameworkRecords(table) || table->*entry == nullptr) return OlderCopy();
+  return Forwarded(table, (table->*entry)(&record));
+}
+
 std::string TextOrEmpty(const char* text) { return text != nullptr ? std::string(text) : std::string(); }
 
 }  // namespace
@@ -421,8 +429,7 @@ CallResult ProcessSession::RecordTorchOp(const gpuprof_torch_op_v1& op) {
   }
   record.type = static_cast<trace::TorchOp::Type>(op.type);
   return Record(std::move(record), [&op](const gpuprof_session_v1* table) {
-    if (!HasFrameworkRecords(table) || table->record_torch_op == nullptr) return OlderCopy();
-    return Forwarded(table, table->record_torch_op(&op));
+    return ForwardRecord(table, &gpuprof_session_v1::record_torch_op, op);
   });
 }
 
@@ -441,8 +448,7 @@ CallResult ProcessSession::RecordAllocatorEvent(const gpuprof_allocator_event_v1
   record.stream_ptr = event.stream_ptr;
   if (event.component != nullptr && *event.component != '\0') record.component = event.component;
   return Record(std::move(record), [&event](const gpuprof_session_v1* table) {
-    if (!HasFrameworkRecords(table) || table->record_allocator_event == nullptr) return OlderCopy();
-    return Forwarded(table, table->record_allocator_event(&event));
+    return ForwardRecord(table, &gpuprof_session_v1::record_allocator_event, event);
   });
 }
 
@@ -452,8 +458,7 @@ CallResult ProcessSession::RecordGcEvent(const gpuprof_gc_event_v1& event) {
   record.end_ns = event.end_ns;
   record.pid = static_cast<std::uint32_t>(getpid());
   return Record(std::move(record), [&event](const gpuprof_session_v1* table) {
-    if (!HasFrameworkRecords(table) || table->record_gc_event == nullptr) return OlderCopy();
-    return Forwarded(table, table->record_gc_event(&event));
+    return ForwardRecord(table, &gpuprof_session_v1::record_gc_event, event);
   });
 }
 
