@@ -85,6 +85,7 @@ struct ReplayRecord {
   std::vector<int> mismatched_passes;      // passes whose output differs from pass 1
   std::uint64_t snapshot_regions = 0;
   std::uint64_t snapshot_bytes = 0;
+  std::uint64_t snapshot_device_bytes = 0; // of snapshot_bytes, held in device memory (B2); the rest in host memory
   std::uint64_t snapshot_ns = 0;           // time to capture
   std::uint64_t untracked_writable_bytes = 0;  // live host-mapped/managed/IPC bytes (R6)
 };

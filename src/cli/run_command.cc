@@ -576,7 +576,8 @@ kernel launch is replayed (slow for a large program: pick kernels).
 
 Each pass flushes the L2 cache first (--cache-control all, Nsight Compute's default) unless
 --cache-control none. --restore auto writes back only the chunks a pass changed; full writes
-everything back. --strict declines launches while host-mapped, managed or IPC memory is live
+everything back. Snapshots are kept in device memory while --device-reserve MiB stay free (then
+pinned host memory, then pageable); the DB's snapshotDeviceBytes says where they went. --strict declines launches while host-mapped, managed or IPC memory is live
 (writes to it cannot be undone).
 
 Declined launches (graph launches, launches into a capturing stream, device printf/malloc
@@ -605,6 +606,10 @@ RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
         ->check(CLI::IsMember({"auto", "full"}))
         ->capture_default_str();
     run_->add_flag("--strict", strict_, "Decline while kernel-writable untracked memory is live");
+    run_->add_option("--device-reserve", device_reserve_mib_,
+                     "MiB of device memory that snapshots leave free; beyond it they go to host memory")
+        ->check(CLI::Range(0, 1 << 30))
+        ->capture_default_str();
     run_->add_option(std::string(kOutputShort) + "," + std::string(kOutputLong), output_dir_,
                      "Directory for the profile DBs (created if missing)")
         ->capture_default_str();
@@ -635,7 +640,7 @@ int RunCommand::SplitArguments(int argc, char** argv) {
     if (arg == kOutputShort || arg == kOutputLong ||
         (replay_ && (arg == "--passes" || arg == "-k" || arg == "--kernel-name" || arg == "-s" ||
                      arg == "--launch-skip" || arg == "-c" || arg == "--launch-count" || arg == "--cache-control" ||
-                     arg == "--restore"))) {
+                     arg == "--restore" || arg == "--device-reserve"))) {
       ++j;  // its value, whatever it looks like
       continue;
     }
@@ -687,6 +692,7 @@ int RunCommand::Run(std::ostream& report) const {
     env.Set("GPUPROF_REPLAY_CACHE_CONTROL", cache_control_);
     env.Set("GPUPROF_REPLAY_RESTORE", restore_);
     env.Set("GPUPROF_REPLAY_STRICT", strict_ ? "1" : "0");
+    env.Set("GPUPROF_REPLAY_DEVICE_RESERVE_MIB", std::to_string(device_reserve_mib_));
     // One line per replayed launch is the progress report (info level), unless the user chose.
     if (const char* level = std::getenv("GPUPROF_LOG_LEVEL"); level == nullptr || *level == '\0') {
       env.Set("GPUPROF_LOG_LEVEL", "info");

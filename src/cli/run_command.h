@@ -64,6 +64,7 @@ class RunCommand {
   std::string cache_control_ = "all";
   std::string restore_ = "auto";
   bool strict_ = false;
+  std::uint64_t device_reserve_mib_ = 2048;  // B2: device memory snapshots leave free
   bool follow_children_ = false;
   std::vector<std::string> app_argv_;
 };

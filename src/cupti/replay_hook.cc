@@ -1,6 +1,6 @@
 #include "cupti/replay_hook.h"
 
-
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <shared_mutex>
@@ -62,9 +62,10 @@ std::string KernelFunctionName(const char* mangled) {
   return out;
 }
 
-StatusOr<replay::ReplayOptions> ReplayOptionsFromEnvironment(bool* flush_l2) {
-  replay::ReplayOptions options;
-  *flush_l2 = true;
+StatusOr<CudaReplaySettings> ReplaySettingsFromEnvironment() {
+  CudaReplaySettings settings;
+  replay::ReplayOptions& options = settings.options;
+  bool* flush_l2 = &settings.flush_l2;
   if (const char* passes = Env("GPUPROF_REPLAY_PASSES")) {
     GPUPROF_ASSIGN_OR_RETURN(std::uint64_t n, ParseCount("GPUPROF_REPLAY_PASSES", passes));
     if (n < 1 || n > 1000) return InvalidArgumentError("GPUPROF_REPLAY_PASSES must be 1..1000");
@@ -101,8 +102,15 @@ StatusOr<replay::ReplayOptions> ReplayOptionsFromEnvironment(bool* flush_l2) {
   if (const char* side = Env("GPUPROF_REPLAY_SIDE_EFFECT_KERNELS")) {
     options.replay_side_effect_kernels = std::strcmp(side, "0") != 0;
   }
+  if (const char* reserve = Env("GPUPROF_REPLAY_DEVICE_RESERVE_MIB")) {
+    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t mib, ParseCount("GPUPROF_REPLAY_DEVICE_RESERVE_MIB", reserve));
+    if (mib > (std::uint64_t{1} << 30)) {
+      return InvalidArgumentError(std::string("GPUPROF_REPLAY_DEVICE_RESERVE_MIB=") + reserve + ": above 1 PiB");
+    }
+    settings.device.device_reserve_bytes = mib << 20;
+  }
   GPUPROF_RETURN_IF_ERROR(replay::Controller::ValidateOptions(options));
-  return options;
+  return settings;
 }
 
 // One intercepted launch. Passes are copies submitted on the application's stream under
@@ -121,8 +129,10 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
     const CudaDriver& d = device_.driver();
     ScopedInternalWork internal;
     // R7: the kernel's module is loaded before the snapshot (lazy loading would load it at the
-    // launch, after the snapshot).
+    // launch, after the snapshot); the variables of every other module loaded on the device are
+    // registered too (a kernel may write them through pointers).
     GPUPROF_RETURN_IF_ERROR(d.Check("cuFuncLoad", d.FuncLoad(function_)));
+    hook_.ResolveLoadedModules(device_);
     const char* name = nullptr;
     CUmodule module = nullptr;
     if (d.FuncGetName(&name, function_) != CUDA_SUCCESS || name == nullptr ||
@@ -136,7 +146,7 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
       CUdeviceptr address = 0;
       size_t size = 0;
       if (d.ModuleGetGlobal(&address, &size, module, variable.c_str()) == CUDA_SUCCESS && size > 0) {
-        variables.push_back({variable, address, size, reinterpret_cast<std::uintptr_t>(module), false});
+        variables.push_back({variable, address, size, module_info->module_id, false});
       }
     }
     device_.RegisterModuleVariables(variables);
@@ -179,9 +189,11 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
   std::function<CUresult()> launch_;
 };
 
-CudaReplayHook::CudaReplayHook(replay::ReplayOptions options, bool flush_l2,
-                               std::function<void(const replay::ReplayRecord&)> sink)
-    : options_(std::move(options)), flush_l2_(flush_l2), sink_(std::move(sink)) {
+CudaReplayHook::CudaReplayHook(CudaReplaySettings settings, std::function<void(const replay::ReplayRecord&)> sink)
+    : options_(std::move(settings.options)),
+      flush_l2_(settings.flush_l2),
+      device_options_(settings.device),
+      sink_(std::move(sink)) {
   inventory_.EnableRecording(true);
 }
 
@@ -291,7 +303,7 @@ CudaDevice* CudaReplayHook::DeviceAt(int ordinal) noexcept {
   std::lock_guard<std::mutex> lock(devices_mu_);
   if (devices_[index] == nullptr && !device_failed_[index]) {
     ScopedInternalWork internal;
-    StatusOr<std::unique_ptr<CudaDevice>> made = CudaDevice::Create(*driver_, ordinal);
+    StatusOr<std::unique_ptr<CudaDevice>> made = CudaDevice::Create(*driver_, ordinal, device_options_);
     if (made.ok()) {
       devices_[index] = std::move(made).value();
     } else {
@@ -667,6 +679,14 @@ void CudaReplayHook::OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: OnLaunch(cbid, call); return;
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoad:
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData:
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary:
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleUnload:
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile:
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload: OnCodeLoad(cbid, call); return;
     default: return;
   }
 }
@@ -729,9 +749,22 @@ std::shared_ptr<const CudaReplayHook::ModuleInfo> CudaReplayHook::ModuleOf(const
 
 void CudaReplayHook::OnModule(const ModuleEvent& event) noexcept {
   if (event.kind == ModuleEvent::Kind::kUnloadStarting) {
-    // Function handles of an unloaded module may come back for another kernel.
-    std::unique_lock<std::shared_mutex> lock(caches_mu_);
-    functions_.clear();
+    {
+      // Function handles of an unloaded module may come back for another kernel.
+      std::unique_lock<std::shared_mutex> lock(caches_mu_);
+      functions_.clear();
+    }
+    try {
+      std::lock_guard<std::mutex> lock(modules_mu_);
+      std::erase_if(pending_modules_, [&](const PendingModule& m) { return m.info->module_id == event.module_id; });
+      unloaded_modules_.insert(event.module_id);
+    } catch (...) {
+    }
+    // Its variables' memory goes with it: no later snapshot may read it.
+    std::lock_guard<std::mutex> lock(devices_mu_);
+    for (const auto& device : devices_) {
+      if (device != nullptr) device->UnregisterModule(event.module_id);
+    }
     return;
   }
   if (event.cubin == nullptr || event.cubin_size == 0) return;
@@ -742,13 +775,181 @@ void CudaReplayHook::OnModule(const ModuleEvent& event) noexcept {
     StatusOr<device::cuda::CubinSideEffects> effects = device::cuda::ReadCubinSideEffects(image);
     if (!variables.ok() || !kernels.ok()) return;
     auto info = std::make_shared<ModuleInfo>();
+    info->module_id = event.module_id;
     for (const auto& v : *variables) info->variables.push_back(v.name);
+    info->kernels = *kernels;
     if (effects.ok()) {
       info->uses_printf = effects->uses_printf;
       info->uses_device_malloc = effects->uses_device_malloc;
     }
     std::lock_guard<std::mutex> lock(modules_mu_);
     for (const std::string& kernel : *kernels) modules_by_kernel_[kernel] = info;
+    if (!info->variables.empty() && !info->kernels.empty()) pending_modules_.push_back({event.context, info});
+  } catch (...) {
+  }
+}
+
+void CudaReplayHook::OnCodeLoad(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
+  const bool entry = call.callbackSite == CUPTI_API_ENTER;
+  CodeHandle handle;
+  try {
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuModuleUnload:
+      case CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload: {
+        if (!entry) return;
+        if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleUnload) {
+          handle.module = static_cast<const cuModuleUnload_params*>(call.functionParams)->hmod;
+        } else {
+          handle.library = static_cast<const cuLibraryUnload_params*>(call.functionParams)->library;
+        }
+        std::lock_guard<std::mutex> lock(modules_mu_);
+        if (std::erase(code_handles_, handle) > 0) code_index_stale_ = true;  // rebuilt at the next snapshot
+        return;
+      }
+      default: break;
+    }
+    if (entry || call.functionReturnValue == nullptr ||
+        *static_cast<const CUresult*>(call.functionReturnValue) != CUDA_SUCCESS) {
+      return;
+    }
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuModuleLoad:
+        handle.module = *static_cast<const cuModuleLoad_params*>(call.functionParams)->module;
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData:
+        handle.module = *static_cast<const cuModuleLoadData_params*>(call.functionParams)->module;
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx:
+        handle.module = *static_cast<const cuModuleLoadDataEx_params*>(call.functionParams)->module;
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary:
+        handle.module = *static_cast<const cuModuleLoadFatBinary_params*>(call.functionParams)->module;
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
+        handle.library = *static_cast<const cuLibraryLoadData_params*>(call.functionParams)->library;
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile:
+        handle.library = *static_cast<const cuLibraryLoadFromFile_params*>(call.functionParams)->library;
+        break;
+      default: return;
+    }
+    // Only remembered here; its kernels are named at the first snapshot that needs them, so
+    // loading a program's many libraries costs nothing more than this.
+    std::lock_guard<std::mutex> lock(modules_mu_);
+    code_handles_.push_back(handle);
+  } catch (...) {
+  }
+}
+
+void CudaReplayHook::IndexCodeHandles(const std::vector<CodeHandle>& handles) {
+  const CudaDriver& d = *driver_;
+  for (const CodeHandle& handle : handles) {
+    unsigned count = 0;
+    if (handle.library != nullptr) {
+      if (d.LibraryGetKernelCount(&count, handle.library) != CUDA_SUCCESS || count == 0) continue;
+      std::vector<CUkernel> kernels(count);
+      if (d.LibraryEnumerateKernels(kernels.data(), count, handle.library) != CUDA_SUCCESS) continue;
+      for (CUkernel kernel : kernels) {
+        const char* name = nullptr;
+        if (d.KernelGetName(&name, kernel) == CUDA_SUCCESS && name != nullptr) handles_by_kernel_[name].push_back(handle);
+      }
+    } else {
+      if (d.ModuleGetFunctionCount(&count, handle.module) != CUDA_SUCCESS || count == 0) continue;
+      std::vector<CUfunction> functions(count);
+      if (d.ModuleEnumerateFunctions(functions.data(), count, handle.module) != CUDA_SUCCESS) continue;
+      for (CUfunction function : functions) {
+        const char* name = nullptr;
+        if (d.FuncGetName(&name, function) == CUDA_SUCCESS && name != nullptr) {
+          handles_by_kernel_[name].push_back(handle);
+        }
+      }
+    }
+  }
+}
+
+std::vector<CudaReplayHook::CodeHandle> CudaReplayHook::HandlesDefining(const ModuleInfo& module) const {
+  // Kernel names repeat across libraries (one template instantiated in several files): the
+  // handle must define every kernel of the cubin.
+  std::vector<CodeHandle> candidates;
+  for (const std::string& kernel : module.kernels) {
+    auto it = handles_by_kernel_.find(kernel);
+    if (it == handles_by_kernel_.end()) return {};
+    if (&kernel == &module.kernels.front()) {
+      candidates = it->second;
+    } else {
+      std::erase_if(candidates, [&](const CodeHandle& c) {
+        return std::find(it->second.begin(), it->second.end(), c) == it->second.end();
+      });
+    }
+    if (candidates.size() <= 1) break;
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const CodeHandle& a, const CodeHandle& b) {
+    return std::pair(a.library, a.module) < std::pair(b.library, b.module);
+  });
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  return candidates;
+}
+
+void CudaReplayHook::ResolveLoadedModules(CudaDevice& device) noexcept {
+  if (driver_ == nullptr) return;
+  const CudaDriver& d = *driver_;
+  ScopedInternalWork internal;
+  try {
+    // Driver calls run without modules_mu_: one that loads a module would re-enter OnModule.
+    std::lock_guard<std::mutex> resolving(resolve_mu_);
+    std::vector<PendingModule> pending;
+    std::vector<CodeHandle> new_handles;
+    {
+      std::lock_guard<std::mutex> lock(modules_mu_);
+      if (pending_modules_.empty()) return;
+      pending.swap(pending_modules_);
+      if (code_index_stale_) {
+        handles_by_kernel_.clear();
+        code_handles_indexed_ = 0;
+        code_index_stale_ = false;
+      }
+      new_handles.assign(code_handles_.begin() + static_cast<std::ptrdiff_t>(code_handles_indexed_), code_handles_.end());
+      code_handles_indexed_ = code_handles_.size();
+    }
+    IndexCodeHandles(new_handles);
+    CUdevice mine = 0;
+    if (d.DeviceGet(&mine, device.ordinal()) != CUDA_SUCCESS) mine = -1;
+    std::vector<PendingModule> kept;
+    for (PendingModule& pending_module : pending) {
+      const ModuleInfo& module = *pending_module.info;
+      if (d.CtxPushCurrent(pending_module.context) != CUDA_SUCCESS) continue;  // the context is gone
+      CUdevice owner = 0;
+      if (d.CtxGetDevice(&owner) != CUDA_SUCCESS || owner != mine) {
+        kept.push_back(std::move(pending_module));  // waits for a snapshot on its own device
+      } else if (std::vector<CodeHandle> handle = HandlesDefining(module); handle.size() == 1) {
+        std::vector<device::ModuleVariable> variables;
+        for (const std::string& name : module.variables) {
+          CUdeviceptr address = 0;
+          size_t size = 0;
+          CUresult found = handle[0].library != nullptr
+                               ? d.LibraryGetGlobal(&address, &size, handle[0].library, name.c_str())
+                               : d.ModuleGetGlobal(&address, &size, handle[0].module, name.c_str());
+          if (found == CUDA_SUCCESS && address != 0 && size > 0) {
+            variables.push_back({name, address, size, module.module_id, false});
+          }
+        }
+        std::lock_guard<std::mutex> lock(modules_mu_);
+        if (!unloaded_modules_.contains(module.module_id)) device.RegisterModuleVariables(variables);
+      } else {
+        GPUPROF_LOG(kDebug) << "replay: the variables of module " << module.module_id << " (kernel "
+                            << module.kernels.front() << ", ...) are not snapshotted: "
+                            << (handle.empty() ? "no library or module loaded since gpuprof started defines its kernels"
+                                               : "several loaded libraries define its kernels");
+      }
+      CUcontext popped = nullptr;
+      d.CtxPopCurrent(&popped);
+    }
+    std::lock_guard<std::mutex> lock(modules_mu_);
+    for (PendingModule& pending_module : kept) {
+      if (!unloaded_modules_.contains(pending_module.info->module_id)) {
+        pending_modules_.push_back(std::move(pending_module));
+      }
+    }
   } catch (...) {
   }
 }

@@ -29,6 +29,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cupti/subscriber.h"
@@ -44,14 +45,20 @@ namespace gpuprof::cupti {
 // a name that does not demangle is returned as is.
 std::string KernelFunctionName(const char* mangled);
 
-// Replay options from GPUPROF_REPLAY_* variables (what `gpuprof replay` sets): nullopt-like
-// passes == 1 when replay is not configured. InvalidArgument naming a bad variable.
-StatusOr<replay::ReplayOptions> ReplayOptionsFromEnvironment(bool* flush_l2);
+// What `gpuprof replay` configures, for the engine and for the CUDA side of it.
+struct CudaReplaySettings {
+  replay::ReplayOptions options;  // passes == 1: replay not configured
+  bool flush_l2 = true;           // B7, --cache-control all
+  device::cuda::CudaDeviceOptions device;  // B2's device reserve
+};
+
+// Settings from GPUPROF_REPLAY_* variables (what `gpuprof replay` sets). InvalidArgument naming
+// a bad variable.
+StatusOr<CudaReplaySettings> ReplaySettingsFromEnvironment();
 
 class CudaReplayHook final : public DriverApiObserver {
  public:
-  CudaReplayHook(replay::ReplayOptions options, bool flush_l2,
-                 std::function<void(const replay::ReplayRecord&)> sink);
+  CudaReplayHook(CudaReplaySettings settings, std::function<void(const replay::ReplayRecord&)> sink);
   ~CudaReplayHook();
   CudaReplayHook(const CudaReplayHook&) = delete;
   CudaReplayHook& operator=(const CudaReplayHook&) = delete;
@@ -77,6 +84,7 @@ class CudaReplayHook final : public DriverApiObserver {
 
   replay::ReplayOptions options_;
   bool flush_l2_;
+  device::cuda::CudaDeviceOptions device_options_;
   std::function<void(const replay::ReplayRecord&)> sink_;
   replay::Inventory inventory_;
   std::once_flag devices_once_;
@@ -100,11 +108,33 @@ class CudaReplayHook final : public DriverApiObserver {
 
   // What a loaded cubin says about its kernels: its variables (R7) and side effects (C2).
   struct ModuleInfo {
+    std::uint32_t module_id = 0;  // CUPTI's, per context
     std::vector<std::string> variables;
+    std::vector<std::string> kernels;  // mangled
     bool uses_printf = false;
     bool uses_device_malloc = false;
   };
   std::shared_ptr<const ModuleInfo> ModuleOf(const std::string& kernel);
+
+  // R7 for every loaded module, not only the launched kernel's: a loaded cubin with variables
+  // waits here until a snapshot on its device finds the library or module handle it belongs to
+  // (by its kernel names) and registers the variables' addresses with the CudaDevice, once.
+  struct PendingModule {
+    CUcontext context = nullptr;
+    std::shared_ptr<const ModuleInfo> info;
+  };
+  // A handle the application loaded code through (cuLibraryLoad* or cuModuleLoad*).
+  struct CodeHandle {
+    CUlibrary library = nullptr;
+    CUmodule module = nullptr;
+    friend bool operator==(const CodeHandle&, const CodeHandle&) = default;
+  };
+  void OnCodeLoad(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  // Registers the variables of the modules loaded on `device` so far (called in the replay window).
+  void ResolveLoadedModules(device::cuda::CudaDevice& device) noexcept;
+  void IndexCodeHandles(const std::vector<CodeHandle>& handles);  // under resolve_mu_
+  // The loaded handles that define every kernel of `module` (one: found); under resolve_mu_.
+  std::vector<CodeHandle> HandlesDefining(const ModuleInfo& module) const;
 
   // What the hook knows of a launched function, computed at its first launch (driver calls) and
   // cached, so later launches cost a lookup (R3).
@@ -124,6 +154,14 @@ class CudaReplayHook final : public DriverApiObserver {
   // By kernel (mangled) name, from each loaded cubin.
   std::mutex modules_mu_;
   std::unordered_map<std::string, std::shared_ptr<const ModuleInfo>> modules_by_kernel_;
+  std::vector<PendingModule> pending_modules_;     // guarded by modules_mu_
+  std::unordered_set<std::uint32_t> unloaded_modules_;  // guarded by modules_mu_
+  std::vector<CodeHandle> code_handles_;           // guarded by modules_mu_, in load order
+  std::size_t code_handles_indexed_ = 0;           // guarded by modules_mu_: how many are in the index
+  bool code_index_stale_ = false;                  // guarded by modules_mu_: a handle was unloaded
+  // Serializes ResolveLoadedModules, which calls the driver without modules_mu_.
+  std::mutex resolve_mu_;
+  std::unordered_map<std::string, std::vector<CodeHandle>> handles_by_kernel_;  // guarded by resolve_mu_
 };
 
 }  // namespace gpuprof::cupti

@@ -553,6 +553,7 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
         event.kind = cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED ? ModuleEvent::Kind::kLoaded
                                                                : ModuleEvent::Kind::kUnloadStarting;
         event.module_id = module->moduleId;
+        event.context = resource->context;
         event.cubin = module->pCubin;
         event.cubin_size = module->cubinSize;
         try {

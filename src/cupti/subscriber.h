@@ -69,6 +69,7 @@ struct ModuleEvent {
   enum class Kind : std::uint8_t { kLoaded, kUnloadStarting };
   Kind kind = Kind::kLoaded;
   std::uint32_t module_id = 0;
+  CUcontext context = nullptr;  // the context the module is (un)loaded in
   const void* cubin = nullptr;
   std::size_t cubin_size = 0;
 };

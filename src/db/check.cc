@@ -97,7 +97,7 @@ const std::vector<ExpectedTable> kExpectedTables = {
      "launchIndex INTEGER, replayed INTEGER, declineReason TEXT, declineDetail TEXT, restoreMode TEXT, "
      "passes INTEGER, deterministic INTEGER, snapshotRegions INTEGER, snapshotBytes INTEGER, snapshotNs "
      "INTEGER, "
-     "untrackedWritableBytes INTEGER"},
+     "untrackedWritableBytes INTEGER, snapshotDeviceBytes INTEGER"},
     {"GPUPROF_REPLAY_PASS", false,
      "kernelId INTEGER, pass INTEGER, startNs INTEGER, durationNs INTEGER, smClockBeforeKhz INTEGER, "
      "smClockAfterKhz INTEGER, bytesRestored INTEGER, regionsRestored INTEGER, dirtyChunks INTEGER, "

@@ -611,7 +611,7 @@ class RowSink {
     GPUPROF_ASSIGN_OR_RETURN(
         replay_kernel_, Statement::Prepare(conn_,
                                            "INSERT INTO GPUPROF_REPLAY_KERNEL VALUES (?1, ?2, ?3, ?4, "
-                                           "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"));
+                                           "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"));
     GPUPROF_RETURN_IF_ERROR(
         pytorch_api_.Prepare(conn_, kInsertApiHead, kInsertApiRow));
     GPUPROF_RETURN_IF_ERROR(callchains_.Prepare(conn_, "INSERT INTO PYTORCH_CALLCHAINS VALUES ", "(?,?,?)"));
@@ -903,6 +903,7 @@ class RowSink {
     k.BindU64(15, r.snapshot_bytes);
     k.BindU64(16, r.snapshot_ns);
     k.BindU64(17, r.untracked_writable_bytes);
+    k.BindU64(18, r.snapshot_device_bytes);
     GPUPROF_RETURN_IF_ERROR(k.Run());
     ++rows_;
     ++rows_in_txn_;

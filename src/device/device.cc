@@ -45,4 +45,9 @@ Status Device::RestoreRunsFromBacking(DevicePtr dst, const BackingBuffer& src, s
   return OkStatus();
 }
 
+Status Device::CompareChunks(DevicePtr, const BackingBuffer&, std::uint64_t, std::uint64_t, std::uint64_t,
+                             std::span<std::uint8_t>) {
+  return UnimplementedError("this device backend has no direct snapshot comparison");
+}
+
 }  // namespace gpuprof::device

@@ -124,6 +124,14 @@ class Device {
   virtual Status HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
                             std::span<std::uint64_t> out) = 0;
 
+  // Exact dirty detection against a device-resident snapshot (B1): dirty[i] = 1 when chunk i of
+  // device memory [current, current+bytes) differs in any byte from saved[offset, offset+bytes),
+  // else 0; dirty.size() must be base::ChunkCount(bytes, chunk_size). Unimplemented when `saved`
+  // is not in StorageTier::kDevice or the backend cannot compare on the device (the default):
+  // callers then compare chunk hashes instead.
+  virtual Status CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset,
+                               std::uint64_t bytes, std::uint64_t chunk_size, std::span<std::uint8_t> dirty);
+
   // Module-scope variables of every module loaded on this device now, addresses and sizes
   // (the bytes are read by whoever snapshots them). Unavailable/Internal when enumeration fails.
   virtual StatusOr<std::vector<ModuleVariable>> EnumerateModuleVariables() = 0;

@@ -244,6 +244,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   if (!snapshot.ok()) return decline_in_window(DeclineReason::kIncompleteSnapshot, snapshot.failure());
   record.snapshot_regions = snapshot.regions().size();
   record.snapshot_bytes = snapshot.total_bytes();
+  record.snapshot_device_bytes = snapshot.device_bytes();
 
   const bool need_output = options_.determinism_check || options_.restore == RestoreMode::kAuto;
   std::optional<OutputState> output;
@@ -313,8 +314,10 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
     }
   }
   if (executor.original_runs_after_return() && !record.passes.empty()) {
-    // The application's launch runs next, on the inputs every pass saw.
-    RestoreStats restored = RestoreWithRetries(snapshot, device, inventory_, RestoreMode::kFull, nullptr);
+    // The application's launch runs next, on the inputs every pass saw. Like the restores
+    // between passes, only what the last pass changed is written back when that is known.
+    RestoreStats restored = RestoreWithRetries(snapshot, device, inventory_, output ? options_.restore : RestoreMode::kFull,
+                                               output ? &*output : nullptr);
     if (restored.regions_failed > 0) {
       GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << restored.regions_failed
                           << " region(s) could not be written back before the application's launch; "

@@ -1,6 +1,7 @@
 #include "replay/snapshot.h"
 
 #include <new>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -32,6 +33,26 @@ StatusOr<std::vector<std::uint64_t>> HashRegion(device::Device& device, const Sn
   std::vector<std::uint64_t> hashes(base::ChunkCount(region.size, chunk_size));
   GPUPROF_RETURN_IF_ERROR(device.HashChunks(region.base, region.size, chunk_size, hashes));
   return hashes;
+}
+
+// The chunks of `region` whose device bytes differ from its device-resident snapshot, compared
+// exactly on the device (B1); nullopt when the snapshot is not on the device or comparing failed
+// (the caller then compares hashes).
+std::optional<std::vector<std::uint64_t>> CompareWithSnapshot(device::Device& device, const SnapshotRegion& region,
+                                                              std::uint64_t chunk_size) {
+  if (region.backing == nullptr || region.backing->tier() != device::StorageTier::kDevice) return std::nullopt;
+  std::vector<std::uint8_t> flags(base::ChunkCount(region.size, chunk_size));
+  Status status = device.CompareChunks(region.base, *region.backing, 0, region.size, chunk_size, flags);
+  if (!status.ok()) {
+    GPUPROF_LOG(kDebug) << "restore: comparing " << DescribeRegion(region)
+                        << " with its snapshot failed, comparing hashes instead: " << status.ToString();
+    return std::nullopt;
+  }
+  std::vector<std::uint64_t> dirty;
+  for (std::uint64_t c = 0; c < flags.size(); ++c) {
+    if (flags[c] != 0) dirty.push_back(c);
+  }
+  return dirty;
 }
 
 // Runs fn() if the tracked region is still the allocation that was captured, holding the
@@ -76,6 +97,7 @@ Status Snapshot::CaptureRegion(device::Device& device, SnapshotRegion region, de
   // The window is held and the device drained: the bytes just saved are the bytes hashed.
   GPUPROF_ASSIGN_OR_RETURN(region.chunk_hashes, HashRegion(device, region, chunk_size_));
   total_bytes_ += region.size;
+  if (region.backing->tier() == device::StorageTier::kDevice) device_bytes_ += region.size;
   regions_.push_back(std::move(region));
   return OkStatus();
 }
@@ -183,6 +205,11 @@ RestoreStats Snapshot::Restore(device::Device& device, const Inventory& inventor
       if (mode == RestoreMode::kFull) {
         runs.push_back(ByteRange{0, region.size});
         stats.dirty_chunks += region.chunk_hashes.size();
+      } else if (std::optional<std::vector<std::uint64_t>> exact = CompareWithSnapshot(device, region, chunk_size_)) {
+        // B1: the snapshot is on the device; compared byte for byte, no hash can collide.
+        stats.dirty_chunks += exact->size();
+        ++stats.regions_compared;
+        runs = CoalesceDirtyChunks(*exact, chunk_size_, region.size);
       } else {
         std::vector<std::uint64_t> hashes;
         const std::vector<std::uint64_t>* now = nullptr;

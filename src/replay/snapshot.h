@@ -8,7 +8,8 @@
 // After a pass, Inspect() hashes the device's current bytes chunk by chunk: the combination is
 // the pass's output hash (B6) and the differing chunks are what a dirty restore writes back (B1).
 // Restore() writes captured bytes back (all of them in kFull mode; only differing chunks,
-// coalesced into runs, in kAuto mode). Tracked regions are re-validated against the inventory
+// coalesced into runs, in kAuto mode: found by comparing with the snapshot on the device when it
+// is stored there, else by comparing chunk hashes). Tracked regions are re-validated against the inventory
 // under its read lock, lookup and copy together: a region freed, reallocated (generation changed)
 // or shrunk since capture is skipped with a warning. A failed copy is logged and skipped.
 //
@@ -30,7 +31,9 @@ namespace gpuprof::replay {
 struct SnapshotOptions {
   std::uint64_t chunk_size = 64 * 1024;
   std::uint64_t max_symbol_bytes = 1ull << 30;
-  device::StorageTier preferred_tier = device::StorageTier::kPinnedHost;
+  // B2: the device's own memory first (the backend falls back to pinned, then pageable host
+  // memory when the region does not fit under its reserve).
+  device::StorageTier preferred_tier = device::StorageTier::kDevice;
 };
 
 enum class RegionSource : std::uint8_t { kAllocation, kModuleVariable };
@@ -58,6 +61,7 @@ struct RestoreStats {
   std::uint64_t bytes_restored = 0;
   std::uint64_t dirty_chunks = 0;      // kAuto: chunks that differed; kFull: all chunks
   std::uint64_t runs = 0;              // copies issued after coalescing adjacent chunks
+  std::uint64_t regions_compared = 0;  // kAuto: regions compared exactly with a device-resident snapshot
 };
 
 class Snapshot {
@@ -75,6 +79,8 @@ class Snapshot {
 
   const std::pmr::vector<SnapshotRegion>& regions() const noexcept { return regions_; }
   std::uint64_t total_bytes() const noexcept { return total_bytes_; }
+  // Of total_bytes(), those held in the device's own memory (B2; the rest is in host memory).
+  std::uint64_t device_bytes() const noexcept { return device_bytes_; }
   std::uint64_t chunk_size() const noexcept { return chunk_size_; }
   std::uint64_t symbols_skipped() const noexcept { return symbols_skipped_; }
   // Hash of the captured bytes (what every pass must see as input).
@@ -97,6 +103,7 @@ class Snapshot {
   std::pmr::vector<SnapshotRegion> regions_;
   std::string failure_;
   std::uint64_t total_bytes_ = 0;
+  std::uint64_t device_bytes_ = 0;
   std::uint64_t chunk_size_ = 0;
   std::uint64_t symbols_skipped_ = 0;
   std::uint64_t input_hash_ = 0;

@@ -94,11 +94,10 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
   if (!loaders_.cupti) return UnavailableError("CUPTI unavailable: no loader");
   GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<cupti::CuptiApi> api, loaders_.cupti());
   // Kernel replay when `gpuprof replay` (or GPUPROF_REPLAY_PASSES > 1) asks for it.
-  bool flush_l2 = true;
-  StatusOr<replay::ReplayOptions> replay_options = cupti::ReplayOptionsFromEnvironment(&flush_l2);
-  if (!replay_options.ok()) {
-    GPUPROF_LOG(kError) << "replay off: " << replay_options.status().message();
-  } else if (replay_options->passes > 1) {
+  StatusOr<cupti::CudaReplaySettings> replay_settings = cupti::ReplaySettingsFromEnvironment();
+  if (!replay_settings.ok()) {
+    GPUPROF_LOG(kError) << "replay off: " << replay_settings.status().message();
+  } else if (replay_settings->options.passes > 1) {
     auto replay_sink = [sink = hooks.sink](const replay::ReplayRecord& record) {
       // Progress, one line per replayed or declined launch (stderr; `gpuprof replay` shows info).
       if (record.replayed) {
@@ -108,7 +107,8 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
         GPUPROF_LOG(kInfo) << "replay: " << record.kernel_name << " launch " << record.launch_index << ": "
                            << us.size() << " passes, " << (us.empty() ? 0 : us.front()) << "/"
                            << (us.empty() ? 0 : us[us.size() / 2]) << "/" << (us.empty() ? 0 : us.back())
-                           << " us min/median/max, " << record.snapshot_bytes << " bytes snapshotted"
+                           << " us min/median/max, " << record.snapshot_bytes << " bytes snapshotted ("
+                           << record.snapshot_device_bytes << " in device memory)"
                            << (record.deterministic ? "" : ", NONDETERMINISTIC");
       }
       trace::ReplayResult result;
@@ -118,13 +118,13 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
       result.record = record;
       static_cast<void>(sink(std::move(result)));
     };
-    replay_hook_ = std::make_unique<cupti::CudaReplayHook>(*replay_options, flush_l2, std::move(replay_sink));
+    replay_hook_ = std::make_unique<cupti::CudaReplayHook>(*replay_settings, std::move(replay_sink));
     options_.driver_api_observer = replay_hook_.get();
     options_.on_module = [hook = replay_hook_.get()](const cupti::ModuleEvent& event) { hook->OnModule(event); };
     options_.filter_internal_work = true;
-    GPUPROF_LOG(kInfo) << "replay: " << replay_options->passes << " passes per selected launch"
-                       << (replay_options->selector.name.empty() ? std::string(" (every kernel)")
-                                                                 : " of " + replay_options->selector.name);
+    GPUPROF_LOG(kInfo) << "replay: " << replay_settings->options.passes << " passes per selected launch"
+                       << (replay_settings->options.selector.name.empty() ? std::string(" (every kernel)")
+                                                                 : " of " + replay_settings->options.selector.name);
   }
   cupti::RecordSink sink = [sink = std::move(hooks.sink)](std::vector<trace::Record>&& records) {
     for (trace::Record& record : records) static_cast<void>(sink(std::move(record)));

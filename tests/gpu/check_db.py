@@ -169,9 +169,9 @@ class ProfileDb:
         if "GPUPROF_REPLAY_KERNEL" not in self.tables:
             return []
         rows = self.query("SELECT id, deviceId, name, launchIndex, replayed, declineReason, passes, deterministic, "
-                          "snapshotRegions, snapshotBytes FROM GPUPROF_REPLAY_KERNEL ORDER BY id")
+                          "snapshotRegions, snapshotBytes, snapshotDeviceBytes FROM GPUPROF_REPLAY_KERNEL ORDER BY id")
         keys = ("id", "device", "name_id", "launch_index", "replayed", "decline", "passes", "deterministic",
-                "regions", "bytes")
+                "regions", "bytes", "device_bytes")
         out = [dict(zip(keys, r)) for r in rows]
         for k in out:
             k["name"] = self.text(k["name_id"])
@@ -528,7 +528,8 @@ def replay_rows(c, dbs, what):
     rows = db.replay_kernels()
     c.note("replay rows: " + "; ".join(
         f"{r['name']} replayed={r['replayed']} decline={r['decline']} passes={len(r['pass_rows'])} "
-        f"deterministic={r['deterministic']} regions={r['regions']} bytes={r['bytes']}" for r in rows))
+        f"deterministic={r['deterministic']} regions={r['regions']} bytes={r['bytes']} "
+        f"on_device={r['device_bytes']}" for r in rows))
     return db, rows
 
 
@@ -543,6 +544,9 @@ def expect_replayed(c, rows, kernel, launches, deterministic=True):
         c.expect(all((p["clock_before"] or 0) > 0 and (p["clock_after"] or 0) > 0 for p in r["pass_rows"]),
                  f"{kernel}: a pass without its SM clocks (C3, NVML)")
         c.expect(r["bytes"] > 0, f"{kernel}: the snapshot captured no bytes")
+        # B2: the test programs' footprints fit the device tier (2 GiB reserve on a 141 GB GPU).
+        c.expect(r["device_bytes"] == r["bytes"],
+                 f"{kernel}: {r['device_bytes']} of {r['bytes']} snapshot bytes on the device, expected all")
         if deterministic:
             c.expect(r["deterministic"] == 1, f"{kernel} launch {r['launch_index']} flagged nondeterministic")
         else:
@@ -617,6 +621,16 @@ def expect_replay_ptx(c, dbs, program_output):
     expect_replayed(c, rows, "ptx_count", 3)
 
 
+def expect_replay_cross_module(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay cross_module")
+    expect_replayed(c, rows, "bump_through", 3)
+
+
+def expect_replay_cross_library(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay cross_library")
+    expect_replayed(c, rows, "ptx_bump", 3)
+
+
 def expect_replay_cublas(c, dbs, program_output):
     _, rows = replay_rows(c, dbs, "replay cublas")
     replayed = [r for r in rows if r["replayed"] == 1]
@@ -639,6 +653,8 @@ EXPECTATIONS = {
     "replay_array": expect_replay_array,
     "replay_vmm": expect_replay_vmm,
     "replay_ptx": expect_replay_ptx,
+    "replay_cross_module": expect_replay_cross_module,
+    "replay_cross_library": expect_replay_cross_library,
     "replay_cublas": expect_replay_cublas,
     "replay_inplace": expect_replay_inplace,
     "replay_counter": expect_replay_counter,

@@ -165,21 +165,23 @@ TEST_F(RunCommandTest, InjectLibraryBesideTheExecutableIsFound) {
 // session as GPUPROF_REPLAY_* variables (cupti/replay_hook.h reads them).
 TEST_F(RunCommandTest, ReplayFlagsReachTheApplicationAsVariables) {
   CliResult r = Run(
-      "replay --passes 4 -k regex:gemm -s 2 -c 3 --cache-control none --restore full --strict -o out -- "
+      "replay --passes 4 -k regex:gemm -s 2 -c 3 --cache-control none --restore full --strict --device-reserve 512 "
+      "-o out -- "
       "/bin/sh -c 'echo \"$GPUPROF_REPLAY_PASSES|$GPUPROF_REPLAY_KERNEL|$GPUPROF_REPLAY_SKIP|$GPUPROF_REPLAY_COUNT|"
       "$GPUPROF_REPLAY_CACHE_CONTROL|$GPUPROF_REPLAY_RESTORE|$GPUPROF_REPLAY_STRICT|$GPUPROF_LOG_LEVEL|"
-      "$GPUPROF_OUTPUT_DIR\"'");
+      "$GPUPROF_REPLAY_DEVICE_RESERVE_MIB|$GPUPROF_OUTPUT_DIR\"'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "4|regex:gemm|2|3|none|full|1|info|" + dir_ + "/out\n");
+  EXPECT_EQ(r.out, "4|regex:gemm|2|3|none|full|1|info|512|" + dir_ + "/out\n");
   EXPECT_THAT(r.err, HasSubstr("gpuprof: replaying 'regex:gemm', 4 passes per launch, at most 3 launches"));
 }
 
 TEST_F(RunCommandTest, ReplayDefaultsAndTheUsersLogLevel) {
   CliResult r = Run("replay -- /bin/sh -c 'echo \"$GPUPROF_REPLAY_PASSES|$GPUPROF_REPLAY_KERNEL|"
-                    "$GPUPROF_REPLAY_CACHE_CONTROL|$GPUPROF_REPLAY_RESTORE|$GPUPROF_LOG_LEVEL\"; exit 5'",
+                    "$GPUPROF_REPLAY_CACHE_CONTROL|$GPUPROF_REPLAY_RESTORE|$GPUPROF_LOG_LEVEL|"
+                    "$GPUPROF_REPLAY_DEVICE_RESERVE_MIB\"; exit 5'",
                     "GPUPROF_LOG_LEVEL=warning");
   EXPECT_EQ(r.exit_code, 5) << "the application's exit status, as for run";
-  EXPECT_EQ(r.out, "5||all|auto|warning\n");
+  EXPECT_EQ(r.out, "5||all|auto|warning|2048\n");
   EXPECT_THAT(r.err, HasSubstr("replaying every kernel"));
 }
 

@@ -220,9 +220,11 @@ Status CudaDevice::LoadChunkKernels() {
   CUmodule module = nullptr;
   CUresult result = driver_.ModuleLoadData(&module, kChunkKernelsPtx);
   if (result == CUDA_SUCCESS) result = driver_.ModuleGetFunction(&hash_kernel_, module, kHashChunksKernelName);
+  if (result == CUDA_SUCCESS) result = driver_.ModuleGetFunction(&compare_kernel_, module, kCompareChunksKernelName);
   if (result != CUDA_SUCCESS) {
     chunk_kernels_failed_ = true;
     hash_kernel_ = nullptr;
+    compare_kernel_ = nullptr;
     return UnavailableError(driver_.Error("loading the chunk-hash kernels", result));
   }
   int sms = 0;
@@ -244,17 +246,7 @@ Status CudaDevice::HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t 
   // B1: hashed on the device (chunk_kernels.cu), only the hashes cross to the host.
   if (Status loaded = LoadChunkKernels(); loaded.ok()) {
     const std::uint64_t hash_bytes = chunks * sizeof(std::uint64_t);
-    if (hash_bytes > hashes_capacity_) {
-      if (hashes_ != 0) driver_.MemFree(hashes_);
-      hashes_ = 0;
-      hashes_capacity_ = 0;
-      CUdeviceptr grown = 0;
-      if (driver_.MemAlloc(&grown, hash_bytes) == CUDA_SUCCESS) {
-        hashes_ = grown;
-        hashes_capacity_ = hash_bytes;
-      }
-    }
-    if (hashes_ != 0) {
+    if (EnsureKernelOutput(hash_bytes).ok()) {
       CUdeviceptr source = src;
       unsigned long long length = bytes;
       unsigned long long chunk = chunk_size;
@@ -285,6 +277,54 @@ Status CudaDevice::HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t 
   return OkStatus();
 }
 
+Status CudaDevice::EnsureKernelOutput(std::uint64_t bytes) {
+  if (bytes <= hashes_capacity_) return OkStatus();
+  if (hashes_ != 0) driver_.MemFree(hashes_);
+  hashes_ = 0;
+  hashes_capacity_ = 0;
+  CUdeviceptr grown = 0;
+  GPUPROF_RETURN_IF_ERROR(driver_.Check("cuMemAlloc(chunk kernel output)", driver_.MemAlloc(&grown, bytes)));
+  hashes_ = grown;
+  hashes_capacity_ = bytes;
+  return OkStatus();
+}
+
+Status CudaDevice::CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset,
+                                 std::uint64_t bytes, std::uint64_t chunk_size, std::span<std::uint8_t> dirty) {
+  const auto& backing = static_cast<const CudaBacking&>(saved);
+  if (backing.tier() != StorageTier::kDevice) {
+    return UnimplementedError(std::string("CompareChunks: the snapshot is in ") +
+                              std::string(StorageTierName(backing.tier())) + " storage, not on the device");
+  }
+  if (chunk_size == 0) return InvalidArgumentError("CompareChunks: chunk_size is 0");
+  const std::uint64_t chunks = bytes == 0 ? 0 : (bytes + chunk_size - 1) / chunk_size;
+  if (dirty.size() != chunks) return InvalidArgumentError("CompareChunks: output span has the wrong size");
+  if (saved_offset > backing.size() || bytes > backing.size() - saved_offset) {
+    return InvalidArgumentError("CompareChunks: range exceeds the snapshot buffer");
+  }
+  if (chunks == 0) return OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
+  InternalScope scope(driver_, context_);
+  GPUPROF_RETURN_IF_ERROR(LoadChunkKernels());
+  const std::uint64_t flag_bytes = chunks * sizeof(std::uint32_t);
+  GPUPROF_RETURN_IF_ERROR(EnsureKernelOutput(flag_bytes));
+  CUdeviceptr a = current;
+  CUdeviceptr b = backing.device_ptr() + saved_offset;
+  unsigned long long length = bytes;
+  unsigned long long chunk = chunk_size;
+  CUdeviceptr flags = hashes_;
+  void* params[] = {&a, &b, &length, &chunk, &flags};
+  const auto grid = static_cast<unsigned>(std::min(chunks, hash_grid_limit_));
+  GPUPROF_RETURN_IF_ERROR(driver_.Check("launching the chunk-compare kernel",
+                                        driver_.LaunchKernel(compare_kernel_, grid, 1, 1, kChunkKernelBlockSize, 1, 1,
+                                                             0, stream_, params, nullptr)));
+  std::vector<std::uint32_t> host_flags(chunks);
+  GPUPROF_RETURN_IF_ERROR(
+      Copy("cuMemcpyDtoHAsync(dirty flags)", driver_.MemcpyDtoHAsync(host_flags.data(), hashes_, flag_bytes, stream_)));
+  for (std::uint64_t i = 0; i < chunks; ++i) dirty[i] = host_flags[i] != 0 ? 1 : 0;
+  return OkStatus();
+}
+
 void CudaDevice::RegisterModuleVariables(const std::vector<ModuleVariable>& variables) {
   std::lock_guard<std::mutex> lock(variables_mu_);
   for (const ModuleVariable& v : variables) {
@@ -292,6 +332,11 @@ void CudaDevice::RegisterModuleVariables(const std::vector<ModuleVariable>& vari
                              [&v](const ModuleVariable& k) { return k.address == v.address; });
     if (!known) variables_.push_back(v);
   }
+}
+
+void CudaDevice::UnregisterModule(std::uint64_t module_id) {
+  std::lock_guard<std::mutex> lock(variables_mu_);
+  std::erase_if(variables_, [module_id](const ModuleVariable& v) { return v.module_id == module_id; });
 }
 
 StatusOr<std::vector<ModuleVariable>> CudaDevice::EnumerateModuleVariables() {

@@ -10,8 +10,11 @@
 // - HashChunks (B1): the chunk-hash kernel of chunk_kernels.cu on the private stream, only the
 //   hashes copied back; where its PTX does not load, the same hash (ChunkHashReference) on the
 //   host over pinned staging copies, so hashes never depend on which path ran.
+// - CompareChunks (B1): the exact compare kernel against a device-tier backing; one flag per
+//   chunk copied back. Host-tier backings: Unimplemented (the snapshot then compares hashes).
 // - EnumerateModuleVariables: the module variables registered through RegisterModuleVariables
-//   (the replay hook resolves them from each launched kernel's module).
+//   (the replay hook resolves them for every module loaded on the device, R7) and not yet
+//   unregistered by the module's unload.
 // - Synchronize: cuCtxSynchronize on a helper thread, waited for at most `timeout` (R14).
 // - SmClockKhz: NVML's current SM clock (C3), found by the device's PCI bus id.
 //
@@ -55,11 +58,15 @@ class CudaDevice final : public Device {
                             std::uint64_t bytes) override;
   Status HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
                     std::span<std::uint64_t> out) override;
+  Status CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset, std::uint64_t bytes,
+                       std::uint64_t chunk_size, std::span<std::uint8_t> dirty) override;
   StatusOr<std::vector<ModuleVariable>> EnumerateModuleVariables() override;
   Status Synchronize(std::chrono::nanoseconds timeout) override;
 
   // Adds module variables (deduplicated by address) for EnumerateModuleVariables.
   void RegisterModuleVariables(const std::vector<ModuleVariable>& variables);
+  // Forgets the variables of an unloaded module (ModuleVariable::module_id), before its memory goes.
+  void UnregisterModule(std::uint64_t module_id);
 
   // The current SM clock in kHz through NVML (C3); 0 when NVML cannot say.
   std::uint32_t SmClockKhz() const noexcept { return sm_clock_ != nullptr ? sm_clock_->ReadKhz() : 0; }
@@ -75,6 +82,8 @@ class CudaDevice final : public Device {
   Status Init();
   Status Copy(const char* what, CUresult result);
   Status LoadChunkKernels();  // under mu_
+  // Device scratch of at least `bytes` for kernel outputs (hashes, dirty flags); under mu_.
+  Status EnsureKernelOutput(std::uint64_t bytes);
 
   const CudaDriver& driver_;
   const int ordinal_;
@@ -86,9 +95,10 @@ class CudaDevice final : public Device {
   std::mutex mu_;  // serializes the private stream and staging
   void* staging_ = nullptr;
   CUfunction hash_kernel_ = nullptr;  // guarded by mu_
+  CUfunction compare_kernel_ = nullptr;
   bool chunk_kernels_failed_ = false;
   std::uint64_t hash_grid_limit_ = 1;
-  CUdeviceptr hashes_ = 0;  // per-chunk hash output, grown as needed
+  CUdeviceptr hashes_ = 0;  // per-chunk kernel output (hashes or dirty flags), grown as needed
   std::uint64_t hashes_capacity_ = 0;
   CUdeviceptr l2_scratch_ = 0;
   std::uint64_t l2_scratch_bytes_ = 0;

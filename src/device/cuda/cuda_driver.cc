@@ -70,6 +70,12 @@ StatusOr<CudaDriver> Load() {
   GPUPROF_RESOLVE(LaunchKernelEx, cuLaunchKernelEx);
   GPUPROF_RESOLVE(KernelGetFunction, cuKernelGetFunction);
   GPUPROF_RESOLVE(DeviceGetPCIBusId, cuDeviceGetPCIBusId);
+  GPUPROF_RESOLVE(ModuleGetFunctionCount, cuModuleGetFunctionCount);
+  GPUPROF_RESOLVE(ModuleEnumerateFunctions, cuModuleEnumerateFunctions);
+  GPUPROF_RESOLVE(LibraryGetKernelCount, cuLibraryGetKernelCount);
+  GPUPROF_RESOLVE(LibraryEnumerateKernels, cuLibraryEnumerateKernels);
+  GPUPROF_RESOLVE(KernelGetName, cuKernelGetName);
+  GPUPROF_RESOLVE(LibraryGetGlobal, cuLibraryGetGlobal);
 #undef GPUPROF_RESOLVE
   if (!missing.empty()) return UnavailableError("libcuda.so.1 lacks " + missing + " (driver too old?)");
   return d;

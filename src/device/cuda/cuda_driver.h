@@ -59,6 +59,13 @@ struct CudaDriver {
   CUresult (*LaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*KernelGetFunction)(CUfunction*, CUkernel) = nullptr;
   CUresult (*DeviceGetPCIBusId)(char*, int, CUdevice) = nullptr;
+  // Naming the kernels and globals of loaded modules and libraries (R7).
+  CUresult (*ModuleGetFunctionCount)(unsigned*, CUmodule) = nullptr;
+  CUresult (*ModuleEnumerateFunctions)(CUfunction*, unsigned, CUmodule) = nullptr;
+  CUresult (*LibraryGetKernelCount)(unsigned*, CUlibrary) = nullptr;
+  CUresult (*LibraryEnumerateKernels)(CUkernel*, unsigned, CUlibrary) = nullptr;
+  CUresult (*KernelGetName)(const char**, CUkernel) = nullptr;
+  CUresult (*LibraryGetGlobal)(CUdeviceptr*, size_t*, CUlibrary, const char*) = nullptr;
 
   // The process's table; Unavailable (naming libcuda.so.1 or the symbol) when it cannot load.
   static StatusOr<const CudaDriver*> Get();

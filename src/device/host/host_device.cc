@@ -1,4 +1,5 @@
 // HostDevice: device.h over the platform's simulated memory, with fault injection.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory_resource>
@@ -218,6 +219,41 @@ Status HostDevice::HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t 
   GPUPROF_RETURN_IF_ERROR(
       HostPlatform::Impl::CheckDeviceRange(*registry, "HashChunks", "source", src, bytes, ordinal_));
   base::HashChunks(ToHost(src), bytes, chunk_size, out);
+  return OkStatus();
+}
+
+Status HostDevice::CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset,
+                                 std::uint64_t bytes, std::uint64_t chunk_size, std::span<std::uint8_t> dirty) {
+  if (platform_.faults.ShouldFail(FaultPoint::kCompareChunks)) {
+    return InternalError("CompareChunks: comparing " + Hex(current) + " " + PlusBytes(bytes) + " failed on device " +
+                         std::to_string(ordinal_) + " (injected fault)");
+  }
+  const auto* buffer = dynamic_cast<const HostBackingBuffer*>(&saved);
+  if (buffer == nullptr) {
+    return InvalidArgumentError("CompareChunks: the backing buffer was not made by a host device");
+  }
+  if (buffer->tier() != StorageTier::kDevice) {
+    return UnimplementedError("CompareChunks: the snapshot is in " + std::string(StorageTierName(buffer->tier())) +
+                              " storage, not on the device");
+  }
+  if (chunk_size == 0) return InvalidArgumentError("CompareChunks: chunk size 0 for " + Hex(current));
+  const std::size_t chunks = base::ChunkCount(bytes, chunk_size);
+  if (dirty.size() != chunks) {
+    return InvalidArgumentError("CompareChunks: output holds " + std::to_string(dirty.size()) + " flags but " +
+                                std::to_string(chunks) + " chunks are compared");
+  }
+  GPUPROF_RETURN_IF_ERROR(CheckBackingRange("CompareChunks", *buffer, saved_offset, bytes));
+  if (bytes == 0) return OkStatus();
+  auto registry = platform_.registry.rlock();
+  GPUPROF_RETURN_IF_ERROR(
+      HostPlatform::Impl::CheckDeviceRange(*registry, "CompareChunks", "source", current, bytes, ordinal_));
+  const auto* now = static_cast<const std::uint8_t*>(ToHost(current));
+  const std::uint8_t* then = buffer->data() + saved_offset;
+  for (std::size_t i = 0; i < chunks; ++i) {
+    const std::uint64_t offset = i * chunk_size;
+    const std::uint64_t length = std::min(chunk_size, bytes - offset);
+    dirty[i] = std::memcmp(now + offset, then + offset, length) != 0 ? 1 : 0;
+  }
   return OkStatus();
 }
 

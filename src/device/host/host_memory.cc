@@ -71,6 +71,7 @@ std::string_view FaultPointName(FaultPoint point) noexcept {
     case FaultPoint::kMetadataAllocation: return "metadata-allocation";
     case FaultPoint::kModuleEnumeration: return "module-enumeration";
     case FaultPoint::kSynchronizeTimeout: return "synchronize-timeout";
+    case FaultPoint::kCompareChunks: return "compare-chunks";
   }
   return "unknown";
 }

@@ -84,6 +84,7 @@ enum class FaultPoint : std::uint8_t {
   kMetadataAllocation,   // metadata_resource() throws std::bad_alloc
   kModuleEnumeration,    // EnumerateModuleVariables fails
   kSynchronizeTimeout,   // Synchronize reports DeadlineExceeded without waiting
+  kCompareChunks,        // CompareChunks fails
 };
 
 std::string_view FaultPointName(FaultPoint point) noexcept;
@@ -187,6 +188,10 @@ class HostDevice final : public Device {
                             std::uint64_t bytes) override;
   Status HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
                     std::span<std::uint64_t> out) override;
+  // Compares against backings made for StorageTier::kDevice (the device-resident tier); others
+  // are Unimplemented, as on a backend whose snapshot lives in host memory.
+  Status CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset,
+                       std::uint64_t bytes, std::uint64_t chunk_size, std::span<std::uint8_t> dirty) override;
   StatusOr<std::vector<ModuleVariable>> EnumerateModuleVariables() override;
   Status Synchronize(std::chrono::nanoseconds timeout) override;
   std::pmr::memory_resource* metadata_resource() noexcept override;

@@ -79,7 +79,7 @@ const RegistryEntry* FindContaining(const Registry& registry, DevicePtr ptr, Dev
 
 // ---- fault injection ----------------------------------------------------------------------------
 
-inline constexpr std::size_t kFaultPointCount = static_cast<std::size_t>(FaultPoint::kSynchronizeTimeout) + 1;
+inline constexpr std::size_t kFaultPointCount = static_cast<std::size_t>(FaultPoint::kCompareChunks) + 1;
 
 class FaultInjector {
  public:

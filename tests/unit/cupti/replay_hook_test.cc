@@ -30,19 +30,19 @@ class ReplayEnvironmentTest : public ::testing::Test {
   void TearDown() override {
     for (const char* name : {"GPUPROF_REPLAY_PASSES", "GPUPROF_REPLAY_KERNEL", "GPUPROF_REPLAY_SKIP",
                              "GPUPROF_REPLAY_COUNT", "GPUPROF_REPLAY_CACHE_CONTROL", "GPUPROF_REPLAY_RESTORE",
-                             "GPUPROF_REPLAY_STRICT"}) {
+                             "GPUPROF_REPLAY_STRICT", "GPUPROF_REPLAY_DEVICE_RESERVE_MIB"}) {
       unsetenv(name);
     }
   }
 };
 
 TEST_F(ReplayEnvironmentTest, UnsetMeansOnePassAndTheDefaults) {
-  bool flush = false;
-  auto options = ReplayOptionsFromEnvironment(&flush);
-  ASSERT_TRUE(options.ok()) << options.status().ToString();
-  EXPECT_EQ(options->passes, 1);
-  EXPECT_TRUE(flush) << "L2 flushed before each pass by default (B7)";
-  EXPECT_EQ(options->restore, replay::RestoreMode::kAuto);
+  auto settings = ReplaySettingsFromEnvironment();
+  ASSERT_TRUE(settings.ok()) << settings.status().ToString();
+  EXPECT_EQ(settings->options.passes, 1);
+  EXPECT_TRUE(settings->flush_l2) << "L2 flushed before each pass by default (B7)";
+  EXPECT_EQ(settings->options.restore, replay::RestoreMode::kAuto);
+  EXPECT_EQ(settings->device.device_reserve_bytes, std::uint64_t{2} << 30) << "B2's default reserve: 2 GiB";
 }
 
 TEST_F(ReplayEnvironmentTest, ReadsWhatGpuprofReplaySets) {
@@ -53,29 +53,35 @@ TEST_F(ReplayEnvironmentTest, ReadsWhatGpuprofReplaySets) {
   setenv("GPUPROF_REPLAY_CACHE_CONTROL", "none", 1);
   setenv("GPUPROF_REPLAY_RESTORE", "full", 1);
   setenv("GPUPROF_REPLAY_STRICT", "1", 1);
-  bool flush = true;
-  auto options = ReplayOptionsFromEnvironment(&flush);
-  ASSERT_TRUE(options.ok()) << options.status().ToString();
+  setenv("GPUPROF_REPLAY_DEVICE_RESERVE_MIB", "512", 1);
+  auto settings = ReplaySettingsFromEnvironment();
+  ASSERT_TRUE(settings.ok()) << settings.status().ToString();
+  const replay::ReplayOptions* options = &settings->options;
   EXPECT_EQ(options->passes, 4);
   EXPECT_EQ(options->selector.name, "regex:gemm");
   EXPECT_EQ(options->selector.skip, 2u);
   EXPECT_EQ(options->selector.count, 3u);
-  EXPECT_FALSE(flush);
+  EXPECT_FALSE(settings->flush_l2);
   EXPECT_EQ(options->restore, replay::RestoreMode::kFull);
   EXPECT_TRUE(options->strict);
+  EXPECT_EQ(settings->device.device_reserve_bytes, std::uint64_t{512} << 20);
 }
 
 TEST_F(ReplayEnvironmentTest, BadValuesNameTheVariable) {
-  bool flush = true;
   setenv("GPUPROF_REPLAY_PASSES", "three", 1);
-  auto passes = ReplayOptionsFromEnvironment(&flush);
+  auto passes = ReplaySettingsFromEnvironment();
   ASSERT_FALSE(passes.ok());
   EXPECT_THAT(passes.status().message(), HasSubstr("GPUPROF_REPLAY_PASSES=three"));
   unsetenv("GPUPROF_REPLAY_PASSES");
   setenv("GPUPROF_REPLAY_CACHE_CONTROL", "some", 1);
-  auto cache = ReplayOptionsFromEnvironment(&flush);
+  auto cache = ReplaySettingsFromEnvironment();
   ASSERT_FALSE(cache.ok());
   EXPECT_THAT(cache.status().message(), HasSubstr("expected all or none"));
+  unsetenv("GPUPROF_REPLAY_CACHE_CONTROL");
+  setenv("GPUPROF_REPLAY_DEVICE_RESERVE_MIB", "-1", 1);
+  auto reserve = ReplaySettingsFromEnvironment();
+  ASSERT_FALSE(reserve.ok());
+  EXPECT_THAT(reserve.status().message(), HasSubstr("GPUPROF_REPLAY_DEVICE_RESERVE_MIB=-1"));
 }
 
 }  // namespace

@@ -671,6 +671,10 @@ bool CallAt(FaultPoint point, FaultFixture& f) {
       }
     case FaultPoint::kModuleEnumeration: return device.EnumerateModuleVariables().ok();
     case FaultPoint::kSynchronizeTimeout: return device.Synchronize(1s).ok();
+    case FaultPoint::kCompareChunks: {
+      std::vector<std::uint8_t> dirty(2);
+      return device.CompareChunks(f.ptr, *f.backing, 0, 64, 32, dirty).ok();
+    }
   }
   return false;
 }
@@ -679,7 +683,8 @@ TEST(HostPlatformTest, EveryFaultPointFailsExactlyCountCallsAfterSkip) {
   const FaultPoint points[] = {FaultPoint::kBackingAllocation, FaultPoint::kSaveCopy,
                                FaultPoint::kRestoreCopy,       FaultPoint::kDeviceToHostCopy,
                                FaultPoint::kHashChunks,        FaultPoint::kMetadataAllocation,
-                               FaultPoint::kModuleEnumeration, FaultPoint::kSynchronizeTimeout};
+                               FaultPoint::kModuleEnumeration, FaultPoint::kSynchronizeTimeout,
+                               FaultPoint::kCompareChunks};
   for (FaultPoint point : points) {
     SCOPED_TRACE(std::string(FaultPointName(point)));
     FaultFixture f;
@@ -750,6 +755,30 @@ TEST(HostPlatformTest, InjectedFaultsReportTheDocumentedCodes) {
   std::array<std::uint8_t, 64> host{};
   EXPECT_FALSE(device.CopyDeviceToHost(host.data(), *ptr, 64).ok());
   EXPECT_EQ(host[0], 0);
+}
+
+TEST(HostPlatformTest, CompareChunksFlagsExactlyTheChangedChunksOfADeviceTierSnapshot) {
+  HostPlatform platform;
+  HostDevice& device = platform.device(0);
+  StatusOr<DevicePtr> ptr = platform.Malloc(0, 100);
+  ASSERT_TRUE(IsOk(ptr));
+  ASSERT_TRUE(IsOk(platform.Memset(*ptr, 3, 100)));
+  StatusOr<std::unique_ptr<BackingBuffer>> on_device = device.AllocateBacking(100, StorageTier::kDevice);
+  ASSERT_TRUE(IsOk(on_device));
+  ASSERT_TRUE(IsOk(device.SaveToBacking(**on_device, 0, *ptr, 100)));
+  HostPtr<std::uint8_t>(*ptr)[45] = 4;  // chunk 1 of [0,32) [32,64) [64,96) [96,100)
+  HostPtr<std::uint8_t>(*ptr)[99] = 4;  // chunk 3, the short one
+  std::vector<std::uint8_t> dirty(4, 7);
+  ASSERT_TRUE(IsOk(device.CompareChunks(*ptr, **on_device, 0, 100, 32, dirty)));
+  EXPECT_EQ(dirty, (std::vector<std::uint8_t>{0, 1, 0, 1}));
+
+  std::vector<std::uint8_t> wrong_size(3);
+  EXPECT_EQ(device.CompareChunks(*ptr, **on_device, 0, 100, 32, wrong_size).code(), StatusCode::kInvalidArgument);
+  StatusOr<std::unique_ptr<BackingBuffer>> on_host = device.AllocateBacking(100, StorageTier::kPinnedHost);
+  ASSERT_TRUE(IsOk(on_host));
+  Status host_tier = device.CompareChunks(*ptr, **on_host, 0, 100, 32, dirty);
+  EXPECT_EQ(host_tier.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(host_tier.message(), HasSubstr("pinned-host"));
 }
 
 TEST(HostPlatformTest, RestoreHookRunsWithTheDestinationBeforeEachRestore) {

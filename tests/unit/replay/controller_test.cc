@@ -156,6 +156,33 @@ TEST_F(ControllerTest, LaunchThatRunsAfterReturnFindsItsInputsRestoredAfterTheLa
   EXPECT_EQ(records[0].passes.size(), 3u);
 }
 
+TEST_F(ControllerTest, RestoreBeforeTheApplicationsLaunchWritesBackOnlyWhatTheLastPassChanged) {
+  for (RestoreMode mode : {RestoreMode::kAuto, RestoreMode::kFull}) {
+    SCOPED_TRACE(std::string(RestoreModeName(mode)));
+    Configure(2, mode);
+    constexpr std::size_t kCount = 4096;  // 4 chunks of 4096 bytes
+    DevicePtr written = AllocWords(0, kCount, 1);
+    DevicePtr untouched = AllocWords(0, kCount, 7);
+    RunsAfterReturnExecutor executor([written] { Words(written)[0] += 1; });
+    std::vector<DevicePtr> copies;
+    rig_.platform().SetBeforeRestoreCopyHook([&copies](DevicePtr dst) { copies.push_back(dst); });
+    device::LaunchRequest request;
+    request.device = 0;
+    request.kernel_name = "touches_one_word";
+    ASSERT_TRUE(rig_.controller()->Dispatch(request, executor).ok());
+    rig_.platform().SetBeforeRestoreCopyHook({});
+    EXPECT_EQ(Words(written)[0], 1u) << "the application's launch must find its inputs";
+    // One restore before pass 2, one before the application's launch.
+    if (mode == RestoreMode::kAuto) {
+      EXPECT_EQ(copies, (std::vector<DevicePtr>{written, written})) << "only the changed chunk is written back";
+    } else {
+      EXPECT_EQ(copies, (std::vector<DevicePtr>{written, untouched, written, untouched}));
+    }
+    ASSERT_TRUE(rig_.platform().Free(written).ok());
+    ASSERT_TRUE(rig_.platform().Free(untouched).ok());
+  }
+}
+
 TEST_F(ControllerTest, NameMatchesAndExhaustedLetABackendSkipDispatch) {
   ReplayOptions options;
   options.passes = 2;

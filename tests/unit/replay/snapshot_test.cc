@@ -291,6 +291,48 @@ TEST_F(SnapshotTest, DirtyRestoreFallsBackToFullWhenHashingFails) {
   EXPECT_EQ(Bytes(a)[3 * 4096 - 1], 9);
 }
 
+TEST_F(SnapshotTest, DeviceResidentSnapshotIsComparedExactlyWithoutHashing) {
+  constexpr std::uint64_t kChunk = 4096;
+  DevicePtr a = Alloc(0, 4 * kChunk, 9);
+  SnapshotOptions options;
+  options.chunk_size = kChunk;
+  options.preferred_tier = device::StorageTier::kDevice;
+  Snapshot snapshot = Snapshot::Capture(rig_.device(0), rig_.inventory(), options);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.failure();
+  EXPECT_EQ(snapshot.device_bytes(), 4 * kChunk);
+  Bytes(a)[2 * kChunk + 100] = 0;
+  // Hashing is broken: only the exact comparison can still find the one changed chunk.
+  rig_.platform().InjectFault(FaultPoint::kHashChunks, 100, 0);
+  RestoreStats stats = snapshot.Restore(rig_.device(0), rig_.inventory(), RestoreMode::kAuto, nullptr);
+  EXPECT_EQ(stats.regions_compared, 1u);
+  EXPECT_EQ(stats.dirty_chunks, 1u);
+  EXPECT_EQ(stats.bytes_restored, kChunk);
+  EXPECT_EQ(Bytes(a)[2 * kChunk + 100], 9);
+  EXPECT_EQ(rig_.platform().FaultsFired(FaultPoint::kHashChunks), 0) << "no hashing when the snapshot is on the device";
+}
+
+TEST_F(SnapshotTest, DirtyRestoreComparesHashesWhenTheSnapshotIsInHostMemoryOrComparingFails) {
+  constexpr std::uint64_t kChunk = 4096;
+  for (bool on_device : {false, true}) {
+    SCOPED_TRACE(on_device ? "device tier, comparison fails" : "pinned host tier");
+    DevicePtr a = Alloc(0, 4 * kChunk, 9);
+    SnapshotOptions options;
+    options.chunk_size = kChunk;
+    options.preferred_tier = on_device ? device::StorageTier::kDevice : device::StorageTier::kPinnedHost;
+    Snapshot snapshot = Snapshot::Capture(rig_.device(0), rig_.inventory(), options);
+    ASSERT_TRUE(snapshot.ok()) << snapshot.failure();
+    EXPECT_EQ(snapshot.device_bytes(), on_device ? 4 * kChunk : 0u);
+    Bytes(a)[kChunk] = 0;
+    if (on_device) rig_.platform().InjectFault(FaultPoint::kCompareChunks, 1, 0);
+    RestoreStats stats = snapshot.Restore(rig_.device(0), rig_.inventory(), RestoreMode::kAuto, nullptr);
+    EXPECT_EQ(stats.regions_compared, 0u);
+    EXPECT_EQ(stats.dirty_chunks, 1u);
+    EXPECT_EQ(stats.bytes_restored, kChunk);
+    EXPECT_EQ(Bytes(a)[kChunk], 9);
+    ASSERT_TRUE(rig_.platform().Free(a).ok());
+  }
+}
+
 TEST(CoalesceDirtyChunksTest, MergesAdjacentChunksAndClipsTheLast) {
   EXPECT_EQ(CoalesceDirtyChunks({}, 10, 100), std::vector<ByteRange>{});
   EXPECT_EQ(CoalesceDirtyChunks({0, 1, 2}, 10, 25), (std::vector<ByteRange>{{0, 25}}));
