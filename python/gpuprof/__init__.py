@@ -1,25 +1,20 @@
-"""gpuprof for PyTorch (issue 6, in progress).
+"""gpuprof for PyTorch: a profiler shaped like torch.profiler whose output is the
+ascend_pytorch_profiler DB (DB_SPEC.md) that msprof-analyze and MindStudio Insight read.
 
-What exists: `schedule` and `ProfilerAction` (which steps a profile records) and
-`ProfilerActivity`. What does not yet: `profile`, `db_handler` and `mstx` need gpuprof's C++
-extension (RecordFunction and allocator hooks, linked to libgpuprof.so), which is not built yet;
-`profile` says so instead of profiling nothing.
+    import gpuprof
+    with gpuprof.profile(schedule=gpuprof.schedule(wait=1, warmup=1, active=3),
+                         on_trace_ready=gpuprof.db_handler("./prof"), record_shapes=True) as prof:
+        for step in range(10):
+            train_step()
+            prof.step()
+
+See profiler.py (profile, db_handler), schedule.py and mstx.py. The collection runs in gpuprof's
+native libraries (libgpuprof.so, libgpuprof_torch.so), found in $GPUPROF_LIB_DIR or this
+checkout's build folder.
 """
 
-import enum
-
+from . import mstx
+from .profiler import KernelReplay, ProfilerActivity, db_handler, profile
 from .schedule import ProfilerAction, schedule
 
-__all__ = ["ProfilerActivity", "ProfilerAction", "schedule", "profile"]
-
-
-class ProfilerActivity(enum.Enum):
-    CPU = "cpu"
-    CUDA = "cuda"
-
-
-def profile(*args, **kwargs):
-    """Not available yet: the C++ extension that collects the ops is the next step of issue 6."""
-    raise RuntimeError(
-        "gpuprof.profile needs gpuprof's PyTorch extension (gpuprof._C), which this build does not "
-        "have yet; to profile a CUDA program meanwhile, use `gpuprof run -- python3 script.py`")
+__all__ = ["ProfilerActivity", "ProfilerAction", "KernelReplay", "schedule", "profile", "db_handler", "mstx"]

@@ -169,6 +169,27 @@ StatusOr<std::string> ResolveInjectLibrary() {
                        "--preset gpu`), or set " + kInjectLibraryEnv + " to its path");
 }
 
+// The folder holding the gpuprof Python package (its gpuprof/__init__.py): $GPUPROF_PYTHON_DIR,
+// else python/ of the checkout the executable was built in (build/<preset>/bin/gpuprof), found
+// relative to the executable so a copied checkout works too. Empty when there is none.
+std::string FindPythonPackageDir() {
+  std::vector<fs::path> candidates;
+  if (const char* from_env = std::getenv("GPUPROF_PYTHON_DIR"); from_env != nullptr && *from_env != '\0') {
+    candidates.emplace_back(from_env);
+  }
+  if (StatusOr<fs::path> exe_dir = ExecutableDir(); exe_dir.ok()) {
+    candidates.push_back(*exe_dir / ".." / ".." / ".." / "python");
+    candidates.push_back(*exe_dir / ".." / "python");
+  }
+  for (const fs::path& candidate : candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(candidate / "gpuprof" / "__init__.py", ec)) {
+      return fs::absolute(candidate, ec).lexically_normal().string();
+    }
+  }
+  return {};
+}
+
 // True when `library` exports the NVTX injection entry point. Probed with dlopen(RTLD_LAZY |
 // RTLD_LOCAL) and closed again: the injection library links no CUDA and starts nothing when
 // loaded (InitializeInjection is what starts it), so the probe is cheap and has no effect.
@@ -528,7 +549,7 @@ constexpr const char* kRunDescription =
     "Run an application under gpuprof: profile its CUDA work (kernels, copies, memsets, runtime API calls, "
     "NVTX ranges) into a profile DB, then print where each DB is and a short summary";
 
-constexpr const char* kRunFooter = R"(Usage: gpuprof run [-o DIR] [--follow-children] [--] APP [ARGS...]
+constexpr const char* kRunFooter = R"(Usage: gpuprof run [-o DIR] [--follow-children] [--no-record-shapes] [--no-profile-memory] [--] APP [ARGS...]
 
 APP and everything after it belong to the application, even arguments that look like gpuprof's
 flags; `--` ends gpuprof's flags explicitly. APP is looked up in PATH like a shell does.
@@ -541,6 +562,12 @@ gpuprof into the application when the application initializes CUDA; the applicat
 and when the application ends gpuprof prints each DB's path with its top kernels, device tasks and
 CUDA API time (`gpuprof stats`, `export` and `check` read the DB further). When no DB was written it
 says why in one line: usually that the application never initialized CUDA (a CPU-only run).
+
+PyTorch scripts: when the script imports torch, the gpuprof Python package (python/ beside the
+build, or $GPUPROF_PYTHON_DIR) also records its ops, input shapes (--no-record-shapes: off),
+allocator events (--no-profile-memory: off) and steps, on the CPU too: each optimizer.step() ends a
+step unless the script calls gpuprof.profile's step() itself; a script's own gpuprof.profile joins
+the run's DB.
 
 Child processes: without --follow-children only the process gpuprof started is profiled (a child
 that uses CUDA runs unprofiled); with it, every descendant that uses CUDA writes its own DB, named
@@ -622,6 +649,10 @@ RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
       ->capture_default_str();
   run_->add_flag("--follow-children", follow_children_,
                  "Also profile child processes that use CUDA, each into its own DB");
+  run_->add_flag("--record-shapes,!--no-record-shapes", record_shapes_,
+                 "PyTorch scripts: record each op's input shapes and dtypes (default: on)");
+  run_->add_flag("--profile-memory,!--no-profile-memory", profile_memory_,
+                 "PyTorch scripts: record allocator events into MEMORY_RECORD and OP_MEMORY (default: on)");
   run_->footer(kRunFooter);
 }
 
@@ -684,6 +715,19 @@ int RunCommand::Run(std::ostream& report) const {
   env.Set("GPUPROF_OUTPUT_DIR", out_dir_text);
   env.Set("GPUPROF_RESULT_FILE", result_file);
   env.Set("GPUPROF_FOLLOW_CHILDREN", follow_children_ ? "1" : "0");
+  // A Python application that imports torch is profiled by the gpuprof package too (its ops,
+  // memory and steps), through the sitecustomize in gpuprof/_autoload.
+  if (std::string python_dir = FindPythonPackageDir(); !python_dir.empty()) {
+    std::string path = python_dir + "/gpuprof/_autoload:" + python_dir;
+    if (const char* existing = std::getenv("PYTHONPATH"); existing != nullptr && *existing != '\0') {
+      path += std::string(":") + existing;
+    }
+    env.Set("PYTHONPATH", path);
+    env.Set("GPUPROF_PYTHON_AUTORUN", "1");
+    env.Set("GPUPROF_LIB_DIR", fs::path(*inject_library).parent_path().string());
+    env.Set("GPUPROF_TORCH_RECORD_SHAPES", record_shapes_ ? "1" : "0");
+    env.Set("GPUPROF_TORCH_PROFILE_MEMORY", profile_memory_ ? "1" : "0");
+  }
   if (replay_) {
     env.Set("GPUPROF_REPLAY_PASSES", std::to_string(passes_));
     env.Set("GPUPROF_REPLAY_KERNEL", kernel_);

@@ -66,6 +66,8 @@ class RunCommand {
   bool strict_ = false;
   std::uint64_t device_reserve_mib_ = 2048;  // B2: device memory snapshots leave free
   bool follow_children_ = false;
+  bool record_shapes_ = true;   // PyTorch scripts (python/gpuprof/_autorun.py)
+  bool profile_memory_ = true;
   std::vector<std::string> app_argv_;
 };
 

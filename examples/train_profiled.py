@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""train_plain.py's training, profiled from the inside with gpuprof.profile and a schedule.
+
+    python3 examples/train_profiled.py [--device auto|cpu|cuda] [--steps N] [--out DIR]
+                                       [--wait W] [--warmup U] [--active A]
+
+Steps 1..W run unprofiled, then U warm-up steps, then A recorded steps (one DB with their ops,
+input shapes, allocator events, forward/backward links and one STEP_TIME row per step); later
+steps run unprofiled. The last line is "gpuprof: profile DB: PATH" (read it with `gpuprof stats
+PATH`). Needs the gpuprof package importable (tools/setup.sh makes build/venv, whose python has
+it) and its native libraries built.
+"""
+
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(HERE, "..", "python"))  # the checkout's package, when not installed
+
+import train_plain  # noqa: E402  (the same model, data and step)
+import torch  # noqa: E402
+
+import gpuprof  # noqa: E402
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument("--steps", type=int, default=8, help="training steps (default: 8)")
+    parser.add_argument("--out", default="gpuprof_output", help="folder for the DB (default: ./gpuprof_output)")
+    parser.add_argument("--wait", type=int, default=1, help="unprofiled steps first (default: 1)")
+    parser.add_argument("--warmup", type=int, default=1, help="warm-up steps (default: 1)")
+    parser.add_argument("--active", type=int, default=3, help="recorded steps (default: 3)")
+    args = parser.parse_args(argv)
+    if args.steps < args.wait + args.warmup + args.active:
+        parser.error(f"--steps {args.steps} is shorter than wait + warmup + active "
+                     f"({args.wait + args.warmup + args.active}): nothing would be saved")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.manual_seed(0)
+    device = train_plain.pick_device(args.device)
+    print(f"device: {device}, torch {torch.__version__}", flush=True)
+    inputs, labels = train_plain.synthetic_data(0)
+    model = torch.nn.Sequential(torch.nn.Linear(train_plain.IN_FEATURES, train_plain.HIDDEN), torch.nn.ReLU(),
+                                torch.nn.Linear(train_plain.HIDDEN, train_plain.HIDDEN), torch.nn.ReLU(),
+                                torch.nn.Linear(train_plain.HIDDEN, train_plain.CLASSES)).to(device)
+    inputs, labels = inputs.to(device), labels.to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    activities = [gpuprof.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(gpuprof.ProfilerActivity.CUDA)
+    handler = gpuprof.db_handler(args.out)
+    batch = 128
+    with gpuprof.profile(activities=activities,
+                         schedule=gpuprof.schedule(wait=args.wait, warmup=args.warmup, active=args.active, repeat=1),
+                         on_trace_ready=handler, record_shapes=True, profile_memory=True,
+                         gc_detect_threshold=1.0) as prof:
+        for step in range(args.steps):
+            first = (step * batch) % train_plain.SAMPLES
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model(inputs[first:first + batch]), labels[first:first + batch])
+            loss.backward()
+            optimizer.step()
+            print(f"step {step + 1}/{args.steps} loss {loss.item():.6f}", flush=True)
+            prof.step()
+    for path in handler.db_paths:
+        print(f"gpuprof: profile DB: {path}", flush=True)
+    if not handler.db_paths:
+        print("gpuprof: no DB of this script's own (under `gpuprof run` the run's DB holds its steps)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

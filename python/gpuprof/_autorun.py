@@ -1,0 +1,114 @@
+"""The profile that `gpuprof run -- python3 script.py` gives an unmodified script.
+
+_autoload/sitecustomize.py calls install() at interpreter start-up. Nothing happens until the
+script imports torch; then one gpuprof.profile covering the rest of the run starts (it joins the
+session `gpuprof run` configured: output folder and result file come from the environment) and
+stops at exit. Its options come from what `gpuprof run` sets: GPUPROF_TORCH_RECORD_SHAPES and
+GPUPROF_TORCH_PROFILE_MEMORY (both default 1). Each optimizer.step() closes a step (a
+ProfilerStep#N op from the previous step's end, so STEP_TIME is filled) unless the script calls
+gpuprof.profile.step() itself.
+"""
+
+import atexit
+import importlib.abc
+import importlib.util
+import os
+import sys
+import threading
+import time
+
+_installed = False
+_profile = None
+
+
+def _flag(name, default):
+    value = os.environ.get(name, "")
+    return default if value == "" else value not in ("0", "false", "no")
+
+
+class _TorchWatcher(importlib.abc.MetaPathFinder):
+    """Starts the profile right after `import torch` has finished."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_profile(module):
+            exec_module(module)
+            _start()
+
+        spec.loader.exec_module = exec_then_profile
+        return spec
+
+
+def install():
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    if "torch" in sys.modules:
+        _start()
+    else:
+        sys.meta_path.insert(0, _TorchWatcher())
+
+
+def _start():
+    global _profile
+    from . import profiler
+
+    try:
+        prof = profiler.profile(record_shapes=_flag("GPUPROF_TORCH_RECORD_SHAPES", True),
+                                profile_memory=_flag("GPUPROF_TORCH_PROFILE_MEMORY", True), _whole_run=True)
+        prof.start()
+    except Exception as e:  # noqa: BLE001  (the script runs on, unprofiled)
+        print(f"gpuprof: the PyTorch profile is off: {type(e).__name__}: {e}", file=sys.stderr)
+        return
+    _profile = prof
+    atexit.register(_stop)
+    try:
+        _hook_optimizer_steps(prof)
+    except Exception as e:  # noqa: BLE001  (profiled on, without steps)
+        print(f"gpuprof: optimizer steps are not recorded as steps: {type(e).__name__}: {e}", file=sys.stderr)
+
+
+def _stop():
+    if _profile is not None:
+        try:
+            _profile.stop()
+        except Exception as e:  # noqa: BLE001
+            print(f"gpuprof: stopping the PyTorch profile failed: {e}", file=sys.stderr)
+
+
+def _hook_optimizer_steps(prof):
+    import torch
+    import torch.optim.optimizer as optimizer_module
+
+    from . import _native, profiler
+
+    state = {"steps": 0, "since": time.time_ns()}
+    lock = threading.Lock()
+
+    def step_done(*_):
+        if profiler.user_steps_seen() or not prof.recording:
+            return
+        now = time.time_ns()
+        with lock:
+            state["steps"] += 1
+            n, since, state["since"] = state["steps"], state["since"], now
+        _native.record_op(f"ProfilerStep#{n}", threading.get_native_id(), since, now)
+
+    if hasattr(optimizer_module, "register_optimizer_step_post_hook"):  # torch >= 2.0
+        optimizer_module.register_optimizer_step_post_hook(step_done)
+    else:  # torch 1.13: every hooked Optimizer.step calls _optimizer_step_code() after the step
+        original = torch.optim.Optimizer._optimizer_step_code
+
+        def optimizer_step_code(self):
+            original(self)
+            step_done()
+
+        torch.optim.Optimizer._optimizer_step_code = optimizer_step_code

@@ -1,0 +1,113 @@
+"""The native libraries, through ctypes: libgpuprof.so (the session's C API, gpuprof_c.h) and
+libgpuprof_torch.so (PyTorch's op and memory hooks, src/torch/torch_hooks.h).
+
+They are looked up in $GPUPROF_LIB_DIR, then in the build folders of this checkout
+(build/default/lib, build/ci/lib, build/gpu/lib). Loading torch first matters: libgpuprof_torch.so
+links the libtorch that `import torch` brought in.
+"""
+
+import ctypes
+import os
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_BUILD_DIRS = ("build/default/lib", "build/ci/lib", "build/gpu/lib")
+
+GPUPROF_OK = 0
+GPUPROF_ERROR_NOT_STARTED = 3
+
+
+class NativeLibraryError(RuntimeError):
+    """The native libraries could not be found or loaded."""
+
+
+def _candidate_dirs():
+    env = os.environ.get("GPUPROF_LIB_DIR")
+    if env:
+        yield env
+    for rel in _BUILD_DIRS:
+        yield os.path.join(_REPO_ROOT, rel)
+
+
+def lib_dir():
+    """The folder that holds libgpuprof.so and libgpuprof_torch.so."""
+    tried = []
+    for folder in _candidate_dirs():
+        tried.append(folder)
+        if all(os.path.isfile(os.path.join(folder, n)) for n in ("libgpuprof.so", "libgpuprof_torch.so")):
+            return folder
+    raise NativeLibraryError(
+        "gpuprof's native libraries (libgpuprof.so, libgpuprof_torch.so) were not found in "
+        + ", ".join(tried)
+        + "; build them (bash tools/setup.sh) or set GPUPROF_LIB_DIR to the folder that has them")
+
+
+class _Native:
+    def __init__(self):
+        import torch  # noqa: F401  (libgpuprof_torch.so needs the process's libtorch)
+
+        folder = lib_dir()
+        try:
+            self.core = ctypes.CDLL(os.path.join(folder, "libgpuprof.so"), mode=ctypes.RTLD_GLOBAL)
+            self.hooks = ctypes.CDLL(os.path.join(folder, "libgpuprof_torch.so"))
+        except OSError as e:
+            raise NativeLibraryError(f"cannot load gpuprof's native libraries from {folder}: {e}") from e
+        c = self.core
+        c.gpuprof_start.argtypes = [ctypes.c_char_p]
+        c.gpuprof_stop.argtypes = []
+        c.gpuprof_flush.argtypes = []
+        c.gpuprof_mark.argtypes = [ctypes.c_char_p]
+        c.gpuprof_range_start.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
+        c.gpuprof_range_end.argtypes = [ctypes.c_uint64]
+        c.gpuprof_last_error.restype = ctypes.c_char_p
+        c.gpuprof_record_gc_event_v1.argtypes = [ctypes.c_void_p]
+        c.gpuprof_record_torch_op_v1.argtypes = [ctypes.c_void_p]
+        h = self.hooks
+        h.gpuprof_torch_enable_v1.argtypes = [ctypes.c_int, ctypes.c_int]
+        h.gpuprof_torch_disable_v1.argtypes = []
+        h.gpuprof_torch_ops_dropped_v1.restype = ctypes.c_uint64
+
+    def last_error(self):
+        text = self.core.gpuprof_last_error()
+        return text.decode("utf-8", "replace") if text else "unknown error"
+
+    def check(self, status, call):
+        if status != GPUPROF_OK:
+            raise RuntimeError(f"gpuprof: {call} failed: {self.last_error()}")
+
+
+class _GcEvent(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("start_ns", ctypes.c_int64), ("end_ns", ctypes.c_int64)]
+
+
+class _TorchOp(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("tid", ctypes.c_uint32), ("start_ns", ctypes.c_int64),
+                ("end_ns", ctypes.c_int64), ("name", ctypes.c_char_p), ("sequence_number", ctypes.c_int64),
+                ("fwd_thread_id", ctypes.c_uint64), ("input_dtypes", ctypes.c_char_p),
+                ("input_shapes", ctypes.c_char_p), ("call_stack", ctypes.c_void_p),
+                ("call_stack_depth", ctypes.c_uint32), ("type", ctypes.c_uint32),
+                ("correlation_ids", ctypes.c_void_p), ("correlation_count", ctypes.c_uint32)]
+
+
+GPUPROF_TORCH_OP = 50001
+
+_native = None
+
+
+def native():
+    """The loaded libraries (loaded at the first call)."""
+    global _native
+    if _native is None:
+        _native = _Native()
+    return _native
+
+
+def record_op(name, tid, start_ns, end_ns):
+    """A host op with explicit times (e.g. a ProfilerStep#N closed by optimizer.step()); True when kept."""
+    op = _TorchOp(ctypes.sizeof(_TorchOp), tid, int(start_ns), int(max(end_ns, start_ns)), name.encode("utf-8"),
+                  -1, 0, None, None, None, 0, GPUPROF_TORCH_OP, None, 0)
+    return native().core.gpuprof_record_torch_op_v1(ctypes.byref(op)) == GPUPROF_OK
+
+
+def record_gc(start_ns, end_ns):
+    event = _GcEvent(ctypes.sizeof(_GcEvent), int(start_ns), int(max(end_ns, start_ns)))
+    return native().core.gpuprof_record_gc_event_v1(ctypes.byref(event))

@@ -1,0 +1,45 @@
+"""Markers and ranges in the profile's MSTX_EVENTS table (torch_npu's mstx, on gpuprof).
+
+    gpuprof.mstx.mark("loaded checkpoint")
+    rid = gpuprof.mstx.range_start("eval")
+    ...
+    gpuprof.mstx.range_end(rid)
+
+Without a running session (no gpuprof.profile recording, not under `gpuprof run`) they record
+nothing: mark returns False and range_start returns 0, as torch_npu's mstx does without its
+profiler. Messages must be non-empty strings.
+"""
+
+import ctypes
+
+from . import _native
+
+__all__ = ["mark", "range_start", "range_end"]
+
+
+def _message(msg):
+    if not isinstance(msg, str) or not msg:
+        raise ValueError(f"gpuprof.mstx: message must be a non-empty str, got {msg!r}")
+    return msg.encode("utf-8")
+
+
+def mark(msg):
+    """An instant marker; True when recorded."""
+    return _native.native().core.gpuprof_mark(_message(msg)) == _native.GPUPROF_OK
+
+
+def range_start(msg):
+    """Opens a range; returns its id (0: nothing recorded)."""
+    rid = ctypes.c_uint64(0)
+    if _native.native().core.gpuprof_range_start(_message(msg), ctypes.byref(rid)) != _native.GPUPROF_OK:
+        return 0
+    return rid.value
+
+
+def range_end(range_id):
+    """Ends a range range_start opened; True when recorded. An id of 0 is ignored."""
+    if isinstance(range_id, bool) or not isinstance(range_id, int) or range_id < 0:
+        raise ValueError(f"gpuprof.mstx.range_end: range_id must be an id from range_start, got {range_id!r}")
+    if range_id == 0:
+        return False
+    return _native.native().core.gpuprof_range_end(range_id) == _native.GPUPROF_OK

@@ -1,0 +1,267 @@
+"""gpuprof.profile: a profiler for PyTorch programs, shaped like torch.profiler.profile.
+
+    with gpuprof.profile(activities=[gpuprof.ProfilerActivity.CPU],
+                         schedule=gpuprof.schedule(wait=1, warmup=1, active=2),
+                         on_trace_ready=gpuprof.db_handler("./prof"),
+                         record_shapes=True, profile_memory=True) as prof:
+        for batch in data:
+            train_step(batch)
+            prof.step()
+
+Ops are collected in C++ (libgpuprof_torch.so: RecordFunction callbacks and torch's memory
+reports), garbage-collection pauses from gc.callbacks, and everything is written by libgpuprof.so
+into ascend_pytorch_profiler[_<rank>].db (ARCHITECTURE.md "Output layout"). Each recorded cycle of
+the schedule (its active steps) is one DB; the last active step hands the profile to
+on_trace_ready, and `prof.db_path` names the DB. Warm-up steps run unrecorded: gpuprof needs no
+warm-up, and what a warm-up would record is discarded anyway.
+
+Under `gpuprof run` the process's session is already running: the profile joins it (one DB for
+the whole run, written when the program exits) and db_path stays None.
+"""
+
+import enum
+import gc
+import json
+import os
+import tempfile
+import time
+import warnings
+
+from . import _native
+from .schedule import ProfilerAction
+
+__all__ = ["profile", "db_handler", "ProfilerActivity", "KernelReplay"]
+
+_user_steps = False  # some profile's step() was called in this process
+
+
+def user_steps_seen():
+    """True once a script called profile.step(): its steps, not optimizer.step(), delimit steps."""
+    return _user_steps
+
+
+
+
+class ProfilerActivity(enum.Enum):
+    CPU = "cpu"
+    CUDA = "cuda"
+
+
+class KernelReplay:
+    """Kernel replay settings for a profile (the `gpuprof replay` flags)."""
+
+    def __init__(self, passes=3, kernel=None, skip=0, count=0):
+        if isinstance(passes, bool) or not isinstance(passes, int) or not 2 <= passes <= 1000:
+            raise ValueError(f"gpuprof.KernelReplay: passes must be an int in 2..1000, got {passes!r}")
+        self.passes, self.kernel, self.skip, self.count = passes, kernel, skip, count
+
+
+class db_handler:  # noqa: N801  (named like torch.profiler.tensorboard_trace_handler)
+    """on_trace_ready handler: the profile's DBs go under `dir_name` (created if missing), in a run
+    folder named `<worker_name>_<YYYYmmddHHMMSSfff>_ascend_pt` (worker_name: `<hostname>_<pid>`)."""
+
+    def __init__(self, dir_name, worker_name=None):
+        if not isinstance(dir_name, (str, os.PathLike)) or not str(dir_name):
+            raise ValueError(f"gpuprof.db_handler: dir_name must be a non-empty path, got {dir_name!r}")
+        if worker_name is not None and (not isinstance(worker_name, str) or not worker_name or "/" in worker_name):
+            raise ValueError(f"gpuprof.db_handler: worker_name must be a non-empty name without '/', got {worker_name!r}")
+        self.dir_name = os.path.abspath(str(dir_name))
+        self.worker_name = worker_name
+        self.db_paths = []
+
+    def __call__(self, prof):
+        if prof.db_path:
+            self.db_paths.append(prof.db_path)
+
+
+def _check_activities(activities):
+    if activities is None:
+        return {ProfilerActivity.CPU}
+    try:
+        chosen = set(activities)
+    except TypeError:
+        raise TypeError(f"gpuprof.profile: activities must be a list of gpuprof.ProfilerActivity, got {activities!r}")
+    for a in chosen:
+        if not isinstance(a, ProfilerActivity):
+            raise TypeError(f"gpuprof.profile: activities holds {a!r}; use gpuprof.ProfilerActivity.CPU or .CUDA")
+    if not chosen:
+        raise ValueError("gpuprof.profile: activities is empty; give at least gpuprof.ProfilerActivity.CPU")
+    return chosen
+
+
+class profile:  # noqa: N801  (named like torch.profiler.profile)
+    """See the module docstring. Arguments as torch.profiler.profile's, plus gc_detect_threshold
+    (ms; 0: every collection; None: off) and kernel_replay (gpuprof.KernelReplay)."""
+
+    def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
+                 profile_memory=False, with_stack=False, gc_detect_threshold=None, kernel_replay=None,
+                 _whole_run=False):
+        self.activities = _check_activities(activities)
+        if schedule is not None and not callable(schedule):
+            raise TypeError("gpuprof.profile: schedule must be gpuprof.schedule(...) or a step -> ProfilerAction function")
+        if on_trace_ready is not None and not callable(on_trace_ready):
+            raise TypeError("gpuprof.profile: on_trace_ready must be callable, e.g. gpuprof.db_handler(dir)")
+        if gc_detect_threshold is not None:
+            if isinstance(gc_detect_threshold, bool) or not isinstance(gc_detect_threshold, (int, float)) \
+                    or gc_detect_threshold < 0:
+                raise ValueError("gpuprof.profile: gc_detect_threshold must be a number of ms >= 0, or None, "
+                                 f"got {gc_detect_threshold!r}")
+        if with_stack:
+            raise NotImplementedError("gpuprof.profile: with_stack=True (Python call stacks) is not supported yet; "
+                                      "profile with with_stack=False")
+        if kernel_replay is not None:
+            if not isinstance(kernel_replay, KernelReplay):
+                raise TypeError("gpuprof.profile: kernel_replay must be gpuprof.KernelReplay(...)")
+            if not os.environ.get("CUDA_INJECTION64_PATH"):
+                warnings.warn("gpuprof.profile: kernel replay declined: the process was not started under gpuprof's "
+                              "injection; run it as `gpuprof replay -- python3 script.py`", RuntimeWarning, stacklevel=2)
+                kernel_replay = None
+            else:
+                raise NotImplementedError("gpuprof.profile: kernel_replay from Python is not supported yet; use "
+                                          "`gpuprof replay --passes N -k NAME -- python3 script.py`")
+        self.schedule = schedule
+        self.on_trace_ready = on_trace_ready
+        self.record_shapes = bool(record_shapes)
+        self.profile_memory = bool(profile_memory)
+        self.gc_detect_threshold = gc_detect_threshold
+        self.step_num = 0
+        self.db_path = None
+        self._action = ProfilerAction.NONE
+        self._recording = False
+        self._step_range = None
+        self._result_file = None
+        self._gc_start = None
+        self._started = False
+        # `gpuprof run`'s own profile (_autorun.py): the session's configuration is the environment's.
+        self._whole_run = _whole_run
+
+    @property
+    def recording(self):
+        """True while ops are being recorded."""
+        return self._recording
+
+    # ---- torch.profiler-like control -----------------------------------------------------------
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.stop()
+        return False
+
+    def start(self):
+        if self._started:
+            raise RuntimeError("gpuprof.profile: start() called twice; call stop() first")
+        self._started = True
+        self.step_num = 0
+        self._enter(self._action_at(0))
+
+    def step(self):
+        """Ends the current step and begins the next (as torch.profiler.profile.step)."""
+        if not self._started:
+            raise RuntimeError("gpuprof.profile: step() before start(); use it inside `with gpuprof.profile(...)`")
+        global _user_steps
+        _user_steps = True
+        self._end_step_range()
+        previous = self._action
+        self.step_num += 1
+        current = self._action_at(self.step_num)
+        if previous == ProfilerAction.RECORD_AND_SAVE or (self._recording and current not in
+                                                          (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)):
+            self._save()
+        self._enter(current)
+
+    def stop(self):
+        if not self._started:
+            return
+        self._end_step_range()
+        if self._recording:
+            self._save()
+        self._started = False
+        self._action = ProfilerAction.NONE
+
+    # ---- internals -----------------------------------------------------------------------------
+    def _action_at(self, step):
+        if self.schedule is None:
+            return ProfilerAction.RECORD
+        return self.schedule(step)
+
+    def _enter(self, action):
+        self._action = action
+        if action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
+            if not self._recording:
+                self._begin_recording()
+            if self.schedule is not None:
+                self._begin_step_range()
+
+    def _begin_step_range(self):
+        import torch
+
+        self._step_range = torch.autograd.profiler.record_function(f"ProfilerStep#{self.step_num}")
+        self._step_range.__enter__()
+
+    def _end_step_range(self):
+        if self._step_range is not None:
+            rng, self._step_range = self._step_range, None
+            rng.__exit__(None, None, None)
+
+    def _config(self):
+        config = {}
+        handler = self.on_trace_ready
+        if isinstance(handler, db_handler):
+            config["output_dir"] = handler.dir_name
+            if handler.worker_name:
+                config["worker_name"] = handler.worker_name
+        fd, self._result_file = tempfile.mkstemp(prefix="gpuprof_result_", suffix=".txt")
+        os.close(fd)
+        config["result_file"] = self._result_file
+        return config
+
+    def _begin_recording(self):
+        n = _native.native()
+        config = None if self._whole_run else json.dumps(self._config()).encode()
+        n.check(n.core.gpuprof_start(config), "gpuprof_start")
+        if n.hooks.gpuprof_torch_enable_v1(int(self.record_shapes), int(self.profile_memory)) != 0:
+            n.core.gpuprof_stop()
+            raise RuntimeError("gpuprof.profile: torch refused gpuprof's RecordFunction callback")
+        if self.gc_detect_threshold is not None:
+            gc.callbacks.append(self._on_gc)
+        self._recording = True
+
+    def _save(self):
+        n = _native.native()
+        self._recording = False
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+        n.hooks.gpuprof_torch_disable_v1()
+        status = n.core.gpuprof_stop()
+        self.db_path = self._read_result()
+        n.check(status, "gpuprof_stop")
+        if self.on_trace_ready is not None:
+            self.on_trace_ready(self)
+
+    def _read_result(self):
+        path, self._result_file = self._result_file, None
+        if not path:
+            return None
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = [ln.strip() for ln in f if ln.startswith("db ")]
+            return lines[-1][3:] if lines else None
+        except OSError:
+            return None
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    def _on_gc(self, phase, info):
+        if phase == "start":
+            self._gc_start = (time.monotonic_ns(), time.time_ns())
+        elif phase == "stop" and self._gc_start is not None:
+            mono_start, epoch_start = self._gc_start
+            self._gc_start = None
+            elapsed = time.monotonic_ns() - mono_start
+            if elapsed >= self.gc_detect_threshold * 1e6:
+                _native.record_gc(epoch_start, epoch_start + elapsed)

@@ -1,0 +1,40 @@
+/* libgpuprof_torch.so's C entry points, called from Python through ctypes
+ * (python/gpuprof/_native.py). The records go to the session of libgpuprof.so, which the caller
+ * starts first (gpuprof_start).
+ *
+ * gpuprof_torch_enable_v1: installs one global RecordFunction callback (every thread): each
+ *   finished op, ProfilerStep#N and record_function range included, becomes a PYTORCH_API row
+ *   with its OS thread, epoch-ns times, sequence number and forward-thread id, plus input shapes
+ *   and dtypes when record_shapes. With profile_memory, the allocator's reports (allocated and
+ *   reserved totals, per event) become MEMORY_RECORD / OP_MEMORY rows; they are hooked on the
+ *   calling thread and the threads that inherit its thread-local state (autograd's). Enables
+ *   nest (a script's profile inside `gpuprof run`'s): inputs are recorded while any enable asked
+ *   for shapes, memory while any asked for it. Returns 0, or 1 when torch refused.
+ * gpuprof_torch_disable_v1: releases the latest enable (call it on the thread that enabled); the
+ *   last one removes the hooks. Returns 0.
+ * gpuprof_torch_ops_dropped_v1: ops the session did not take (not started, buffer full).
+ *
+ * Thread-safety: enable/disable are serialized; the callbacks run on torch's threads. */
+#ifndef GPUPROF_TORCH_TORCH_HOOKS_H_
+#define GPUPROF_TORCH_TORCH_HOOKS_H_
+
+#include <stdint.h>
+
+#define GPUPROF_TORCH_API __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+#define GPUPROF_TORCH_NOEXCEPT noexcept
+extern "C" {
+#else
+#define GPUPROF_TORCH_NOEXCEPT
+#endif
+
+GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_memory) GPUPROF_TORCH_NOEXCEPT;
+GPUPROF_TORCH_API int gpuprof_torch_disable_v1(void) GPUPROF_TORCH_NOEXCEPT;
+GPUPROF_TORCH_API uint64_t gpuprof_torch_ops_dropped_v1(void) GPUPROF_TORCH_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // GPUPROF_TORCH_TORCH_HOOKS_H_

@@ -1,0 +1,303 @@
+"""gpuprof.profile on the CPU: each framework table holds what the profiled script did (issue 6).
+
+Every case runs a small script in its own interpreter (a fresh process: one session, one set of
+torch hooks), then reads the DB it wrote with sqlite3 and runs `gpuprof check` on it. Needs torch
+and the native libraries: GPUPROF_LIB_DIR (libgpuprof.so, libgpuprof_torch.so) and GPUPROF_CLI
+(the gpuprof executable) are set by CTest (tests/python/CMakeLists.txt).
+"""
+
+import glob
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+PYTHON_DIR = os.path.join(REPO_ROOT, "python")
+sys.path.insert(0, PYTHON_DIR)
+
+try:
+    import torch  # noqa: F401
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+PRELUDE = textwrap.dedent(f"""
+    import gc, os, sys
+    sys.path.insert(0, {PYTHON_DIR!r})
+    import torch
+    import gpuprof
+    torch.manual_seed(0)
+    OUT = sys.argv[1]
+""")
+
+
+def rows(db, sql, *args):
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def op_names(db):
+    return {r[0] for r in rows(db, "SELECT s.value FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name")}
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not importable by this Python")
+@unittest.skipUnless(os.environ.get("GPUPROF_LIB_DIR") and os.environ.get("GPUPROF_CLI"),
+                     "GPUPROF_LIB_DIR and GPUPROF_CLI are set by CTest")
+class ProfileTest(unittest.TestCase):
+    def run_script(self, body, env=None):
+        """Runs PRELUDE + body with OUT = a fresh folder; returns (OUT, the DBs under it)."""
+        out = tempfile.mkdtemp(prefix="gpuprof_pytest_")
+        script = os.path.join(out, "script.py")
+        with open(script, "w") as f:
+            f.write(PRELUDE + textwrap.dedent(body))
+        run_env = dict(os.environ)
+        run_env.update(env or {})
+        done = subprocess.run([sys.executable, script, out], capture_output=True, text=True, timeout=300,
+                              env=run_env)
+        self.assertEqual(done.returncode, 0, f"script failed:\n{done.stdout}\n{done.stderr}")
+        dbs = sorted(glob.glob(os.path.join(out, "**", "ascend_pytorch_profiler*.db"), recursive=True))
+        for db in dbs:
+            check = subprocess.run([os.environ["GPUPROF_CLI"], "check", db], capture_output=True, text=True,
+                                   timeout=120)
+            self.assertEqual(check.returncode, 0, f"gpuprof check {db}:\n{check.stdout}\n{check.stderr}")
+        partial = glob.glob(os.path.join(out, "**", "*.partial"), recursive=True)
+        self.assertEqual(partial, [], "unfinished DBs left behind")
+        self.script_output = done.stdout
+        return out, dbs
+
+    def test_ops_steps_and_forward_backward_pairs(self):
+        _, dbs = self.run_script("""
+            model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            with gpuprof.profile(schedule=gpuprof.schedule(wait=1, warmup=1, active=2, repeat=1),
+                                 on_trace_ready=gpuprof.db_handler(OUT)) as prof:
+                for _ in range(6):
+                    loss = model(torch.randn(8, 16)).sum()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    prof.step()
+            print("db", prof.db_path)
+        """)
+        self.assertEqual(len(dbs), 1, "one recorded cycle, one DB")
+        db = dbs[0]
+        self.assertIn(f"db {db}", self.script_output, "profile.db_path names the DB")
+        names = op_names(db)
+        for op in ("aten::addmm", "aten::relu", "ProfilerStep#2", "ProfilerStep#3"):
+            self.assertIn(op, names)
+        self.assertNotIn("ProfilerStep#1", names, "the warm-up step is not recorded")
+        # One STEP_TIME row per active step, ids as integers.
+        steps = rows(db, "SELECT id, startNs, endNs FROM STEP_TIME ORDER BY id")
+        self.assertEqual([s[0] for s in steps], [2, 3])
+        self.assertTrue(all(s[1] < s[2] for s in steps))
+        # Forward/backward pairs share a connection id: the forward op with fwdThreadId 0, the
+        # backward op with a non-zero one.
+        pairs = rows(db, """
+            SELECT c.connectionId, p.fwdThreadId, s.value FROM CONNECTION_IDS c
+            JOIN PYTORCH_API p ON p.connectionId = c.id JOIN STRING_IDS s ON s.id = p.name
+            WHERE c.connectionId IN (SELECT connectionId FROM CONNECTION_IDS GROUP BY connectionId HAVING COUNT(*) = 2)
+            ORDER BY c.connectionId, p.fwdThreadId""")
+        self.assertGreater(len(pairs), 0, "no forward/backward pair in CONNECTION_IDS")
+        by_id = {}
+        for cid, fwd_tid, name in pairs:
+            by_id.setdefault(cid, []).append((fwd_tid, name))
+        addmm_pair = [p for p in by_id.values() if p[0][1] == "aten::addmm"]
+        self.assertTrue(addmm_pair, f"aten::addmm has no backward partner: {by_id}")
+        self.assertEqual(addmm_pair[0][0][0], 0)
+        self.assertNotEqual(addmm_pair[0][1][0], 0)
+        self.assertEqual(addmm_pair[0][1][1], "AddmmBackward0")
+
+    def test_input_shapes_and_dtypes_in_the_seed_format(self):
+        _, dbs = self.run_script("""
+            a, b, c = torch.randn(8, 16), torch.randn(16, 32), torch.randn(32)
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT), record_shapes=True):
+                torch.addmm(c, a, b)
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT), record_shapes=False):
+                torch.addmm(c, a, b)
+        """)
+        self.assertEqual(len(dbs), 2)
+        got = {}
+        for db in dbs:
+            got[db] = rows(db, """
+                SELECT sh.value, dt.value FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name
+                LEFT JOIN STRING_IDS sh ON sh.id = p.inputShapes LEFT JOIN STRING_IDS dt ON dt.id = p.inputDtypes
+                WHERE s.value = 'aten::addmm'""")
+        with_shapes = [v for v in got.values() if v and v[0][0] is not None]
+        without = [v for v in got.values() if v and v[0][0] is None]
+        self.assertEqual(len(with_shapes), 1)
+        self.assertEqual(len(without), 1)
+        self.assertEqual(with_shapes[0][0], ("32;\r\n8,16;\r\n16,32;\r\n;\r\n", "float;\r\nfloat;\r\nfloat;\r\nScalar;\r\nScalar"))
+
+    def test_memory_records_follow_the_tensors_the_script_makes(self):
+        _, dbs = self.run_script("""
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT), profile_memory=True):
+                w = torch.empty(16)                             # a first record to measure from
+                x = torch.empty(1 << 20, dtype=torch.float32)   # 4 MiB
+                y = torch.empty(3 << 18, dtype=torch.float64)   # 6 MiB
+                del x
+                del y
+        """)
+        db = dbs[0]
+        records = rows(db, """SELECT s.value, m.totalAllocated, m.totalReserved, m.totalActive, m.deviceId
+                              FROM MEMORY_RECORD m JOIN STRING_IDS s ON s.id = m.component ORDER BY m.timestamp""")
+        self.assertGreaterEqual(len(records), 4)
+        self.assertTrue(all(r[0] == "PTA" for r in records))
+        totals = [r[1] for r in records]
+        steps = [b - a for a, b in zip(totals, totals[1:])]
+        for size in (4 << 20, 6 << 20):
+            self.assertIn(size, steps, f"no allocation of {size} bytes in {steps}")
+            self.assertIn(-size, steps, f"no release of {size} bytes in {steps}")
+        # torch 1.13's CPU allocator: reserved reported as 0, no active figure (DB_SPEC 3.7).
+        if torch_version() < (2, 0):
+            self.assertTrue(all(r[2] == 0 and r[3] is None for r in records))
+        sizes = {r[0]: r for r in rows(db, "SELECT size, releaseTime, duration, allocationTotalActive, deviceId "
+                                           "FROM OP_MEMORY")}
+        for size in (4 << 20, 6 << 20):
+            self.assertIn(size, sizes, f"OP_MEMORY lacks the {size}-byte tensor: {sorted(sizes)}")
+            self.assertIsNotNone(sizes[size][1], "the tensor was freed inside the profile")
+            self.assertGreaterEqual(sizes[size][2], 0)
+
+    def test_gc_pauses_above_the_threshold_only(self):
+        out, dbs = self.run_script("""
+            for threshold in (0, 1e9):
+                with gpuprof.profile(on_trace_ready=gpuprof.db_handler(os.path.join(OUT, str(int(threshold)))),
+                                     gc_detect_threshold=threshold):
+                    for _ in range(3):
+                        gc.collect()
+        """)
+        self.assertEqual(len(dbs), 2)
+        counts = {db.split(os.sep)[len(out.split(os.sep))]: rows(db, "SELECT COUNT(*), MIN(endNs - startNs) "
+                                                                     "FROM GC_RECORD")[0] for db in dbs}
+        self.assertGreaterEqual(counts["0"][0], 3, "threshold 0 keeps every forced collection")
+        self.assertGreaterEqual(counts["0"][1], 0)
+        self.assertEqual(counts["1000000000"][0], 0, "no collection lasts 1e9 ms")
+
+    def test_mstx_marks_and_ranges(self):
+        _, dbs = self.run_script("""
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)):
+                assert gpuprof.mstx.mark("loaded")
+                rid = gpuprof.mstx.range_start("eval")
+                assert rid != 0
+                assert gpuprof.mstx.range_end(rid)
+            assert not gpuprof.mstx.mark("after the profile")
+        """)
+        events = rows(dbs[0], "SELECT s.value, m.eventType FROM MSTX_EVENTS m JOIN STRING_IDS s ON s.id = m.message "
+                              "ORDER BY m.startNs")
+        self.assertEqual(events, [("loaded", 0), ("eval", 2)])
+
+    def test_rank_from_the_environment_names_the_db_and_fills_rank_device_map(self):
+        _, dbs = self.run_script("""
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)):
+                torch.relu(torch.randn(4))
+        """, env={"RANK": "3", "GPUPROF_RANK": ""})
+        self.assertEqual([os.path.basename(d) for d in dbs], ["ascend_pytorch_profiler_3.db"])
+        self.assertEqual(rows(dbs[0], "SELECT rankId, deviceId FROM RANK_DEVICE_MAP"), [(3, -1)])
+
+    def test_dataloader_workers_leave_one_intact_db(self):
+        _, dbs = self.run_script("""
+            class Squares(torch.utils.data.Dataset):
+                def __len__(self):
+                    return 32
+                def __getitem__(self, i):
+                    return torch.full((4,), float(i)).relu()
+            loader = torch.utils.data.DataLoader(Squares(), batch_size=4, num_workers=2)
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)):
+                total = sum(batch.sum().item() for batch in loader)
+            print("total", total)
+        """)
+        self.assertIn("total 1984.0", self.script_output)
+        self.assertEqual(len(dbs), 1, f"expected the parent's DB only, found {dbs}")
+        self.assertIn("aten::sum", op_names(dbs[0]))
+
+    def gpuprof_run(self, *args):
+        out = tempfile.mkdtemp(prefix="gpuprof_pyrun_")
+        done = subprocess.run([os.environ["GPUPROF_CLI"], "run", "-o", out, "--", sys.executable, *args],
+                              capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+        self.assertEqual(done.returncode, 0, f"gpuprof run failed:\n{done.stdout}\n{done.stderr}")
+        dbs = sorted(glob.glob(os.path.join(out, "**", "ascend_pytorch_profiler*.db"), recursive=True))
+        for db in dbs:
+            check = subprocess.run([os.environ["GPUPROF_CLI"], "check", db], capture_output=True, text=True,
+                                   timeout=120)
+            self.assertEqual(check.returncode, 0, f"gpuprof check {db}:\n{check.stdout}\n{check.stderr}")
+        return done, dbs
+
+    def test_gpuprof_run_profiles_an_unmodified_training_script(self):
+        done, dbs = self.gpuprof_run("examples/train_plain.py", "--steps", "3", "--device", "cpu")
+        self.assertEqual(len(dbs), 1, done.stderr)
+        self.assertIn(f"gpuprof: profile DB: {dbs[0]}", done.stdout + done.stderr)
+        db = dbs[0]
+        names = op_names(db)
+        self.assertIn("aten::addmm", names)
+        self.assertIn("aten::relu", names)
+        # Each optimizer.step() closed one step.
+        self.assertEqual([r[0] for r in rows(db, "SELECT id FROM STEP_TIME ORDER BY id")], [1, 2, 3])
+        self.assertGreater(rows(db, "SELECT COUNT(*) FROM MEMORY_RECORD")[0][0], 0, "memory is on by default")
+        self.assertGreater(rows(db, "SELECT COUNT(*) FROM OP_MEMORY")[0][0], 0)
+        shapes = rows(db, "SELECT COUNT(*) FROM PYTORCH_API WHERE inputShapes IS NOT NULL")[0][0]
+        self.assertGreater(shapes, 0, "shapes are on by default")
+        pairs = rows(db, "SELECT COUNT(*) FROM (SELECT connectionId FROM CONNECTION_IDS GROUP BY connectionId "
+                         "HAVING COUNT(*) = 2)")[0][0]
+        self.assertGreater(pairs, 0, "forward/backward pairs")
+
+    def test_gpuprof_run_flags_turn_shapes_and_memory_off(self):
+        out = tempfile.mkdtemp(prefix="gpuprof_pyrun_")
+        done = subprocess.run([os.environ["GPUPROF_CLI"], "run", "--no-record-shapes", "--no-profile-memory", "-o", out,
+                               "--", sys.executable, "examples/train_plain.py", "--steps", "2", "--device", "cpu"],
+                              capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        db = glob.glob(os.path.join(out, "**", "ascend_pytorch_profiler*.db"), recursive=True)[0]
+        self.assertIn("aten::addmm", op_names(db))
+        self.assertEqual(rows(db, "SELECT COUNT(*) FROM PYTORCH_API WHERE inputShapes IS NOT NULL")[0][0], 0)
+        self.assertEqual(rows(db, "SELECT COUNT(*) FROM MEMORY_RECORD")[0][0], 0)
+
+    def test_a_scripts_own_profile_joins_the_runs_db(self):
+        script = os.path.join(tempfile.mkdtemp(prefix="gpuprof_pyjoin_"), "own_profile.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent(f"""
+                import sys
+                sys.path.insert(0, {PYTHON_DIR!r})
+                import torch, gpuprof
+                out = sys.argv[1]
+                with gpuprof.profile(schedule=gpuprof.schedule(wait=0, warmup=0, active=2, repeat=1),
+                                     on_trace_ready=gpuprof.db_handler(out)) as prof:
+                    for _ in range(3):
+                        torch.relu(torch.randn(4))
+                        prof.step()
+                print("own db", prof.db_path)
+            """))
+        side = tempfile.mkdtemp(prefix="gpuprof_pyjoin_side_")
+        done, dbs = self.gpuprof_run(script, side)
+        self.assertEqual(len(dbs), 1, f"one DB for the run: {dbs}")
+        self.assertIn("own db None", done.stdout, "the script's profile joined the run's session")
+        self.assertEqual(glob.glob(os.path.join(side, "**", "*.db"), recursive=True), [])
+        # The script's steps delimit the steps (no optimizer here).
+        self.assertEqual([r[0] for r in rows(dbs[0], "SELECT id FROM STEP_TIME ORDER BY id")], [0, 1])
+
+    def test_bad_arguments_name_the_problem(self):
+        import gpuprof
+        with self.assertRaisesRegex(TypeError, "activities"):
+            gpuprof.profile(activities=["cpu"])
+        with self.assertRaisesRegex(ValueError, "gc_detect_threshold"):
+            gpuprof.profile(gc_detect_threshold=-1)
+        with self.assertRaisesRegex(TypeError, "on_trace_ready"):
+            gpuprof.profile(on_trace_ready="dir")
+        with self.assertRaisesRegex(ValueError, "dir_name"):
+            gpuprof.db_handler("")
+        with self.assertRaisesRegex(ValueError, "message"):
+            gpuprof.mstx.mark("")
+        with self.assertRaisesRegex(RuntimeError, "step\\(\\) before start"):
+            gpuprof.profile().step()
+
+
+def torch_version():
+    import torch
+    return tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+
+
+if __name__ == "__main__":
+    unittest.main()
