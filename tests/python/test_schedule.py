@@ -77,10 +77,17 @@ class MatchesTorchProfilerScheduleTest(unittest.TestCase):
                                  f"step={step}")
 
 
-class ProfileTest(unittest.TestCase):
-    def test_profile_says_what_is_missing_instead_of_recording_nothing(self):
-        with self.assertRaisesRegex(RuntimeError, "gpuprof._C"):
-            gpuprof.profile(activities=[gpuprof.ProfilerActivity.CPU])
+class NativeLibrariesTest(unittest.TestCase):
+    def test_missing_native_libraries_are_named_with_the_fix(self):
+        import tempfile
+        from unittest import mock
+
+        from gpuprof import _native
+
+        empty = tempfile.mkdtemp(prefix="gpuprof_nolib_")
+        with mock.patch.dict(os.environ, {"GPUPROF_LIB_DIR": empty}), mock.patch.object(_native, "_BUILD_DIRS", ()):
+            with self.assertRaisesRegex(_native.NativeLibraryError, "libgpuprof_torch.so.*GPUPROF_LIB_DIR"):
+                _native.lib_dir()
 
 
 if __name__ == "__main__":
