@@ -4,7 +4,7 @@ _autoload/sitecustomize.py calls install() at interpreter start-up. Nothing happ
 script imports torch; then one gpuprof.profile covering the rest of the run starts (it joins the
 session `gpuprof run` configured: output folder and result file come from the environment) and
 stops at exit. Its options come from what `gpuprof run` sets: GPUPROF_TORCH_RECORD_SHAPES and
-GPUPROF_TORCH_PROFILE_MEMORY (both default 1). Each optimizer.step() closes a step (a
+GPUPROF_TORCH_PROFILE_MEMORY (both default 1), GPUPROF_TORCH_WITH_STACK (default 0). Each optimizer.step() closes a step (a
 ProfilerStep#N op from the previous step's end, so STEP_TIME is filled) unless the script calls
 gpuprof.profile.step() itself.
 """
@@ -63,7 +63,8 @@ def _start():
 
     try:
         prof = profiler.profile(record_shapes=_flag("GPUPROF_TORCH_RECORD_SHAPES", True),
-                                profile_memory=_flag("GPUPROF_TORCH_PROFILE_MEMORY", True), _whole_run=True)
+                                profile_memory=_flag("GPUPROF_TORCH_PROFILE_MEMORY", True),
+                                with_stack=_flag("GPUPROF_TORCH_WITH_STACK", False), _whole_run=True)
         prof.start()
     except Exception as e:  # noqa: BLE001  (the script runs on, unprofiled)
         print(f"gpuprof: the PyTorch profile is off: {type(e).__name__}: {e}", file=sys.stderr)

@@ -49,6 +49,8 @@ class _Native:
         try:
             self.core = ctypes.CDLL(os.path.join(folder, "libgpuprof.so"), mode=ctypes.RTLD_GLOBAL)
             self.hooks = ctypes.CDLL(os.path.join(folder, "libgpuprof_torch.so"))
+            # Its Python stacks call the interpreter's C API: the GIL is taken inside (PyDLL would
+            # hold it across the call and deadlock against torch's threads).
         except OSError as e:
             raise NativeLibraryError(f"cannot load gpuprof's native libraries from {folder}: {e}") from e
         c = self.core
@@ -62,7 +64,7 @@ class _Native:
         c.gpuprof_record_gc_event_v1.argtypes = [ctypes.c_void_p]
         c.gpuprof_record_torch_op_v1.argtypes = [ctypes.c_void_p]
         h = self.hooks
-        h.gpuprof_torch_enable_v1.argtypes = [ctypes.c_int, ctypes.c_int]
+        h.gpuprof_torch_enable_v1.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
         h.gpuprof_torch_disable_v1.argtypes = []
         h.gpuprof_torch_ops_dropped_v1.restype = ctypes.c_uint64
 

@@ -106,9 +106,6 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                     or gc_detect_threshold < 0:
                 raise ValueError("gpuprof.profile: gc_detect_threshold must be a number of ms >= 0, or None, "
                                  f"got {gc_detect_threshold!r}")
-        if with_stack:
-            raise NotImplementedError("gpuprof.profile: with_stack=True (Python call stacks) is not supported yet; "
-                                      "profile with with_stack=False")
         if kernel_replay is not None:
             if not isinstance(kernel_replay, KernelReplay):
                 raise TypeError("gpuprof.profile: kernel_replay must be gpuprof.KernelReplay(...)")
@@ -123,6 +120,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         self.on_trace_ready = on_trace_ready
         self.record_shapes = bool(record_shapes)
         self.profile_memory = bool(profile_memory)
+        self.with_stack = bool(with_stack)
         self.gc_detect_threshold = gc_detect_threshold
         self.step_num = 0
         self.db_path = None
@@ -221,9 +219,12 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         n = _native.native()
         config = None if self._whole_run else json.dumps(self._config()).encode()
         n.check(n.core.gpuprof_start(config), "gpuprof_start")
-        if n.hooks.gpuprof_torch_enable_v1(int(self.record_shapes), int(self.profile_memory)) != 0:
+        enabled = n.hooks.gpuprof_torch_enable_v1(int(self.record_shapes), int(self.profile_memory),
+                                                  int(self.with_stack))
+        if enabled != 0:
             n.core.gpuprof_stop()
-            raise RuntimeError("gpuprof.profile: torch refused gpuprof's RecordFunction callback")
+            raise RuntimeError("gpuprof.profile: " + ("torch refused gpuprof's RecordFunction callback" if enabled == 1
+                                                      else "with_stack: the Python C API is not in this process"))
         if self.gc_detect_threshold is not None:
             gc.callbacks.append(self._on_gc)
         self._recording = True

@@ -549,7 +549,8 @@ constexpr const char* kRunDescription =
     "Run an application under gpuprof: profile its CUDA work (kernels, copies, memsets, runtime API calls, "
     "NVTX ranges) into a profile DB, then print where each DB is and a short summary";
 
-constexpr const char* kRunFooter = R"(Usage: gpuprof run [-o DIR] [--follow-children] [--no-record-shapes] [--no-profile-memory] [--] APP [ARGS...]
+constexpr const char* kRunFooter = R"(Usage: gpuprof run [-o DIR] [--follow-children] [--no-record-shapes] [--no-profile-memory]
+       [--with-stack] [--] APP [ARGS...]
 
 APP and everything after it belong to the application, even arguments that look like gpuprof's
 flags; `--` ends gpuprof's flags explicitly. APP is looked up in PATH like a shell does.
@@ -565,7 +566,7 @@ says why in one line: usually that the application never initialized CUDA (a CPU
 
 PyTorch scripts: when the script imports torch, the gpuprof Python package (python/ beside the
 build, or $GPUPROF_PYTHON_DIR) also records its ops, input shapes (--no-record-shapes: off),
-allocator events (--no-profile-memory: off) and steps, on the CPU too: each optimizer.step() ends a
+allocator events (--no-profile-memory: off), Python call stacks (--with-stack: on) and steps, on the CPU too: each optimizer.step() ends a
 step unless the script calls gpuprof.profile's step() itself; a script's own gpuprof.profile joins
 the run's DB.
 
@@ -653,6 +654,8 @@ RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
                  "PyTorch scripts: record each op's input shapes and dtypes (default: on)");
   run_->add_flag("--profile-memory,!--no-profile-memory", profile_memory_,
                  "PyTorch scripts: record allocator events into MEMORY_RECORD and OP_MEMORY (default: on)");
+  run_->add_flag("--with-stack", with_stack_,
+                 "PyTorch scripts: record each op's Python call stack into PYTORCH_CALLCHAINS (default: off)");
   run_->footer(kRunFooter);
 }
 
@@ -727,6 +730,7 @@ int RunCommand::Run(std::ostream& report) const {
     env.Set("GPUPROF_LIB_DIR", fs::path(*inject_library).parent_path().string());
     env.Set("GPUPROF_TORCH_RECORD_SHAPES", record_shapes_ ? "1" : "0");
     env.Set("GPUPROF_TORCH_PROFILE_MEMORY", profile_memory_ ? "1" : "0");
+    env.Set("GPUPROF_TORCH_WITH_STACK", with_stack_ ? "1" : "0");
   }
   if (replay_) {
     env.Set("GPUPROF_REPLAY_PASSES", std::to_string(passes_));

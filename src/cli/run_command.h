@@ -68,6 +68,7 @@ class RunCommand {
   bool follow_children_ = false;
   bool record_shapes_ = true;   // PyTorch scripts (python/gpuprof/_autorun.py)
   bool profile_memory_ = true;
+  bool with_stack_ = false;
   std::vector<std::string> app_argv_;
 };
 

@@ -5,6 +5,7 @@
 #include "torch/torch_hooks.h"
 
 #include <ATen/record_function.h>
+#include <dlfcn.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <sys/syscall.h>
@@ -67,11 +68,91 @@ void DescribeInputs(const at::RecordFunction& fn, std::string* shapes, std::stri
   }
 }
 
+// The Python call stack of the calling thread, for with_stack (DB_SPEC 3.5: "file(line): function",
+// innermost first). CPython's C API is taken from the running interpreter with dlsym, so the
+// library needs no Python.h and works with any Python 3.9+ that loaded torch. Threads without a
+// Python thread state (autograd's workers: backward ops) get no stack.
+class PythonStacks {
+ public:
+  using Object = void;
+  bool Load() {
+    auto sym = [](const char* name) { return dlsym(RTLD_DEFAULT, name); };
+    this_thread_state_ = reinterpret_cast<void* (*)()>(sym("PyGILState_GetThisThreadState"));
+    ensure_ = reinterpret_cast<int (*)()>(sym("PyGILState_Ensure"));
+    release_ = reinterpret_cast<void (*)(int)>(sym("PyGILState_Release"));
+    current_frame_ = reinterpret_cast<Object* (*)()>(sym("PyEval_GetFrame"));
+    frame_back_ = reinterpret_cast<Object* (*)(Object*)>(sym("PyFrame_GetBack"));
+    frame_code_ = reinterpret_cast<Object* (*)(Object*)>(sym("PyFrame_GetCode"));
+    frame_line_ = reinterpret_cast<int (*)(Object*)>(sym("PyFrame_GetLineNumber"));
+    get_attr_ = reinterpret_cast<Object* (*)(Object*, const char*)>(sym("PyObject_GetAttrString"));
+    as_utf8_ = reinterpret_cast<const char* (*)(Object*)>(sym("PyUnicode_AsUTF8"));
+    dec_ref_ = reinterpret_cast<void (*)(Object*)>(sym("Py_DecRef"));
+    inc_ref_ = reinterpret_cast<void (*)(Object*)>(sym("Py_IncRef"));
+    err_clear_ = reinterpret_cast<void (*)()>(sym("PyErr_Clear"));
+    loaded_ = this_thread_state_ && ensure_ && release_ && current_frame_ && frame_back_ && frame_code_ &&
+              frame_line_ && get_attr_ && as_utf8_ && dec_ref_ && inc_ref_ && err_clear_;
+    return loaded_;
+  }
+
+  // Appends the frames to `frames`; nothing on a thread that never ran Python.
+  void Capture(std::vector<std::string>* frames) const {
+    if (!loaded_ || this_thread_state_() == nullptr) return;
+    const int gil = ensure_();
+    Object* frame = current_frame_();  // borrowed
+    if (frame != nullptr) inc_ref_(frame);
+    constexpr int kMaxDepth = 128;
+    for (int depth = 0; frame != nullptr && depth < kMaxDepth; ++depth) {
+      Object* code = frame_code_(frame);
+      if (code != nullptr) {
+        std::string text = Text(code, "co_filename");
+        text += "(" + std::to_string(frame_line_(frame)) + "): ";
+        text += Text(code, "co_name");
+        frames->push_back(std::move(text));
+        dec_ref_(code);
+      }
+      Object* back = frame_back_(frame);
+      dec_ref_(frame);
+      frame = back;
+    }
+    if (frame != nullptr) dec_ref_(frame);
+    err_clear_();
+    release_(gil);
+  }
+
+ private:
+  std::string Text(Object* code, const char* attribute) const {
+    Object* value = get_attr_(code, attribute);
+    if (value == nullptr) return "?";
+    const char* utf8 = as_utf8_(value);
+    std::string text = utf8 != nullptr ? utf8 : "?";
+    dec_ref_(value);
+    return text;
+  }
+
+  bool loaded_ = false;
+  void* (*this_thread_state_)() = nullptr;
+  int (*ensure_)() = nullptr;
+  void (*release_)(int) = nullptr;
+  Object* (*current_frame_)() = nullptr;
+  Object* (*frame_back_)(Object*) = nullptr;
+  Object* (*frame_code_)(Object*) = nullptr;
+  int (*frame_line_)(Object*) = nullptr;
+  Object* (*get_attr_)(Object*, const char*) = nullptr;
+  const char* (*as_utf8_)(Object*) = nullptr;
+  void (*dec_ref_)(Object*) = nullptr;
+  void (*inc_ref_)(Object*) = nullptr;
+  void (*err_clear_)() = nullptr;
+};
+
+PythonStacks g_python_stacks;        // loaded once, under g_mu, before g_with_stack turns on
+std::atomic<bool> g_with_stack{false};
+
 struct OpContext final : at::ObserverContext {
   std::int64_t start_ns = 0;
   std::uint32_t tid = 0;
   std::string shapes;
   std::string dtypes;
+  std::vector<std::string> stack;
 };
 
 std::atomic<std::uint64_t> g_ops_dropped{0};
@@ -86,6 +167,14 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
     } catch (...) {
       context->shapes.clear();
       context->dtypes.clear();
+    }
+  }
+  // As torch's profiler: autograd's backward functions get no Python stack.
+  if (g_with_stack.load(std::memory_order_relaxed) && fn.scope() != at::RecordScope::BACKWARD_FUNCTION) {
+    try {
+      g_python_stacks.Capture(&context->stack);
+    } catch (...) {
+      context->stack.clear();
     }
   }
   context->start_ns = EpochNs();
@@ -108,6 +197,11 @@ void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
   op.fwd_thread_id = fn.forwardThreadId();
   op.input_shapes = context->shapes.empty() && context->dtypes.empty() ? nullptr : context->shapes.c_str();
   op.input_dtypes = context->dtypes.empty() ? nullptr : context->dtypes.c_str();
+  std::vector<const char*> frames;
+  frames.reserve(context->stack.size());
+  for (const std::string& frame : context->stack) frames.push_back(frame.c_str());
+  op.call_stack = frames.empty() ? nullptr : frames.data();
+  op.call_stack_depth = static_cast<std::uint32_t>(frames.size());
   op.type = GPUPROF_TORCH_OP;
   if (gpuprof_record_torch_op_v1(&op) != GPUPROF_OK) g_ops_dropped.fetch_add(1, std::memory_order_relaxed);
 }
@@ -152,7 +246,13 @@ bool g_callback_has_inputs = false;
 int g_users = 0;
 int g_shape_users = 0;
 int g_memory_users = 0;
-std::vector<std::pair<bool, bool>> g_requests;  // (record_shapes, profile_memory) per enable, LIFO
+int g_stack_users = 0;
+struct Request {
+  bool shapes;
+  bool memory;
+  bool stack;
+};
+std::vector<Request> g_requests;  // per enable, LIFO
 
 void InstallCallback() {  // under g_mu
   const bool inputs = g_shape_users > 0;
@@ -173,12 +273,14 @@ using namespace gpuprof::torch_hooks;
 
 extern "C" {
 
-GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_memory) noexcept {
+GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_memory, int with_stack) noexcept {
   try {
     std::lock_guard<std::mutex> lock(g_mu);
-    g_requests.emplace_back(record_shapes != 0, profile_memory != 0);
+    if (with_stack != 0 && !g_python_stacks.Load()) return 2;
+    g_requests.push_back({record_shapes != 0, profile_memory != 0, with_stack != 0});
     ++g_users;
     if (record_shapes != 0) ++g_shape_users;
+    if (with_stack != 0 && g_stack_users++ == 0) g_with_stack.store(true, std::memory_order_relaxed);
     InstallCallback();
     if (profile_memory != 0 && g_memory_users++ == 0) {
       // On this thread and on those that inherit its thread-local state (autograd's workers).
@@ -194,10 +296,12 @@ GPUPROF_TORCH_API int gpuprof_torch_disable_v1(void) noexcept {
   try {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_requests.empty()) return 0;
-    const auto [shapes, memory] = g_requests.back();
+    const Request request = g_requests.back();
     g_requests.pop_back();
     --g_users;
-    if (shapes) --g_shape_users;
+    if (request.shapes) --g_shape_users;
+    if (request.stack && --g_stack_users == 0) g_with_stack.store(false, std::memory_order_relaxed);
+    const bool memory = request.memory;
     if (memory && --g_memory_users == 0) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
     if (g_users == 0) {
       at::removeCallback(g_callback);

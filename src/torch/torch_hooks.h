@@ -9,7 +9,10 @@
  *   reserved totals, per event) become MEMORY_RECORD / OP_MEMORY rows; they are hooked on the
  *   calling thread and the threads that inherit its thread-local state (autograd's). Enables
  *   nest (a script's profile inside `gpuprof run`'s): inputs are recorded while any enable asked
- *   for shapes, memory while any asked for it. Returns 0, or 1 when torch refused.
+ *   for shapes, memory while any asked for it. With with_stack, each op on a thread that runs
+ *   Python also gets the Python call stack ("file(line): function", innermost first), read
+ *   through the interpreter's C API (looked up in the process, no Python.h). Returns 0, 1 when
+ *   torch refused, 2 when with_stack was asked but the process has no Python C API.
  * gpuprof_torch_disable_v1: releases the latest enable (call it on the thread that enabled); the
  *   last one removes the hooks. Returns 0.
  * gpuprof_torch_ops_dropped_v1: ops the session did not take (not started, buffer full).
@@ -29,7 +32,8 @@ extern "C" {
 #define GPUPROF_TORCH_NOEXCEPT
 #endif
 
-GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_memory) GPUPROF_TORCH_NOEXCEPT;
+GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_memory,
+                                              int with_stack) GPUPROF_TORCH_NOEXCEPT;
 GPUPROF_TORCH_API int gpuprof_torch_disable_v1(void) GPUPROF_TORCH_NOEXCEPT;
 GPUPROF_TORCH_API uint64_t gpuprof_torch_ops_dropped_v1(void) GPUPROF_TORCH_NOEXCEPT;
 

@@ -177,6 +177,31 @@ class ProfileTest(unittest.TestCase):
         self.assertGreaterEqual(counts["0"][1], 0)
         self.assertEqual(counts["1000000000"][0], 0, "no collection lasts 1e9 ms")
 
+    def test_with_stack_names_the_scripts_file_and_lines(self):
+        out, dbs = self.run_script("""
+            def forward(x):
+                return torch.relu(x)                                  # line A
+
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT), with_stack=True):
+                x = torch.randn(8, requires_grad=True)
+                forward(x).sum().backward()
+        """)
+        script = os.path.join(out, "script.py")
+        with open(script) as f:
+            line_a = next(i for i, text in enumerate(f, 1) if "# line A" in text)
+        chains = rows(dbs[0], """
+            SELECT c.id, c.stackDepth, f.value FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name
+            JOIN PYTORCH_CALLCHAINS c ON c.id = p.callchainId JOIN STRING_IDS f ON f.id = c.stack
+            WHERE s.value = 'aten::relu' ORDER BY c.stackDepth""")
+        self.assertGreaterEqual(len(chains), 2, "aten::relu has no call stack")
+        self.assertEqual(chains[0][2], f"{script}({line_a}): forward", "stackDepth 0 is the innermost frame")
+        self.assertTrue(chains[1][2].startswith(f"{script}("), chains[1][2])
+        self.assertTrue(chains[1][2].endswith("): <module>"), chains[1][2])
+        # Backward ops run on autograd's threads: no Python stack there.
+        backward = rows(dbs[0], """SELECT COUNT(*) FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name
+                                   WHERE s.value = 'ReluBackward0' AND p.callchainId IS NOT NULL""")
+        self.assertEqual(backward[0][0], 0)
+
     def test_mstx_marks_and_ranges(self):
         _, dbs = self.run_script("""
             with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)):
