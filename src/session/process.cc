@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+
+#include <atomic>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -408,13 +410,26 @@ CallResult ForwardRecord(const gpuprof_session_v1* table, int (*gpuprof_session_
 
 std::string TextOrEmpty(const char* text) { return text != nullptr ? std::string(text) : std::string(); }
 
+// getpid() is a system call on glibc 2.36 (no cache): framework records, one per torch op and
+// allocator event, take the pid from here instead, refreshed in every fork child.
+std::atomic<std::uint32_t> g_record_pid{0};
+void RefreshRecordPid() noexcept { g_record_pid.store(static_cast<std::uint32_t>(getpid()), std::memory_order_relaxed); }
+std::uint32_t RecordPid() noexcept {
+  static const bool armed = [] {
+    RefreshRecordPid();
+    return pthread_atfork(nullptr, nullptr, &RefreshRecordPid) == 0;
+  }();
+  if (!armed) return static_cast<std::uint32_t>(getpid());  // no fork handler: ask every time
+  return g_record_pid.load(std::memory_order_relaxed);
+}
+
 }  // namespace
 
 CallResult ProcessSession::RecordTorchOp(const gpuprof_torch_op_v1& op) {
   trace::TorchOp record;
   record.start_ns = op.start_ns;
   record.end_ns = op.end_ns;
-  record.pid = static_cast<std::uint32_t>(getpid());
+  record.pid = RecordPid();
   record.tid = op.tid;
   record.name = op.name;
   record.sequence_number = op.sequence_number;
@@ -437,7 +452,7 @@ CallResult ProcessSession::RecordAllocatorEvent(const gpuprof_allocator_event_v1
   trace::AllocatorEvent record;
   record.time_ns = event.time_ns;
   record.device = event.device;
-  record.pid = static_cast<std::uint32_t>(getpid());
+  record.pid = RecordPid();
   record.tid = event.tid;
   record.ptr = event.ptr;
   record.bytes = event.bytes;
@@ -456,7 +471,7 @@ CallResult ProcessSession::RecordGcEvent(const gpuprof_gc_event_v1& event) {
   trace::GcEvent record;
   record.start_ns = event.start_ns;
   record.end_ns = event.end_ns;
-  record.pid = static_cast<std::uint32_t>(getpid());
+  record.pid = RecordPid();
   return Record(std::move(record), [&event](const gpuprof_session_v1* table) {
     return ForwardRecord(table, &gpuprof_session_v1::record_gc_event, event);
   });

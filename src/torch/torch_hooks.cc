@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gpuprof/gpuprof_c.h"
+#include "torch/op_buffer.h"
 
 namespace gpuprof::torch_hooks {
 namespace {
@@ -33,37 +34,60 @@ std::uint32_t OsTid() {
   return tid;
 }
 
-// DB_SPEC 3.3: per input "d0,d1,..." (scalars: empty) and the dtype name, joined by ";\r\n".
-void DescribeInputs(const at::RecordFunction& fn, std::string* shapes, std::string* dtypes) {
+using InputWords = c10::SmallVector<std::int64_t, 32>;
+
+// The op's inputs as OpBuffer's encoded words (op_buffer.h); formatted later, off the hot path.
+void EncodeInputs(const at::RecordFunction& fn, InputWords* words) {
+  for (const c10::IValue& input : fn.inputs()) {
+    if (input.isTensor()) {
+      const at::Tensor& tensor = input.toTensor();
+      if (!tensor.defined()) {
+        words->push_back(EncodeInputHeader(InputKind::kNone, 0, 0));
+        continue;
+      }
+      const c10::IntArrayRef sizes = tensor.sizes();
+      words->push_back(EncodeInputHeader(InputKind::kTensor, static_cast<std::uint8_t>(tensor.scalar_type()),
+                                         static_cast<std::uint32_t>(sizes.size())));
+      words->append(sizes.begin(), sizes.end());
+    } else if (input.isTensorList()) {
+      words->push_back(EncodeInputHeader(InputKind::kTensorList, 0, 0));
+    } else if (input.isScalar()) {
+      words->push_back(EncodeInputHeader(InputKind::kScalar, 0, 0));
+    } else if (input.isList()) {
+      words->push_back(EncodeInputHeader(InputKind::kScalarList, 0, 0));
+    } else {
+      words->push_back(EncodeInputHeader(InputKind::kNone, 0, 0));
+    }
+  }
+}
+
+// DB_SPEC 3.3: per input "d0,d1,..." (scalars: empty) and its dtype's TypeMeta name (or None,
+// TensorList, Scalar, ScalarList), joined by ";\r\n".
+void FormatInputs(std::span<const std::int64_t> words, std::string* shapes, std::string* dtypes) {
   constexpr const char* kSeparator = ";\r\n";
   bool first = true;
-  for (const c10::IValue& input : fn.inputs()) {
+  for (std::size_t i = 0; i < words.size();) {
+    const std::int64_t header = words[i++];
     if (!first) {
       shapes->append(kSeparator);
       dtypes->append(kSeparator);
     }
     first = false;
-    if (input.isTensor()) {
-      const at::Tensor& tensor = input.toTensor();
-      if (tensor.defined()) {
-        bool first_dim = true;
-        for (std::int64_t d : tensor.sizes()) {
-          if (!first_dim) shapes->push_back(',');
-          first_dim = false;
-          shapes->append(std::to_string(d));
+    switch (HeaderKind(header)) {
+      case InputKind::kTensor: {
+        const std::uint32_t rank = HeaderRank(header);
+        for (std::uint32_t d = 0; d < rank && i < words.size(); ++d, ++i) {
+          if (d > 0) shapes->push_back(',');
+          shapes->append(std::to_string(words[i]));
         }
-        dtypes->append(std::string(tensor.dtype().name()));
-      } else {
-        dtypes->append("None");
+        const auto type = static_cast<c10::ScalarType>(HeaderDtype(header));
+        dtypes->append(std::string(c10::scalarTypeToTypeMeta(type).name()));
+        break;
       }
-    } else if (input.isTensorList()) {
-      dtypes->append("TensorList");
-    } else if (input.isScalar()) {
-      dtypes->append("Scalar");
-    } else if (input.isList()) {
-      dtypes->append("ScalarList");
-    } else {
-      dtypes->append("None");
+      case InputKind::kTensorList: dtypes->append("TensorList"); break;
+      case InputKind::kScalar: dtypes->append("Scalar"); break;
+      case InputKind::kScalarList: dtypes->append("ScalarList"); break;
+      default: dtypes->append("None"); break;
     }
   }
 }
@@ -147,26 +171,58 @@ class PythonStacks {
 PythonStacks g_python_stacks;        // loaded once, under g_mu, before g_with_stack turns on
 std::atomic<bool> g_with_stack{false};
 
+// Per running op. Allocated from a per-thread free list: an op costs no malloc.
 struct OpContext final : at::ObserverContext {
   std::int64_t start_ns = 0;
   std::uint32_t tid = 0;
-  std::string shapes;
-  std::string dtypes;
+  InputWords inputs;
   std::vector<std::string> stack;
+
+  static void* operator new(std::size_t size) {
+    if (size == sizeof(OpContext) && !free_list().empty()) {
+      void* p = free_list().back();
+      free_list().pop_back();
+      return p;
+    }
+    return ::operator new(size);
+  }
+  static void operator delete(void* p, std::size_t size) noexcept {
+    constexpr std::size_t kKeep = 256;
+    if (size == sizeof(OpContext) && free_list().size() < kKeep) {
+      try {
+        free_list().push_back(p);
+        return;
+      } catch (...) {
+      }
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  struct FreeList {
+    std::vector<void*> blocks;
+    ~FreeList() {
+      for (void* p : blocks) ::operator delete(p);
+    }
+  };
+  static std::vector<void*>& free_list() {
+    thread_local FreeList list;
+    return list.blocks;
+  }
 };
 
-std::atomic<std::uint64_t> g_ops_dropped{0};
 std::atomic<bool> g_record_shapes{false};
+// Created at the first enable; never destroyed (callbacks may still run at process exit).
+OpBuffer* g_buffer = nullptr;
 
 std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   auto context = std::make_unique<OpContext>();
   context->tid = OsTid();
   if (g_record_shapes.load(std::memory_order_relaxed) && fn.needsInputs()) {
     try {
-      DescribeInputs(fn, &context->shapes, &context->dtypes);
+      EncodeInputs(fn, &context->inputs);
     } catch (...) {
-      context->shapes.clear();
-      context->dtypes.clear();
+      context->inputs.clear();
     }
   }
   // As torch's profiler: autograd's backward functions get no Python stack.
@@ -183,27 +239,17 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
 
 void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
   auto* context = static_cast<OpContext*>(raw);
-  if (context == nullptr) return;
+  if (context == nullptr || g_buffer == nullptr) return;
   const char* name = fn.name();
   if (name == nullptr || *name == '\0') return;
-  gpuprof_torch_op_v1 op{};
-  op.size = sizeof(op);
-  op.tid = context->tid;
+  OpEntry op;
   op.start_ns = context->start_ns;
   op.end_ns = EpochNs();
-  if (op.end_ns < op.start_ns) op.end_ns = op.start_ns;
-  op.name = name;
   op.sequence_number = fn.seqNr();
   op.fwd_thread_id = fn.forwardThreadId();
-  op.input_shapes = context->shapes.empty() && context->dtypes.empty() ? nullptr : context->shapes.c_str();
-  op.input_dtypes = context->dtypes.empty() ? nullptr : context->dtypes.c_str();
-  std::vector<const char*> frames;
-  frames.reserve(context->stack.size());
-  for (const std::string& frame : context->stack) frames.push_back(frame.c_str());
-  op.call_stack = frames.empty() ? nullptr : frames.data();
-  op.call_stack_depth = static_cast<std::uint32_t>(frames.size());
-  op.type = GPUPROF_TORCH_OP;
-  if (gpuprof_record_torch_op_v1(&op) != GPUPROF_OK) g_ops_dropped.fetch_add(1, std::memory_order_relaxed);
+  op.tid = context->tid;
+  g_buffer->AddOp(op, name, std::span<const std::int64_t>(context->inputs.data(), context->inputs.size()),
+                  context->stack);
 }
 
 // Torch's own profiler reports memory through the same thread-local slot (PROFILER_STATE). The
@@ -233,7 +279,7 @@ class MemoryReporter final : public c10::MemoryReportingInfoBase {
     event.total_allocated = static_cast<std::uint64_t>(total_allocated);
     event.total_reserved = static_cast<std::uint64_t>(total_reserved);
     event.total_active = -1;  // this path carries no active figure
-    (void)gpuprof_record_allocator_event_v1(&event);
+    if (g_buffer != nullptr) g_buffer->AddMemory(event);
   }
   bool memoryProfilingEnabled() const override { return true; }
 };
@@ -277,6 +323,14 @@ GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_mem
   try {
     std::lock_guard<std::mutex> lock(g_mu);
     if (with_stack != 0 && !g_python_stacks.Load()) return 2;
+    if (g_buffer == nullptr) {
+      OpBufferSinks sinks;
+      sinks.op = [](const gpuprof_torch_op_v1& op) { return gpuprof_record_torch_op_v1(&op); };
+      sinks.memory = [](const gpuprof_allocator_event_v1& event) { return gpuprof_record_allocator_event_v1(&event); };
+      sinks.format_inputs = &FormatInputs;
+      g_buffer = new OpBuffer(std::move(sinks));
+    }
+    if (g_users == 0) g_buffer->Start();
     g_requests.push_back({record_shapes != 0, profile_memory != 0, with_stack != 0});
     ++g_users;
     if (record_shapes != 0) ++g_shape_users;
@@ -306,8 +360,10 @@ GPUPROF_TORCH_API int gpuprof_torch_disable_v1(void) noexcept {
     if (g_users == 0) {
       at::removeCallback(g_callback);
       g_callback = 0;
+      g_buffer->Stop();  // every record reaches the session before the caller stops it
     } else {
       InstallCallback();
+      g_buffer->Flush();
     }
     return 0;
   } catch (...) {
@@ -316,7 +372,10 @@ GPUPROF_TORCH_API int gpuprof_torch_disable_v1(void) noexcept {
 }
 
 GPUPROF_TORCH_API uint64_t gpuprof_torch_ops_dropped_v1(void) noexcept {
-  return g_ops_dropped.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_buffer == nullptr) return 0;
+  const OpBufferStats stats = g_buffer->stats();
+  return stats.sink_refusals + stats.dropped_entries;
 }
 
 }  // extern "C"

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Step-time cost of profiling a PyTorch training loop: gpuprof.profile against PyTorch's own
+profiler, same options (record_shapes, profile_memory), in one run (issue 6's benchmark).
+
+Variants, each a fresh process running train_plain.py's model and step for --steps steps with the
+profiler recording every step:
+  none      no profiler
+  torch     on the CPU torch.autograd.profiler.profile (Debian's torch has no Kineto); with a GPU
+            torch.profiler.profile(activities=[CPU, CUDA])
+  gpuprof   gpuprof.profile (on a GPU under `gpuprof run`, so kernels are collected as well)
+Reported: median step time over steps --warmup+1..N (median of --repeats processes), steps/s,
+the time added per step against `none`, and the ratio gpuprof/torch of the added time (target
+<= 0.5). Also the time from stop() to a finished output: gpuprof's DB against torch's
+export_chrome_trace (plus the profiler's own stop for torch).
+
+    python3 bench/torch_overhead.py [--python /usr/bin/python3] [--gpuprof build/default/bin/gpuprof]
+                                    [--steps 60] [--warmup 10] [--repeats 3] [--device auto|cpu|cuda]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CHILD = r"""
+import json, os, sys, time
+sys.path.insert(0, os.path.join(REPO, "examples"))
+sys.path.insert(0, os.path.join(REPO, "python"))
+import torch
+import train_plain as tp
+
+variant, steps, device_name, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+device = tp.pick_device(device_name)
+torch.manual_seed(0)
+inputs, labels = tp.synthetic_data(0)
+model = torch.nn.Sequential(torch.nn.Linear(tp.IN_FEATURES, tp.HIDDEN), torch.nn.ReLU(),
+                            torch.nn.Linear(tp.HIDDEN, tp.HIDDEN), torch.nn.ReLU(),
+                            torch.nn.Linear(tp.HIDDEN, tp.CLASSES)).to(device)
+inputs, labels = inputs.to(device), labels.to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+loss_fn = torch.nn.CrossEntropyLoss()
+
+def sync():
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+def step(i):
+    first = (i * 128) % tp.SAMPLES
+    optimizer.zero_grad(set_to_none=True)
+    loss = loss_fn(model(inputs[first:first + 128]), labels[first:first + 128])
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+if variant == "none":
+    prof = None
+elif variant == "torch":
+    if device.type == "cuda":
+        acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        prof = torch.profiler.profile(activities=acts, record_shapes=True, profile_memory=True)
+    else:
+        prof = torch.autograd.profiler.profile(record_shapes=True, profile_memory=True)
+else:
+    import gpuprof
+    handler = gpuprof.db_handler(out)
+    prof = gpuprof.profile(record_shapes=True, profile_memory=True, on_trace_ready=handler)
+
+step(0); sync()  # lazy initialization outside the measurement
+if prof is not None:
+    prof.__enter__()
+times = []
+for i in range(steps):
+    begin = time.perf_counter()
+    step(i)
+    sync()
+    times.append((time.perf_counter() - begin) * 1e3)
+finish_s = None
+if prof is not None:
+    begin = time.perf_counter()
+    prof.__exit__(None, None, None)
+    if variant == "torch":
+        prof.export_chrome_trace(os.path.join(out, "trace.json"))
+    finish_s = time.perf_counter() - begin
+print("RESULT " + json.dumps({"times_ms": times, "finish_s": finish_s}))
+"""
+
+
+def run_variant(args, variant, gpu):
+    out = tempfile.mkdtemp(prefix=f"gpuprof_bench_{variant}_")
+    script = os.path.join(out, "child.py")
+    with open(script, "w") as f:
+        f.write(f"REPO = {REPO!r}\n" + CHILD)
+    cmd = [args.python, script, variant, str(args.steps), args.device, out]
+    if variant == "gpuprof" and gpu:
+        cmd = [args.gpuprof, "run", "-o", out, "--"] + cmd
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        sys.exit(f"torch_overhead: the {variant} run failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
+    result = json.loads(lines[-1][len("RESULT "):])
+    steady = result["times_ms"][args.warmup:]
+    return statistics.median(steady), result["finish_s"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
+    parser.add_argument("--gpuprof", default=os.path.join(REPO, "build", "default", "bin", "gpuprof"))
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument("--timeout", type=int, default=600)
+    args = parser.parse_args()
+    if args.steps <= args.warmup:
+        parser.error("--steps must be larger than --warmup")
+    probe = subprocess.run([args.python, "-c", "import torch; print(int(torch.cuda.is_available()), torch.__version__)"],
+                           capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0:
+        sys.exit(f"torch_overhead: {args.python} cannot import torch: {probe.stderr.strip()}")
+    cuda_available, version = probe.stdout.split()
+    gpu = args.device == "cuda" or (args.device == "auto" and cuda_available == "1")
+    peer = "torch.profiler" if gpu else "torch.autograd.profiler"
+    results = {v: [] for v in ("none", "torch", "gpuprof")}
+    for _ in range(args.repeats):  # interleaved, so drift hits every variant alike
+        for variant in results:
+            results[variant].append(run_variant(args, variant, gpu))
+    step = {v: statistics.median(r[0] for r in rs) for v, rs in results.items()}
+    finish = {v: statistics.median(r[1] for r in rs) if rs[0][1] is not None else None for v, rs in results.items()}
+    print(f"\ntrain_plain step, {'GPU' if gpu else 'CPU'}, torch {version}: median step over steps "
+          f"{args.warmup + 1}..{args.steps}, median of {args.repeats} processes; profilers record every step "
+          "with record_shapes and profile_memory")
+    print(f"{'variant':<34}{'step ms':>9}{'steps/s':>10}{'added ms/step':>15}")
+    names = {"none": "no profiler", "torch": peer, "gpuprof": "gpuprof.profile" + (" (gpuprof run)" if gpu else "")}
+    for v in ("none", "torch", "gpuprof"):
+        added = step[v] - step["none"]
+        print(f"{names[v]:<34}{step[v]:>9.3f}{1e3 / step[v]:>10.1f}{added:>15.3f}")
+    torch_added = step["torch"] - step["none"]
+    gpuprof_added = step["gpuprof"] - step["none"]
+    ratio = gpuprof_added / torch_added if torch_added > 0 else float("nan")
+    verdict = "met" if ratio <= 0.5 else "NOT met"
+    print(f"added time per step, gpuprof / {peer}: {ratio:.2f} (target <= 0.5: {verdict})")
+    print(f"\ntime from stop() to a finished output (median of {args.repeats})")
+    print(f"{'variant':<50}{'seconds':>9}")
+    print(f"{peer + ' stop + export_chrome_trace':<50}{finish['torch']:>9.3f}")
+    print(f"{'gpuprof.profile stop (DB finalized)':<50}{finish['gpuprof']:>9.3f}")
+    if finish["torch"]:
+        print(f"ratio gpuprof / {peer}: {finish['gpuprof'] / finish['torch']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,313 @@
+#include "torch/op_buffer.h"
+
+#include <pthread.h>
+
+#include <cstring>
+#include <utility>
+
+namespace gpuprof::torch_hooks {
+namespace {
+
+std::atomic<std::uint64_t> g_next_buffer_id{1};
+
+// Set in a fork child: its copy of the hooks records nothing (no drain thread exists there).
+std::atomic<bool> g_fork_child{false};
+void MarkForkChild() noexcept { g_fork_child.store(true, std::memory_order_relaxed); }
+[[maybe_unused]] const bool g_fork_handler = pthread_atfork(nullptr, nullptr, &MarkForkChild) == 0;
+
+class SpinGuard {
+ public:
+  explicit SpinGuard(std::atomic_flag& flag) noexcept : flag_(flag) {
+    while (flag_.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  ~SpinGuard() { flag_.clear(std::memory_order_release); }
+  SpinGuard(const SpinGuard&) = delete;
+  SpinGuard& operator=(const SpinGuard&) = delete;
+
+ private:
+  std::atomic_flag& flag_;
+};
+
+}  // namespace
+
+struct OpBuffer::Chunk {
+  struct Op {
+    OpEntry entry;
+    std::uint32_t name_offset = 0;
+    std::uint32_t name_size = 0;
+    std::uint32_t inputs_offset = 0;
+    std::uint32_t inputs_size = 0;  // words; 0: no inputs recorded
+    std::uint32_t stack_offset = 0;
+    std::uint32_t stack_frames = 0;
+  };
+  std::vector<Op> ops;
+  std::vector<gpuprof_allocator_event_v1> memory;
+  std::vector<char> text;  // names and stack frames, each followed by '\0'
+  std::vector<std::int64_t> inputs;
+
+  std::size_t entries() const noexcept { return ops.size() + memory.size(); }
+  std::uint32_t AddText(std::string_view s) {
+    const auto offset = static_cast<std::uint32_t>(text.size());
+    text.insert(text.end(), s.begin(), s.end());
+    text.push_back('\0');
+    return offset;
+  }
+};
+
+struct OpBuffer::ThreadSlot {
+  std::atomic_flag lock = ATOMIC_FLAG_INIT;
+  std::unique_ptr<Chunk> chunk;         // guarded by lock
+  std::atomic<bool> thread_exited{false};
+};
+
+namespace {
+
+// The calling thread's slot in one OpBuffer (in practice there is one buffer per process).
+struct ThreadSlotHolder {
+  std::uint64_t buffer_id = 0;
+  std::shared_ptr<OpBuffer::ThreadSlot> slot;
+  ~ThreadSlotHolder() {
+    if (slot != nullptr) slot->thread_exited.store(true, std::memory_order_release);
+  }
+};
+thread_local ThreadSlotHolder t_slot;
+
+}  // namespace
+
+OpBuffer::OpBuffer(OpBufferSinks sinks, OpBufferOptions options)
+    : sinks_(std::move(sinks)), options_(options), id_(g_next_buffer_id.fetch_add(1)) {}
+
+OpBuffer::~OpBuffer() { Stop(); }
+
+void OpBuffer::Start() {
+  std::lock_guard<std::mutex> control(control_mu_);
+  if (drain_.joinable() || g_fork_child.load(std::memory_order_relaxed)) return;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = false;
+  }
+  drain_ = std::thread([this] { DrainLoop(); });
+}
+
+void OpBuffer::Stop() {
+  Flush();
+  std::lock_guard<std::mutex> control(control_mu_);
+  if (!drain_.joinable()) return;
+  if (g_fork_child.load(std::memory_order_relaxed)) {
+    drain_.detach();  // the parent's thread: it does not exist in this process
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  drain_.join();
+}
+
+OpBuffer::ThreadSlot* OpBuffer::Slot() noexcept {
+  if (t_slot.buffer_id == id_) return t_slot.slot.get();
+  try {
+    auto slot = std::make_shared<ThreadSlot>();
+    {
+      std::lock_guard<std::mutex> lock(slots_mu_);
+      slots_.push_back(slot);
+    }
+    t_slot.slot = std::move(slot);
+    t_slot.buffer_id = id_;
+    return t_slot.slot.get();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void OpBuffer::AddOp(const OpEntry& op, std::string_view name, std::span<const std::int64_t> inputs,
+                     std::span<const std::string> stack) noexcept {
+  if (g_fork_child.load(std::memory_order_relaxed)) return;
+  ThreadSlot* slot = Slot();
+  if (slot == nullptr) return;
+  std::unique_ptr<Chunk> full;
+  try {
+    SpinGuard guard(slot->lock);
+    if (slot->chunk == nullptr) {
+      slot->chunk = std::make_unique<Chunk>();
+      slot->chunk->ops.reserve(options_.chunk_entries);
+      slot->chunk->text.reserve(options_.chunk_entries * 24);
+    }
+    Chunk& chunk = *slot->chunk;
+    Chunk::Op entry;
+    entry.entry = op;
+    entry.name_size = static_cast<std::uint32_t>(name.size());
+    entry.name_offset = chunk.AddText(name);
+    if (!inputs.empty()) {
+      entry.inputs_offset = static_cast<std::uint32_t>(chunk.inputs.size());
+      entry.inputs_size = static_cast<std::uint32_t>(inputs.size());
+      chunk.inputs.insert(chunk.inputs.end(), inputs.begin(), inputs.end());
+    }
+    if (!stack.empty()) {
+      entry.stack_offset = static_cast<std::uint32_t>(chunk.text.size());
+      entry.stack_frames = static_cast<std::uint32_t>(stack.size());
+      for (const std::string& frame : stack) chunk.AddText(frame);
+    }
+    chunk.ops.push_back(entry);
+    if (chunk.entries() >= options_.chunk_entries) full = std::move(slot->chunk);
+  } catch (...) {
+    return;  // out of memory: this op is lost
+  }
+  if (full != nullptr) HandOver(std::move(full));
+}
+
+void OpBuffer::AddMemory(const gpuprof_allocator_event_v1& event) noexcept {
+  if (g_fork_child.load(std::memory_order_relaxed)) return;
+  ThreadSlot* slot = Slot();
+  if (slot == nullptr) return;
+  std::unique_ptr<Chunk> full;
+  try {
+    SpinGuard guard(slot->lock);
+    if (slot->chunk == nullptr) {
+      slot->chunk = std::make_unique<Chunk>();
+      slot->chunk->ops.reserve(options_.chunk_entries);
+      slot->chunk->text.reserve(options_.chunk_entries * 24);
+    }
+    slot->chunk->memory.push_back(event);
+    if (slot->chunk->entries() >= options_.chunk_entries) full = std::move(slot->chunk);
+  } catch (...) {
+    return;
+  }
+  if (full != nullptr) HandOver(std::move(full));
+}
+
+void OpBuffer::HandOver(std::unique_ptr<Chunk> chunk) noexcept {
+  if (chunk == nullptr || chunk->entries() == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (queue_.size() >= options_.max_queued_chunks) {
+      stats_.dropped_entries += chunk->entries();
+      return;
+    }
+    try {
+      queue_.push_back(std::move(chunk));
+    } catch (...) {
+      return;
+    }
+  }
+  queue_cv_.notify_one();
+}
+
+void OpBuffer::Flush() {
+  std::lock_guard<std::mutex> control(control_mu_);
+  if (g_fork_child.load(std::memory_order_relaxed)) return;
+  std::vector<std::shared_ptr<ThreadSlot>> slots;
+  {
+    std::lock_guard<std::mutex> lock(slots_mu_);
+    slots = slots_;
+    // Slots of threads that have ended are taken for the last time.
+    std::erase_if(slots_, [](const std::shared_ptr<ThreadSlot>& s) {
+      return s->thread_exited.load(std::memory_order_acquire);
+    });
+  }
+  for (const std::shared_ptr<ThreadSlot>& slot : slots) {
+    std::unique_ptr<Chunk> chunk;
+    {
+      SpinGuard guard(slot->lock);
+      chunk = std::move(slot->chunk);
+    }
+    HandOver(std::move(chunk));
+  }
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  if (!drain_.joinable()) {
+    // No drain thread (never started): deliver here.
+    while (!queue_.empty()) {
+      std::unique_ptr<Chunk> chunk = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      Deliver(*chunk);
+      lock.lock();
+    }
+    return;
+  }
+  idle_cv_.wait(lock, [this] { return queue_.empty() && !delivering_; });
+}
+
+void OpBuffer::DrainLoop() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  while (true) {
+    queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) {
+      if (stopping_) return;
+      continue;
+    }
+    std::unique_ptr<Chunk> chunk = std::move(queue_.front());
+    queue_.pop_front();
+    delivering_ = true;
+    lock.unlock();
+    Deliver(*chunk);
+    chunk.reset();
+    lock.lock();
+    delivering_ = false;
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+}
+
+void OpBuffer::Deliver(const Chunk& chunk) {
+  std::uint64_t ops = 0;
+  std::uint64_t memory = 0;
+  std::uint64_t refused = 0;
+  std::string shapes;
+  std::string dtypes;
+  std::vector<const char*> frames;
+  for (const Chunk::Op& op : chunk.ops) {
+    gpuprof_torch_op_v1 record{};
+    record.size = sizeof(record);
+    record.tid = op.entry.tid;
+    record.start_ns = op.entry.start_ns;
+    record.end_ns = op.entry.end_ns < op.entry.start_ns ? op.entry.start_ns : op.entry.end_ns;
+    record.name = chunk.text.data() + op.name_offset;
+    record.sequence_number = op.entry.sequence_number;
+    record.fwd_thread_id = op.entry.fwd_thread_id;
+    record.type = GPUPROF_TORCH_OP;
+    shapes.clear();
+    dtypes.clear();
+    if (op.inputs_size > 0 && sinks_.format_inputs) {
+      try {
+        sinks_.format_inputs(std::span<const std::int64_t>(chunk.inputs.data() + op.inputs_offset, op.inputs_size),
+                             &shapes, &dtypes);
+        record.input_shapes = shapes.c_str();
+        record.input_dtypes = dtypes.c_str();
+      } catch (...) {
+      }
+    }
+    frames.clear();
+    const char* frame = chunk.text.data() + op.stack_offset;
+    for (std::uint32_t i = 0; i < op.stack_frames; ++i) {
+      frames.push_back(frame);
+      frame += std::strlen(frame) + 1;
+    }
+    record.call_stack = frames.empty() ? nullptr : frames.data();
+    record.call_stack_depth = static_cast<std::uint32_t>(frames.size());
+    if (sinks_.op && sinks_.op(record) == GPUPROF_OK) {
+      ++ops;
+    } else {
+      ++refused;
+    }
+  }
+  for (const gpuprof_allocator_event_v1& event : chunk.memory) {
+    if (sinks_.memory && sinks_.memory(event) == GPUPROF_OK) {
+      ++memory;
+    } else {
+      ++refused;
+    }
+  }
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  stats_.ops += ops;
+  stats_.memory_events += memory;
+  stats_.sink_refusals += refused;
+}
+
+OpBufferStats OpBuffer::stats() const {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return stats_;
+}
+
+}  // namespace gpuprof::torch_hooks

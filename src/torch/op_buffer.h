@@ -1,0 +1,129 @@
+// OpBuffer: the hot path of the PyTorch hooks. Every op and allocator event is appended as a small
+// fixed-size entry (plus its name, inputs and stack bytes in per-chunk arenas) to the calling
+// thread's own chunk, under that chunk's own uncontended spin lock; nothing is formatted, copied
+// into strings or handed to the session there. A full chunk goes to a queue that one drain thread
+// turns into gpuprof_torch_op_v1 / gpuprof_allocator_event_v1 records for the sinks (the session's
+// C API), formatting the inputs with the given formatter. Flush() hands over every thread's chunk
+// and returns when all of it reached the sinks.
+//
+//   OpBuffer buffer(sinks);
+//   buffer.Start();
+//   buffer.AddOp(op_entry, "aten::addmm", encoded_inputs, {});   // any thread
+//   buffer.AddMemory(memory_entry);                               // any thread
+//   buffer.Flush();                                               // e.g. at profile stop
+//   buffer.Stop();                                                // Flush, then the drain thread ends
+//
+// Encoded inputs: a sequence of words, per input one header word (kind | dtype << 8 | ndim << 16)
+// and then ndim dimension words; the formatter turns it into DB_SPEC 3.3's shape and dtype strings.
+//
+// Thread-safety: Add* from any thread, concurrently with each other and with Flush/Stop (those
+// are serialized among themselves). A fork child records nothing (AddOp/AddMemory return at once:
+// the drain thread does not exist there). Memory: chunks hold at most `chunk_entries` entries;
+// the queue holds at most `max_queued_chunks`, beyond which whole chunks are dropped and counted.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "gpuprof/gpuprof_c.h"
+
+namespace gpuprof::torch_hooks {
+
+// Input kinds in the encoded-input header word.
+enum class InputKind : std::uint8_t { kTensor, kNone, kTensorList, kScalar, kScalarList, kOther };
+
+constexpr std::int64_t EncodeInputHeader(InputKind kind, std::uint8_t dtype, std::uint32_t ndim) {
+  return static_cast<std::int64_t>(kind) | (static_cast<std::int64_t>(dtype) << 8) |
+         (static_cast<std::int64_t>(ndim) << 16);
+}
+constexpr InputKind HeaderKind(std::int64_t header) { return static_cast<InputKind>(header & 0xff); }
+constexpr std::uint8_t HeaderDtype(std::int64_t header) { return static_cast<std::uint8_t>((header >> 8) & 0xff); }
+constexpr std::uint32_t HeaderRank(std::int64_t header) { return static_cast<std::uint32_t>(header >> 16); }
+
+// What the hooks know of a finished op (the name, inputs and stack travel separately).
+struct OpEntry {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t sequence_number = -1;
+  std::uint64_t fwd_thread_id = 0;
+  std::uint32_t tid = 0;
+};
+
+struct OpBufferSinks {
+  std::function<int(const gpuprof_torch_op_v1&)> op;
+  std::function<int(const gpuprof_allocator_event_v1&)> memory;
+  // Encoded inputs -> (shapes, dtypes) in DB_SPEC 3.3's format.
+  std::function<void(std::span<const std::int64_t>, std::string* shapes, std::string* dtypes)> format_inputs;
+};
+
+struct OpBufferOptions {
+  std::size_t chunk_entries = 4096;     // ops + memory events per chunk
+  std::size_t max_queued_chunks = 256;  // about 1M entries waiting for the drain thread
+};
+
+struct OpBufferStats {
+  std::uint64_t ops = 0;              // handed to the op sink
+  std::uint64_t memory_events = 0;    // handed to the memory sink
+  std::uint64_t sink_refusals = 0;    // records a sink did not take (non-zero status)
+  std::uint64_t dropped_entries = 0;  // in chunks dropped because the queue was full
+};
+
+class OpBuffer {
+ public:
+  explicit OpBuffer(OpBufferSinks sinks, OpBufferOptions options = {});
+  ~OpBuffer();  // Stop()
+  OpBuffer(const OpBuffer&) = delete;
+  OpBuffer& operator=(const OpBuffer&) = delete;
+
+  void Start();  // starts the drain thread (again after Stop)
+  void Stop();   // Flush, then ends the drain thread
+
+  // `inputs`: encoded inputs, or empty (no shapes recorded); `stack`: frames, innermost first.
+  void AddOp(const OpEntry& op, std::string_view name, std::span<const std::int64_t> inputs,
+             std::span<const std::string> stack) noexcept;
+  void AddMemory(const gpuprof_allocator_event_v1& event) noexcept;
+
+  // Every entry added before the call reaches the sinks before it returns.
+  void Flush();
+
+  OpBufferStats stats() const;
+
+  struct Chunk;
+  struct ThreadSlot;
+
+ private:
+  ThreadSlot* Slot() noexcept;
+  void HandOver(std::unique_ptr<Chunk> chunk) noexcept;
+  void DrainLoop();
+  void Deliver(const Chunk& chunk);
+
+  const OpBufferSinks sinks_;
+  const OpBufferOptions options_;
+  const std::uint64_t id_;  // tells this buffer's thread slots from another buffer's
+
+  std::mutex slots_mu_;
+  std::vector<std::shared_ptr<ThreadSlot>> slots_;  // guarded by slots_mu_
+
+  mutable std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::condition_variable idle_cv_;
+  std::deque<std::unique_ptr<Chunk>> queue_;  // guarded by queue_mu_
+  bool delivering_ = false;                   // guarded by queue_mu_
+  bool stopping_ = false;                     // guarded by queue_mu_
+  OpBufferStats stats_;                       // guarded by queue_mu_
+
+  std::mutex control_mu_;  // serializes Start / Stop / Flush
+  std::thread drain_;
+};
+
+}  // namespace gpuprof::torch_hooks

@@ -1,0 +1,252 @@
+#include "torch/op_buffer.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gpuprof::torch_hooks {
+namespace {
+
+// What the sinks received, copied out of the C structs.
+struct Received {
+  struct Op {
+    std::string name;
+    std::uint32_t tid;
+    std::int64_t start_ns;
+    std::int64_t end_ns;
+    std::int64_t sequence_number;
+    std::string shapes;  // "<null>" when none
+    std::string dtypes;
+    std::vector<std::string> stack;
+  };
+  std::mutex mu;
+  std::vector<Op> ops;
+  std::vector<gpuprof_allocator_event_v1> memory;
+};
+
+// Shapes: the words as "a,b,..."; dtypes: the dtype codes as "tN" per tensor input.
+void TestFormat(std::span<const std::int64_t> words, std::string* shapes, std::string* dtypes) {
+  for (std::size_t i = 0; i < words.size();) {
+    const std::int64_t header = words[i++];
+    if (!dtypes->empty()) {
+      shapes->push_back(';');
+      dtypes->push_back(';');
+    }
+    for (std::uint32_t d = 0; d < HeaderRank(header); ++d, ++i) {
+      if (d > 0) shapes->push_back(',');
+      shapes->append(std::to_string(words[i]));
+    }
+    dtypes->append(HeaderKind(header) == InputKind::kTensor ? "t" + std::to_string(HeaderDtype(header)) : "-");
+  }
+}
+
+OpBufferSinks SinksInto(Received& received) {
+  OpBufferSinks sinks;
+  sinks.op = [&received](const gpuprof_torch_op_v1& op) {
+    Received::Op copy{op.name, op.tid, op.start_ns, op.end_ns, op.sequence_number,
+                      op.input_shapes ? op.input_shapes : "<null>", op.input_dtypes ? op.input_dtypes : "<null>",
+                      {}};
+    for (std::uint32_t i = 0; i < op.call_stack_depth; ++i) copy.stack.emplace_back(op.call_stack[i]);
+    std::lock_guard<std::mutex> lock(received.mu);
+    received.ops.push_back(std::move(copy));
+    return GPUPROF_OK;
+  };
+  sinks.memory = [&received](const gpuprof_allocator_event_v1& event) {
+    std::lock_guard<std::mutex> lock(received.mu);
+    received.memory.push_back(event);
+    return GPUPROF_OK;
+  };
+  sinks.format_inputs = &TestFormat;
+  return sinks;
+}
+
+OpEntry Op(std::uint32_t tid, std::int64_t start, std::int64_t seq = -1) {
+  OpEntry op;
+  op.start_ns = start;
+  op.end_ns = start + 10;
+  op.sequence_number = seq;
+  op.tid = tid;
+  return op;
+}
+
+gpuprof_allocator_event_v1 Memory(std::uint64_t bytes) {
+  gpuprof_allocator_event_v1 event{};
+  event.size = sizeof(event);
+  event.time_ns = 1;
+  event.bytes = bytes;
+  event.total_active = -1;
+  return event;
+}
+
+TEST(OpBufferTest, EveryOpOfEveryThreadReachesTheSinkByFlushWithItsDetails) {
+  Received received;
+  OpBufferOptions options;
+  options.chunk_entries = 64;         // many hand-overs
+  options.max_queued_chunks = 10000;  // room for all: this test is about delivery, not drops
+  OpBuffer buffer(SinksInto(received), options);
+  buffer.Start();
+  constexpr int kThreads = 4;
+  constexpr int kOps = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&buffer, t] {
+      const std::int64_t inputs[] = {EncodeInputHeader(InputKind::kTensor, 6, 2), 8, 16,
+                                     EncodeInputHeader(InputKind::kScalar, 0, 0)};
+      const std::string stack[] = {"a.py(3): f", "a.py(9): <module>"};
+      for (int i = 0; i < kOps; ++i) {
+        const std::string name = "op" + std::to_string(t) + "_" + std::to_string(i);
+        if (i % 2 == 0) {
+          buffer.AddOp(Op(static_cast<std::uint32_t>(100 + t), i, i), name, inputs, stack);
+        } else {
+          buffer.AddOp(Op(static_cast<std::uint32_t>(100 + t), i, i), name, {}, {});
+        }
+        buffer.AddMemory(Memory(static_cast<std::uint64_t>(i)));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  buffer.Flush();
+
+  std::lock_guard<std::mutex> lock(received.mu);
+  ASSERT_EQ(received.ops.size(), static_cast<std::size_t>(kThreads * kOps));
+  EXPECT_EQ(received.memory.size(), static_cast<std::size_t>(kThreads * kOps));
+  std::set<std::string> names;
+  for (const Received::Op& op : received.ops) {
+    names.insert(op.name);
+    const int t = static_cast<int>(op.tid) - 100;
+    ASSERT_EQ(op.name, "op" + std::to_string(t) + "_" + std::to_string(op.start_ns));
+    EXPECT_EQ(op.end_ns, op.start_ns + 10);
+    EXPECT_EQ(op.sequence_number, op.start_ns);
+    if (op.start_ns % 2 == 0) {
+      EXPECT_EQ(op.shapes, "8,16;");
+      EXPECT_EQ(op.dtypes, "t6;-");
+      EXPECT_EQ(op.stack, (std::vector<std::string>{"a.py(3): f", "a.py(9): <module>"}));
+    } else {
+      EXPECT_EQ(op.shapes, "<null>") << "no inputs recorded: no shapes";
+      EXPECT_TRUE(op.stack.empty());
+    }
+  }
+  EXPECT_EQ(names.size(), static_cast<std::size_t>(kThreads * kOps)) << "every op exactly once";
+  const OpBufferStats stats = buffer.stats();
+  EXPECT_EQ(stats.ops, static_cast<std::uint64_t>(kThreads * kOps));
+  EXPECT_EQ(stats.memory_events, static_cast<std::uint64_t>(kThreads * kOps));
+  EXPECT_EQ(stats.dropped_entries, 0u);
+}
+
+TEST(OpBufferTest, AFullChunkIsDeliveredWithoutFlush) {
+  Received received;
+  OpBufferOptions options;
+  options.chunk_entries = 8;
+  OpBuffer buffer(SinksInto(received), options);
+  buffer.Start();
+  for (int i = 0; i < 20; ++i) buffer.AddOp(Op(1, i), "x", {}, {});
+  // Two full chunks (16 ops) are the drain thread's; the last 4 wait in this thread's chunk.
+  for (int wait = 0; wait < 1000 && buffer.stats().ops < 16; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(buffer.stats().ops, 16u);
+  buffer.Flush();
+  EXPECT_EQ(buffer.stats().ops, 20u);
+}
+
+TEST(OpBufferTest, OpsOfAThreadThatEndedBeforeTheFlushAreDelivered) {
+  Received received;
+  OpBuffer buffer(SinksInto(received));
+  buffer.Start();
+  std::thread([&buffer] {
+    for (int i = 0; i < 10; ++i) buffer.AddOp(Op(7, i), "short_lived", {}, {});
+  }).join();
+  buffer.Flush();
+  EXPECT_EQ(buffer.stats().ops, 10u);
+  buffer.AddOp(Op(1, 0), "after", {}, {});
+  buffer.Flush();
+  EXPECT_EQ(buffer.stats().ops, 11u) << "the ended thread's slot is gone; nothing is delivered twice";
+}
+
+TEST(OpBufferTest, AFullQueueDropsWholeChunksAndCountsThem) {
+  Received received;
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool open = false;
+  OpBufferSinks sinks = SinksInto(received);
+  auto deliver = sinks.op;
+  sinks.op = [&, deliver](const gpuprof_torch_op_v1& op) {
+    std::unique_lock<std::mutex> lock(gate_mu);
+    gate_cv.wait(lock, [&] { return open; });
+    return deliver(op);
+  };
+  OpBufferOptions options;
+  options.chunk_entries = 4;
+  options.max_queued_chunks = 2;
+  OpBuffer buffer(std::move(sinks), options);
+  buffer.Start();
+  constexpr int kOps = 400;
+  for (int i = 0; i < kOps; ++i) buffer.AddOp(Op(1, i), "x", {}, {});
+  {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    open = true;
+  }
+  gate_cv.notify_all();
+  buffer.Flush();
+  const OpBufferStats stats = buffer.stats();
+  EXPECT_GT(stats.dropped_entries, 0u) << "the stalled drain thread let the queue fill";
+  EXPECT_EQ(stats.ops + stats.dropped_entries, static_cast<std::uint64_t>(kOps)) << "every op delivered or counted";
+  EXPECT_EQ(stats.dropped_entries % options.chunk_entries, 0u) << "whole chunks";
+}
+
+TEST(OpBufferTest, ARefusingSinkIsCounted) {
+  Received received;
+  OpBufferSinks sinks = SinksInto(received);
+  sinks.memory = [](const gpuprof_allocator_event_v1&) { return GPUPROF_ERROR_NOT_STARTED; };
+  OpBuffer buffer(std::move(sinks));
+  buffer.Start();
+  buffer.AddMemory(Memory(1));
+  buffer.AddMemory(Memory(2));
+  buffer.Stop();
+  EXPECT_EQ(buffer.stats().sink_refusals, 2u);
+  EXPECT_EQ(buffer.stats().memory_events, 0u);
+}
+
+TEST(OpBufferTest, WithoutADrainThreadFlushDeliversOnTheCallingThread) {
+  Received received;
+  OpBuffer buffer(SinksInto(received));
+  buffer.AddOp(Op(1, 5), "never_started", {}, {});
+  buffer.Flush();
+  EXPECT_EQ(buffer.stats().ops, 1u);
+}
+
+TEST(OpBufferTest, AForkChildRecordsNothingAndNeverWaitsForTheParentsDrainThread) {
+  Received received;
+  OpBuffer buffer(SinksInto(received));
+  buffer.Start();
+  buffer.AddOp(Op(1, 1), "parent", {}, {});
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    buffer.AddOp(Op(2, 2), "child", {}, {});
+    buffer.Flush();
+    buffer.Stop();
+    const bool clean = buffer.stats().ops == 0;
+    _exit(clean ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child hung or crashed";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child delivered records";
+  buffer.Flush();
+  std::lock_guard<std::mutex> lock(received.mu);
+  ASSERT_EQ(received.ops.size(), 1u);
+  EXPECT_EQ(received.ops[0].name, "parent");
+}
+
+}  // namespace
+}  // namespace gpuprof::torch_hooks
