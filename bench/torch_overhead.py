@@ -7,13 +7,15 @@ profiler recording every step:
   none      no profiler
   torch     on the CPU torch.autograd.profiler.profile (Debian's torch has no Kineto); with a GPU
             torch.profiler.profile(activities=[CPU, CUDA])
-  gpuprof   gpuprof.profile (on a GPU under `gpuprof run`, so kernels are collected as well)
+  gpuprof   gpuprof.profile (its session starts in the process; on a GPU it collects the kernels
+            from then on, as torch.profiler does)
 Reported: median step time over steps --warmup+1..N (median of --repeats processes), steps/s,
 the time added per step against `none`, and the ratio gpuprof/torch of the added time (target
 <= 0.5). Also the time from stop() to a finished output: gpuprof's DB against torch's
 export_chrome_trace (plus the profiler's own stop for torch).
 
     python3 bench/torch_overhead.py [--python /usr/bin/python3] [--gpuprof build/default/bin/gpuprof]
+                                    (the native libraries are taken from the lib/ beside --gpuprof's bin/)
                                     [--steps 60] [--warmup 10] [--repeats 3] [--device auto|cpu|cuda]
 """
 
@@ -96,9 +98,9 @@ def run_variant(args, variant, gpu):
     with open(script, "w") as f:
         f.write(f"REPO = {REPO!r}\n" + CHILD)
     cmd = [args.python, script, variant, str(args.steps), args.device, out]
-    if variant == "gpuprof" and gpu:
-        cmd = [args.gpuprof, "run", "-o", out, "--"] + cmd
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    env = dict(os.environ)
+    env["GPUPROF_LIB_DIR"] = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.gpuprof))), "lib")
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         sys.exit(f"torch_overhead: the {variant} run failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
@@ -136,7 +138,7 @@ def main():
           f"{args.warmup + 1}..{args.steps}, median of {args.repeats} processes; profilers record every step "
           "with record_shapes and profile_memory")
     print(f"{'variant':<34}{'step ms':>9}{'steps/s':>10}{'added ms/step':>15}")
-    names = {"none": "no profiler", "torch": peer, "gpuprof": "gpuprof.profile" + (" (gpuprof run)" if gpu else "")}
+    names = {"none": "no profiler", "torch": peer, "gpuprof": "gpuprof.profile"}
     for v in ("none", "torch", "gpuprof"):
         added = step[v] - step["none"]
         print(f"{names[v]:<34}{step[v]:>9.3f}{1e3 / step[v]:>10.1f}{added:>15.3f}")

@@ -45,6 +45,8 @@ if [[ "${1:-}" == "--stage" ]]; then
   mkdir -p "$to/bin" "$to/lib" "$to/tests/gpu"
   cp -a "$from/bin/gpuprof" "$to/bin/"
   cp -a "$from"/lib/*.so* "$to/lib/"
+  # The PyTorch hooks are built on the GPU machine against its torch (step 0 below), never carried.
+  rm -f "$to/lib/libgpuprof_torch.so"
   cp -a "$from"/tests/gpu/gpu_test_* "$to/tests/gpu/"
   [[ -x "$from/tests/gpu/chunk_kernels_gpu_test" ]] && cp -a "$from/tests/gpu/chunk_kernels_gpu_test" "$to/tests/gpu/"
   # Debug info is most of the size; the machine-code is what runs there.
@@ -94,6 +96,18 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
   echo "(nvidia-smi not available)"
 echo "repository: $PWD   build: $build_dir   work: $work"
 
+# ---- 0. the PyTorch hooks, against this machine's torch (../shared/GPU.md) ----------------------
+if "$python" -c 'import torch' >/dev/null 2>&1; then
+  echo
+  echo "==== build libgpuprof_torch.so"
+  start=$(now_ms)
+  if bash tools/build_torch_hooks.sh "$build_dir/lib" "$python"; then
+    record "build libgpuprof_torch.so" passed "$(since "$start")"
+  else
+    record "build libgpuprof_torch.so" "FAILED" "$(since "$start")"
+  fi
+fi
+
 # ---- 1. the gpu tests (the cases CTest registers as GpuRunTest.<case>) --------------------------
 mapfile -t cases < <("$python" tests/gpu/run_case.py --list)
 for case in "${cases[@]}"; do
@@ -122,6 +136,17 @@ for gtest in "$build_dir"/tests/gpu/chunk_kernels_gpu_test; do
   rc=${PIPESTATUS[0]}
   record "$name" "$([[ $rc -eq 0 ]] && echo passed || echo "FAILED (exit $rc)")" "$(since "$start")"
 done
+
+# ---- 1c. the Python package's tests (label python) against this machine's torch ------------------
+if [[ -f "$build_dir/lib/libgpuprof_torch.so" ]]; then
+  echo
+  echo "==== python tests (tests/python)"
+  start=$(now_ms)
+  (cd tests/python && GPUPROF_LIB_DIR="$PWD/../../$build_dir/lib" GPUPROF_CLI="$PWD/../../$build_dir/bin/gpuprof" \
+     "$python" -m unittest test_schedule test_profile 2>&1 | tail -n 30; exit "${PIPESTATUS[0]}")
+  rc=$?
+  record "python tests (tests/python)" "$([[ $rc -eq 0 ]] && echo passed || echo "FAILED (exit $rc)")" "$(since "$start")"
+fi
 
 # ---- 2. the examples, plain and under `gpuprof run` ---------------------------------------------
 run_example() {  # name, command...

@@ -515,6 +515,31 @@ def expect_train_plain(c, dbs, program_output):
     c.expect(any(m["operation"] == MEMCPY_HTOD for m in copies), "no host-to-device copy (model.to(device))")
 
 
+def expect_train_profiled(c, dbs, program_output):
+    """examples/train_profiled.py under `gpuprof run` on the GPU: its gpuprof.profile joins the run's
+    session, so one DB holds the torch ops, steps and memory (issue 6) with the kernels, and the
+    kernels are linked to the ops that launched them (CONNECTION_IDS)."""
+    c.expect("device: cuda" in (program_output or ""), "train_profiled.py did not train on cuda")
+    db = one_db(c, dbs, "train_profiled")
+    if db is None:
+        return
+    check_common(c, db)
+    ops = {name for (name,) in db.query("SELECT s.value FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name")}
+    c.expect("aten::addmm" in ops, f"no aten::addmm among {len(ops)} op names")
+    steps = [r[0] for r in db.query("SELECT id FROM STEP_TIME ORDER BY id")]
+    c.expect(len(steps) >= 3, f"STEP_TIME rows {steps}: expected the script's 3 active steps (or more)")
+    linked = db.query("""
+        SELECT s.value, COUNT(*) FROM TASK t JOIN CONNECTION_IDS c ON c.connectionId = t.connectionId
+        JOIN PYTORCH_API p ON p.connectionId = c.id JOIN STRING_IDS s ON s.id = p.name
+        GROUP BY s.value ORDER BY 2 DESC""")
+    c.note(f"kernels linked to torch ops: {linked[:6]}")
+    c.expect(any(name in ("aten::addmm", "aten::mm") for name, _ in linked),
+             "no kernel linked to aten::addmm / aten::mm through CONNECTION_IDS")
+    gpu_memory = db.query("SELECT COUNT(*), MAX(totalAllocated) FROM MEMORY_RECORD WHERE deviceId = 0")[0]
+    c.expect(gpu_memory[0] > 0 and (gpu_memory[1] or 0) > 0,
+             f"no CUDA allocator records on device 0 in MEMORY_RECORD: {gpu_memory}")
+
+
 # ---- Replay (`gpuprof replay`, issue 5) ---------------------------------------------------------
 
 REPLAY_PASSES = 3  # run_case.py runs the replay cases with --passes 3
@@ -670,6 +695,7 @@ EXPECTATIONS = {
     "fork_follow": expect_fork_follow,
     "fork_parent_only": expect_fork_parent_only,
     "train_plain": expect_train_plain,
+    "train_profiled": expect_train_profiled,
 }
 
 

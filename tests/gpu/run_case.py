@@ -34,12 +34,13 @@ RUN_TIMEOUT_S = 300
 
 class Case:
     def __init__(self, expectation, program=None, command=None, flags=(), needs_torch=False, args=(),
-                 subcommand="run"):
+                 subcommand="run", needs_torch_hooks=False):
         self.expectation = expectation
         self.program = program        # a test program in BUILD/tests/gpu
         self.command = command        # or a command run from the repository root
         self.flags = list(flags)      # `gpuprof run` (or replay) flags
         self.needs_torch = needs_torch
+        self.needs_torch_hooks = needs_torch_hooks  # BUILD/lib/libgpuprof_torch.so (tools/build_torch_hooks.sh)
         self.args = list(args)        # the program's arguments
         self.subcommand = subcommand  # "run" or "replay"
 
@@ -80,6 +81,9 @@ CASES = {
     "TrainPlain": Case("train_plain",
                        command=["python3", "examples/train_plain.py", "--steps", "3", "--device", "cuda"],
                        needs_torch=True),
+    "TrainProfiled": Case("train_profiled",
+                          command=["python3", "examples/train_profiled.py", "--device", "cuda", "--steps", "8"],
+                          needs_torch=True, needs_torch_hooks=True),
 }
 
 
@@ -127,6 +131,11 @@ def run_case(name, build_dir, work_dir):
         if reason:
             print(f"SKIP: {reason}")
             return SKIP
+    hooks = os.path.join(build_dir, "lib", "libgpuprof_torch.so")
+    if case.needs_torch_hooks and not os.path.isfile(hooks):
+        print(f"SKIP: {hooks} is missing; build it against this machine's torch: "
+              f"bash tools/build_torch_hooks.sh {os.path.join(build_dir, 'lib')}")
+        return SKIP
 
     case_dir = os.path.join(os.path.abspath(work_dir), name)
     out_dir = os.path.join(case_dir, "out")
