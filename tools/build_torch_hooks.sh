@@ -17,7 +17,7 @@ read -r torch_dir abi < <("$python" -c 'import os, torch; print(os.path.dirname(
 "${CXX:-g++}" -std=c++20 -O2 -fPIC -shared -fvisibility=hidden -Wall -Wextra \
   -D_GLIBCXX_USE_CXX11_ABI="$abi" -Isrc -Iinclude \
   -isystem "$torch_dir/include" -isystem "$torch_dir/include/torch/csrc/api/include" \
-  src/torch/torch_hooks.cc -o "$lib_dir/libgpuprof_torch.so" \
+  src/torch/torch_hooks.cc src/torch/op_buffer.cc -o "$lib_dir/libgpuprof_torch.so" \
   -L"$lib_dir" -lgpuprof -L"$torch_dir/lib" -ltorch_cpu -lc10 \
   -Wl,-rpath,'$ORIGIN' -Wl,-rpath,"$torch_dir/lib"
 echo "build_torch_hooks: $lib_dir/libgpuprof_torch.so against torch in $torch_dir"
