@@ -9,6 +9,8 @@ profiler recording every step:
             torch.profiler.profile(activities=[CPU, CUDA])
   gpuprof   gpuprof.profile (its session starts in the process; on a GPU it collects the kernels
             from then on, as torch.profiler does)
+  gpuprof_host  (GPU only, for the breakdown) gpuprof.profile with GPUPROF_DEVICE=0: the torch
+            hooks and the DB, without CUPTI
 Reported: median step time over steps --warmup+1..N (median of --repeats processes), steps/s,
 the time added per step against `none`, and the ratio gpuprof/torch of the added time (target
 <= 0.5). Also the time from stop() to a finished output: gpuprof's DB against torch's
@@ -67,7 +69,7 @@ elif variant == "torch":
         prof = torch.profiler.profile(activities=acts, record_shapes=True, profile_memory=True)
     else:
         prof = torch.autograd.profiler.profile(record_shapes=True, profile_memory=True)
-else:
+else:  # gpuprof, gpuprof_host
     import gpuprof
     handler = gpuprof.db_handler(out)
     prof = gpuprof.profile(record_shapes=True, profile_memory=True, on_trace_ready=handler)
@@ -100,6 +102,8 @@ def run_variant(args, variant, gpu):
     cmd = [args.python, script, variant, str(args.steps), args.device, out]
     env = dict(os.environ)
     env["GPUPROF_LIB_DIR"] = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.gpuprof))), "lib")
+    if variant == "gpuprof_host":
+        env["GPUPROF_DEVICE"] = "0"  # the torch hooks alone, no CUPTI collection
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
@@ -128,7 +132,8 @@ def main():
     cuda_available, version = probe.stdout.split()
     gpu = args.device == "cuda" or (args.device == "auto" and cuda_available == "1")
     peer = "torch.profiler" if gpu else "torch.autograd.profiler"
-    results = {v: [] for v in ("none", "torch", "gpuprof")}
+    variants = ("none", "torch", "gpuprof") + (("gpuprof_host",) if gpu else ())
+    results = {v: [] for v in variants}
     for _ in range(args.repeats):  # interleaved, so drift hits every variant alike
         for variant in results:
             results[variant].append(run_variant(args, variant, gpu))
@@ -138,8 +143,9 @@ def main():
           f"{args.warmup + 1}..{args.steps}, median of {args.repeats} processes; profilers record every step "
           "with record_shapes and profile_memory")
     print(f"{'variant':<34}{'step ms':>9}{'steps/s':>10}{'added ms/step':>15}")
-    names = {"none": "no profiler", "torch": peer, "gpuprof": "gpuprof.profile"}
-    for v in ("none", "torch", "gpuprof"):
+    names = {"none": "no profiler", "torch": peer, "gpuprof": "gpuprof.profile",
+             "gpuprof_host": "  (gpuprof.profile, no CUPTI)"}
+    for v in variants:
         added = step[v] - step["none"]
         print(f"{names[v]:<34}{step[v]:>9.3f}{1e3 / step[v]:>10.1f}{added:>15.3f}")
     torch_added = step["torch"] - step["none"]

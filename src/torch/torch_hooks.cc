@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -262,10 +263,18 @@ struct TotalsOf<void (Class::*)(void*, int64_t, Allocated, Reserved, c10::Device
   using allocated = Allocated;
   using reserved = Reserved;
 };
-using ReportMethod = decltype(&c10::MemoryReportingInfoBase::reportMemoryUsage);
+using ReportMethod = decltype(&c10::MemoryReportingInfoBase::reportMemoryUsage);  // ProfilerStateBase keeps it
 
-class MemoryReporter final : public c10::MemoryReportingInfoBase {
+// torch reads the PROFILER_STATE slot as a torch::profiler::impl::ProfilerStateBase (e.g.
+// profilerEnabled() reads its config), so the reporter is one: with a Disabled config, torch's
+// code sees no profiler running; only the memory reports come here.
+class MemoryReporter final : public torch::profiler::impl::ProfilerStateBase {
  public:
+  MemoryReporter()
+      : ProfilerStateBase(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::Disabled)) {}
+  torch::profiler::impl::ActiveProfilerType profilerType() override {
+    return torch::profiler::impl::ActiveProfilerType::NONE;
+  }
   void reportMemoryUsage(void* ptr, int64_t alloc_size, TotalsOf<ReportMethod>::allocated total_allocated,
                          TotalsOf<ReportMethod>::reserved total_reserved, c10::Device device) override {
     gpuprof_allocator_event_v1 event{};

@@ -141,6 +141,8 @@ class ProfileTest(unittest.TestCase):
                 y = torch.empty(3 << 18, dtype=torch.float64)   # 6 MiB
                 del x
                 del y
+                # gpuprof's memory reporter holds torch's profiler slot, but torch sees no profiler.
+                assert not torch.autograd._profiler_enabled()
         """)
         db = dbs[0]
         records = rows(db, """SELECT s.value, m.totalAllocated, m.totalReserved, m.totalActive, m.deviceId
