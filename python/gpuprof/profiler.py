@@ -74,6 +74,18 @@ class db_handler:  # noqa: N801  (named like torch.profiler.tensorboard_trace_ha
             self.db_paths.append(prof.db_path)
 
 
+def _distributed_rank():
+    """torch.distributed's rank when a process group is up, else None (the session then takes
+    GPUPROF_RANK, else RANK, from the environment)."""
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
+    except Exception:  # noqa: BLE001  (no rank is no error)
+        pass
+    return None
+
+
 def _check_activities(activities):
     if activities is None:
         return {ProfilerActivity.CPU}
@@ -210,6 +222,9 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             config["output_dir"] = handler.dir_name
             if handler.worker_name:
                 config["worker_name"] = handler.worker_name
+        rank = _distributed_rank()
+        if rank is not None:
+            config["rank"] = rank
         fd, self._result_file = tempfile.mkstemp(prefix="gpuprof_result_", suffix=".txt")
         os.close(fd)
         config["result_file"] = self._result_file

@@ -225,6 +225,21 @@ class ProfileTest(unittest.TestCase):
         self.assertEqual([os.path.basename(d) for d in dbs], ["ascend_pytorch_profiler_3.db"])
         self.assertEqual(rows(dbs[0], "SELECT rankId, deviceId FROM RANK_DEVICE_MAP"), [(3, -1)])
 
+    def test_rank_from_torch_distributed_wins_over_the_environment(self):
+        _, dbs = self.run_script("""
+            import socket
+            import torch.distributed as dist
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)):
+                torch.relu(torch.randn(4))
+            dist.destroy_process_group()
+        """, env={"RANK": "5", "GPUPROF_RANK": ""})
+        self.assertEqual([os.path.basename(d) for d in dbs], ["ascend_pytorch_profiler_0.db"])
+        self.assertEqual(rows(dbs[0], "SELECT rankId FROM RANK_DEVICE_MAP"), [(0,)])
+
     def test_dataloader_workers_leave_one_intact_db(self):
         _, dbs = self.run_script("""
             class Squares(torch.utils.data.Dataset):
