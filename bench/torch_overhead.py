@@ -38,7 +38,9 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 import torch
 import train_plain as tp
 
-variant, steps, device_name, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+variant, steps, device_name, out, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+if threads > 0:
+    torch.set_num_threads(threads)
 device = tp.pick_device(device_name)
 torch.manual_seed(0)
 inputs, labels = tp.synthetic_data(0)
@@ -99,7 +101,7 @@ def run_variant(args, variant, gpu):
     script = os.path.join(out, "child.py")
     with open(script, "w") as f:
         f.write(f"REPO = {REPO!r}\n" + CHILD)
-    cmd = [args.python, script, variant, str(args.steps), args.device, out]
+    cmd = [args.python, script, variant, str(args.steps), args.device, out, str(args.threads)]
     env = dict(os.environ)
     env["GPUPROF_LIB_DIR"] = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.gpuprof))), "lib")
     if variant == "gpuprof_host":
@@ -122,6 +124,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--timeout", type=int, default=600)
+    parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads in every variant (0: torch's default)")
     args = parser.parse_args()
     if args.steps <= args.warmup:
         parser.error("--steps must be larger than --warmup")
@@ -141,7 +144,7 @@ def main():
     finish = {v: statistics.median(r[1] for r in rs) if rs[0][1] is not None else None for v, rs in results.items()}
     print(f"\ntrain_plain step, {'GPU' if gpu else 'CPU'}, torch {version}: median step over steps "
           f"{args.warmup + 1}..{args.steps}, median of {args.repeats} processes; profilers record every step "
-          "with record_shapes and profile_memory")
+          "with record_shapes and profile_memory" + (f"; torch threads {args.threads}" if args.threads else ""))
     print(f"{'variant':<34}{'step ms':>9}{'steps/s':>10}{'added ms/step':>15}")
     names = {"none": "no profiler", "torch": peer, "gpuprof": "gpuprof.profile",
              "gpuprof_host": "  (gpuprof.profile, no CUPTI)"}
