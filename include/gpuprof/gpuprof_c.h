@@ -154,6 +154,7 @@ typedef struct gpuprof_torch_op_v1 {
   const uint64_t* correlation_ids; /* device launches made inside the op (CUPTI external
                                       correlation), or NULL */
   uint32_t correlation_count;
+  uint64_t external_id;      /* the id the op pushed through gpuprof_get_device_correlation_v1, or 0 */
 } gpuprof_torch_op_v1;
 
 /* gpuprof_allocator_event_v1.action */
@@ -181,6 +182,22 @@ typedef struct gpuprof_gc_event_v1 {
   int64_t start_ns;
   int64_t end_ns;            /* >= start_ns */
 } gpuprof_gc_event_v1;
+
+/* Tagging device work with framework ops (CUPTI external correlation on NVIDIA GPUs): push(id)
+ * when an op starts and pop() when it ends, on the op's thread; the kernels and copies that
+ * thread launches in between are linked to the op whose gpuprof_torch_op_v1.external_id is `id`
+ * (CONNECTION_IDS). Both return 0 on success. The functions stay valid for the life of the
+ * process. */
+typedef struct gpuprof_device_correlation_v1 {
+  int (*push)(uint64_t id);
+  int (*pop)(void);
+} gpuprof_device_correlation_v1;
+
+/* Fills *out while the running session collects device activity. Returns GPUPROF_OK,
+ * GPUPROF_ERROR_INVALID_ARGUMENT (out is NULL), GPUPROF_ERROR_NOT_STARTED (no session, no device
+ * collection, or the session is another copy's: ops are then linked to kernels by time) or
+ * GPUPROF_ERROR_FORK_CHILD. */
+GPUPROF_API int gpuprof_get_device_correlation_v1(gpuprof_device_correlation_v1* out) GPUPROF_NOEXCEPT;
 
 GPUPROF_API int gpuprof_record_torch_op_v1(const gpuprof_torch_op_v1* op) GPUPROF_NOEXCEPT;
 GPUPROF_API int gpuprof_record_allocator_event_v1(const gpuprof_allocator_event_v1* event) GPUPROF_NOEXCEPT;

@@ -311,9 +311,8 @@ std::vector<trace::Mark> MarkerPairer::TakeOpenRanges() {
   return out;
 }
 
-ActivityTranslator::ActivityTranslator(CuptiApi* api, TimeConverter time, std::uint32_t pid,
-                                       std::size_t max_external_correlations)
-    : api_(api), time_(time), pid_(pid), max_external_correlations_(max_external_correlations) {}
+ActivityTranslator::ActivityTranslator(CuptiApi* api, TimeConverter time, std::uint32_t pid)
+    : api_(api), time_(time), pid_(pid) {}
 
 const ActivityTranslator::KernelNames& ActivityTranslator::NamesFor(const char* mangled) {
   const std::string_view key = mangled != nullptr ? std::string_view(mangled) : std::string_view();
@@ -398,12 +397,9 @@ bool ActivityTranslator::Translate(const CUpti_Activity& record, std::vector<tra
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const auto& ext = reinterpret_cast<const CUpti_ActivityExternalCorrelation&>(record);
-      if (external_.size() >= max_external_correlations_) {
-        ++stats_.external_correlations_dropped;
-        return true;
-      }
-      external_.push_back(ExternalCorrelation{static_cast<std::uint32_t>(ext.externalKind), ext.externalId,
-                                              ext.correlationId});
+      if (ext.externalKind != kGpuprofExternalKind) return true;  // another tool's ids
+      CheckCorrelation(ext.correlationId);
+      out.emplace_back(trace::ExternalCorrelation{ext.externalId, ext.correlationId});
       ++stats_.external_correlations;
       return true;
     }
@@ -411,10 +407,6 @@ bool ActivityTranslator::Translate(const CUpti_Activity& record, std::vector<tra
   }
 }
 
-std::vector<ExternalCorrelation> ActivityTranslator::TakeExternalCorrelations() {
-  std::vector<ExternalCorrelation> out;
-  out.swap(external_);
-  return out;
-}
+
 
 }  // namespace gpuprof::cupti

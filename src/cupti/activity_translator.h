@@ -6,9 +6,9 @@
 //   MEMSET                          CUpti_ActivityMemset4      -> DeviceTask kMemset
 //   RUNTIME, DRIVER                 CUpti_ActivityAPI          -> ApiCall
 //   MARKER (NVTX)                   CUpti_ActivityMarker2      -> Mark (a range once its end arrives)
-//   EXTERNAL_CORRELATION            CUpti_ActivityExternalCorrelation -> no record; kept in the
-//                                   translator as (kind, external id, correlation id) for the torch
-//                                   layer (TakeExternalCorrelations), which ties ops to launches.
+//   EXTERNAL_CORRELATION            CUpti_ActivityExternalCorrelation of kind CUSTOM0 (gpuprof's
+//                                   torch hooks push their op ids as that kind) -> ExternalCorrelation;
+//                                   the DB writer ties the op to the launch. Other kinds: skipped.
 //
 // These are the record versions CUPTI 13.0 delivers for those kinds (cupti_activity.h names them
 // per kind; older versions live in cupti_activity_deprecated.h). LoadCuptiApi refuses a CUPTI of
@@ -82,12 +82,9 @@ trace::DeviceTask TranslateMemset(const CUpti_ActivityMemset4& set, const TimeCo
 trace::ApiCall TranslateApi(const CUpti_ActivityAPI& api, std::string name, const TimeConverter& time,
                             std::uint32_t pid);
 
-// One CUpti_ActivityExternalCorrelation: the framework's id (e.g. a torch op's) for a CUDA call.
-struct ExternalCorrelation {
-  std::uint32_t kind = 0;  // CUpti_ExternalCorrelationKind
-  std::uint64_t external_id = 0;
-  std::uint64_t correlation_id = 0;
-};
+// The external-correlation kind gpuprof's framework hooks push (SessionDeviceCollector) and the
+// translator keeps; other tools' kinds are not gpuprof's ops.
+inline constexpr CUpti_ExternalCorrelationKind kGpuprofExternalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 
 // Pairs NVTX start and end markers (CUPTI gives both the same id) into one Mark.
 //   instantaneous marker          -> Mark kMarker (start == end), emitted at once
@@ -119,8 +116,7 @@ struct TranslatorStats {
   std::uint64_t memsets = 0;
   std::uint64_t api_calls = 0;
   std::uint64_t marks = 0;
-  std::uint64_t external_correlations = 0;
-  std::uint64_t external_correlations_dropped = 0;  // over the store's cap
+  std::uint64_t external_correlations = 0;         // of gpuprof's kind, emitted
   std::uint64_t unsupported = 0;                    // kinds not translated (skipped)
   std::uint64_t correlation_ids_over_limit = 0;     // >= kCorrelationIdLimit
 };
@@ -130,15 +126,12 @@ class ActivityTranslator {
  public:
   // `api` resolves API callback names and must outlive the translator; null gives names of the
   // form "runtime cbid 211" (tests). `pid` fills DeviceTask.pid and records without a process id.
-  ActivityTranslator(CuptiApi* api, TimeConverter time, std::uint32_t pid,
-                     std::size_t max_external_correlations = std::size_t{1} << 22);
+  ActivityTranslator(CuptiApi* api, TimeConverter time, std::uint32_t pid);
 
   // Appends what `record` translates to (0 or 1 records) to `out`. Returns false when the kind is
   // not one this translator handles (the record is skipped and counted). May throw bad_alloc.
   bool Translate(const CUpti_Activity& record, std::vector<trace::Record>& out);
 
-  // Moves out the external correlations stored since the last call, in arrival order.
-  std::vector<ExternalCorrelation> TakeExternalCorrelations();
   // NVTX ranges still waiting for their end (see MarkerPairer::TakeOpenRanges).
   std::vector<trace::Mark> TakeOpenRanges() { return markers_.TakeOpenRanges(); }
 
@@ -164,11 +157,9 @@ class ActivityTranslator {
   CuptiApi* api_;
   TimeConverter time_;
   std::uint32_t pid_;
-  std::size_t max_external_correlations_;
   std::unordered_map<std::string, KernelNames, StringHash, std::equal_to<>> kernel_names_;
   std::unordered_map<std::uint64_t, std::string> api_names_;  // (kind << 32) | cbid
   MarkerPairer markers_;
-  std::vector<ExternalCorrelation> external_;
   TranslatorStats stats_;
 };
 

@@ -61,7 +61,7 @@ class CuptiApi {
                                                    std::size_t* dropped) = 0;
   virtual CUptiResult ActivityFlushAll(std::uint32_t flag) = 0;
   virtual CUptiResult ActivityFlushPeriod(std::uint32_t period_ms) = 0;
-  // For the torch layer (one external id per framework op); unused by the subscriber itself.
+  // For the torch layer (one external id per framework op, CuptiSubscriber::PushExternalCorrelation).
   virtual CUptiResult ActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
                                                         std::uint64_t id) = 0;
   virtual CUptiResult ActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,

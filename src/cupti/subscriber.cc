@@ -331,9 +331,7 @@ SubscriberStats CuptiSubscriber::stats() const {
   return s;
 }
 
-std::vector<ExternalCorrelation> CuptiSubscriber::TakeExternalCorrelations() {
-  return translator_.wlock()->TakeExternalCorrelations();
-}
+
 
 void CuptiSubscriber::OnBufferRequested(std::uint8_t** buffer, std::size_t* size,
                                         std::size_t* max_records) noexcept {

@@ -147,8 +147,8 @@ class CuptiSubscriber {
 
   bool running() const noexcept { return running_.load(std::memory_order_acquire); }
   SubscriberStats stats() const;
-  // External correlations translated since the last call (for the torch layer).
-  std::vector<ExternalCorrelation> TakeExternalCorrelations();
+  // The CUPTI table (e.g. for external-correlation pushes by the framework hooks).
+  const std::shared_ptr<CuptiApi>& api() const noexcept { return api_; }
   const TimeConverter& time() const noexcept { return time_; }
   InternalWorkFilter& internal_work_filter() noexcept { return filter_; }
 

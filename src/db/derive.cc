@@ -161,7 +161,8 @@ std::vector<std::uint64_t> FwdBwdPairIds(const std::vector<OpSpan>& ops,
 
 }  // namespace
 
-Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<LaunchSpan>& launches) {
+Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<LaunchSpan>& launches,
+                              const std::unordered_map<std::uint64_t, std::vector<std::uint64_t>>& external) {
   const std::vector<std::size_t> by_row = ApiRowOrder(ops);
   std::vector<std::size_t> pos_of(ops.size());
   for (std::size_t pos = 0; pos < by_row.size(); ++pos) pos_of[by_row[pos]] = pos;
@@ -182,13 +183,18 @@ Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<
     std::size_t op = 0;
   };
   std::vector<Claim> claims;
+  auto claim = [&](std::uint64_t id, std::size_t op) {
+    if (id >= kFrameworkConnectionBase) {
+      ++out_of_range;
+    } else {
+      claims.push_back({id, op});
+    }
+  };
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    for (std::uint64_t id : ops[i].correlation_ids) {
-      if (id >= kFrameworkConnectionBase) {
-        ++out_of_range;
-      } else {
-        claims.push_back({id, i});
-      }
+    for (std::uint64_t id : ops[i].correlation_ids) claim(id, i);
+    if (ops[i].external_id == 0) continue;
+    if (auto it = external.find(ops[i].external_id); it != external.end()) {
+      for (std::uint64_t id : it->second) claim(id, i);
     }
   }
   std::sort(claims.begin(), claims.end(), [&ops](const Claim& a, const Claim& b) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "trace/records.h"
@@ -27,6 +28,7 @@ struct OpSpan {
   std::uint64_t name_id = 0;                   // STRING_IDS id of the op name
   std::int64_t step_number = -1;               // N of a "ProfilerStep#N" op, else -1
   std::vector<std::uint64_t> correlation_ids;  // external-correlation links to device launches
+  std::uint64_t external_id = 0;               // the CUPTI external id the op pushed (0: none)
   trace::TorchOp::Type type = trace::TorchOp::Type::kOp;
 };
 
@@ -53,7 +55,10 @@ struct Connections {
 // fwd/bwd pairs (shared (5<<28)+n on both ops; per sequence number the last forward and the last
 // backward op), and op->device-task links: an op's external-correlation ids first; launches no op
 // claimed go to the innermost op on the same thread whose [start, end] contains the launch.
-Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<LaunchSpan>& launches);
+// `external`: CUPTI external id -> the launches' correlation ids made under it; an op's
+// external_id adds those launches to its correlation_ids (step 1, before time containment).
+Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<LaunchSpan>& launches,
+                              const std::unordered_map<std::uint64_t, std::vector<std::uint64_t>>& external = {});
 
 struct StepRow {
   std::int64_t id = 0;

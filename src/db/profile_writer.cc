@@ -351,6 +351,7 @@ class OpLane {
     span.name_id = name_id;
     span.step_number = ParseStepNumber(op.name);
     span.correlation_ids = std::move(op.correlation_ids);
+    span.external_id = op.external_id;
     span.type = op.type;
     any_step_ = any_step_ || span.step_number >= 0;
   }
@@ -674,7 +675,7 @@ class RowSink {
       side();  // no second thread: one after the other
     }
     try {
-      out.connections = DeriveConnections(ops, launches_);
+      out.connections = DeriveConnections(ops, launches_, external_launches_);
     } catch (...) {
       if (helper.joinable()) helper.join();
       throw;
@@ -762,6 +763,11 @@ class RowSink {
       ++rows_in_txn_;
     }
     return interned.id;
+  }
+
+  Status WriteRecord(trace::ExternalCorrelation& link) {
+    external_launches_[link.external_id].push_back(link.correlation_id);
+    return OkStatus();
   }
 
   Status WriteRecord(trace::TorchOp& op) {
@@ -951,6 +957,8 @@ class RowSink {
   std::vector<trace::TorchOp> lane_batch_;  // TorchOps on their way to the op lane
   // Device-side indexes for the derivations (derive.h).
   std::vector<LaunchSpan> launches_;
+  // CUPTI external id -> correlation ids of the launches made under it (trace::ExternalCorrelation).
+  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> external_launches_;
   std::vector<trace::AllocatorEvent> alloc_events_;
 };
 

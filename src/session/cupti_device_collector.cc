@@ -8,6 +8,7 @@
 #include <link.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 
@@ -134,6 +135,39 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
                                                          std::move(sink), options_));
   if (options_.nvtx) PointNvtxAtCupti();
   return OkStatus();
+}
+
+namespace {
+
+// The CUPTI table the correlation functions call; set at the first Start and kept for the life of
+// the process (CUPTI is never unloaded), so the plain function pointers never dangle.
+std::atomic<cupti::CuptiApi*> g_correlation_api{nullptr};
+
+int PushCorrelation(std::uint64_t id) {
+  cupti::CuptiApi* api = g_correlation_api.load(std::memory_order_acquire);
+  return api != nullptr && api->ActivityPushExternalCorrelationId(cupti::kGpuprofExternalKind, id) == CUPTI_SUCCESS
+             ? 0
+             : 1;
+}
+
+int PopCorrelation() {
+  cupti::CuptiApi* api = g_correlation_api.load(std::memory_order_acquire);
+  std::uint64_t id = 0;
+  return api != nullptr && api->ActivityPopExternalCorrelationId(cupti::kGpuprofExternalKind, &id) == CUPTI_SUCCESS
+             ? 0
+             : 1;
+}
+
+}  // namespace
+
+DeviceCollector::CorrelationFunctions CuptiDeviceCollector::Correlation() const {
+  if (subscriber_ == nullptr || !subscriber_->running() || !options_.external_correlation) return {};
+  if (g_correlation_api.load(std::memory_order_acquire) == nullptr) {
+    // Leaked on purpose: process lifetime (see g_correlation_api).
+    static std::shared_ptr<cupti::CuptiApi>* kept = new std::shared_ptr<cupti::CuptiApi>(subscriber_->api());
+    g_correlation_api.store(kept->get(), std::memory_order_release);
+  }
+  return {&PushCorrelation, &PopCorrelation};
 }
 
 void CuptiDeviceCollector::Flush() {

@@ -55,6 +55,7 @@ class CuptiDeviceCollector final : public DeviceCollector {
   Status Start(DeviceCollectorHooks hooks) override;
   void Flush() override;
   void Stop() override;
+  CorrelationFunctions Correlation() const override;
 
   // Null before Start and after a failed one.
   cupti::CuptiSubscriber* subscriber() const noexcept { return subscriber_.get(); }

@@ -51,6 +51,16 @@ class DeviceCollector {
   virtual void Flush() = 0;
   // Flushes and stops collecting; idempotent.
   virtual void Stop() = 0;
+
+  // Functions that tag the device work the calling thread launches with a framework op's id
+  // until the matching pop (CUPTI external correlation), valid for the life of the process; null
+  // when this collector cannot tag (the default). Records of the tags arrive as
+  // trace::ExternalCorrelation. Called after a successful Start.
+  struct CorrelationFunctions {
+    int (*push)(std::uint64_t id) = nullptr;  // 0 on success
+    int (*pop)() = nullptr;
+  };
+  virtual CorrelationFunctions Correlation() const { return {}; }
 };
 
 // Makes the collector for a Session, or returns nullptr when there is none to make (no device

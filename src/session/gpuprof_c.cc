@@ -158,6 +158,14 @@ GPUPROF_API int gpuprof_range_start(const char* message, uint64_t* range_id) noe
              });
 }
 
+GPUPROF_API int gpuprof_get_device_correlation_v1(gpuprof_device_correlation_v1* out) noexcept {
+  return Run([] { return std::string("gpuprof_get_device_correlation_v1()"); },
+             [&] {
+               if (out == nullptr) return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "out is NULL"};
+               return ProcessSession::Get().DeviceCorrelation(out);
+             });
+}
+
 GPUPROF_API int gpuprof_record_torch_op_v1(const gpuprof_torch_op_v1* op) noexcept {
   return Run([&] { return std::string("gpuprof_record_torch_op_v1(") + (op != nullptr && op->size >= offsetof(gpuprof_torch_op_v1, sequence_number) && op->name != nullptr ? Excerpt(op->name) : "") + ")"; },
              [&] {

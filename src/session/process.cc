@@ -425,6 +425,27 @@ std::uint32_t RecordPid() noexcept {
 
 }  // namespace
 
+CallResult ProcessSession::DeviceCorrelation(gpuprof_device_correlation_v1* out) {
+  std::shared_ptr<Session> session;
+  {
+    auto state = state_.wlock();
+    if (state->attached == nullptr && state->session == nullptr) return NotStarted(*state);
+    if (state->attached != nullptr) {
+      return {GPUPROF_ERROR_NOT_STARTED,
+              "the running session belongs to another copy of libgpuprof.so; its ops are linked to kernels by "
+              "time instead"};
+    }
+    session = state->session;
+  }
+  const DeviceCollector::CorrelationFunctions functions = session->DeviceCorrelation();
+  if (functions.push == nullptr || functions.pop == nullptr) {
+    return {GPUPROF_ERROR_NOT_STARTED, "the session collects no device activity: there is nothing to tag"};
+  }
+  out->push = functions.push;
+  out->pop = functions.pop;
+  return {};
+}
+
 CallResult ProcessSession::RecordTorchOp(const gpuprof_torch_op_v1& op) {
   trace::TorchOp record;
   record.start_ns = op.start_ns;
@@ -441,6 +462,9 @@ CallResult ProcessSession::RecordTorchOp(const gpuprof_torch_op_v1& op) {
   }
   if (op.correlation_ids != nullptr) {
     record.correlation_ids.assign(op.correlation_ids, op.correlation_ids + op.correlation_count);
+  }
+  if (op.size >= offsetof(gpuprof_torch_op_v1, external_id) + sizeof(op.external_id)) {
+    record.external_id = op.external_id;
   }
   record.type = static_cast<trace::TorchOp::Type>(op.type);
   return Record(std::move(record), [&op](const gpuprof_session_v1* table) {

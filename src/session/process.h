@@ -66,6 +66,7 @@ class ProcessSession {
   CallResult RecordTorchOp(const gpuprof_torch_op_v1& op);
   CallResult RecordAllocatorEvent(const gpuprof_allocator_event_v1& event);
   CallResult RecordGcEvent(const gpuprof_gc_event_v1& event);
+  CallResult DeviceCorrelation(gpuprof_device_correlation_v1* out);
 
   // This copy's table while it owns a running session, else null. Lock-free.
   const gpuprof_session_v1* ActiveTable() const noexcept;

@@ -296,6 +296,10 @@ class Session::Impl {
   const std::string& partial_path() const noexcept { return partial_path_; }
   bool finalized() const noexcept { return finalized_.load(std::memory_order_acquire); }
   bool has_device_collector() const noexcept { return device_present_.load(std::memory_order_acquire); }
+  DeviceCollector::CorrelationFunctions DeviceCorrelation() {
+    std::lock_guard<std::recursive_mutex> lock(device_mu_);
+    return device_ != nullptr ? device_->Correlation() : DeviceCollector::CorrelationFunctions{};
+  }
   std::uint64_t dropped_records() const noexcept {
     std::uint64_t n = box_ != nullptr ? box_->collector->dropped() : 0;
     n += late_records_.load(std::memory_order_relaxed);
@@ -543,6 +547,7 @@ const std::string& Session::db_path() const noexcept { return impl_->db_path(); 
 const std::string& Session::partial_path() const noexcept { return impl_->partial_path(); }
 bool Session::finalized() const noexcept { return impl_->finalized(); }
 bool Session::has_device_collector() const noexcept { return impl_->has_device_collector(); }
+DeviceCollector::CorrelationFunctions Session::DeviceCorrelation() { return impl_->DeviceCorrelation(); }
 std::uint64_t Session::dropped_records() const noexcept { return impl_->dropped_records(); }
 std::size_t Session::buffered_records() const { return impl_->box()->collector->buffered(); }
 

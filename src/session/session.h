@@ -111,6 +111,9 @@ class Session {
   // Whether the final DB exists (Stop succeeded at least as far as Finalize).
   bool finalized() const noexcept;
   bool has_device_collector() const noexcept;
+  // The device collector's op-tagging functions (DeviceCollector::Correlation); null ones when
+  // there is no device collector or it cannot tag.
+  DeviceCollector::CorrelationFunctions DeviceCorrelation();
   // Records the collector refused (cap, fork child, not running), and records the writer dropped.
   std::uint64_t dropped_records() const noexcept;
   // Records appended and not yet handed to the writer. Takes each producer thread's buffer lock in

@@ -266,6 +266,7 @@ void OpBuffer::Deliver(const Chunk& chunk) {
     record.name = chunk.text.data() + op.name_offset;
     record.sequence_number = op.entry.sequence_number;
     record.fwd_thread_id = op.entry.fwd_thread_id;
+    record.external_id = op.entry.external_id;
     record.type = GPUPROF_TORCH_OP;
     shapes.clear();
     dtypes.clear();

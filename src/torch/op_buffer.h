@@ -57,6 +57,7 @@ struct OpEntry {
   std::int64_t sequence_number = -1;
   std::uint64_t fwd_thread_id = 0;
   std::uint32_t tid = 0;
+  std::uint64_t external_id = 0;  // the id pushed as device correlation while the op ran; 0: none
 };
 
 struct OpBufferSinks {

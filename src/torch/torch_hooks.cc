@@ -176,6 +176,7 @@ std::atomic<bool> g_with_stack{false};
 struct OpContext final : at::ObserverContext {
   std::int64_t start_ns = 0;
   std::uint32_t tid = 0;
+  std::uint64_t external_id = 0;  // pushed at start, popped at end (same thread)
   InputWords inputs;
   std::vector<std::string> stack;
 
@@ -213,6 +214,11 @@ struct OpContext final : at::ObserverContext {
 };
 
 std::atomic<bool> g_record_shapes{false};
+// Device correlation (gpuprof_get_device_correlation_v1): set at enable while the session collects
+// device activity; the functions stay valid for the life of the process once set.
+std::atomic<int (*)(std::uint64_t)> g_correlation_push{nullptr};
+std::atomic<int (*)()> g_correlation_pop{nullptr};
+std::atomic<std::uint64_t> g_next_external_id{1};
 // Created at the first enable; never destroyed (callbacks may still run at process exit).
 OpBuffer* g_buffer = nullptr;
 
@@ -234,13 +240,22 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
       context->stack.clear();
     }
   }
+  // Kernels this op launches are tagged with its id (async ops may end on another thread: none).
+  if (auto push = g_correlation_push.load(std::memory_order_relaxed); push != nullptr && !fn.isAsync()) {
+    const std::uint64_t id = g_next_external_id.fetch_add(1, std::memory_order_relaxed);
+    if (push(id) == 0) context->external_id = id;
+  }
   context->start_ns = EpochNs();
   return context;
 }
 
 void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
   auto* context = static_cast<OpContext*>(raw);
-  if (context == nullptr || g_buffer == nullptr) return;
+  if (context == nullptr) return;
+  if (context->external_id != 0) {
+    if (auto pop = g_correlation_pop.load(std::memory_order_relaxed); pop != nullptr) pop();
+  }
+  if (g_buffer == nullptr) return;
   const char* name = fn.name();
   if (name == nullptr || *name == '\0') return;
   OpEntry op;
@@ -249,6 +264,7 @@ void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
   op.sequence_number = fn.seqNr();
   op.fwd_thread_id = fn.forwardThreadId();
   op.tid = context->tid;
+  op.external_id = context->external_id;
   g_buffer->AddOp(op, name, std::span<const std::int64_t>(context->inputs.data(), context->inputs.size()),
                   context->stack);
 }
@@ -340,6 +356,11 @@ GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_mem
       g_buffer = new OpBuffer(std::move(sinks));
     }
     if (g_users == 0) g_buffer->Start();
+    gpuprof_device_correlation_v1 correlation{};
+    if (gpuprof_get_device_correlation_v1(&correlation) == GPUPROF_OK) {
+      g_correlation_pop.store(correlation.pop, std::memory_order_relaxed);
+      g_correlation_push.store(correlation.push, std::memory_order_relaxed);
+    }
     g_requests.push_back({record_shapes != 0, profile_memory != 0, with_stack != 0});
     ++g_users;
     if (record_shapes != 0) ++g_shape_users;
@@ -369,6 +390,7 @@ GPUPROF_TORCH_API int gpuprof_torch_disable_v1(void) noexcept {
     if (g_users == 0) {
       at::removeCallback(g_callback);
       g_callback = 0;
+      g_correlation_push.store(nullptr, std::memory_order_relaxed);  // pops of ops in flight still run
       g_buffer->Stop();  // every record reaches the session before the caller stops it
     } else {
       InstallCallback();

@@ -64,6 +64,7 @@ struct TorchOp {
   std::string input_shapes;
   std::vector<std::string> call_stack;   // innermost frame first ("file(line): func"); empty: none
   std::vector<std::uint64_t> correlation_ids;  // device launches tied to this op (CUPTI external correlation)
+  std::uint64_t external_id = 0;         // the id the op pushed as CUPTI external correlation; 0: none
   Type type = Type::kOp;
 };
 
@@ -115,7 +116,15 @@ struct ReplayResult {
   replay::ReplayRecord record;
 };
 
-using Record = std::variant<ApiCall, DeviceTask, TorchOp, AllocatorEvent, GcEvent, Mark, ReplayResult>;
+// CUPTI's EXTERNAL_CORRELATION record: the launch `correlation_id` happened while a framework op
+// had `external_id` pushed (its TorchOp::external_id). The DB writer ties the two (CONNECTION_IDS).
+struct ExternalCorrelation {
+  std::uint64_t external_id = 0;
+  std::uint32_t correlation_id = 0;
+};
+
+using Record = std::variant<ApiCall, DeviceTask, TorchOp, AllocatorEvent, GcEvent, Mark, ReplayResult,
+                            ExternalCorrelation>;
 
 // Who and where: one per DB.
 struct RunInfo {

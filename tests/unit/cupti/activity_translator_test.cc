@@ -384,28 +384,20 @@ TEST_F(ActivityTranslatorTest, KernelNamesAreDemangledOnceAndReused) {
   }
 }
 
-TEST_F(ActivityTranslatorTest, ExternalCorrelationsAreStoredNotEmitted) {
+TEST_F(ActivityTranslatorTest, GpuprofsExternalCorrelationsBecomeRecordsOtherToolsAreSkipped) {
   const auto e1 = MakeExternalCorrelation(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 1001, 41);
   const auto e2 = MakeExternalCorrelation(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 1001, 42);
+  const auto other = MakeExternalCorrelation(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, 7, 43);
   ASSERT_TRUE(translator_.Translate(AsActivity(&e1), out_));
   ASSERT_TRUE(translator_.Translate(AsActivity(&e2), out_));
-  EXPECT_TRUE(out_.empty());
-  const std::vector<ExternalCorrelation> taken = translator_.TakeExternalCorrelations();
-  ASSERT_EQ(taken.size(), 2u);
-  EXPECT_EQ(taken[0].external_id, 1001u);
-  EXPECT_EQ(taken[0].correlation_id, 41u);
-  EXPECT_EQ(taken[1].correlation_id, 42u);
-  EXPECT_EQ(taken[0].kind, static_cast<std::uint32_t>(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0));
-  EXPECT_TRUE(translator_.TakeExternalCorrelations().empty());  // moved out
-}
-
-TEST_F(ActivityTranslatorTest, ExternalCorrelationStoreIsBounded) {
-  ActivityTranslator small(&api_, kTime, kPid, /*max_external_correlations=*/1);
-  const auto e = MakeExternalCorrelation(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 1, 1);
-  ASSERT_TRUE(small.Translate(AsActivity(&e), out_));
-  ASSERT_TRUE(small.Translate(AsActivity(&e), out_));
-  EXPECT_EQ(small.TakeExternalCorrelations().size(), 1u);
-  EXPECT_EQ(small.stats().external_correlations_dropped, 1u);
+  ASSERT_TRUE(translator_.Translate(AsActivity(&other), out_));
+  ASSERT_EQ(out_.size(), 2u);
+  const auto& first = std::get<trace::ExternalCorrelation>(out_[0]);
+  const auto& second = std::get<trace::ExternalCorrelation>(out_[1]);
+  EXPECT_EQ(first.external_id, 1001u);
+  EXPECT_EQ(first.correlation_id, 41u);
+  EXPECT_EQ(second.correlation_id, 42u);
+  EXPECT_EQ(translator_.stats().external_correlations, 2u);
 }
 
 TEST_F(ActivityTranslatorTest, UnsupportedKindIsSkippedAndCounted) {

@@ -546,16 +546,15 @@ TEST_F(CuptiSubscriberTest, DestructorStops) {
   EXPECT_FALSE(Enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 }
 
-TEST_F(CuptiSubscriberTest, ExternalCorrelationsAreHandedOutNotEmitted) {
+TEST_F(CuptiSubscriberTest, ExternalCorrelationsReachTheSinkAsRecords) {
   auto subscriber = StartOrDie();
   ActivityBuffer buffer;
   buffer.Add(MakeExternalCorrelation(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 900, 5));
   ASSERT_TRUE(api_->Deliver(buffer));
-  EXPECT_TRUE(received_.empty());
-  const std::vector<ExternalCorrelation> taken = subscriber->TakeExternalCorrelations();
-  ASSERT_EQ(taken.size(), 1u);
-  EXPECT_EQ(taken[0].external_id, 900u);
-  EXPECT_EQ(taken[0].correlation_id, 5u);
+  ASSERT_EQ(received_.size(), 1u);
+  const auto& link = std::get<trace::ExternalCorrelation>(received_[0]);
+  EXPECT_EQ(link.external_id, 900u);
+  EXPECT_EQ(link.correlation_id, 5u);
 }
 
 }  // namespace

@@ -220,6 +220,22 @@ TEST(DeriveConnectionsTest, ExternalCorrelationTakesPrecedenceOverContainment) {
   EXPECT_THAT(c.rows, ElementsAre(ConnectionRow{0, 2}, ConnectionRow{1, 3}, ConnectionRow{2, 4}));
 }
 
+TEST(DeriveConnectionsTest, AnOpsExternalIdClaimsTheLaunchesMadeUnderIt) {
+  OpSpan outer = Op(1, 1, 0, 100);
+  outer.external_id = 11;
+  OpSpan inner = Op(2, 1, 10, 50);
+  inner.external_id = 12;
+  OpSpan other_thread = Op(3, 2, 0, 100);  // contains launch 4 in time, but on its own thread
+  other_thread.external_id = 13;
+  const std::vector<LaunchSpan> launches = {Launch(1, 20, 2), Launch(1, 60, 3), Launch(2, 70, 4)};
+  // CUPTI says: launch 2 was made under the outer op's id (although the inner op contains it in
+  // time), launch 4 under the inner op's; launch 3 has no tag and falls back to containment.
+  const std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> external = {{11, {2}}, {12, {4}}};
+  const Connections c = DeriveConnections({outer, inner, other_thread}, launches, external);
+  EXPECT_THAT(c.api_index, ElementsAre(IndexPair{1, 0}, IndexPair{2, 1}));
+  EXPECT_THAT(c.rows, ElementsAre(ConnectionRow{0, 2}, ConnectionRow{0, 3}, ConnectionRow{1, 4}));
+}
+
 TEST(DeriveConnectionsTest, IdClaimedByTwoOpsStaysWithTheInnermostOne) {
   const std::vector<OpSpan> ops = {WithCorrelation(Op(1, 1, 0, 100), {7}),
                                    WithCorrelation(Op(2, 1, 10, 50), {7})};

@@ -48,7 +48,8 @@ TEST_F(ProfileWriterJoinsTest, OpToDeviceTaskThroughConnectionIds) {
                 "LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = TASK.globalTaskId "
                 "LEFT JOIN STRING_IDS k ON k.id = c.name ORDER BY TASK.startNs"),
               ElementsAre("aten::mm|KERNEL|void gemm_kernel<float>(float*, int)",
-                          "aten::mm|MEMCPY_ASYNC|NULL", "LinearBackward0|KERNEL|bwd_kernel"));
+                          "aten::linear|MEMCPY_ASYNC|NULL",  // tagged with aten::linear's external id
+                          "LinearBackward0|KERNEL|bwd_kernel"));
   // Every task reaches at most one op (no double counting in the consumers' sums).
   EXPECT_THAT(
       Q("SELECT TASK.globalTaskId, COUNT(*) FROM TASK JOIN CONNECTION_IDS ON TASK.connectionId = "

@@ -145,6 +145,7 @@ inline std::vector<std::vector<trace::Record>> SyntheticRun() {
   linear.input_dtypes = "float;\r\nfloat";
   linear.input_shapes = "8,16;\r\n16,32";
   linear.call_stack = {"model.py(12): forward", "train.py(40): step"};
+  linear.external_id = 77;  // CUPTI tagged the memcpy (corr 12) with it: see the device records
   host.emplace_back(linear);
   TorchOp mm = op("aten::mm", 101, 1200, 1900);
   mm.call_stack = linear.call_stack;
@@ -172,6 +173,7 @@ inline std::vector<std::vector<trace::Record>> SyntheticRun() {
   host.emplace_back(api("cudaLaunchKernel", 102, 5100, 5150, 13, true));
 
   std::vector<trace::Record> device;
+  device.emplace_back(trace::ExternalCorrelation{77, 12});
   DeviceTask gemm;
   gemm.kind = TaskKind::kKernel;
   gemm.start_ns = 2000;
