@@ -174,6 +174,8 @@ Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<
   // dropped and counted; the collector keeps CUPTI ids below it (DB_SPEC §7).
   std::uint64_t out_of_range = 0;
   std::vector<std::pair<std::size_t, std::uint64_t>> links;
+  std::uint64_t tagged = 0;
+  std::uint64_t contained = 0;
 
   // 1. External correlation (DB_SPEC §7: preferred over time containment). Each id should belong
   // to one op; if a producer bug gives it to several, the innermost claimant keeps it so the
@@ -213,6 +215,7 @@ Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<
     }
     claimed.push_back(claims[k].correlation_id);
     links.emplace_back(pos_of[claims[k].op], claims[k].correlation_id);
+    ++tagged;
   }
 
   // 2. Launches no op claimed: the innermost torch op on the launching thread that contains the
@@ -230,7 +233,10 @@ Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<
     const std::vector<std::size_t> owner =
         InnermostContaining(TorchOpsInNestingOrder(ops), std::move(queries), launches.size());
     for (std::size_t i = 0; i < launches.size(); ++i) {
-      if (owner[i] != kNone) links.emplace_back(pos_of[owner[i]], launches[i].correlation_id);
+      if (owner[i] != kNone) {
+        links.emplace_back(pos_of[owner[i]], launches[i].correlation_id);
+        ++contained;
+      }
     }
   }
   // Bucket the links by op (a counting sort: linear, where sorting 1M pairs dominated the run);
@@ -257,6 +263,8 @@ Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<
 
   // Rows: per op in api_row order, its fwd/bwd id first, then its device links by correlation id.
   Connections out;
+  out.tagged_links = tagged;
+  out.contained_links = contained;
   out.rows.reserve(link_ids.size());
   for (std::size_t pos = 0; pos < by_row.size(); ++pos) {
     const auto begin = link_ids.begin() + static_cast<std::ptrdiff_t>(first_link[pos]);

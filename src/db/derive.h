@@ -50,6 +50,8 @@ struct Connections {
   // (api_row, index) for every op that has at least one link; index counts from 0 in api_row order.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> api_index;
   std::vector<ConnectionRow> rows;  // by index; within an op its fwd/bwd id first, then device links ascending
+  std::uint64_t tagged_links = 0;     // op -> launch links from external correlation
+  std::uint64_t contained_links = 0;  // op -> launch links from time containment on the thread
 };
 
 // fwd/bwd pairs (shared (5<<28)+n on both ops; per sequence number the last forward and the last

@@ -676,6 +676,11 @@ class RowSink {
     }
     try {
       out.connections = DeriveConnections(ops, launches_, external_launches_);
+      if (out.connections.tagged_links + out.connections.contained_links > 0) {
+        GPUPROF_LOG(kInfo) << "CONNECTION_IDS: " << out.connections.tagged_links
+                           << " device launch(es) linked to their op by external correlation, "
+                           << out.connections.contained_links << " by time on the launching thread";
+      }
     } catch (...) {
       if (helper.joinable()) helper.join();
       throw;

@@ -234,6 +234,8 @@ TEST(DeriveConnectionsTest, AnOpsExternalIdClaimsTheLaunchesMadeUnderIt) {
   const Connections c = DeriveConnections({outer, inner, other_thread}, launches, external);
   EXPECT_THAT(c.api_index, ElementsAre(IndexPair{1, 0}, IndexPair{2, 1}));
   EXPECT_THAT(c.rows, ElementsAre(ConnectionRow{0, 2}, ConnectionRow{0, 3}, ConnectionRow{1, 4}));
+  EXPECT_EQ(c.tagged_links, 2u);
+  EXPECT_EQ(c.contained_links, 1u);
 }
 
 TEST(DeriveConnectionsTest, IdClaimedByTwoOpsStaysWithTheInnermostOne) {

@@ -303,6 +303,18 @@ TEST_F(GpuprofCApiTest, FrameworkRecordArgumentsAreValidated) {
   ASSERT_EQ(gpuprof_stop(), GPUPROF_OK);
 }
 
+TEST_F(GpuprofCApiTest, DeviceCorrelationIsOfferedOnlyWhileASessionCollectsDeviceActivity) {
+  gpuprof_device_correlation_v1 correlation{};
+  EXPECT_EQ(gpuprof_get_device_correlation_v1(nullptr), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpuprof_get_device_correlation_v1(&correlation), GPUPROF_ERROR_NOT_STARTED);
+  // A session without device collection (this build or machine has no GPU): nothing to tag.
+  ASSERT_EQ(gpuprof_start("{\"device\": false}"), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_get_device_correlation_v1(&correlation), GPUPROF_ERROR_NOT_STARTED);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("no device activity"));
+  EXPECT_EQ(correlation.push, nullptr);
+  ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
+}
+
 TEST_F(GpuprofCApiTest, FrameworkRecordsWithoutASessionSayNoneIsRunning) {
   gpuprof_gc_event_v1 gc{};
   gc.size = sizeof(gc);
