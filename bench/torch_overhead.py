@@ -44,12 +44,8 @@ if threads > 0:
 device = tp.pick_device(device_name)
 torch.manual_seed(0)
 inputs, labels = tp.synthetic_data(0)
-model = torch.nn.Sequential(torch.nn.Linear(tp.IN_FEATURES, tp.HIDDEN), torch.nn.ReLU(),
-                            torch.nn.Linear(tp.HIDDEN, tp.HIDDEN), torch.nn.ReLU(),
-                            torch.nn.Linear(tp.HIDDEN, tp.CLASSES)).to(device)
+model, optimizer, loss_fn = tp.make_model(device)
 inputs, labels = inputs.to(device), labels.to(device)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-loss_fn = torch.nn.CrossEntropyLoss()
 
 def sync():
     if device.type == "cuda":

@@ -65,6 +65,14 @@ def synthetic_data(seed):
     return inputs, labels
 
 
+def make_model(device):
+    """The 3-layer MLP, its SGD optimizer and loss, weights from the current torch seed."""
+    model = nn.Sequential(nn.Linear(IN_FEATURES, HIDDEN), nn.ReLU(),
+                          nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
+                          nn.Linear(HIDDEN, CLASSES)).to(device)
+    return model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), nn.CrossEntropyLoss()
+
+
 def main(argv=None):
     args = parse_args(argv)
     torch.manual_seed(args.seed)
@@ -78,13 +86,8 @@ def main(argv=None):
 
     # Data and weights are made on the CPU from the seed, then moved: the same numbers on every device.
     inputs, labels = synthetic_data(args.seed)
-    model = nn.Sequential(nn.Linear(IN_FEATURES, HIDDEN), nn.ReLU(),
-                          nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
-                          nn.Linear(HIDDEN, CLASSES))
-    model.to(device)
+    model, optimizer, loss_fn = make_model(device)
     inputs, labels = inputs.to(device), labels.to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss()
 
     batches = SAMPLES // args.batch_size
     step_ms = []

@@ -46,12 +46,8 @@ def main(argv=None):
     device = train_plain.pick_device(args.device)
     print(f"device: {device}, torch {torch.__version__}", flush=True)
     inputs, labels = train_plain.synthetic_data(0)
-    model = torch.nn.Sequential(torch.nn.Linear(train_plain.IN_FEATURES, train_plain.HIDDEN), torch.nn.ReLU(),
-                                torch.nn.Linear(train_plain.HIDDEN, train_plain.HIDDEN), torch.nn.ReLU(),
-                                torch.nn.Linear(train_plain.HIDDEN, train_plain.CLASSES)).to(device)
+    model, optimizer, loss_fn = train_plain.make_model(device)
     inputs, labels = inputs.to(device), labels.to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
     activities = [gpuprof.ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(gpuprof.ProfilerActivity.CUDA)

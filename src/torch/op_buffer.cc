@@ -122,6 +122,15 @@ OpBuffer::ThreadSlot* OpBuffer::Slot() noexcept {
   }
 }
 
+OpBuffer::Chunk& OpBuffer::CurrentChunk(ThreadSlot& slot) {
+  if (slot.chunk == nullptr) {
+    slot.chunk = std::make_unique<Chunk>();
+    slot.chunk->ops.reserve(options_.chunk_entries);
+    slot.chunk->text.reserve(options_.chunk_entries * 24);
+  }
+  return *slot.chunk;
+}
+
 void OpBuffer::AddOp(const OpEntry& op, std::string_view name, std::span<const std::int64_t> inputs,
                      std::span<const std::string> stack) noexcept {
   if (g_fork_child.load(std::memory_order_relaxed)) return;
@@ -130,12 +139,7 @@ void OpBuffer::AddOp(const OpEntry& op, std::string_view name, std::span<const s
   std::unique_ptr<Chunk> full;
   try {
     SpinGuard guard(slot->lock);
-    if (slot->chunk == nullptr) {
-      slot->chunk = std::make_unique<Chunk>();
-      slot->chunk->ops.reserve(options_.chunk_entries);
-      slot->chunk->text.reserve(options_.chunk_entries * 24);
-    }
-    Chunk& chunk = *slot->chunk;
+    Chunk& chunk = CurrentChunk(*slot);
     Chunk::Op entry;
     entry.entry = op;
     entry.name_size = static_cast<std::uint32_t>(name.size());
@@ -165,12 +169,7 @@ void OpBuffer::AddMemory(const gpuprof_allocator_event_v1& event) noexcept {
   std::unique_ptr<Chunk> full;
   try {
     SpinGuard guard(slot->lock);
-    if (slot->chunk == nullptr) {
-      slot->chunk = std::make_unique<Chunk>();
-      slot->chunk->ops.reserve(options_.chunk_entries);
-      slot->chunk->text.reserve(options_.chunk_entries * 24);
-    }
-    slot->chunk->memory.push_back(event);
+    CurrentChunk(*slot).memory.push_back(event);
     if (slot->chunk->entries() >= options_.chunk_entries) full = std::move(slot->chunk);
   } catch (...) {
     return;

@@ -104,6 +104,7 @@ class OpBuffer {
 
  private:
   ThreadSlot* Slot() noexcept;
+  Chunk& CurrentChunk(ThreadSlot& slot);  // under slot.lock; makes the chunk when there is none
   void HandOver(std::unique_ptr<Chunk> chunk) noexcept;
   void DrainLoop();
   void Deliver(const Chunk& chunk);

@@ -49,6 +49,15 @@ def op_names(db):
 @unittest.skipUnless(os.environ.get("GPUPROF_LIB_DIR") and os.environ.get("GPUPROF_CLI"),
                      "GPUPROF_LIB_DIR and GPUPROF_CLI are set by CTest")
 class ProfileTest(unittest.TestCase):
+    def checked_dbs(self, out):
+        """The DBs under `out`, each accepted by `gpuprof check`."""
+        dbs = sorted(glob.glob(os.path.join(out, "**", "ascend_pytorch_profiler*.db"), recursive=True))
+        for db in dbs:
+            check = subprocess.run([os.environ["GPUPROF_CLI"], "check", db], capture_output=True, text=True,
+                                   timeout=120)
+            self.assertEqual(check.returncode, 0, f"gpuprof check {db}:\n{check.stdout}\n{check.stderr}")
+        return dbs
+
     def run_script(self, body, env=None):
         """Runs PRELUDE + body with OUT = a fresh folder; returns (OUT, the DBs under it)."""
         out = tempfile.mkdtemp(prefix="gpuprof_pytest_")
@@ -60,11 +69,7 @@ class ProfileTest(unittest.TestCase):
         done = subprocess.run([sys.executable, script, out], capture_output=True, text=True, timeout=300,
                               env=run_env)
         self.assertEqual(done.returncode, 0, f"script failed:\n{done.stdout}\n{done.stderr}")
-        dbs = sorted(glob.glob(os.path.join(out, "**", "ascend_pytorch_profiler*.db"), recursive=True))
-        for db in dbs:
-            check = subprocess.run([os.environ["GPUPROF_CLI"], "check", db], capture_output=True, text=True,
-                                   timeout=120)
-            self.assertEqual(check.returncode, 0, f"gpuprof check {db}:\n{check.stdout}\n{check.stderr}")
+        dbs = self.checked_dbs(out)
         partial = glob.glob(os.path.join(out, "**", "*.partial"), recursive=True)
         self.assertEqual(partial, [], "unfinished DBs left behind")
         self.script_output = done.stdout
@@ -261,12 +266,7 @@ class ProfileTest(unittest.TestCase):
         done = subprocess.run([os.environ["GPUPROF_CLI"], "run", "-o", out, "--", sys.executable, *args],
                               capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
         self.assertEqual(done.returncode, 0, f"gpuprof run failed:\n{done.stdout}\n{done.stderr}")
-        dbs = sorted(glob.glob(os.path.join(out, "**", "ascend_pytorch_profiler*.db"), recursive=True))
-        for db in dbs:
-            check = subprocess.run([os.environ["GPUPROF_CLI"], "check", db], capture_output=True, text=True,
-                                   timeout=120)
-            self.assertEqual(check.returncode, 0, f"gpuprof check {db}:\n{check.stdout}\n{check.stderr}")
-        return done, dbs
+        return done, self.checked_dbs(out)
 
     def test_gpuprof_run_profiles_an_unmodified_training_script(self):
         done, dbs = self.gpuprof_run("examples/train_plain.py", "--steps", "3", "--device", "cpu")
