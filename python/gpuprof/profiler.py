@@ -86,6 +86,18 @@ def _distributed_rank():
     return None
 
 
+def _cuda_device():
+    """The current CUDA device of a process that already uses CUDA, else None (the session then
+    takes GPUPROF_DEVICE_ID, else LOCAL_RANK)."""
+    try:
+        import torch
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            return int(torch.cuda.current_device())
+    except Exception:  # noqa: BLE001
+        pass
+    return None
+
+
 def _check_activities(activities):
     if activities is None:
         return {ProfilerActivity.CPU}
@@ -225,6 +237,9 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         rank = _distributed_rank()
         if rank is not None:
             config["rank"] = rank
+            device = _cuda_device()
+            if device is not None:
+                config["device_id"] = device
         fd, self._result_file = tempfile.mkstemp(prefix="gpuprof_result_", suffix=".txt")
         os.close(fd)
         config["result_file"] = self._result_file

@@ -304,6 +304,15 @@ Status SetRank(std::int64_t value, std::string_view origin, std::string_view tex
   return OkStatus();
 }
 
+Status SetDeviceId(std::int64_t value, std::string_view origin, std::string_view text, SessionConfig& config) {
+  if (value < -1 || value > std::numeric_limits<std::int32_t>::max()) {
+    return InvalidArgumentError(std::string(origin) + "=" + std::string(text) +
+                                ": the device id must be an integer from -1 (unknown) to 2147483647");
+  }
+  config.device_id = static_cast<std::int32_t>(value);
+  return OkStatus();
+}
+
 Status SetFlushInterval(std::int64_t value, std::string_view origin, std::string_view text,
                         SessionConfig& config) {
   if (value < 1 || value > kMaxFlushIntervalMs) {
@@ -323,7 +332,8 @@ Status WrongType(std::string_view origin, const JsonMember& m, std::string_view 
 
 constexpr std::string_view kKnownKeys[] = {"output_dir",      "worker_name",       "rank",
                                            "follow_children", "result_file",       "log_level",
-                                           "device",          "flush_interval_ms", "started_by"};
+                                           "device",          "flush_interval_ms", "started_by",
+                                           "device_id"};
 
 bool IsKnownKey(std::string_view key) {
   return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), key) != std::end(kKnownKeys);
@@ -334,6 +344,7 @@ std::string ResolvedJson(const SessionConfig& c, std::string_view key) {
   if (key == "output_dir") return JsonQuote(c.output_dir);
   if (key == "worker_name") return JsonQuote(c.worker_name);
   if (key == "rank") return std::to_string(c.rank);
+  if (key == "device_id") return std::to_string(c.device_id);
   if (key == "follow_children") return c.follow_children ? "true" : "false";
   if (key == "result_file") return JsonQuote(c.result_file);
   if (key == "log_level") {
@@ -429,11 +440,16 @@ Status ApplyJsonConfig(std::string_view json, std::string_view origin, SessionCo
           return WrongType(origin, m, "one of \"debug\", \"info\", \"warning\", \"error\", \"off\"");
         next.log_level = level;
       }
-    } else if (m.key == "rank" || m.key == "flush_interval_ms") {
+    } else if (m.key == "rank" || m.key == "flush_interval_ms" || m.key == "device_id") {
       std::optional<std::int64_t> value = m.kind == Kind::kNumber ? ParseInt(m.text) : std::nullopt;
       if (!value) return WrongType(origin, m, "an integer");
-      GPUPROF_RETURN_IF_ERROR(m.key == "rank" ? SetRank(*value, where, m.raw, next)
-                                              : SetFlushInterval(*value, where, m.raw, next));
+      if (m.key == "rank") {
+        GPUPROF_RETURN_IF_ERROR(SetRank(*value, where, m.raw, next));
+      } else if (m.key == "device_id") {
+        GPUPROF_RETURN_IF_ERROR(SetDeviceId(*value, where, m.raw, next));
+      } else {
+        GPUPROF_RETURN_IF_ERROR(SetFlushInterval(*value, where, m.raw, next));
+      }
     } else if (m.key == "follow_children" || m.key == "device") {
       if (m.kind != Kind::kBool) return WrongType(origin, m, "true or false");
       (m.key == "device" ? next.device : next.follow_children) = m.text == "true";
@@ -476,6 +492,20 @@ StatusOr<SessionConfig> ConfigFromEnvironment(const EnvLookup& env) {
     if (std::optional<std::int64_t> rank = ParseInt(*r);
         rank && *rank >= 0 && *rank <= std::numeric_limits<std::int32_t>::max()) {
       config.rank = static_cast<std::int32_t>(*rank);
+    }
+  }
+  if (auto v = get("GPUPROF_DEVICE_ID")) {
+    std::optional<std::int64_t> id = ParseInt(*v);
+    if (!id) {
+      return InvalidArgumentError("GPUPROF_DEVICE_ID=" + JsonQuote(*v) +
+                                  ": the device id must be an integer from -1 (unknown) to 2147483647");
+    }
+    GPUPROF_RETURN_IF_ERROR(SetDeviceId(*id, "GPUPROF_DEVICE_ID", *v, config));
+  } else if (auto l = get("LOCAL_RANK")) {
+    // torchrun's LOCAL_RANK is the rank's GPU by convention; text that is not one is ignored.
+    if (std::optional<std::int64_t> id = ParseInt(*l);
+        id && *id >= 0 && *id <= std::numeric_limits<std::int32_t>::max()) {
+      config.device_id = static_cast<std::int32_t>(*id);
     }
   }
   if (auto v = get("GPUPROF_FOLLOW_CHILDREN")) {
@@ -522,6 +552,9 @@ Status ValidateConfig(const SessionConfig& config) {
   if (config.output_dir.empty()) return InvalidArgumentError("the output directory is empty");
   GPUPROF_RETURN_IF_ERROR(CheckWorkerName(config.worker_name, "worker_name"));
   if (config.rank < -1) return InvalidArgumentError("rank " + std::to_string(config.rank) + " is below -1");
+  if (config.device_id < -1) {
+    return InvalidArgumentError("device id " + std::to_string(config.device_id) + " is below -1");
+  }
   if (config.flush_interval.count() < 1 || config.flush_interval.count() > kMaxFlushIntervalMs) {
     return InvalidArgumentError("flush interval " + std::to_string(config.flush_interval.count()) +
                                 " ms is outside [1, 60000]");

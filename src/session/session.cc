@@ -142,6 +142,7 @@ class Session::Impl {
     run.hostname = LocalHostname();
     run.pid = pid_;
     run.rank = config_.rank;
+    run.device = config_.device_id;
     run.start_ns = base::EpochNowNs();
     run.config_json = config_.ToJson();
     if (device) run.devices = device->Devices();

@@ -222,13 +222,14 @@ class ProfileTest(unittest.TestCase):
                               "ORDER BY m.startNs")
         self.assertEqual(events, [("loaded", 0), ("eval", 2)])
 
-    def test_rank_from_the_environment_names_the_db_and_fills_rank_device_map(self):
+    def test_rank_and_device_from_the_environment_name_the_db_and_fill_rank_device_map(self):
         _, dbs = self.run_script("""
             with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)):
                 torch.relu(torch.randn(4))
-        """, env={"RANK": "3", "GPUPROF_RANK": ""})
+        """, env={"RANK": "3", "GPUPROF_RANK": "", "LOCAL_RANK": "1", "GPUPROF_DEVICE_ID": ""})
         self.assertEqual([os.path.basename(d) for d in dbs], ["ascend_pytorch_profiler_3.db"])
-        self.assertEqual(rows(dbs[0], "SELECT rankId, deviceId FROM RANK_DEVICE_MAP"), [(3, -1)])
+        self.assertEqual(rows(dbs[0], "SELECT rankId, deviceId FROM RANK_DEVICE_MAP"), [(3, 1)],
+                         "the rank from RANK, its device from LOCAL_RANK")
 
     def test_rank_from_torch_distributed_wins_over_the_environment(self):
         _, dbs = self.run_script("""
@@ -241,7 +242,7 @@ class ProfileTest(unittest.TestCase):
             with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)):
                 torch.relu(torch.randn(4))
             dist.destroy_process_group()
-        """, env={"RANK": "5", "GPUPROF_RANK": ""})
+        """, env={"RANK": "5", "GPUPROF_RANK": "", "LOCAL_RANK": "", "GPUPROF_DEVICE_ID": ""})
         self.assertEqual([os.path.basename(d) for d in dbs], ["ascend_pytorch_profiler_0.db"])
         self.assertEqual(rows(dbs[0], "SELECT rankId FROM RANK_DEVICE_MAP"), [(0,)])
 

@@ -72,6 +72,19 @@ TEST(SessionConfigTest, RankFallsBackToTheLaunchersRank) {
   EXPECT_EQ(config->rank, -1);
 }
 
+TEST(SessionConfigTest, DeviceIdFromItsVariableElseTheLaunchersLocalRankElseJson) {
+  EXPECT_EQ(ConfigFromEnvironment(Env({}))->device_id, -1);
+  EXPECT_EQ(ConfigFromEnvironment(Env({{"LOCAL_RANK", "3"}}))->device_id, 3);
+  EXPECT_EQ(ConfigFromEnvironment(Env({{"LOCAL_RANK", "3"}, {"GPUPROF_DEVICE_ID", "1"}}))->device_id, 1);
+  EXPECT_EQ(ConfigFromEnvironment(Env({{"LOCAL_RANK", "gpu3"}}))->device_id, -1) << "the launcher's text is ignored";
+  StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{"LOCAL_RANK", "3"}}));
+  ASSERT_TRUE(config.ok());
+  ASSERT_TRUE(ApplyJsonConfig("{\"device_id\": 6}", "gpuprof_start", *config).ok());
+  EXPECT_EQ(config->device_id, 6);
+  Status bad = ApplyJsonConfig("{\"device_id\": -4}", "gpuprof_start", *config);
+  EXPECT_THAT(bad.message(), HasSubstr("the device id must be an integer from -1"));
+}
+
 TEST(SessionConfigTest, BadVariableNamesItAndWhatIsAccepted) {
   struct Case {
     const char* name;
@@ -86,6 +99,7 @@ TEST(SessionConfigTest, BadVariableNamesItAndWhatIsAccepted) {
         Case{"GPUPROF_FLUSH_INTERVAL_MS", "0", "GPUPROF_FLUSH_INTERVAL_MS=0: the flush interval"},
         Case{"GPUPROF_WORKER_NAME", "a/b", "GPUPROF_WORKER_NAME=\"a/b\": a worker name is one"},
         Case{"GPUPROF_DEVICE", "gpu", "GPUPROF_DEVICE=\"gpu\": expected 0 or 1"},
+        Case{"GPUPROF_DEVICE_ID", "x", "GPUPROF_DEVICE_ID=\"x\": the device id must be an integer"},
         Case{"GPUPROF_ROOT_PID", "0", "GPUPROF_ROOT_PID=\"0\": expected the pid of the process"}}) {
     StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{c.name, c.value}}));
     ASSERT_FALSE(config.ok()) << c.name << "=" << c.value;
