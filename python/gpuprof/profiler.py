@@ -133,13 +133,17 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         if kernel_replay is not None:
             if not isinstance(kernel_replay, KernelReplay):
                 raise TypeError("gpuprof.profile: kernel_replay must be gpuprof.KernelReplay(...)")
+            # Declined, with the reason, and the profile records as usual: a profiler option must
+            # not stop the program it profiles.
             if not os.environ.get("CUDA_INJECTION64_PATH"):
-                warnings.warn("gpuprof.profile: kernel replay declined: the process was not started under gpuprof's "
-                              "injection; run it as `gpuprof replay -- python3 script.py`", RuntimeWarning, stacklevel=2)
-                kernel_replay = None
+                reason = "the process was not started under gpuprof's injection"
             else:
-                raise NotImplementedError("gpuprof.profile: kernel_replay from Python is not supported yet; use "
-                                          "`gpuprof replay --passes N -k NAME -- python3 script.py`")
+                reason = "replay cannot be configured from Python yet"
+            warnings.warn(f"gpuprof.profile: kernel replay declined: {reason}; run the script as `gpuprof replay "
+                          f"--passes {kernel_replay.passes}"
+                          + (f" -k {kernel_replay.kernel}" if kernel_replay.kernel else "")
+                          + " -- python3 script.py`", RuntimeWarning, stacklevel=2)
+            kernel_replay = None
         self.schedule = schedule
         self.on_trace_ready = on_trace_ready
         self.record_shapes = bool(record_shapes)

@@ -321,6 +321,25 @@ class ProfileTest(unittest.TestCase):
         # The script's steps delimit the steps (no optimizer here).
         self.assertEqual([r[0] for r in rows(dbs[0], "SELECT id FROM STEP_TIME ORDER BY id")], [0, 1])
 
+    def test_kernel_replay_is_declined_with_the_reason_and_the_profile_still_records(self):
+        _, dbs = self.run_script("""
+            import warnings
+            for injected in ("", "/opt/gpuprof/lib/libgpuprof_inject.so"):
+                os.environ["CUDA_INJECTION64_PATH"] = injected
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT),
+                                         kernel_replay=gpuprof.KernelReplay(passes=3, kernel="gemm")):
+                        torch.relu(torch.randn(4))
+                print("warned:", [str(w.message) for w in caught])
+        """, env={"CUDA_INJECTION64_PATH": ""})
+        self.assertEqual(len(dbs), 2, "both profiles recorded")
+        self.assertIn("not started under gpuprof's injection", self.script_output)
+        self.assertIn("cannot be configured from Python yet", self.script_output)
+        self.assertIn("gpuprof replay --passes 3 -k gemm", self.script_output)
+        for db in dbs:
+            self.assertIn("aten::relu", op_names(db))
+
     def test_bad_arguments_name_the_problem(self):
         import gpuprof
         with self.assertRaisesRegex(TypeError, "activities"):
@@ -335,6 +354,10 @@ class ProfileTest(unittest.TestCase):
             gpuprof.mstx.mark("")
         with self.assertRaisesRegex(RuntimeError, "step\\(\\) before start"):
             gpuprof.profile().step()
+        with self.assertRaisesRegex(TypeError, "kernel_replay"):
+            gpuprof.profile(kernel_replay={"passes": 3})
+        with self.assertRaisesRegex(ValueError, "passes"):
+            gpuprof.KernelReplay(passes=1)
 
 
 def torch_version():
