@@ -295,21 +295,29 @@ Status CheckWorkerName(std::string_view name, std::string_view origin) {
   return OkStatus();
 }
 
-Status SetRank(std::int64_t value, std::string_view origin, std::string_view text, SessionConfig& config) {
-  if (value < -1 || value > std::numeric_limits<std::int32_t>::max()) {
-    return InvalidArgumentError(std::string(origin) + "=" + std::string(text) +
-                                ": the rank must be an integer from -1 (unknown) to 2147483647");
+// The rank and the device id: integers from -1 (unknown) up. `what` names the setting in errors.
+Status SetId(std::optional<std::int64_t> value, std::string_view origin, std::string_view text, std::string_view what,
+             std::int32_t& field) {
+  if (!value || *value < -1 || *value > std::numeric_limits<std::int32_t>::max()) {
+    return InvalidArgumentError(std::string(origin) + "=" + std::string(text) + ": the " + std::string(what) +
+                                " must be an integer from -1 (unknown) to 2147483647");
   }
-  config.rank = static_cast<std::int32_t>(value);
+  field = static_cast<std::int32_t>(*value);
   return OkStatus();
 }
 
-Status SetDeviceId(std::int64_t value, std::string_view origin, std::string_view text, SessionConfig& config) {
-  if (value < -1 || value > std::numeric_limits<std::int32_t>::max()) {
-    return InvalidArgumentError(std::string(origin) + "=" + std::string(text) +
-                                ": the device id must be an integer from -1 (unknown) to 2147483647");
+// An id from gpuprof's own variable (an error when it is not one), else from the launcher's
+// (torchrun's RANK / LOCAL_RANK: theirs, so text that is not an id is ignored).
+template <typename Get>
+Status IdFromEnvironment(const Get& get, const char* own, const char* launchers, std::string_view what,
+                         std::int32_t& field) {
+  if (auto v = get(own)) {
+    const std::optional<std::int64_t> id = ParseInt(*v);
+    return SetId(id, own, id ? std::string(*v) : JsonQuote(*v), what, field);  // quoted when not a number
   }
-  config.device_id = static_cast<std::int32_t>(value);
+  if (auto v = get(launchers)) {
+    if (std::optional<std::int64_t> id = ParseInt(*v); id && *id >= 0) static_cast<void>(SetId(id, "", "", what, field));
+  }
   return OkStatus();
 }
 
@@ -444,9 +452,9 @@ Status ApplyJsonConfig(std::string_view json, std::string_view origin, SessionCo
       std::optional<std::int64_t> value = m.kind == Kind::kNumber ? ParseInt(m.text) : std::nullopt;
       if (!value) return WrongType(origin, m, "an integer");
       if (m.key == "rank") {
-        GPUPROF_RETURN_IF_ERROR(SetRank(*value, where, m.raw, next));
+        GPUPROF_RETURN_IF_ERROR(SetId(value, where, m.raw, "rank", next.rank));
       } else if (m.key == "device_id") {
-        GPUPROF_RETURN_IF_ERROR(SetDeviceId(*value, where, m.raw, next));
+        GPUPROF_RETURN_IF_ERROR(SetId(value, where, m.raw, "device id", next.device_id));
       } else {
         GPUPROF_RETURN_IF_ERROR(SetFlushInterval(*value, where, m.raw, next));
       }
@@ -480,34 +488,8 @@ StatusOr<SessionConfig> ConfigFromEnvironment(const EnvLookup& env) {
     GPUPROF_RETURN_IF_ERROR(CheckWorkerName(*v, "GPUPROF_WORKER_NAME"));
     config.worker_name = std::string(*v);
   }
-  if (auto v = get("GPUPROF_RANK")) {
-    std::optional<std::int64_t> rank = ParseInt(*v);
-    if (!rank) {
-      return InvalidArgumentError("GPUPROF_RANK=" + JsonQuote(*v) +
-                                  ": the rank must be an integer from -1 (unknown) to 2147483647");
-    }
-    GPUPROF_RETURN_IF_ERROR(SetRank(*rank, "GPUPROF_RANK", *v, config));
-  } else if (auto r = get("RANK")) {
-    // torchrun and most launchers export RANK; it is theirs, so text that is not a rank is ignored.
-    if (std::optional<std::int64_t> rank = ParseInt(*r);
-        rank && *rank >= 0 && *rank <= std::numeric_limits<std::int32_t>::max()) {
-      config.rank = static_cast<std::int32_t>(*rank);
-    }
-  }
-  if (auto v = get("GPUPROF_DEVICE_ID")) {
-    std::optional<std::int64_t> id = ParseInt(*v);
-    if (!id) {
-      return InvalidArgumentError("GPUPROF_DEVICE_ID=" + JsonQuote(*v) +
-                                  ": the device id must be an integer from -1 (unknown) to 2147483647");
-    }
-    GPUPROF_RETURN_IF_ERROR(SetDeviceId(*id, "GPUPROF_DEVICE_ID", *v, config));
-  } else if (auto l = get("LOCAL_RANK")) {
-    // torchrun's LOCAL_RANK is the rank's GPU by convention; text that is not one is ignored.
-    if (std::optional<std::int64_t> id = ParseInt(*l);
-        id && *id >= 0 && *id <= std::numeric_limits<std::int32_t>::max()) {
-      config.device_id = static_cast<std::int32_t>(*id);
-    }
-  }
+  GPUPROF_RETURN_IF_ERROR(IdFromEnvironment(get, "GPUPROF_RANK", "RANK", "rank", config.rank));
+  GPUPROF_RETURN_IF_ERROR(IdFromEnvironment(get, "GPUPROF_DEVICE_ID", "LOCAL_RANK", "device id", config.device_id));
   if (auto v = get("GPUPROF_FOLLOW_CHILDREN")) {
     std::optional<bool> follow = ParseBoolWord(*v);
     if (!follow)
