@@ -131,8 +131,8 @@ OpBuffer::Chunk& OpBuffer::CurrentChunk(ThreadSlot& slot) {
   return *slot.chunk;
 }
 
-void OpBuffer::AddOp(const OpEntry& op, std::string_view name, std::span<const std::int64_t> inputs,
-                     std::span<const std::string> stack) noexcept {
+template <typename Fill>
+void OpBuffer::Append(Fill&& fill) noexcept {
   if (g_fork_child.load(std::memory_order_relaxed)) return;
   ThreadSlot* slot = Slot();
   if (slot == nullptr) return;
@@ -140,6 +140,17 @@ void OpBuffer::AddOp(const OpEntry& op, std::string_view name, std::span<const s
   try {
     SpinGuard guard(slot->lock);
     Chunk& chunk = CurrentChunk(*slot);
+    fill(chunk);
+    if (chunk.entries() >= options_.chunk_entries) full = std::move(slot->chunk);
+  } catch (...) {
+    return;  // out of memory: this entry is lost
+  }
+  if (full != nullptr) HandOver(std::move(full));
+}
+
+void OpBuffer::AddOp(const OpEntry& op, std::string_view name, std::span<const std::int64_t> inputs,
+                     std::span<const std::string> stack) noexcept {
+  Append([&](Chunk& chunk) {
     Chunk::Op entry;
     entry.entry = op;
     entry.name_size = static_cast<std::uint32_t>(name.size());
@@ -155,26 +166,11 @@ void OpBuffer::AddOp(const OpEntry& op, std::string_view name, std::span<const s
       for (const std::string& frame : stack) chunk.AddText(frame);
     }
     chunk.ops.push_back(entry);
-    if (chunk.entries() >= options_.chunk_entries) full = std::move(slot->chunk);
-  } catch (...) {
-    return;  // out of memory: this op is lost
-  }
-  if (full != nullptr) HandOver(std::move(full));
+  });
 }
 
 void OpBuffer::AddMemory(const gpuprof_allocator_event_v1& event) noexcept {
-  if (g_fork_child.load(std::memory_order_relaxed)) return;
-  ThreadSlot* slot = Slot();
-  if (slot == nullptr) return;
-  std::unique_ptr<Chunk> full;
-  try {
-    SpinGuard guard(slot->lock);
-    CurrentChunk(*slot).memory.push_back(event);
-    if (slot->chunk->entries() >= options_.chunk_entries) full = std::move(slot->chunk);
-  } catch (...) {
-    return;
-  }
-  if (full != nullptr) HandOver(std::move(full));
+  Append([&](Chunk& chunk) { chunk.memory.push_back(event); });
 }
 
 void OpBuffer::HandOver(std::unique_ptr<Chunk> chunk) noexcept {

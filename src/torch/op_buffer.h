@@ -105,6 +105,9 @@ class OpBuffer {
  private:
   ThreadSlot* Slot() noexcept;
   Chunk& CurrentChunk(ThreadSlot& slot);  // under slot.lock; makes the chunk when there is none
+  // The calling thread's chunk gets `fill(chunk)` under its lock; a full chunk is handed over.
+  template <typename Fill>
+  void Append(Fill&& fill) noexcept;
   void HandOver(std::unique_ptr<Chunk> chunk) noexcept;
   void DrainLoop();
   void Deliver(const Chunk& chunk);
