@@ -344,42 +344,38 @@ CallResult ProcessSession::Stop() {
   return {};
 }
 
+CallResult ProcessSession::Running(Target* target) {
+  auto state = state_.wlock();
+  if (state->attached == nullptr && state->session == nullptr) return NotStarted(*state);
+  target->session = state->session;
+  target->attached = state->attached;
+  return {};
+}
+
 CallResult ProcessSession::Flush() {
-  std::shared_ptr<Session> session;
-  const gpuprof_session_v1* attached = nullptr;
-  {
-    auto state = state_.wlock();
-    if (state->attached == nullptr && state->session == nullptr) return NotStarted(*state);
-    session = state->session;
-    attached = state->attached;
-  }
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  const std::shared_ptr<Session>& session = target.session;
+  const gpuprof_session_v1* attached = target.attached;
   if (attached != nullptr) return Forwarded(attached, attached->flush());
   return FromStatus(session->Flush());
 }
 
 CallResult ProcessSession::Mark(const char* message) {
-  std::shared_ptr<Session> session;
-  const gpuprof_session_v1* attached = nullptr;
-  {
-    auto state = state_.wlock();
-    if (state->attached == nullptr && state->session == nullptr) return NotStarted(*state);
-    session = state->session;
-    attached = state->attached;
-  }
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  const std::shared_ptr<Session>& session = target.session;
+  const gpuprof_session_v1* attached = target.attached;
   if (attached != nullptr) return Forwarded(attached, attached->mark(message));
   return FromStatus(session->Mark(message));
 }
 
 template <typename Forward>
 CallResult ProcessSession::Record(trace::Record&& record, Forward forward) {
-  std::shared_ptr<Session> session;
-  const gpuprof_session_v1* attached = nullptr;
-  {
-    auto state = state_.wlock();
-    if (state->attached == nullptr && state->session == nullptr) return NotStarted(*state);
-    session = state->session;
-    attached = state->attached;
-  }
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  const std::shared_ptr<Session>& session = target.session;
+  const gpuprof_session_v1* attached = target.attached;
   if (attached != nullptr) return forward(attached);
   if (!session->Append(std::move(record))) {
     return {GPUPROF_ERROR_RECORD_DROPPED, "the session's record buffer is full or the session is stopping"};
@@ -426,18 +422,14 @@ std::uint32_t RecordPid() noexcept {
 }  // namespace
 
 CallResult ProcessSession::DeviceCorrelation(gpuprof_device_correlation_v1* out) {
-  std::shared_ptr<Session> session;
-  {
-    auto state = state_.wlock();
-    if (state->attached == nullptr && state->session == nullptr) return NotStarted(*state);
-    if (state->attached != nullptr) {
-      return {GPUPROF_ERROR_NOT_STARTED,
-              "the running session belongs to another copy of libgpuprof.so; its ops are linked to kernels by "
-              "time instead"};
-    }
-    session = state->session;
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  if (target.attached != nullptr) {
+    return {GPUPROF_ERROR_NOT_STARTED,
+            "the running session belongs to another copy of libgpuprof.so; its ops are linked to kernels by "
+            "time instead"};
   }
-  const DeviceCollector::CorrelationFunctions functions = session->DeviceCorrelation();
+  const DeviceCollector::CorrelationFunctions functions = target.session->DeviceCorrelation();
   if (functions.push == nullptr || functions.pop == nullptr) {
     return {GPUPROF_ERROR_NOT_STARTED, "the session collects no device activity: there is nothing to tag"};
   }
@@ -502,14 +494,10 @@ CallResult ProcessSession::RecordGcEvent(const gpuprof_gc_event_v1& event) {
 }
 
 CallResult ProcessSession::RangeStart(const char* message, std::uint64_t* range_id) {
-  std::shared_ptr<Session> session;
-  const gpuprof_session_v1* attached = nullptr;
-  {
-    auto state = state_.wlock();
-    if (state->attached == nullptr && state->session == nullptr) return NotStarted(*state);
-    session = state->session;
-    attached = state->attached;
-  }
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  const std::shared_ptr<Session>& session = target.session;
+  const gpuprof_session_v1* attached = target.attached;
   if (attached != nullptr) return Forwarded(attached, attached->range_start(message, range_id));
   StatusOr<std::uint64_t> id = session->RangeStart(message);
   if (!id.ok()) return FromStatus(id.status());
@@ -518,14 +506,10 @@ CallResult ProcessSession::RangeStart(const char* message, std::uint64_t* range_
 }
 
 CallResult ProcessSession::RangeEnd(std::uint64_t range_id) {
-  std::shared_ptr<Session> session;
-  const gpuprof_session_v1* attached = nullptr;
-  {
-    auto state = state_.wlock();
-    if (state->attached == nullptr && state->session == nullptr) return NotStarted(*state);
-    session = state->session;
-    attached = state->attached;
-  }
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  const std::shared_ptr<Session>& session = target.session;
+  const gpuprof_session_v1* attached = target.attached;
   if (attached != nullptr) return Forwarded(attached, attached->range_end(range_id));
   return FromStatus(session->RangeEnd(range_id));
 }

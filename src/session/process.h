@@ -113,6 +113,13 @@ class ProcessSession {
   ProcessSession() = default;
 
   CallResult NotStarted(const State& state) const;
+  // What a call acts on while a session runs: this copy's session, or the other copy's table it
+  // attached to (exactly one is set). NotStarted when neither runs.
+  struct Target {
+    std::shared_ptr<Session> session;
+    const gpuprof_session_v1* attached = nullptr;
+  };
+  CallResult Running(Target* target);
   const gpuprof_session_v1* FindOtherCopy() const;
   // Appends `record` to this copy's session, or calls `forward` with the owning copy's table.
   template <typename Forward>
