@@ -128,6 +128,10 @@ TEST_F(GpuprofProcessTest, FollowChildrenGivesTheChildItsOwnDbUnderItsPid) {
   ASSERT_THAT(child_db, HasSubstr("_" + child + "_"));
   EXPECT_THAT(MessagesAndPids(child_db),
               ElementsAre("child-1|" + child, "child-2|" + child, "child-3|" + child));
+  // A framework record made in the child carries the child's pid (the cached pid is refreshed at
+  // fork), in both halves of globalTid.
+  const std::string child_tid = std::to_string((std::stoll(child) << 32) | std::stoll(child));
+  EXPECT_THAT(Query(child_db, "SELECT globalTid FROM GC_RECORD"), ElementsAre(child_tid));
   std::set<std::string> parent_rows = MessagesAndPids(parent_db);
   EXPECT_THAT(parent_rows, Each(Not(StartsWith("child-"))));
   EXPECT_THAT(parent_rows, SizeIs(4));

@@ -102,6 +102,11 @@ int Fork(const char* lib) {
   Api a = Load(lib, RTLD_GLOBAL);
   Expect(a, a.start(nullptr), GPUPROF_OK, "start");
   Expect(a, a.mark("parent-before"), GPUPROF_OK, "mark");
+  gpuprof_gc_event_v1 gc{};
+  gc.size = sizeof(gc);
+  gc.start_ns = 1'700'000'000'000'000'000;
+  gc.end_ns = gc.start_ns + 7;
+  Expect(a, a.record_gc(&gc), GPUPROF_OK, "parent record_gc");  // framework records carry a cached pid
   std::uint64_t open_range = 0;
   Expect(a, a.range_start("parent-range", &open_range), GPUPROF_OK, "range_start");
   std::atomic<bool> busy{true};
@@ -132,6 +137,7 @@ int Fork(const char* lib) {
     const int want = follow ? GPUPROF_OK : GPUPROF_ERROR_FORK_CHILD;
     for (int i = 1; i <= 3; ++i)
       Expect(a, a.mark(("child-" + std::to_string(i)).c_str()), want, "child mark");
+    Expect(a, a.record_gc(&gc), want, "child record_gc");
     // A range the parent opened is not the child's to end.
     Expect(a, a.range_end(open_range), follow ? GPUPROF_ERROR_RANGE_NOT_FOUND : GPUPROF_ERROR_FORK_CHILD,
            "child range_end");
