@@ -100,7 +100,8 @@ struct SubscriberOptions {
   bool external_correlation = true;
   // C1: enables the runtime- and driver-API callback domains (one callback per API entry/exit,
   // a thread_local read when no ScopedInternalWork is active). Off only when gpuprof does no
-  // CUDA work of its own in this process.
+  // CUDA work of its own in this process while collecting (the session's collector turns it off
+  // unless replay is configured).
   bool filter_internal_work = true;
   // Called on module load / unload start (under the resource callback; noexcept by contract,
   // exceptions are caught). Empty: the module callbacks are not enabled.

@@ -2,6 +2,8 @@
 // up as DB rows. No GPU, no libcuda, no libcupti.
 #include "session/cupti_device_collector.h"
 
+#include <cstdlib>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -131,6 +133,29 @@ TEST_F(CuptiDeviceCollectorTest, StartFromInjectionDoesNotCallTheDriverForDevice
   EXPECT_EQ(driver_loads_, 1);  // the factory's presence check only: the driver is inside cuInit
   ASSERT_TRUE(session->Stop().ok());
   EXPECT_THAT(Query(session->db_path(), "SELECT name FROM NPU_INFO"), IsEmpty());
+}
+
+// C1's API callback domains cost a callback per CUDA call; without replay gpuprof makes no CUDA
+// calls of its own while collecting, so they stay off. Replay turns them on (its own work is
+// filtered and its hook sees every launch).
+TEST_F(CuptiDeviceCollectorTest, ApiCallbackDomainsAreOnOnlyWhenReplayIsConfigured) {
+  {
+    auto session = Start();
+    ASSERT_NE(session, nullptr);
+    EXPECT_FALSE(fake_->enabled_domains.contains(CUPTI_CB_DOMAIN_RUNTIME_API));
+    EXPECT_FALSE(fake_->enabled_domains.contains(CUPTI_CB_DOMAIN_DRIVER_API));
+    ASSERT_TRUE(session->Stop().ok());
+  }
+  handed_over_ = false;
+  fake_ = new FakeCuptiApi;
+  fake_->timestamp = 1'000;
+  setenv("GPUPROF_REPLAY_PASSES", "3", 1);
+  auto session = Start();
+  unsetenv("GPUPROF_REPLAY_PASSES");
+  ASSERT_NE(session, nullptr);
+  EXPECT_TRUE(fake_->enabled_domains.contains(CUPTI_CB_DOMAIN_RUNTIME_API));
+  EXPECT_TRUE(fake_->enabled_domains.contains(CUPTI_CB_DOMAIN_DRIVER_API));
+  ASSERT_TRUE(session->Stop().ok());
 }
 
 TEST(LoadedObjectPathTest, FindsALoadedLibraryByItsFileNamePrefix) {
