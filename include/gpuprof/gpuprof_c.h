@@ -195,9 +195,31 @@ typedef struct gpuprof_device_correlation_v1 {
 
 /* Fills *out while the running session collects device activity. Returns GPUPROF_OK,
  * GPUPROF_ERROR_INVALID_ARGUMENT (out is NULL), GPUPROF_ERROR_NOT_STARTED (no session, no device
- * collection, or the session is another copy's: ops are then linked to kernels by time) or
- * GPUPROF_ERROR_FORK_CHILD. */
+ * collection, or the session is an older copy's that cannot tag: ops are then linked to kernels
+ * by time) or GPUPROF_ERROR_FORK_CHILD. */
 GPUPROF_API int gpuprof_get_device_correlation_v1(gpuprof_device_correlation_v1* out) GPUPROF_NOEXCEPT;
+
+/* Kernel replay chosen by the program itself (gpuprof.profile(kernel_replay=...)), in a process
+ * started with `gpuprof replay --from-script -- COMMAND`: from the call on, launches the selector
+ * picks are replayed `passes` times with device memory restored between passes, and each becomes
+ * a GPUPROF_REPLAY_KERNEL row; passes == 1 pauses replay. The selector's skip and count start
+ * again at every call. */
+typedef struct gpuprof_replay_config_v1 {
+  uint32_t size;          /* sizeof(gpuprof_replay_config_v1) */
+  uint32_t passes;        /* 1 (pause) .. 1000 */
+  const char* kernel;     /* exact function name, "regex:PATTERN", or NULL / "" for every kernel */
+  uint64_t skip;          /* matching launches let through before the first replayed one */
+  uint64_t count;         /* launches replayed at most; 0: no limit */
+  uint32_t flush_l2;      /* 1: L2 flushed before each pass; 0: not */
+  uint32_t restore_full;  /* 0: restore only the chunks a pass changed; 1: everything */
+  uint32_t strict;        /* 1: decline while kernel-writable untracked memory is live */
+} gpuprof_replay_config_v1;
+
+/* Returns GPUPROF_OK, GPUPROF_ERROR_INVALID_ARGUMENT (the message names the field),
+ * GPUPROF_ERROR_NOT_STARTED (no session, no device collection, or the process was not started
+ * with `gpuprof replay --from-script`: the message says how to start it), GPUPROF_ERROR_FORK_CHILD
+ * or GPUPROF_ERROR_INTERNAL. */
+GPUPROF_API int gpuprof_configure_replay_v1(const gpuprof_replay_config_v1* config) GPUPROF_NOEXCEPT;
 
 GPUPROF_API int gpuprof_record_torch_op_v1(const gpuprof_torch_op_v1* op) GPUPROF_NOEXCEPT;
 GPUPROF_API int gpuprof_record_allocator_event_v1(const gpuprof_allocator_event_v1* event) GPUPROF_NOEXCEPT;
@@ -231,6 +253,9 @@ typedef struct gpuprof_session_v1 {
   int (*record_torch_op)(const gpuprof_torch_op_v1* op);
   int (*record_allocator_event)(const gpuprof_allocator_event_v1* event);
   int (*record_gc_event)(const gpuprof_gc_event_v1* event);
+  /* Appended with program-configured replay: check `size` before calling. */
+  int (*get_device_correlation)(gpuprof_device_correlation_v1* out);
+  int (*configure_replay)(const gpuprof_replay_config_v1* config);
 } gpuprof_session_v1;
 
 GPUPROF_API const gpuprof_session_v1* gpuprof_active_session_v1(void) GPUPROF_NOEXCEPT;

@@ -63,10 +63,17 @@ class _Native:
         c.gpuprof_last_error.restype = ctypes.c_char_p
         c.gpuprof_record_gc_event_v1.argtypes = [ctypes.c_void_p]
         c.gpuprof_record_torch_op_v1.argtypes = [ctypes.c_void_p]
+        c.gpuprof_configure_replay_v1.argtypes = [ctypes.c_void_p]
         h = self.hooks
         h.gpuprof_torch_enable_v1.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
         h.gpuprof_torch_disable_v1.argtypes = []
         h.gpuprof_torch_ops_dropped_v1.restype = ctypes.c_uint64
+
+    def configure_replay(self, passes, kernel=None, skip=0, count=0, flush_l2=True, restore_full=False, strict=False):
+        """gpuprof_configure_replay_v1; passes == 1 pauses. Returns the status (last_error() says why)."""
+        config = _ReplayConfig(ctypes.sizeof(_ReplayConfig), passes, kernel.encode("utf-8") if kernel else None,
+                               skip, count, int(flush_l2), int(restore_full), int(strict))
+        return self.core.gpuprof_configure_replay_v1(ctypes.byref(config))
 
     def last_error(self):
         text = self.core.gpuprof_last_error()
@@ -75,6 +82,12 @@ class _Native:
     def check(self, status, call):
         if status != GPUPROF_OK:
             raise RuntimeError(f"gpuprof: {call} failed: {self.last_error()}")
+
+
+class _ReplayConfig(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("passes", ctypes.c_uint32), ("kernel", ctypes.c_char_p),
+                ("skip", ctypes.c_uint64), ("count", ctypes.c_uint64), ("flush_l2", ctypes.c_uint32),
+                ("restore_full", ctypes.c_uint32), ("strict", ctypes.c_uint32)]
 
 
 class _GcEvent(ctypes.Structure):

@@ -48,12 +48,50 @@ class ProfilerActivity(enum.Enum):
 
 
 class KernelReplay:
-    """Kernel replay settings for a profile (the `gpuprof replay` flags)."""
+    """Kernel replay for a profile (gpuprof's `replay` flags, chosen by the program).
 
-    def __init__(self, passes=3, kernel=None, skip=0, count=0):
+    While the profile records, each CUDA kernel launch the selector picks runs `passes` times on
+    identical inputs (device memory snapshotted before the first pass and restored before each
+    later one); the passes' times go to GPUPROF_REPLAY_KERNEL / GPUPROF_REPLAY_PASS. `kernel` is a
+    function name, "regex:PATTERN" or None (every kernel); `skip` matching launches run unreplayed
+    first; at most `count` launches are replayed per recording (0: no limit); `cache_control`
+    "all" flushes L2 before each pass, "none" does not; `restore` "auto" writes back only what a
+    pass changed, "full" everything; `strict` declines launches while kernel-writable untracked
+    memory is live.
+
+    Replay needs device memory tracked from the start of the process: run the program with
+    `gpuprof replay --from-script -- python3 script.py`. Otherwise the profile records without
+    replay and a RuntimeWarning says why.
+    """
+
+    def __init__(self, passes=3, kernel=None, skip=0, count=0, cache_control="all", restore="auto", strict=False):
+        def count_arg(name, value):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"gpuprof.KernelReplay: {name} must be an int >= 0, got {value!r}")
+            return value
+
         if isinstance(passes, bool) or not isinstance(passes, int) or not 2 <= passes <= 1000:
             raise ValueError(f"gpuprof.KernelReplay: passes must be an int in 2..1000, got {passes!r}")
-        self.passes, self.kernel, self.skip, self.count = passes, kernel, skip, count
+        if kernel is not None and (not isinstance(kernel, str) or not kernel or "\0" in kernel):
+            raise ValueError("gpuprof.KernelReplay: kernel must be a function name, 'regex:PATTERN' or None "
+                             f"(every kernel), got {kernel!r}")
+        if kernel is not None and kernel.startswith("regex:"):
+            import re
+            try:
+                re.compile(kernel[len("regex:"):])
+            except re.error as e:
+                raise ValueError(f"gpuprof.KernelReplay: kernel {kernel!r} is not a valid regular expression: {e}")
+        if cache_control not in ("all", "none"):
+            raise ValueError(f"gpuprof.KernelReplay: cache_control must be 'all' or 'none', got {cache_control!r}")
+        if restore not in ("auto", "full"):
+            raise ValueError(f"gpuprof.KernelReplay: restore must be 'auto' or 'full', got {restore!r}")
+        self.passes, self.kernel = passes, kernel
+        self.skip, self.count = count_arg("skip", skip), count_arg("count", count)
+        self.cache_control, self.restore, self.strict = cache_control, restore, bool(strict)
+
+    def __repr__(self):
+        return (f"KernelReplay(passes={self.passes}, kernel={self.kernel!r}, skip={self.skip}, count={self.count}, "
+                f"cache_control={self.cache_control!r}, restore={self.restore!r}, strict={self.strict})")
 
 
 class db_handler:  # noqa: N801  (named like torch.profiler.tensorboard_trace_handler)
@@ -130,20 +168,10 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                     or gc_detect_threshold < 0:
                 raise ValueError("gpuprof.profile: gc_detect_threshold must be a number of ms >= 0, or None, "
                                  f"got {gc_detect_threshold!r}")
-        if kernel_replay is not None:
-            if not isinstance(kernel_replay, KernelReplay):
-                raise TypeError("gpuprof.profile: kernel_replay must be gpuprof.KernelReplay(...)")
-            # Declined, with the reason, and the profile records as usual: a profiler option must
-            # not stop the program it profiles.
-            if not os.environ.get("CUDA_INJECTION64_PATH"):
-                reason = "the process was not started under gpuprof's injection"
-            else:
-                reason = "replay cannot be configured from Python yet"
-            warnings.warn(f"gpuprof.profile: kernel replay declined: {reason}; run the script as `gpuprof replay "
-                          f"--passes {kernel_replay.passes}"
-                          + (f" -k {kernel_replay.kernel}" if kernel_replay.kernel else "")
-                          + " -- python3 script.py`", RuntimeWarning, stacklevel=2)
-            kernel_replay = None
+        if kernel_replay is not None and not isinstance(kernel_replay, KernelReplay):
+            raise TypeError("gpuprof.profile: kernel_replay must be gpuprof.KernelReplay(...)")
+        self.kernel_replay = kernel_replay
+        self.replaying = False  # True while the recording replays kernels
         self.schedule = schedule
         self.on_trace_ready = on_trace_ready
         self.record_shapes = bool(record_shapes)
@@ -262,12 +290,30 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         if self.gc_detect_threshold is not None:
             gc.callbacks.append(self._on_gc)
         self._recording = True
+        if self.kernel_replay is not None:
+            self._begin_replay(n)
+
+    def _begin_replay(self, n):
+        # Declined with the reason, and the profile records as usual: a profiler option must not
+        # stop the program it profiles.
+        r = self.kernel_replay
+        status = n.configure_replay(r.passes, r.kernel, r.skip, r.count, r.cache_control == "all",
+                                    r.restore == "full", r.strict)
+        if status == _native.GPUPROF_OK:
+            self.replaying = True
+            return
+        warnings.warn(f"gpuprof.profile: kernel replay declined: {n.last_error()}", RuntimeWarning, stacklevel=4)
 
     def _save(self):
         n = _native.native()
         self._recording = False
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
+        if self.replaying:
+            self.replaying = False
+            if n.configure_replay(1) != _native.GPUPROF_OK:  # pause: launches after the recording run once
+                warnings.warn(f"gpuprof.profile: pausing kernel replay failed: {n.last_error()}", RuntimeWarning,
+                              stacklevel=3)
         n.hooks.gpuprof_torch_disable_v1()
         status = n.core.gpuprof_stop()
         self.db_path = self._read_result()

@@ -612,7 +612,12 @@ Declined launches (graph launches, launches into a capturing stream, device prin
 kernels, a device that does not drain) run once, unreplayed; the reason is in the DB and in one
 warning line.
 
+--from-script leaves the choice to the program: nothing is replayed until it calls
+gpuprof.profile(kernel_replay=gpuprof.KernelReplay(passes=..., kernel=...)), and only while that
+profile records (python/README.md).
+
 Example: gpuprof replay --passes 5 -k regex:gemm -c 3 -- python3 examples/train_plain.py --steps 5
+         gpuprof replay --from-script -- python3 examples/train_profiled.py --replay-kernel regex:gemm
 )";
 
 }  // namespace
@@ -620,20 +625,26 @@ Example: gpuprof replay --passes 5 -k regex:gemm -c 3 -- python3 examples/train_
 RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
   if (replay_) {
     run_ = app.add_subcommand("replay", kReplayDescription);
-    run_->add_option("--passes", passes_, "Passes per replayed launch (2..1000)")
-        ->check(CLI::Range(2, 1000))
-        ->capture_default_str();
-    run_->add_option("-k,--kernel-name", kernel_, "Kernel to replay: NAME or regex:PATTERN (default: every kernel)");
-    run_->add_option("-s,--launch-skip", skip_, "Matching launches to run unreplayed first")->capture_default_str();
-    run_->add_option("-c,--launch-count", count_, "Replay at most this many launches (0: no limit)")
-        ->capture_default_str();
-    run_->add_option("--cache-control", cache_control_, "Flush L2 before each pass (all) or not (none)")
-        ->check(CLI::IsMember({"all", "none"}))
-        ->capture_default_str();
-    run_->add_option("--restore", restore_, "Write back only changed chunks (auto) or everything (full)")
-        ->check(CLI::IsMember({"auto", "full"}))
-        ->capture_default_str();
-    run_->add_flag("--strict", strict_, "Decline while kernel-writable untracked memory is live");
+    CLI::Option* from_script =
+        run_->add_flag("--from-script", from_script_,
+                       "Track memory from the start but replay only what the program asks for "
+                       "(gpuprof.profile(kernel_replay=gpuprof.KernelReplay(...))); excludes the selection flags");
+    std::vector<CLI::Option*> selection = {
+        run_->add_option("--passes", passes_, "Passes per replayed launch (2..1000)")
+            ->check(CLI::Range(2, 1000))
+            ->capture_default_str(),
+        run_->add_option("-k,--kernel-name", kernel_, "Kernel to replay: NAME or regex:PATTERN (default: every kernel)"),
+        run_->add_option("-s,--launch-skip", skip_, "Matching launches to run unreplayed first")->capture_default_str(),
+        run_->add_option("-c,--launch-count", count_, "Replay at most this many launches (0: no limit)")
+            ->capture_default_str(),
+        run_->add_option("--cache-control", cache_control_, "Flush L2 before each pass (all) or not (none)")
+            ->check(CLI::IsMember({"all", "none"}))
+            ->capture_default_str(),
+        run_->add_option("--restore", restore_, "Write back only changed chunks (auto) or everything (full)")
+            ->check(CLI::IsMember({"auto", "full"}))
+            ->capture_default_str(),
+        run_->add_flag("--strict", strict_, "Decline while kernel-writable untracked memory is live")};
+    for (CLI::Option* option : selection) from_script->excludes(option);
     run_->add_option("--device-reserve", device_reserve_mib_,
                      "MiB of device memory that snapshots leave free; beyond it they go to host memory")
         ->check(CLI::Range(0, 1 << 30))
@@ -732,7 +743,15 @@ int RunCommand::Run(std::ostream& report) const {
     env.Set("GPUPROF_TORCH_PROFILE_MEMORY", profile_memory_ ? "1" : "0");
     env.Set("GPUPROF_TORCH_WITH_STACK", with_stack_ ? "1" : "0");
   }
-  if (replay_) {
+  if (replay_ && from_script_) {
+    env.Set("GPUPROF_REPLAY_FROM_SCRIPT", "1");
+    env.Set("GPUPROF_REPLAY_DEVICE_RESERVE_MIB", std::to_string(device_reserve_mib_));
+    if (const char* level = std::getenv("GPUPROF_LOG_LEVEL"); level == nullptr || *level == '\0') {
+      env.Set("GPUPROF_LOG_LEVEL", "info");
+    }
+    report << "gpuprof: replay armed; the program chooses what to replay (gpuprof.profile(kernel_replay=...)); "
+              "one line per replayed launch follows\n";
+  } else if (replay_) {
     env.Set("GPUPROF_REPLAY_PASSES", std::to_string(passes_));
     env.Set("GPUPROF_REPLAY_KERNEL", kernel_);
     env.Set("GPUPROF_REPLAY_SKIP", std::to_string(skip_));

@@ -64,6 +64,7 @@ class RunCommand {
   std::string cache_control_ = "all";
   std::string restore_ = "auto";
   bool strict_ = false;
+  bool from_script_ = false;  // replay: --from-script
   std::uint64_t device_reserve_mib_ = 2048;  // B2: device memory snapshots leave free
   bool follow_children_ = false;
   bool record_shapes_ = true;   // PyTorch scripts (python/gpuprof/_autorun.py)

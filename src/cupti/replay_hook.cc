@@ -99,6 +99,9 @@ StatusOr<CudaReplaySettings> ReplaySettingsFromEnvironment() {
     }
   }
   if (const char* strict = Env("GPUPROF_REPLAY_STRICT")) options.strict = std::strcmp(strict, "0") != 0;
+  if (const char* from_script = Env("GPUPROF_REPLAY_FROM_SCRIPT")) {
+    settings.from_script = std::strcmp(from_script, "0") != 0;
+  }
   if (const char* side = Env("GPUPROF_REPLAY_SIDE_EFFECT_KERNELS")) {
     options.replay_side_effect_kernels = std::strcmp(side, "0") != 0;
   }
@@ -156,7 +159,7 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
   StatusOr<device::PassTiming> RunPass(int) override {
     const CudaDriver& d = device_.driver();
     ScopedInternalWork internal;
-    if (hook_.flush_l2_) GPUPROF_RETURN_IF_ERROR(device_.FlushL2(stream_));
+    if (hook_.flush_l2_.load(std::memory_order_relaxed)) GPUPROF_RETURN_IF_ERROR(device_.FlushL2(stream_));
     CUevent start = nullptr;
     CUevent end = nullptr;
     GPUPROF_RETURN_IF_ERROR(d.Check("cuEventCreate", d.EventCreate(&start, CU_EVENT_DEFAULT)));
@@ -200,6 +203,20 @@ CudaReplayHook::CudaReplayHook(CudaReplaySettings settings, std::function<void(c
 CudaReplayHook::~CudaReplayHook() { inventory_.BeginFinalization(); }
 
 void CudaReplayHook::BeginFinalization() noexcept { inventory_.BeginFinalization(); }
+
+Status CudaReplayHook::Configure(const replay::ReplayOptions& options, bool flush_l2) noexcept {
+  try {
+    if (!EnsureDevices()) return UnavailableError("no CUDA device could be set up for replay");
+    GPUPROF_RETURN_IF_ERROR(controller_->Reconfigure(options));
+    flush_l2_.store(flush_l2, std::memory_order_relaxed);
+    // The cached selector verdicts (FunctionInfo::matches) were the old selector's.
+    std::unique_lock<std::shared_mutex> lock(caches_mu_);
+    functions_.clear();
+    return OkStatus();
+  } catch (const std::exception& e) {
+    return InternalError(std::string("configuring replay: ") + e.what());
+  }
+}
 
 // The controller's view of device `ordinal`: the CudaDevice is made at the first call that needs
 // it, so a process that uses one GPU of eight retains one primary context, not eight.
@@ -481,7 +498,7 @@ std::shared_ptr<const CudaReplayHook::FunctionInfo> CudaReplayHook::InfoOf(CUfun
     }
     if (name == nullptr) return nullptr;
     info->mangled = name;
-    info->name = options_.selector.name == info->mangled ? info->mangled : KernelFunctionName(name);
+    info->name = controller_->options().selector.name == info->mangled ? info->mangled : KernelFunctionName(name);
     info->matches = controller_->NameMatches(info->name) || controller_->NameMatches(info->mangled);
     std::shared_ptr<const ModuleInfo> module = ModuleOf(info->mangled);
     // A lazily loaded module loads at its first launch, after this callback: load it now, so its

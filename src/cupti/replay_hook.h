@@ -23,6 +23,7 @@
 
 #include <cupti.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,9 @@ struct CudaReplaySettings {
   replay::ReplayOptions options;  // passes == 1: replay not configured
   bool flush_l2 = true;           // B7, --cache-control all
   device::cuda::CudaDeviceOptions device;  // B2's device reserve
+  // `gpuprof replay --from-script`: track from the start, replay nothing until the program
+  // configures replay itself (gpuprof.profile(kernel_replay=...), CudaReplayHook::Configure).
+  bool from_script = false;
 };
 
 // Settings from GPUPROF_REPLAY_* variables (what `gpuprof replay` sets). InvalidArgument naming
@@ -69,6 +73,10 @@ class CudaReplayHook final : public DriverApiObserver {
   void OnModule(const ModuleEvent& event) noexcept;
   // Process teardown (R5): later callbacks record nothing and replay nothing.
   void BeginFinalization() noexcept;
+  // New options and cache control for the launches from now on (passes == 1 pauses); launches
+  // already replaying finish under the old ones. InvalidArgument for bad options, Unavailable
+  // when no CUDA device could be set up. Thread-safe.
+  Status Configure(const replay::ReplayOptions& options, bool flush_l2) noexcept;
 
  private:
   bool EnsureDevices() noexcept;
@@ -82,8 +90,8 @@ class CudaReplayHook final : public DriverApiObserver {
 
   friend class CudaLaunchExecutor;
 
-  replay::ReplayOptions options_;
-  bool flush_l2_;
+  replay::ReplayOptions options_;  // the first options; Configure changes the controller's
+  std::atomic<bool> flush_l2_;
   device::cuda::CudaDeviceOptions device_options_;
   std::function<void(const replay::ReplayRecord&)> sink_;
   replay::Inventory inventory_;

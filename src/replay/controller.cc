@@ -54,12 +54,37 @@ std::string JoinPasses(const std::vector<int>& passes) {
 Controller::Controller(Inventory& inventory, std::vector<device::Device*> devices, ReplayOptions options)
     : inventory_(inventory),
       devices_(std::move(devices)),
-      options_(std::move(options)),
-      windows_(std::make_unique<std::shared_mutex[]>(devices_.size())) {
-  const std::string& name = options_.selector.name;
+      plan_(MakePlan(std::move(options))),
+      windows_(std::make_unique<std::shared_mutex[]>(devices_.size())) {}
+
+std::shared_ptr<Controller::Plan> Controller::MakePlan(ReplayOptions options) {
+  auto plan = std::make_shared<Plan>();
+  plan->options = std::move(options);
+  const std::string& name = plan->options.selector.name;
   if (name.rfind(kRegexPrefix, 0) == 0) {
-    name_regex_ = std::make_unique<std::regex>(name.substr(kRegexPrefix.size()), std::regex::ECMAScript);
+    plan->name_regex = std::make_unique<std::regex>(name.substr(kRegexPrefix.size()), std::regex::ECMAScript);
   }
+  return plan;
+}
+
+std::shared_ptr<Controller::Plan> Controller::CurrentPlan() const {
+  std::lock_guard<std::mutex> lock(plan_mu_);
+  return plan_;
+}
+
+Status Controller::Reconfigure(ReplayOptions options) {
+  GPUPROF_RETURN_IF_ERROR(ValidateOptions(options));
+  std::shared_ptr<Plan> plan = MakePlan(std::move(options));
+  std::lock_guard<std::mutex> lock(plan_mu_);
+  plan_ = std::move(plan);
+  return OkStatus();
+}
+
+ReplayOptions Controller::options() const { return CurrentPlan()->options; }
+
+bool Controller::Plan::NameMatches(const std::string& kernel_name) const {
+  const std::string& name = options.selector.name;
+  return name.empty() || (name_regex ? std::regex_search(kernel_name, *name_regex) : kernel_name == name);
 }
 
 Controller::~Controller() = default;
@@ -99,27 +124,21 @@ void Controller::Publish(const ReplayRecord& record) {
   if (*sink) (*sink)(record);
 }
 
-bool Controller::NameMatches(const std::string& kernel_name) const {
-  const std::string& name = options_.selector.name;
-  return name.empty() || (name_regex_ ? std::regex_search(kernel_name, *name_regex_) : kernel_name == name);
-}
+bool Controller::NameMatches(const std::string& kernel_name) const { return CurrentPlan()->NameMatches(kernel_name); }
 
 bool Controller::Exhausted() const noexcept {
-  return options_.passes <= 1 || (options_.selector.count > 0 &&
-                                  replayed_launches_.load(std::memory_order_relaxed) >= options_.selector.count);
+  const std::shared_ptr<Plan> plan = CurrentPlan();
+  return plan->options.passes <= 1 || (plan->options.selector.count > 0 &&
+                                       plan->replayed.load(std::memory_order_relaxed) >= plan->options.selector.count);
 }
 
-Controller::Selection Controller::Select(const device::LaunchRequest& request) {
+Controller::Selection Controller::Select(Plan& plan, const device::LaunchRequest& request) {
   Selection selection;
-  if (options_.passes <= 1) return selection;
-  const std::string& name = options_.selector.name;
-  bool matches = name.empty() || (name_regex_ ? std::regex_search(request.kernel_name, *name_regex_)
-                                              : request.kernel_name == name);
-  if (!matches) return selection;
-  selection.launch_index = matched_launches_.fetch_add(1, std::memory_order_relaxed);
-  if (selection.launch_index < options_.selector.skip) return selection;
-  if (options_.selector.count > 0 &&
-      replayed_launches_.fetch_add(1, std::memory_order_relaxed) >= options_.selector.count) {
+  if (plan.options.passes <= 1 || !plan.NameMatches(request.kernel_name)) return selection;
+  selection.launch_index = plan.matched.fetch_add(1, std::memory_order_relaxed);
+  if (selection.launch_index < plan.options.selector.skip) return selection;
+  if (plan.options.selector.count > 0 &&
+      plan.replayed.fetch_add(1, std::memory_order_relaxed) >= plan.options.selector.count) {
     return selection;
   }
   selection.selected = true;
@@ -132,14 +151,17 @@ Status Controller::RunUnreplayed(const device::LaunchRequest& request, device::L
 }
 
 Status Controller::Dispatch(const device::LaunchRequest& request, device::LaunchExecutor& executor) {
-  Selection selection = Select(request);
+  // One plan for the whole launch, even when Reconfigure replaces it meanwhile.
+  const std::shared_ptr<Plan> plan = CurrentPlan();
+  const ReplayOptions& options = plan->options;
+  Selection selection = Select(*plan, request);
   if (!selection.selected) return RunUnreplayed(request, executor);
 
   ReplayRecord record;
   record.launch_index = selection.launch_index;
   record.device = request.device;
   record.kernel_name = request.kernel_name;
-  record.restore_mode = options_.restore;
+  record.restore_mode = options.restore;
 
   device::Device* device = request.device >= 0 && static_cast<std::size_t>(request.device) < devices_.size()
                                ? devices_[static_cast<std::size_t>(request.device)]
@@ -179,12 +201,12 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
                    "submission holds " + std::to_string(request.dispatch_count) +
                        " dispatches; only single-kernel launches are replayed");
   }
-  if (!options_.replay_side_effect_kernels && (request.uses_device_printf || request.uses_device_malloc)) {
+  if (!options.replay_side_effect_kernels && (request.uses_device_printf || request.uses_device_malloc)) {
     return decline(DeclineReason::kSideEffects,
                    std::string("kernel uses device ") + (request.uses_device_printf ? "printf" : "malloc") +
                        ", whose effects replay would repeat; pass the replay-side-effects option to replay anyway");
   }
-  if (!options_.replay_side_effect_kernels && request.live_arrays > 0) {
+  if (!options.replay_side_effect_kernels && request.live_arrays > 0) {
     return decline(DeclineReason::kIncompleteSnapshot,
                    std::to_string(request.live_arrays) +
                        " CUDA array(s) exist on the device and are not snapshotted, so writes to them could not be "
@@ -198,7 +220,7 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
     return decline(DeclineReason::kCollectiveKernel,
                    "collective (NCCL) kernels wait on other processes and cannot be replayed safely");
   }
-  if (options_.strict) {
+  if (options.strict) {
     std::uint64_t untracked = inventory_.untracked_writable_live_bytes();
     if (untracked > 0) {
       record.untracked_writable_bytes = untracked;
@@ -207,10 +229,11 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
                          " bytes of host-mapped/managed/IPC memory are live and cannot be restored (strict mode)");
     }
   }
-  return Replay(*device, std::move(record), executor);
+  return Replay(*device, std::move(record), executor, options);
 }
 
-Status Controller::Replay(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor) {
+Status Controller::Replay(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor,
+                          const ReplayOptions& options) {
   std::unique_lock<std::shared_mutex> window(windows_[static_cast<std::size_t>(device.ordinal())]);
 
   // Declines decided inside the window run once while still holding it (R9).
@@ -226,7 +249,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   };
 
   // Everything queued before this launch must land before the snapshot; bounded (R14).
-  if (Status drained = device.Synchronize(options_.drain_timeout); !drained.ok()) {
+  if (Status drained = device.Synchronize(options.drain_timeout); !drained.ok()) {
     return decline_in_window(DeclineReason::kDrainTimeout, "device did not drain: " + drained.ToString());
   }
   if (Status prepared = executor.PrepareForSnapshot(); !prepared.ok()) {
@@ -236,8 +259,8 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   record.untracked_writable_bytes = inventory_.untracked_writable_live_bytes();
 
   SnapshotOptions snapshot_options;
-  snapshot_options.chunk_size = options_.chunk_size;
-  snapshot_options.max_symbol_bytes = options_.max_symbol_bytes;
+  snapshot_options.chunk_size = options.chunk_size;
+  snapshot_options.max_symbol_bytes = options.max_symbol_bytes;
   std::int64_t capture_start = base::MonotonicNowNs();
   Snapshot snapshot = Snapshot::Capture(device, inventory_, snapshot_options);
   record.snapshot_ns = static_cast<std::uint64_t>(base::MonotonicNowNs() - capture_start);
@@ -246,13 +269,13 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   record.snapshot_bytes = snapshot.total_bytes();
   record.snapshot_device_bytes = snapshot.device_bytes();
 
-  const bool need_output = options_.determinism_check || options_.restore == RestoreMode::kAuto;
+  const bool need_output = options.determinism_check || options.restore == RestoreMode::kAuto;
   std::optional<OutputState> output;
-  for (int pass = 1; pass <= options_.passes; ++pass) {
+  for (int pass = 1; pass <= options.passes; ++pass) {
     PassRecord pass_record;
     pass_record.pass = pass;
     if (pass > 1) {
-      RestoreMode mode = output ? options_.restore : RestoreMode::kFull;
+      RestoreMode mode = output ? options.restore : RestoreMode::kFull;
       // If the copies keep failing, stop: running again on different inputs would both
       // mismeasure and corrupt.
       RestoreStats restored =
@@ -287,7 +310,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
     pass_record.sm_clock_before_khz = timing->sm_clock_before_khz;
     pass_record.sm_clock_after_khz = timing->sm_clock_after_khz;
     output.reset();
-    if (need_output && (options_.determinism_check || pass < options_.passes)) {
+    if (need_output && (options.determinism_check || pass < options.passes)) {
       StatusOr<OutputState> inspected = snapshot.Inspect(device, inventory_);
       if (inspected.ok()) {
         output = std::move(inspected).value();
@@ -301,7 +324,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
     record.passes.push_back(pass_record);
   }
 
-  if (options_.determinism_check && !record.passes.empty() && record.passes.front().output_hash != 0) {
+  if (options.determinism_check && !record.passes.empty() && record.passes.front().output_hash != 0) {
     std::uint64_t reference = record.passes.front().output_hash;
     for (const PassRecord& pass : record.passes) {
       if (pass.output_hash != 0 && pass.output_hash != reference) record.mismatched_passes.push_back(pass.pass);
@@ -316,7 +339,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   if (executor.original_runs_after_return() && !record.passes.empty()) {
     // The application's launch runs next, on the inputs every pass saw. Like the restores
     // between passes, only what the last pass changed is written back when that is known.
-    RestoreStats restored = RestoreWithRetries(snapshot, device, inventory_, output ? options_.restore : RestoreMode::kFull,
+    RestoreStats restored = RestoreWithRetries(snapshot, device, inventory_, output ? options.restore : RestoreMode::kFull,
                                                output ? &*output : nullptr);
     if (restored.regions_failed > 0) {
       GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << restored.regions_failed

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <regex>
 #include <shared_mutex>
+#include <string>
 #include <vector>
 
 #include "base/synchronized.h"
@@ -39,6 +40,11 @@ class Controller {
 
   // InvalidArgument naming the option and the accepted values.
   static Status ValidateOptions(const ReplayOptions& options);
+
+  // Replaces the options (the selector's launch counts start again from zero); a launch already
+  // in Dispatch finishes under the options it started with. passes == 1 pauses replay.
+  // InvalidArgument as ValidateOptions, leaving the current options in force. Thread-safe.
+  Status Reconfigure(ReplayOptions options);
 
   // Runs one intercepted launch, replayed or not. Returns the status of the application's launch
   // (an error only when even the single unreplayed run could not be submitted); replay problems
@@ -61,26 +67,35 @@ class Controller {
   // Every record so far, in completion order.
   std::vector<ReplayRecord> records() const;
 
-  const ReplayOptions& options() const noexcept { return options_; }
+  ReplayOptions options() const;
 
  private:
   struct Selection {
     bool selected = false;
     std::uint64_t launch_index = 0;
   };
-  Selection Select(const device::LaunchRequest& request);
+  // The options in force and the launch counts made under them.
+  struct Plan {
+    ReplayOptions options;
+    std::unique_ptr<std::regex> name_regex;  // selector "regex:..."
+    std::atomic<std::uint64_t> matched{0};
+    std::atomic<std::uint64_t> replayed{0};
+    bool NameMatches(const std::string& kernel_name) const;
+  };
+  static std::shared_ptr<Plan> MakePlan(ReplayOptions options);
+  std::shared_ptr<Plan> CurrentPlan() const;
+  Selection Select(Plan& plan, const device::LaunchRequest& request);
   Status RunUnreplayed(const device::LaunchRequest& request, device::LaunchExecutor& executor);
-  Status Replay(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor);
+  Status Replay(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor,
+                const ReplayOptions& options);
   void Publish(const ReplayRecord& record);
 
   Inventory& inventory_;
   std::vector<device::Device*> devices_;
-  ReplayOptions options_;
-  std::unique_ptr<std::regex> name_regex_;
+  mutable std::mutex plan_mu_;
+  std::shared_ptr<Plan> plan_;  // guarded by plan_mu_; replaced whole by Reconfigure
   std::unique_ptr<std::shared_mutex[]> windows_;
   std::atomic<bool> warned_graph_{false};
-  std::atomic<std::uint64_t> matched_launches_{0};
-  std::atomic<std::uint64_t> replayed_launches_{0};
   base::Synchronized<std::vector<ReplayRecord>> records_;
   base::Synchronized<std::function<void(const ReplayRecord&)>> sink_;
 };

@@ -73,13 +73,13 @@ CuptiLoaders DefaultCuptiLoaders() {
 }
 
 CuptiDeviceCollector::CuptiDeviceCollector(CuptiLoaders loaders, cupti::SubscriberOptions options,
-                                           bool list_devices)
-    : loaders_(std::move(loaders)), options_(std::move(options)), list_devices_(list_devices) {}
+                                           bool started_by_injection)
+    : loaders_(std::move(loaders)), options_(std::move(options)), started_by_injection_(started_by_injection) {}
 
 CuptiDeviceCollector::~CuptiDeviceCollector() { Stop(); }
 
 std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::Devices() {
-  if (!list_devices_ || !loaders_.driver) return {};
+  if (started_by_injection_ || !loaders_.driver) return {};
   StatusOr<std::unique_ptr<cupti::DriverApi>> driver = loaders_.driver();
   if (!driver.ok()) return {};
   cupti::ScopedInternalWork internal;  // gpuprof's own driver calls stay out of the profile
@@ -98,7 +98,9 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
   StatusOr<cupti::CudaReplaySettings> replay_settings = cupti::ReplaySettingsFromEnvironment();
   if (!replay_settings.ok()) {
     GPUPROF_LOG(kError) << "replay off: " << replay_settings.status().message();
-  } else if (replay_settings->options.passes > 1) {
+  } else if (replay_settings->options.passes > 1 || replay_settings->from_script) {
+    replay_from_script_ = replay_settings->from_script;
+    if (replay_from_script_) replay_settings->options.passes = 1;  // nothing until the program asks
     auto replay_sink = [sink = hooks.sink](const replay::ReplayRecord& record) {
       // Progress, one line per replayed or declined launch (stderr; `gpuprof replay` shows info).
       if (record.replayed) {
@@ -123,9 +125,14 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
     options_.driver_api_observer = replay_hook_.get();
     options_.on_module = [hook = replay_hook_.get()](const cupti::ModuleEvent& event) { hook->OnModule(event); };
     options_.filter_internal_work = true;
-    GPUPROF_LOG(kInfo) << "replay: " << replay_settings->options.passes << " passes per selected launch"
-                       << (replay_settings->options.selector.name.empty() ? std::string(" (every kernel)")
-                                                                 : " of " + replay_settings->options.selector.name);
+    if (replay_from_script_) {
+      GPUPROF_LOG(kInfo) << "replay: armed; the program chooses what to replay (gpuprof.profile(kernel_replay=...))";
+    } else {
+      GPUPROF_LOG(kInfo) << "replay: " << replay_settings->options.passes << " passes per selected launch"
+                         << (replay_settings->options.selector.name.empty()
+                                 ? std::string(" (every kernel)")
+                                 : " of " + replay_settings->options.selector.name);
+    }
   }
   // C1's filter costs a CUPTI callback at every runtime- and driver-API entry and exit of every
   // thread (measured on the H200: about 0.2-0.3 ms per train_plain step, a third of the CUPTI-side
@@ -175,6 +182,24 @@ DeviceCollector::CorrelationFunctions CuptiDeviceCollector::Correlation() const 
   return {&PushCorrelation, &PopCorrelation};
 }
 
+Status CuptiDeviceCollector::ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2) {
+  constexpr const char* kHowToStart = "start the program with `gpuprof replay --from-script -- COMMAND`";
+  if (replay_hook_ == nullptr) {
+    return FailedPreconditionError(
+        started_by_injection_
+            ? std::string("this process was started by `gpuprof run`, which does not track device memory for "
+                          "replay (that would cost every CUDA call a callback); ") + kHowToStart
+            : std::string("kernel replay needs gpuprof's injection from the start of the process (it tracks "
+                          "every device allocation); ") + kHowToStart);
+  }
+  if (!replay_from_script_) {
+    return FailedPreconditionError(
+        std::string("the command line's replay settings are in force (gpuprof replay --passes/--kernel); to let "
+                    "the program choose, ") + kHowToStart);
+  }
+  return replay_hook_->Configure(options, flush_l2);
+}
+
 void CuptiDeviceCollector::Flush() {
   if (subscriber_ == nullptr || !subscriber_->running()) return;
   if (Status flushed = subscriber_->Flush(/*forced=*/true); !flushed.ok()) {
@@ -205,7 +230,7 @@ DeviceCollectorFactory CuptiDeviceCollectorFactory(CuptiLoaders loaders) {
       }
     }
     return std::unique_ptr<DeviceCollector>(std::make_unique<CuptiDeviceCollector>(
-        loaders, cupti::SubscriberOptions{}, /*list_devices=*/config.started_by != "injection"));
+        loaders, cupti::SubscriberOptions{}, /*started_by_injection=*/config.started_by == "injection"));
   };
 }
 

@@ -46,9 +46,10 @@ CuptiLoaders DefaultCuptiLoaders();
 
 class CuptiDeviceCollector final : public DeviceCollector {
  public:
-  // `list_devices`: query the driver for NPU_INFO in Devices(). Off when the session starts from
-  // InitializeInjection: the driver is inside cuInit then and must not be called back.
-  CuptiDeviceCollector(CuptiLoaders loaders, cupti::SubscriberOptions options, bool list_devices);
+  // `started_by_injection`: the session starts from InitializeInjection (`gpuprof run` or
+  // `gpuprof replay`). Then Devices() does not query the driver for NPU_INFO (the driver is inside
+  // cuInit and must not be called back).
+  CuptiDeviceCollector(CuptiLoaders loaders, cupti::SubscriberOptions options, bool started_by_injection);
   ~CuptiDeviceCollector() override;
 
   std::vector<std::pair<std::int32_t, std::string>> Devices() override;
@@ -56,6 +57,7 @@ class CuptiDeviceCollector final : public DeviceCollector {
   void Flush() override;
   void Stop() override;
   CorrelationFunctions Correlation() const override;
+  Status ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2) override;
 
   // Null before Start and after a failed one.
   cupti::CuptiSubscriber* subscriber() const noexcept { return subscriber_.get(); }
@@ -63,7 +65,8 @@ class CuptiDeviceCollector final : public DeviceCollector {
  private:
   CuptiLoaders loaders_;
   cupti::SubscriberOptions options_;
-  bool list_devices_;
+  bool started_by_injection_;
+  bool replay_from_script_ = false;  // `gpuprof replay --from-script`: the program configures replay
   std::unique_ptr<cupti::CudaReplayHook> replay_hook_;  // before subscriber_: outlives its callbacks
   std::unique_ptr<cupti::CuptiSubscriber> subscriber_;
 };

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpuprof/replay.h"
 #include "gpuprof/status.h"
 #include "trace/records.h"
 
@@ -61,6 +62,15 @@ class DeviceCollector {
     int (*pop)() = nullptr;
   };
   virtual CorrelationFunctions Correlation() const { return {}; }
+
+  // Kernel replay chosen by the program (gpuprof.profile(kernel_replay=...)): new options for the
+  // launches from now on, passes == 1 pausing. FailedPrecondition naming how to start the process
+  // so it can replay; InvalidArgument for bad options. Called after a successful Start.
+  virtual Status ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2) {
+    static_cast<void>(options);
+    static_cast<void>(flush_l2);
+    return FailedPreconditionError("this device collector cannot replay kernels");
+  }
 };
 
 // Makes the collector for a Session, or returns nullptr when there is none to make (no device

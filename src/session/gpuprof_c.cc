@@ -166,6 +166,24 @@ GPUPROF_API int gpuprof_get_device_correlation_v1(gpuprof_device_correlation_v1*
              });
 }
 
+GPUPROF_API int gpuprof_configure_replay_v1(const gpuprof_replay_config_v1* config) noexcept {
+  constexpr std::size_t kV1Size = offsetof(gpuprof_replay_config_v1, strict) + sizeof(uint32_t);
+  return Run([&] {
+               return config != nullptr && config->size >= kV1Size
+                          ? "gpuprof_configure_replay_v1(passes=" + std::to_string(config->passes) + ")"
+                          : std::string("gpuprof_configure_replay_v1()");
+             },
+             [&] {
+               if (config == nullptr) return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "config is NULL"};
+               if (config->size < kV1Size) {
+                 return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT,
+                                   "config->size is " + std::to_string(config->size) + ", below the v1 struct's " +
+                                       std::to_string(kV1Size)};
+               }
+               return ProcessSession::Get().ConfigureReplay(*config);
+             });
+}
+
 GPUPROF_API int gpuprof_record_torch_op_v1(const gpuprof_torch_op_v1* op) noexcept {
   return Run([&] { return std::string("gpuprof_record_torch_op_v1(") + (op != nullptr && op->size >= offsetof(gpuprof_torch_op_v1, sequence_number) && op->name != nullptr ? Excerpt(op->name) : "") + ")"; },
              [&] {

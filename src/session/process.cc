@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <utility>
 
 #include "base/logging.h"
+#include "replay/controller.h"
 #include "session/config.h"
 #include "session/sqlite_fork_guard.h"
 
@@ -75,6 +77,12 @@ int TableRecordAllocatorEvent(const gpuprof_allocator_event_v1* event) noexcept 
 int TableRecordGcEvent(const gpuprof_gc_event_v1* event) noexcept {
   return TableCall([&] { return ProcessSession::Get().RecordGcEvent(*event); });
 }
+int TableGetDeviceCorrelation(gpuprof_device_correlation_v1* out) noexcept {
+  return TableCall([&] { return ProcessSession::Get().DeviceCorrelation(out); });
+}
+int TableConfigureReplay(const gpuprof_replay_config_v1* config) noexcept {
+  return TableCall([&] { return ProcessSession::Get().ConfigureReplay(*config); });
+}
 
 gpuprof_session_v1 MakeTable() {
   gpuprof_session_v1 table{};
@@ -90,6 +98,8 @@ gpuprof_session_v1 MakeTable() {
   table.record_torch_op = &TableRecordTorchOp;
   table.record_allocator_event = &TableRecordAllocatorEvent;
   table.record_gc_event = &TableRecordGcEvent;
+  table.get_device_correlation = &TableGetDeviceCorrelation;
+  table.configure_replay = &TableConfigureReplay;
   return table;
 }
 
@@ -425,9 +435,14 @@ CallResult ProcessSession::DeviceCorrelation(gpuprof_device_correlation_v1* out)
   Target target;
   if (CallResult running = Running(&target); !running.ok()) return running;
   if (target.attached != nullptr) {
-    return {GPUPROF_ERROR_NOT_STARTED,
-            "the running session belongs to another copy of libgpuprof.so; its ops are linked to kernels by "
-            "time instead"};
+    const gpuprof_session_v1* table = target.attached;
+    if (table->size < offsetof(gpuprof_session_v1, get_device_correlation) + sizeof(table->get_device_correlation) ||
+        table->get_device_correlation == nullptr) {
+      return {GPUPROF_ERROR_NOT_STARTED,
+              "the running session belongs to an older copy of libgpuprof.so that cannot tag device work; its "
+              "ops are linked to kernels by time instead"};
+    }
+    return Forwarded(table, table->get_device_correlation(out));
   }
   const DeviceCollector::CorrelationFunctions functions = target.session->DeviceCorrelation();
   if (functions.push == nullptr || functions.pop == nullptr) {
@@ -436,6 +451,40 @@ CallResult ProcessSession::DeviceCorrelation(gpuprof_device_correlation_v1* out)
   out->push = functions.push;
   out->pop = functions.pop;
   return {};
+}
+
+CallResult ProcessSession::ConfigureReplay(const gpuprof_replay_config_v1& config) {
+  if (config.passes < 1 || config.passes > 1000) {
+    return {GPUPROF_ERROR_INVALID_ARGUMENT, "passes is " + std::to_string(config.passes) + "; expected 1 (pause) to 1000"};
+  }
+  replay::ReplayOptions options;
+  options.passes = static_cast<int>(config.passes);
+  if (config.kernel != nullptr) {
+    const std::size_t length = strnlen(config.kernel, GPUPROF_MAX_MESSAGE_BYTES);
+    if (length == GPUPROF_MAX_MESSAGE_BYTES) {
+      return {GPUPROF_ERROR_INVALID_ARGUMENT,
+              "kernel is longer than " + std::to_string(GPUPROF_MAX_MESSAGE_BYTES - 1) + " bytes"};
+    }
+    options.selector.name.assign(config.kernel, length);
+  }
+  options.selector.skip = config.skip;
+  options.selector.count = config.count;
+  options.restore = config.restore_full != 0 ? replay::RestoreMode::kFull : replay::RestoreMode::kAuto;
+  options.strict = config.strict != 0;
+  if (Status valid = replay::Controller::ValidateOptions(options); !valid.ok()) return FromStatus(valid);
+
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  if (target.attached != nullptr) {
+    const gpuprof_session_v1* table = target.attached;
+    if (table->size < offsetof(gpuprof_session_v1, configure_replay) + sizeof(table->configure_replay) ||
+        table->configure_replay == nullptr) {
+      return {GPUPROF_ERROR_NOT_STARTED,
+              "the running session belongs to an older copy of libgpuprof.so that cannot configure replay"};
+    }
+    return Forwarded(table, table->configure_replay(&config));
+  }
+  return FromStatus(target.session->ConfigureReplay(options, config.flush_l2 != 0));
 }
 
 CallResult ProcessSession::RecordTorchOp(const gpuprof_torch_op_v1& op) {

@@ -67,6 +67,8 @@ class ProcessSession {
   CallResult RecordAllocatorEvent(const gpuprof_allocator_event_v1& event);
   CallResult RecordGcEvent(const gpuprof_gc_event_v1& event);
   CallResult DeviceCorrelation(gpuprof_device_correlation_v1* out);
+  // `config` is non-null with a v1 size (checked by the caller); its fields are checked here.
+  CallResult ConfigureReplay(const gpuprof_replay_config_v1& config);
 
   // This copy's table while it owns a running session, else null. Lock-free.
   const gpuprof_session_v1* ActiveTable() const noexcept;

@@ -301,6 +301,14 @@ class Session::Impl {
     std::lock_guard<std::recursive_mutex> lock(device_mu_);
     return device_ != nullptr ? device_->Correlation() : DeviceCollector::CorrelationFunctions{};
   }
+  Status ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2) {
+    std::lock_guard<std::recursive_mutex> lock(device_mu_);
+    if (device_ == nullptr) {
+      return FailedPreconditionError("the session collects no device activity (no CUDA in this process, or "
+                                     "device collection off): there is no kernel to replay");
+    }
+    return device_->ConfigureReplay(options, flush_l2);
+  }
   std::uint64_t dropped_records() const noexcept {
     std::uint64_t n = box_ != nullptr ? box_->collector->dropped() : 0;
     n += late_records_.load(std::memory_order_relaxed);
@@ -549,6 +557,9 @@ const std::string& Session::partial_path() const noexcept { return impl_->partia
 bool Session::finalized() const noexcept { return impl_->finalized(); }
 bool Session::has_device_collector() const noexcept { return impl_->has_device_collector(); }
 DeviceCollector::CorrelationFunctions Session::DeviceCorrelation() { return impl_->DeviceCorrelation(); }
+Status Session::ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2) {
+  return impl_->ConfigureReplay(options, flush_l2);
+}
 std::uint64_t Session::dropped_records() const noexcept { return impl_->dropped_records(); }
 std::size_t Session::buffered_records() const { return impl_->box()->collector->buffered(); }
 

@@ -211,6 +211,55 @@ TEST_F(ControllerTest, OnePassMeansExhaustedAndExactNamesMatchExactly) {
   EXPECT_FALSE(controller.NameMatches("k2"));
 }
 
+// What gpuprof.profile(kernel_replay=...) relies on: the options change while the process runs,
+// a paused controller (1 pass) replays nothing, and the selector's counts start again.
+TEST_F(ControllerTest, ReconfigureChangesTheSelectionAndRestartsTheCounts) {
+  Controller& controller = Configure(1);
+  constexpr std::size_t kCount = 256;
+  DevicePtr buffer = AllocWords(0, kCount, 1);
+  InputLog log;
+  LaunchAndWait(InPlaceUpdate(buffer, kCount, &log, "gemm_a"));
+  EXPECT_EQ(log.runs(), 1) << "paused: one run";
+
+  ReplayOptions options;
+  options.passes = 3;
+  options.chunk_size = 4096;
+  options.selector.name = "regex:gemm";
+  options.selector.skip = 1;
+  options.selector.count = 1;
+  ASSERT_TRUE(controller.Reconfigure(options).ok());
+  EXPECT_FALSE(controller.Exhausted());
+  EXPECT_FALSE(controller.NameMatches("relu")) << "the new selector is in force";
+  LaunchAndWait(InPlaceUpdate(buffer, kCount, &log, "gemm_a"));
+  EXPECT_EQ(log.runs(), 2) << "skip 1 counts from the reconfiguration: the first gemm after it is skipped";
+  LaunchAndWait(InPlaceUpdate(buffer, kCount, &log, "relu"));
+  EXPECT_EQ(log.runs(), 3) << "a name the selector rejects runs once";
+  LaunchAndWait(InPlaceUpdate(buffer, kCount, &log, "gemm_b"));
+  EXPECT_EQ(log.runs(), 6) << "the second gemm is replayed, 3 passes";
+  EXPECT_TRUE(controller.Exhausted()) << "count 1 used up";
+
+  options.passes = 0;
+  Status bad = controller.Reconfigure(options);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(controller.Exhausted()) << "a refused configuration leaves the one in force";
+
+  options.passes = 2;
+  options.selector.skip = 0;
+  ASSERT_TRUE(controller.Reconfigure(options).ok());
+  EXPECT_FALSE(controller.Exhausted()) << "the count starts again";
+  LaunchAndWait(InPlaceUpdate(buffer, kCount, &log, "gemm_c"));
+  EXPECT_EQ(log.runs(), 8);
+  EXPECT_EQ(controller.options().passes, 2);
+
+  options.passes = 1;
+  ASSERT_TRUE(controller.Reconfigure(options).ok());
+  LaunchAndWait(InPlaceUpdate(buffer, kCount, &log, "gemm_d"));
+  EXPECT_EQ(log.runs(), 9) << "paused again";
+  ASSERT_EQ(Records().size(), 2u);
+  EXPECT_EQ(Records()[0].kernel_name, "gemm_b");
+  EXPECT_EQ(Records()[1].kernel_name, "gemm_c");
+}
+
 TEST_F(ControllerTest, ReplaysAnInPlaceUpdateWithIdenticalInputsEveryPass) {
   Configure(4);
   constexpr std::size_t kCount = 5000;

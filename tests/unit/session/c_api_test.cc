@@ -315,6 +315,27 @@ TEST_F(GpuprofCApiTest, DeviceCorrelationIsOfferedOnlyWhileASessionCollectsDevic
   ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
 }
 
+TEST_F(GpuprofCApiTest, ReplayConfigurationIsCheckedThenDeclinedWithoutDeviceCollection) {
+  gpuprof_replay_config_v1 config{};
+  EXPECT_EQ(gpuprof_configure_replay_v1(nullptr), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("config->size is 0"));
+  config.size = sizeof(config);
+  config.passes = 0;
+  EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("passes is 0"));
+  config.passes = 3;
+  config.kernel = "regex:(";
+  EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("not a valid regular expression"));
+  config.kernel = "regex:gemm";
+  EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_NOT_STARTED) << "no session";
+  ASSERT_EQ(gpuprof_start("{\"device\": false}"), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_NOT_STARTED);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("no kernel to replay"));
+  ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
+}
+
 TEST_F(GpuprofCApiTest, FrameworkRecordsWithoutASessionSayNoneIsRunning) {
   gpuprof_gc_event_v1 gc{};
   gc.size = sizeof(gc);

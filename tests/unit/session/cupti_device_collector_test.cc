@@ -158,6 +158,48 @@ TEST_F(CuptiDeviceCollectorTest, ApiCallbackDomainsAreOnOnlyWhenReplayIsConfigur
   ASSERT_TRUE(session->Stop().ok());
 }
 
+// gpuprof.profile(kernel_replay=...) reaches the collector; without `gpuprof replay --from-script`
+// it is declined with how to start the program instead.
+TEST_F(CuptiDeviceCollectorTest, ReplayFromTheProgramIsDeclinedWithHowToStartUnlessArmed) {
+  replay::ReplayOptions options;
+  options.passes = 3;
+  {
+    auto session = Start("injection");
+    ASSERT_NE(session, nullptr);
+    Status declined = session->ConfigureReplay(options, true);
+    EXPECT_EQ(declined.code(), StatusCode::kFailedPrecondition);
+    EXPECT_THAT(declined.message(), HasSubstr("started by `gpuprof run`"));
+    EXPECT_THAT(declined.message(), HasSubstr("gpuprof replay --from-script -- COMMAND"));
+    ASSERT_TRUE(session->Stop().ok());
+  }
+  auto restart = [&](const char* variable) {
+    handed_over_ = false;
+    fake_ = new FakeCuptiApi;
+    fake_->timestamp = 1'000;
+    if (variable != nullptr) setenv(variable, variable == std::string("GPUPROF_REPLAY_PASSES") ? "3" : "1", 1);
+    auto session = Start("injection");
+    if (variable != nullptr) unsetenv(variable);
+    return session;
+  };
+  {
+    auto session = restart("GPUPROF_REPLAY_PASSES");
+    ASSERT_NE(session, nullptr);
+    Status declined = session->ConfigureReplay(options, true);
+    EXPECT_EQ(declined.code(), StatusCode::kFailedPrecondition);
+    EXPECT_THAT(declined.message(), HasSubstr("command line's replay settings are in force"));
+    ASSERT_TRUE(session->Stop().ok());
+  }
+  {
+    auto session = restart("GPUPROF_REPLAY_FROM_SCRIPT");
+    ASSERT_NE(session, nullptr);
+    EXPECT_TRUE(fake_->enabled_domains.contains(CUPTI_CB_DOMAIN_DRIVER_API)) << "armed: launches are watched";
+    Status configured = session->ConfigureReplay(options, true);
+    // Here no CUDA device can be set up (no driver); on a GPU it succeeds (GpuRunTest).
+    EXPECT_NE(configured.code(), StatusCode::kFailedPrecondition) << configured.ToString();
+    ASSERT_TRUE(session->Stop().ok());
+  }
+}
+
 TEST(LoadedObjectPathTest, FindsALoadedLibraryByItsFileNamePrefix) {
   EXPECT_THAT(LoadedObjectPath("libc.so"), ::testing::EndsWith("libc.so.6"));
   EXPECT_EQ(LoadedObjectPath("libnot-loaded-anywhere.so"), "");
