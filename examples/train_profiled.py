@@ -3,10 +3,13 @@
 
     python3 examples/train_profiled.py [--device auto|cpu|cuda] [--steps N] [--out DIR]
                                        [--wait W] [--warmup U] [--active A]
+                                       [--replay-kernel NAME|regex:PATTERN [--replay-passes P] [--replay-count C]]
 
 Steps 1..W run unprofiled, then U warm-up steps, then A recorded steps (one DB with their ops,
 input shapes, allocator events, forward/backward links and one STEP_TIME row per step); later
-steps run unprofiled. The last line is "gpuprof: profile DB: PATH" (read it with `gpuprof stats
+steps run unprofiled. With --replay-kernel, the kernels it selects are replayed P times each while
+the profile records (gpuprof.KernelReplay; run the script as `gpuprof replay --from-script --
+python3 examples/train_profiled.py --replay-kernel regex:gemm`). The last line is "gpuprof: profile DB: PATH" (read it with `gpuprof stats
 PATH`). Needs the gpuprof package importable (tools/setup.sh makes build/venv, whose python has
 it) and its native libraries built.
 """
@@ -33,6 +36,10 @@ def parse_args(argv):
     parser.add_argument("--wait", type=int, default=1, help="unprofiled steps first (default: 1)")
     parser.add_argument("--warmup", type=int, default=1, help="warm-up steps (default: 1)")
     parser.add_argument("--active", type=int, default=3, help="recorded steps (default: 3)")
+    parser.add_argument("--replay-kernel", help="replay the kernels this selects while recording: a function name "
+                                                "or regex:PATTERN (needs `gpuprof replay --from-script`)")
+    parser.add_argument("--replay-passes", type=int, default=3, help="passes per replayed launch (default: 3)")
+    parser.add_argument("--replay-count", type=int, default=0, help="replayed launches at most (default: 0, no limit)")
     args = parser.parse_args(argv)
     if args.steps < args.wait + args.warmup + args.active:
         parser.error(f"--steps {args.steps} is shorter than wait + warmup + active "
@@ -52,18 +59,22 @@ def main(argv=None):
     if device.type == "cuda":
         activities.append(gpuprof.ProfilerActivity.CUDA)
     handler = gpuprof.db_handler(args.out)
+    replay = None
+    if args.replay_kernel:
+        replay = gpuprof.KernelReplay(passes=args.replay_passes, kernel=args.replay_kernel, count=args.replay_count)
     batch = 128
     with gpuprof.profile(activities=activities,
                          schedule=gpuprof.schedule(wait=args.wait, warmup=args.warmup, active=args.active, repeat=1),
                          on_trace_ready=handler, record_shapes=True, profile_memory=True,
-                         gc_detect_threshold=1.0) as prof:
+                         gc_detect_threshold=1.0, kernel_replay=replay) as prof:
         for step in range(args.steps):
             first = (step * batch) % train_plain.SAMPLES
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(model(inputs[first:first + batch]), labels[first:first + batch])
             loss.backward()
             optimizer.step()
-            print(f"step {step + 1}/{args.steps} loss {loss.item():.6f}", flush=True)
+            print(f"step {step + 1}/{args.steps} loss {loss.item():.6f}"
+                  + (" (replaying kernels)" if prof.replaying else ""), flush=True)
             prof.step()
     for path in handler.db_paths:
         print(f"gpuprof: profile DB: {path}", flush=True)

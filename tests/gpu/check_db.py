@@ -540,6 +540,35 @@ def expect_train_profiled(c, dbs, program_output):
              f"no CUDA allocator records on device 0 in MEMORY_RECORD: {gpu_memory}")
 
 
+def expect_train_profiled_replay(c, dbs, program_output):
+    """train_profiled.py --replay-kernel regex:gemm under `gpuprof replay --from-script`: the GEMM
+    kernels launched while the profile records (its 3 active steps) are replayed 3 times each, and
+    none launched before or after it."""
+    expect_train_profiled(c, dbs, program_output)
+    recording = re.findall(r"^step \d+/\d+ loss \S+ \(replaying kernels\)$", program_output or "", re.M)
+    c.expect(len(recording) == 3, f"{len(recording)} steps printed '(replaying kernels)', expected the 3 active ones")
+    db = one_db(c, dbs, "train_profiled_replay")
+    if db is None:
+        return
+    rows = db.replay_kernels()
+    c.expect(len(rows) > 0, "no GPUPROF_REPLAY_KERNEL rows: nothing was replayed")
+    c.expect(all(re.search("gemm", r["name"]) for r in rows), f"a replayed kernel not matching gemm: "
+                                                             f"{sorted({r['name'] for r in rows})[:4]}")
+    replayed = [r for r in rows if r["replayed"] == 1]
+    c.note(f"{len(replayed)} of {len(rows)} selected launches replayed: {sorted({r['name'] for r in rows})[:3]}; "
+           f"declined: {sorted({r['decline'] for r in rows if r['replayed'] != 1})}")
+    c.expect(len(replayed) > 0, "no launch replayed")
+    c.expect(all(len(r["pass_rows"]) == 3 for r in replayed), "a replayed launch without 3 pass rows")
+    window = db.query("SELECT MIN(startNs), MAX(endNs) FROM STEP_TIME")[0]
+    times = [t for (t,) in db.query("SELECT timestampNs FROM GPUPROF_REPLAY_KERNEL")]
+    outside = [t for t in times if window[0] is None or not window[0] <= t <= window[1]]
+    c.expect(not outside, f"{len(outside)} replay rows outside the recorded steps {window}")
+    gemms = [k for k in db.kernels() if "gemm" in (k["name"] or "")]
+    c.note(f"GEMM kernel rows in TASK over the whole run (replay passes are gpuprof's own, not among them): "
+           f"{len(gemms)}")
+    c.expect(len(gemms) > len(rows), "no GEMM launched outside the recording: the window test proves nothing")
+
+
 # ---- Replay (`gpuprof replay`, issue 5) ---------------------------------------------------------
 
 REPLAY_PASSES = 3  # run_case.py runs the replay cases with --passes 3
@@ -696,6 +725,7 @@ EXPECTATIONS = {
     "fork_parent_only": expect_fork_parent_only,
     "train_plain": expect_train_plain,
     "train_profiled": expect_train_profiled,
+    "train_profiled_replay": expect_train_profiled_replay,
 }
 
 

@@ -84,6 +84,12 @@ CASES = {
     "TrainProfiled": Case("train_profiled",
                           command=["python3", "examples/train_profiled.py", "--device", "cuda", "--steps", "8"],
                           needs_torch=True, needs_torch_hooks=True),
+    # gpuprof.profile(kernel_replay=...) under `gpuprof replay --from-script` (issue 6).
+    "TrainProfiledReplay": Case("train_profiled_replay",
+                                command=["python3", "examples/train_profiled.py", "--device", "cuda", "--steps", "8",
+                                         "--replay-kernel", "regex:gemm", "--replay-passes", "3"],
+                                flags=["--from-script"], subcommand="replay", needs_torch=True,
+                                needs_torch_hooks=True),
 }
 
 
