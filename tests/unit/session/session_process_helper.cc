@@ -45,6 +45,8 @@ struct Api {
   decltype(&gpuprof_last_error) last_error = nullptr;
   decltype(&gpuprof_active_session_v1) active = nullptr;
   decltype(&gpuprof_record_gc_event_v1) record_gc = nullptr;
+  decltype(&gpuprof_get_device_correlation_v1) device_correlation = nullptr;
+  decltype(&gpuprof_configure_replay_v1) configure_replay = nullptr;
 };
 
 [[noreturn]] void Fail(const std::string& what) {
@@ -73,6 +75,8 @@ Api Load(const char* path, int mode) {
   api.last_error = Symbol<decltype(api.last_error)>(handle, "gpuprof_last_error");
   api.active = Symbol<decltype(api.active)>(handle, "gpuprof_active_session_v1");
   api.record_gc = Symbol<decltype(api.record_gc)>(handle, "gpuprof_record_gc_event_v1");
+  api.device_correlation = Symbol<decltype(api.device_correlation)>(handle, "gpuprof_get_device_correlation_v1");
+  api.configure_replay = Symbol<decltype(api.configure_replay)>(handle, "gpuprof_configure_replay_v1");
   return api;
 }
 
@@ -223,6 +227,18 @@ int TwoCopies(const char* lib, const char* copy) {
   gc.start_ns = 1'700'000'000'000'000'000;
   gc.end_ns = gc.start_ns + 42;
   Expect(b, b.record_gc(&gc), GPUPROF_OK, "record_gc_event");
+  // Device correlation and replay configuration are asked of the owner: its session (no device
+  // collection here) answers, not the attached copy.
+  gpuprof_device_correlation_v1 correlation{};
+  Expect(b, b.device_correlation(&correlation), GPUPROF_ERROR_NOT_STARTED, "get_device_correlation");
+  ExpectTrue(std::strstr(b.last_error(), "collects no device activity") != nullptr,
+             std::string("owner's answer: ") + b.last_error());
+  gpuprof_replay_config_v1 replay{};
+  replay.size = sizeof(replay);
+  replay.passes = 3;
+  Expect(b, b.configure_replay(&replay), GPUPROF_ERROR_NOT_STARTED, "configure_replay");
+  ExpectTrue(std::strstr(b.last_error(), "no kernel to replay") != nullptr,
+             std::string("owner's answer: ") + b.last_error());
   std::uint64_t range = 0;
   Expect(b, b.range_start("range-via-b", &range), GPUPROF_OK, "range_start");
   Expect(a, a.range_end(range), GPUPROF_OK, "range_end");  // one session: one id space
