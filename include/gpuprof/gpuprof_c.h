@@ -183,6 +183,17 @@ typedef struct gpuprof_gc_event_v1 {
   int64_t end_ns;            /* >= start_ns */
 } gpuprof_gc_event_v1;
 
+/* A finished range in MSTX_EVENTS (eventType start/end) of a named domain, e.g. an nn.Module
+ * forward in domain "Module" (gpuprof.profile(with_modules=True)). */
+typedef struct gpuprof_range_v1 {
+  uint32_t size;
+  uint32_t tid;              /* OS thread id; 0: the calling thread */
+  int64_t start_ns;          /* Unix-epoch ns */
+  int64_t end_ns;            /* >= start_ns */
+  const char* domain;        /* non-empty, NUL-terminated */
+  const char* message;       /* non-empty, NUL-terminated */
+} gpuprof_range_v1;
+
 /* Tagging device work with framework ops (CUPTI external correlation on NVIDIA GPUs): push(id)
  * when an op starts and pop() when it ends, on the op's thread; the kernels and copies that
  * thread launches in between are linked to the op whose gpuprof_torch_op_v1.external_id is `id`
@@ -224,6 +235,7 @@ GPUPROF_API int gpuprof_configure_replay_v1(const gpuprof_replay_config_v1* conf
 GPUPROF_API int gpuprof_record_torch_op_v1(const gpuprof_torch_op_v1* op) GPUPROF_NOEXCEPT;
 GPUPROF_API int gpuprof_record_allocator_event_v1(const gpuprof_allocator_event_v1* event) GPUPROF_NOEXCEPT;
 GPUPROF_API int gpuprof_record_gc_event_v1(const gpuprof_gc_event_v1* event) GPUPROF_NOEXCEPT;
+GPUPROF_API int gpuprof_record_range_v1(const gpuprof_range_v1* range) GPUPROF_NOEXCEPT;
 
 /* The error line of the calling thread's last failed gpuprof call, or "" when its last call
  * succeeded. Valid until the thread's next gpuprof call; never NULL. */
@@ -256,6 +268,8 @@ typedef struct gpuprof_session_v1 {
   /* Appended with program-configured replay: check `size` before calling. */
   int (*get_device_correlation)(gpuprof_device_correlation_v1* out);
   int (*configure_replay)(const gpuprof_replay_config_v1* config);
+  /* Appended with domain ranges: check `size` before calling. */
+  int (*record_range)(const gpuprof_range_v1* range);
 } gpuprof_session_v1;
 
 GPUPROF_API const gpuprof_session_v1* gpuprof_active_session_v1(void) GPUPROF_NOEXCEPT;

@@ -1,7 +1,10 @@
 #include "db/derive.h"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cstddef>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <tuple>
@@ -405,6 +408,58 @@ std::vector<OpMemoryRow> DeriveOpMemory(const std::vector<trace::AllocatorEvent>
     rows.push_back(row);
   }
   return rows;
+}
+
+std::optional<CollectiveName> ParseCollectiveName(std::string_view op_name) {
+  constexpr std::string_view kBackends[] = {"gloo", "nccl", "mpi", "ucc"};
+  const std::size_t colon = op_name.find(':');
+  if (colon == std::string_view::npos || colon + 1 >= op_name.size() || op_name[colon + 1] == ':') return std::nullopt;
+  const std::string_view backend = op_name.substr(0, colon);
+  if (std::find(std::begin(kBackends), std::end(kBackends), backend) == std::end(kBackends)) return std::nullopt;
+  std::string_view collective = op_name.substr(colon + 1);
+  while (!collective.empty() && collective.front() == '_') collective.remove_prefix(1);  // "_allgather_base"
+  CollectiveName name;
+  name.backend = std::string(backend);
+  for (char c : collective) {
+    if (c == '_') continue;
+    if (!std::isalnum(static_cast<unsigned char>(c))) return std::nullopt;
+    name.op_type.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  if (name.op_type.empty()) return std::nullopt;
+  return name;
+}
+
+std::optional<std::uint64_t> FirstInputElements(std::string_view input_shapes) {
+  const std::size_t end = input_shapes.find(';');
+  const std::string_view first = input_shapes.substr(0, end);
+  if (first.empty()) return std::nullopt;
+  std::uint64_t elements = 1;
+  std::size_t begin = 0;
+  while (begin <= first.size()) {
+    const std::size_t comma = first.find(',', begin);
+    const std::string_view dim = first.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
+    std::uint64_t value = 0;
+    const auto [ptr, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), value);
+    if (ec != std::errc() || ptr != dim.data() + dim.size()) return std::nullopt;
+    elements *= value;
+    if (comma == std::string_view::npos) break;
+    begin = comma + 1;
+  }
+  return elements;
+}
+
+std::uint32_t HcclDataTypeOf(std::string_view input_dtypes) {
+  constexpr std::uint32_t kNotApplicable = 65534;
+  const std::string_view first = input_dtypes.substr(0, input_dtypes.find(';'));
+  // torch's TypeMeta names (c10::scalarTypeToTypeMeta(t).name()).
+  constexpr std::pair<std::string_view, std::uint32_t> kTypes[] = {
+      {"signed char", 0}, {"short int", 1},       {"int", 2},  {"c10::Half", 3}, {"float", 4},
+      {"long int", 5},    {"long", 5},            {"unsigned char", 7},           {"double", 10},
+      {"c10::BFloat16", 11}, {"bool", 7}};
+  for (const auto& [name, id] : kTypes) {
+    if (first == name) return id;
+  }
+  return kNotApplicable;
 }
 
 }  // namespace gpuprof::db

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -95,5 +96,36 @@ struct OpMemoryRow {
 // innermost op on the allocating thread whose window contains the allocation time.
 std::vector<OpMemoryRow> DeriveOpMemory(const std::vector<trace::AllocatorEvent>& events,
                                         const std::vector<OpSpan>& ops);
+
+// ---- Collectives (COMMUNICATION_OP, DB_SPEC §7) ----------------------------------------------
+
+// A torch.distributed collective as the ProcessGroup's work records it: a RecordFunction named
+// "<backend>:<collective>" ("gloo:all_reduce", "nccl:all_gather", "mpi:broadcast", ...; torch 1.13
+// and 2.x, DDP's own collectives too). The "c10d::*" dispatcher ops and record_param_comms are not
+// collectives here: each collective has exactly one such work op.
+struct CollectiveName {
+  std::string backend;  // "gloo", "nccl", "mpi", "ucc"
+  std::string op_type;  // normalized: "allreduce", "allgather", "broadcast", "reducescatter", "barrier", ...
+};
+std::optional<CollectiveName> ParseCollectiveName(std::string_view op_name);
+
+// The element count of the first input in a PYTORCH_API inputShapes string ("16,4;\r\n..."): the
+// product of its dims; nullopt when there is none (shapes not recorded, or a TensorList input).
+std::optional<std::uint64_t> FirstInputElements(std::string_view input_shapes);
+
+// ENUM_HCCL_DATA_TYPE id of the first input's torch dtype name ("float" -> 4 FP32, "c10::Half"
+// -> 3 FP16, ...); 65534 (N/A) when unknown or absent.
+std::uint32_t HcclDataTypeOf(std::string_view input_dtypes);
+
+struct CollectiveSpan {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::uint32_t pid = 0;
+  std::uint32_t tid = 0;
+  std::string op_name;  // the PYTORCH_API name, e.g. "gloo:all_reduce"
+  CollectiveName name;
+  std::optional<std::uint64_t> count;
+  std::uint32_t data_type = 65534;
+};
 
 }  // namespace gpuprof::db

@@ -48,6 +48,11 @@ using trace::Record;
 // the CUPTI correlation id (TASK.connectionId joins it); the `runtime` row of the same call gets
 // the id shifted past every 32-bit correlation id so both fit the key (DB_SPEC §7).
 constexpr std::uint64_t kRuntimeConnectionOffset = 1ull << 32;
+// CANN_API / COMMUNICATION_OP connectionIds of collectives: above the launch (< 5<<28) and runtime
+// (1<<32 + correlation id) spaces.
+constexpr std::uint64_t kCommunicationConnectionBase = 3ull << 32;
+constexpr std::int64_t kCommunicationApiType = 5500;  // ENUM_API_TYPE "communication"
+constexpr std::string_view kDefaultGroupName = "default_pg";
 constexpr std::int64_t kApiTypeRuntime = 5000;
 constexpr std::int64_t kApiTypeNode = 10000;
 
@@ -299,6 +304,7 @@ class OpLane {
 
   const std::vector<OpSpan>& ops() const { return ops_; }
   const std::vector<OpIds>& op_ids() const { return op_ids_; }
+  const std::vector<CollectiveSpan>& collectives() const { return collectives_; }
   bool any_step() const { return any_step_; }
   std::uint64_t overflowed() const { return strings_.overflowed(); }
 
@@ -354,6 +360,17 @@ class OpLane {
     span.external_id = op.external_id;
     span.type = op.type;
     any_step_ = any_step_ || span.step_number >= 0;
+    if (std::optional<CollectiveName> collective = ParseCollectiveName(op.name)) {
+      CollectiveSpan& c = collectives_.emplace_back();
+      c.start_ns = op.start_ns;
+      c.end_ns = op.end_ns;
+      c.pid = op.pid;
+      c.tid = op.tid;
+      c.op_name = op.name;
+      c.name = *std::move(collective);
+      c.count = FirstInputElements(op.input_shapes);
+      c.data_type = HcclDataTypeOf(op.input_dtypes);
+    }
   }
 
   StringTable strings_;  // the framework space
@@ -362,6 +379,7 @@ class OpLane {
   std::uint64_t next_callchain_id_ = 0;
   std::vector<OpSpan> ops_;
   std::vector<OpIds> op_ids_;  // parallel to ops_
+  std::vector<CollectiveSpan> collectives_;  // the torch.distributed collectives among the ops
   bool any_step_ = false;      // some op is a ProfilerStep#N
   LaneRows local_;             // rows of the batch being processed (op thread only)
 
@@ -699,6 +717,7 @@ class RowSink {
 
   // The first `api_rows` PYTORCH_API rows (PushApiRows), the derived tables but CONNECTION_IDS
   // (WriteConnectionRows) and the per-run tables (inside the caller's transaction).
+  Status WriteCollectives(const std::vector<CollectiveSpan>& collectives, const trace::RunInfo& run);
   Status WriteFinal(const Derived& derived, const OpLane& lane, std::size_t api_rows, const trace::RunInfo& run,
                     std::int64_t end_ns);
 
@@ -967,6 +986,66 @@ class RowSink {
   std::vector<trace::AllocatorEvent> alloc_events_;
 };
 
+// DB_SPEC §7: each collective is a CANN_API `communication` row (type 5500) and a COMMUNICATION_OP
+// row with the same connectionId (kCommunicationConnectionBase + its index in start order). The
+// opName "<backend>_<type>_<n>" counts collectives in issue order, which every rank of a group
+// shares, so the same collective has the same name in every rank's DB. groupName is the default
+// group's: the work ops do not say which group they ran on (docs/db_gpuprof_tables.md).
+Status RowSink::WriteCollectives(const std::vector<CollectiveSpan>& collectives, const trace::RunInfo& run) {
+  if (collectives.empty()) return OkStatus();
+  std::vector<const CollectiveSpan*> order;
+  order.reserve(collectives.size());
+  for (const CollectiveSpan& c : collectives) order.push_back(&c);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const CollectiveSpan* a, const CollectiveSpan* b) { return a->start_ns < b->start_ns; });
+  GPUPROF_ASSIGN_OR_RETURN(std::uint64_t group_id, Id(StringSpace::kDevice, kDefaultGroupName));
+  GPUPROF_ASSIGN_OR_RETURN(
+      Statement insert,
+      Statement::Prepare(conn_, "INSERT INTO COMMUNICATION_OP VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                                "?12, ?13, ?14)"));
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const CollectiveSpan& c = *order[i];
+    const std::uint64_t connection_id = kCommunicationConnectionBase + i;
+    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t op_name_id,
+                             Id(StringSpace::kDevice, c.name.backend + "_" + c.name.op_type + "_" + std::to_string(i)));
+    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t type_id, Id(StringSpace::kDevice, c.name.op_type));
+    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t api_name_id, Id(StringSpace::kDevice, c.op_name));
+    BatchInserter& api = cann_api_;
+    api.Set(0, c.start_ns);
+    api.Set(1, c.end_ns);
+    api.Set(2, std::int64_t{kCommunicationApiType});
+    api.Set(3, GlobalTid(c.pid, c.tid));
+    api.SetU64(4, connection_id);
+    api.SetU64(5, api_name_id);
+    GPUPROF_RETURN_IF_ERROR(Pushed(api));
+    insert.BindU64(1, op_name_id);
+    insert.BindInt(2, c.start_ns);
+    insert.BindInt(3, c.end_ns);
+    insert.BindU64(4, connection_id);
+    insert.BindU64(5, group_id);
+    insert.BindU64(6, i);
+    insert.BindInt(7, 0);  // relay
+    insert.BindInt(8, 0);  // retry
+    insert.BindU64(9, c.data_type);
+    insert.BindNull(10);  // algType: NCCL and gloo do not report the algorithm
+    insert.BindOptional(11, c.count);
+    insert.BindU64(12, type_id);
+    if (run.device >= 0) {
+      insert.BindInt(13, run.device);
+    } else {
+      insert.BindNull(13);
+    }
+    if (run.world_size > 0) {
+      insert.BindInt(14, run.world_size);
+    } else {
+      insert.BindNull(14);
+    }
+    GPUPROF_RETURN_IF_ERROR(insert.Run());
+    ++rows_;
+  }
+  return OkStatus();
+}
+
 Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, std::size_t api_rows,
                            const trace::RunInfo& run, std::int64_t end_ns) {
   GPUPROF_RETURN_IF_ERROR(PushApiRows(pytorch_api_, derived, lane, 0, api_rows));
@@ -1018,6 +1097,7 @@ Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, std::size
     o.Set(14, row.device);
     GPUPROF_RETURN_IF_ERROR(Pushed(o));
   }
+  GPUPROF_RETURN_IF_ERROR(WriteCollectives(lane.collectives(), run));
   for (BatchInserter* inserter : Inserters()) GPUPROF_RETURN_IF_ERROR(inserter->Flush());
 
   // Per-run tables. RANK_DEVICE_MAP: exactly one row (msprof-analyze CROSS JOINs it, §3.8).

@@ -341,7 +341,7 @@ Status WrongType(std::string_view origin, const JsonMember& m, std::string_view 
 constexpr std::string_view kKnownKeys[] = {"output_dir",      "worker_name",       "rank",
                                            "follow_children", "result_file",       "log_level",
                                            "device",          "flush_interval_ms", "started_by",
-                                           "device_id"};
+                                           "device_id",       "world_size"};
 
 bool IsKnownKey(std::string_view key) {
   return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), key) != std::end(kKnownKeys);
@@ -353,6 +353,7 @@ std::string ResolvedJson(const SessionConfig& c, std::string_view key) {
   if (key == "worker_name") return JsonQuote(c.worker_name);
   if (key == "rank") return std::to_string(c.rank);
   if (key == "device_id") return std::to_string(c.device_id);
+  if (key == "world_size") return std::to_string(c.world_size);
   if (key == "follow_children") return c.follow_children ? "true" : "false";
   if (key == "result_file") return JsonQuote(c.result_file);
   if (key == "log_level") {
@@ -448,13 +449,15 @@ Status ApplyJsonConfig(std::string_view json, std::string_view origin, SessionCo
           return WrongType(origin, m, "one of \"debug\", \"info\", \"warning\", \"error\", \"off\"");
         next.log_level = level;
       }
-    } else if (m.key == "rank" || m.key == "flush_interval_ms" || m.key == "device_id") {
+    } else if (m.key == "rank" || m.key == "flush_interval_ms" || m.key == "device_id" || m.key == "world_size") {
       std::optional<std::int64_t> value = m.kind == Kind::kNumber ? ParseInt(m.text) : std::nullopt;
       if (!value) return WrongType(origin, m, "an integer");
       if (m.key == "rank") {
         GPUPROF_RETURN_IF_ERROR(SetId(value, where, m.raw, "rank", next.rank));
       } else if (m.key == "device_id") {
         GPUPROF_RETURN_IF_ERROR(SetId(value, where, m.raw, "device id", next.device_id));
+      } else if (m.key == "world_size") {
+        GPUPROF_RETURN_IF_ERROR(SetId(value, where, m.raw, "world size", next.world_size));
       } else {
         GPUPROF_RETURN_IF_ERROR(SetFlushInterval(*value, where, m.raw, next));
       }
@@ -490,6 +493,8 @@ StatusOr<SessionConfig> ConfigFromEnvironment(const EnvLookup& env) {
   }
   GPUPROF_RETURN_IF_ERROR(IdFromEnvironment(get, "GPUPROF_RANK", "RANK", "rank", config.rank));
   GPUPROF_RETURN_IF_ERROR(IdFromEnvironment(get, "GPUPROF_DEVICE_ID", "LOCAL_RANK", "device id", config.device_id));
+  GPUPROF_RETURN_IF_ERROR(
+      IdFromEnvironment(get, "GPUPROF_WORLD_SIZE", "WORLD_SIZE", "world size", config.world_size));
   if (auto v = get("GPUPROF_FOLLOW_CHILDREN")) {
     std::optional<bool> follow = ParseBoolWord(*v);
     if (!follow)
@@ -534,6 +539,10 @@ Status ValidateConfig(const SessionConfig& config) {
   if (config.output_dir.empty()) return InvalidArgumentError("the output directory is empty");
   GPUPROF_RETURN_IF_ERROR(CheckWorkerName(config.worker_name, "worker_name"));
   if (config.rank < -1) return InvalidArgumentError("rank " + std::to_string(config.rank) + " is below -1");
+  if (config.world_size < -1 || config.world_size == 0) {
+    return InvalidArgumentError("world size " + std::to_string(config.world_size) +
+                                " must be -1 (unknown) or at least 1");
+  }
   if (config.device_id < -1) {
     return InvalidArgumentError("device id " + std::to_string(config.device_id) + " is below -1");
   }

@@ -10,6 +10,7 @@
 //   GPUPROF_WORKER_NAME       "worker_name"       run directory prefix ("<hostname>_<pid>")
 //   GPUPROF_RANK (else RANK)  "rank"              integer >= -1; -1: unknown, no _<rank> suffix (-1)
 //   GPUPROF_DEVICE_ID (else LOCAL_RANK) "device_id" the rank's device in RANK_DEVICE_MAP, >= -1 (-1)
+//   GPUPROF_WORLD_SIZE (else WORLD_SIZE) "world_size" ranks in the job, COMMUNICATION_OP.rankSize (-1)
 //   GPUPROF_FOLLOW_CHILDREN   "follow_children"   0/1: a fork child profiles itself into its own DB (0)
 //   GPUPROF_RESULT_FILE       "result_file"       file that gets one "db <path>" line per finalized DB
 //   GPUPROF_LOG_LEVEL         "log_level"         debug, info, warning, error, off (warning)
@@ -43,6 +44,7 @@ struct SessionConfig {
   std::string worker_name;  // empty: "<hostname>_<pid>"
   std::int32_t rank = -1;
   std::int32_t device_id = -1;  // RANK_DEVICE_MAP.deviceId; -1: unknown
+  std::int32_t world_size = -1;  // COMMUNICATION_OP.rankSize; -1: unknown
   bool follow_children = false;
   std::string result_file;                  // empty: none
   std::optional<base::LogLevel> log_level;  // unset: leave logging as GPUPROF_LOG_LEVEL set it

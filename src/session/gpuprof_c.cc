@@ -247,6 +247,25 @@ GPUPROF_API int gpuprof_record_gc_event_v1(const gpuprof_gc_event_v1* event) noe
              });
 }
 
+GPUPROF_API int gpuprof_record_range_v1(const gpuprof_range_v1* range) noexcept {
+  return Run([] { return std::string("gpuprof_record_range_v1()"); },
+             [&] {
+               if (auto bad = CheckRecord(range, offsetof(gpuprof_range_v1, message) + sizeof(const char*),
+                                          "gpuprof_range_v1");
+                   !bad.ok()) {
+                 return bad;
+               }
+               if (auto bad = CheckTimes(range->start_ns, range->end_ns); !bad.ok()) return bad;
+               for (const auto& [text, field] : {std::pair{range->domain, "domain"}, std::pair{range->message, "message"}}) {
+                 if (CallResult bad = CheckMessage(text); !bad.ok()) {
+                   bad.message = std::string(field) + ": " + bad.message;
+                   return bad;
+                 }
+               }
+               return ProcessSession::Get().RecordRange(*range);
+             });
+}
+
 GPUPROF_API int gpuprof_range_end(uint64_t range_id) noexcept {
   return Run([&] { return "gpuprof_range_end(range_id=" + std::to_string(range_id) + ")"; },
              [&] {

@@ -83,6 +83,9 @@ int TableGetDeviceCorrelation(gpuprof_device_correlation_v1* out) noexcept {
 int TableConfigureReplay(const gpuprof_replay_config_v1* config) noexcept {
   return TableCall([&] { return ProcessSession::Get().ConfigureReplay(*config); });
 }
+int TableRecordRange(const gpuprof_range_v1* range) noexcept {
+  return TableCall([&] { return ProcessSession::Get().RecordRange(*range); });
+}
 
 gpuprof_session_v1 MakeTable() {
   gpuprof_session_v1 table{};
@@ -100,6 +103,7 @@ gpuprof_session_v1 MakeTable() {
   table.record_gc_event = &TableRecordGcEvent;
   table.get_device_correlation = &TableGetDeviceCorrelation;
   table.configure_replay = &TableConfigureReplay;
+  table.record_range = &TableRecordRange;
   return table;
 }
 
@@ -539,6 +543,26 @@ CallResult ProcessSession::RecordGcEvent(const gpuprof_gc_event_v1& event) {
   record.pid = RecordPid();
   return Record(std::move(record), [&event](const gpuprof_session_v1* table) {
     return ForwardRecord(table, &gpuprof_session_v1::record_gc_event, event);
+  });
+}
+
+CallResult ProcessSession::RecordRange(const gpuprof_range_v1& range) {
+  trace::Mark record;
+  record.type = trace::Mark::Type::kStartEnd;
+  record.start_ns = range.start_ns;
+  record.end_ns = range.end_ns;
+  record.pid = RecordPid();
+  record.tid = range.tid != 0 ? range.tid : static_cast<std::uint32_t>(gettid());
+  record.end_tid = record.tid;
+  record.range_id = NewRangeId();
+  record.domain = range.domain;
+  record.message = range.message;
+  return Record(std::move(record), [&range](const gpuprof_session_v1* table) -> CallResult {
+    if (table->size < offsetof(gpuprof_session_v1, record_range) + sizeof(table->record_range) ||
+        table->record_range == nullptr) {
+      return OlderCopy();
+    }
+    return Forwarded(table, table->record_range(&range));
   });
 }
 

@@ -143,6 +143,7 @@ class Session::Impl {
     run.pid = pid_;
     run.rank = config_.rank;
     run.device = config_.device_id;
+    run.world_size = config_.world_size;
     run.start_ns = base::EpochNowNs();
     run.config_json = config_.ToJson();
     if (device) run.devices = device->Devices();
@@ -557,6 +558,8 @@ const std::string& Session::partial_path() const noexcept { return impl_->partia
 bool Session::finalized() const noexcept { return impl_->finalized(); }
 bool Session::has_device_collector() const noexcept { return impl_->has_device_collector(); }
 DeviceCollector::CorrelationFunctions Session::DeviceCorrelation() { return impl_->DeviceCorrelation(); }
+
+std::uint64_t NewRangeId() noexcept { return g_next_range_id.fetch_add(1, std::memory_order_relaxed); }
 Status Session::ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2) {
   return impl_->ConfigureReplay(options, flush_l2);
 }

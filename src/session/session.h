@@ -129,4 +129,7 @@ class Session {
   std::unique_ptr<Impl> impl_;
 };
 
+// A fresh MSTX range id, unique in the process (the ids gpuprof_range_start hands out too).
+std::uint64_t NewRangeId() noexcept;
+
 }  // namespace gpuprof::session

@@ -132,6 +132,7 @@ struct RunInfo {
   std::uint32_t pid = 0;
   std::int32_t rank = -1;    // -1: not set
   std::int32_t device = -1;  // -1: not collected
+  std::int32_t world_size = -1;  // ranks in the job (COMMUNICATION_OP.rankSize); -1: unknown
   std::int64_t start_ns = 0;  // session start (names the output directory)
   std::int64_t end_ns = 0;
   std::vector<std::pair<std::int32_t, std::string>> devices;  // NPU_INFO: (id, name)

@@ -4,9 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "db/derive.h"
 #include "db/profile_writer.h"
 #include "writer_test_util.h"
 
@@ -283,6 +286,69 @@ TEST(ProfileWriterStringsTest, SameValueInTwoSpacesGetsTwoIds) {
               ElementsAre("gemm_kernel"));
   EXPECT_THAT(Query(db, "SELECT s.value FROM COMPUTE_TASK_INFO c JOIN STRING_IDS s ON s.id = c.name"),
               ElementsAre("gemm_kernel"));
+}
+
+// DB_SPEC §7: each ProcessGroup work op ("gloo:all_reduce", ...) becomes a CANN_API `communication`
+// row and a COMMUNICATION_OP row joined on connectionId; dispatcher ops (c10d::*) do not.
+TEST(ProfileWriterCollectivesTest, WorkOpsBecomeCommunicationRowsInStartOrder) {
+  TempDir dir;
+  auto op = [](std::string name, std::int64_t start, std::int64_t end, std::string shapes, std::string dtypes) {
+    trace::TorchOp o;
+    o.name = std::move(name);
+    o.start_ns = start;
+    o.end_ns = end;
+    o.pid = 100;
+    o.tid = 102;
+    o.input_shapes = std::move(shapes);
+    o.input_dtypes = std::move(dtypes);
+    return o;
+  };
+  std::vector<trace::Record> records = {
+      op("c10d::allreduce_", 900, 950, "", ""),
+      op("gloo:broadcast", 2000, 2500, "8,4", "c10::Half"),
+      op("gloo:all_reduce", 1000, 1600, "16;\r\n16", "float;\r\nfloat"),
+      op("nccl:_allgather_base", 3000, 3100, "", ""),
+  };
+  WriterOptions options = testing::TestOptions(dir.path(), /*rank=*/1);
+  options.run.device = 3;
+  options.run.world_size = 2;
+  std::string db = testing::WriteProfile(options, {std::move(records)});
+  EXPECT_THAT(Query(db, "SELECT n.value, c.startNs, c.endNs, c.opId, g.value, t.value, c.count, d.name, c.deviceId, "
+                        "c.rankSize, c.relay, c.retry FROM COMMUNICATION_OP c "
+                        "JOIN STRING_IDS n ON n.id = c.opName JOIN STRING_IDS g ON g.id = c.groupName "
+                        "JOIN STRING_IDS t ON t.id = c.opType JOIN ENUM_HCCL_DATA_TYPE d ON d.id = c.dataType "
+                        "ORDER BY c.opId"),
+              ElementsAre("gloo_allreduce_0|1000|1600|0|default_pg|allreduce|16|FP32|3|2|0|0",
+                          "gloo_broadcast_1|2000|2500|1|default_pg|broadcast|32|FP16|3|2|0|0",
+                          "nccl_allgatherbase_2|3000|3100|2|default_pg|allgatherbase|NULL|N/A|3|2|0|0"));
+  EXPECT_THAT(Query(db, "SELECT a.startNs, a.endNs, e.name, a.globalTid, s.value FROM COMMUNICATION_OP c "
+                        "JOIN CANN_API a ON a.connectionId = c.connectionId JOIN ENUM_API_TYPE e ON e.id = a.type "
+                        "JOIN STRING_IDS s ON s.id = a.name ORDER BY c.opId"),
+              ElementsAre(std::string("1000|1600|communication|") + kTid102 + "|gloo:all_reduce",
+                          std::string("2000|2500|communication|") + kTid102 + "|gloo:broadcast",
+                          std::string("3000|3100|communication|") + kTid102 + "|nccl:_allgather_base"));
+}
+
+TEST(CollectiveNameTest, WorkOpNamesParseAndOthersDoNot) {
+  auto type = [](std::string_view name) {
+    std::optional<CollectiveName> c = ParseCollectiveName(name);
+    return c ? c->backend + "/" + c->op_type : std::string("none");
+  };
+  EXPECT_EQ(type("gloo:all_reduce"), "gloo/allreduce");
+  EXPECT_EQ(type("nccl:reduce_scatter"), "nccl/reducescatter");
+  EXPECT_EQ(type("nccl:_allgather_base"), "nccl/allgatherbase");
+  EXPECT_EQ(type("gloo:barrier"), "gloo/barrier");
+  EXPECT_EQ(type("c10d::allreduce_"), "none");
+  EXPECT_EQ(type("aten::add"), "none");
+  EXPECT_EQ(type("record_param_comms"), "none");
+  EXPECT_EQ(type("nccl:"), "none");
+  EXPECT_EQ(FirstInputElements("8,4;\r\n2"), 32u);
+  EXPECT_EQ(FirstInputElements("16"), 16u);
+  EXPECT_EQ(FirstInputElements(""), std::nullopt);
+  EXPECT_EQ(FirstInputElements(";\r\n16"), std::nullopt) << "a scalar first input has no shape";
+  EXPECT_EQ(HcclDataTypeOf("float;\r\nlong int"), 4u);
+  EXPECT_EQ(HcclDataTypeOf("c10::BFloat16"), 11u);
+  EXPECT_EQ(HcclDataTypeOf("TensorList"), 65534u);
 }
 
 TEST(ProfileWriterBatchTest, SmallTransactionsAndManySubmitsKeepEveryRow) {

@@ -55,6 +55,32 @@ TEST_F(GpuprofCApiTest, StartMarkRangeStopWritesOneDb) {
   EXPECT_EQ(gpuprof::session::testing::ReadFile(dir_ / "result"), "db " + dbs[0] + "\n");
 }
 
+TEST_F(GpuprofCApiTest, RecordedRangesKeepTheirDomainTimesAndThread) {
+  ASSERT_EQ(gpuprof_start(nullptr), GPUPROF_OK) << gpuprof_last_error();
+  gpuprof_range_v1 range{};
+  range.size = sizeof(range);
+  range.start_ns = 1'700'000'000'000'000'000;
+  range.end_ns = range.start_ns + 250;
+  range.tid = 4242;
+  range.domain = "Module";
+  range.message = "Linear";
+  EXPECT_EQ(gpuprof_record_range_v1(&range), GPUPROF_OK) << gpuprof_last_error();
+  range.domain = "";
+  EXPECT_EQ(gpuprof_record_range_v1(&range), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("domain"));
+  range.domain = "Module";
+  range.end_ns = range.start_ns - 1;
+  EXPECT_EQ(gpuprof_record_range_v1(&range), GPUPROF_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
+  std::vector<std::string> dbs = FinalDbs(dir_ / "out");
+  ASSERT_THAT(dbs, SizeIs(1));
+  EXPECT_THAT(gpuprof::session::testing::Query(
+                  dbs[0], "SELECT e.endNs - e.startNs, e.globalTid & 4294967295, d.value, m.value, t.name "
+                          "FROM MSTX_EVENTS e JOIN STRING_IDS d ON d.id = e.domainId JOIN STRING_IDS m ON "
+                          "m.id = e.message JOIN ENUM_MSTX_EVENT_TYPE t ON t.id = e.eventType"),
+              ElementsAre("250|4242|Module|Linear|start/end"));
+}
+
 TEST_F(GpuprofCApiTest, ConfigJsonOverridesTheEnvironment) {
   const std::string json =
       R"({"output_dir": ")" + (dir_ / "json_out") + R"(", "rank": 4, "experiment": "a"})";
