@@ -4,7 +4,7 @@ _autoload/sitecustomize.py calls install() at interpreter start-up. Nothing happ
 script imports torch; then one gpuprof.profile covering the rest of the run starts (it joins the
 session `gpuprof run` configured: output folder and result file come from the environment) and
 stops at exit. Its options come from what `gpuprof run` sets: GPUPROF_TORCH_RECORD_SHAPES and
-GPUPROF_TORCH_PROFILE_MEMORY (both default 1), GPUPROF_TORCH_WITH_STACK (default 0). Each optimizer.step() closes a step (a
+GPUPROF_TORCH_PROFILE_MEMORY (both default 1), GPUPROF_TORCH_WITH_STACK and GPUPROF_TORCH_WITH_MODULES (default 0). Each optimizer.step() closes a step (a
 ProfilerStep#N op from the previous step's end, so STEP_TIME is filled) unless the script calls
 gpuprof.profile.step() itself.
 """
@@ -57,14 +57,33 @@ def install():
         sys.meta_path.insert(0, _TorchWatcher())
 
 
+def _is_launcher():
+    """torchrun / python -m torch.distributed.run (or .launch): the launcher of the ranks does no
+    training of its own; each rank it starts is profiled into its own DB, the launcher into none."""
+    launchers = ("torch.distributed.run", "torch.distributed.launch")
+    # sys.orig_argv (3.10+) as the interpreter got it: `-m torch.distributed.run` is still there while
+    # runpy imports the package (sys.argv[0] is "-m" until the module itself runs).
+    argv = list(getattr(sys, "orig_argv", []) or sys.argv)
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "-m" and argv[i + 1] in launchers:
+            return True
+    scripts = [a.replace(os.sep, "/") for a in argv[:2] + sys.argv[:1]]
+    return any(os.path.basename(a) == "torchrun" or a.endswith(("torch/distributed/run.py", "torch/distributed/launch.py"))
+               for a in scripts)
+
+
 def _start():
     global _profile
     from . import profiler
 
+    if _is_launcher():
+        return
+
     try:
         prof = profiler.profile(record_shapes=_flag("GPUPROF_TORCH_RECORD_SHAPES", True),
                                 profile_memory=_flag("GPUPROF_TORCH_PROFILE_MEMORY", True),
-                                with_stack=_flag("GPUPROF_TORCH_WITH_STACK", False), _whole_run=True)
+                                with_stack=_flag("GPUPROF_TORCH_WITH_STACK", False),
+                                with_modules=_flag("GPUPROF_TORCH_WITH_MODULES", False), _whole_run=True)
         prof.start()
     except Exception as e:  # noqa: BLE001  (the script runs on, unprofiled)
         print(f"gpuprof: the PyTorch profile is off: {type(e).__name__}: {e}", file=sys.stderr)

@@ -64,6 +64,7 @@ class _Native:
         c.gpuprof_record_gc_event_v1.argtypes = [ctypes.c_void_p]
         c.gpuprof_record_torch_op_v1.argtypes = [ctypes.c_void_p]
         c.gpuprof_configure_replay_v1.argtypes = [ctypes.c_void_p]
+        c.gpuprof_record_range_v1.argtypes = [ctypes.c_void_p]
         h = self.hooks
         h.gpuprof_torch_enable_v1.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
         h.gpuprof_torch_disable_v1.argtypes = []
@@ -88,6 +89,11 @@ class _ReplayConfig(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("passes", ctypes.c_uint32), ("kernel", ctypes.c_char_p),
                 ("skip", ctypes.c_uint64), ("count", ctypes.c_uint64), ("flush_l2", ctypes.c_uint32),
                 ("restore_full", ctypes.c_uint32), ("strict", ctypes.c_uint32)]
+
+
+class _Range(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("tid", ctypes.c_uint32), ("start_ns", ctypes.c_int64),
+                ("end_ns", ctypes.c_int64), ("domain", ctypes.c_char_p), ("message", ctypes.c_char_p)]
 
 
 class _GcEvent(ctypes.Structure):
@@ -126,3 +132,10 @@ def record_op(name, tid, start_ns, end_ns):
 def record_gc(start_ns, end_ns):
     event = _GcEvent(ctypes.sizeof(_GcEvent), int(start_ns), int(max(end_ns, start_ns)))
     return native().core.gpuprof_record_gc_event_v1(ctypes.byref(event))
+
+
+def record_range(domain, message, start_ns, end_ns):
+    """A finished MSTX range of `domain` on the calling thread; True when kept."""
+    r = _Range(ctypes.sizeof(_Range), 0, int(start_ns), int(max(end_ns, start_ns)), domain.encode("utf-8"),
+               message.encode("utf-8"))
+    return native().core.gpuprof_record_range_v1(ctypes.byref(r)) == GPUPROF_OK

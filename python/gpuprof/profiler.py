@@ -24,6 +24,7 @@ import gc
 import json
 import os
 import tempfile
+import threading
 import time
 import warnings
 
@@ -124,6 +125,18 @@ def _distributed_rank():
     return None
 
 
+def _distributed_world_size():
+    """torch.distributed's world size when a process group is up, else None (the session then
+    takes GPUPROF_WORLD_SIZE, else WORLD_SIZE)."""
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            return int(dist.get_world_size())
+    except Exception:  # noqa: BLE001
+        pass
+    return None
+
+
 def _cuda_device():
     """The current CUDA device of a process that already uses CUDA, else None (the session then
     takes GPUPROF_DEVICE_ID, else LOCAL_RANK)."""
@@ -153,11 +166,12 @@ def _check_activities(activities):
 
 class profile:  # noqa: N801  (named like torch.profiler.profile)
     """See the module docstring. Arguments as torch.profiler.profile's, plus gc_detect_threshold
-    (ms; 0: every collection; None: off) and kernel_replay (gpuprof.KernelReplay)."""
+    (ms; 0: every collection; None: off), kernel_replay (gpuprof.KernelReplay) and with_modules
+    (each nn.Module forward as an MSTX_EVENTS range in domain "Module", named by its class)."""
 
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
                  profile_memory=False, with_stack=False, gc_detect_threshold=None, kernel_replay=None,
-                 _whole_run=False):
+                 with_modules=False, _whole_run=False):
         self.activities = _check_activities(activities)
         if schedule is not None and not callable(schedule):
             raise TypeError("gpuprof.profile: schedule must be gpuprof.schedule(...) or a step -> ProfilerAction function")
@@ -177,6 +191,9 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         self.record_shapes = bool(record_shapes)
         self.profile_memory = bool(profile_memory)
         self.with_stack = bool(with_stack)
+        self.with_modules = bool(with_modules)
+        self._module_hooks = []
+        self._module_frames = threading.local()
         self.gc_detect_threshold = gc_detect_threshold
         self.step_num = 0
         self.db_path = None
@@ -269,6 +286,9 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         rank = _distributed_rank()
         if rank is not None:
             config["rank"] = rank
+            world_size = _distributed_world_size()
+            if world_size is not None:
+                config["world_size"] = world_size
             device = _cuda_device()
             if device is not None:
                 config["device_id"] = device
@@ -290,8 +310,36 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         if self.gc_detect_threshold is not None:
             gc.callbacks.append(self._on_gc)
         self._recording = True
+        if self.with_modules:
+            self._begin_modules()
         if self.kernel_replay is not None:
             self._begin_replay(n)
+
+    # nn.Module forwards as ranges in domain "Module" (the format's module_statistic reads them).
+    def _begin_modules(self):
+        import torch.nn.modules.module as nn_module
+
+        self._module_hooks = [nn_module.register_module_forward_pre_hook(self._on_module_enter),
+                              nn_module.register_module_forward_hook(self._on_module_exit)]
+
+    def _end_modules(self):
+        for handle in self._module_hooks:
+            handle.remove()
+        self._module_hooks = []
+
+    def _on_module_enter(self, module, inputs):
+        frames = getattr(self._module_frames, "stack", None)
+        if frames is None:
+            frames = self._module_frames.stack = []
+        frames.append((module, time.time_ns()))
+
+    def _on_module_exit(self, module, inputs, output):
+        frames = getattr(self._module_frames, "stack", None)
+        while frames:  # a forward that raised left its frame: skip to this module's
+            entered, start_ns = frames.pop()
+            if entered is module:
+                _native.record_range("Module", type(module).__name__, start_ns, time.time_ns())
+                break
 
     def _begin_replay(self, n):
         # Declined with the reason, and the profile records as usual: a profiler option must not
@@ -307,6 +355,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
     def _save(self):
         n = _native.native()
         self._recording = False
+        self._end_modules()
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
         if self.replaying:

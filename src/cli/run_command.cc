@@ -667,6 +667,9 @@ RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
                  "PyTorch scripts: record allocator events into MEMORY_RECORD and OP_MEMORY (default: on)");
   run_->add_flag("--with-stack", with_stack_,
                  "PyTorch scripts: record each op's Python call stack into PYTORCH_CALLCHAINS (default: off)");
+  run_->add_flag("--with-modules", with_modules_,
+                 "PyTorch scripts: record each nn.Module forward as an MSTX_EVENTS range in domain Module "
+                 "(default: off)");
   run_->footer(kRunFooter);
 }
 
@@ -742,6 +745,7 @@ int RunCommand::Run(std::ostream& report) const {
     env.Set("GPUPROF_TORCH_RECORD_SHAPES", record_shapes_ ? "1" : "0");
     env.Set("GPUPROF_TORCH_PROFILE_MEMORY", profile_memory_ ? "1" : "0");
     env.Set("GPUPROF_TORCH_WITH_STACK", with_stack_ ? "1" : "0");
+    env.Set("GPUPROF_TORCH_WITH_MODULES", with_modules_ ? "1" : "0");
   }
   if (replay_ && from_script_) {
     env.Set("GPUPROF_REPLAY_FROM_SCRIPT", "1");

@@ -65,6 +65,7 @@ class RunCommand {
   std::string restore_ = "auto";
   bool strict_ = false;
   bool from_script_ = false;  // replay: --from-script
+  bool with_modules_ = false;
   std::uint64_t device_reserve_mib_ = 2048;  // B2: device memory snapshots leave free
   bool follow_children_ = false;
   bool record_shapes_ = true;   // PyTorch scripts (python/gpuprof/_autorun.py)

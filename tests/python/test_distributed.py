@@ -1,0 +1,148 @@
+"""Two ranks on the CPU (gloo) under `gpuprof run -- torchrun` (issue 7): one DB per rank, the
+collectives in COMMUNICATION_OP, nn.Module forwards in MSTX_EVENTS domain "Module", and
+`gpuprof stats DIR` over both ranks. Needs /usr/bin/python3 with torch (Debian's 1.13 in CI) and
+the PyTorch hooks; GPUPROF_LIB_DIR and GPUPROF_CLI name the build's libraries and CLI."""
+
+import glob
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED = os.path.join(os.path.dirname(REPO), "shared")
+
+SCRIPT = textwrap.dedent("""
+    import os
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    for p in model.parameters():
+        dist.broadcast(p.data, 0)                    # collectives 1..4: one broadcast per parameter
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        loss = model(torch.randn(8, 16)).sum()
+        opt.zero_grad()
+        loss.backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)                  # 4 all_reduce per step
+        opt.step()
+    gathered = [torch.empty(4) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, torch.full((4,), float(rank)))  # 1 all_gather
+    dist.barrier()                                   # 1 barrier
+    print(f"rank {rank} done", flush=True)
+    dist.destroy_process_group()
+""")
+COLLECTIVES = 4 + 3 * 4 + 1 + 1
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class TwoRankTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cli = os.environ.get("GPUPROF_CLI", os.path.join(REPO, "build", "default", "bin", "gpuprof"))
+        if not os.path.exists(cls.cli):
+            raise unittest.SkipTest(f"no gpuprof CLI at {cls.cli}; set GPUPROF_CLI")
+        try:
+            import torch.distributed as dist  # noqa: F401
+            if not dist.is_available():
+                raise unittest.SkipTest("this torch has no torch.distributed")
+        except ImportError as e:
+            raise unittest.SkipTest(f"torch is not importable: {e}")
+        cls.out = tempfile.mkdtemp(prefix="gpuprof_dist_")
+        script = os.path.join(cls.out, "train_ddp.py")
+        with open(script, "w") as f:
+            f.write(SCRIPT)
+        env = dict(os.environ)
+        env.pop("RANK", None)
+        env.pop("WORLD_SIZE", None)
+        cmd = [cls.cli, "run", "-o", os.path.join(cls.out, "prof"), "--with-modules", "--",
+               # --redirects/--tee 1: Debian's torch 1.13 launcher cannot parse their default "0" on
+               # Python 3.11 (its Std enum lookup misses the zero member); harmless elsewhere.
+               sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--redirects", "1", "--tee", "1",
+               "--master_addr=127.0.0.1",
+               f"--master_port={free_port()}", script]
+        cls.done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+        cls.dbs = sorted(glob.glob(os.path.join(cls.out, "prof", "**", "*.db"), recursive=True))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.out, ignore_errors=True)
+
+    def rows(self, db, sql):
+        with sqlite3.connect(db) as c:
+            return c.execute(sql).fetchall()
+
+    def test_one_db_per_rank_with_its_rank_and_nothing_for_the_launcher(self):
+        self.assertEqual(self.done.returncode, 0, self.done.stdout + self.done.stderr)
+        self.assertIn("rank 0 done", self.done.stdout)
+        self.assertIn("rank 1 done", self.done.stdout)
+        self.assertEqual([os.path.basename(d) for d in self.dbs],
+                         ["ascend_pytorch_profiler_0.db", "ascend_pytorch_profiler_1.db"], self.dbs)
+        self.assertEqual(len({os.path.dirname(os.path.dirname(d)) for d in self.dbs}), 2,
+                         "each rank has its own *_ascend_pt directory")
+        self.assertEqual(glob.glob(os.path.join(self.out, "prof", "**", "*.partial"), recursive=True), [])
+        for rank, db in enumerate(self.dbs):
+            self.assertEqual(self.rows(db, "SELECT rankId, deviceId FROM RANK_DEVICE_MAP"), [(rank, rank)])
+            check = subprocess.run([self.cli, "check", db], capture_output=True, text=True, timeout=120)
+            self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+            schema_check = os.path.join(SHARED, "tools", "schema_check.py")
+            if os.path.exists(schema_check):
+                done = subprocess.run([sys.executable, schema_check, db], capture_output=True, text=True, timeout=120)
+                self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+
+    def test_every_collective_is_a_communication_op(self):
+        for db in self.dbs:
+            ops = self.rows(db, """
+                SELECT t.value, c.count, d.name, c.rankSize, a.type
+                FROM COMMUNICATION_OP c JOIN STRING_IDS t ON t.id = c.opType
+                JOIN ENUM_HCCL_DATA_TYPE d ON d.id = c.dataType
+                JOIN CANN_API a ON a.connectionId = c.connectionId ORDER BY c.opId""")
+            self.assertEqual(len(ops), COLLECTIVES, ops)
+            types = [t for t, _, _, _, _ in ops]
+            self.assertEqual(types.count("broadcast"), 4)
+            self.assertEqual(types.count("allreduce"), 12)
+            self.assertEqual(types.count("allgather"), 1)
+            self.assertEqual(types.count("barrier"), 1)
+            self.assertEqual({size for _, _, _, size, _ in ops}, {2})
+            self.assertEqual({api for _, _, _, _, api in ops}, {5500})
+            # the first broadcast is the 32x16 weight of the first Linear: 512 FP32 elements
+            self.assertEqual(ops[0][:3], ("broadcast", 512, "FP32"))
+            names = self.rows(db, "SELECT s.value FROM COMMUNICATION_OP c JOIN STRING_IDS s ON s.id = c.opName")
+            self.assertEqual(len(set(names)), COLLECTIVES, "opName unique per instance")
+        # The same collective has the same name in both ranks' DBs.
+        first, second = (self.rows(db, "SELECT s.value FROM COMMUNICATION_OP c JOIN STRING_IDS s "
+                                       "ON s.id = c.opName ORDER BY c.opId") for db in self.dbs)
+        self.assertEqual(first, second)
+
+    def test_module_forwards_are_ranges_in_the_module_domain(self):
+        for db in self.dbs:
+            ranges = self.rows(db, """
+                SELECT m.value, COUNT(*) FROM MSTX_EVENTS e JOIN STRING_IDS d ON d.id = e.domainId
+                JOIN STRING_IDS m ON m.id = e.message WHERE d.value = 'Module' GROUP BY m.value ORDER BY m.value""")
+            self.assertEqual(ranges, [("Linear", 6), ("ReLU", 3), ("Sequential", 3)])
+
+    def test_stats_over_the_directory_reports_both_ranks(self):
+        done = subprocess.run([self.cli, "stats", os.path.join(self.out, "prof")], capture_output=True, text=True,
+                              timeout=120)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        for db in self.dbs:
+            self.assertIn(db, done.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
