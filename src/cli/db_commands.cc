@@ -13,6 +13,7 @@
 
 #include "cli/report.h"
 #include "db/check.h"
+#include "db/cluster_stats.h"
 #include "db/perfetto_export.h"
 #include "db/profile_reader.h"
 #include "db/stats.h"
@@ -26,6 +27,8 @@ constexpr int kExitUsage = 2;
 constexpr std::size_t kMaxTop = 100000;
 // Kernel names can be pages of template arguments; the table shows this many characters.
 constexpr std::size_t kMaxNameChars = 120;
+// The per-step table of the cluster summary has one duration column per rank up to this many.
+constexpr std::size_t kMaxRankColumns = 8;
 
 using Align = TextTable::Align;
 
@@ -257,6 +260,87 @@ void PrintStats(std::ostream& out, const db::ProfileStats& stats) {
   PrintReplayStats(out, stats);
 }
 
+std::string RankLabel(const db::RankStats& rank, std::size_t index) {
+  // Several DBs without a rank are told apart by their position in the per-rank table.
+  return rank.rank >= 0 ? std::to_string(rank.rank) : "db" + std::to_string(index + 1);
+}
+
+// The cluster summary `stats` prints first for two or more DBs (db/cluster_stats.h).
+void PrintCluster(std::ostream& out, const std::string& path, const db::ClusterStats& cluster,
+                  std::size_t unreadable, std::size_t top) {
+  out << "Cluster: " << cluster.ranks.size() << " ranks (" << path;
+  if (unreadable > 0) out << "; " << unreadable << " DB(s) could not be read, see the errors";
+  out << ")\n\n";
+
+  out << "Per rank: step time split into compute, communication not overlapped with compute, and idle\n";
+  TextTable ranks({{"rank", Align::kRight},
+                   {"device", Align::kRight},
+                   {"steps", Align::kRight},
+                   {"mean step ms", Align::kRight},
+                   {"max step ms", Align::kRight},
+                   {"compute %", Align::kRight},
+                   {"comm not overlapped %", Align::kRight},
+                   {"idle %", Align::kRight},
+                   {"compute from", Align::kLeft}});
+  std::vector<std::string> notes;
+  for (std::size_t i = 0; i < cluster.ranks.size(); ++i) {
+    const db::RankStats& rank = cluster.ranks[i];
+    const std::string label = RankLabel(rank, i);
+    const std::string device = rank.device.has_value() ? std::to_string(*rank.device) : "-";
+    if (rank.steps.empty()) {
+      ranks.AddRow({label, device, "0", "-", "-", "-", "-", "-", "-"});
+      notes.push_back("rank " + label + ": " + rank.steps_absent + " in " + rank.path);
+      continue;
+    }
+    const auto count = static_cast<std::int64_t>(rank.steps.size());
+    ranks.AddRow({label, device, std::to_string(count), Ms(rank.step_total_ns / count), Ms(rank.step_max_ns),
+                  Percent(rank.compute_ns, rank.step_total_ns),
+                  Percent(rank.communication_not_overlapped_ns, rank.step_total_ns),
+                  Percent(rank.idle_ns, rank.step_total_ns),
+                  std::string(db::ComputeSourceName(rank.compute_source))});
+    if (!rank.communication_absent.empty()) {
+      notes.push_back("rank " + label + ": communication counted as 0 (" + rank.communication_absent + ")");
+    }
+  }
+  ranks.Print(out, "  ");
+  for (const std::string& note : notes) out << "  " << note << "\n";
+
+  out << "\n";
+  if (cluster.steps.empty()) {
+    NoData(out, "Per step", "no rank has steps");
+    return;
+  }
+  const std::size_t columns = std::min(cluster.ranks.size(), kMaxRankColumns);
+  out << "Per step: duration in ms per rank; slowest rank, and spread = slowest - fastest";
+  if (columns < cluster.ranks.size()) {
+    out << " (columns for the first " << columns << " of " << cluster.ranks.size()
+        << " ranks; slowest and spread cover all)";
+  }
+  out << "\n";
+  std::vector<TextTable::Column> headers = {{"step", Align::kRight}};
+  for (std::size_t i = 0; i < columns; ++i) {
+    headers.push_back({"rank " + RankLabel(cluster.ranks[i], i), Align::kRight});
+  }
+  headers.push_back({"slowest", Align::kRight});
+  headers.push_back({"spread ms", Align::kRight});
+  TextTable steps(std::move(headers));
+  const std::size_t shown = std::min(top, cluster.steps.size());
+  for (std::size_t s = 0; s < shown; ++s) {
+    const db::StepComparison& step = cluster.steps[s];
+    std::vector<std::string> cells = {std::to_string(step.id)};
+    for (std::size_t i = 0; i < columns; ++i) {
+      cells.push_back(step.duration_ns[i].has_value() ? Ms(*step.duration_ns[i]) : "-");
+    }
+    cells.push_back(step.slowest.has_value() ? RankLabel(cluster.ranks[*step.slowest], *step.slowest) : "-");
+    cells.push_back(step.slowest.has_value() ? Ms(step.spread_ns) : "-");
+    steps.AddRow(std::move(cells));
+  }
+  steps.Print(out, "  ");
+  if (cluster.steps.size() > shown) {
+    out << "  ... " << (cluster.steps.size() - shown) << " more steps (--top shows more)\n";
+  }
+}
+
 // Resolves PATH, printing the error or the partial-DB note; nullopt on error.
 std::optional<db::ResolvedProfiles> Resolve(const std::string& path, std::ostream& err) {
   StatusOr<db::ResolvedProfiles> resolved = db::ResolveProfilePath(path);
@@ -273,8 +357,30 @@ int RunStats(const std::string& path, std::size_t top, std::ostream& out, std::o
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
   int exit_code = kExitOk;
-  bool first = true;
+  // DBs that do not open are reported once, here, and left out of the cluster summary and of the
+  // per-DB sections.
+  std::vector<db::ProfileDbFile> readable;
   for (const db::ProfileDbFile& file : resolved->dbs) {
+    StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(file.path);
+    if (!reader.ok()) {
+      PrintError(err, reader.status());
+      exit_code = kExitFailure;
+      continue;
+    }
+    readable.push_back(file);
+  }
+  bool first = true;
+  if (resolved->dbs.size() >= 2 && readable.size() >= 2) {
+    StatusOr<db::ClusterStats> cluster = db::ComputeClusterStats(readable);
+    if (cluster.ok()) {
+      PrintCluster(out, path, *cluster, resolved->dbs.size() - readable.size(), top);
+      first = false;
+    } else {
+      PrintError(err, cluster.status());
+      exit_code = kExitFailure;
+    }
+  }
+  for (const db::ProfileDbFile& file : readable) {
     StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(file.path);
     if (!reader.ok()) {
       PrintError(err, reader.status());
@@ -359,7 +465,10 @@ DbCommands::DbCommands(CLI::App& app) {
       "directories (one DB per rank)";
   stats_ = app.add_subcommand(
       "stats",
-      "Summarize a profile: top ops (total and self time), top kernels, peak memory, steps, GC, replay");
+      "Summarize a profile: top ops (total and self time), top kernels, peak memory, steps, GC, replay. "
+      "For a directory of rank DBs, first a cluster summary: per rank the step times and the split of "
+      "step time into compute, communication not overlapped with compute, and idle; per step the "
+      "slowest rank and the spread");
   stats_->add_option("PATH", stats_path_, path_help)->required();
   stats_->add_option("--top", top_, "Rows per table")
       ->check(CLI::Range(std::size_t{1}, kMaxTop))

@@ -1,9 +1,11 @@
 # Read side (gpuprof stats / export / check): path resolution, a read-only SQLite reader, the
-# statistics, the Perfetto (Chrome trace-event JSON) exporter and the schema/join checker. It
-# does not link the writer: check embeds DB_SPEC's DDL itself, so a writer bug cannot hide.
+# statistics (per DB, and across the rank DBs of a cluster), the Perfetto (Chrome trace-event
+# JSON) exporter and the schema/join checker. It does not link the writer: check embeds DB_SPEC's
+# DDL itself, so a writer bug cannot hide.
 add_library(gpuprof_db_reader STATIC
   profile_reader.cc
   stats.cc
+  cluster_stats.cc
   perfetto_export.cc
   check.cc)
 add_library(gpuprof::db_reader ALIAS gpuprof_db_reader)

@@ -167,6 +167,81 @@ TEST_F(DbCliTest, StatsCoversEveryRankOfADirectory) {
   EXPECT_LT(result.out.find("rank 0,"), result.out.find("rank 1,"));
 }
 
+// Two ranks: the cluster summary comes first, then each DB's own sections. The fixture's steps are
+// 1 [0,1000) and 2 [1000,1900) us with kernels [180,280) [470,490) [750,850) in step 1 and
+// [1120,1150) in step 2 (compute 220 and 30 us). Rank 0 gets a collective [800,900) (50 us of it
+// outside the kernel [750,850)); rank 1 has none and its step 2 runs to 2100 us.
+//   rank 0: 1900 us of steps: compute 250 (13.2%), comm not overlapped 50 (2.6%), idle 1600 (84.2%)
+//   rank 1: 2100 us of steps: compute 250 (11.9%), comm not overlapped 0, idle 1850 (88.1%)
+TEST_F(DbCliTest, StatsOfTwoRanksStartsWithTheClusterSummary) {
+  fixture::FixtureOptions rank1;
+  rank1.rank = 1;
+  gpuprof::StatusOr<std::string> db1 = fixture::WriteFixtureRun(dir_ + "/runs", "node1_1_20240101", rank1);
+  ASSERT_TRUE(db1.ok()) << db1.status().message();
+  auto at = [](std::int64_t micros) {
+    return std::to_string(fixture::FixtureOptions{}.base_ns + micros * 1000);
+  };
+  ASSERT_TRUE(fixture::ExecSql(db_, "INSERT INTO COMMUNICATION_OP (startNs, endNs, opId) VALUES (" + at(800) +
+                                        ", " + at(900) + ", 0)")
+                  .ok());
+  ASSERT_TRUE(fixture::ExecSql(*db1, "UPDATE STEP_TIME SET endNs = " + at(2100) + " WHERE id = 2").ok());
+
+  const std::string runs = dir_ + "/runs";
+  CliResult result = Run("stats " + ShellQuote(runs));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  EXPECT_EQ(result.out.rfind("Cluster: 2 ranks (" + runs + ")\n", 0), 0u) << result.out;
+
+  // rank, device, steps, mean ms, max ms, compute %, comm not overlapped %, idle %, compute from
+  std::vector<std::string> ranks = Section(result.out, "Per rank:");
+  ASSERT_EQ(ranks.size(), 4u) << result.out;
+  EXPECT_THAT(Words(ranks[1]), ::testing::ElementsAre("rank", "device", "steps", "mean", "step", "ms", "max",
+                                                      "step", "ms", "compute", "%", "comm", "not",
+                                                      "overlapped", "%", "idle", "%", "compute", "from"));
+  EXPECT_THAT(Words(ranks[2]),
+              ::testing::ElementsAre("0", "0", "2", "0.950", "1.000", "13.2", "2.6", "84.2", "kernels"));
+  EXPECT_THAT(Words(ranks[3]),
+              ::testing::ElementsAre("1", "0", "2", "1.050", "1.100", "11.9", "0.0", "88.1", "kernels"));
+
+  // step, ms on rank 0, ms on rank 1, slowest rank, spread ms
+  std::vector<std::string> steps = Section(result.out, "Per step:");
+  ASSERT_EQ(steps.size(), 4u) << result.out;
+  EXPECT_THAT(Words(steps[1]),
+              ::testing::ElementsAre("step", "rank", "0", "rank", "1", "slowest", "spread", "ms"));
+  EXPECT_THAT(Words(steps[2]), ::testing::ElementsAre("1", "1.000", "1.000", "0", "0.000"));
+  EXPECT_THAT(Words(steps[3]), ::testing::ElementsAre("2", "0.900", "1.100", "1", "0.200"));
+
+  // Then both DBs' own sections, after the summary.
+  const std::size_t summary_end = result.out.find("gpuprof stats: ");
+  ASSERT_NE(summary_end, std::string::npos);
+  EXPECT_LT(result.out.find("Per step:"), summary_end);
+  EXPECT_THAT(result.out, HasSubstr("gpuprof stats: " + db_ + "\n"));
+  EXPECT_THAT(result.out, HasSubstr("gpuprof stats: " + *db1 + "\n"));
+}
+
+TEST_F(DbCliTest, StatsOfOneDbHasNoClusterSummary) {
+  CliResult result = Run("stats " + ShellQuote(run_dir_));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, Not(HasSubstr("Cluster:")));
+  EXPECT_EQ(result.out.rfind("gpuprof stats: ", 0), 0u);
+}
+
+TEST_F(DbCliTest, StatsReportsAnUnreadableRankOnceAndSummarizesTheOthers) {
+  fixture::FixtureOptions rank1;
+  rank1.rank = 1;
+  ASSERT_TRUE(fixture::WriteFixtureRun(dir_ + "/runs", "node1_1_20240101", rank1).ok());
+  const std::string bad =
+      dir_ + "/runs/node2_1_20240101_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_2.db";
+  ASSERT_TRUE(fixture::WriteFileBytes(bad, std::string(4096, 'x')));
+  CliResult result = Run("stats " + ShellQuote(dir_ + "/runs"));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.out,
+              HasSubstr("Cluster: 2 ranks (" + dir_ + "/runs; 1 DB(s) could not be read, see the errors)"));
+  const std::string error = "gpuprof: error: not an SQLite database: " + bad;
+  ASSERT_NE(result.err.find(error), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find(error), result.err.rfind(error)) << "reported more than once:\n" << result.err;
+}
+
 TEST_F(DbCliTest, StatsTopLimitsRows) {
   CliResult result = Run("stats --top 1 " + ShellQuote(db_));
   ASSERT_EQ(result.exit_code, 0) << result.err;

@@ -18,4 +18,10 @@ if(TARGET gpuprof::db)
     SOURCES reader_writer_compat_test.cc
     LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing
     LABELS unit)
+  # The cluster summary of `gpuprof stats DIR` (db/cluster_stats.h) on rank DBs the writer made,
+  # and their Perfetto export (one process per rank).
+  gpuprof_add_gtest(NAME db_cluster_stats_test
+    SOURCES cluster_stats_test.cc
+    LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing SQLite::SQLite3
+    LABELS unit)
 endif()

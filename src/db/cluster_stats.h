@@ -1,0 +1,130 @@
+// `gpuprof stats DIR` over several rank DBs: per rank the step times and the split of each step
+// into compute, communication not overlapped with compute, and idle; per step id the slowest rank
+// and the spread between the slowest and the fastest rank.
+//
+// Definitions (all in ns, every interval clipped to its step's [startNs, endNs)):
+//   compute        = |union of the kernels|: TASK rows joined to COMPUTE_TASK_INFO whose name does
+//                    not contain "nccl" (any case). A DB without any kernel row (a CPU run) uses
+//                    the host ops instead: PYTORCH_API rows of type op (50001, or NULL as `stats`
+//                    reads them) minus "ProfilerStep#*" and the communication ops ("c10d::*",
+//                    "gloo:*", "nccl:*", "mpi:*", "ucc:*", "record_param_comms*").
+//   communication  = |union of COMMUNICATION_OP [startNs, endNs)|.
+//   communication not overlapped = |communication minus compute|.
+//   idle           = step duration - |compute ∪ communication|.
+// So compute + communication not overlapped + idle = the step's duration. A step whose endNs is
+// before its startNs lasts 0 ns.
+//
+// Memory: per DB the STEP_TIME rows; each source (kernels, host ops, communication) is read once,
+// sorted by start in SQLite (out of core), and only one step's merged intervals are held at a
+// time, plus the intervals that run past a step's end into the next one.
+//
+// Thread-safety: none needed (free functions; ComputeClusterStats opens its own readers, one at a
+// time). Errors: a DB that cannot be opened or turns out damaged while reading is a Status whose
+// message names the file; a DB without steps is not an error (RankStats::steps_absent says so).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "db/profile_reader.h"
+#include "gpuprof/status.h"
+
+namespace gpuprof::db {
+
+// ---- Interval unions ----------------------------------------------------------------------------
+
+// A half-open time range [start_ns, end_ns); empty when end_ns <= start_ns.
+struct Interval {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  friend bool operator==(const Interval&, const Interval&) = default;
+};
+
+// The union of the intervals added, as sorted, disjoint, non-touching intervals. Add is O(1) for
+// intervals that come by start ascending (what an ORDER BY gives); any other order is accepted and
+// sorted on the next read. Empty intervals are ignored.
+class IntervalUnion {
+ public:
+  void Add(Interval interval);
+  void Clear() noexcept;
+  const std::vector<Interval>& merged();
+  std::int64_t LengthNs();
+
+ private:
+  void Normalize();
+
+  std::vector<Interval> merged_;
+  bool sorted_ = true;
+};
+
+// Total length of sorted, disjoint intervals (an IntervalUnion's merged()).
+std::int64_t LengthNs(const std::vector<Interval>& merged);
+// |a minus b| and |a ∪ b| for two sorted, disjoint interval lists, in one linear pass.
+std::int64_t LengthOfDifferenceNs(const std::vector<Interval>& a, const std::vector<Interval>& b);
+std::int64_t LengthOfUnionNs(const std::vector<Interval>& a, const std::vector<Interval>& b);
+
+// ---- The cluster summary ------------------------------------------------------------------------
+
+enum class ComputeSource : std::uint8_t {
+  kKernels,  // device kernels (TASK ⋈ COMPUTE_TASK_INFO)
+  kHostOps,  // no kernel in the DB: the torch ops on the host
+  kNone,     // neither: compute is 0
+};
+
+// "kernels", "host ops", "none".
+std::string_view ComputeSourceName(ComputeSource source);
+
+struct RankStepStats {
+  std::int64_t id = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t duration_ns = 0;  // max(0, end - start)
+  std::int64_t compute_ns = 0;
+  std::int64_t communication_ns = 0;  // |communication|, overlapped or not
+  std::int64_t communication_not_overlapped_ns = 0;
+  std::int64_t idle_ns = 0;
+};
+
+struct RankStats {
+  std::int64_t rank = -1;              // RANK_DEVICE_MAP.rankId, else the file name's "_<rank>", else -1
+  std::optional<std::int64_t> device;  // RANK_DEVICE_MAP.deviceId
+  std::string path;
+  ComputeSource compute_source = ComputeSource::kNone;
+  std::string steps_absent;          // "no steps (...)" when there is no step to split; "" otherwise
+  std::string communication_absent;  // why communication is 0 ("" when COMMUNICATION_OP was read)
+  std::vector<RankStepStats> steps;  // by start, then id
+
+  // Sums over `steps`.
+  std::int64_t step_total_ns = 0;
+  std::int64_t step_max_ns = 0;
+  std::int64_t compute_ns = 0;
+  std::int64_t communication_not_overlapped_ns = 0;
+  std::int64_t idle_ns = 0;
+};
+
+// One step id across the ranks.
+struct StepComparison {
+  std::int64_t id = 0;
+  // Per entry of ClusterStats::ranks: that rank's duration of this step (the first row with this
+  // id, by start), none when the rank has no such step.
+  std::vector<std::optional<std::int64_t>> duration_ns;
+  std::size_t ranks_with_step = 0;
+  // Index into ClusterStats::ranks of the rank with the longest duration (the first of equals);
+  // set only when two or more ranks have the step.
+  std::optional<std::size_t> slowest;
+  std::int64_t spread_ns = 0;  // longest minus shortest duration over the ranks that have the step
+};
+
+struct ClusterStats {
+  std::vector<RankStats> ranks;       // by rank ascending, then path
+  std::vector<StepComparison> steps;  // by id ascending
+};
+
+// Reads every DB in `dbs` (read-only, one at a time). Errors: InvalidArgument for an empty list;
+// the reader's Status, naming the file, for a DB that cannot be opened or read.
+StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs);
+
+}  // namespace gpuprof::db
