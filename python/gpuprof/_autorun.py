@@ -77,6 +77,9 @@ def _start():
     from . import profiler
 
     if _is_launcher():
+        # Nor does gpuprof's CUDA injection profile it (it may query the GPUs); its ranks inherit
+        # the variable but have other pids.
+        os.environ["GPUPROF_SKIP_PID"] = str(os.getpid())
         return
 
     try:

@@ -82,6 +82,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   // The driver calls this once per process; a second call (another cuInit path) has nothing to add.
   static int called = 0;
   if (__atomic_exchange_n(&called, 1, __ATOMIC_ACQ_REL) != 0) return 1;
+  // A process marked as not to be profiled: gpuprof's Python start-up code sets GPUPROF_SKIP_PID to
+  // the pid of torchrun's launcher, which trains nothing (its ranks, other pids, are profiled).
+  if (const char* skip = std::getenv("GPUPROF_SKIP_PID"); skip != nullptr && skip[0] != '\0') {
+    char* end = nullptr;
+    const long pid = std::strtol(skip, &end, 10);
+    if (end != nullptr && *end == '\0' && pid == static_cast<long>(getpid())) return 1;
+  }
 
   char beside[PATH_MAX];
   const char* path = nullptr;

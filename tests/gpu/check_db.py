@@ -569,6 +569,47 @@ def expect_train_profiled_replay(c, dbs, program_output):
     c.expect(len(gemms) > len(rows), "no GEMM launched outside the recording: the window test proves nothing")
 
 
+def expect_two_ranks_nccl(c, dbs, program_output):
+    """tests/gpu/ddp_two_ranks.py under `gpuprof run --with-modules -- torchrun --nproc_per_node=2`
+    (issue 7): one DB per rank with its rank and device, DDP's NCCL collectives in COMMUNICATION_OP
+    (CANN_API `communication` rows on the same connectionId), NCCL kernels in TASK linked to a
+    torch op through CONNECTION_IDS, and Module ranges."""
+    out = program_output or ""
+    for rank in (0, 1):
+        c.expect(f"rank {rank} done on cuda:{rank}, replicas identical: True" in out,
+                 f"rank {rank} did not finish with identical replicas")
+    c.expect(len(dbs) == 2, f"{len(dbs)} DBs, expected one per rank: {dbs}")
+    for path in dbs:
+        db = ProfileDb(path)
+        check_common(c, db)
+        rank_map = db.query("SELECT rankId, deviceId FROM RANK_DEVICE_MAP")
+        c.note(f"{os.path.basename(db.path)}: RANK_DEVICE_MAP {rank_map}")
+        c.expect(len(rank_map) == 1 and rank_map[0][0] == rank_map[0][1] and rank_map[0][0] in (0, 1),
+                 f"RANK_DEVICE_MAP {rank_map}: expected (rank, device) = (LOCAL_RANK, LOCAL_RANK)")
+        c.expect(db.path.endswith(f"ascend_pytorch_profiler_{rank_map[0][0]}.db") if rank_map else False,
+                 f"{db.path}: file name without its rank")
+        comm = db.query("""SELECT t.value, c.count, c.rankSize, c.deviceId, c.startNs, c.endNs, a.type
+                           FROM COMMUNICATION_OP c JOIN STRING_IDS t ON t.id = c.opType
+                           JOIN CANN_API a ON a.connectionId = c.connectionId ORDER BY c.opId""")
+        c.note(f"COMMUNICATION_OP: {len(comm)} rows, types {sorted({r[0] for r in comm})}, first {comm[:2]}")
+        c.expect(any(r[0] == "allreduce" for r in comm), "no allreduce in COMMUNICATION_OP (DDP's gradients)")
+        c.expect(all(r[2] == 2 and r[6] == 5500 for r in comm), "a COMMUNICATION_OP row without rankSize 2 "
+                                                                 "or its CANN_API communication row")
+        nccl = [k for k in db.kernels() if "nccl" in (k["name"] or "").lower()]
+        c.expect(len(nccl) > 0, "no NCCL kernel in TASK")
+        linked = db.query("""SELECT s.value, COUNT(*) FROM TASK t JOIN COMPUTE_TASK_INFO k ON k.globalTaskId = t.globalTaskId
+                             JOIN STRING_IDS kn ON kn.id = k.name
+                             JOIN CONNECTION_IDS ci ON ci.connectionId = t.connectionId
+                             JOIN PYTORCH_API p ON p.connectionId = ci.id JOIN STRING_IDS s ON s.id = p.name
+                             WHERE lower(kn.value) LIKE '%nccl%' GROUP BY s.value ORDER BY 2 DESC""")
+        c.note(f"NCCL kernels: {len(nccl)}, linked to ops {linked}")
+        c.expect(sum(n for _, n in linked) > 0, "no NCCL kernel linked to a torch op through CONNECTION_IDS")
+        modules = db.query("""SELECT m.value, COUNT(*) FROM MSTX_EVENTS e JOIN STRING_IDS d ON d.id = e.domainId
+                              JOIN STRING_IDS m ON m.id = e.message WHERE d.value = 'Module' GROUP BY m.value""")
+        c.note(f"Module ranges: {modules}")
+        c.expect(dict(modules).get("Linear", 0) >= 10, f"Module ranges {modules}: expected 2 Linear per step")
+
+
 # ---- Replay (`gpuprof replay`, issue 5) ---------------------------------------------------------
 
 REPLAY_PASSES = 3  # run_case.py runs the replay cases with --passes 3
@@ -726,6 +767,7 @@ EXPECTATIONS = {
     "train_plain": expect_train_plain,
     "train_profiled": expect_train_profiled,
     "train_profiled_replay": expect_train_profiled_replay,
+    "two_ranks_nccl": expect_two_ranks_nccl,
 }
 
 

@@ -34,7 +34,7 @@ RUN_TIMEOUT_S = 300
 
 class Case:
     def __init__(self, expectation, program=None, command=None, flags=(), needs_torch=False, args=(),
-                 subcommand="run", needs_torch_hooks=False):
+                 subcommand="run", needs_torch_hooks=False, min_gpus=1):
         self.expectation = expectation
         self.program = program        # a test program in BUILD/tests/gpu
         self.command = command        # or a command run from the repository root
@@ -43,6 +43,7 @@ class Case:
         self.needs_torch_hooks = needs_torch_hooks  # BUILD/lib/libgpuprof_torch.so (tools/build_torch_hooks.sh)
         self.args = list(args)        # the program's arguments
         self.subcommand = subcommand  # "run" or "replay"
+        self.min_gpus = min_gpus      # skipped on a machine with fewer
 
 
 def replay_case(mode, kernel=None, program="gpu_test_replay", args=None):
@@ -84,6 +85,11 @@ CASES = {
     "TrainProfiled": Case("train_profiled",
                           command=["python3", "examples/train_profiled.py", "--device", "cuda", "--steps", "8"],
                           needs_torch=True, needs_torch_hooks=True),
+    # Two ranks over NCCL on two GPUs under torchrun (issue 7); skipped with fewer than 2 GPUs.
+    "TwoRanksNccl": Case("two_ranks_nccl",
+                         command=["python3", "-m", "torch.distributed.run", "--nproc_per_node=2",
+                                  "--master_addr=127.0.0.1", "--master_port=29577", "tests/gpu/ddp_two_ranks.py"],
+                         flags=["--with-modules"], needs_torch=True, needs_torch_hooks=True, min_gpus=2),
     # gpuprof.profile(kernel_replay=...) under `gpuprof replay --from-script` (issue 6).
     "TrainProfiledReplay": Case("train_profiled_replay",
                                 command=["python3", "examples/train_profiled.py", "--device", "cuda", "--steps", "8",
@@ -105,6 +111,15 @@ def torch_skip_reason(python):
         last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
         return f"torch is not importable by {python} ({last}); install PyTorch to run this case"
     return None
+
+
+def gpu_count():
+    """GPUs nvidia-smi lists (0 without it)."""
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in listed.stdout.splitlines() if line.startswith("GPU "))
 
 
 def dump(title, text):
@@ -142,6 +157,12 @@ def run_case(name, build_dir, work_dir):
         print(f"SKIP: {hooks} is missing; build it against this machine's torch: "
               f"bash tools/build_torch_hooks.sh {os.path.join(build_dir, 'lib')}")
         return SKIP
+
+    if case.min_gpus > 1:
+        gpus = gpu_count()
+        if gpus < case.min_gpus:
+            print(f"SKIP: needs {case.min_gpus} GPUs, this machine has {gpus}")
+            return SKIP
 
     case_dir = os.path.join(os.path.abspath(work_dir), name)
     out_dir = os.path.join(case_dir, "out")

@@ -140,6 +140,10 @@ class TwoRankTest(unittest.TestCase):
         done = subprocess.run([self.cli, "stats", os.path.join(self.out, "prof")], capture_output=True, text=True,
                               timeout=120)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("Cluster: 2 ranks", done.stdout)
+        for rank in (0, 1):  # rank, device, steps (optimizer.step() closes each), ..., compute from host ops
+            self.assertRegex(done.stdout, rf"(?m)^\s+{rank}\s+{rank}\s+[1-9]\d*\s.*host ops\s*$")
+        self.assertRegex(done.stdout, r"(?m)^\s+step\s+rank 0\s+rank 1\s+slowest\s+spread ms$")
         for db in self.dbs:
             self.assertIn(db, done.stdout)
 
