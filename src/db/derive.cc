@@ -462,4 +462,67 @@ std::uint32_t HcclDataTypeOf(std::string_view input_dtypes) {
   return kNotApplicable;
 }
 
+bool IsCommunicationOpName(std::string_view op_name) {
+  return op_name == "record_param_comms" || op_name.substr(0, 6) == "c10d::" || ParseCollectiveName(op_name).has_value();
+}
+
+std::vector<std::pair<std::size_t, std::uint64_t>> CollectiveLaunches(const std::vector<CollectiveSpan>& collectives,
+                                                                      const std::vector<OpSpan>& ops,
+                                                                      const Connections& connections) {
+  std::vector<std::pair<std::size_t, std::uint64_t>> out;
+  if (collectives.empty()) return out;
+  // The communication ops with device links, each with its range of connection rows.
+  struct Linked {
+    std::uint32_t tid;
+    std::int64_t start_ns;
+    std::int64_t end_ns;
+    std::size_t first_row;
+    std::size_t end_row;
+  };
+  std::vector<Linked> linked;
+  const std::vector<ConnectionRow>& rows = connections.rows;
+  std::size_t row = 0;
+  for (const auto& [api_row, index] : connections.api_index) {
+    while (row < rows.size() && rows[row].id < index) ++row;
+    const std::size_t first = row;
+    while (row < rows.size() && rows[row].id == index) ++row;
+    if (api_row == 0 || api_row > ops.size()) continue;
+    const OpSpan& op = ops[api_row - 1];
+    if (!op.communication) continue;
+    bool device = false;
+    for (std::size_t r = first; r < row && !device; ++r) device = rows[r].connection_id < kFrameworkConnectionBase;
+    if (device) linked.push_back({op.tid, op.start_ns, op.end_ns, first, row});
+  }
+  std::sort(linked.begin(), linked.end(), [](const Linked& a, const Linked& b) {
+    return std::tie(a.tid, a.start_ns) < std::tie(b.tid, b.start_ns);
+  });
+  auto emit = [&](std::size_t collective, const Linked& op) {
+    for (std::size_t r = op.first_row; r < op.end_row; ++r) {
+      if (rows[r].connection_id < kFrameworkConnectionBase) out.emplace_back(collective, rows[r].connection_id);
+    }
+  };
+  constexpr int kMaxEnclosingScan = 64;  // nesting depth looked through on one thread
+  for (std::size_t i = 0; i < collectives.size(); ++i) {
+    const CollectiveSpan& c = collectives[i];
+    // First op on the thread starting after the collective's start.
+    auto after = std::upper_bound(linked.begin(), linked.end(), std::pair{c.tid, c.start_ns},
+                                  [](const std::pair<std::uint32_t, std::int64_t>& key, const Linked& op) {
+                                    return std::tie(key.first, key.second) < std::tie(op.tid, op.start_ns);
+                                  });
+    bool found = false;
+    auto it = after;
+    for (int scanned = 0; it != linked.begin() && scanned < kMaxEnclosingScan; ++scanned) {
+      --it;
+      if (it->tid != c.tid) break;
+      if (it->end_ns >= c.start_ns) {  // the innermost enclosing one (latest start)
+        emit(i, *it);
+        found = true;
+        break;
+      }
+    }
+    for (it = after; !found && it != linked.end() && it->tid == c.tid && it->start_ns <= c.end_ns; ++it) emit(i, *it);
+  }
+  return out;
+}
+
 }  // namespace gpuprof::db

@@ -31,6 +31,7 @@ struct OpSpan {
   std::vector<std::uint64_t> correlation_ids;  // external-correlation links to device launches
   std::uint64_t external_id = 0;               // the CUPTI external id the op pushed (0: none)
   trace::TorchOp::Type type = trace::TorchOp::Type::kOp;
+  bool communication = false;  // a collective's work op, its c10d:: dispatcher op or record_param_comms
 };
 
 // One `node`/`launch` row of CANN_API (a host call that launched device work).
@@ -117,6 +118,9 @@ std::optional<std::uint64_t> FirstInputElements(std::string_view input_shapes);
 // -> 3 FP16, ...); 65534 (N/A) when unknown or absent.
 std::uint32_t HcclDataTypeOf(std::string_view input_dtypes);
 
+// Whether a PYTORCH_API name belongs to a collective's host side: the work op
+// (ParseCollectiveName), the "c10d::*" dispatcher op, or torch 2.x's "record_param_comms".
+bool IsCommunicationOpName(std::string_view op_name);
 struct CollectiveSpan {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
@@ -127,5 +131,14 @@ struct CollectiveSpan {
   std::optional<std::uint64_t> count;
   std::uint32_t data_type = 65534;
 };
+
+// The device launches (correlation ids) of each collective, as (index into `collectives`,
+// correlation id): those linked (`connections`, from CUPTI external correlation or time) to the
+// innermost communication op (OpSpan::communication) on the collective's thread that contains its
+// start, else to communication ops that start inside it. NCCL's kernels are launched inside
+// record_param_comms / c10d::* around the work op; gloo's collectives launch nothing.
+std::vector<std::pair<std::size_t, std::uint64_t>> CollectiveLaunches(const std::vector<CollectiveSpan>& collectives,
+                                                                      const std::vector<OpSpan>& ops,
+                                                                      const Connections& connections);
 
 }  // namespace gpuprof::db

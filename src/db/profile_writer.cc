@@ -359,6 +359,7 @@ class OpLane {
     span.correlation_ids = std::move(op.correlation_ids);
     span.external_id = op.external_id;
     span.type = op.type;
+    span.communication = IsCommunicationOpName(op.name);
     any_step_ = any_step_ || span.step_number >= 0;
     if (std::optional<CollectiveName> collective = ParseCollectiveName(op.name)) {
       CollectiveSpan& c = collectives_.emplace_back();
@@ -717,7 +718,8 @@ class RowSink {
 
   // The first `api_rows` PYTORCH_API rows (PushApiRows), the derived tables but CONNECTION_IDS
   // (WriteConnectionRows) and the per-run tables (inside the caller's transaction).
-  Status WriteCollectives(const std::vector<CollectiveSpan>& collectives, const trace::RunInfo& run);
+  Status WriteCollectives(const std::vector<CollectiveSpan>& collectives, const std::vector<OpSpan>& ops,
+                          const Connections& connections, const trace::RunInfo& run);
   Status WriteFinal(const Derived& derived, const OpLane& lane, std::size_t api_rows, const trace::RunInfo& run,
                     std::int64_t end_ns);
 
@@ -990,26 +992,80 @@ class RowSink {
 // row with the same connectionId (kCommunicationConnectionBase + its index in start order). The
 // opName "<backend>_<type>_<n>" counts collectives in issue order, which every rank of a group
 // shares, so the same collective has the same name in every rank's DB. groupName is the default
-// group's: the work ops do not say which group they ran on (docs/db_gpuprof_tables.md).
-Status RowSink::WriteCollectives(const std::vector<CollectiveSpan>& collectives, const trace::RunInfo& run) {
+// group's: the work ops do not say which group they ran on (docs/db_gpuprof_tables.md). A
+// collective that launched device work (NCCL) takes its tasks' device time, and each task gets a
+// COMMUNICATION_TASK_INFO row naming the op (opId).
+Status RowSink::WriteCollectives(const std::vector<CollectiveSpan>& collectives, const std::vector<OpSpan>& ops,
+                                 const Connections& connections, const trace::RunInfo& run) {
   if (collectives.empty()) return OkStatus();
-  std::vector<const CollectiveSpan*> order;
-  order.reserve(collectives.size());
-  for (const CollectiveSpan& c : collectives) order.push_back(&c);
+  std::vector<CollectiveSpan> order(collectives.begin(), collectives.end());
   std::stable_sort(order.begin(), order.end(),
-                   [](const CollectiveSpan* a, const CollectiveSpan* b) { return a->start_ns < b->start_ns; });
+                   [](const CollectiveSpan& a, const CollectiveSpan& b) { return a.start_ns < b.start_ns; });
+
+  // The device tasks of each collective, from TASK through the launches' correlation ids.
+  struct DeviceTask {
+    std::uint64_t global_task_id;
+    std::int64_t task_type;
+    std::int64_t start_ns;
+    std::int64_t end_ns;
+  };
+  std::vector<std::vector<DeviceTask>> tasks(order.size());
+  const std::vector<std::pair<std::size_t, std::uint64_t>> launches = CollectiveLaunches(order, ops, connections);
+  if (!launches.empty()) {
+    GPUPROF_RETURN_IF_ERROR(conn_.Exec("CREATE TEMP TABLE gpuprof_collective_launch (collective INTEGER, correlation INTEGER)"));
+    {
+      GPUPROF_ASSIGN_OR_RETURN(Statement link,
+                               Statement::Prepare(conn_, "INSERT INTO temp.gpuprof_collective_launch VALUES (?1, ?2)"));
+      for (const auto& [collective, correlation] : launches) {
+        link.BindU64(1, collective);
+        link.BindU64(2, correlation);
+        GPUPROF_RETURN_IF_ERROR(link.Run());
+      }
+      GPUPROF_ASSIGN_OR_RETURN(
+          Statement query,
+          Statement::Prepare(conn_, "SELECT l.collective, t.globalTaskId, t.taskType, t.startNs, t.endNs FROM "
+                                    "temp.gpuprof_collective_launch l JOIN main.TASK t ON t.connectionId = "
+                                    "l.correlation ORDER BY l.collective, t.startNs"));
+      int rc = SQLITE_ROW;
+      while ((rc = sqlite3_step(query.get())) == SQLITE_ROW) {
+        sqlite3_stmt* row = query.get();
+        const auto collective = static_cast<std::size_t>(sqlite3_column_int64(row, 0));
+        if (collective < tasks.size()) {
+          tasks[collective].push_back({static_cast<std::uint64_t>(sqlite3_column_int64(row, 1)),
+                                       sqlite3_column_int64(row, 2), sqlite3_column_int64(row, 3),
+                                       sqlite3_column_int64(row, 4)});
+        }
+      }
+      if (rc != SQLITE_DONE) return conn_.Error("reading the collectives' device tasks", rc);
+    }
+    GPUPROF_RETURN_IF_ERROR(conn_.Exec("DROP TABLE temp.gpuprof_collective_launch"));
+  }
+
   GPUPROF_ASSIGN_OR_RETURN(std::uint64_t group_id, Id(StringSpace::kDevice, kDefaultGroupName));
   GPUPROF_ASSIGN_OR_RETURN(
       Statement insert,
       Statement::Prepare(conn_, "INSERT INTO COMMUNICATION_OP VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
                                 "?12, ?13, ?14)"));
+  GPUPROF_ASSIGN_OR_RETURN(
+      Statement task_info,
+      Statement::Prepare(conn_, "INSERT INTO COMMUNICATION_TASK_INFO (name, globalTaskId, taskType, groupName, "
+                                "dataType, opId) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
   for (std::size_t i = 0; i < order.size(); ++i) {
-    const CollectiveSpan& c = *order[i];
+    const CollectiveSpan& c = order[i];
     const std::uint64_t connection_id = kCommunicationConnectionBase + i;
     GPUPROF_ASSIGN_OR_RETURN(std::uint64_t op_name_id,
                              Id(StringSpace::kDevice, c.name.backend + "_" + c.name.op_type + "_" + std::to_string(i)));
     GPUPROF_ASSIGN_OR_RETURN(std::uint64_t type_id, Id(StringSpace::kDevice, c.name.op_type));
     GPUPROF_ASSIGN_OR_RETURN(std::uint64_t api_name_id, Id(StringSpace::kDevice, c.op_name));
+    // The CANN_API row is the host call; COMMUNICATION_OP is the communication: on the device when
+    // the collective launched tasks there.
+    std::int64_t start_ns = c.start_ns;
+    std::int64_t end_ns = c.end_ns;
+    if (!tasks[i].empty()) {
+      start_ns = tasks[i].front().start_ns;
+      end_ns = start_ns;
+      for (const DeviceTask& task : tasks[i]) end_ns = std::max(end_ns, task.end_ns);
+    }
     BatchInserter& api = cann_api_;
     api.Set(0, c.start_ns);
     api.Set(1, c.end_ns);
@@ -1019,8 +1075,8 @@ Status RowSink::WriteCollectives(const std::vector<CollectiveSpan>& collectives,
     api.SetU64(5, api_name_id);
     GPUPROF_RETURN_IF_ERROR(Pushed(api));
     insert.BindU64(1, op_name_id);
-    insert.BindInt(2, c.start_ns);
-    insert.BindInt(3, c.end_ns);
+    insert.BindInt(2, start_ns);
+    insert.BindInt(3, end_ns);
     insert.BindU64(4, connection_id);
     insert.BindU64(5, group_id);
     insert.BindU64(6, i);
@@ -1042,6 +1098,16 @@ Status RowSink::WriteCollectives(const std::vector<CollectiveSpan>& collectives,
     }
     GPUPROF_RETURN_IF_ERROR(insert.Run());
     ++rows_;
+    for (const DeviceTask& task : tasks[i]) {
+      task_info.BindU64(1, api_name_id);
+      task_info.BindU64(2, task.global_task_id);
+      task_info.BindInt(3, task.task_type);
+      task_info.BindU64(4, group_id);
+      task_info.BindU64(5, c.data_type);
+      task_info.BindU64(6, i);
+      GPUPROF_RETURN_IF_ERROR(task_info.Run());
+      ++rows_;
+    }
   }
   return OkStatus();
 }
@@ -1097,7 +1163,7 @@ Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, std::size
     o.Set(14, row.device);
     GPUPROF_RETURN_IF_ERROR(Pushed(o));
   }
-  GPUPROF_RETURN_IF_ERROR(WriteCollectives(lane.collectives(), run));
+  GPUPROF_RETURN_IF_ERROR(WriteCollectives(lane.collectives(), lane.ops(), derived.connections, run));
   for (BatchInserter* inserter : Inserters()) GPUPROF_RETURN_IF_ERROR(inserter->Flush());
 
   // Per-run tables. RANK_DEVICE_MAP: exactly one row (msprof-analyze CROSS JOINs it, §3.8).

@@ -329,6 +329,95 @@ TEST(ProfileWriterCollectivesTest, WorkOpsBecomeCommunicationRowsInStartOrder) {
                           std::string("3000|3100|communication|") + kTid102 + "|nccl:_allgather_base"));
 }
 
+// NCCL on torch 2.x: record_param_comms encloses the work op and launches the NCCL kernel (tagged
+// through CUPTI external correlation). COMMUNICATION_OP takes the kernel's device time and
+// COMMUNICATION_TASK_INFO links the kernel to the op; the CANN_API row keeps the host call.
+TEST(ProfileWriterCollectivesTest, NcclKernelsGiveTheOpItsDeviceTimeAndATaskInfoRow) {
+  TempDir dir;
+  auto op = [](std::string name, std::int64_t start, std::int64_t end, std::uint64_t external_id) {
+    trace::TorchOp o;
+    o.name = std::move(name);
+    o.start_ns = start;
+    o.end_ns = end;
+    o.pid = 100;
+    o.tid = 102;
+    o.external_id = external_id;
+    return o;
+  };
+  trace::ApiCall launch;
+  launch.name = "cudaLaunchKernelExC";
+  launch.pid = 100;
+  launch.tid = 102;
+  launch.start_ns = 1200;
+  launch.end_ns = 1250;
+  launch.correlation_id = 55;
+  launch.launches_device_work = true;
+  trace::DeviceTask kernel;
+  kernel.kind = trace::TaskKind::kKernel;
+  kernel.start_ns = 5000;
+  kernel.end_ns = 5600;
+  kernel.stream = 9;
+  kernel.context = 1;
+  kernel.correlation_id = 55;
+  kernel.pid = 100;
+  kernel.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  kernel.short_name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  trace::DeviceTask other = kernel;  // launched by another op: not the collective's
+  other.correlation_id = 56;
+  other.start_ns = 7000;
+  other.end_ns = 7100;
+  trace::ApiCall other_launch = launch;
+  other_launch.correlation_id = 56;
+  other_launch.start_ns = 2100;
+  other_launch.end_ns = 2150;
+  std::vector<trace::Record> records = {
+      op("nccl:all_reduce", 1100, 1400, 0), op("record_param_comms", 1000, 1500, 7), launch,
+      op("aten::add", 2000, 2200, 0), other_launch, trace::ExternalCorrelation{7, 55}, kernel, other};
+  WriterOptions options = testing::TestOptions(dir.path());
+  options.run.world_size = 2;
+  std::string db = testing::WriteProfile(options, {std::move(records)});
+  EXPECT_THAT(Query(db, "SELECT c.startNs, c.endNs, a.startNs, a.endNs FROM COMMUNICATION_OP c "
+                        "JOIN CANN_API a ON a.connectionId = c.connectionId"),
+              ElementsAre("5000|5600|1100|1400"));
+  EXPECT_THAT(Query(db, "SELECT i.opId, t.startNs, t.connectionId, s.value, g.value FROM COMMUNICATION_TASK_INFO i "
+                        "JOIN TASK t ON t.globalTaskId = i.globalTaskId JOIN STRING_IDS s ON s.id = i.name "
+                        "JOIN STRING_IDS g ON g.id = i.groupName"),
+              ElementsAre("0|5000|55|nccl:all_reduce|default_pg"));
+}
+
+TEST(CollectiveLaunchesTest, TheInnermostEnclosingCommunicationOpElseOnesStartingInside) {
+  auto span = [](std::uint64_t row, std::uint32_t tid, std::int64_t start, std::int64_t end, bool communication) {
+    OpSpan s;
+    s.api_row = row;
+    s.tid = tid;
+    s.start_ns = start;
+    s.end_ns = end;
+    s.communication = communication;
+    return s;
+  };
+  // row 1: a big non-communication op; 2: record_param_comms around collective 0; 3: a c10d op that
+  // starts inside collective 1; 4: a communication op on another thread.
+  std::vector<OpSpan> ops = {span(1, 1, 0, 10'000, false), span(2, 1, 100, 500, true), span(3, 1, 2050, 2300, true),
+                             span(4, 2, 100, 500, true)};
+  Connections connections;
+  connections.api_index = {{1, 0}, {2, 1}, {3, 2}, {4, 3}};
+  connections.rows = {{0, 90}, {1, kFrameworkConnectionBase + 1}, {1, 91}, {1, 92}, {2, 93}, {3, 94}};
+  CollectiveSpan inside;  // collective 0 starts inside row 2
+  inside.tid = 1;
+  inside.start_ns = 200;
+  inside.end_ns = 300;
+  CollectiveSpan around = inside;  // collective 1 contains the start of row 3
+  around.start_ns = 2000;
+  around.end_ns = 2100;
+  CollectiveSpan alone = inside;  // collective 2: nothing communication-like around or inside
+  alone.start_ns = 5000;
+  alone.end_ns = 5100;
+  using Link = std::pair<std::size_t, std::uint64_t>;
+  EXPECT_THAT(CollectiveLaunches({inside, around, alone}, ops, connections),
+              ElementsAre(Link{0, 91}, Link{0, 92}, Link{1, 93}))
+      << "the fwd/bwd id and other threads' and non-communication ops' launches are not the collective's";
+}
+
 TEST(CollectiveNameTest, WorkOpNamesParseAndOthersDoNot) {
   auto type = [](std::string_view name) {
     std::optional<CollectiveName> c = ParseCollectiveName(name);

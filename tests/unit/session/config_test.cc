@@ -85,6 +85,19 @@ TEST(SessionConfigTest, DeviceIdFromItsVariableElseTheLaunchersLocalRankElseJson
   EXPECT_THAT(bad.message(), HasSubstr("the device id must be an integer from -1"));
 }
 
+TEST(SessionConfigTest, WorldSizeFromItsVariableElseTheLaunchersElseJson) {
+  EXPECT_EQ(ConfigFromEnvironment(Env({}))->world_size, -1);
+  EXPECT_EQ(ConfigFromEnvironment(Env({{"WORLD_SIZE", "8"}}))->world_size, 8);
+  EXPECT_EQ(ConfigFromEnvironment(Env({{"WORLD_SIZE", "8"}, {"GPUPROF_WORLD_SIZE", "2"}}))->world_size, 2);
+  StatusOr<SessionConfig> zero = ConfigFromEnvironment(Env({{"GPUPROF_WORLD_SIZE", "0"}}));
+  ASSERT_TRUE(zero.ok());
+  EXPECT_THAT(ValidateConfig(*zero).message(), HasSubstr("world size 0 must be -1 (unknown) or at least 1"));
+  StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{"WORLD_SIZE", "8"}}));
+  ASSERT_TRUE(config.ok());
+  ASSERT_TRUE(ApplyJsonConfig("{\"world_size\": 4}", "gpuprof_start", *config).ok());
+  EXPECT_EQ(config->world_size, 4);
+}
+
 TEST(SessionConfigTest, BadVariableNamesItAndWhatIsAccepted) {
   struct Case {
     const char* name;
