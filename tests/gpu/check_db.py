@@ -604,6 +604,15 @@ def expect_two_ranks_nccl(c, dbs, program_output):
                              WHERE lower(kn.value) LIKE '%nccl%' GROUP BY s.value ORDER BY 2 DESC""")
         c.note(f"NCCL kernels: {len(nccl)}, linked to ops {linked}")
         c.expect(sum(n for _, n in linked) > 0, "no NCCL kernel linked to a torch op through CONNECTION_IDS")
+        # The collectives' device side: NCCL kernels in COMMUNICATION_TASK_INFO, and each such op's
+        # times are its tasks' device times.
+        task_info = db.query("""SELECT i.opId, MIN(t.startNs), MAX(t.endNs), c.startNs, c.endNs
+                                FROM COMMUNICATION_TASK_INFO i JOIN TASK t ON t.globalTaskId = i.globalTaskId
+                                JOIN COMMUNICATION_OP c ON c.opId = i.opId GROUP BY i.opId""")
+        c.note(f"COMMUNICATION_TASK_INFO: {len(task_info)} ops with device tasks")
+        c.expect(any(True for _ in task_info), "no COMMUNICATION_TASK_INFO row: NCCL kernels not tied to their op")
+        c.expect(all(r[1] == r[3] and r[2] == r[4] for r in task_info),
+                 f"COMMUNICATION_OP times are not their tasks' device times: {task_info[:3]}")
         modules = db.query("""SELECT m.value, COUNT(*) FROM MSTX_EVENTS e JOIN STRING_IDS d ON d.id = e.domainId
                               JOIN STRING_IDS m ON m.id = e.message WHERE d.value = 'Module' GROUP BY m.value""")
         c.note(f"Module ranges: {modules}")
