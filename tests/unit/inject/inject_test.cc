@@ -142,6 +142,17 @@ TEST_F(InjectTest, DescendantIsProfiledWithFollowChildren) {
   EXPECT_THAT(FinalDbs(dir_ / "out"), SizeIs(1)) << result.err;
 }
 
+// gpuprof's Python start-up code marks torchrun's launcher: GPUPROF_SKIP_PID = its pid. Its ranks
+// inherit the variable but have other pids.
+TEST_F(InjectTest, TheProcessNamedBySkipPidIsNotProfiledAndOthersAre) {
+  ProgramResult skipped = Host(GPUPROF_INJECT_PATH, {{"GPUPROF_SKIP_PID", testing::kOwnPid}});
+  EXPECT_EQ(skipped.exit_code, 42) << skipped.err;
+  EXPECT_THAT(FinalDbs(dir_ / "out"), IsEmpty());
+  ProgramResult other = Host(GPUPROF_INJECT_PATH, {{"GPUPROF_SKIP_PID", "1"}});
+  EXPECT_EQ(other.exit_code, 42) << other.err;
+  EXPECT_THAT(FinalDbs(dir_ / "out"), SizeIs(1)) << other.err;
+}
+
 TEST_F(InjectTest, SecondCallIsANoOp) {
   ProgramResult result = Host(GPUPROF_INJECT_PATH, {{"HOST_CALL_TWICE", "1"}});
   EXPECT_EQ(result.exit_code, 42) << result.err;
