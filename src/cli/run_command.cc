@@ -819,7 +819,11 @@ int RunCommand::Run(std::ostream& report) const {
     PrintDbSummary(report, db_path);
     if (replay_) PrintReplaySummary(report, db_path);
   }
-  if (dbs.size() > 1) report << "gpuprof: " << dbs.size() << " profile DBs written under " << out_dir_text << "\n";
+  if (dbs.size() > 1) {
+    report << "gpuprof: " << dbs.size() << " profile DBs written under " << out_dir_text << "\n"
+           << "  All of them (one per rank: step times, slowest rank, compute / communication / idle): gpuprof stats '"
+           << out_dir_text << "'\n";
+  }
 
   std::vector<std::string> partial = FindPartialDbs(out_dir, started_at);
   if (dbs.empty()) {
