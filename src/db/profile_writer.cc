@@ -1066,14 +1066,8 @@ Status RowSink::WriteCollectives(const std::vector<CollectiveSpan>& collectives,
       end_ns = start_ns;
       for (const DeviceTask& task : tasks[i]) end_ns = std::max(end_ns, task.end_ns);
     }
-    BatchInserter& api = cann_api_;
-    api.Set(0, c.start_ns);
-    api.Set(1, c.end_ns);
-    api.Set(2, std::int64_t{kCommunicationApiType});
-    api.Set(3, GlobalTid(c.pid, c.tid));
-    api.SetU64(4, connection_id);
-    api.SetU64(5, api_name_id);
-    GPUPROF_RETURN_IF_ERROR(Pushed(api));
+    GPUPROF_RETURN_IF_ERROR(WriteCannApi(c.start_ns, c.end_ns, kCommunicationApiType, GlobalTid(c.pid, c.tid),
+                                         connection_id, api_name_id));
     insert.BindU64(1, op_name_id);
     insert.BindInt(2, start_ns);
     insert.BindInt(3, end_ns);

@@ -288,17 +288,22 @@ TEST(ProfileWriterStringsTest, SameValueInTwoSpacesGetsTwoIds) {
               ElementsAre("gemm_kernel"));
 }
 
+trace::TorchOp OpOnThread102(std::string name, std::int64_t start, std::int64_t end) {
+  trace::TorchOp op;
+  op.name = std::move(name);
+  op.start_ns = start;
+  op.end_ns = end;
+  op.pid = 100;
+  op.tid = 102;
+  return op;
+}
+
 // DB_SPEC §7: each ProcessGroup work op ("gloo:all_reduce", ...) becomes a CANN_API `communication`
 // row and a COMMUNICATION_OP row joined on connectionId; dispatcher ops (c10d::*) do not.
 TEST(ProfileWriterCollectivesTest, WorkOpsBecomeCommunicationRowsInStartOrder) {
   TempDir dir;
   auto op = [](std::string name, std::int64_t start, std::int64_t end, std::string shapes, std::string dtypes) {
-    trace::TorchOp o;
-    o.name = std::move(name);
-    o.start_ns = start;
-    o.end_ns = end;
-    o.pid = 100;
-    o.tid = 102;
+    trace::TorchOp o = OpOnThread102(std::move(name), start, end);
     o.input_shapes = std::move(shapes);
     o.input_dtypes = std::move(dtypes);
     return o;
@@ -335,12 +340,7 @@ TEST(ProfileWriterCollectivesTest, WorkOpsBecomeCommunicationRowsInStartOrder) {
 TEST(ProfileWriterCollectivesTest, NcclKernelsGiveTheOpItsDeviceTimeAndATaskInfoRow) {
   TempDir dir;
   auto op = [](std::string name, std::int64_t start, std::int64_t end, std::uint64_t external_id) {
-    trace::TorchOp o;
-    o.name = std::move(name);
-    o.start_ns = start;
-    o.end_ns = end;
-    o.pid = 100;
-    o.tid = 102;
+    trace::TorchOp o = OpOnThread102(std::move(name), start, end);
     o.external_id = external_id;
     return o;
   };
