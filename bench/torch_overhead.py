@@ -11,6 +11,12 @@ profiler recording every step:
             from then on, as torch.profiler does)
   gpuprof_host  (GPU only, for the breakdown) gpuprof.profile with GPUPROF_DEVICE=0: the torch
             hooks and the DB, without CUPTI
+With --breakdown (GPU), also:
+  gpuprof_bare  the hooks without shapes or memory, no CUPTI: RecordFunction's own floor plus ours
+  gpuprof_nocorr  gpuprof.profile with CUPTI but no per-op external correlation push/pop
+            (GPUPROF_TORCH_DEVICE_CORRELATION=0; ops are then linked to kernels by time)
+  torch_cpu     torch.profiler with activities=[CPU] only (Kineto's host side, same options)
+so the added time splits into RecordFunction, shapes + memory, and CUPTI, for both profilers.
 Reported: median step time over steps --warmup+1..N (median of --repeats processes), steps/s,
 the time added per step against `none`, and the ratio gpuprof/torch of the added time (target
 <= 0.5). Also the time from stop() to a finished output: gpuprof's DB against torch's
@@ -67,10 +73,14 @@ elif variant == "torch":
         prof = torch.profiler.profile(activities=acts, record_shapes=True, profile_memory=True)
     else:
         prof = torch.autograd.profiler.profile(record_shapes=True, profile_memory=True)
-else:  # gpuprof, gpuprof_host
+elif variant == "torch_cpu":
+    prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+                                  profile_memory=True)
+else:  # gpuprof, gpuprof_host, gpuprof_bare, gpuprof_nocorr
     import gpuprof
     handler = gpuprof.db_handler(out)
-    prof = gpuprof.profile(record_shapes=True, profile_memory=True, on_trace_ready=handler)
+    full = variant != "gpuprof_bare"
+    prof = gpuprof.profile(record_shapes=full, profile_memory=full, on_trace_ready=handler)
 
 step(0); sync()  # lazy initialization outside the measurement
 if prof is not None:
@@ -100,7 +110,9 @@ def run_variant(args, variant, gpu):
     cmd = [args.python, script, variant, str(args.steps), args.device, out, str(args.threads)]
     env = dict(os.environ)
     env["GPUPROF_LIB_DIR"] = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.gpuprof))), "lib")
-    if variant == "gpuprof_host":
+    if variant == "gpuprof_nocorr":
+        env["GPUPROF_TORCH_DEVICE_CORRELATION"] = "0"
+    if variant in ("gpuprof_host", "gpuprof_bare"):
         env["GPUPROF_DEVICE"] = "0"  # the torch hooks alone, no CUPTI collection
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -120,6 +132,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--timeout", type=int, default=600)
+    parser.add_argument("--breakdown", action="store_true",
+                        help="GPU: also the variants that split the added time (see the module docstring)")
     parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads in every variant (0: torch's default)")
     args = parser.parse_args()
     if args.steps <= args.warmup:
@@ -132,6 +146,8 @@ def main():
     gpu = args.device == "cuda" or (args.device == "auto" and cuda_available == "1")
     peer = "torch.profiler" if gpu else "torch.autograd.profiler"
     variants = ("none", "torch", "gpuprof") + (("gpuprof_host",) if gpu else ())
+    if gpu and args.breakdown:
+        variants += ("gpuprof_bare", "gpuprof_nocorr", "torch_cpu")
     results = {v: [] for v in variants}
     for _ in range(args.repeats):  # interleaved, so drift hits every variant alike
         for variant in results:
@@ -143,7 +159,9 @@ def main():
           "with record_shapes and profile_memory" + (f"; torch threads {args.threads}" if args.threads else ""))
     print(f"{'variant':<34}{'step ms':>9}{'steps/s':>10}{'added ms/step':>15}")
     names = {"none": "no profiler", "torch": peer, "gpuprof": "gpuprof.profile",
-             "gpuprof_host": "  (gpuprof.profile, no CUPTI)"}
+             "gpuprof_host": "  (gpuprof.profile, no CUPTI)",
+             "gpuprof_bare": "  (hooks only: no shapes/memory/CUPTI)", "gpuprof_nocorr": "  (no external correlation)",
+             "torch_cpu": "  (torch.profiler, CPU activity only)"}
     for v in variants:
         added = step[v] - step["none"]
         print(f"{names[v]:<34}{step[v]:>9.3f}{1e3 / step[v]:>10.1f}{added:>15.3f}")

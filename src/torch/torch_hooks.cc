@@ -14,6 +14,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -356,8 +358,12 @@ GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_mem
       g_buffer = new OpBuffer(std::move(sinks));
     }
     if (g_users == 0) g_buffer->Start();
+    // GPUPROF_TORCH_DEVICE_CORRELATION=0: no per-op push/pop; the writer links ops to kernels by
+    // time on the launching thread instead (bench/torch_overhead.py --breakdown measures the cost).
+    const char* tagging = std::getenv("GPUPROF_TORCH_DEVICE_CORRELATION");
+    const bool tag_ops = tagging == nullptr || std::strcmp(tagging, "0") != 0;
     gpuprof_device_correlation_v1 correlation{};
-    if (gpuprof_get_device_correlation_v1(&correlation) == GPUPROF_OK) {
+    if (tag_ops && gpuprof_get_device_correlation_v1(&correlation) == GPUPROF_OK) {
       g_correlation_pop.store(correlation.pop, std::memory_order_relaxed);
       g_correlation_push.store(correlation.push, std::memory_order_relaxed);
     }
