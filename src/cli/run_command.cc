@@ -652,6 +652,9 @@ RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
     run_->add_option(std::string(kOutputShort) + "," + std::string(kOutputLong), output_dir_,
                      "Directory for the profile DBs (created if missing)")
         ->capture_default_str();
+    run_->add_flag("--follow-children", follow_children_,
+                   "Also profile and replay in child processes that use CUDA, each into its own DB "
+                   "(torchrun's ranks)");
     run_->footer(kReplayFooter);
     return;
   }

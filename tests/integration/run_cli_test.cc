@@ -242,6 +242,17 @@ TEST_F(RunCommandTest, FollowChildrenFlagIsPassedOn) {
   EXPECT_EQ(r.out, "1\n");
 }
 
+TEST_F(RunCommandTest, ReplayFromScriptArmsTheChildAndFollowsChildrenWhenAsked) {
+  CliResult r = Run("replay --from-script --follow-children -- /bin/sh -c "
+                    "'echo \"$GPUPROF_REPLAY_FROM_SCRIPT|$GPUPROF_FOLLOW_CHILDREN|$GPUPROF_REPLAY_PASSES\"'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1|1|\n") << "armed, children followed, no command-line selection";
+  EXPECT_THAT(r.err, HasSubstr("replay armed; the program chooses what to replay"));
+  CliResult both = Run("replay --from-script -k gemm -- /bin/true");
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_THAT(both.err, HasSubstr("--from-script excludes --kernel-name"));
+}
+
 TEST_F(RunCommandTest, NvtxInjectionNamesAnInjectionLibraryWithTheNvtxEntryPoint) {
   const std::string echo = "run -- /bin/sh -c 'echo \"$NVTX_INJECTION64_PATH\"'";
   const std::string stub = std::string("GPUPROF_INJECT_LIBRARY=") + ShellQuote(GPUPROF_NVTX_STUB_LIBRARY);
