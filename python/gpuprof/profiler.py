@@ -164,6 +164,53 @@ def _check_activities(activities):
     return chosen
 
 
+class _ModuleRanges:
+    """One pair of global nn.Module forward hooks for the process, however many profiles ask for
+    module ranges (a script's own profile inside `gpuprof run --with-modules`): each forward is one
+    range."""
+
+    _lock = threading.Lock()
+    _users = 0
+    _handles = []
+    _frames = threading.local()
+
+    @classmethod
+    def acquire(cls):
+        with cls._lock:
+            if cls._users == 0:
+                import torch.nn.modules.module as nn_module
+
+                cls._handles = [nn_module.register_module_forward_pre_hook(cls._enter),
+                                nn_module.register_module_forward_hook(cls._exit)]
+            cls._users += 1
+        return True
+
+    @classmethod
+    def release(cls):
+        with cls._lock:
+            cls._users -= 1
+            if cls._users == 0:
+                for handle in cls._handles:
+                    handle.remove()
+                cls._handles = []
+
+    @classmethod
+    def _enter(cls, module, inputs):
+        frames = getattr(cls._frames, "stack", None)
+        if frames is None:
+            frames = cls._frames.stack = []
+        frames.append((module, time.time_ns()))
+
+    @classmethod
+    def _exit(cls, module, inputs, output):
+        frames = getattr(cls._frames, "stack", None)
+        while frames:  # a forward that raised left its frame: skip to this module's
+            entered, start_ns = frames.pop()
+            if entered is module:
+                _native.record_range("Module", type(module).__name__, start_ns, time.time_ns())
+                break
+
+
 class profile:  # noqa: N801  (named like torch.profiler.profile)
     """See the module docstring. Arguments as torch.profiler.profile's, plus gc_detect_threshold
     (ms; 0: every collection; None: off), kernel_replay (gpuprof.KernelReplay) and with_modules
@@ -193,7 +240,6 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         self.with_stack = bool(with_stack)
         self.with_modules = bool(with_modules)
         self._module_hooks = []
-        self._module_frames = threading.local()
         self.gc_detect_threshold = gc_detect_threshold
         self.step_num = 0
         self.db_path = None
@@ -317,29 +363,13 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
 
     # nn.Module forwards as ranges in domain "Module" (the format's module_statistic reads them).
     def _begin_modules(self):
-        import torch.nn.modules.module as nn_module
-
-        self._module_hooks = [nn_module.register_module_forward_pre_hook(self._on_module_enter),
-                              nn_module.register_module_forward_hook(self._on_module_exit)]
+        if not self._module_hooks:
+            self._module_hooks = [_ModuleRanges.acquire()]
 
     def _end_modules(self):
-        for handle in self._module_hooks:
-            handle.remove()
+        for _ in self._module_hooks:
+            _ModuleRanges.release()
         self._module_hooks = []
-
-    def _on_module_enter(self, module, inputs):
-        frames = getattr(self._module_frames, "stack", None)
-        if frames is None:
-            frames = self._module_frames.stack = []
-        frames.append((module, time.time_ns()))
-
-    def _on_module_exit(self, module, inputs, output):
-        frames = getattr(self._module_frames, "stack", None)
-        while frames:  # a forward that raised left its frame: skip to this module's
-            entered, start_ns = frames.pop()
-            if entered is module:
-                _native.record_range("Module", type(module).__name__, start_ns, time.time_ns())
-                break
 
     def _begin_replay(self, n):
         # Declined with the reason, and the profile records as usual: a profiler option must not

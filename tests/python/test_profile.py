@@ -321,6 +321,31 @@ class ProfileTest(unittest.TestCase):
         # The script's steps delimit the steps (no optimizer here).
         self.assertEqual([r[0] for r in rows(dbs[0], "SELECT id FROM STEP_TIME ORDER BY id")], [0, 1])
 
+    def test_module_forwards_are_ranges_once_even_in_nested_profiles(self):
+        # with_modules in an outer and an inner profile: one pair of hooks, one range per forward,
+        # and none once both stopped.
+        _, dbs = self.run_script("""
+            model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT), with_modules=True):
+                model(torch.randn(3, 4))
+                with gpuprof.profile(with_modules=True):
+                    model(torch.randn(3, 4))
+                model(torch.randn(3, 4))
+            hooks = torch.nn.modules.module._global_forward_pre_hooks
+            print("hooks left:", len(hooks))
+        """)
+        self.assertEqual(len(dbs), 1)
+        self.assertIn("hooks left: 0", self.script_output)
+        ranges = rows(dbs[0], """SELECT m.value, COUNT(*) FROM MSTX_EVENTS e JOIN STRING_IDS d ON d.id = e.domainId
+                                 JOIN STRING_IDS m ON m.id = e.message WHERE d.value = 'Module'
+                                 GROUP BY m.value ORDER BY m.value""")
+        self.assertEqual(ranges, [("Linear", 6), ("ReLU", 3), ("Sequential", 3)])
+        nested = rows(dbs[0], """SELECT COUNT(*) FROM MSTX_EVENTS l JOIN MSTX_EVENTS s ON l.startNs >= s.startNs
+                                 AND l.endNs <= s.endNs JOIN STRING_IDS ln ON ln.id = l.message
+                                 JOIN STRING_IDS sn ON sn.id = s.message
+                                 WHERE ln.value = 'Linear' AND sn.value = 'Sequential'""")
+        self.assertEqual(nested, [(6,)], "each Linear range lies inside a Sequential range")
+
     def test_kernel_replay_is_declined_with_the_reason_and_the_profile_still_records(self):
         # Not started by `gpuprof replay --from-script`: the warning says why (the C API's message:
         # no CUDA driver, no kernel to replay; with a driver, how to start the program) and the
