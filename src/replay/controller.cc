@@ -54,11 +54,13 @@ std::string JoinPasses(const std::vector<int>& passes) {
 Controller::Controller(Inventory& inventory, std::vector<device::Device*> devices, ReplayOptions options)
     : inventory_(inventory),
       devices_(std::move(devices)),
-      plan_(MakePlan(std::move(options))),
-      windows_(std::make_unique<std::shared_mutex[]>(devices_.size())) {}
+      windows_(std::make_unique<std::shared_mutex[]>(devices_.size())) {
+  plans_.push_back(MakePlan(std::move(options)));
+  plan_.store(plans_.back().get(), std::memory_order_release);
+}
 
-std::shared_ptr<Controller::Plan> Controller::MakePlan(ReplayOptions options) {
-  auto plan = std::make_shared<Plan>();
+std::unique_ptr<Controller::Plan> Controller::MakePlan(ReplayOptions options) {
+  auto plan = std::make_unique<Plan>();
   plan->options = std::move(options);
   const std::string& name = plan->options.selector.name;
   if (name.rfind(kRegexPrefix, 0) == 0) {
@@ -67,20 +69,16 @@ std::shared_ptr<Controller::Plan> Controller::MakePlan(ReplayOptions options) {
   return plan;
 }
 
-std::shared_ptr<Controller::Plan> Controller::CurrentPlan() const {
-  std::lock_guard<std::mutex> lock(plan_mu_);
-  return plan_;
-}
-
 Status Controller::Reconfigure(ReplayOptions options) {
   GPUPROF_RETURN_IF_ERROR(ValidateOptions(options));
-  std::shared_ptr<Plan> plan = MakePlan(std::move(options));
-  std::lock_guard<std::mutex> lock(plan_mu_);
-  plan_ = std::move(plan);
+  std::unique_ptr<Plan> plan = MakePlan(std::move(options));
+  std::lock_guard<std::mutex> lock(plans_mu_);
+  plans_.push_back(std::move(plan));
+  plan_.store(plans_.back().get(), std::memory_order_release);
   return OkStatus();
 }
 
-ReplayOptions Controller::options() const { return CurrentPlan()->options; }
+const ReplayOptions& Controller::options() const noexcept { return CurrentPlan().options; }
 
 bool Controller::Plan::NameMatches(const std::string& kernel_name) const {
   const std::string& name = options.selector.name;
@@ -124,12 +122,12 @@ void Controller::Publish(const ReplayRecord& record) {
   if (*sink) (*sink)(record);
 }
 
-bool Controller::NameMatches(const std::string& kernel_name) const { return CurrentPlan()->NameMatches(kernel_name); }
+bool Controller::NameMatches(const std::string& kernel_name) const { return CurrentPlan().NameMatches(kernel_name); }
 
 bool Controller::Exhausted() const noexcept {
-  const std::shared_ptr<Plan> plan = CurrentPlan();
-  return plan->options.passes <= 1 || (plan->options.selector.count > 0 &&
-                                       plan->replayed.load(std::memory_order_relaxed) >= plan->options.selector.count);
+  const Plan& plan = CurrentPlan();
+  return plan.options.passes <= 1 || (plan.options.selector.count > 0 &&
+                                      plan.replayed.load(std::memory_order_relaxed) >= plan.options.selector.count);
 }
 
 Controller::Selection Controller::Select(Plan& plan, const device::LaunchRequest& request) {
@@ -152,9 +150,9 @@ Status Controller::RunUnreplayed(const device::LaunchRequest& request, device::L
 
 Status Controller::Dispatch(const device::LaunchRequest& request, device::LaunchExecutor& executor) {
   // One plan for the whole launch, even when Reconfigure replaces it meanwhile.
-  const std::shared_ptr<Plan> plan = CurrentPlan();
-  const ReplayOptions& options = plan->options;
-  Selection selection = Select(*plan, request);
+  Plan& plan = CurrentPlan();
+  const ReplayOptions& options = plan.options;
+  Selection selection = Select(plan, request);
   if (!selection.selected) return RunUnreplayed(request, executor);
 
   ReplayRecord record;

@@ -43,7 +43,9 @@ class Controller {
 
   // Replaces the options (the selector's launch counts start again from zero); a launch already
   // in Dispatch finishes under the options it started with. passes == 1 pauses replay.
-  // InvalidArgument as ValidateOptions, leaving the current options in force. Thread-safe.
+  // InvalidArgument as ValidateOptions, leaving the current options in force. Thread-safe. Each
+  // call keeps its options until the controller goes (a few hundred bytes; a program reconfigures
+  // once per recording), so the per-launch checks read them without a lock.
   Status Reconfigure(ReplayOptions options);
 
   // Runs one intercepted launch, replayed or not. Returns the status of the application's launch
@@ -67,7 +69,8 @@ class Controller {
   // Every record so far, in completion order.
   std::vector<ReplayRecord> records() const;
 
-  ReplayOptions options() const;
+  // The options in force (valid for the controller's life).
+  const ReplayOptions& options() const noexcept;
 
  private:
   struct Selection {
@@ -82,8 +85,8 @@ class Controller {
     std::atomic<std::uint64_t> replayed{0};
     bool NameMatches(const std::string& kernel_name) const;
   };
-  static std::shared_ptr<Plan> MakePlan(ReplayOptions options);
-  std::shared_ptr<Plan> CurrentPlan() const;
+  static std::unique_ptr<Plan> MakePlan(ReplayOptions options);
+  Plan& CurrentPlan() const noexcept { return *plan_.load(std::memory_order_acquire); }
   Selection Select(Plan& plan, const device::LaunchRequest& request);
   Status RunUnreplayed(const device::LaunchRequest& request, device::LaunchExecutor& executor);
   Status Replay(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor,
@@ -92,8 +95,9 @@ class Controller {
 
   Inventory& inventory_;
   std::vector<device::Device*> devices_;
-  mutable std::mutex plan_mu_;
-  std::shared_ptr<Plan> plan_;  // guarded by plan_mu_; replaced whole by Reconfigure
+  std::mutex plans_mu_;
+  std::vector<std::unique_ptr<Plan>> plans_;  // every plan made, guarded by plans_mu_; never freed early
+  std::atomic<Plan*> plan_{nullptr};         // the one in force (one of plans_)
   std::unique_ptr<std::shared_mutex[]> windows_;
   std::atomic<bool> warned_graph_{false};
   base::Synchronized<std::vector<ReplayRecord>> records_;
