@@ -462,8 +462,8 @@ std::uint32_t HcclDataTypeOf(std::string_view input_dtypes) {
   return kNotApplicable;
 }
 
-bool IsCommunicationOpName(std::string_view op_name) {
-  return op_name == "record_param_comms" || op_name.substr(0, 6) == "c10d::" || ParseCollectiveName(op_name).has_value();
+bool IsCommunicationLauncherName(std::string_view op_name) {
+  return op_name == "record_param_comms" || op_name.substr(0, 6) == "c10d::";
 }
 
 std::vector<std::pair<std::size_t, std::uint64_t>> CollectiveLaunches(const std::vector<CollectiveSpan>& collectives,

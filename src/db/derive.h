@@ -118,9 +118,10 @@ std::optional<std::uint64_t> FirstInputElements(std::string_view input_shapes);
 // -> 3 FP16, ...); 65534 (N/A) when unknown or absent.
 std::uint32_t HcclDataTypeOf(std::string_view input_dtypes);
 
-// Whether a PYTORCH_API name belongs to a collective's host side: the work op
-// (ParseCollectiveName), the "c10d::*" dispatcher op, or torch 2.x's "record_param_comms".
-bool IsCommunicationOpName(std::string_view op_name);
+// Whether a PYTORCH_API name is an op that wraps a collective's work op and launches its device
+// work: the "c10d::*" dispatcher op, or torch 2.x's "record_param_comms". (A collective's host
+// side is these plus the work op itself, ParseCollectiveName.)
+bool IsCommunicationLauncherName(std::string_view op_name);
 struct CollectiveSpan {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;

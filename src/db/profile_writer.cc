@@ -359,9 +359,10 @@ class OpLane {
     span.correlation_ids = std::move(op.correlation_ids);
     span.external_id = op.external_id;
     span.type = op.type;
-    span.communication = IsCommunicationOpName(op.name);
+    std::optional<CollectiveName> collective = ParseCollectiveName(op.name);
+    span.communication = collective.has_value() || IsCommunicationLauncherName(op.name);
     any_step_ = any_step_ || span.step_number >= 0;
-    if (std::optional<CollectiveName> collective = ParseCollectiveName(op.name)) {
+    if (collective) {
       CollectiveSpan& c = collectives_.emplace_back();
       c.start_ns = op.start_ns;
       c.end_ns = op.end_ns;
