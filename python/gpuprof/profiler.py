@@ -183,7 +183,6 @@ class _ModuleRanges:
                 cls._handles = [nn_module.register_module_forward_pre_hook(cls._enter),
                                 nn_module.register_module_forward_hook(cls._exit)]
             cls._users += 1
-        return True
 
     @classmethod
     def release(cls):
@@ -239,7 +238,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         self.profile_memory = bool(profile_memory)
         self.with_stack = bool(with_stack)
         self.with_modules = bool(with_modules)
-        self._module_hooks = []
+        self._module_ranges = False  # this profile holds _ModuleRanges
         self.gc_detect_threshold = gc_detect_threshold
         self.step_num = 0
         self.db_path = None
@@ -363,13 +362,14 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
 
     # nn.Module forwards as ranges in domain "Module" (the format's module_statistic reads them).
     def _begin_modules(self):
-        if not self._module_hooks:
-            self._module_hooks = [_ModuleRanges.acquire()]
+        if not self._module_ranges:
+            _ModuleRanges.acquire()
+            self._module_ranges = True
 
     def _end_modules(self):
-        for _ in self._module_hooks:
+        if self._module_ranges:
             _ModuleRanges.release()
-        self._module_hooks = []
+            self._module_ranges = False
 
     def _begin_replay(self, n):
         # Declined with the reason, and the profile records as usual: a profiler option must not
