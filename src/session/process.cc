@@ -145,8 +145,9 @@ const gpuprof_session_v1* CallActive(void* symbol) {
   auto fn = reinterpret_cast<const gpuprof_session_v1* (*)()>(symbol);
   const gpuprof_session_v1* table = fn();
   if (table == nullptr || table == &g_table) return nullptr;
-  if (table->size < sizeof(gpuprof_session_v1) || table->pid != static_cast<std::uint32_t>(getpid()))
-    return nullptr;
+  // The first release's fields at least; the entries appended since are checked one by one (Has).
+  constexpr std::size_t kFirstReleaseSize = offsetof(gpuprof_session_v1, last_error) + sizeof(&gpuprof_last_error);
+  if (table->size < kFirstReleaseSize || table->pid != static_cast<std::uint32_t>(getpid())) return nullptr;
   return table;
 }
 
@@ -399,10 +400,15 @@ CallResult ProcessSession::Record(trace::Record&& record, Forward forward) {
 
 namespace {
 
-// Whether another copy's table has the framework-record entries (tables only ever grow: a copy
-// built before them has a smaller `size`).
-bool HasFrameworkRecords(const gpuprof_session_v1* table) {
-  return table->size >= offsetof(gpuprof_session_v1, record_gc_event) + sizeof(table->record_gc_event);
+// Whether another copy's table has `entry` set: tables only ever grow, so a copy built before an
+// entry was appended has a `size` that stops short of it.
+template <typename Entry>
+bool Has(const gpuprof_session_v1* table, Entry gpuprof_session_v1::*entry) {
+  static const gpuprof_session_v1 probe{};
+  const auto end = static_cast<std::size_t>(reinterpret_cast<const char*>(&(probe.*entry)) -
+                                            reinterpret_cast<const char*>(&probe)) +
+                   sizeof(Entry);
+  return table->size >= end && table->*entry != nullptr;
 }
 
 CallResult OlderCopy() {
@@ -414,7 +420,7 @@ CallResult OlderCopy() {
 template <typename Arg>
 CallResult ForwardRecord(const gpuprof_session_v1* table, int (*gpuprof_session_v1::*entry)(const Arg*),
                          const Arg& record) {
-  if (!HasFrameworkRecords(table) || table->*entry == nullptr) return OlderCopy();
+  if (!Has(table, entry)) return OlderCopy();
   return Forwarded(table, (table->*entry)(&record));
 }
 
@@ -440,8 +446,7 @@ CallResult ProcessSession::DeviceCorrelation(gpuprof_device_correlation_v1* out)
   if (CallResult running = Running(&target); !running.ok()) return running;
   if (target.attached != nullptr) {
     const gpuprof_session_v1* table = target.attached;
-    if (table->size < offsetof(gpuprof_session_v1, get_device_correlation) + sizeof(table->get_device_correlation) ||
-        table->get_device_correlation == nullptr) {
+    if (!Has(table, &gpuprof_session_v1::get_device_correlation)) {
       return {GPUPROF_ERROR_NOT_STARTED,
               "the running session belongs to an older copy of libgpuprof.so that cannot tag device work; its "
               "ops are linked to kernels by time instead"};
@@ -481,8 +486,7 @@ CallResult ProcessSession::ConfigureReplay(const gpuprof_replay_config_v1& confi
   if (CallResult running = Running(&target); !running.ok()) return running;
   if (target.attached != nullptr) {
     const gpuprof_session_v1* table = target.attached;
-    if (table->size < offsetof(gpuprof_session_v1, configure_replay) + sizeof(table->configure_replay) ||
-        table->configure_replay == nullptr) {
+    if (!Has(table, &gpuprof_session_v1::configure_replay)) {
       return {GPUPROF_ERROR_NOT_STARTED,
               "the running session belongs to an older copy of libgpuprof.so that cannot configure replay"};
     }
@@ -558,10 +562,7 @@ CallResult ProcessSession::RecordRange(const gpuprof_range_v1& range) {
   record.domain = range.domain;
   record.message = range.message;
   return Record(std::move(record), [&range](const gpuprof_session_v1* table) -> CallResult {
-    if (table->size < offsetof(gpuprof_session_v1, record_range) + sizeof(table->record_range) ||
-        table->record_range == nullptr) {
-      return OlderCopy();
-    }
+    if (!Has(table, &gpuprof_session_v1::record_range)) return OlderCopy();
     return Forwarded(table, table->record_range(&range));
   });
 }

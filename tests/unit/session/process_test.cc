@@ -31,10 +31,13 @@ using testing::TempDir;
 
 class GpuprofProcessTest : public ::testing::Test {
  protected:
+  // `other_library`: a library the scenario loads beside libgpuprof.so (with_copy: a copy of it).
   ProgramResult Run(const std::string& scenario, std::map<std::string, std::string> extra_env = {},
-                    bool with_copy = false) {
+                    bool with_copy = false, const std::string& other_library = "") {
     std::vector<std::string> argv = {GPUPROF_SESSION_HELPER, scenario, GPUPROF_LIBRARY_PATH};
-    if (with_copy) {
+    if (!other_library.empty()) {
+      argv.push_back(other_library);
+    } else if (with_copy) {
       // The same library under another name and directory: a second, independent copy.
       const std::string copy = dir_ / "copy/libgpuprof_copy.so";
       std::filesystem::create_directories(dir_ / "copy");
@@ -167,6 +170,11 @@ TEST_F(GpuprofProcessTest, CopyLoadedLocallyIsFoundByTheScanOfLoadedObjects) {
   std::vector<std::string> dbs = FinalDbs(dir_ / "out");
   ASSERT_THAT(dbs, SizeIs(1));
   EXPECT_THAT(testing::MarkMessages(dbs[0]), ElementsAre("via-global", "via-local"));
+}
+
+TEST_F(GpuprofProcessTest, ACopyAttachesToAnOlderCopysSessionAndSaysWhatItCannotForward) {
+  Run("older-copy", {}, /*with_copy=*/false, GPUPROF_OLDER_COPY_STUB);
+  EXPECT_THAT(FinalDbs(dir_ / "out"), IsEmpty()) << "the older copy owns the session: no DB of our own";
 }
 
 TEST_F(GpuprofProcessTest, TwoCopiesAtExitFinalizeOneDb) {

@@ -270,6 +270,37 @@ int LocalCopyFirst(const char* lib, const char* copy) {
   return 0;
 }
 
+// `copy` is a first-release library (older_copy_stub.cc) owning the session: the current library
+// attaches to it, forwards what the old table has, and says what it cannot forward.
+int OlderCopy(const char* lib, const char* copy) {
+  void* old = dlopen(copy, RTLD_NOW | RTLD_GLOBAL);
+  if (old == nullptr) Fail(std::string("dlopen ") + copy + ": " + dlerror());
+  auto marks = Symbol<const char* (*)()>(old, "older_copy_marks");
+  auto starts = Symbol<int (*)()>(old, "older_copy_starts");
+  Api a = Load(lib, RTLD_GLOBAL);
+  Expect(a, a.start(nullptr), GPUPROF_OK, "start");
+  ExpectTrue(a.active() == nullptr && starts() == 1, "the current copy attached to the older one's session");
+  Expect(a, a.mark("via-new"), GPUPROF_OK, "mark");
+  ExpectTrue(std::string(marks()) == "via-new;", std::string("forwarded marks: ") + marks());
+  gpuprof_gc_event_v1 gc{};
+  gc.size = sizeof(gc);
+  gc.start_ns = 1'700'000'000'000'000'000;
+  gc.end_ns = gc.start_ns + 1;
+  Expect(a, a.record_gc(&gc), GPUPROF_ERROR_INTERNAL, "record_gc_event");
+  ExpectTrue(std::strstr(a.last_error(), "older copy") != nullptr, std::string("reason: ") + a.last_error());
+  gpuprof_device_correlation_v1 correlation{};
+  Expect(a, a.device_correlation(&correlation), GPUPROF_ERROR_NOT_STARTED, "get_device_correlation");
+  ExpectTrue(std::strstr(a.last_error(), "older copy") != nullptr, std::string("reason: ") + a.last_error());
+  gpuprof_replay_config_v1 replay{};
+  replay.size = sizeof(replay);
+  replay.passes = 3;
+  Expect(a, a.configure_replay(&replay), GPUPROF_ERROR_NOT_STARTED, "configure_replay");
+  ExpectTrue(std::strstr(a.last_error(), "older copy") != nullptr, std::string("reason: ") + a.last_error());
+  Expect(a, a.stop(), GPUPROF_OK, "stop");
+  ExpectTrue(starts() == 0, "the stop was forwarded");
+  return 0;
+}
+
 int TwoCopiesExit(const char* lib, const char* copy) {
   Api a = Load(lib, RTLD_GLOBAL);
   Api b = Load(copy, RTLD_GLOBAL);
@@ -297,5 +328,6 @@ int main(int argc, char** argv) {
   if (scenario == "two-copies") return TwoCopies(lib, copy);
   if (scenario == "local-copy-first") return LocalCopyFirst(lib, copy);
   if (scenario == "two-copies-exit") return TwoCopiesExit(lib, copy);
+  if (scenario == "older-copy") return OlderCopy(lib, copy);
   Fail("unknown scenario " + scenario);
 }
