@@ -80,9 +80,12 @@ OpBuffer::OpBuffer(OpBufferSinks sinks, OpBufferOptions options)
 
 OpBuffer::~OpBuffer() { Stop(); }
 
+// A fork child takes none of the buffer's locks: a thread of the parent may have held one at the fork, and
+// that thread does not exist in the child to release it.
 void OpBuffer::Start() {
+  if (g_fork_child.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> control(control_mu_);
-  if (drain_.joinable() || g_fork_child.load(std::memory_order_relaxed)) return;
+  if (drain_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     stopping_ = false;
@@ -91,13 +94,13 @@ void OpBuffer::Start() {
 }
 
 void OpBuffer::Stop() {
+  if (g_fork_child.load(std::memory_order_relaxed)) {
+    if (drain_.joinable()) drain_.detach();  // the parent's thread: it does not exist in this process
+    return;
+  }
   Flush();
   std::lock_guard<std::mutex> control(control_mu_);
   if (!drain_.joinable()) return;
-  if (g_fork_child.load(std::memory_order_relaxed)) {
-    drain_.detach();  // the parent's thread: it does not exist in this process
-    return;
-  }
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     stopping_ = true;
@@ -191,8 +194,8 @@ void OpBuffer::HandOver(std::unique_ptr<Chunk> chunk) noexcept {
 }
 
 void OpBuffer::Flush() {
-  std::lock_guard<std::mutex> control(control_mu_);
   if (g_fork_child.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> control(control_mu_);
   std::vector<std::shared_ptr<ThreadSlot>> slots;
   {
     std::lock_guard<std::mutex> lock(slots_mu_);
@@ -302,6 +305,7 @@ void OpBuffer::Deliver(const Chunk& chunk) {
 }
 
 OpBufferStats OpBuffer::stats() const {
+  if (g_fork_child.load(std::memory_order_relaxed)) return {};  // a fork child delivers nothing
   std::lock_guard<std::mutex> lock(queue_mu_);
   return stats_;
 }

@@ -17,8 +17,9 @@
 // and then ndim dimension words; the formatter turns it into DB_SPEC 3.3's shape and dtype strings.
 //
 // Thread-safety: Add* from any thread, concurrently with each other and with Flush/Stop (those
-// are serialized among themselves). A fork child records nothing (AddOp/AddMemory return at once:
-// the drain thread does not exist there). Memory: chunks hold at most `chunk_entries` entries;
+// are serialized among themselves). A fork child records nothing and takes no lock (every call
+// returns at once and stats() is empty: the drain thread does not exist there, and a lock a
+// parent thread held at the fork is never released). Memory: chunks hold at most `chunk_entries` entries;
 // the queue holds at most `max_queued_chunks`, beyond which whole chunks are dropped and counted.
 #pragma once
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -224,28 +225,93 @@ TEST(OpBufferTest, WithoutADrainThreadFlushDeliversOnTheCallingThread) {
   EXPECT_EQ(buffer.stats().ops, 1u);
 }
 
+// Waits up to `limit` for the child; a child still running then is killed and reported as hung.
+bool ChildExitedCleanly(pid_t child, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      ADD_FAILURE() << "the fork child hung";
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 TEST(OpBufferTest, AForkChildRecordsNothingAndNeverWaitsForTheParentsDrainThread) {
   Received received;
   OpBuffer buffer(SinksInto(received));
   buffer.Start();
   buffer.AddOp(Op(1, 1), "parent", {}, {});
+  // The drain thread holds the queue's lock while it starts and after each delivery; fork while it
+  // may hold it, as a program forking a DataLoader worker does, so a child that took the lock hangs.
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     buffer.AddOp(Op(2, 2), "child", {}, {});
     buffer.Flush();
     buffer.Stop();
-    const bool clean = buffer.stats().ops == 0;
-    _exit(clean ? 0 : 1);
+    const bool nothing_counted = buffer.stats().ops == 0;
+    bool nothing_delivered = false;
+    if (received.mu.try_lock()) {
+      nothing_delivered = received.ops.empty();
+      received.mu.unlock();
+    }
+    _exit(nothing_counted && nothing_delivered ? 0 : 1);
   }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "the child hung or crashed";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child delivered records";
+  ASSERT_TRUE(ChildExitedCleanly(child, std::chrono::seconds(30))) << "the child delivered records or crashed";
   buffer.Flush();
   std::lock_guard<std::mutex> lock(received.mu);
   ASSERT_EQ(received.ops.size(), 1u);
   EXPECT_EQ(received.ops[0].name, "parent");
+}
+
+TEST(OpBufferTest, AForkWhileAnotherThreadFlushesLeavesTheChildFreeOfTheParentsLocks) {
+  Received received;
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool entered = false;
+  bool open = false;
+  OpBufferSinks sinks = SinksInto(received);
+  auto deliver = sinks.op;
+  sinks.op = [&, deliver](const gpuprof_torch_op_v1& op) {
+    std::unique_lock<std::mutex> lock(gate_mu);
+    entered = true;
+    gate_cv.notify_all();
+    gate_cv.wait(lock, [&] { return open; });
+    return deliver(op);
+  };
+  OpBuffer buffer(std::move(sinks));
+  buffer.Start();
+  // This thread's Flush holds the buffer's control lock until the drain thread, held in the sink,
+  // has delivered: the fork below happens with that lock held by a thread the child lacks.
+  std::thread flusher([&] {
+    buffer.AddOp(Op(1, 1), "parent", {}, {});
+    buffer.Flush();
+  });
+  {
+    std::unique_lock<std::mutex> lock(gate_mu);
+    gate_cv.wait(lock, [&] { return entered; });
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    buffer.AddOp(Op(2, 2), "child", {}, {});
+    buffer.Flush();
+    buffer.Stop();
+    _exit(buffer.stats().ops == 0 ? 0 : 1);
+  }
+  EXPECT_TRUE(ChildExitedCleanly(child, std::chrono::seconds(30)));
+  {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    open = true;
+  }
+  gate_cv.notify_all();
+  flusher.join();
+  EXPECT_EQ(buffer.stats().ops, 1u);
 }
 
 }  // namespace
