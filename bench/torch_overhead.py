@@ -15,6 +15,9 @@ With --breakdown (GPU), also:
   gpuprof_bare  the hooks without shapes or memory, no CUPTI: RecordFunction's own floor plus ours
   gpuprof_nocorr  gpuprof.profile with CUPTI but no per-op external correlation push/pop
             (GPUPROF_TORCH_DEVICE_CORRELATION=0; ops are then linked to kernels by time)
+  gpuprof_nonvtx  gpuprof.profile without NVTX collection (GPUPROF_CUDA_TRACE=runtime,driver)
+  gpuprof_runtime gpuprof.profile with the runtime API alone (GPUPROF_CUDA_TRACE=runtime: no driver
+            API records, no NVTX)
   torch_cpu     torch.profiler with activities=[CPU] only (Kineto's host side, same options)
 so the added time splits into RecordFunction, shapes + memory, and CUPTI, for both profilers.
 Reported: median step time over steps --warmup+1..N (median of --repeats processes), steps/s,
@@ -76,7 +79,7 @@ elif variant == "torch":
 elif variant == "torch_cpu":
     prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
                                   profile_memory=True)
-else:  # gpuprof, gpuprof_host, gpuprof_bare, gpuprof_nocorr
+else:  # gpuprof and its breakdown variants
     import gpuprof
     handler = gpuprof.db_handler(out)
     full = variant != "gpuprof_bare"
@@ -112,6 +115,10 @@ def run_variant(args, variant, gpu):
     env["GPUPROF_LIB_DIR"] = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.gpuprof))), "lib")
     if variant == "gpuprof_nocorr":
         env["GPUPROF_TORCH_DEVICE_CORRELATION"] = "0"
+    if variant == "gpuprof_nonvtx":
+        env["GPUPROF_CUDA_TRACE"] = "runtime,driver"
+    if variant == "gpuprof_runtime":
+        env["GPUPROF_CUDA_TRACE"] = "runtime"
     if variant in ("gpuprof_host", "gpuprof_bare"):
         env["GPUPROF_DEVICE"] = "0"  # the torch hooks alone, no CUPTI collection
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
@@ -147,7 +154,7 @@ def main():
     peer = "torch.profiler" if gpu else "torch.autograd.profiler"
     variants = ("none", "torch", "gpuprof") + (("gpuprof_host",) if gpu else ())
     if gpu and args.breakdown:
-        variants += ("gpuprof_bare", "gpuprof_nocorr", "torch_cpu")
+        variants += ("gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx", "gpuprof_runtime", "torch_cpu")
     results = {v: [] for v in variants}
     for _ in range(args.repeats):  # interleaved, so drift hits every variant alike
         for variant in results:
@@ -161,6 +168,7 @@ def main():
     names = {"none": "no profiler", "torch": peer, "gpuprof": "gpuprof.profile",
              "gpuprof_host": "  (gpuprof.profile, no CUPTI)",
              "gpuprof_bare": "  (hooks only: no shapes/memory/CUPTI)", "gpuprof_nocorr": "  (no external correlation)",
+             "gpuprof_nonvtx": "  (no NVTX collection)", "gpuprof_runtime": "  (runtime API only: no driver, NVTX)",
              "torch_cpu": "  (torch.profiler, CPU activity only)"}
     for v in variants:
         added = step[v] - step["none"]

@@ -341,7 +341,7 @@ Status WrongType(std::string_view origin, const JsonMember& m, std::string_view 
 constexpr std::string_view kKnownKeys[] = {"output_dir",      "worker_name",       "rank",
                                            "follow_children", "result_file",       "log_level",
                                            "device",          "flush_interval_ms", "started_by",
-                                           "device_id",       "world_size"};
+                                           "device_id",       "world_size",        "cuda_trace"};
 
 bool IsKnownKey(std::string_view key) {
   return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), key) != std::end(kKnownKeys);
@@ -363,6 +363,7 @@ std::string ResolvedJson(const SessionConfig& c, std::string_view key) {
   if (key == "device") return c.device ? "true" : "false";
   if (key == "flush_interval_ms") return std::to_string(c.flush_interval.count());
   if (key == "started_by") return JsonQuote(c.started_by);
+  if (key == "cuda_trace") return JsonQuote(CudaTraceText(c.cuda_trace));
   return "null";
 }
 
@@ -393,6 +394,44 @@ std::string JsonQuote(std::string_view text) {
   }
   out.push_back('"');
   return out;
+}
+
+std::string CudaTraceText(const SessionConfig::CudaTrace& trace) {
+  std::string text;
+  for (auto [on, word] : {std::pair{trace.runtime, "runtime"}, {trace.driver, "driver"}, {trace.nvtx, "nvtx"}}) {
+    if (!on) continue;
+    if (!text.empty()) text += ",";
+    text += word;
+  }
+  return text.empty() ? "none" : text;
+}
+
+StatusOr<SessionConfig::CudaTrace> ParseCudaTrace(std::string_view text, std::string_view origin) {
+  const auto invalid = [&](std::string_view why) {
+    return InvalidArgumentError(std::string(origin) + "=" + JsonQuote(text) + ": " + std::string(why) +
+                                "; expected a comma list of runtime, driver, nvtx (e.g. \"runtime,nvtx\"), or "
+                                "none for kernels, copies and sets alone");
+  };
+  SessionConfig::CudaTrace trace{false, false, false};
+  if (text == "none") return trace;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', begin);
+    const std::string_view word =
+        text.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
+    bool* flag = word == "runtime" ? &trace.runtime
+                 : word == "driver" ? &trace.driver
+                 : word == "nvtx"   ? &trace.nvtx
+                                    : nullptr;
+    if (flag == nullptr) {
+      return invalid(word.empty() ? std::string("an empty entry") : "unknown entry " + JsonQuote(word));
+    }
+    if (*flag) return invalid(JsonQuote(word) + " is given twice");
+    *flag = true;
+    if (comma == std::string_view::npos) break;
+    begin = comma + 1;
+  }
+  return trace;
 }
 
 std::string SessionConfig::ToJson() const {
@@ -431,7 +470,7 @@ Status ApplyJsonConfig(std::string_view json, std::string_view origin, SessionCo
     using Kind = JsonMember::Kind;
     const std::string where = std::string(origin) + " \"" + m.key + "\"";
     if (m.key == "output_dir" || m.key == "worker_name" || m.key == "result_file" || m.key == "log_level" ||
-        m.key == "started_by") {
+        m.key == "started_by" || m.key == "cuda_trace") {
       if (m.kind != Kind::kString) return WrongType(origin, m, "a string");
       if (m.key == "output_dir") {
         if (m.text.empty()) return WrongType(origin, m, "a non-empty directory path");
@@ -443,6 +482,8 @@ Status ApplyJsonConfig(std::string_view json, std::string_view origin, SessionCo
         next.result_file = m.text;
       } else if (m.key == "started_by") {
         next.started_by = m.text;
+      } else if (m.key == "cuda_trace") {
+        GPUPROF_ASSIGN_OR_RETURN(next.cuda_trace, ParseCudaTrace(m.text, where));
       } else {
         std::optional<base::LogLevel> level = ParseLevel(m.text);
         if (!level)
@@ -505,6 +546,9 @@ StatusOr<SessionConfig> ConfigFromEnvironment(const EnvLookup& env) {
     std::optional<bool> device = ParseBoolWord(*v);
     if (!device) return InvalidArgumentError("GPUPROF_DEVICE=" + JsonQuote(*v) + ": expected 0 or 1");
     config.device = *device;
+  }
+  if (auto v = get("GPUPROF_CUDA_TRACE")) {
+    GPUPROF_ASSIGN_OR_RETURN(config.cuda_trace, ParseCudaTrace(*v, "GPUPROF_CUDA_TRACE"));
   }
   if (auto v = get("GPUPROF_RESULT_FILE")) config.result_file = std::string(*v);
   if (auto v = get("GPUPROF_LOG_LEVEL")) {

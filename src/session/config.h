@@ -16,6 +16,9 @@
 //   GPUPROF_LOG_LEVEL         "log_level"         debug, info, warning, error, off (warning)
 //   GPUPROF_FLUSH_INTERVAL_MS "flush_interval_ms" how often buffered records reach the writer (200)
 //   GPUPROF_DEVICE            "device"            0/1: collect device activity when available (1)
+//   GPUPROF_CUDA_TRACE        "cuda_trace"        which host-side CUDA activity is recorded beside the
+//                                                 kernels, copies and sets: a comma list of runtime,
+//                                                 driver, nvtx, or none ("runtime,driver,nvtx")
 //   GPUPROF_ROOT_PID          -                   the pid `gpuprof run` started (see root_pid)
 //
 // Every other key of the JSON object is kept as given and stored with the run (META_DATA and
@@ -50,6 +53,15 @@ struct SessionConfig {
   std::optional<base::LogLevel> log_level;  // unset: leave logging as GPUPROF_LOG_LEVEL set it
   std::chrono::milliseconds flush_interval{200};
   bool device = true;  // start the device collector when the build and the process have one
+  // cuda_trace: the CUDA runtime API, the driver API and NVTX ranges, each recorded or not. Kernels,
+  // copies and sets are always recorded when `device` is on.
+  struct CudaTrace {
+    bool runtime = true;
+    bool driver = true;
+    bool nvtx = true;
+    bool operator==(const CudaTrace&) const = default;
+  };
+  CudaTrace cuda_trace;
   // Who started the session ("api", "injection", "fork"); stored with the run.
   std::string started_by = "api";
   // GPUPROF_ROOT_PID (not a JSON key): the pid of the process `gpuprof run` started; 0 when unset.
@@ -64,6 +76,12 @@ struct SessionConfig {
   // values) followed by the resolved settings that were not given. Stored in the DB.
   std::string ToJson() const;
 };
+
+// "runtime,driver,nvtx" (in that order; "none" when all are off).
+std::string CudaTraceText(const SessionConfig::CudaTrace& trace);
+// Parses a cuda_trace value: a comma list of runtime, driver, nvtx (each at most once), or "none".
+// InvalidArgument naming `origin`, the text and the accepted words.
+StatusOr<SessionConfig::CudaTrace> ParseCudaTrace(std::string_view text, std::string_view origin);
 
 // Looks a variable up; nullptr when unset. The default reads the process environment.
 using EnvLookup = std::function<const char*(const char*)>;

@@ -230,8 +230,12 @@ DeviceCollectorFactory CuptiDeviceCollectorFactory(CuptiLoaders loaders) {
         return std::unique_ptr<DeviceCollector>();
       }
     }
+    cupti::SubscriberOptions options;
+    options.runtime_api = config.cuda_trace.runtime;
+    options.driver_api = config.cuda_trace.driver;
+    options.nvtx = config.cuda_trace.nvtx;
     return std::unique_ptr<DeviceCollector>(std::make_unique<CuptiDeviceCollector>(
-        loaders, cupti::SubscriberOptions{}, /*started_by_injection=*/config.started_by == "injection"));
+        loaders, std::move(options), /*started_by_injection=*/config.started_by == "injection"));
   };
 }
 

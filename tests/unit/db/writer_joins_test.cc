@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "db/profile_writer.h"
@@ -131,6 +132,29 @@ TEST_F(ProfileWriterJoinsTest, EveryConnectionIsATaskOrAPair) {
         "(SELECT connectionId FROM TASK) AND c.connectionId NOT IN (SELECT connectionId FROM CONNECTION_IDS "
         "GROUP BY connectionId HAVING COUNT(*) > 1)"),
       IsEmpty());
+}
+
+// GPUPROF_CUDA_TRACE=none records no CUDA API calls: the device tasks are written all the same, and
+// an op still reaches the task CUPTI tagged with its external id.
+TEST(ProfileWriterWithoutApiCallsTest, TasksAreWrittenAndExternalIdsStillLinkOps) {
+  TempDir dir;
+  std::vector<std::vector<trace::Record>> run = testing::SyntheticRun();
+  std::size_t dropped = 0;
+  for (std::vector<trace::Record>& batch : run) {
+    dropped += std::erase_if(batch, [](const trace::Record& r) { return std::holds_alternative<trace::ApiCall>(r); });
+  }
+  ASSERT_EQ(dropped, 4u);
+  const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), std::move(run));
+  ASSERT_FALSE(db.empty());
+  TempDir full_dir;
+  const std::string full = testing::WriteProfile(testing::TestOptions(full_dir.path()), testing::SyntheticRun());
+  EXPECT_EQ(QueryOne(db, "SELECT COUNT(*) FROM TASK"), QueryOne(full, "SELECT COUNT(*) FROM TASK"));
+  EXPECT_EQ(QueryOne(db, "SELECT COUNT(*) FROM COMPUTE_TASK_INFO"), QueryOne(full, "SELECT COUNT(*) FROM COMPUTE_TASK_INFO"));
+  EXPECT_THAT(Query(db, "SELECT op.value, tt.value FROM TASK "
+                        "JOIN CONNECTION_IDS ON TASK.connectionId = CONNECTION_IDS.connectionId "
+                        "JOIN PYTORCH_API ON CONNECTION_IDS.id = PYTORCH_API.connectionId "
+                        "JOIN STRING_IDS op ON op.id = PYTORCH_API.name JOIN STRING_IDS tt ON tt.id = TASK.taskType"),
+              ::testing::Contains("aten::linear|MEMCPY_ASYNC"));
 }
 
 }  // namespace

@@ -98,6 +98,31 @@ TEST(SessionConfigTest, WorldSizeFromItsVariableElseTheLaunchersElseJson) {
   EXPECT_EQ(config->world_size, 4);
 }
 
+TEST(SessionConfigTest, CudaTraceIsACommaListFromTheVariableOrJson) {
+  using CudaTrace = SessionConfig::CudaTrace;
+  EXPECT_EQ(ConfigFromEnvironment(Env({}))->cuda_trace, (CudaTrace{true, true, true}));
+  EXPECT_EQ(ConfigFromEnvironment(Env({{"GPUPROF_CUDA_TRACE", "nvtx,runtime"}}))->cuda_trace,
+            (CudaTrace{true, false, true}));
+  EXPECT_EQ(ConfigFromEnvironment(Env({{"GPUPROF_CUDA_TRACE", "none"}}))->cuda_trace, (CudaTrace{false, false, false}));
+  StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{"GPUPROF_CUDA_TRACE", "driver"}}));
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->cuda_trace, (CudaTrace{false, true, false}));
+  ASSERT_TRUE(ApplyJsonConfig("{\"cuda_trace\": \"runtime,driver\"}", "gpuprof_start", *config).ok());
+  EXPECT_EQ(config->cuda_trace, (CudaTrace{true, true, false}));
+  EXPECT_THAT(config->ToJson(), HasSubstr("\"cuda_trace\": \"runtime,driver\""));
+  EXPECT_EQ(CudaTraceText(CudaTrace{false, false, false}), "none");
+
+  for (const char* bad : {"runtime,,nvtx", "kernel", "nvtx,nvtx", "", "none,runtime", "Runtime"}) {
+    StatusOr<SessionConfig::CudaTrace> parsed = ParseCudaTrace(bad, "GPUPROF_CUDA_TRACE");
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("GPUPROF_CUDA_TRACE=")) << bad;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("comma list of runtime, driver, nvtx")) << bad;
+  }
+  EXPECT_THAT(ParseCudaTrace("nvtx,nvtx", "x").status().message(), HasSubstr("given twice"));
+  EXPECT_THAT(ParseCudaTrace("kernel", "x").status().message(), HasSubstr("unknown entry \"kernel\""));
+  EXPECT_FALSE(ApplyJsonConfig("{\"cuda_trace\": 3}", "gpuprof_start", *config).ok());
+}
+
 TEST(SessionConfigTest, BadVariableNamesItAndWhatIsAccepted) {
   struct Case {
     const char* name;

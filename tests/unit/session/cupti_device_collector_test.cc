@@ -2,6 +2,7 @@
 // up as DB rows. No GPU, no libcuda, no libcupti.
 #include "session/cupti_device_collector.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <gmock/gmock.h>
@@ -53,9 +54,10 @@ class CuptiDeviceCollectorTest : public ::testing::Test {
     if (!handed_over_) delete fake_;
   }
 
-  std::unique_ptr<Session> Start(std::string started_by = "api") {
+  std::unique_ptr<Session> Start(std::string started_by = "api", SessionConfig::CudaTrace cuda_trace = {}) {
     SessionConfig config;
     config.output_dir = dir_ / "out";
+    config.cuda_trace = cuda_trace;
     config.started_by = std::move(started_by);
     SessionOptions options;
     options.device_factory = CuptiDeviceCollectorFactory(loaders_);
@@ -155,6 +157,31 @@ TEST_F(CuptiDeviceCollectorTest, ApiCallbackDomainsAreOnOnlyWhenReplayIsConfigur
   ASSERT_NE(session, nullptr);
   EXPECT_TRUE(fake_->enabled_domains.contains(CUPTI_CB_DOMAIN_RUNTIME_API));
   EXPECT_TRUE(fake_->enabled_domains.contains(CUPTI_CB_DOMAIN_DRIVER_API));
+  ASSERT_TRUE(session->Stop().ok());
+}
+
+TEST_F(CuptiDeviceCollectorTest, CudaTraceChoosesTheApiAndNvtxActivityKinds) {
+  auto enabled = [&](CUpti_ActivityKind kind) {
+    return std::find(fake_->enabled_kinds.begin(), fake_->enabled_kinds.end(), kind) != fake_->enabled_kinds.end();
+  };
+  {
+    auto session = Start();
+    ASSERT_NE(session, nullptr);
+    EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
+    EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_DRIVER));
+    EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_MARKER));
+    ASSERT_TRUE(session->Stop().ok());
+  }
+  handed_over_ = false;
+  fake_ = new FakeCuptiApi;
+  fake_->timestamp = 1'000;
+  auto session = Start("api", SessionConfig::CudaTrace{.runtime = true, .driver = false, .nvtx = false});
+  ASSERT_NE(session, nullptr);
+  EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_MEMCPY));
+  EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
+  EXPECT_FALSE(enabled(CUPTI_ACTIVITY_KIND_DRIVER));
+  EXPECT_FALSE(enabled(CUPTI_ACTIVITY_KIND_MARKER));
   ASSERT_TRUE(session->Stop().ok());
 }
 
