@@ -14,7 +14,8 @@ fi
 lib_dir=$(cd "$1" && pwd)
 python=${2:-python3}
 read -r torch_dir abi < <("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__), int(torch._C._GLIBCXX_USE_CXX11_ABI))')
-"${CXX:-g++}" -std=c++20 -O2 -fPIC -shared -fvisibility=hidden -Wall -Wextra \
+# -DNDEBUG as torch's release build: its headers' class layouts depend on it (torch_hooks.cc).
+"${CXX:-g++}" -std=c++20 -O2 -DNDEBUG -fPIC -shared -fvisibility=hidden -Wall -Wextra \
   -D_GLIBCXX_USE_CXX11_ABI="$abi" -Isrc -Iinclude \
   -isystem "$torch_dir/include" -isystem "$torch_dir/include/torch/csrc/api/include" \
   src/torch/torch_hooks.cc src/torch/op_buffer.cc -o "$lib_dir/libgpuprof_torch.so" \

@@ -4,6 +4,15 @@
 // against torch 1.13 and 2.x.
 #include "torch/torch_hooks.h"
 
+// torch's release builds (pip wheels, Debian) define NDEBUG, and its headers depend on it: without
+// it at::RecordFunction gains a debug-only member (inputs_valid_) that libtorch's objects lack, so
+// this code would read the fields after it at the wrong offsets, and inputs() would assert on a
+// byte of padding (throwing c10::Error, with a backtrace, on many ops: their shapes are lost and
+// each costs hundreds of times more). Build with -DNDEBUG (src/torch/CMakeLists.txt, tools/build_torch_hooks.sh).
+#ifndef NDEBUG
+#error "libgpuprof_torch must be compiled with -DNDEBUG, as torch's release libraries are (see above)"
+#endif
+
 #include <ATen/record_function.h>
 #include <dlfcn.h>
 #include <c10/core/Allocator.h>
