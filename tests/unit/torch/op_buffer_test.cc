@@ -225,6 +225,20 @@ TEST(OpBufferTest, WithoutADrainThreadFlushDeliversOnTheCallingThread) {
   EXPECT_EQ(buffer.stats().ops, 1u);
 }
 
+// Forks; the child adds an op, flushes and stops the buffer, and exits 0 when its buffer counted
+// nothing delivered and `child_check` holds. Returns the child's pid (-1: fork failed).
+template <typename Check>
+pid_t ForkAChildThatUsesTheBuffer(OpBuffer& buffer, Check child_check) {
+  const pid_t child = fork();
+  if (child == 0) {
+    buffer.AddOp(Op(2, 2), "child", {}, {});
+    buffer.Flush();
+    buffer.Stop();
+    _exit(buffer.stats().ops == 0 && child_check() ? 0 : 1);
+  }
+  return child;
+}
+
 // Waits up to `limit` for the child; a child still running then is killed and reported as hung.
 bool ChildExitedCleanly(pid_t child, std::chrono::seconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -248,20 +262,13 @@ TEST(OpBufferTest, AForkChildRecordsNothingAndNeverWaitsForTheParentsDrainThread
   buffer.AddOp(Op(1, 1), "parent", {}, {});
   // The drain thread holds the queue's lock while it starts and after each delivery; fork while it
   // may hold it, as a program forking a DataLoader worker does, so a child that took the lock hangs.
-  const pid_t child = fork();
+  const pid_t child = ForkAChildThatUsesTheBuffer(buffer, [&] {
+    if (!received.mu.try_lock()) return false;
+    const bool nothing_delivered = received.ops.empty();
+    received.mu.unlock();
+    return nothing_delivered;
+  });
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    buffer.AddOp(Op(2, 2), "child", {}, {});
-    buffer.Flush();
-    buffer.Stop();
-    const bool nothing_counted = buffer.stats().ops == 0;
-    bool nothing_delivered = false;
-    if (received.mu.try_lock()) {
-      nothing_delivered = received.ops.empty();
-      received.mu.unlock();
-    }
-    _exit(nothing_counted && nothing_delivered ? 0 : 1);
-  }
   ASSERT_TRUE(ChildExitedCleanly(child, std::chrono::seconds(30))) << "the child delivered records or crashed";
   buffer.Flush();
   std::lock_guard<std::mutex> lock(received.mu);
@@ -296,14 +303,8 @@ TEST(OpBufferTest, AForkWhileAnotherThreadFlushesLeavesTheChildFreeOfTheParentsL
     std::unique_lock<std::mutex> lock(gate_mu);
     gate_cv.wait(lock, [&] { return entered; });
   }
-  const pid_t child = fork();
+  const pid_t child = ForkAChildThatUsesTheBuffer(buffer, [] { return true; });
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    buffer.AddOp(Op(2, 2), "child", {}, {});
-    buffer.Flush();
-    buffer.Stop();
-    _exit(buffer.stats().ops == 0 ? 0 : 1);
-  }
   EXPECT_TRUE(ChildExitedCleanly(child, std::chrono::seconds(30)));
   {
     std::lock_guard<std::mutex> lock(gate_mu);
