@@ -8,6 +8,7 @@ and the native libraries: GPUPROF_LIB_DIR (libgpuprof.so, libgpuprof_torch.so) a
 
 import glob
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -137,6 +138,28 @@ class ProfileTest(unittest.TestCase):
         self.assertEqual(len(with_shapes), 1)
         self.assertEqual(len(without), 1)
         self.assertEqual(with_shapes[0][0], ("32;\r\n8,16;\r\n16,32;\r\n;\r\n", "float;\r\nfloat;\r\nfloat;\r\nScalar;\r\nScalar"))
+
+    def test_hooks_built_by_the_gpu_machine_script_record_every_ops_shapes(self):
+        # tools/build_torch_hooks.sh builds the hooks on the GPU machine. Built without NDEBUG
+        # (torch's release libraries have it), at::RecordFunction's layout differs from libtorch's
+        # and inputs() asserts on a byte torch never set (whether it fires depends on the stack's
+        # contents: in many processes most ops threw and lost their shapes). The source refuses to
+        # build without NDEBUG, so this fails when the script drops the flag.
+        lib = tempfile.mkdtemp(prefix="gpuprof_hooks_")
+        shutil.copy(os.path.join(os.environ["GPUPROF_LIB_DIR"], "libgpuprof.so"), lib)
+        built = subprocess.run(["bash", os.path.join(REPO_ROOT, "tools", "build_torch_hooks.sh"), lib, sys.executable],
+                               capture_output=True, text=True, timeout=600)
+        self.assertEqual(built.returncode, 0, f"build_torch_hooks.sh failed:\n{built.stdout}\n{built.stderr}")
+        _, dbs = self.run_script("""
+            x = torch.randn(4)
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT), record_shapes=True):
+                for _ in range(2000):
+                    torch.neg(x)
+        """, env={"GPUPROF_LIB_DIR": lib})
+        shapes = rows(dbs[0], """
+            SELECT sh.value, COUNT(*) FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name
+            LEFT JOIN STRING_IDS sh ON sh.id = p.inputShapes WHERE s.value = 'aten::neg' GROUP BY sh.value""")
+        self.assertEqual(shapes, [("4", 2000)])
 
     def test_memory_records_follow_the_tensors_the_script_makes(self):
         _, dbs = self.run_script("""
