@@ -545,12 +545,24 @@ int Fail(std::ostream& report, const Status& status) {
   return kExitFailure;
 }
 
+// What is wrong with --cuda-trace's words (each already one of runtime, driver, nvtx, none); empty
+// when nothing is.
+std::string CudaTraceProblem(const std::vector<std::string>& words) {
+  std::vector<std::string_view> seen;
+  for (const std::string& word : words) {
+    if (word == "none" && words.size() > 1) return "none cannot be combined with other entries";
+    if (std::find(seen.begin(), seen.end(), word) != seen.end()) return word + " is given twice";
+    seen.push_back(word);
+  }
+  return "";
+}
+
 constexpr const char* kRunDescription =
     "Run an application under gpuprof: profile its CUDA work (kernels, copies, memsets, runtime API calls, "
     "NVTX ranges) into a profile DB, then print where each DB is and a short summary";
 
 constexpr const char* kRunFooter = R"(Usage: gpuprof run [-o DIR] [--follow-children] [--no-record-shapes] [--no-profile-memory]
-       [--with-stack] [--] APP [ARGS...]
+       [--with-stack] [--with-modules] [--cuda-trace LIST] [--] APP [ARGS...]
 
 APP and everything after it belong to the application, even arguments that look like gpuprof's
 flags; `--` ends gpuprof's flags explicitly. APP is looked up in PATH like a shell does.
@@ -581,8 +593,13 @@ for the application, so its DB is finalized before the summary is printed.
 Environment: GPUPROF_LOG_LEVEL (the session's log level) and GPUPROF_WORKER_NAME (replaces
 <host>_<pid> in the run directory's name) pass through to the application; gpuprof sets
 CUDA_INJECTION64_PATH, GPUPROF_OUTPUT_DIR, GPUPROF_RESULT_FILE, GPUPROF_FOLLOW_CHILDREN and
-GPUPROF_ROOT_PID, and NVTX_INJECTION64_PATH (to the injection library, when that library provides
-InitializeInjectionNvtx2 and the variable is not already set).
+GPUPROF_ROOT_PID, GPUPROF_CUDA_TRACE (with --cuda-trace), and NVTX_INJECTION64_PATH (to the
+injection library, when that library provides InitializeInjectionNvtx2 and the variable is not
+already set).
+
+Less to record, less overhead: --cuda-trace runtime records no driver-API calls and no NVTX ranges;
+without runtime and driver the CUDA calls are missing from CANN_API, and PyTorch ops reach their
+kernels only through per-op external ids.
 
 Output: gpuprof's own lines go to stderr; the application's stdout and stderr are untouched.
 
@@ -673,6 +690,11 @@ RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
   run_->add_flag("--with-modules", with_modules_,
                  "PyTorch scripts: record each nn.Module forward as an MSTX_EVENTS range in domain Module "
                  "(default: off)");
+  run_->add_option("--cuda-trace", cuda_trace_,
+                   "Host-side CUDA activity recorded beside kernels, copies and memsets: a comma list of "
+                   "runtime, driver, nvtx, or none (default: runtime,driver,nvtx)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"runtime", "driver", "nvtx", "none"}));
   run_->footer(kRunFooter);
 }
 
@@ -688,7 +710,7 @@ int RunCommand::SplitArguments(int argc, char** argv) {
       app_argv_.assign(argv + j + 1, argv + argc);
       return j;
     }
-    if (arg == kOutputShort || arg == kOutputLong ||
+    if (arg == kOutputShort || arg == kOutputLong || (!replay_ && arg == "--cuda-trace") ||
         (replay_ && (arg == "--passes" || arg == "-k" || arg == "--kernel-name" || arg == "-s" ||
                      arg == "--launch-skip" || arg == "-c" || arg == "--launch-count" || arg == "--cache-control" ||
                      arg == "--restore" || arg == "--device-reserve"))) {
@@ -708,6 +730,12 @@ int RunCommand::Run(std::ostream& report) const {
   if (app_argv_.empty()) {
     report << "gpuprof: error: no application given: gpuprof " << name() << " [flags] [--] APP [ARGS...]\n"
            << "run 'gpuprof " << name() << " --help' for the accepted flags and values\n";
+    return kExitUsage;
+  }
+
+  if (std::string why = CudaTraceProblem(cuda_trace_); !why.empty()) {
+    report << "gpuprof: error: --cuda-trace: " << why << "; give a comma list of runtime, driver, nvtx (e.g. "
+           << "--cuda-trace runtime,nvtx), or none for kernels, copies and memsets alone\n";
     return kExitUsage;
   }
 
@@ -735,6 +763,11 @@ int RunCommand::Run(std::ostream& report) const {
   env.Set("GPUPROF_OUTPUT_DIR", out_dir_text);
   env.Set("GPUPROF_RESULT_FILE", result_file);
   env.Set("GPUPROF_FOLLOW_CHILDREN", follow_children_ ? "1" : "0");
+  if (!cuda_trace_.empty()) {
+    std::string list;
+    for (const std::string& word : cuda_trace_) list += (list.empty() ? "" : ",") + word;
+    env.Set("GPUPROF_CUDA_TRACE", list);
+  }
   // A Python application that imports torch is profiled by the gpuprof package too (its ops,
   // memory and steps), through the sitecustomize in gpuprof/_autoload.
   if (std::string python_dir = FindPythonPackageDir(); !python_dir.empty()) {

@@ -71,6 +71,7 @@ class RunCommand {
   bool record_shapes_ = true;   // PyTorch scripts (python/gpuprof/_autorun.py)
   bool profile_memory_ = true;
   bool with_stack_ = false;
+  std::vector<std::string> cuda_trace_;  // run: --cuda-trace (empty: the session's default)
   std::vector<std::string> app_argv_;
 };
 

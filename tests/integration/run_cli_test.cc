@@ -242,6 +242,27 @@ TEST_F(RunCommandTest, FollowChildrenFlagIsPassedOn) {
   EXPECT_EQ(r.out, "1\n");
 }
 
+TEST_F(RunCommandTest, CudaTraceReachesTheApplicationAndBadListsAreUsageErrors) {
+  const std::string echo = " -- /bin/sh -c 'echo \"[$GPUPROF_CUDA_TRACE]\"'";
+  CliResult unset = Run("run" + echo, "GPUPROF_CUDA_TRACE=");
+  EXPECT_EQ(unset.exit_code, 0) << unset.err;
+  EXPECT_EQ(unset.out, "[]\n") << "no flag: the session's default";
+  CliResult list = Run("run --cuda-trace runtime,nvtx" + echo);
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(list.out, "[runtime,nvtx]\n");
+  CliResult none = Run("run --cuda-trace none" + echo);
+  EXPECT_EQ(none.out, "[none]\n");
+  CliResult no_dashes = Run("run --cuda-trace driver /bin/sh -c 'echo \"[$GPUPROF_CUDA_TRACE]\"'");
+  EXPECT_EQ(no_dashes.out, "[driver]\n") << "the flag takes one value; the application follows";
+  for (const char* bad : {"kernel", "runtime,runtime", "none,driver"}) {
+    CliResult r = Run(std::string("run --cuda-trace ") + bad + " -- /bin/true");
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("--cuda-trace")) << bad;
+  }
+  EXPECT_THAT(Run("run --cuda-trace runtime,runtime -- /bin/true").err, HasSubstr("runtime is given twice"));
+  EXPECT_THAT(Run("run --help").out, HasSubstr("--cuda-trace"));
+}
+
 TEST_F(RunCommandTest, ReplayFromScriptArmsTheChildAndFollowsChildrenWhenAsked) {
   CliResult r = Run("replay --from-script --follow-children -- /bin/sh -c "
                     "'echo \"$GPUPROF_REPLAY_FROM_SCRIPT|$GPUPROF_FOLLOW_CHILDREN|$GPUPROF_REPLAY_PASSES\"'");
