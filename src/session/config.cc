@@ -410,7 +410,7 @@ StatusOr<SessionConfig::CudaTrace> ParseCudaTrace(std::string_view text, std::st
   const auto invalid = [&](std::string_view why) {
     return InvalidArgumentError(std::string(origin) + "=" + JsonQuote(text) + ": " + std::string(why) +
                                 "; expected a comma list of runtime, driver, nvtx (e.g. \"runtime,nvtx\"), or "
-                                "none for kernels, copies and sets alone");
+                                "none for kernels, copies and memsets alone");
   };
   SessionConfig::CudaTrace trace{false, false, false};
   if (text == "none") return trace;

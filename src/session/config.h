@@ -17,7 +17,7 @@
 //   GPUPROF_FLUSH_INTERVAL_MS "flush_interval_ms" how often buffered records reach the writer (200)
 //   GPUPROF_DEVICE            "device"            0/1: collect device activity when available (1)
 //   GPUPROF_CUDA_TRACE        "cuda_trace"        which host-side CUDA activity is recorded beside the
-//                                                 kernels, copies and sets: a comma list of runtime,
+//                                                 kernels, copies and memsets: a comma list of runtime,
 //                                                 driver, nvtx, or none ("runtime,driver,nvtx")
 //   GPUPROF_ROOT_PID          -                   the pid `gpuprof run` started (see root_pid)
 //
@@ -54,7 +54,7 @@ struct SessionConfig {
   std::chrono::milliseconds flush_interval{200};
   bool device = true;  // start the device collector when the build and the process have one
   // cuda_trace: the CUDA runtime API, the driver API and NVTX ranges, each recorded or not. Kernels,
-  // copies and sets are always recorded when `device` is on.
+  // copies and memsets are always recorded when `device` is on.
   struct CudaTrace {
     bool runtime = true;
     bool driver = true;
