@@ -29,6 +29,7 @@ export_chrome_trace (plus the profiler's own stop for torch).
     python3 bench/torch_overhead.py [--python /usr/bin/python3] [--gpuprof build/default/bin/gpuprof]
                                     (the native libraries are taken from the lib/ beside --gpuprof's bin/)
                                     [--steps 60] [--warmup 10] [--repeats 3] [--device auto|cpu|cuda]
+                                    [--breakdown] [--variants LIST] [--cpus LIST] [--threads N]
 """
 
 import argparse
@@ -106,6 +107,24 @@ print("RESULT " + json.dumps({"times_ms": times, "finish_s": finish_s}))
 """
 
 
+VARIANT_NAMES = {"none": "no profiler", "torch": "PyTorch's profiler", "gpuprof": "gpuprof.profile",
+                 "gpuprof_host": "  (gpuprof.profile, no CUPTI)",
+                 "gpuprof_bare": "  (hooks only: no shapes/memory/CUPTI)", "gpuprof_nocorr": "  (no external correlation)",
+                 "gpuprof_nonvtx": "  (no NVTX collection)", "gpuprof_runtime": "  (runtime API only: no driver, NVTX)",
+                 "torch_cpu": "  (torch.profiler, CPU activity only)"}
+
+
+def parse_cpus(text):
+    """'2-5,8' -> {2, 3, 4, 5, 8}; argparse turns the ValueError into a usage error naming --cpus."""
+    cpus = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        if not first.isdigit() or (last and not last.isdigit()):
+            raise ValueError(text)
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
 def run_variant(args, variant, gpu):
     out = tempfile.mkdtemp(prefix=f"gpuprof_bench_{variant}_")
     script = os.path.join(out, "child.py")
@@ -122,7 +141,8 @@ def run_variant(args, variant, gpu):
         env["GPUPROF_CUDA_TRACE"] = "runtime"
     if variant in ("gpuprof_host", "gpuprof_bare"):
         env["GPUPROF_DEVICE"] = "0"  # the torch hooks alone, no CUPTI collection
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+    pin = (lambda: os.sched_setaffinity(0, args.cpus)) if args.cpus else None
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env, preexec_fn=pin)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         sys.exit(f"torch_overhead: the {variant} run failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
@@ -143,6 +163,11 @@ def main():
     parser.add_argument("--breakdown", action="store_true",
                         help="GPU: also the variants that split the added time (see the module docstring)")
     parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads in every variant (0: torch's default)")
+    parser.add_argument("--cpus", type=parse_cpus, default=None, metavar="LIST",
+                        help="run every variant's process on these CPUs only, e.g. 2-7 or 2,3,4 (same cores for "
+                             "all, so core placement stops adding to the spread between processes)")
+    parser.add_argument("--variants", type=lambda text: text.split(","), default=None, metavar="LIST",
+                        help="comma list of variants to run (none, torch and gpuprof are always run)")
     args = parser.parse_args()
     if args.steps <= args.warmup:
         parser.error("--steps must be larger than --warmup")
@@ -156,6 +181,13 @@ def main():
     variants = ("none", "torch", "gpuprof") + (("gpuprof_host",) if gpu else ())
     if gpu and args.breakdown:
         variants += ("gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx", "gpuprof_runtime", "torch_cpu")
+    if args.variants:
+        known = VARIANT_NAMES.keys() - ({"gpuprof_host", "gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx",
+                                          "gpuprof_runtime", "torch_cpu"} if not gpu else set())
+        unknown = [v for v in args.variants if v not in known]
+        if unknown:
+            parser.error(f"--variants: unknown {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
+        variants = ("none", "torch", "gpuprof") + tuple(v for v in args.variants if v not in ("none", "torch", "gpuprof"))
     results = {v: [] for v in variants}
     for _ in range(args.repeats):  # interleaved, so drift hits every variant alike
         for variant in results:
@@ -164,13 +196,10 @@ def main():
     finish = {v: statistics.median(r[1] for r in rs) if rs[0][1] is not None else None for v, rs in results.items()}
     print(f"\ntrain_plain step, {'GPU' if gpu else 'CPU'}, torch {version}: median step over steps "
           f"{args.warmup + 1}..{args.steps}, median of {args.repeats} processes; profilers record every step "
-          "with record_shapes and profile_memory" + (f"; torch threads {args.threads}" if args.threads else ""))
+          "with record_shapes and profile_memory" + (f"; torch threads {args.threads}" if args.threads else "")
+          + (f"; processes on CPUs {','.join(map(str, sorted(args.cpus)))}" if args.cpus else ""))
     print(f"{'variant':<34}{'step ms':>9}{'steps/s':>10}{'added ms/step':>15}{'process spread ms':>19}")
-    names = {"none": "no profiler", "torch": peer, "gpuprof": "gpuprof.profile",
-             "gpuprof_host": "  (gpuprof.profile, no CUPTI)",
-             "gpuprof_bare": "  (hooks only: no shapes/memory/CUPTI)", "gpuprof_nocorr": "  (no external correlation)",
-             "gpuprof_nonvtx": "  (no NVTX collection)", "gpuprof_runtime": "  (runtime API only: no driver, NVTX)",
-             "torch_cpu": "  (torch.profiler, CPU activity only)"}
+    names = dict(VARIANT_NAMES, torch=peer)
     for v in variants:
         added = step[v] - step["none"]
         medians = [r[0] for r in results[v]]
@@ -187,6 +216,17 @@ def main():
         verdict += f"; within noise: the processes of one variant spread {noise:.3f} ms"
 
     print(f"added time per step, gpuprof / {peer}: {ratio:.2f} (target <= 0.5: {verdict})")
+    # Paired: each round ran every variant back to back, so the ratio within a round is not moved
+    # by drift between rounds; its range across rounds says how firm the verdict above is.
+    rounds = []
+    for none, torch_, ours in zip(results["none"], results["torch"], results["gpuprof"]):
+        if torch_[0] - none[0] > 0:
+            rounds.append((ours[0] - none[0]) / (torch_[0] - none[0]))
+    if rounds:
+        firm = all(r <= 0.5 for r in rounds) or all(r > 0.5 for r in rounds)
+        print(f"the same ratio within each round ({len(rounds)} of {args.repeats} rounds where {peer} added time): "
+              f"median {statistics.median(rounds):.2f}, range {min(rounds):.2f} to {max(rounds):.2f}"
+              f" ({'every round on the same side of 0.5' if firm else 'rounds on both sides of 0.5'})")
     print(f"\ntime from stop() to a finished output (median of {args.repeats})")
     print(f"{'variant':<50}{'seconds':>9}")
     print(f"{peer + ' stop + export_chrome_trace':<50}{finish['torch']:>9.3f}")
