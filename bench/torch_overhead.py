@@ -18,6 +18,8 @@ With --breakdown (GPU), also:
   gpuprof_nonvtx  gpuprof.profile without NVTX collection (GPUPROF_CUDA_TRACE=runtime,driver)
   gpuprof_runtime gpuprof.profile with the runtime API alone (GPUPROF_CUDA_TRACE=runtime: no driver
             API records, no NVTX)
+  gpuprof_kernels gpuprof.profile with GPUPROF_CUDA_TRACE=none: kernels, copies and memsets without
+            API records or NVTX (ops still linked to kernels by external correlation)
   torch_cpu     torch.profiler with activities=[CPU] only (Kineto's host side, same options)
 so the added time splits into RecordFunction, shapes + memory, and CUPTI, for both profilers.
 Reported: median step time over steps --warmup+1..N (median of --repeats processes), steps/s,
@@ -111,6 +113,7 @@ VARIANT_NAMES = {"none": "no profiler", "torch": "PyTorch's profiler", "gpuprof"
                  "gpuprof_host": "  (gpuprof.profile, no CUPTI)",
                  "gpuprof_bare": "  (hooks only: no shapes/memory/CUPTI)", "gpuprof_nocorr": "  (no external correlation)",
                  "gpuprof_nonvtx": "  (no NVTX collection)", "gpuprof_runtime": "  (runtime API only: no driver, NVTX)",
+                 "gpuprof_kernels": "  (kernels only: no API, NVTX)",
                  "torch_cpu": "  (torch.profiler, CPU activity only)"}
 
 
@@ -139,6 +142,8 @@ def run_variant(args, variant, gpu):
         env["GPUPROF_CUDA_TRACE"] = "runtime,driver"
     if variant == "gpuprof_runtime":
         env["GPUPROF_CUDA_TRACE"] = "runtime"
+    if variant == "gpuprof_kernels":
+        env["GPUPROF_CUDA_TRACE"] = "none"
     if variant in ("gpuprof_host", "gpuprof_bare"):
         env["GPUPROF_DEVICE"] = "0"  # the torch hooks alone, no CUPTI collection
     pin = (lambda: os.sched_setaffinity(0, args.cpus)) if args.cpus else None
@@ -180,10 +185,10 @@ def main():
     peer = "torch.profiler" if gpu else "torch.autograd.profiler"
     variants = ("none", "torch", "gpuprof") + (("gpuprof_host",) if gpu else ())
     if gpu and args.breakdown:
-        variants += ("gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx", "gpuprof_runtime", "torch_cpu")
+        variants += ("gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx", "gpuprof_runtime", "gpuprof_kernels", "torch_cpu")
     if args.variants:
         known = VARIANT_NAMES.keys() - ({"gpuprof_host", "gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx",
-                                          "gpuprof_runtime", "torch_cpu"} if not gpu else set())
+                                          "gpuprof_runtime", "gpuprof_kernels", "torch_cpu"} if not gpu else set())
         unknown = [v for v in args.variants if v not in known]
         if unknown:
             parser.error(f"--variants: unknown {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
@@ -218,15 +223,21 @@ def main():
     print(f"added time per step, gpuprof / {peer}: {ratio:.2f} (target <= 0.5: {verdict})")
     # Paired: each round ran every variant back to back, so the ratio within a round is not moved
     # by drift between rounds; its range across rounds says how firm the verdict above is.
-    rounds = []
-    for none, torch_, ours in zip(results["none"], results["torch"], results["gpuprof"]):
-        if torch_[0] - none[0] > 0:
-            rounds.append((ours[0] - none[0]) / (torch_[0] - none[0]))
+    def paired(variant):
+        return [(ours[0] - none[0]) / (torch_[0] - none[0])
+                for none, torch_, ours in zip(results["none"], results["torch"], results[variant])
+                if torch_[0] - none[0] > 0]
+    rounds = paired("gpuprof")
     if rounds:
         firm = all(r <= 0.5 for r in rounds) or all(r > 0.5 for r in rounds)
         print(f"the same ratio within each round ({len(rounds)} of {args.repeats} rounds where {peer} added time): "
               f"median {statistics.median(rounds):.2f}, range {min(rounds):.2f} to {max(rounds):.2f}"
               f" ({'every round on the same side of 0.5' if firm else 'rounds on both sides of 0.5'})")
+        for v in variants[3:]:
+            if v.startswith("gpuprof"):
+                r = paired(v)
+                print(f"  {names[v].strip():<40} within-round ratio median {statistics.median(r):.2f}, "
+                      f"range {min(r):.2f} to {max(r):.2f}")
     print(f"\ntime from stop() to a finished output (median of {args.repeats})")
     print(f"{'variant':<50}{'seconds':>9}")
     print(f"{peer + ' stop + export_chrome_trace':<50}{finish['torch']:>9.3f}")
