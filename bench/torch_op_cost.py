@@ -27,6 +27,8 @@ import os
 import subprocess
 import sys
 
+from torch_overhead import parse_cpus  # bench/ is the script's directory, first on sys.path
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CHILD = r"""
@@ -65,17 +67,6 @@ profiled = min(loop() for _ in range(3))
 prof.__exit__(None, None, None)
 print(f"RESULT {base:.1f} {profiled:.1f}")
 """
-
-
-def parse_cpus(text):
-    """'2-5,8' -> {2, 3, 4, 5, 8}; argparse turns the ValueError into a usage error naming --cpus."""
-    cpus = set()
-    for part in text.split(","):
-        first, _, last = part.partition("-")
-        if not first.isdigit() or (last and not last.isdigit()):
-            raise ValueError(text)
-        cpus.update(range(int(first), int(last or first) + 1))
-    return cpus
 
 
 def main():
