@@ -37,6 +37,8 @@ export_chrome_trace (plus the profiler's own stop for torch).
 import argparse
 import json
 import os
+import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -153,7 +155,34 @@ def run_variant(args, variant, gpu):
         sys.exit(f"torch_overhead: the {variant} run failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
     result = json.loads(lines[-1][len("RESULT "):])
     steady = result["times_ms"][args.warmup:]
-    return statistics.median(steady), result["finish_s"]
+    contents = db_contents(out) if variant.startswith("gpuprof") else None
+    shutil.rmtree(out, ignore_errors=True)
+    return statistics.median(steady), result["finish_s"], contents
+
+
+def db_contents(out):
+    """What a variant's DB holds, so a cheaper variant is not read as a win when it records less:
+    ops, ops linked to a device task (CONNECTION_IDS -> TASK), device tasks, CANN_API rows."""
+    dbs = [os.path.join(root, name) for root, _, names in os.walk(out) for name in names
+           if name.startswith("ascend_pytorch_profiler") and name.endswith(".db")]
+    if len(dbs) != 1:
+        return None
+    con = sqlite3.connect(f"file:{dbs[0]}?mode=ro", uri=True)
+    try:
+        def count(sql):
+            try:
+                return con.execute(sql).fetchone()[0]
+            except sqlite3.Error:
+                return 0  # the table is absent when nothing of its kind was recorded
+        return {
+            "ops": count("SELECT COUNT(*) FROM PYTORCH_API"),
+            "linked": count("SELECT COUNT(DISTINCT p.rowid) FROM PYTORCH_API p JOIN CONNECTION_IDS c "
+                            "ON c.id = p.connectionId JOIN TASK t ON t.connectionId = c.connectionId"),
+            "tasks": count("SELECT COUNT(*) FROM TASK"),
+            "api": count("SELECT COUNT(*) FROM CANN_API"),
+        }
+    finally:
+        con.close()
 
 
 def main():
@@ -238,6 +267,14 @@ def main():
                 r = paired(v)
                 print(f"  {names[v].strip():<40} within-round ratio median {statistics.median(r):.2f}, "
                       f"range {min(r):.2f} to {max(r):.2f}")
+    print(f"\nwhat each gpuprof variant's DB holds (last round)")
+    print(f"{'variant':<40}{'ops':>9}{'ops->task':>11}{'tasks':>9}{'CANN_API':>10}")
+    for v in variants:
+        contents = results[v][-1][2]
+        if v.startswith("gpuprof"):
+            row = ("".join(f"{contents[k]:>{w}}" for k, w in (("ops", 9), ("linked", 11), ("tasks", 9), ("api", 10)))
+                   if contents else "  no single DB found")
+            print(f"{names[v].strip():<40}{row}")
     print(f"\ntime from stop() to a finished output (median of {args.repeats})")
     print(f"{'variant':<50}{'seconds':>9}")
     print(f"{peer + ' stop + export_chrome_trace':<50}{finish['torch']:>9.3f}")
