@@ -16,6 +16,8 @@ With --device cuda the tensor is on the GPU, so every op is one kernel launch, a
   gpuprof_nocorr the same with GPUPROF_TORCH_DEVICE_CORRELATION=0 (no per-op correlation push/pop)
   gpuprof_runtime the same with GPUPROF_CUDA_TRACE=runtime (no driver API records, no NVTX)
   gpuprof_nonvtx the same with GPUPROF_CUDA_TRACE=runtime,driver (no NVTX)
+  gpuprof_launches the same with GPUPROF_CUDA_TRACE=launches,nvtx (the launching API calls only,
+                 through gpuprof's callbacks)
 Prints ns/op without and with each profiler (best of 3 loops of N ops) and the added ns/op.
 
     python3 bench/torch_op_cost.py [--python /usr/bin/python3] [--gpuprof build/default/bin/gpuprof] [-n 100000]
@@ -96,7 +98,8 @@ def main():
                      ("gpuprof_noapi", "  CUPTI kernels only (no API, NVTX)", {"GPUPROF_CUDA_TRACE": "none"}),
                      ("gpuprof_nocorr", "  no per-op correlation", {"GPUPROF_TORCH_DEVICE_CORRELATION": "0"}),
                      ("gpuprof_runtime", "  runtime API only (no driver, NVTX)", {"GPUPROF_CUDA_TRACE": "runtime"}),
-                     ("gpuprof_nonvtx", "  no NVTX", {"GPUPROF_CUDA_TRACE": "runtime,driver"})]
+                     ("gpuprof_nonvtx", "  no NVTX", {"GPUPROF_CUDA_TRACE": "runtime,driver"}),
+                     ("gpuprof_launches", "  launching API calls only", {"GPUPROF_CUDA_TRACE": "launches,nvtx"})]
     if args.variants:
         unknown = set(args.variants) - {v[0] for v in variants}
         if unknown:

@@ -18,6 +18,9 @@ With --breakdown (GPU), also:
   gpuprof_nonvtx  gpuprof.profile without NVTX collection (GPUPROF_CUDA_TRACE=runtime,driver)
   gpuprof_runtime gpuprof.profile with the runtime API alone (GPUPROF_CUDA_TRACE=runtime: no driver
             API records, no NVTX)
+  gpuprof_launches gpuprof.profile with GPUPROF_CUDA_TRACE=launches,nvtx: the launching, copying,
+            allocating and waiting API calls through gpuprof's callbacks instead of every call's
+            activity record
   gpuprof_kernels gpuprof.profile with GPUPROF_CUDA_TRACE=none: kernels, copies and memsets without
             API records or NVTX (ops still linked to kernels by external correlation)
   torch_cpu     torch.profiler with activities=[CPU] only (Kineto's host side, same options)
@@ -115,6 +118,7 @@ VARIANT_NAMES = {"none": "no profiler", "torch": "PyTorch's profiler", "gpuprof"
                  "gpuprof_host": "  (gpuprof.profile, no CUPTI)",
                  "gpuprof_bare": "  (hooks only: no shapes/memory/CUPTI)", "gpuprof_nocorr": "  (no external correlation)",
                  "gpuprof_nonvtx": "  (no NVTX collection)", "gpuprof_runtime": "  (runtime API only: no driver, NVTX)",
+                 "gpuprof_launches": "  (launching API calls only)",
                  "gpuprof_kernels": "  (kernels only: no API, NVTX)",
                  "torch_cpu": "  (torch.profiler, CPU activity only)"}
 
@@ -146,6 +150,8 @@ def run_variant(args, variant, gpu):
         env["GPUPROF_CUDA_TRACE"] = "runtime"
     if variant == "gpuprof_kernels":
         env["GPUPROF_CUDA_TRACE"] = "none"
+    if variant == "gpuprof_launches":
+        env["GPUPROF_CUDA_TRACE"] = "launches,nvtx"
     if variant in ("gpuprof_host", "gpuprof_bare"):
         env["GPUPROF_DEVICE"] = "0"  # the torch hooks alone, no CUPTI collection
     pin = (lambda: os.sched_setaffinity(0, args.cpus)) if args.cpus else None
@@ -214,10 +220,12 @@ def main():
     peer = "torch.profiler" if gpu else "torch.autograd.profiler"
     variants = ("none", "torch", "gpuprof") + (("gpuprof_host",) if gpu else ())
     if gpu and args.breakdown:
-        variants += ("gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx", "gpuprof_runtime", "gpuprof_kernels", "torch_cpu")
+        variants += ("gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx", "gpuprof_runtime", "gpuprof_launches", "gpuprof_kernels",
+                     "torch_cpu")
     if args.variants:
         known = VARIANT_NAMES.keys() - ({"gpuprof_host", "gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx",
-                                          "gpuprof_runtime", "gpuprof_kernels", "torch_cpu"} if not gpu else set())
+                                          "gpuprof_runtime", "gpuprof_launches", "gpuprof_kernels", "torch_cpu"}
+                                         if not gpu else set())
         unknown = [v for v in args.variants if v not in known]
         if unknown:
             parser.error(f"--variants: unknown {', '.join(unknown)}; choose from {', '.join(sorted(known))}")

@@ -545,14 +545,19 @@ int Fail(std::ostream& report, const Status& status) {
   return kExitFailure;
 }
 
-// What is wrong with --cuda-trace's words (each already one of runtime, driver, nvtx, none); empty
-// when nothing is.
+// What is wrong with --cuda-trace's words (each already one of runtime, driver, launches, nvtx,
+// none); empty when nothing is.
 std::string CudaTraceProblem(const std::vector<std::string>& words) {
   std::vector<std::string_view> seen;
   for (const std::string& word : words) {
     if (word == "none" && words.size() > 1) return "none cannot be combined with other entries";
     if (std::find(seen.begin(), seen.end(), word) != seen.end()) return word + " is given twice";
     seen.push_back(word);
+  }
+  const auto has = [&seen](std::string_view word) { return std::find(seen.begin(), seen.end(), word) != seen.end(); };
+  if (has("launches") && (has("runtime") || has("driver"))) {
+    return std::string("launches records the launching calls of both APIs, ") + (has("runtime") ? "runtime" : "driver") +
+           " every call of one; give one of them";
   }
   return "";
 }
@@ -598,8 +603,11 @@ injection library, when that library provides InitializeInjectionNvtx2 and the v
 already set).
 
 Less to record, less overhead: --cuda-trace runtime records no driver-API calls and no NVTX ranges;
-without runtime and driver the CUDA calls are missing from CANN_API, and PyTorch ops reach their
-kernels only through per-op external ids.
+--cuda-trace launches,nvtx records, of both APIs, only the calls that launch, copy, set, allocate,
+free or wait (the CANN_API rows of every kernel, copy and memset stay), through gpuprof's own
+callbacks instead of an activity record per call; without runtime, driver and launches the CUDA
+calls are missing from CANN_API, and PyTorch ops reach their kernels only through per-op external
+ids.
 
 Output: gpuprof's own lines go to stderr; the application's stdout and stderr are untouched.
 
@@ -692,9 +700,10 @@ RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
                  "(default: off)");
   run_->add_option("--cuda-trace", cuda_trace_,
                    "Host-side CUDA activity recorded beside kernels, copies and memsets: a comma list of "
-                   "runtime, driver, nvtx, or none (default: runtime,driver,nvtx)")
+                   "runtime, driver, launches, nvtx, or none (default: runtime,driver,nvtx; launches: only "
+                   "the launching, copying, allocating and waiting calls of both APIs, not with runtime or driver)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"runtime", "driver", "nvtx", "none"}));
+      ->check(CLI::IsMember({"runtime", "driver", "launches", "nvtx", "none"}));
   run_->footer(kRunFooter);
 }
 
@@ -734,7 +743,7 @@ int RunCommand::Run(std::ostream& report) const {
   }
 
   if (std::string why = CudaTraceProblem(cuda_trace_); !why.empty()) {
-    report << "gpuprof: error: --cuda-trace: " << why << "; give a comma list of runtime, driver, nvtx (e.g. "
+    report << "gpuprof: error: --cuda-trace: " << why << "; give a comma list of runtime, driver, launches, nvtx (e.g. "
            << "--cuda-trace runtime,nvtx), or none for kernels, copies and memsets alone\n";
     return kExitUsage;
   }

@@ -16,6 +16,10 @@
 namespace gpuprof::cupti {
 namespace {
 
+// LaunchApiTracer's calls ride along with each completed activity buffer; past this many waiting,
+// the application thread that completes one hands them to the sink itself.
+constexpr std::size_t kLaunchCallsEmittedInline = std::size_t{1} << 16;
+
 // CUPTI requires 8-byte aligned activity buffers (ACTIVITY_RECORD_ALIGNMENT).
 constexpr std::size_t kBufferAlignment = 8;
 
@@ -84,7 +88,8 @@ CuptiSubscriber::CuptiSubscriber(std::shared_ptr<CuptiApi> api, RecordSink sink,
       sink_(std::move(sink)),
       options_(std::move(options)),
       time_(time),
-      translator_(std::in_place, api_.get(), time, pid) {}
+      translator_(std::in_place, api_.get(), time, pid),
+      launch_tracer_(pid) {}
 
 StatusOr<std::unique_ptr<CuptiSubscriber>> CuptiSubscriber::Start(std::shared_ptr<CuptiApi> api,
                                                                   RecordSink sink,
@@ -191,6 +196,11 @@ Status CuptiSubscriber::Enable() {
                                         "cuptiEnableDomain", "DRIVER_API"));
   }
 
+  if (options_.launch_api_callbacks) {
+    launch_tracing_.store(true, std::memory_order_release);  // before the calls: DisableEverything undoes a partial success
+    GPUPROF_RETURN_IF_ERROR(launch_tracer_.Enable(api, handle_));
+  }
+
   if (options_.nvtx) {
     // Optional: without them a range ended on another thread keeps its starting thread as end.
     bool watching = true;
@@ -247,6 +257,7 @@ Status CuptiSubscriber::DisableEverything() {
     keep(CuptiStatus(api, api.EnableDomain(0, handle_, CUPTI_CB_DOMAIN_DRIVER_API), "cuptiEnableDomain(0)"));
     api_domains_enabled_ = false;
   }
+  if (launch_tracing_.load(std::memory_order_acquire)) keep(launch_tracer_.Disable(api, handle_));
   return first;
 }
 
@@ -257,8 +268,10 @@ CuptiSubscriber::~CuptiSubscriber() {
 
 Status CuptiSubscriber::Flush(bool forced) {
   if (!running()) return FailedPreconditionError("CuptiSubscriber::Flush: not running");
-  return CuptiStatus(*api_, api_->ActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0),
-                     "cuptiActivityFlushAll");
+  Status flushed = CuptiStatus(*api_, api_->ActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0),
+                               "cuptiActivityFlushAll");
+  EmitLaunchApiCalls();
+  return flushed;
 }
 
 Status CuptiSubscriber::Stop() {
@@ -271,6 +284,7 @@ Status CuptiSubscriber::Stop() {
       first.ok() && !flushed.ok()) {
     first = std::move(flushed);
   }
+  EmitLaunchApiCalls();
   // Ranges held back for their end thread go out now, whatever was learned.
   if (std::vector<trace::Record> held = TakeHeldNvtxMarks(); !held.empty()) Emit(std::move(held));
   // NVTX ranges the application had not closed end where the capture ends.
@@ -324,6 +338,7 @@ SubscriberStats CuptiSubscriber::stats() const {
   s.records_lost = records_lost_.load(std::memory_order_relaxed);
   s.parse_errors = parse_errors_.load(std::memory_order_relaxed);
   s.internal_ids_overflowed = filter_.overflowed();
+  s.launch_api_calls_lost = launch_tracer_.lost();
   translator_.WithRLock([&s](const ActivityTranslator& t) {
     s.translator = t.stats();
     s.unmatched_range_ends = t.unmatched_range_ends();
@@ -375,6 +390,12 @@ void CuptiSubscriber::ReleaseBuffer(std::uint8_t* buffer) noexcept {
   } catch (...) {
   }
   FreeBuffer(buffer);
+}
+
+void CuptiSubscriber::EmitLaunchApiCalls() noexcept {
+  if (!launch_tracing_.load(std::memory_order_acquire)) return;
+  std::vector<trace::Record> calls = launch_tracer_.Take();
+  if (!calls.empty()) Emit(std::move(calls));
 }
 
 void CuptiSubscriber::Emit(std::vector<trace::Record>&& records) noexcept {
@@ -490,6 +511,7 @@ void CuptiSubscriber::OnBufferCompleted(CUcontext context, std::uint32_t stream_
   }
   internal_records_dropped_.fetch_add(internal, std::memory_order_relaxed);
   Emit(std::move(records));
+  EmitLaunchApiCalls();
 }
 
 void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -501,6 +523,11 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
       // The hot path: every API entry and exit of every thread lands here while C1 filtering is on.
       const auto* call = static_cast<const CUpti_CallbackData*>(data);
       if (!ScopedInternalWork::Active()) {
+        // Bounded without a completed activity buffer to ride on (e.g. only API calls for a long while).
+        if (launch_tracing_.load(std::memory_order_acquire) &&
+            launch_tracer_.OnApi(domain, cbid, *call) >= kLaunchCallsEmittedInline) {
+          EmitLaunchApiCalls();
+        }
         if (domain == CUPTI_CB_DOMAIN_DRIVER_API && options_.driver_api_observer != nullptr) {
           ScopedApplicationCall application(call->correlationId);
           options_.driver_api_observer->OnDriverApi(cbid, *call);

@@ -49,6 +49,7 @@
 #include "cupti/activity_translator.h"
 #include "cupti/cupti_api.h"
 #include "cupti/internal_work.h"
+#include "cupti/launch_api_tracer.h"
 #include "cupti/time_converter.h"
 #include "gpuprof/status.h"
 #include "trace/records.h"
@@ -98,6 +99,10 @@ struct SubscriberOptions {
   bool driver_api = true;
   bool nvtx = true;  // needs NVTX_INJECTION64_PATH pointing at libcupti in the application
   bool external_correlation = true;
+  // The launching, copying, allocating and synchronizing runtime/driver calls through gpuprof's own
+  // callbacks (LaunchApiTracer), a cheaper alternative to runtime_api/driver_api (which then stay
+  // off: the caller chooses one or the other).
+  bool launch_api_callbacks = false;
   // C1: enables the runtime- and driver-API callback domains (one callback per API entry/exit,
   // a thread_local read when no ScopedInternalWork is active). Off only when gpuprof does no
   // CUDA work of its own in this process while collecting (the session's collector turns it off
@@ -123,6 +128,7 @@ struct SubscriberStats {
                                                // cuptiActivityGetNextRecord, or out of memory)
   std::uint64_t unmatched_range_ends = 0;
   std::uint64_t internal_ids_overflowed = 0;
+  std::uint64_t launch_api_calls_lost = 0;  // LaunchApiTracer: out of memory
   TranslatorStats translator;
 };
 
@@ -201,6 +207,9 @@ class CuptiSubscriber {
   base::Synchronized<std::vector<std::uint8_t*>> free_buffers_;
   std::atomic<std::size_t> outstanding_buffers_{0};
   InternalWorkFilter filter_;
+  LaunchApiTracer launch_tracer_;
+  std::atomic<bool> launch_tracing_{false};
+  void EmitLaunchApiCalls() noexcept;
 
   std::atomic<std::uint64_t> buffers_requested_{0};
   std::atomic<std::uint64_t> buffers_refused_{0};

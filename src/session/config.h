@@ -18,7 +18,7 @@
 //   GPUPROF_DEVICE            "device"            0/1: collect device activity when available (1)
 //   GPUPROF_CUDA_TRACE        "cuda_trace"        which host-side CUDA activity is recorded beside the
 //                                                 kernels, copies and memsets: a comma list of runtime,
-//                                                 driver, nvtx, or none ("runtime,driver,nvtx")
+//                                                 driver, launches, nvtx, or none ("runtime,driver,nvtx")
 //   GPUPROF_ROOT_PID          -                   the pid `gpuprof run` started (see root_pid)
 //
 // Every other key of the JSON object is kept as given and stored with the run (META_DATA and
@@ -54,11 +54,14 @@ struct SessionConfig {
   std::chrono::milliseconds flush_interval{200};
   bool device = true;  // start the device collector when the build and the process have one
   // cuda_trace: the CUDA runtime API, the driver API and NVTX ranges, each recorded or not. Kernels,
-  // copies and memsets are always recorded when `device` is on.
+  // copies and memsets are always recorded when `device` is on. `launches` records only the runtime
+  // and driver calls that launch, copy, set, allocate, free or wait (cupti::LaunchApiTracer), through
+  // gpuprof's own callbacks: cheaper than runtime+driver, and exclusive with them.
   struct CudaTrace {
     bool runtime = true;
     bool driver = true;
     bool nvtx = true;
+    bool launches = false;
     bool operator==(const CudaTrace&) const = default;
   };
   CudaTrace cuda_trace;
@@ -77,9 +80,10 @@ struct SessionConfig {
   std::string ToJson() const;
 };
 
-// "runtime,driver,nvtx" (in that order; "none" when all are off).
+// "runtime,driver,launches,nvtx" (in that order, those on; "none" when all are off).
 std::string CudaTraceText(const SessionConfig::CudaTrace& trace);
-// Parses a cuda_trace value: a comma list of runtime, driver, nvtx (each at most once), or "none".
+// Parses a cuda_trace value: a comma list of runtime, driver, launches, nvtx (each at most once;
+// launches not with runtime or driver), or "none".
 // InvalidArgument naming `origin`, the text and the accepted words.
 StatusOr<SessionConfig::CudaTrace> ParseCudaTrace(std::string_view text, std::string_view origin);
 

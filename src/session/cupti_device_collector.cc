@@ -234,6 +234,7 @@ DeviceCollectorFactory CuptiDeviceCollectorFactory(CuptiLoaders loaders) {
     options.runtime_api = config.cuda_trace.runtime;
     options.driver_api = config.cuda_trace.driver;
     options.nvtx = config.cuda_trace.nvtx;
+    options.launch_api_callbacks = config.cuda_trace.launches;
     return std::unique_ptr<DeviceCollector>(std::make_unique<CuptiDeviceCollector>(
         loaders, std::move(options), /*started_by_injection=*/config.started_by == "injection"));
   };

@@ -254,12 +254,15 @@ TEST_F(RunCommandTest, CudaTraceReachesTheApplicationAndBadListsAreUsageErrors) 
   EXPECT_EQ(none.out, "[none]\n");
   CliResult no_dashes = Run("run --cuda-trace driver /bin/sh -c 'echo \"[$GPUPROF_CUDA_TRACE]\"'");
   EXPECT_EQ(no_dashes.out, "[driver]\n") << "the flag takes one value; the application follows";
-  for (const char* bad : {"kernel", "runtime,runtime", "none,driver"}) {
+  EXPECT_EQ(Run("run --cuda-trace launches,nvtx" + echo).out, "[launches,nvtx]\n");
+  for (const char* bad : {"kernel", "runtime,runtime", "none,driver", "launches,runtime"}) {
     CliResult r = Run(std::string("run --cuda-trace ") + bad + " -- /bin/true");
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_THAT(r.err, HasSubstr("--cuda-trace")) << bad;
   }
   EXPECT_THAT(Run("run --cuda-trace runtime,runtime -- /bin/true").err, HasSubstr("runtime is given twice"));
+  EXPECT_THAT(Run("run --cuda-trace driver,launches -- /bin/true").err,
+              HasSubstr("launches records the launching calls of both APIs, driver every call of one"));
   EXPECT_THAT(Run("run --help").out, HasSubstr("--cuda-trace"));
 }
 

@@ -367,6 +367,148 @@ TEST_F(CuptiSubscriberTest, ApiCallbacksOutsideTheGuardMarkNothing) {
   EXPECT_EQ(subscriber->internal_work_filter().size(), 0u);
 }
 
+// ---- launch_api_callbacks (LaunchApiTracer) -----------------------------------------------------
+
+TEST(LaunchApiTracerNamesTest, TracesLaunchesCopiesAllocationsAndWaitsNotQueries) {
+  for (const char* name : {"cudaLaunchKernel_v7000", "cudaLaunchKernelExC_v11060", "cudaGraphLaunch_v10000",
+                           "cudaMemcpyAsync_v3020", "cudaMemsetAsync_v3020", "cudaMallocAsync_v11020",
+                           "cudaFree_v3020", "cudaStreamSynchronize_v3020", "cudaDeviceSynchronize_v3020"}) {
+    EXPECT_TRUE(IsTracedApi(CUPTI_CB_DOMAIN_RUNTIME_API, name)) << name;
+  }
+  for (const char* name : {"cuLaunchKernel", "cuLaunchKernelEx", "cuMemcpyHtoDAsync_v2", "cuMemAlloc_v2",
+                           "cuMemFree_v2", "cuCtxSynchronize", "cuStreamWaitEvent"}) {
+    EXPECT_TRUE(IsTracedApi(CUPTI_CB_DOMAIN_DRIVER_API, name)) << name;
+  }
+  for (const char* name : {"cudaGetDevice_v3020", "cudaGetLastError_v3020", "cudaStreamIsCapturing_v10000",
+                           "cudaEventRecord_v3020", "cudaSetDevice_v3020"}) {
+    EXPECT_FALSE(IsTracedApi(CUPTI_CB_DOMAIN_RUNTIME_API, name)) << name;
+  }
+  EXPECT_FALSE(IsTracedApi(CUPTI_CB_DOMAIN_DRIVER_API, "cuCtxGetCurrent"));
+  EXPECT_FALSE(IsTracedApi(CUPTI_CB_DOMAIN_DRIVER_API, "cudaLaunchKernel_v7000")) << "a runtime name";
+  EXPECT_FALSE(IsTracedApi(CUPTI_CB_DOMAIN_NVTX, "cuLaunchKernel"));
+}
+
+class LaunchApiCallbacksTest : public CuptiSubscriberTest {
+ protected:
+  static constexpr CUpti_CallbackId kLaunch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  static constexpr CUpti_CallbackId kGetDevice = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
+  static constexpr CUpti_CallbackId kCopy = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020;
+  static constexpr CUpti_CallbackId kDriverLaunch = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+  static constexpr CUpti_CallbackId kDriverQuery = CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent;
+
+  LaunchApiCallbacksTest() {
+    api_->callback_names = {{{CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch}, "cudaLaunchKernel_v7000"},
+                            {{CUPTI_CB_DOMAIN_RUNTIME_API, kGetDevice}, "cudaGetDevice_v3020"},
+                            {{CUPTI_CB_DOMAIN_RUNTIME_API, kCopy}, "cudaMemcpyAsync_v3020"},
+                            {{CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunch}, "cuLaunchKernel"},
+                            {{CUPTI_CB_DOMAIN_DRIVER_API, kDriverQuery}, "cuCtxGetCurrent"}};
+  }
+  std::unique_ptr<CuptiSubscriber> StartTracing() {
+    SubscriberOptions options;
+    options.runtime_api = false;
+    options.driver_api = false;
+    options.launch_api_callbacks = true;
+    options.filter_internal_work = false;  // as a session without replay runs
+    return StartOrDie(options);
+  }
+  void Call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, std::uint32_t correlation) {
+    api_->ApiCallback(domain, cbid, correlation, CUPTI_API_ENTER);
+    api_->ApiCallback(domain, cbid, correlation, CUPTI_API_EXIT);
+  }
+  bool CallbackOn(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const {
+    return api_->enabled_callbacks.count({domain, cbid}) == 1;
+  }
+  std::vector<trace::ApiCall> Calls() const {
+    std::vector<trace::ApiCall> calls;
+    for (const trace::Record& record : received_)
+      if (const auto* call = std::get_if<trace::ApiCall>(&record)) calls.push_back(*call);
+    return calls;
+  }
+};
+
+TEST_F(LaunchApiCallbacksTest, OnlyTheTracedCallbacksAreOnAndTheApiActivityKindsOff) {
+  auto subscriber = StartTracing();
+  ASSERT_NE(subscriber, nullptr);
+  EXPECT_TRUE(CallbackOn(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch));
+  EXPECT_TRUE(CallbackOn(CUPTI_CB_DOMAIN_RUNTIME_API, kCopy));
+  EXPECT_TRUE(CallbackOn(CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunch));
+  EXPECT_FALSE(CallbackOn(CUPTI_CB_DOMAIN_RUNTIME_API, kGetDevice));
+  EXPECT_FALSE(CallbackOn(CUPTI_CB_DOMAIN_DRIVER_API, kDriverQuery));
+  EXPECT_TRUE(api_->enabled_domains.empty()) << "no whole-domain callbacks";
+  EXPECT_FALSE(Enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
+  EXPECT_FALSE(Enabled(CUPTI_ACTIVITY_KIND_DRIVER));
+  EXPECT_TRUE(Enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  ASSERT_TRUE(subscriber->Stop().ok());
+  EXPECT_FALSE(CallbackOn(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch)) << "Stop turns them off";
+  EXPECT_FALSE(CallbackOn(CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunch));
+}
+
+TEST_F(LaunchApiCallbacksTest, ALaunchIsOneRowAndTheRuntimesOwnDriverCallIsNotRecorded) {
+  auto subscriber = StartTracing();
+  ASSERT_NE(subscriber, nullptr);
+  const std::int64_t before = base::EpochNowNs();
+  api_->ApiCallback(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 11, CUPTI_API_ENTER);
+  Call(CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunch, 12);  // inside cudaLaunchKernel: the runtime's
+  api_->ApiCallback(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 11, CUPTI_API_EXIT);
+  Call(CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunch, 13);  // the application's own driver launch
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kCopy, 14);
+  {
+    ScopedInternalWork internal;  // gpuprof's own copy
+    Call(CUPTI_CB_DOMAIN_RUNTIME_API, kCopy, 15);
+  }
+  const std::int64_t after = base::EpochNowNs();
+  EXPECT_TRUE(received_.empty()) << "the calls wait for a buffer or a flush";
+  ASSERT_TRUE(subscriber->Flush().ok());
+  const std::vector<trace::ApiCall> calls = Calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].name, "cudaLaunchKernel");
+  EXPECT_EQ(calls[0].correlation_id, 11u);
+  EXPECT_EQ(calls[1].name, "cuLaunchKernel");
+  EXPECT_EQ(calls[1].correlation_id, 13u);
+  EXPECT_EQ(calls[2].name, "cudaMemcpyAsync");
+  EXPECT_EQ(calls[2].correlation_id, 14u);
+  for (const trace::ApiCall& call : calls) {
+    EXPECT_TRUE(call.launches_device_work) << call.name;
+    EXPECT_EQ(call.pid, 4242u);
+    EXPECT_EQ(call.tid, static_cast<std::uint32_t>(gettid()));
+    EXPECT_LE(before, call.start_ns);
+    EXPECT_LE(call.start_ns, call.end_ns);
+    EXPECT_LE(call.end_ns, after);
+  }
+}
+
+TEST_F(LaunchApiCallbacksTest, CallsRideAlongWithACompletedBufferAndStopEmitsTheRest) {
+  auto subscriber = StartTracing();
+  ASSERT_NE(subscriber, nullptr);
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 21);
+  ActivityBuffer buffer;
+  buffer.Add(MakeKernel(21, 3'000, 4'000, "k"));
+  ASSERT_TRUE(api_->Deliver(buffer));
+  ASSERT_EQ(received_.size(), 2u);
+  EXPECT_EQ(CorrelationOf(received_[0]), 21u);
+  EXPECT_EQ(std::get<trace::ApiCall>(received_[1]).name, "cudaLaunchKernel");
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 22);
+  ASSERT_TRUE(subscriber->Stop().ok());
+  ASSERT_EQ(Calls().size(), 2u);
+  EXPECT_EQ(Calls()[1].correlation_id, 22u);
+}
+
+TEST_F(LaunchApiCallbacksTest, WithReplaysWholeDomainsOnUntracedCallsAreIgnored) {
+  SubscriberOptions options;
+  options.runtime_api = false;
+  options.driver_api = false;
+  options.launch_api_callbacks = true;  // filter_internal_work stays on: every API callback arrives
+  auto subscriber = StartOrDie(options);
+  ASSERT_NE(subscriber, nullptr);
+  api_->ApiCallback(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 31, CUPTI_API_ENTER);
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kGetDevice, 32);
+  api_->ApiCallback(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 31, CUPTI_API_EXIT);
+  Call(CUPTI_CB_DOMAIN_DRIVER_API, kDriverQuery, 33);
+  ASSERT_TRUE(subscriber->Flush().ok());
+  ASSERT_EQ(Calls().size(), 1u);
+  EXPECT_EQ(Calls()[0].correlation_id, 31u);
+}
+
 // ---- resource callbacks -------------------------------------------------------------------------
 
 TEST_F(CuptiSubscriberTest, ContextDestructionFlushes) {

@@ -116,11 +116,31 @@ TEST(SessionConfigTest, CudaTraceIsACommaListFromTheVariableOrJson) {
     StatusOr<SessionConfig::CudaTrace> parsed = ParseCudaTrace(bad, "GPUPROF_CUDA_TRACE");
     ASSERT_FALSE(parsed.ok()) << bad;
     EXPECT_THAT(parsed.status().message(), HasSubstr("GPUPROF_CUDA_TRACE=")) << bad;
-    EXPECT_THAT(parsed.status().message(), HasSubstr("comma list of runtime, driver, nvtx")) << bad;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("comma list of runtime, driver, launches, nvtx")) << bad;
   }
   EXPECT_THAT(ParseCudaTrace("nvtx,nvtx", "x").status().message(), HasSubstr("given twice"));
   EXPECT_THAT(ParseCudaTrace("kernel", "x").status().message(), HasSubstr("unknown entry \"kernel\""));
   EXPECT_FALSE(ApplyJsonConfig("{\"cuda_trace\": 3}", "gpuprof_start", *config).ok());
+}
+
+TEST(SessionConfigTest, CudaTraceLaunchesStandsInForRuntimeAndDriverNotBesideThem) {
+  using CudaTrace = SessionConfig::CudaTrace;
+  StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{"GPUPROF_CUDA_TRACE", "launches,nvtx"}}));
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->cuda_trace, (CudaTrace{false, false, true, true}));
+  EXPECT_EQ(CudaTraceText(config->cuda_trace), "launches,nvtx");
+  ASSERT_TRUE(ApplyJsonConfig("{\"cuda_trace\": \"launches\"}", "gpuprof_start", *config).ok());
+  EXPECT_EQ(config->cuda_trace, (CudaTrace{false, false, false, true}));
+  EXPECT_THAT(config->ToJson(), HasSubstr("\"cuda_trace\": \"launches\""));
+  for (const char* both : {"launches,runtime", "driver,launches", "launches,launches"}) {
+    StatusOr<CudaTrace> parsed = ParseCudaTrace(both, "GPUPROF_CUDA_TRACE");
+    ASSERT_FALSE(parsed.ok()) << both;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("GPUPROF_CUDA_TRACE=")) << both;
+  }
+  EXPECT_THAT(ParseCudaTrace("launches,runtime", "x").status().message(),
+              HasSubstr("\"runtime\" every call of the runtime; give one of them"));
+  EXPECT_THAT(ParseCudaTrace("driver,launches", "x").status().message(),
+              HasSubstr("\"driver\" every call of the driver"));
 }
 
 TEST(SessionConfigTest, BadVariableNamesItAndWhatIsAccepted) {

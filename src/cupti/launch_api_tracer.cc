@@ -1,0 +1,182 @@
+#include "cupti/launch_api_tracer.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <utility>
+
+#include "base/clock.h"
+#include "cupti/activity_translator.h"
+
+namespace gpuprof::cupti {
+namespace {
+
+constexpr std::string_view kRuntimePrefixes[] = {
+    "cudaLaunch",         "cudaGraphLaunch",        "cudaMemcpy",           "cudaMemset",
+    "cudaMalloc",         "cudaFree",               "cudaHostAlloc",        "cudaDeviceSynchronize",
+    "cudaStreamSynchronize", "cudaEventSynchronize", "cudaStreamWaitEvent",
+};
+constexpr std::string_view kDriverPrefixes[] = {
+    "cuLaunch",           "cuGraphLaunch",      "cuMemcpy",            "cuMemset",
+    "cuMemAlloc",         "cuMemFree",          "cuMemHostAlloc",      "cuCtxSynchronize",
+    "cuStreamSynchronize", "cuEventSynchronize", "cuStreamWaitEvent",
+};
+
+// Enable() bumps this, so a thread's nesting state left by a tracer that was disabled in the middle
+// of a call (its exit callback never came) does not carry over to the next one.
+std::atomic<std::uint32_t> g_epoch{0};
+
+struct ThreadState {
+  std::uint32_t epoch = 0;
+  int runtime_depth = 0;  // traced runtime calls running on this thread
+  std::int64_t runtime_start_ns = 0;
+  std::int64_t driver_start_ns = 0;
+  std::uint32_t tid = 0;
+};
+
+ThreadState& State() noexcept {
+  thread_local ThreadState state;
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (state.epoch != epoch) {
+    state = ThreadState{};
+    state.epoch = epoch;
+  }
+  if (state.tid == 0) state.tid = static_cast<std::uint32_t>(gettid());
+  return state;
+}
+
+}  // namespace
+
+bool IsTracedApi(CUpti_CallbackDomain domain, std::string_view name) {
+  const auto starts = [name](std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; };
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    for (std::string_view prefix : kRuntimePrefixes)
+      if (starts(prefix)) return true;
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    for (std::string_view prefix : kDriverPrefixes)
+      if (starts(prefix)) return true;
+  }
+  return false;
+}
+
+Status LaunchApiTracer::Enable(CuptiApi& api, CUpti_SubscriberHandle handle) {
+  g_epoch.fetch_add(1, std::memory_order_relaxed);
+  traced_count_ = 0;
+  const struct {
+    CUpti_CallbackDomain domain;
+    CUpti_CallbackId size;
+    CUpti_ActivityKind kind;
+    std::vector<std::string>* names;
+  } domains[] = {
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_RUNTIME, &runtime_names_},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_DRIVER, &driver_names_},
+  };
+  for (const auto& d : domains) {
+    d.names->assign(d.size, std::string());
+    for (CUpti_CallbackId cbid = 1; cbid < d.size; ++cbid) {
+      const char* raw = nullptr;
+      if (api.GetCallbackName(d.domain, cbid, &raw) != CUPTI_SUCCESS || raw == nullptr) continue;
+      if (!IsTracedApi(d.domain, raw)) continue;
+      GPUPROF_RETURN_IF_ERROR(CuptiStatus(api, api.EnableCallback(1, handle, d.domain, cbid), "cuptiEnableCallback",
+                                          raw));
+      enabled_.emplace_back(d.domain, cbid);
+      (*d.names)[cbid] = NormalizeApiName(d.kind, cbid, raw);
+      ++traced_count_;
+    }
+  }
+  return OkStatus();
+}
+
+Status LaunchApiTracer::Disable(CuptiApi& api, CUpti_SubscriberHandle handle) {
+  Status first;
+  for (const auto& [domain, cbid] : enabled_) {
+    Status s = CuptiStatus(api, api.EnableCallback(0, handle, domain, cbid), "cuptiEnableCallback(0)");
+    if (first.ok() && !s.ok()) first = std::move(s);
+  }
+  enabled_.clear();
+  return first;
+}
+
+bool LaunchApiTracer::Traced(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const noexcept {
+  const std::vector<std::string>& names = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_names_ : driver_names_;
+  return cbid < names.size() && !names[cbid].empty();
+}
+
+std::size_t LaunchApiTracer::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                   const CUpti_CallbackData& call) noexcept {
+  if (!Traced(domain, cbid)) return 0;
+  ThreadState& state = State();
+  const bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+  const bool enter = call.callbackSite == CUPTI_API_ENTER;
+  if (driver && state.runtime_depth > 0) return 0;  // the runtime's own driver call
+  if (enter) {
+    const std::int64_t now = base::EpochNowNs();
+    if (driver) {
+      state.driver_start_ns = now;
+    } else {
+      ++state.runtime_depth;
+      state.runtime_start_ns = now;
+    }
+    return 0;
+  }
+  Completed done{};
+  done.end_ns = base::EpochNowNs();
+  if (driver) {
+    done.start_ns = state.driver_start_ns;
+  } else {
+    if (state.runtime_depth > 0) --state.runtime_depth;
+    done.start_ns = state.runtime_start_ns;
+  }
+  if (done.start_ns == 0 || done.start_ns > done.end_ns) done.start_ns = done.end_ns;  // entry not seen
+  done.correlation_id = call.correlationId;
+  done.tid = state.tid;
+  done.cbid = cbid;
+  done.driver = driver;
+  std::lock_guard lock(mutex_);
+  try {
+    completed_.push_back(done);
+  } catch (...) {  // out of memory: the call is not recorded
+    ++lost_;
+  }
+  return completed_.size();
+}
+
+std::vector<trace::Record> LaunchApiTracer::Take() noexcept {
+  std::vector<Completed> completed;
+  {
+    std::lock_guard lock(mutex_);
+    completed.swap(completed_);
+  }
+  std::vector<trace::Record> records;
+  try {
+    records.reserve(completed.size());
+    for (const Completed& c : completed) {
+      trace::ApiCall api;
+      api.start_ns = c.start_ns;
+      api.end_ns = c.end_ns;
+      api.pid = pid_;
+      api.tid = c.tid;
+      api.name = c.driver ? driver_names_[c.cbid] : runtime_names_[c.cbid];
+      api.correlation_id = c.correlation_id;
+      api.launches_device_work =
+          LaunchesDeviceWork(c.driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME, c.cbid, api.name);
+      records.emplace_back(std::move(api));
+    }
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    lost_ += completed.size() - records.size();
+  }
+  return records;
+}
+
+std::size_t LaunchApiTracer::pending() const noexcept {
+  std::lock_guard lock(mutex_);
+  return completed_.size();
+}
+
+std::uint64_t LaunchApiTracer::lost() const noexcept {
+  std::lock_guard lock(mutex_);
+  return lost_;
+}
+
+}  // namespace gpuprof::cupti

@@ -1,0 +1,103 @@
+// LaunchApiTracer: the runtime- and driver-API calls that put work on a device, move or allocate
+// memory, or wait for the device, recorded by gpuprof's own CUPTI callbacks on just those
+// callback ids, instead of CUPTI's RUNTIME and DRIVER activity kinds (which record every call).
+//
+//   LaunchApiTracer tracer(pid);
+//   GPUPROF_RETURN_IF_ERROR(tracer.Enable(api, handle));   // after cuptiSubscribe
+//   ... CUPTI calls tracer.OnApi(domain, cbid, data) from the subscriber's callback ...
+//   std::vector<trace::Record> calls = tracer.Take();     // any thread, any time
+//   tracer.Disable(api, handle);
+//
+// Why. A PyTorch step makes many more API calls than launches (cudaGetDevice, cudaGetLastError,
+// stream-capture queries, ...). CUPTI's API activity records cost every one of them; on the H200
+// they were most of gpuprof's added time per train_plain step (bench/README.md, torch_overhead).
+// The calls kept here are the ones the DB's consumers join on: each launch's CANN_API `runtime`
+// and `node@launch` rows, copies, memsets, allocations, frees and synchronizations.
+//
+// Which calls: those whose CUPTI callback name (cuptiGetCallbackName) starts with one of
+// TracedApiPrefixes (IsTracedApi). The set is read from CUPTI at Enable, so it follows the
+// installed CUDA's callback ids.
+//
+// Nesting. The runtime calls the driver inside its own calls (cudaLaunchKernel -> cuLaunchKernel);
+// a driver call made while a traced runtime call is running on the same thread is the runtime's
+// own work and is not recorded, so one launch gives one row, as with CUPTI's activity records.
+// A driver call made directly by the application (Triton, cuBLASLt, a CUDA driver program) is
+// recorded.
+//
+// Cost on the calling thread: two clock reads and one uncontended mutex per traced call; the
+// records are built later, in Take(). Untraced calls cost nothing (their callbacks are off),
+// unless the API domains are enabled for another reason (replay's C1 filter), when OnApi returns
+// after one table lookup.
+//
+// Thread safety: OnApi may run on any thread at once; Take on any thread. Enable/Disable from the
+// owner's thread, not concurrently with each other.
+#pragma once
+
+#include <cupti.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cupti/cupti_api.h"
+#include "gpuprof/status.h"
+#include "trace/records.h"
+
+namespace gpuprof::cupti {
+
+// True for the API names this tracer records (see the header comment); `name` is CUPTI's callback
+// name, e.g. "cudaLaunchKernel_v7000" or "cuMemcpyHtoDAsync_v2".
+bool IsTracedApi(CUpti_CallbackDomain domain, std::string_view name);
+
+class LaunchApiTracer {
+ public:
+  explicit LaunchApiTracer(std::uint32_t pid) : pid_(pid) {}
+  LaunchApiTracer(const LaunchApiTracer&) = delete;
+  LaunchApiTracer& operator=(const LaunchApiTracer&) = delete;
+
+  // Reads every runtime and driver callback name from CUPTI and enables the callbacks of the
+  // traced ones. Error: Internal naming the first cuptiEnableCallback that failed (the ones enabled
+  // before it stay enabled; Disable undoes them).
+  Status Enable(CuptiApi& api, CUpti_SubscriberHandle handle);
+  // Turns the callbacks Enable turned on off again. Returns the first failure, always completes.
+  Status Disable(CuptiApi& api, CUpti_SubscriberHandle handle);
+
+  // The subscriber's callback for a runtime- or driver-API entry or exit of the application.
+  // Returns how many completed calls wait for Take (0 when this callback recorded nothing).
+  std::size_t OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+
+  // The calls completed since the last Take, as trace::ApiCall records in completion order.
+  std::vector<trace::Record> Take() noexcept;
+  // Calls waiting for Take; the subscriber takes them early when this grows large.
+  std::size_t pending() const noexcept;
+  // Traced callback ids enabled by the last Enable (runtime + driver).
+  std::size_t traced_ids() const noexcept { return traced_count_; }
+  std::uint64_t lost() const noexcept;  // calls dropped because Take could not allocate
+
+ private:
+  struct Completed {
+    std::int64_t start_ns;
+    std::int64_t end_ns;
+    std::uint32_t correlation_id;
+    std::uint32_t tid;
+    std::uint32_t cbid;
+    bool driver;
+  };
+  bool Traced(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const noexcept;
+
+  const std::uint32_t pid_;
+  // Indexed by callback id: the normalized name, empty when the id is not traced.
+  std::vector<std::string> runtime_names_;
+  std::vector<std::string> driver_names_;
+  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> enabled_;
+  std::size_t traced_count_ = 0;
+
+  mutable std::mutex mutex_;
+  std::vector<Completed> completed_;  // guarded by mutex_
+  std::uint64_t lost_ = 0;            // guarded by mutex_
+};
+
+}  // namespace gpuprof::cupti
