@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -507,6 +508,45 @@ TEST_F(LaunchApiCallbacksTest, WithReplaysWholeDomainsOnUntracedCallsAreIgnored)
   ASSERT_TRUE(subscriber->Flush().ok());
   ASSERT_EQ(Calls().size(), 1u);
   EXPECT_EQ(Calls()[0].correlation_id, 31u);
+}
+
+TEST_F(LaunchApiCallbacksTest, CallsFromManyThreadsWhileFlushingAreEachRecordedOnceWithTheirThread) {
+  auto subscriber = StartTracing();
+  ASSERT_NE(subscriber, nullptr);
+  constexpr int kThreads = 4;
+  constexpr std::uint32_t kCallsEach = 2000;
+  std::mutex sink_mutex;  // the fixture's sink is not thread-safe; Flush runs it on this thread only
+  std::vector<std::thread> threads;
+  std::vector<std::uint32_t> tids(kThreads);
+  std::atomic<int> done{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      tids[static_cast<std::size_t>(t)] = static_cast<std::uint32_t>(gettid());
+      for (std::uint32_t i = 0; i < kCallsEach; ++i) {
+        // Through the CUPTI callback as the fake delivers it; correlation ids unique per thread.
+        const std::uint32_t correlation = static_cast<std::uint32_t>(t) * kCallsEach + i + 1;
+        api_->ApiCallback(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, correlation, CUPTI_API_ENTER);
+        api_->ApiCallback(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, correlation, CUPTI_API_EXIT);
+      }
+      done.fetch_add(1);
+    });
+  }
+  while (done.load() < kThreads) {
+    std::lock_guard lock(sink_mutex);
+    ASSERT_TRUE(subscriber->Flush().ok());
+  }
+  for (std::thread& thread : threads) thread.join();
+  ASSERT_TRUE(subscriber->Stop().ok());
+  const std::vector<trace::ApiCall> calls = Calls();
+  ASSERT_EQ(calls.size(), std::size_t{kThreads} * kCallsEach);
+  std::vector<bool> seen(std::size_t{kThreads} * kCallsEach + 1, false);
+  for (const trace::ApiCall& call : calls) {
+    ASSERT_LT(call.correlation_id, seen.size());
+    EXPECT_FALSE(seen[call.correlation_id]) << call.correlation_id;
+    seen[call.correlation_id] = true;
+    EXPECT_EQ(call.tid, tids[(call.correlation_id - 1) / kCallsEach]);
+  }
+  EXPECT_EQ(subscriber->stats().launch_api_calls_lost, 0u);
 }
 
 // ---- resource callbacks -------------------------------------------------------------------------
