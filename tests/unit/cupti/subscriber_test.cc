@@ -510,6 +510,19 @@ TEST_F(LaunchApiCallbacksTest, WithReplaysWholeDomainsOnUntracedCallsAreIgnored)
   EXPECT_EQ(Calls()[0].correlation_id, 31u);
 }
 
+TEST_F(LaunchApiCallbacksTest, WithoutBuffersOrFlushesTheWaitingCallsAreBoundedAndReachTheSink) {
+  auto subscriber = StartTracing();
+  ASSERT_NE(subscriber, nullptr);
+  // A program that launches for a long while without CUPTI completing a buffer: past 65536 waiting
+  // calls, the thread that completes one hands them over itself.
+  constexpr std::uint32_t kBound = std::uint32_t{1} << 16;
+  for (std::uint32_t i = 1; i < kBound; ++i) Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, i);
+  EXPECT_TRUE(received_.empty());
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, kBound);
+  EXPECT_EQ(Calls().size(), kBound);
+  EXPECT_EQ(sink_calls_, 1);
+}
+
 TEST_F(LaunchApiCallbacksTest, CallsFromManyThreadsWhileFlushingAreEachRecordedOnceWithTheirThread) {
   auto subscriber = StartTracing();
   ASSERT_NE(subscriber, nullptr);
