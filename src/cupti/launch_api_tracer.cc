@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <utility>
 
@@ -34,6 +35,13 @@ struct ThreadState {
   std::uint32_t tid = 0;
 };
 
+constexpr int kMaxExternalDepth = 64;
+struct ExternalIds {
+  std::uint64_t ids[kMaxExternalDepth] = {};
+  int depth = 0;  // may exceed kMaxExternalDepth; ids beyond it are not kept
+};
+thread_local ExternalIds t_external;
+
 ThreadState& State() noexcept {
   thread_local ThreadState state;
   const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
@@ -57,6 +65,20 @@ bool IsTracedApi(CUpti_CallbackDomain domain, std::string_view name) {
       if (starts(prefix)) return true;
   }
   return false;
+}
+
+void PushExternalId(std::uint64_t id) noexcept {
+  if (t_external.depth < kMaxExternalDepth) t_external.ids[t_external.depth] = id;
+  ++t_external.depth;
+}
+
+void PopExternalId() noexcept {
+  if (t_external.depth > 0) --t_external.depth;
+}
+
+std::uint64_t CurrentExternalId() noexcept {
+  if (t_external.depth == 0) return 0;
+  return t_external.ids[std::min(t_external.depth, kMaxExternalDepth) - 1];
 }
 
 Status LaunchApiTracer::Enable(CuptiApi& api, CUpti_SubscriberHandle handle) {
@@ -132,6 +154,7 @@ std::size_t LaunchApiTracer::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId
   done.tid = state.tid;
   done.cbid = cbid;
   done.driver = driver;
+  done.external_id = CurrentExternalId();
   std::lock_guard lock(mutex_);
   try {
     completed_.push_back(done);
@@ -148,8 +171,9 @@ std::vector<trace::Record> LaunchApiTracer::Take() noexcept {
     completed.swap(completed_);
   }
   std::vector<trace::Record> records;
+  std::size_t taken = 0;  // calls fully turned into records
   try {
-    records.reserve(completed.size());
+    records.reserve(completed.size() * 2);
     for (const Completed& c : completed) {
       trace::ApiCall api;
       api.start_ns = c.start_ns;
@@ -161,10 +185,12 @@ std::vector<trace::Record> LaunchApiTracer::Take() noexcept {
       api.launches_device_work =
           LaunchesDeviceWork(c.driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME, c.cbid, api.name);
       records.emplace_back(std::move(api));
+      if (c.external_id != 0) records.emplace_back(trace::ExternalCorrelation{c.external_id, c.correlation_id});
+      ++taken;
     }
-  } catch (...) {
+  } catch (...) {  // out of memory: what was built goes out, the rest is counted
     std::lock_guard lock(mutex_);
-    lost_ += completed.size() - records.size();
+    lost_ += completed.size() - taken;
   }
   return records;
 }

@@ -29,6 +29,12 @@
 // unless the API domains are enabled for another reason (replay's C1 filter), when OnApi returns
 // after one table lookup.
 //
+// External ids. PushExternalId/PopExternalId keep a per-thread stack (the torch hooks push each
+// op's id, as they push CUPTI's external correlation otherwise); each recorded call takes the id on
+// top of its thread's stack, and Take() emits a trace::ExternalCorrelation{id, correlation} for it
+// beside the ApiCall. So in this mode the op -> kernel links need neither CUPTI's
+// EXTERNAL_CORRELATION records nor its push/pop calls (a thread-local write instead).
+//
 // Thread safety: OnApi may run on any thread at once; Take on any thread. Enable/Disable from the
 // owner's thread, not concurrently with each other.
 #pragma once
@@ -52,6 +58,13 @@ namespace gpuprof::cupti {
 // name, e.g. "cudaLaunchKernel_v7000" or "cuMemcpyHtoDAsync_v2".
 bool IsTracedApi(CUpti_CallbackDomain domain, std::string_view name);
 
+// The calling thread's external-id stack (see the header comment). Deeper than 64 ids, the extra
+// ids are not kept and calls made there take the id at depth 64. noexcept, no allocation.
+void PushExternalId(std::uint64_t id) noexcept;
+void PopExternalId() noexcept;
+// The id on top of the calling thread's stack; 0 when it is empty.
+std::uint64_t CurrentExternalId() noexcept;
+
 class LaunchApiTracer {
  public:
   explicit LaunchApiTracer(std::uint32_t pid) : pid_(pid) {}
@@ -69,7 +82,8 @@ class LaunchApiTracer {
   // Returns how many completed calls wait for Take (0 when this callback recorded nothing).
   std::size_t OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
 
-  // The calls completed since the last Take, as trace::ApiCall records in completion order.
+  // The calls completed since the last Take, as trace::ApiCall records in completion order, each
+  // followed by its trace::ExternalCorrelation when its thread had an external id pushed.
   std::vector<trace::Record> Take() noexcept;
   // Calls waiting for Take; the subscriber takes them early when this grows large.
   std::size_t pending() const noexcept;
@@ -85,6 +99,7 @@ class LaunchApiTracer {
     std::uint32_t tid;
     std::uint32_t cbid;
     bool driver;
+    std::uint64_t external_id;  // 0: none
   };
   bool Traced(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const noexcept;
 

@@ -171,10 +171,23 @@ int PopCorrelation() {
              : 1;
 }
 
+// With cuda_trace `launches`, the launch callbacks take each call's external id from a thread-local
+// stack: a push is a store, not a CUPTI call (cupti::LaunchApiTracer).
+int PushLaunchCorrelation(std::uint64_t id) {
+  cupti::PushExternalId(id);
+  return 0;
+}
+
+int PopLaunchCorrelation() {
+  cupti::PopExternalId();
+  return 0;
+}
+
 }  // namespace
 
 DeviceCollector::CorrelationFunctions CuptiDeviceCollector::Correlation() const {
   if (subscriber_ == nullptr || !subscriber_->running() || !options_.external_correlation) return {};
+  if (options_.launch_api_callbacks) return {&PushLaunchCorrelation, &PopLaunchCorrelation};
   if (g_correlation_api.load(std::memory_order_acquire) == nullptr) {
     // Leaked on purpose: process lifetime (see g_correlation_api).
     static std::shared_ptr<cupti::CuptiApi>* kept = new std::shared_ptr<cupti::CuptiApi>(subscriber_->api());

@@ -510,6 +510,32 @@ TEST_F(LaunchApiCallbacksTest, WithReplaysWholeDomainsOnUntracedCallsAreIgnored)
   EXPECT_EQ(Calls()[0].correlation_id, 31u);
 }
 
+TEST_F(LaunchApiCallbacksTest, EachCallCarriesTheExternalIdOnTopOfItsThreadsStack) {
+  auto subscriber = StartTracing();
+  ASSERT_NE(subscriber, nullptr);
+  EXPECT_EQ(CurrentExternalId(), 0u);
+  PushExternalId(70);                                // an op
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 41);
+  PushExternalId(71);                                // a nested op
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kCopy, 42);
+  PopExternalId();
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 43);    // back in the outer op
+  std::thread([&] { Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 44); }).join();  // another thread: none
+  PopExternalId();
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 45);    // outside every op
+  PopExternalId();                                   // one pop too many is harmless
+  EXPECT_EQ(CurrentExternalId(), 0u);
+  ASSERT_TRUE(subscriber->Flush().ok());
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> links;
+  for (const trace::Record& record : received_)
+    if (const auto* link = std::get_if<trace::ExternalCorrelation>(&record))
+      links.emplace_back(link->external_id, link->correlation_id);
+  EXPECT_THAT(links, ::testing::ElementsAre(std::pair<std::uint64_t, std::uint32_t>{70, 41},
+                                            std::pair<std::uint64_t, std::uint32_t>{71, 42},
+                                            std::pair<std::uint64_t, std::uint32_t>{70, 43}));
+  EXPECT_EQ(Calls().size(), 5u);
+}
+
 TEST_F(LaunchApiCallbacksTest, WithoutBuffersOrFlushesTheWaitingCallsAreBoundedAndReachTheSink) {
   auto subscriber = StartTracing();
   ASSERT_NE(subscriber, nullptr);

@@ -185,7 +185,7 @@ TEST_F(CuptiDeviceCollectorTest, CudaTraceChoosesTheApiAndNvtxActivityKinds) {
   ASSERT_TRUE(session->Stop().ok());
 }
 
-TEST_F(CuptiDeviceCollectorTest, CudaTraceLaunchesTurnsOnTheLaunchCallbacksInsteadOfTheApiKinds) {
+TEST_F(CuptiDeviceCollectorTest, CudaTraceLaunchesTurnsOnTheLaunchCallbacksAndKeepsOpIdsOutOfCupti) {
   fake_->callback_names = {{{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000},
                             "cudaLaunchKernel_v7000"},
                            {{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020},
@@ -203,6 +203,13 @@ TEST_F(CuptiDeviceCollectorTest, CudaTraceLaunchesTurnsOnTheLaunchCallbacksInste
             1u);
   EXPECT_EQ(fake_->enabled_callbacks.count({CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020}),
             0u);
+  // The torch hooks' per-op pushes go to the launch tracer's thread-local stack, not to CUPTI.
+  DeviceCollector::CorrelationFunctions correlation = session->DeviceCorrelation();
+  ASSERT_NE(correlation.push, nullptr);
+  EXPECT_EQ(correlation.push(88), 0);
+  EXPECT_EQ(cupti::CurrentExternalId(), 88u);
+  EXPECT_EQ(correlation.pop(), 0);
+  EXPECT_EQ(cupti::CurrentExternalId(), 0u);
   ASSERT_TRUE(session->Stop().ok());
 }
 
