@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "base/logging.h"
 #include "cupti/activity_translator.h"
 
 namespace gpuprof::cupti {
@@ -84,6 +85,8 @@ std::uint64_t CurrentExternalId() noexcept {
 Status LaunchApiTracer::Enable(CuptiApi& api, CUpti_SubscriberHandle handle) {
   g_epoch.fetch_add(1, std::memory_order_relaxed);
   traced_count_ = 0;
+  refused_.clear();
+  refused_count_ = 0;
   const struct {
     CUpti_CallbackDomain domain;
     CUpti_CallbackId size;
@@ -99,12 +102,25 @@ Status LaunchApiTracer::Enable(CuptiApi& api, CUpti_SubscriberHandle handle) {
       const char* raw = nullptr;
       if (api.GetCallbackName(d.domain, cbid, &raw) != CUPTI_SUCCESS || raw == nullptr) continue;
       if (!IsTracedApi(d.domain, raw)) continue;
-      GPUPROF_RETURN_IF_ERROR(CuptiStatus(api, api.EnableCallback(1, handle, d.domain, cbid), "cuptiEnableCallback",
-                                          raw));
+      if (const CUptiResult r = api.EnableCallback(1, handle, d.domain, cbid); r != CUPTI_SUCCESS) {
+        // One id CUPTI will not watch (e.g. retired in this CUDA) costs that call's rows, not the run.
+        if (refused_.empty()) refused_ = std::string(raw) + ": " + CuptiErrorString(api, r);
+        ++refused_count_;
+        continue;
+      }
       enabled_.emplace_back(d.domain, cbid);
       (*d.names)[cbid] = NormalizeApiName(d.kind, cbid, raw);
       ++traced_count_;
     }
+  }
+  if (refused_count_ != 0) {
+    GPUPROF_LOG(kWarning) << "cuda_trace launches: CUPTI refused the callbacks of " << refused_count_
+                          << " API call(s), which are missing from CANN_API (first: " << refused_ << ")";
+  }
+  if (traced_count_ == 0) {
+    GPUPROF_LOG(kWarning) << "cuda_trace launches: no runtime or driver call could be traced, so CANN_API "
+                             "stays empty and ops reach kernels only by time; GPUPROF_CUDA_TRACE=runtime,driver,nvtx "
+                             "records every call instead";
   }
   return OkStatus();
 }

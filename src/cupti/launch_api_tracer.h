@@ -72,8 +72,9 @@ class LaunchApiTracer {
   LaunchApiTracer& operator=(const LaunchApiTracer&) = delete;
 
   // Reads every runtime and driver callback name from CUPTI and enables the callbacks of the
-  // traced ones. Error: Internal naming the first cuptiEnableCallback that failed (the ones enabled
-  // before it stay enabled; Disable undoes them).
+  // traced ones. An id whose cuptiEnableCallback fails is skipped, with one warning naming the
+  // first; with none traced at all, one more warning says what is missing. Kernels, copies and
+  // memsets are collected either way, so this never fails the subscriber.
   Status Enable(CuptiApi& api, CUpti_SubscriberHandle handle);
   // Turns the callbacks Enable turned on off again. Returns the first failure, always completes.
   Status Disable(CuptiApi& api, CUpti_SubscriberHandle handle);
@@ -109,6 +110,8 @@ class LaunchApiTracer {
   std::vector<std::string> driver_names_;
   std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> enabled_;
   std::size_t traced_count_ = 0;
+  std::string refused_;  // the first callback CUPTI refused, with its error
+  std::size_t refused_count_ = 0;
 
   mutable std::mutex mutex_;
   std::vector<Completed> completed_;  // guarded by mutex_

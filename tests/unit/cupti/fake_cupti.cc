@@ -175,6 +175,7 @@ CUptiResult FakeCuptiApi::Unsubscribe(CUpti_SubscriberHandle) {
 CUptiResult FakeCuptiApi::EnableCallback(std::uint32_t enable, CUpti_SubscriberHandle,
                                          CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   if (enable != 0) {
+    if (failing_callbacks.count({domain, cbid}) != 0) return CUPTI_ERROR_INVALID_PARAMETER;
     enabled_callbacks.insert({domain, cbid});
   } else {
     enabled_callbacks.erase({domain, cbid});

@@ -76,6 +76,7 @@ class FakeCuptiApi final : public CuptiApi {
   CUptiResult timestamp_result = CUPTI_SUCCESS;
   std::map<std::pair<int, std::uint32_t>, std::string> callback_names;  // (domain, cbid) -> name
   std::set<CUpti_ActivityKind> failing_kinds;        // ActivityEnable fails (CUPTI_ERROR_UNKNOWN)
+  std::set<std::pair<int, std::uint32_t>> failing_callbacks;  // EnableCallback(1, ...) fails (INVALID_PARAMETER)
   std::size_t dropped_per_call = 0;                  // ActivityGetNumDroppedRecords reports this
   std::function<void(std::uint32_t flag)> on_flush;  // runs inside ActivityFlushAll
 

@@ -510,6 +510,29 @@ TEST_F(LaunchApiCallbacksTest, WithReplaysWholeDomainsOnUntracedCallsAreIgnored)
   EXPECT_EQ(Calls()[0].correlation_id, 31u);
 }
 
+TEST_F(LaunchApiCallbacksTest, ACallbackCuptiRefusesIsSkippedWithOneWarningAndTheRestAreTraced) {
+  api_->failing_callbacks = {{CUPTI_CB_DOMAIN_RUNTIME_API, kCopy}};
+  base::ScopedLogCapture capture;
+  auto subscriber = StartTracing();
+  ASSERT_NE(subscriber, nullptr) << "kernels are still collected";
+  EXPECT_TRUE(CallbackOn(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch));
+  EXPECT_FALSE(CallbackOn(CUPTI_CB_DOMAIN_RUNTIME_API, kCopy));
+  EXPECT_EQ(capture.Count("CUPTI refused the callbacks of 1 API call(s)"), 1);
+  EXPECT_EQ(capture.Count("(first: cudaMemcpyAsync_v3020: CUPTI error"), 1) << "the fake names no message";
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 51);
+  ASSERT_TRUE(subscriber->Flush().ok());
+  EXPECT_EQ(Calls().size(), 1u);
+}
+
+TEST_F(LaunchApiCallbacksTest, NothingToTraceStillCollectsKernelsAndSaysWhatIsMissing) {
+  api_->callback_names.clear();
+  base::ScopedLogCapture capture;
+  auto subscriber = StartTracing();
+  ASSERT_NE(subscriber, nullptr);
+  EXPECT_EQ(capture.Count("no runtime or driver call could be traced, so CANN_API stays empty"), 1);
+  EXPECT_TRUE(Enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+}
+
 TEST_F(LaunchApiCallbacksTest, EachCallCarriesTheExternalIdOnTopOfItsThreadsStack) {
   auto subscriber = StartTracing();
   ASSERT_NE(subscriber, nullptr);
