@@ -515,6 +515,43 @@ def expect_train_plain(c, dbs, program_output):
     c.expect(any(m["operation"] == MEMCPY_HTOD for m in copies), "no host-to-device copy (model.to(device))")
 
 
+# Runtime calls a PyTorch step makes many times without launching anything. Under
+# `--cuda-trace launches` none of them may be in CANN_API: that is what the mode saves.
+QUERY_CALLS = ("cudaGetDevice", "cudaSetDevice", "cudaGetLastError", "cudaPeekAtLastError", "cudaStreamIsCapturing",
+               "cudaStreamGetCaptureInfo", "cudaEventQuery", "cudaGetDeviceCount", "cudaDeviceGetAttribute",
+               "cudaPointerGetAttributes", "cudaFuncGetAttributes")
+
+
+def expect_launch_calls_only(c, db):
+    """`--cuda-trace launches`: CANN_API's runtime rows (type 5000) hold launching, copying,
+    allocating and waiting calls only, and each launch is one node@launch row."""
+    names = db.query("""SELECT s.value, COUNT(*) FROM CANN_API a JOIN STRING_IDS s ON s.id = a.name
+                        WHERE a.type = 5000 GROUP BY s.value ORDER BY 2 DESC""")
+    c.note(f"runtime/driver rows by name: {names[:8]}")
+    queries = [(name, n) for name, n in names if name.startswith(QUERY_CALLS)]
+    c.expect(not queries, f"{db.path}: --cuda-trace launches recorded query calls {queries[:4]}; expected only "
+                          "the launching, copying, allocating and waiting calls")
+    c.expect(any("Launch" in name for name, _ in names), f"{db.path}: no launch call among CANN_API's rows {names}")
+
+
+def expect_train_plain_launches(c, dbs, program_output):
+    """train_plain.py under `gpuprof run --cuda-trace launches,nvtx`: every kernel still joins its
+    launch rows (expect_train_plain), and CANN_API holds no query calls."""
+    expect_train_plain(c, dbs, program_output)
+    db = one_db(c, dbs, "train_plain_launches")
+    if db is not None:
+        expect_launch_calls_only(c, db)
+
+
+def expect_train_profiled_launches(c, dbs, program_output):
+    """train_profiled.py under `gpuprof run --cuda-trace launches,nvtx`: its ops still reach their
+    kernels (the op ids travel with the launch callbacks, not CUPTI's external correlation)."""
+    expect_train_profiled(c, dbs, program_output)
+    db = one_db(c, dbs, "train_profiled_launches")
+    if db is not None:
+        expect_launch_calls_only(c, db)
+
+
 def expect_train_profiled(c, dbs, program_output):
     """examples/train_profiled.py under `gpuprof run` on the GPU: its gpuprof.profile joins the run's
     session, so one DB holds the torch ops, steps and memory (issue 6) with the kernels, and the
@@ -775,6 +812,8 @@ EXPECTATIONS = {
     "fork_parent_only": expect_fork_parent_only,
     "train_plain": expect_train_plain,
     "train_profiled": expect_train_profiled,
+    "train_plain_launches": expect_train_plain_launches,
+    "train_profiled_launches": expect_train_profiled_launches,
     "train_profiled_replay": expect_train_profiled_replay,
     "two_ranks_nccl": expect_two_ranks_nccl,
 }

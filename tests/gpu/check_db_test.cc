@@ -480,4 +480,24 @@ TEST_F(CheckDbTest, TrainingKernelWithoutItsLaunchFails) {
   ExpectFail("train_plain", output, "1 of 1 kernels do not join their launch rows");
 }
 
+TEST_F(CheckDbTest, LaunchesTraceWithOnlyLaunchingCallsPasses) {
+  Process p(8000, 8000);
+  p.Call("cudaMemcpyAsync", Copy(1 << 20, 1, kLegacyStream));
+  p.Call("cudaLaunchKernel", Kernel("void at::native::elementwise_kernel<128, 2>(int)", "elementwise_kernel",
+                                    {4, 1, 1}, {128, 1, 1}, kLegacyStream));
+  const std::string output = "device: cuda:0 (NVIDIA H200)\nstep 3/3 loss 2.1\n";
+  Write(p);
+  ExpectPass("train_plain_launches", output);
+}
+
+TEST_F(CheckDbTest, LaunchesTraceWithAQueryCallFails) {
+  Process p(8000, 8000);
+  p.Call("cudaLaunchKernel", Kernel("void at::native::elementwise_kernel<128, 2>(int)", "elementwise_kernel",
+                                    {4, 1, 1}, {128, 1, 1}, kLegacyStream));
+  p.Call("cudaGetDevice", Copy(0, 1, kLegacyStream), /*launch_row=*/false);  // a row the mode must not write
+  const std::string output = "device: cuda:0 (NVIDIA H200)\nstep 3/3 loss 2.1\n";
+  Write(p);
+  ExpectFail("train_plain_launches", output, "--cuda-trace launches recorded query calls [('cudaGetDevice', 1)]");
+}
+
 }  // namespace
