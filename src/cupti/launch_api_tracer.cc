@@ -84,40 +84,42 @@ std::uint64_t CurrentExternalId() noexcept {
 
 Status LaunchApiTracer::Enable(CuptiApi& api, CUpti_SubscriberHandle handle) {
   g_epoch.fetch_add(1, std::memory_order_relaxed);
-  traced_count_ = 0;
-  refused_.clear();
-  refused_count_ = 0;
+  std::size_t traced = 0;
+  std::size_t refused = 0;
+  std::string first_refused;  // the first callback CUPTI refused, with its error
   const struct {
     CUpti_CallbackDomain domain;
     CUpti_CallbackId size;
     CUpti_ActivityKind kind;
-    std::vector<std::string>* names;
+    std::vector<TracedCall>* calls;
   } domains[] = {
-      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_RUNTIME, &runtime_names_},
-      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_DRIVER, &driver_names_},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_RUNTIME, &runtime_calls_},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_DRIVER, &driver_calls_},
   };
   for (const auto& d : domains) {
-    d.names->assign(d.size, std::string());
+    d.calls->assign(d.size, TracedCall{});
     for (CUpti_CallbackId cbid = 1; cbid < d.size; ++cbid) {
       const char* raw = nullptr;
       if (api.GetCallbackName(d.domain, cbid, &raw) != CUPTI_SUCCESS || raw == nullptr) continue;
       if (!IsTracedApi(d.domain, raw)) continue;
       if (const CUptiResult r = api.EnableCallback(1, handle, d.domain, cbid); r != CUPTI_SUCCESS) {
         // One id CUPTI will not watch (e.g. retired in this CUDA) costs that call's rows, not the run.
-        if (refused_.empty()) refused_ = std::string(raw) + ": " + CuptiErrorString(api, r);
-        ++refused_count_;
+        if (first_refused.empty()) first_refused = std::string(raw) + ": " + CuptiErrorString(api, r);
+        ++refused;
         continue;
       }
       enabled_.emplace_back(d.domain, cbid);
-      (*d.names)[cbid] = NormalizeApiName(d.kind, cbid, raw);
-      ++traced_count_;
+      TracedCall& call = (*d.calls)[cbid];
+      call.name = NormalizeApiName(d.kind, cbid, raw);
+      call.launches_device_work = LaunchesDeviceWork(d.kind, cbid, call.name);
+      ++traced;
     }
   }
-  if (refused_count_ != 0) {
-    GPUPROF_LOG(kWarning) << "cuda_trace launches: CUPTI refused the callbacks of " << refused_count_
-                          << " API call(s), which are missing from CANN_API (first: " << refused_ << ")";
+  if (refused != 0) {
+    GPUPROF_LOG(kWarning) << "cuda_trace launches: CUPTI refused the callbacks of " << refused
+                          << " API call(s), which are missing from CANN_API (first: " << first_refused << ")";
   }
-  if (traced_count_ == 0) {
+  if (traced == 0) {
     GPUPROF_LOG(kWarning) << "cuda_trace launches: no runtime or driver call could be traced, so CANN_API "
                              "stays empty and ops reach kernels only by time; GPUPROF_CUDA_TRACE=runtime,driver,nvtx "
                              "records every call instead";
@@ -136,8 +138,8 @@ Status LaunchApiTracer::Disable(CuptiApi& api, CUpti_SubscriberHandle handle) {
 }
 
 bool LaunchApiTracer::Traced(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const noexcept {
-  const std::vector<std::string>& names = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_names_ : driver_names_;
-  return cbid < names.size() && !names[cbid].empty();
+  const std::vector<TracedCall>& calls = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_calls_ : driver_calls_;
+  return cbid < calls.size() && !calls[cbid].name.empty();
 }
 
 std::size_t LaunchApiTracer::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -196,10 +198,10 @@ std::vector<trace::Record> LaunchApiTracer::Take() noexcept {
       api.end_ns = c.end_ns;
       api.pid = pid_;
       api.tid = c.tid;
-      api.name = c.driver ? driver_names_[c.cbid] : runtime_names_[c.cbid];
+      const TracedCall& traced = (c.driver ? driver_calls_ : runtime_calls_)[c.cbid];
+      api.name = traced.name;
       api.correlation_id = c.correlation_id;
-      api.launches_device_work =
-          LaunchesDeviceWork(c.driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME, c.cbid, api.name);
+      api.launches_device_work = traced.launches_device_work;
       records.emplace_back(std::move(api));
       if (c.external_id != 0) records.emplace_back(trace::ExternalCorrelation{c.external_id, c.correlation_id});
       ++taken;
@@ -209,11 +211,6 @@ std::vector<trace::Record> LaunchApiTracer::Take() noexcept {
     lost_ += completed.size() - taken;
   }
   return records;
-}
-
-std::size_t LaunchApiTracer::pending() const noexcept {
-  std::lock_guard lock(mutex_);
-  return completed_.size();
 }
 
 std::uint64_t LaunchApiTracer::lost() const noexcept {

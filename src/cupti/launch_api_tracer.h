@@ -86,10 +86,6 @@ class LaunchApiTracer {
   // The calls completed since the last Take, as trace::ApiCall records in completion order, each
   // followed by its trace::ExternalCorrelation when its thread had an external id pushed.
   std::vector<trace::Record> Take() noexcept;
-  // Calls waiting for Take; the subscriber takes them early when this grows large.
-  std::size_t pending() const noexcept;
-  // Traced callback ids enabled by the last Enable (runtime + driver).
-  std::size_t traced_ids() const noexcept { return traced_count_; }
   std::uint64_t lost() const noexcept;  // calls dropped because Take could not allocate
 
  private:
@@ -105,13 +101,15 @@ class LaunchApiTracer {
   bool Traced(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const noexcept;
 
   const std::uint32_t pid_;
-  // Indexed by callback id: the normalized name, empty when the id is not traced.
-  std::vector<std::string> runtime_names_;
-  std::vector<std::string> driver_names_;
+  // What Take needs of a traced id, worked out once at Enable.
+  struct TracedCall {
+    std::string name;  // normalized (NormalizeApiName); empty: the id is not traced
+    bool launches_device_work = false;
+  };
+  // Indexed by callback id.
+  std::vector<TracedCall> runtime_calls_;
+  std::vector<TracedCall> driver_calls_;
   std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> enabled_;
-  std::size_t traced_count_ = 0;
-  std::string refused_;  // the first callback CUPTI refused, with its error
-  std::size_t refused_count_ = 0;
 
   mutable std::mutex mutex_;
   std::vector<Completed> completed_;  // guarded by mutex_
