@@ -123,6 +123,18 @@ VARIANT_NAMES = {"none": "no profiler", "torch": "PyTorch's profiler", "gpuprof"
                  "torch_cpu": "  (torch.profiler, CPU activity only)"}
 
 
+# What each gpuprof breakdown variant sets for its process (see the module docstring).
+VARIANT_ENV = {
+    "gpuprof_host": {"GPUPROF_DEVICE": "0"},  # the torch hooks alone, no CUPTI collection
+    "gpuprof_bare": {"GPUPROF_DEVICE": "0"},
+    "gpuprof_nocorr": {"GPUPROF_TORCH_DEVICE_CORRELATION": "0"},
+    "gpuprof_nonvtx": {"GPUPROF_CUDA_TRACE": "runtime,driver"},
+    "gpuprof_runtime": {"GPUPROF_CUDA_TRACE": "runtime"},
+    "gpuprof_kernels": {"GPUPROF_CUDA_TRACE": "none"},
+    "gpuprof_launches": {"GPUPROF_CUDA_TRACE": "launches,nvtx"},
+}
+
+
 def parse_cpus(text):
     """'2-5,8' -> {2, 3, 4, 5, 8}; argparse turns the ValueError into a usage error naming --cpus."""
     cpus = set()
@@ -142,18 +154,7 @@ def run_variant(args, variant, gpu):
     cmd = [args.python, script, variant, str(args.steps), args.device, out, str(args.threads)]
     env = dict(os.environ)
     env["GPUPROF_LIB_DIR"] = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.gpuprof))), "lib")
-    if variant == "gpuprof_nocorr":
-        env["GPUPROF_TORCH_DEVICE_CORRELATION"] = "0"
-    if variant == "gpuprof_nonvtx":
-        env["GPUPROF_CUDA_TRACE"] = "runtime,driver"
-    if variant == "gpuprof_runtime":
-        env["GPUPROF_CUDA_TRACE"] = "runtime"
-    if variant == "gpuprof_kernels":
-        env["GPUPROF_CUDA_TRACE"] = "none"
-    if variant == "gpuprof_launches":
-        env["GPUPROF_CUDA_TRACE"] = "launches,nvtx"
-    if variant in ("gpuprof_host", "gpuprof_bare"):
-        env["GPUPROF_DEVICE"] = "0"  # the torch hooks alone, no CUPTI collection
+    env.update(VARIANT_ENV.get(variant, {}))
     pin = (lambda: os.sched_setaffinity(0, args.cpus)) if args.cpus else None
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env, preexec_fn=pin)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
