@@ -554,10 +554,12 @@ std::string CudaTraceProblem(const std::vector<std::string>& words) {
     if (std::find(seen.begin(), seen.end(), word) != seen.end()) return word + " is given twice";
     seen.push_back(word);
   }
-  const auto has = [&seen](std::string_view word) { return std::find(seen.begin(), seen.end(), word) != seen.end(); };
+  const auto has = [&seen](std::string_view word) {
+    return std::find(seen.begin(), seen.end(), word) != seen.end();
+  };
   if (has("launches") && (has("runtime") || has("driver"))) {
-    return std::string("launches records the launching calls of both APIs, ") + (has("runtime") ? "runtime" : "driver") +
-           " every call of one; give one of them";
+    return std::string("launches records the launching calls of both APIs, ") +
+           (has("runtime") ? "runtime" : "driver") + " every call of one; give one of them";
   }
   return "";
 }
@@ -566,7 +568,8 @@ constexpr const char* kRunDescription =
     "Run an application under gpuprof: profile its CUDA work (kernels, copies, memsets, runtime API calls, "
     "NVTX ranges) into a profile DB, then print where each DB is and a short summary";
 
-constexpr const char* kRunFooter = R"(Usage: gpuprof run [-o DIR] [--follow-children] [--no-record-shapes] [--no-profile-memory]
+constexpr const char* kRunFooter =
+    R"(Usage: gpuprof run [-o DIR] [--follow-children] [--no-record-shapes] [--no-profile-memory]
        [--with-stack] [--with-modules] [--cuda-trace LIST] [--] APP [ARGS...]
 
 APP and everything after it belong to the application, even arguments that look like gpuprof's
@@ -698,10 +701,11 @@ RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
   run_->add_flag("--with-modules", with_modules_,
                  "PyTorch scripts: record each nn.Module forward as an MSTX_EVENTS range in domain Module "
                  "(default: off)");
-  run_->add_option("--cuda-trace", cuda_trace_,
-                   "Host-side CUDA activity recorded beside kernels, copies and memsets: a comma list of "
-                   "runtime, driver, launches, nvtx, or none (default: runtime,driver,nvtx; launches: only "
-                   "the launching, copying, allocating and waiting calls of both APIs, not with runtime or driver)")
+  run_->add_option(
+          "--cuda-trace", cuda_trace_,
+          "Host-side CUDA activity recorded beside kernels, copies and memsets: a comma list of "
+          "runtime, driver, launches, nvtx, or none (default: runtime,driver,nvtx; launches: only "
+          "the launching, copying, allocating and waiting calls of both APIs, not with runtime or driver)")
       ->delimiter(',')
       ->check(CLI::IsMember({"runtime", "driver", "launches", "nvtx", "none"}));
   run_->footer(kRunFooter);
@@ -743,7 +747,8 @@ int RunCommand::Run(std::ostream& report) const {
   }
 
   if (std::string why = CudaTraceProblem(cuda_trace_); !why.empty()) {
-    report << "gpuprof: error: --cuda-trace: " << why << "; give a comma list of runtime, driver, launches, nvtx (e.g. "
+    report << "gpuprof: error: --cuda-trace: " << why
+           << "; give a comma list of runtime, driver, launches, nvtx (e.g. "
            << "--cuda-trace runtime,nvtx), or none for kernels, copies and memsets alone\n";
     return kExitUsage;
   }

@@ -14,14 +14,23 @@ namespace gpuprof::cupti {
 namespace {
 
 constexpr std::string_view kRuntimePrefixes[] = {
-    "cudaLaunch",         "cudaGraphLaunch",        "cudaMemcpy",           "cudaMemset",
-    "cudaMalloc",         "cudaFree",               "cudaHostAlloc",        "cudaDeviceSynchronize",
-    "cudaStreamSynchronize", "cudaEventSynchronize", "cudaStreamWaitEvent",
+    "cudaLaunch",
+    "cudaGraphLaunch",
+    "cudaMemcpy",
+    "cudaMemset",
+    "cudaMalloc",
+    "cudaFree",
+    "cudaHostAlloc",
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "cudaStreamWaitEvent",
 };
 constexpr std::string_view kDriverPrefixes[] = {
-    "cuLaunch",           "cuGraphLaunch",      "cuMemcpy",            "cuMemset",
-    "cuMemAlloc",         "cuMemFree",          "cuMemHostAlloc",      "cuCtxSynchronize",
-    "cuStreamSynchronize", "cuEventSynchronize", "cuStreamWaitEvent",
+    "cuLaunch",           "cuGraphLaunch",     "cuMemcpy",
+    "cuMemset",           "cuMemAlloc",        "cuMemFree",
+    "cuMemHostAlloc",     "cuCtxSynchronize",  "cuStreamSynchronize",
+    "cuEventSynchronize", "cuStreamWaitEvent",
 };
 
 // Enable() bumps this, so a thread's nesting state left by a tracer that was disabled in the middle
@@ -93,7 +102,8 @@ Status LaunchApiTracer::Enable(CuptiApi& api, CUpti_SubscriberHandle handle) {
     CUpti_ActivityKind kind;
     std::vector<TracedCall>* calls;
   } domains[] = {
-      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_RUNTIME, &runtime_calls_},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_RUNTIME,
+       &runtime_calls_},
       {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_DRIVER, &driver_calls_},
   };
   for (const auto& d : domains) {
@@ -120,9 +130,10 @@ Status LaunchApiTracer::Enable(CuptiApi& api, CUpti_SubscriberHandle handle) {
                           << " API call(s), which are missing from CANN_API (first: " << first_refused << ")";
   }
   if (traced == 0) {
-    GPUPROF_LOG(kWarning) << "cuda_trace launches: no runtime or driver call could be traced, so CANN_API "
-                             "stays empty and ops reach kernels only by time; GPUPROF_CUDA_TRACE=runtime,driver,nvtx "
-                             "records every call instead";
+    GPUPROF_LOG(kWarning)
+        << "cuda_trace launches: no runtime or driver call could be traced, so CANN_API "
+           "stays empty and ops reach kernels only by time; GPUPROF_CUDA_TRACE=runtime,driver,nvtx "
+           "records every call instead";
   }
   return OkStatus();
 }
@@ -138,7 +149,8 @@ Status LaunchApiTracer::Disable(CuptiApi& api, CUpti_SubscriberHandle handle) {
 }
 
 bool LaunchApiTracer::Traced(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const noexcept {
-  const std::vector<TracedCall>& calls = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_calls_ : driver_calls_;
+  const std::vector<TracedCall>& calls =
+      domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_calls_ : driver_calls_;
   return cbid < calls.size() && !calls[cbid].name.empty();
 }
 
@@ -203,7 +215,8 @@ std::vector<trace::Record> LaunchApiTracer::Take() noexcept {
       api.correlation_id = c.correlation_id;
       api.launches_device_work = traced.launches_device_work;
       records.emplace_back(std::move(api));
-      if (c.external_id != 0) records.emplace_back(trace::ExternalCorrelation{c.external_id, c.correlation_id});
+      if (c.external_id != 0)
+        records.emplace_back(trace::ExternalCorrelation{c.external_id, c.correlation_id});
       ++taken;
     }
   } catch (...) {  // out of memory: what was built goes out, the rest is counted

@@ -81,7 +81,8 @@ class LaunchApiTracer {
 
   // The subscriber's callback for a runtime- or driver-API entry or exit of the application.
   // Returns how many completed calls wait for Take (0 when this callback recorded nothing).
-  std::size_t OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  std::size_t OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                    const CUpti_CallbackData& call) noexcept;
 
   // The calls completed since the last Take, as trace::ApiCall records in completion order, each
   // followed by its trace::ExternalCorrelation when its thread had an external id pushed.

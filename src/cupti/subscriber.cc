@@ -197,7 +197,8 @@ Status CuptiSubscriber::Enable() {
   }
 
   if (options_.launch_api_callbacks) {
-    launch_tracing_.store(true, std::memory_order_release);  // before the calls: DisableEverything undoes a partial success
+    launch_tracing_.store(
+        true, std::memory_order_release);  // before the calls: DisableEverything undoes a partial success
     GPUPROF_RETURN_IF_ERROR(launch_tracer_.Enable(api, handle_));
   }
 

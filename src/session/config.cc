@@ -398,7 +398,9 @@ std::string JsonQuote(std::string_view text) {
 
 std::string CudaTraceText(const SessionConfig::CudaTrace& trace) {
   std::string text;
-  for (auto [on, word] : {std::pair{trace.runtime, "runtime"}, {trace.driver, "driver"}, {trace.launches, "launches"},
+  for (auto [on, word] : {std::pair{trace.runtime, "runtime"},
+                          {trace.driver, "driver"},
+                          {trace.launches, "launches"},
                           {trace.nvtx, "nvtx"}}) {
     if (!on) continue;
     if (!text.empty()) text += ",";
@@ -409,9 +411,10 @@ std::string CudaTraceText(const SessionConfig::CudaTrace& trace) {
 
 StatusOr<SessionConfig::CudaTrace> ParseCudaTrace(std::string_view text, std::string_view origin) {
   const auto invalid = [&](std::string_view why) {
-    return InvalidArgumentError(std::string(origin) + "=" + JsonQuote(text) + ": " + std::string(why) +
-                                "; expected a comma list of runtime, driver, launches, nvtx (e.g. \"runtime,nvtx\" "
-                                "or \"launches,nvtx\"), or none for kernels, copies and memsets alone");
+    return InvalidArgumentError(
+        std::string(origin) + "=" + JsonQuote(text) + ": " + std::string(why) +
+        "; expected a comma list of runtime, driver, launches, nvtx (e.g. \"runtime,nvtx\" "
+        "or \"launches,nvtx\"), or none for kernels, copies and memsets alone");
   };
   SessionConfig::CudaTrace trace{false, false, false, false};
   if (text == "none") return trace;
@@ -420,11 +423,11 @@ StatusOr<SessionConfig::CudaTrace> ParseCudaTrace(std::string_view text, std::st
     const std::size_t comma = text.find(',', begin);
     const std::string_view word =
         text.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
-    bool* flag = word == "runtime" ? &trace.runtime
-                 : word == "driver" ? &trace.driver
-                 : word == "nvtx"   ? &trace.nvtx
+    bool* flag = word == "runtime"    ? &trace.runtime
+                 : word == "driver"   ? &trace.driver
+                 : word == "nvtx"     ? &trace.nvtx
                  : word == "launches" ? &trace.launches
-                                    : nullptr;
+                                      : nullptr;
     if (flag == nullptr) {
       return invalid(word.empty() ? std::string("an empty entry") : "unknown entry " + JsonQuote(word));
     }
@@ -434,9 +437,10 @@ StatusOr<SessionConfig::CudaTrace> ParseCudaTrace(std::string_view text, std::st
     begin = comma + 1;
   }
   if (trace.launches && (trace.runtime || trace.driver)) {
-    return invalid(std::string("\"launches\" records the launching calls of the runtime and driver APIs, \"") +
-                   (trace.runtime ? "runtime" : "driver") + "\" every call of " +
-                   (trace.runtime ? "the runtime" : "the driver") + "; give one of them");
+    return invalid(
+        std::string("\"launches\" records the launching calls of the runtime and driver APIs, \"") +
+        (trace.runtime ? "runtime" : "driver") + "\" every call of " +
+        (trace.runtime ? "the runtime" : "the driver") + "; give one of them");
   }
   return trace;
 }

@@ -1,10 +1,9 @@
 #include "cupti/subscriber.h"
 
 #include <generated_nvtx_meta.h>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -537,16 +536,16 @@ TEST_F(LaunchApiCallbacksTest, EachCallCarriesTheExternalIdOnTopOfItsThreadsStac
   auto subscriber = StartTracing();
   ASSERT_NE(subscriber, nullptr);
   EXPECT_EQ(CurrentExternalId(), 0u);
-  PushExternalId(70);                                // an op
+  PushExternalId(70);  // an op
   Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 41);
-  PushExternalId(71);                                // a nested op
+  PushExternalId(71);  // a nested op
   Call(CUPTI_CB_DOMAIN_RUNTIME_API, kCopy, 42);
   PopExternalId();
-  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 43);    // back in the outer op
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 43);                               // back in the outer op
   std::thread([&] { Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 44); }).join();  // another thread: none
   PopExternalId();
-  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 45);    // outside every op
-  PopExternalId();                                   // one pop too many is harmless
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch, 45);  // outside every op
+  PopExternalId();                                 // one pop too many is harmless
   EXPECT_EQ(CurrentExternalId(), 0u);
   ASSERT_TRUE(subscriber->Flush().ok());
   std::vector<std::pair<std::uint64_t, std::uint32_t>> links;

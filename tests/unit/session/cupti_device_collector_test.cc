@@ -186,22 +186,25 @@ TEST_F(CuptiDeviceCollectorTest, CudaTraceChoosesTheApiAndNvtxActivityKinds) {
 }
 
 TEST_F(CuptiDeviceCollectorTest, CudaTraceLaunchesTurnsOnTheLaunchCallbacksAndKeepsOpIdsOutOfCupti) {
-  fake_->callback_names = {{{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000},
-                            "cudaLaunchKernel_v7000"},
-                           {{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020},
-                            "cudaGetDevice_v3020"}};
-  auto session = Start("api", SessionConfig::CudaTrace{.runtime = false, .driver = false, .nvtx = true,
-                                                       .launches = true});
+  fake_->callback_names = {
+      {{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000},
+       "cudaLaunchKernel_v7000"},
+      {{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020}, "cudaGetDevice_v3020"}};
+  auto session = Start(
+      "api", SessionConfig::CudaTrace{.runtime = false, .driver = false, .nvtx = true, .launches = true});
   ASSERT_NE(session, nullptr);
   auto enabled = [&](CUpti_ActivityKind kind) {
-    return std::find(fake_->enabled_kinds.begin(), fake_->enabled_kinds.end(), kind) != fake_->enabled_kinds.end();
+    return std::find(fake_->enabled_kinds.begin(), fake_->enabled_kinds.end(), kind) !=
+           fake_->enabled_kinds.end();
   };
   EXPECT_FALSE(enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
   EXPECT_FALSE(enabled(CUPTI_ACTIVITY_KIND_DRIVER));
   EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_MARKER));
-  EXPECT_EQ(fake_->enabled_callbacks.count({CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}),
+  EXPECT_EQ(fake_->enabled_callbacks.count(
+                {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}),
             1u);
-  EXPECT_EQ(fake_->enabled_callbacks.count({CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020}),
+  EXPECT_EQ(fake_->enabled_callbacks.count(
+                {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020}),
             0u);
   // The torch hooks' per-op pushes go to the launch tracer's thread-local stack, not to CUPTI.
   DeviceCollector::CorrelationFunctions correlation = session->DeviceCorrelation();
