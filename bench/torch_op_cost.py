@@ -10,14 +10,14 @@ Variants (each a fresh process; record_shapes and profile_memory on, as in torch
   gpuprof    gpuprof.profile, GPUPROF_DEVICE=0 (the torch hooks only; a CPU op has no kernels)
 With --device cuda the tensor is on the GPU, so every op is one kernel launch, and also:
   kineto_cuda    torch.profiler.profile(activities=[CPU, CUDA]): Kineto's hooks plus its CUPTI
-  gpuprof_cuda   gpuprof.profile with CUPTI (kernels, runtime and driver API, NVTX, per-op
-                 external correlation), as a GPU run profiles
+  gpuprof_cuda   gpuprof.profile with CUPTI as a GPU run profiles by default (kernels, the
+                 launching API calls through gpuprof's callbacks, NVTX, per-op external ids)
   gpuprof_noapi  the same with GPUPROF_CUDA_TRACE=none (kernels only: no API records, no NVTX)
   gpuprof_nocorr the same with GPUPROF_TORCH_DEVICE_CORRELATION=0 (no per-op correlation push/pop)
   gpuprof_runtime the same with GPUPROF_CUDA_TRACE=runtime (no driver API records, no NVTX)
   gpuprof_nonvtx the same with GPUPROF_CUDA_TRACE=runtime,driver (no NVTX)
-  gpuprof_launches the same with GPUPROF_CUDA_TRACE=launches,nvtx (the launching API calls only,
-                 through gpuprof's callbacks)
+  gpuprof_everycall the same with GPUPROF_CUDA_TRACE=runtime,driver,nvtx (every runtime and
+                 driver call as a CUPTI activity record; the default before launches)
 Prints ns/op without and with each profiler (best of 3 loops of N ops) and the added ns/op.
 
     python3 bench/torch_op_cost.py [--python /usr/bin/python3] [--gpuprof build/default/bin/gpuprof] [-n 100000]
@@ -99,7 +99,8 @@ def main():
                      ("gpuprof_nocorr", "  no per-op correlation", {"GPUPROF_TORCH_DEVICE_CORRELATION": "0"}),
                      ("gpuprof_runtime", "  runtime API only (no driver, NVTX)", {"GPUPROF_CUDA_TRACE": "runtime"}),
                      ("gpuprof_nonvtx", "  no NVTX", {"GPUPROF_CUDA_TRACE": "runtime,driver"}),
-                     ("gpuprof_launches", "  launching API calls only", {"GPUPROF_CUDA_TRACE": "launches,nvtx"})]
+                     ("gpuprof_everycall", "  every API call (activity records)",
+                      {"GPUPROF_CUDA_TRACE": "runtime,driver,nvtx"})]
     if args.variants:
         unknown = set(args.variants) - {v[0] for v in variants}
         if unknown:

@@ -8,19 +8,18 @@ profiler recording every step:
   torch     on the CPU torch.autograd.profiler.profile (Debian's torch has no Kineto); with a GPU
             torch.profiler.profile(activities=[CPU, CUDA])
   gpuprof   gpuprof.profile (its session starts in the process; on a GPU it collects the kernels
-            from then on, as torch.profiler does)
+            from then on, as torch.profiler does, with its default cuda_trace launches,nvtx)
   gpuprof_host  (GPU only, for the breakdown) gpuprof.profile with GPUPROF_DEVICE=0: the torch
             hooks and the DB, without CUPTI
 With --breakdown (GPU), also:
   gpuprof_bare  the hooks without shapes or memory, no CUPTI: RecordFunction's own floor plus ours
   gpuprof_nocorr  gpuprof.profile with CUPTI but no per-op external correlation push/pop
             (GPUPROF_TORCH_DEVICE_CORRELATION=0; ops are then linked to kernels by time)
-  gpuprof_nonvtx  gpuprof.profile without NVTX collection (GPUPROF_CUDA_TRACE=runtime,driver)
+  gpuprof_nonvtx  gpuprof.profile without NVTX collection (GPUPROF_CUDA_TRACE=launches)
   gpuprof_runtime gpuprof.profile with the runtime API alone (GPUPROF_CUDA_TRACE=runtime: no driver
             API records, no NVTX)
-  gpuprof_launches gpuprof.profile with GPUPROF_CUDA_TRACE=launches,nvtx: the launching, copying,
-            allocating and waiting API calls through gpuprof's callbacks instead of every call's
-            activity record
+  gpuprof_everycall gpuprof.profile with GPUPROF_CUDA_TRACE=runtime,driver,nvtx: every runtime
+            and driver call as a CUPTI activity record (the default before launches,nvtx)
   gpuprof_kernels gpuprof.profile with GPUPROF_CUDA_TRACE=none: kernels, copies and memsets without
             API records or NVTX (ops still linked to kernels by external correlation)
   torch_cpu     torch.profiler with activities=[CPU] only (Kineto's host side, same options)
@@ -118,7 +117,7 @@ VARIANT_NAMES = {"none": "no profiler", "torch": "PyTorch's profiler", "gpuprof"
                  "gpuprof_host": "  (gpuprof.profile, no CUPTI)",
                  "gpuprof_bare": "  (hooks only: no shapes/memory/CUPTI)", "gpuprof_nocorr": "  (no external correlation)",
                  "gpuprof_nonvtx": "  (no NVTX collection)", "gpuprof_runtime": "  (runtime API only: no driver, NVTX)",
-                 "gpuprof_launches": "  (launching API calls only)",
+                 "gpuprof_everycall": "  (every API call: activity records)",
                  "gpuprof_kernels": "  (kernels only: no API, NVTX)",
                  "torch_cpu": "  (torch.profiler, CPU activity only)"}
 
@@ -128,10 +127,10 @@ VARIANT_ENV = {
     "gpuprof_host": {"GPUPROF_DEVICE": "0"},  # the torch hooks alone, no CUPTI collection
     "gpuprof_bare": {"GPUPROF_DEVICE": "0"},
     "gpuprof_nocorr": {"GPUPROF_TORCH_DEVICE_CORRELATION": "0"},
-    "gpuprof_nonvtx": {"GPUPROF_CUDA_TRACE": "runtime,driver"},
+    "gpuprof_nonvtx": {"GPUPROF_CUDA_TRACE": "launches"},
     "gpuprof_runtime": {"GPUPROF_CUDA_TRACE": "runtime"},
     "gpuprof_kernels": {"GPUPROF_CUDA_TRACE": "none"},
-    "gpuprof_launches": {"GPUPROF_CUDA_TRACE": "launches,nvtx"},
+    "gpuprof_everycall": {"GPUPROF_CUDA_TRACE": "runtime,driver,nvtx"},
 }
 
 
@@ -221,11 +220,11 @@ def main():
     peer = "torch.profiler" if gpu else "torch.autograd.profiler"
     variants = ("none", "torch", "gpuprof") + (("gpuprof_host",) if gpu else ())
     if gpu and args.breakdown:
-        variants += ("gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx", "gpuprof_runtime", "gpuprof_launches", "gpuprof_kernels",
+        variants += ("gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx", "gpuprof_runtime", "gpuprof_everycall", "gpuprof_kernels",
                      "torch_cpu")
     if args.variants:
         known = VARIANT_NAMES.keys() - ({"gpuprof_host", "gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx",
-                                          "gpuprof_runtime", "gpuprof_launches", "gpuprof_kernels", "torch_cpu"}
+                                          "gpuprof_runtime", "gpuprof_everycall", "gpuprof_kernels", "torch_cpu"}
                                          if not gpu else set())
         unknown = [v for v in args.variants if v not in known]
         if unknown:
@@ -271,6 +270,13 @@ def main():
         print(f"the same ratio within each round ({len(rounds)} of {args.repeats} rounds where {peer} added time): "
               f"median {statistics.median(rounds):.2f}, range {min(rounds):.2f} to {max(rounds):.2f}"
               f" ({'every round on the same side of 0.5' if firm else 'rounds on both sides of 0.5'})")
+        # Differences first, then medians: each round's added time is read against that round's
+        # own no-profiler process, so a slow or fast round moves both profilers alike.
+        def added_in_rounds(variant):
+            return statistics.median(ours[0] - none[0] for none, ours in zip(results["none"], results[variant]))
+        ours_added, peer_added = added_in_rounds("gpuprof"), added_in_rounds("torch")
+        print(f"median over rounds of the added time: gpuprof {ours_added:.3f} ms, {peer} {peer_added:.3f} ms, "
+              f"ratio {ours_added / peer_added:.2f}" if peer_added > 0 else "")
         for v in variants[3:]:
             if v.startswith("gpuprof"):
                 r = paired(v)

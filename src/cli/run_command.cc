@@ -605,12 +605,11 @@ GPUPROF_ROOT_PID, GPUPROF_CUDA_TRACE (with --cuda-trace), and NVTX_INJECTION64_P
 injection library, when that library provides InitializeInjectionNvtx2 and the variable is not
 already set).
 
-Less to record, less overhead: --cuda-trace runtime records no driver-API calls and no NVTX ranges;
---cuda-trace launches,nvtx records, of both APIs, only the calls that launch, copy, set, allocate,
-free or wait (the CANN_API rows of every kernel, copy and memset stay), through gpuprof's own
-callbacks instead of an activity record per call; without runtime, driver and launches the CUDA
-calls are missing from CANN_API, and PyTorch ops reach their kernels only through per-op external
-ids.
+CUDA API calls: by default (--cuda-trace launches,nvtx) gpuprof records, of both APIs, only the
+calls that launch, copy, set, allocate, free or wait (the CANN_API rows of every kernel, copy and
+memset stay), through its own callbacks; --cuda-trace runtime,driver,nvtx records every call as a
+CUPTI activity record, at a higher cost; with none of runtime, driver and launches the CUDA calls
+are missing from CANN_API, and PyTorch ops reach their kernels only through per-op external ids.
 
 Output: gpuprof's own lines go to stderr; the application's stdout and stderr are untouched.
 
@@ -704,8 +703,9 @@ RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
   run_->add_option(
           "--cuda-trace", cuda_trace_,
           "Host-side CUDA activity recorded beside kernels, copies and memsets: a comma list of "
-          "runtime, driver, launches, nvtx, or none (default: runtime,driver,nvtx; launches: only "
-          "the launching, copying, allocating and waiting calls of both APIs, not with runtime or driver)")
+          "runtime, driver, launches, nvtx, or none (default: launches,nvtx; launches: only the "
+          "launching, copying, allocating and waiting calls of both APIs; runtime,driver: every call, "
+          "each as a CUPTI activity record; launches goes with neither)")
       ->delimiter(',')
       ->check(CLI::IsMember({"runtime", "driver", "launches", "nvtx", "none"}));
   run_->footer(kRunFooter);

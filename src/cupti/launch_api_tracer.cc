@@ -133,7 +133,7 @@ Status LaunchApiTracer::Enable(CuptiApi& api, CUpti_SubscriberHandle handle) {
     GPUPROF_LOG(kWarning)
         << "cuda_trace launches: no runtime or driver call could be traced, so CANN_API "
            "stays empty and ops reach kernels only by time; GPUPROF_CUDA_TRACE=runtime,driver,nvtx "
-           "records every call instead";
+           "(gpuprof run --cuda-trace runtime,driver,nvtx) records every call instead";
   }
   return OkStatus();
 }

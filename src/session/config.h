@@ -18,7 +18,7 @@
 //   GPUPROF_DEVICE            "device"            0/1: collect device activity when available (1)
 //   GPUPROF_CUDA_TRACE        "cuda_trace"        which host-side CUDA activity is recorded beside the
 //                                                 kernels, copies and memsets: a comma list of runtime,
-//                                                 driver, launches, nvtx, or none ("runtime,driver,nvtx")
+//                                                 driver, launches, nvtx, or none ("launches,nvtx")
 //   GPUPROF_ROOT_PID          -                   the pid `gpuprof run` started (see root_pid)
 //
 // Every other key of the JSON object is kept as given and stored with the run (META_DATA and
@@ -57,11 +57,14 @@ struct SessionConfig {
   // copies and memsets are always recorded when `device` is on. `launches` records only the runtime
   // and driver calls that launch, copy, set, allocate, free or wait (cupti::LaunchApiTracer), through
   // gpuprof's own callbacks: cheaper than runtime+driver, and exclusive with them.
+  // The default is launches and NVTX: the calls a timeline needs (every kernel, copy and memset keeps
+  // its CANN_API rows and its op link) at about a third of the cost of an activity record per call
+  // (bench/README.md); runtime,driver,nvtx records every call.
   struct CudaTrace {
-    bool runtime = true;
-    bool driver = true;
+    bool runtime = false;
+    bool driver = false;
     bool nvtx = true;
-    bool launches = false;
+    bool launches = true;
     bool operator==(const CudaTrace&) const = default;
   };
   CudaTrace cuda_trace;

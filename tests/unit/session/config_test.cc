@@ -100,17 +100,18 @@ TEST(SessionConfigTest, WorldSizeFromItsVariableElseTheLaunchersElseJson) {
 
 TEST(SessionConfigTest, CudaTraceIsACommaListFromTheVariableOrJson) {
   using CudaTrace = SessionConfig::CudaTrace;
-  EXPECT_EQ(ConfigFromEnvironment(Env({}))->cuda_trace, (CudaTrace{true, true, true}));
+  EXPECT_EQ(ConfigFromEnvironment(Env({}))->cuda_trace, (CudaTrace{false, false, true, true}));
+  EXPECT_EQ(CudaTraceText(ConfigFromEnvironment(Env({}))->cuda_trace), "launches,nvtx");
   EXPECT_EQ(ConfigFromEnvironment(Env({{"GPUPROF_CUDA_TRACE", "nvtx,runtime"}}))->cuda_trace,
-            (CudaTrace{true, false, true}));
-  EXPECT_EQ(ConfigFromEnvironment(Env({{"GPUPROF_CUDA_TRACE", "none"}}))->cuda_trace, (CudaTrace{false, false, false}));
+            (CudaTrace{true, false, true, false}));
+  EXPECT_EQ(ConfigFromEnvironment(Env({{"GPUPROF_CUDA_TRACE", "none"}}))->cuda_trace, (CudaTrace{false, false, false, false}));
   StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{"GPUPROF_CUDA_TRACE", "driver"}}));
   ASSERT_TRUE(config.ok());
-  EXPECT_EQ(config->cuda_trace, (CudaTrace{false, true, false}));
+  EXPECT_EQ(config->cuda_trace, (CudaTrace{false, true, false, false}));
   ASSERT_TRUE(ApplyJsonConfig("{\"cuda_trace\": \"runtime,driver\"}", "gpuprof_start", *config).ok());
-  EXPECT_EQ(config->cuda_trace, (CudaTrace{true, true, false}));
+  EXPECT_EQ(config->cuda_trace, (CudaTrace{true, true, false, false}));
   EXPECT_THAT(config->ToJson(), HasSubstr("\"cuda_trace\": \"runtime,driver\""));
-  EXPECT_EQ(CudaTraceText(CudaTrace{false, false, false}), "none");
+  EXPECT_EQ(CudaTraceText(CudaTrace{false, false, false, false}), "none");
 
   for (const char* bad : {"runtime,,nvtx", "kernel", "nvtx,nvtx", "", "none,runtime", "Runtime"}) {
     StatusOr<SessionConfig::CudaTrace> parsed = ParseCudaTrace(bad, "GPUPROF_CUDA_TRACE");

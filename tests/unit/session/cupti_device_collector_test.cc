@@ -75,8 +75,11 @@ class CuptiDeviceCollectorTest : public ::testing::Test {
   int driver_loads_ = 0;
 };
 
+// cuda_trace runtime,driver,nvtx: an activity record for every runtime and driver call.
+constexpr SessionConfig::CudaTrace kEveryCall{.runtime = true, .driver = true, .nvtx = true, .launches = false};
+
 TEST_F(CuptiDeviceCollectorTest, ActivityBuffersBecomeRowsAndStopFlushesAndUnsubscribes) {
-  auto session = Start();
+  auto session = Start("api", kEveryCall);
   ASSERT_NE(session, nullptr);
   EXPECT_TRUE(session->has_device_collector());
   EXPECT_EQ(fake_->subscriber_name, "gpuprof");
@@ -164,8 +167,20 @@ TEST_F(CuptiDeviceCollectorTest, CudaTraceChoosesTheApiAndNvtxActivityKinds) {
   auto enabled = [&](CUpti_ActivityKind kind) {
     return std::find(fake_->enabled_kinds.begin(), fake_->enabled_kinds.end(), kind) != fake_->enabled_kinds.end();
   };
-  {
+  {  // the default, launches,nvtx: the API calls come from callbacks, not activity records
     auto session = Start();
+    ASSERT_NE(session, nullptr);
+    EXPECT_FALSE(enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
+    EXPECT_FALSE(enabled(CUPTI_ACTIVITY_KIND_DRIVER));
+    EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_MARKER));
+    EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    ASSERT_TRUE(session->Stop().ok());
+  }
+  handed_over_ = false;
+  fake_ = new FakeCuptiApi;
+  fake_->timestamp = 1'000;
+  {
+    auto session = Start("api", kEveryCall);
     ASSERT_NE(session, nullptr);
     EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
     EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_DRIVER));
@@ -175,7 +190,7 @@ TEST_F(CuptiDeviceCollectorTest, CudaTraceChoosesTheApiAndNvtxActivityKinds) {
   handed_over_ = false;
   fake_ = new FakeCuptiApi;
   fake_->timestamp = 1'000;
-  auto session = Start("api", SessionConfig::CudaTrace{.runtime = true, .driver = false, .nvtx = false});
+  auto session = Start("api", SessionConfig::CudaTrace{.runtime = true, .driver = false, .nvtx = false, .launches = false});
   ASSERT_NE(session, nullptr);
   EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_MEMCPY));
