@@ -55,7 +55,8 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 import torch
 import train_plain as tp
 
-variant, steps, device_name, out, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+variant, steps, device_name, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+threads, windows = int(sys.argv[5]), int(sys.argv[6])
 if threads > 0:
     torch.set_num_threads(threads)
 device = tp.pick_device(device_name)
@@ -76,32 +77,48 @@ def step(i):
     optimizer.step()
     return loss.item()
 
-if variant == "none":
-    prof = None
-elif variant == "torch":
-    if device.type == "cuda":
-        acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-        prof = torch.profiler.profile(activities=acts, record_shapes=True, profile_memory=True)
-    else:
-        prof = torch.autograd.profiler.profile(record_shapes=True, profile_memory=True)
-elif variant == "torch_cpu":
-    prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
-                                  profile_memory=True)
-else:  # gpuprof and its breakdown variants
-    import gpuprof
-    handler = gpuprof.db_handler(out)
+def make_profiler():
+    if variant == "none":
+        return None
+    if variant == "torch":
+        if device.type == "cuda":
+            acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+            return torch.profiler.profile(activities=acts, record_shapes=True, profile_memory=True)
+        return torch.autograd.profiler.profile(record_shapes=True, profile_memory=True)
+    if variant == "torch_cpu":
+        return torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+                                      profile_memory=True)
+    import gpuprof  # gpuprof and its breakdown variants
     full = variant != "gpuprof_bare"
-    prof = gpuprof.profile(record_shapes=full, profile_memory=full, on_trace_ready=handler)
+    return gpuprof.profile(record_shapes=full, profile_memory=full, on_trace_ready=gpuprof.db_handler(out))
+
+def timed_steps(count):
+    times = []
+    for i in range(count):
+        begin = time.perf_counter()
+        step(i)
+        sync()
+        times.append((time.perf_counter() - begin) * 1e3)
+    return times
 
 step(0); sync()  # lazy initialization outside the measurement
+if windows > 0:
+    # Paired in one process: `windows` times, `steps` steps without a profiler, then `steps` steps
+    # with a fresh one (started and stopped outside the timed steps).
+    pairs = []
+    for _ in range(windows):
+        plain = timed_steps(steps)
+        prof = make_profiler()
+        prof.__enter__()
+        profiled = timed_steps(steps)
+        prof.__exit__(None, None, None)
+        pairs.append([plain, profiled])
+    print("RESULT " + json.dumps({"pairs_ms": pairs}))
+    sys.exit(0)
+prof = make_profiler()
 if prof is not None:
     prof.__enter__()
-times = []
-for i in range(steps):
-    begin = time.perf_counter()
-    step(i)
-    sync()
-    times.append((time.perf_counter() - begin) * 1e3)
+times = timed_steps(steps)
 finish_s = None
 if prof is not None:
     begin = time.perf_counter()
@@ -150,7 +167,7 @@ def run_variant(args, variant, gpu):
     script = os.path.join(out, "child.py")
     with open(script, "w") as f:
         f.write(f"REPO = {REPO!r}\n" + CHILD)
-    cmd = [args.python, script, variant, str(args.steps), args.device, out, str(args.threads)]
+    cmd = [args.python, script, variant, str(args.steps), args.device, out, str(args.threads), str(args.windows)]
     env = dict(os.environ)
     env["GPUPROF_LIB_DIR"] = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.gpuprof))), "lib")
     env.update(VARIANT_ENV.get(variant, {}))
@@ -160,17 +177,67 @@ def run_variant(args, variant, gpu):
     if done.returncode != 0 or not lines:
         sys.exit(f"torch_overhead: the {variant} run failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
     result = json.loads(lines[-1][len("RESULT "):])
+    if args.windows:
+        dbs = len(db_files(out))
+        shutil.rmtree(out, ignore_errors=True)
+        return result["pairs_ms"], dbs
     steady = result["times_ms"][args.warmup:]
     contents = db_contents(out) if variant.startswith("gpuprof") else None
     shutil.rmtree(out, ignore_errors=True)
     return statistics.median(steady), result["finish_s"], contents
 
 
+def db_files(out):
+    return [os.path.join(root, name) for root, _, names in os.walk(out) for name in names
+            if name.startswith("ascend_pytorch_profiler") and name.endswith(".db")]
+
+
+def window_added(pair, warmup):
+    """One window's added time: median profiled step minus median plain step just before it."""
+    plain, profiled = pair
+    return statistics.median(profiled[warmup:]) - statistics.median(plain[warmup:])
+
+
+def report_paired(args, variants, results, names, peer, gpu, version):
+    """--windows: every process times its own plain and profiled steps, so the added time is read
+    without the spread between processes."""
+    print(f"\ntrain_plain step, {'GPU' if gpu else 'CPU'}, torch {version}: paired in each process, {args.windows} "
+          f"windows of {args.steps} plain steps then {args.steps} profiled steps (a fresh profiler per window, "
+          f"started and stopped outside the timed steps; the first {args.warmup} steps of each half skipped); "
+          f"{args.repeats} processes per variant"
+          + (f"; processes on CPUs {','.join(map(str, sorted(args.cpus)))}" if args.cpus else ""))
+    print(f"{'variant':<40}{'plain ms':>9}{'added ms/step':>15}{'processes':>17}{'windows':>17}{'DBs':>6}")
+    added = {}
+    for v in variants:
+        per_process = [statistics.median(window_added(p, args.warmup) for p in pairs) for pairs, _ in results[v]]
+        windows = [window_added(p, args.warmup) for pairs, _ in results[v] for p in pairs]
+        plain = statistics.median(statistics.median(p[0][args.warmup:]) for pairs, _ in results[v] for p in pairs)
+        added[v] = statistics.median(per_process)
+        dbs = "-" if not v.startswith("gpuprof") else ",".join(str(n) for _, n in results[v])
+        print(f"{names[v]:<40}{plain:>9.3f}{added[v]:>15.3f}{min(per_process):>8.3f}-{max(per_process):<8.3f}"
+              f"{min(windows):>8.3f}-{max(windows):<8.3f}{dbs:>6}")
+    if added["torch"] <= 0:
+        print(f"{peer} added no time; no ratio")
+        return
+    ratio = added["gpuprof"] / added["torch"]
+    print(f"added time per step, gpuprof / {peer}: {ratio:.2f} (target <= 0.5: {'met' if ratio <= 0.5 else 'NOT met'})")
+    per_round = []
+    for ours, theirs in zip(results["gpuprof"], results["torch"]):
+        t = statistics.median(window_added(p, args.warmup) for p in theirs[0])
+        if t > 0:
+            per_round.append(statistics.median(window_added(p, args.warmup) for p in ours[0]) / t)
+    if per_round:
+        print(f"the same ratio round by round ({len(per_round)} rounds): median {statistics.median(per_round):.2f}, "
+              f"range {min(per_round):.2f} to {max(per_round):.2f}")
+    for v in variants[2:]:
+        if v.startswith("gpuprof"):
+            print(f"  {names[v].strip():<40} ratio {added[v] / added['torch']:.2f}")
+
+
 def db_contents(out):
     """What a variant's DB holds, so a cheaper variant is not read as a win when it records less:
     ops, ops linked to a device task (CONNECTION_IDS -> TASK), device tasks, CANN_API rows."""
-    dbs = [os.path.join(root, name) for root, _, names in os.walk(out) for name in names
-           if name.startswith("ascend_pytorch_profiler") and name.endswith(".db")]
+    dbs = db_files(out)
     if len(dbs) != 1:
         return None
     con = sqlite3.connect(f"file:{dbs[0]}?mode=ro", uri=True)
@@ -208,7 +275,13 @@ def main():
                              "all, so core placement stops adding to the spread between processes)")
     parser.add_argument("--variants", type=lambda text: text.split(","), default=None, metavar="LIST",
                         help="comma list of variants to run (none, torch and gpuprof are always run)")
+    parser.add_argument("--windows", type=int, default=0, metavar="N",
+                        help="paired in each process: N windows of --steps plain steps then --steps profiled "
+                             "steps, so the spread between processes drops out (0: one profiled run per process, "
+                             "against separate no-profiler processes)")
     args = parser.parse_args()
+    if args.windows < 0:
+        parser.error("--windows must be 0 or more")
     if args.steps <= args.warmup:
         parser.error("--steps must be larger than --warmup")
     probe = subprocess.run([args.python, "-c", "import torch; print(int(torch.cuda.is_available()), torch.__version__)"],
@@ -230,10 +303,16 @@ def main():
         if unknown:
             parser.error(f"--variants: unknown {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
         variants = ("none", "torch", "gpuprof") + tuple(v for v in args.variants if v not in ("none", "torch", "gpuprof"))
+    if args.windows:
+        variants = tuple(v for v in variants if v != "none")  # each process times its own plain steps
     results = {v: [] for v in variants}
     for _ in range(args.repeats):  # interleaved, so drift hits every variant alike
         for variant in results:
             results[variant].append(run_variant(args, variant, gpu))
+    names = dict(VARIANT_NAMES, torch=peer)
+    if args.windows:
+        report_paired(args, variants, results, names, peer, gpu, version)
+        return 0
     step = {v: statistics.median(r[0] for r in rs) for v, rs in results.items()}
     finish = {v: statistics.median(r[1] for r in rs) if rs[0][1] is not None else None for v, rs in results.items()}
     print(f"\ntrain_plain step, {'GPU' if gpu else 'CPU'}, torch {version}: median step over steps "
@@ -241,7 +320,6 @@ def main():
           "with record_shapes and profile_memory" + (f"; torch threads {args.threads}" if args.threads else "")
           + (f"; processes on CPUs {','.join(map(str, sorted(args.cpus)))}" if args.cpus else ""))
     print(f"{'variant':<34}{'step ms':>9}{'steps/s':>10}{'added ms/step':>15}{'process spread ms':>19}")
-    names = dict(VARIANT_NAMES, torch=peer)
     for v in variants:
         added = step[v] - step["none"]
         medians = [r[0] for r in results[v]]
