@@ -164,40 +164,36 @@ TEST_F(CuptiDeviceCollectorTest, ApiCallbackDomainsAreOnOnlyWhenReplayIsConfigur
 }
 
 TEST_F(CuptiDeviceCollectorTest, CudaTraceChoosesTheApiAndNvtxActivityKinds) {
-  auto enabled = [&](CUpti_ActivityKind kind) {
-    return std::find(fake_->enabled_kinds.begin(), fake_->enabled_kinds.end(), kind) != fake_->enabled_kinds.end();
+  struct Case {
+    const char* what;
+    SessionConfig::CudaTrace trace;
+    bool runtime, driver, marker;
   };
-  {  // the default, launches,nvtx: the API calls come from callbacks, not activity records
-    auto session = Start();
+  const Case cases[] = {
+      // The default, launches,nvtx: the API calls come from callbacks, not activity records.
+      {"default", SessionConfig::CudaTrace{}, false, false, true},
+      {"runtime,driver,nvtx", kEveryCall, true, true, true},
+      {"runtime", {.runtime = true, .driver = false, .nvtx = false, .launches = false}, true, false, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    if (handed_over_) {  // each session loads its own fake CUPTI
+      handed_over_ = false;
+      fake_ = new FakeCuptiApi;
+      fake_->timestamp = 1'000;
+    }
+    auto session = Start("api", c.trace);
     ASSERT_NE(session, nullptr);
-    EXPECT_FALSE(enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
-    EXPECT_FALSE(enabled(CUPTI_ACTIVITY_KIND_DRIVER));
-    EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_MARKER));
+    auto enabled = [&](CUpti_ActivityKind kind) {
+      return std::find(fake_->enabled_kinds.begin(), fake_->enabled_kinds.end(), kind) != fake_->enabled_kinds.end();
+    };
     EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_MEMCPY));
+    EXPECT_EQ(enabled(CUPTI_ACTIVITY_KIND_RUNTIME), c.runtime);
+    EXPECT_EQ(enabled(CUPTI_ACTIVITY_KIND_DRIVER), c.driver);
+    EXPECT_EQ(enabled(CUPTI_ACTIVITY_KIND_MARKER), c.marker);
     ASSERT_TRUE(session->Stop().ok());
   }
-  handed_over_ = false;
-  fake_ = new FakeCuptiApi;
-  fake_->timestamp = 1'000;
-  {
-    auto session = Start("api", kEveryCall);
-    ASSERT_NE(session, nullptr);
-    EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
-    EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_DRIVER));
-    EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_MARKER));
-    ASSERT_TRUE(session->Stop().ok());
-  }
-  handed_over_ = false;
-  fake_ = new FakeCuptiApi;
-  fake_->timestamp = 1'000;
-  auto session = Start("api", SessionConfig::CudaTrace{.runtime = true, .driver = false, .nvtx = false, .launches = false});
-  ASSERT_NE(session, nullptr);
-  EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-  EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_MEMCPY));
-  EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
-  EXPECT_FALSE(enabled(CUPTI_ACTIVITY_KIND_DRIVER));
-  EXPECT_FALSE(enabled(CUPTI_ACTIVITY_KIND_MARKER));
-  ASSERT_TRUE(session->Stop().ok());
 }
 
 TEST_F(CuptiDeviceCollectorTest, CudaTraceLaunchesTurnsOnTheLaunchCallbacksAndKeepsOpIdsOutOfCupti) {
