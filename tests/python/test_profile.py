@@ -22,7 +22,7 @@ PYTHON_DIR = os.path.join(REPO_ROOT, "python")
 sys.path.insert(0, PYTHON_DIR)
 
 try:
-    import torch  # noqa: F401
+    import torch
     HAVE_TORCH = True
 except ImportError:
     HAVE_TORCH = False
@@ -368,6 +368,44 @@ class ProfileTest(unittest.TestCase):
                                  JOIN STRING_IDS sn ON sn.id = s.message
                                  WHERE ln.value = 'Linear' AND sn.value = 'Sequential'""")
         self.assertEqual(nested, [(6,)], "each Linear range lies inside a Sequential range")
+
+    @unittest.skipUnless(HAVE_TORCH and torch.cuda.is_available(), "needs a CUDA GPU (run by tools/gpu_check.sh)")
+    def test_each_cycle_on_the_gpu_is_a_db_of_its_own_kernels_linked_to_its_ops(self):
+        # Two recorded cycles in one process: the session (and CUPTI's subscription) ends after
+        # the first and starts again for the second, as every schedule with repeat > 1 does.
+        _, dbs = self.run_script("""
+            model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            acts = [gpuprof.ProfilerActivity.CPU, gpuprof.ProfilerActivity.CUDA]
+            with gpuprof.profile(activities=acts, schedule=gpuprof.schedule(wait=2, warmup=0, active=2, repeat=2),
+                                 on_trace_ready=gpuprof.db_handler(OUT), record_shapes=True) as prof:
+                for _ in range(8):  # 2 unprofiled, 2 recorded, 2 unprofiled, 2 recorded
+                    loss = model(torch.randn(8, 16, device="cuda")).sum()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    loss.item()
+                    prof.step()
+        """)
+        self.assertEqual(len(dbs), 2, "two recorded cycles, two DBs")
+        tasks = []
+        for db in dbs:
+            first_op, last_op = rows(db, "SELECT MIN(startNs), MAX(endNs) FROM PYTORCH_API")[0]
+            n_tasks, first_task, last_task = rows(db, "SELECT COUNT(*), MIN(startNs), MAX(endNs) FROM TASK")[0]
+            self.assertGreater(n_tasks, 0, f"{db}: no kernels")
+            # A cycle's DB holds its own kernels: none from before its first op (the other cycle's).
+            self.assertGreaterEqual(first_task, first_op, f"{db}: a kernel started before the cycle's first op")
+            linked = rows(db, """SELECT COUNT(DISTINCT t.rowid) FROM TASK t JOIN CONNECTION_IDS c
+                                 ON c.connectionId = t.connectionId JOIN PYTORCH_API p ON p.connectionId = c.id""")[0][0]
+            self.assertGreater(linked, 0, f"{db}: no kernel linked to the op that launched it")
+            launches = rows(db, """SELECT COUNT(*) FROM CANN_API a JOIN STRING_IDS s ON s.id = a.name
+                                   WHERE s.value LIKE 'cudaLaunchKernel%'""")[0][0]
+            self.assertGreater(launches, 0, f"{db}: no cudaLaunchKernel row in CANN_API")
+            self.assertEqual([r[0] for r in rows(db, "SELECT id FROM STEP_TIME ORDER BY id")],
+                             [2, 3] if db == dbs[0] else [6, 7])
+            tasks.append(n_tasks)
+        # The two cycles ran the same steps: the second session saw as many kernels as the first.
+        self.assertEqual(tasks[0], tasks[1], f"kernels per cycle differ: {tasks}")
 
     def test_kernel_replay_is_declined_with_the_reason_and_the_profile_still_records(self):
         # Not started by `gpuprof replay --from-script`: the warning says why (the C API's message:
