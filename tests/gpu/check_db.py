@@ -491,7 +491,9 @@ def expect_fork_parent_only(c, dbs, program_output):
     expect_fork(c, dbs, program_output, follow=False)
 
 
-def expect_train_plain(c, dbs, program_output):
+def check_train_plain(c, dbs, program_output):
+    """train_plain.py under `gpuprof run` on the GPU, whatever the cuda_trace: every kernel joins its
+    launch rows, each launched by a launch call, and the model's host-to-device copy is there."""
     c.expect(re.search(r"^step (\d+)/\1 loss ", program_output or "", re.M) is not None,
              "train_plain.py did not print its last step")
     c.expect("device: cuda" in (program_output or ""), "train_plain.py did not train on cuda")
@@ -515,44 +517,75 @@ def expect_train_plain(c, dbs, program_output):
     c.expect(any(m["operation"] == MEMCPY_HTOD for m in copies), "no host-to-device copy (model.to(device))")
 
 
-# Runtime calls a PyTorch step makes many times without launching anything. Under
-# `--cuda-trace launches` none of them may be in CANN_API: that is what the mode saves.
+# Runtime calls a PyTorch step makes many times without launching anything. With the default
+# cuda_trace (launches,nvtx) none of them may be in CANN_API: that is what the mode saves; with
+# runtime,driver,nvtx they must be (every call is recorded).
 QUERY_CALLS = ("cudaGetDevice", "cudaSetDevice", "cudaGetLastError", "cudaPeekAtLastError", "cudaStreamIsCapturing",
                "cudaStreamGetCaptureInfo", "cudaEventQuery", "cudaGetDeviceCount", "cudaDeviceGetAttribute",
                "cudaPointerGetAttributes", "cudaFuncGetAttributes")
 
 
-def expect_launch_calls_only(c, db):
-    """`--cuda-trace launches`: CANN_API's runtime rows (type 5000) hold launching, copying,
-    allocating and waiting calls only, and each launch is one node@launch row."""
+def runtime_rows_by_name(c, db):
     names = db.query("""SELECT s.value, COUNT(*) FROM CANN_API a JOIN STRING_IDS s ON s.id = a.name
                         WHERE a.type = 5000 GROUP BY s.value ORDER BY 2 DESC""")
     c.note(f"runtime/driver rows by name: {names[:8]}")
+    return names
+
+
+def expect_launch_calls_only(c, db):
+    """The default cuda_trace, launches: CANN_API's runtime rows (type 5000) hold launching,
+    copying, allocating and waiting calls only."""
+    names = runtime_rows_by_name(c, db)
     queries = [(name, n) for name, n in names if name.startswith(QUERY_CALLS)]
-    c.expect(not queries, f"{db.path}: --cuda-trace launches recorded query calls {queries[:4]}; expected only "
-                          "the launching, copying, allocating and waiting calls")
+    c.expect(not queries, f"{db.path}: the launches trace (the default) recorded query calls {queries[:4]}; "
+                          "expected only the launching, copying, allocating and waiting calls")
     c.expect(any("Launch" in name for name, _ in names), f"{db.path}: no launch call among CANN_API's rows {names}")
 
 
-def expect_train_plain_launches(c, dbs, program_output):
-    """train_plain.py under `gpuprof run --cuda-trace launches,nvtx`: every kernel still joins its
-    launch rows (expect_train_plain), and CANN_API holds no query calls."""
-    expect_train_plain(c, dbs, program_output)
-    db = one_db(c, dbs, "train_plain_launches")
+def expect_every_call(c, db):
+    """`--cuda-trace runtime,driver,nvtx`: every runtime call is recorded, the query calls too."""
+    names = runtime_rows_by_name(c, db)
+    c.expect(any(name.startswith(QUERY_CALLS) for name, _ in names),
+             f"{db.path}: --cuda-trace runtime,driver,nvtx recorded no query call such as cudaGetDevice: {names[:8]}")
+
+
+def expect_train_plain(c, dbs, program_output):
+    """train_plain.py under `gpuprof run` (cuda_trace launches,nvtx, the default): every kernel joins
+    its launch rows, and CANN_API holds no query calls."""
+    check_train_plain(c, dbs, program_output)
+    db = one_db(c, dbs, "train_plain")
     if db is not None:
         expect_launch_calls_only(c, db)
 
 
-def expect_train_profiled_launches(c, dbs, program_output):
-    """train_profiled.py under `gpuprof run --cuda-trace launches,nvtx`: its ops still reach their
-    kernels (the op ids travel with the launch callbacks, not CUPTI's external correlation)."""
-    expect_train_profiled(c, dbs, program_output)
-    db = one_db(c, dbs, "train_profiled_launches")
+def expect_train_plain_every_call(c, dbs, program_output):
+    """train_plain.py under `gpuprof run --cuda-trace runtime,driver,nvtx`: the same joins, from
+    CUPTI's activity records of every call."""
+    check_train_plain(c, dbs, program_output)
+    db = one_db(c, dbs, "train_plain_every_call")
     if db is not None:
-        expect_launch_calls_only(c, db)
+        expect_every_call(c, db)
 
 
 def expect_train_profiled(c, dbs, program_output):
+    """train_profiled.py under `gpuprof run` (the default cuda_trace): its ops reach their kernels
+    (the op ids travel with gpuprof's launch callbacks, not CUPTI's external correlation)."""
+    check_train_profiled(c, dbs, program_output)
+    db = one_db(c, dbs, "train_profiled")
+    if db is not None:
+        expect_launch_calls_only(c, db)
+
+
+def expect_train_profiled_every_call(c, dbs, program_output):
+    """train_profiled.py under `gpuprof run --cuda-trace runtime,driver,nvtx`: its ops reach their
+    kernels through CUPTI's external correlation records."""
+    check_train_profiled(c, dbs, program_output)
+    db = one_db(c, dbs, "train_profiled_every_call")
+    if db is not None:
+        expect_every_call(c, db)
+
+
+def check_train_profiled(c, dbs, program_output):
     """examples/train_profiled.py under `gpuprof run` on the GPU: its gpuprof.profile joins the run's
     session, so one DB holds the torch ops, steps and memory (issue 6) with the kernels, and the
     kernels are linked to the ops that launched them (CONNECTION_IDS)."""
@@ -581,7 +614,7 @@ def expect_train_profiled_replay(c, dbs, program_output):
     """train_profiled.py --replay-kernel regex:gemm under `gpuprof replay --from-script`: the GEMM
     kernels launched while the profile records (its 3 active steps) are replayed 3 times each, and
     none launched before or after it."""
-    expect_train_profiled(c, dbs, program_output)
+    check_train_profiled(c, dbs, program_output)
     recording = re.findall(r"^step \d+/\d+ loss \S+ \(replaying kernels\)$", program_output or "", re.M)
     c.expect(len(recording) == 3, f"{len(recording)} steps printed '(replaying kernels)', expected the 3 active ones")
     db = one_db(c, dbs, "train_profiled_replay")
@@ -812,8 +845,8 @@ EXPECTATIONS = {
     "fork_parent_only": expect_fork_parent_only,
     "train_plain": expect_train_plain,
     "train_profiled": expect_train_profiled,
-    "train_plain_launches": expect_train_plain_launches,
-    "train_profiled_launches": expect_train_profiled_launches,
+    "train_plain_every_call": expect_train_plain_every_call,
+    "train_profiled_every_call": expect_train_profiled_every_call,
     "train_profiled_replay": expect_train_profiled_replay,
     "two_ranks_nccl": expect_two_ranks_nccl,
 }

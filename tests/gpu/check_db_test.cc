@@ -71,6 +71,20 @@ class Process {
     return records_.size() - 1;
   }
 
+  // An API call that makes no device work (cudaGetDevice and the like): its runtime row alone.
+  void Query(const std::string& api) {
+    ApiCall call;
+    call.start_ns = now_;
+    call.end_ns = now_ + 1'000;
+    call.pid = pid_;
+    call.tid = tid_;
+    call.name = api;
+    call.correlation_id = next_correlation_++;
+    call.launches_device_work = false;
+    records_.emplace_back(call);
+    now_ += 2'000;
+  }
+
   DeviceTask& task(std::size_t index) { return std::get<DeviceTask>(records_[index]); }
 
  private:
@@ -480,24 +494,27 @@ TEST_F(CheckDbTest, TrainingKernelWithoutItsLaunchFails) {
   ExpectFail("train_plain", output, "1 of 1 kernels do not join their launch rows");
 }
 
-TEST_F(CheckDbTest, LaunchesTraceWithOnlyLaunchingCallsPasses) {
+TEST_F(CheckDbTest, DefaultTraceWithOnlyLaunchingCallsPasses) {
   Process p(8000, 8000);
   p.Call("cudaMemcpyAsync", Copy(1 << 20, 1, kLegacyStream));
   p.Call("cudaLaunchKernel", Kernel("void at::native::elementwise_kernel<128, 2>(int)", "elementwise_kernel",
                                     {4, 1, 1}, {128, 1, 1}, kLegacyStream));
   const std::string output = "device: cuda:0 (NVIDIA H200)\nstep 3/3 loss 2.1\n";
   Write(p);
-  ExpectPass("train_plain_launches", output);
+  ExpectPass("train_plain", output);
+  ExpectFail("train_plain_every_call", output, "--cuda-trace runtime,driver,nvtx recorded no query call");
 }
 
-TEST_F(CheckDbTest, LaunchesTraceWithAQueryCallFails) {
+TEST_F(CheckDbTest, DefaultTraceWithAQueryCallFailsAndEveryCallTracePasses) {
   Process p(8000, 8000);
   p.Call("cudaLaunchKernel", Kernel("void at::native::elementwise_kernel<128, 2>(int)", "elementwise_kernel",
                                     {4, 1, 1}, {128, 1, 1}, kLegacyStream));
-  p.Call("cudaGetDevice", Copy(0, 1, kLegacyStream), /*launch_row=*/false);  // a row the mode must not write
+  p.Call("cudaMemcpyAsync", Copy(1 << 20, 1, kLegacyStream));
+  p.Query("cudaGetDevice");  // a row the default trace must not write, and runtime,driver,nvtx must
   const std::string output = "device: cuda:0 (NVIDIA H200)\nstep 3/3 loss 2.1\n";
   Write(p);
-  ExpectFail("train_plain_launches", output, "--cuda-trace launches recorded query calls [('cudaGetDevice', 1)]");
+  ExpectFail("train_plain", output, "the launches trace (the default) recorded query calls [('cudaGetDevice', 1)]");
+  ExpectPass("train_plain_every_call", output);
 }
 
 }  // namespace

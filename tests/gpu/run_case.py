@@ -85,13 +85,15 @@ CASES = {
     "TrainProfiled": Case("train_profiled",
                           command=["python3", "examples/train_profiled.py", "--device", "cuda", "--steps", "8"],
                           needs_torch=True, needs_torch_hooks=True),
-    # GPUPROF_CUDA_TRACE=launches: the launch rows come from gpuprof's callbacks, not CUPTI's API records.
-    "TrainPlainLaunches": Case("train_plain_launches",
-                               command=["python3", "examples/train_plain.py", "--steps", "3", "--device", "cuda"],
-                               flags=["--cuda-trace", "launches,nvtx"], needs_torch=True),
-    "TrainProfiledLaunches": Case("train_profiled_launches",
-                                  command=["python3", "examples/train_profiled.py", "--device", "cuda", "--steps", "8"],
-                                  flags=["--cuda-trace", "launches,nvtx"], needs_torch=True, needs_torch_hooks=True),
+    # The default cuda_trace (launches,nvtx) takes the launch rows from gpuprof's callbacks; these
+    # two take every call's from CUPTI's activity records instead.
+    "TrainPlainEveryCall": Case("train_plain_every_call",
+                                command=["python3", "examples/train_plain.py", "--steps", "3", "--device", "cuda"],
+                                flags=["--cuda-trace", "runtime,driver,nvtx"], needs_torch=True),
+    "TrainProfiledEveryCall": Case("train_profiled_every_call",
+                                   command=["python3", "examples/train_profiled.py", "--device", "cuda", "--steps", "8"],
+                                   flags=["--cuda-trace", "runtime,driver,nvtx"], needs_torch=True,
+                                   needs_torch_hooks=True),
     # Two ranks over NCCL on two GPUs under torchrun (issue 7); skipped with fewer than 2 GPUs.
     "TwoRanksNccl": Case("two_ranks_nccl",
                          command=["python3", "-m", "torch.distributed.run", "--nproc_per_node=2",
