@@ -52,16 +52,7 @@ class Process {
   // An API call and the device task it produced (20 µs after the call, 10 µs long), joined by a
   // fresh correlation id, as the CUPTI translator emits them. Returns the task's index.
   std::size_t Call(const std::string& api, DeviceTask task, bool launch_row = true) {
-    const std::uint64_t correlation = next_correlation_++;
-    ApiCall call;
-    call.start_ns = now_;
-    call.end_ns = now_ + 5'000;
-    call.pid = pid_;
-    call.tid = tid_;
-    call.name = api;
-    call.correlation_id = correlation;
-    call.launches_device_work = launch_row;
-    records_.emplace_back(call);
+    const std::uint64_t correlation = AddApiCall(api, 5'000, launch_row);
     task.start_ns = now_ + 20'000;
     task.end_ns = now_ + 30'000;
     task.correlation_id = correlation;
@@ -73,21 +64,27 @@ class Process {
 
   // An API call that makes no device work (cudaGetDevice and the like): its runtime row alone.
   void Query(const std::string& api) {
-    ApiCall call;
-    call.start_ns = now_;
-    call.end_ns = now_ + 1'000;
-    call.pid = pid_;
-    call.tid = tid_;
-    call.name = api;
-    call.correlation_id = next_correlation_++;
-    call.launches_device_work = false;
-    records_.emplace_back(call);
+    AddApiCall(api, 1'000, /*launch_row=*/false);
     now_ += 2'000;
   }
 
   DeviceTask& task(std::size_t index) { return std::get<DeviceTask>(records_[index]); }
 
  private:
+  // The call's runtime row, starting now; returns its fresh correlation id.
+  std::uint64_t AddApiCall(const std::string& api, std::int64_t duration_ns, bool launch_row) {
+    ApiCall call;
+    call.start_ns = now_;
+    call.end_ns = now_ + duration_ns;
+    call.pid = pid_;
+    call.tid = tid_;
+    call.name = api;
+    call.correlation_id = next_correlation_++;
+    call.launches_device_work = launch_row;
+    records_.emplace_back(call);
+    return call.correlation_id;
+  }
+
   std::uint32_t pid_;
   std::uint32_t tid_;
   std::int64_t now_ = kStartNs + 10'000'000;
