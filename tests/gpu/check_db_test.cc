@@ -510,7 +510,8 @@ TEST_F(CheckDbTest, DefaultTraceWithAQueryCallFailsAndEveryCallTracePasses) {
   p.Query("cudaGetDevice");  // a row the default trace must not write, and runtime,driver,nvtx must
   const std::string output = "device: cuda:0 (NVIDIA H200)\nstep 3/3 loss 2.1\n";
   Write(p);
-  ExpectFail("train_plain", output, "the launches trace (the default) recorded query calls [('cudaGetDevice', 1)]");
+  ExpectFail("train_plain", output,
+             "the launches trace (the default) recorded query calls [('cudaGetDevice', 1)]");
   ExpectPass("train_plain_every_call", output);
 }
 

@@ -104,7 +104,8 @@ TEST(SessionConfigTest, CudaTraceIsACommaListFromTheVariableOrJson) {
   EXPECT_EQ(CudaTraceText(ConfigFromEnvironment(Env({}))->cuda_trace), "launches,nvtx");
   EXPECT_EQ(ConfigFromEnvironment(Env({{"GPUPROF_CUDA_TRACE", "nvtx,runtime"}}))->cuda_trace,
             (CudaTrace{true, false, true, false}));
-  EXPECT_EQ(ConfigFromEnvironment(Env({{"GPUPROF_CUDA_TRACE", "none"}}))->cuda_trace, (CudaTrace{false, false, false, false}));
+  EXPECT_EQ(ConfigFromEnvironment(Env({{"GPUPROF_CUDA_TRACE", "none"}}))->cuda_trace,
+            (CudaTrace{false, false, false, false}));
   StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{"GPUPROF_CUDA_TRACE", "driver"}}));
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(config->cuda_trace, (CudaTrace{false, true, false, false}));

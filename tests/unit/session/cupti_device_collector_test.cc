@@ -76,7 +76,8 @@ class CuptiDeviceCollectorTest : public ::testing::Test {
 };
 
 // cuda_trace runtime,driver,nvtx: an activity record for every runtime and driver call.
-constexpr SessionConfig::CudaTrace kEveryCall{.runtime = true, .driver = true, .nvtx = true, .launches = false};
+constexpr SessionConfig::CudaTrace kEveryCall{
+    .runtime = true, .driver = true, .nvtx = true, .launches = false};
 
 TEST_F(CuptiDeviceCollectorTest, ActivityBuffersBecomeRowsAndStopFlushesAndUnsubscribes) {
   auto session = Start("api", kEveryCall);
@@ -185,7 +186,8 @@ TEST_F(CuptiDeviceCollectorTest, CudaTraceChoosesTheApiAndNvtxActivityKinds) {
     auto session = Start("api", c.trace);
     ASSERT_NE(session, nullptr);
     auto enabled = [&](CUpti_ActivityKind kind) {
-      return std::find(fake_->enabled_kinds.begin(), fake_->enabled_kinds.end(), kind) != fake_->enabled_kinds.end();
+      return std::find(fake_->enabled_kinds.begin(), fake_->enabled_kinds.end(), kind) !=
+             fake_->enabled_kinds.end();
     };
     EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     EXPECT_TRUE(enabled(CUPTI_ACTIVITY_KIND_MEMCPY));
