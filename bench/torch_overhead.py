@@ -207,25 +207,23 @@ def report_paired(args, variants, results, names, peer, gpu, version):
           f"{args.repeats} processes per variant"
           + (f"; processes on CPUs {','.join(map(str, sorted(args.cpus)))}" if args.cpus else ""))
     print(f"{'variant':<40}{'plain ms':>9}{'added ms/step':>15}{'processes':>17}{'windows':>17}{'DBs':>6}")
+    # Each process's window added times, then each process's median of them.
+    windows = {v: [[window_added(p, args.warmup) for p in pairs] for pairs, _ in results[v]] for v in variants}
+    process_added = {v: [statistics.median(w) for w in windows[v]] for v in variants}
     added = {}
     for v in variants:
-        per_process = [statistics.median(window_added(p, args.warmup) for p in pairs) for pairs, _ in results[v]]
-        windows = [window_added(p, args.warmup) for pairs, _ in results[v] for p in pairs]
+        every_window = [a for w in windows[v] for a in w]
         plain = statistics.median(statistics.median(p[0][args.warmup:]) for pairs, _ in results[v] for p in pairs)
-        added[v] = statistics.median(per_process)
+        added[v] = statistics.median(process_added[v])
         dbs = "-" if not v.startswith("gpuprof") else ",".join(str(n) for _, n in results[v])
-        print(f"{names[v]:<40}{plain:>9.3f}{added[v]:>15.3f}{min(per_process):>8.3f}-{max(per_process):<8.3f}"
-              f"{min(windows):>8.3f}-{max(windows):<8.3f}{dbs:>6}")
+        print(f"{names[v]:<40}{plain:>9.3f}{added[v]:>15.3f}{min(process_added[v]):>8.3f}-"
+              f"{max(process_added[v]):<8.3f}{min(every_window):>8.3f}-{max(every_window):<8.3f}{dbs:>6}")
     if added["torch"] <= 0:
         print(f"{peer} added no time; no ratio")
         return
     ratio = added["gpuprof"] / added["torch"]
     print(f"added time per step, gpuprof / {peer}: {ratio:.2f} (target <= 0.5: {'met' if ratio <= 0.5 else 'NOT met'})")
-    per_round = []
-    for ours, theirs in zip(results["gpuprof"], results["torch"]):
-        t = statistics.median(window_added(p, args.warmup) for p in theirs[0])
-        if t > 0:
-            per_round.append(statistics.median(window_added(p, args.warmup) for p in ours[0]) / t)
+    per_round = [ours / theirs for ours, theirs in zip(process_added["gpuprof"], process_added["torch"]) if theirs > 0]
     if per_round:
         print(f"the same ratio round by round ({len(per_round)} rounds): median {statistics.median(per_round):.2f}, "
               f"range {min(per_round):.2f} to {max(per_round):.2f}")
