@@ -499,7 +499,7 @@ def check_train_plain(c, dbs, program_output):
     c.expect("device: cuda" in (program_output or ""), "train_plain.py did not train on cuda")
     db = one_db(c, dbs, "train_plain")
     if db is None:
-        return
+        return None
     joins = check_common(c, db)
     kernels = db.kernels()
     c.expect(len(kernels) > 0, "no kernels in the DB of a training run on the GPU")
@@ -515,6 +515,7 @@ def check_train_plain(c, dbs, program_output):
     c.expect(all("Launch" in name for name in launchers), f"kernels launched by calls that are not launches: {launchers}")
     copies = db.memcpys()
     c.expect(any(m["operation"] == MEMCPY_HTOD for m in copies), "no host-to-device copy (model.to(device))")
+    return db
 
 
 # Runtime calls a PyTorch step makes many times without launching anything. With the default
@@ -552,8 +553,7 @@ def expect_every_call(c, db):
 def expect_train_plain(c, dbs, program_output):
     """train_plain.py under `gpuprof run` (cuda_trace launches,nvtx, the default): every kernel joins
     its launch rows, and CANN_API holds no query calls."""
-    check_train_plain(c, dbs, program_output)
-    db = one_db(c, dbs, "train_plain")
+    db = check_train_plain(c, dbs, program_output)
     if db is not None:
         expect_launch_calls_only(c, db)
 
@@ -561,8 +561,7 @@ def expect_train_plain(c, dbs, program_output):
 def expect_train_plain_every_call(c, dbs, program_output):
     """train_plain.py under `gpuprof run --cuda-trace runtime,driver,nvtx`: the same joins, from
     CUPTI's activity records of every call."""
-    check_train_plain(c, dbs, program_output)
-    db = one_db(c, dbs, "train_plain_every_call")
+    db = check_train_plain(c, dbs, program_output)
     if db is not None:
         expect_every_call(c, db)
 
@@ -570,8 +569,7 @@ def expect_train_plain_every_call(c, dbs, program_output):
 def expect_train_profiled(c, dbs, program_output):
     """train_profiled.py under `gpuprof run` (the default cuda_trace): its ops reach their kernels
     (the op ids travel with gpuprof's launch callbacks, not CUPTI's external correlation)."""
-    check_train_profiled(c, dbs, program_output)
-    db = one_db(c, dbs, "train_profiled")
+    db = check_train_profiled(c, dbs, program_output)
     if db is not None:
         expect_launch_calls_only(c, db)
 
@@ -579,8 +577,7 @@ def expect_train_profiled(c, dbs, program_output):
 def expect_train_profiled_every_call(c, dbs, program_output):
     """train_profiled.py under `gpuprof run --cuda-trace runtime,driver,nvtx`: its ops reach their
     kernels through CUPTI's external correlation records."""
-    check_train_profiled(c, dbs, program_output)
-    db = one_db(c, dbs, "train_profiled_every_call")
+    db = check_train_profiled(c, dbs, program_output)
     if db is not None:
         expect_every_call(c, db)
 
@@ -592,7 +589,7 @@ def check_train_profiled(c, dbs, program_output):
     c.expect("device: cuda" in (program_output or ""), "train_profiled.py did not train on cuda")
     db = one_db(c, dbs, "train_profiled")
     if db is None:
-        return
+        return None
     check_common(c, db)
     ops = {name for (name,) in db.query("SELECT s.value FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name")}
     c.expect("aten::addmm" in ops, f"no aten::addmm among {len(ops)} op names")
@@ -608,16 +605,16 @@ def check_train_profiled(c, dbs, program_output):
     gpu_memory = db.query("SELECT COUNT(*), MAX(totalAllocated) FROM MEMORY_RECORD WHERE deviceId = 0")[0]
     c.expect(gpu_memory[0] > 0 and (gpu_memory[1] or 0) > 0,
              f"no CUDA allocator records on device 0 in MEMORY_RECORD: {gpu_memory}")
+    return db
 
 
 def expect_train_profiled_replay(c, dbs, program_output):
     """train_profiled.py --replay-kernel regex:gemm under `gpuprof replay --from-script`: the GEMM
     kernels launched while the profile records (its 3 active steps) are replayed 3 times each, and
     none launched before or after it."""
-    check_train_profiled(c, dbs, program_output)
+    db = check_train_profiled(c, dbs, program_output)
     recording = re.findall(r"^step \d+/\d+ loss \S+ \(replaying kernels\)$", program_output or "", re.M)
     c.expect(len(recording) == 3, f"{len(recording)} steps printed '(replaying kernels)', expected the 3 active ones")
-    db = one_db(c, dbs, "train_profiled_replay")
     if db is None:
         return
     rows = db.replay_kernels()
