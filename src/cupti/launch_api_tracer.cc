@@ -195,11 +195,20 @@ std::size_t LaunchApiTracer::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId
 }
 
 std::vector<trace::Record> LaunchApiTracer::Take() noexcept {
+  // The launch callbacks append to completed_ under the lock: hand them back a vector as large as
+  // the last batch, so they do not grow it again from nothing after every Take.
+  std::vector<Completed> next;
+  try {
+    next.reserve(last_batch_.load(std::memory_order_relaxed));
+  } catch (...) {  // out of memory: the callbacks grow it as they go
+  }
   std::vector<Completed> completed;
   {
     std::lock_guard lock(mutex_);
     completed.swap(completed_);
+    completed_.swap(next);
   }
+  last_batch_.store(completed.size(), std::memory_order_relaxed);
   std::vector<trace::Record> records;
   std::size_t taken = 0;  // calls fully turned into records
   try {

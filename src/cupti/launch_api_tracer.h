@@ -41,6 +41,7 @@
 
 #include <cupti.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -115,6 +116,7 @@ class LaunchApiTracer {
   mutable std::mutex mutex_;
   std::vector<Completed> completed_;  // guarded by mutex_
   std::uint64_t lost_ = 0;            // guarded by mutex_
+  std::atomic<std::size_t> last_batch_{0};  // calls in the last Take: completed_'s next capacity
 };
 
 }  // namespace gpuprof::cupti
