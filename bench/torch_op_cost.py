@@ -8,6 +8,9 @@ Variants (each a fresh process; record_shapes and profile_memory on, as in torch
   autograd   torch.autograd.profiler.profile (the legacy profiler)
   kineto     torch.profiler.profile(activities=[CPU]) (where torch has Kineto)
   gpuprof    gpuprof.profile, GPUPROF_DEVICE=0 (the torch hooks only; a CPU op has no kernels)
+  floor      no profiler: a do-nothing RecordFunction callback that asks for the inputs
+             (bench/record_function_floor.cc, built as torch_overhead.py builds it), the part of
+             every row above that is torch's own dispatch cost
 With --device cuda the tensor is on the GPU, so every op is one kernel launch, and also:
   kineto_cuda    torch.profiler.profile(activities=[CPU, CUDA]): Kineto's hooks plus its CUPTI
   gpuprof_cuda   gpuprof.profile with CUPTI as a GPU run profiles by default (kernels, the
@@ -29,7 +32,7 @@ import os
 import subprocess
 import sys
 
-from torch_overhead import parse_cpus  # bench/ is the script's directory, first on sys.path
+from torch_overhead import build_floor, parse_cpus  # bench/ is the script's directory, first on sys.path
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -61,6 +64,16 @@ elif variant == "kineto_cuda":
     prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
                                               torch.profiler.ProfilerActivity.CUDA],
                                   record_shapes=True, profile_memory=True)
+elif variant == "floor":
+    import ctypes
+    class Floor:
+        lib = ctypes.CDLL(os.environ["GPUPROF_BENCH_FLOOR_LIB"])
+        def __enter__(self):
+            if self.lib.gpuprof_bench_floor_set(1) != 0:
+                raise RuntimeError("torch refused the floor's RecordFunction callback")
+        def __exit__(self, *exc):
+            self.lib.gpuprof_bench_floor_set(-1)
+    prof = Floor()
 else:
     import gpuprof
     prof = gpuprof.profile(record_shapes=True, profile_memory=True, on_trace_ready=gpuprof.db_handler(out))
@@ -91,7 +104,8 @@ def main():
         f.write(f"REPO = {REPO!r}\n" + CHILD)
     lib_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.gpuprof))), "lib")
     variants = [("autograd", "torch.autograd.profiler", {}), ("kineto", "torch.profiler (CPU)", {}),
-                ("gpuprof", "gpuprof.profile (hooks only)", {"GPUPROF_DEVICE": "0"})]
+                ("gpuprof", "gpuprof.profile (hooks only)", {"GPUPROF_DEVICE": "0"}),
+                ("floor", "RecordFunction floor (no profiler)", {})]
     if args.device == "cuda":
         variants += [("kineto_cuda", "torch.profiler (CPU, CUDA)", {}),
                      ("gpuprof_cuda", "gpuprof.profile (hooks + CUPTI)", {}),
@@ -107,12 +121,21 @@ def main():
             parser.error(f"--variants: unknown {', '.join(sorted(unknown))}; choose from "
                          f"{', '.join(v[0] for v in variants)}")
         variants = [v for v in variants if v[0] in args.variants]
+    floor_error = None
+    if any(v[0] == "floor" for v in variants):
+        try:
+            os.environ["GPUPROF_BENCH_FLOOR_LIB"] = build_floor(args.python, out)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            floor_error = str(e).splitlines()[0]
     pin = (lambda: os.sched_setaffinity(0, args.cpus)) if args.cpus else None
     print(f"torch.neg of 4 floats on {args.device}, {args.n} ops per loop, best of 3 loops; "
           f"{args.repeats} process(es) per variant, one row each")
     print(f"{'variant':<40}{'ns/op':>9}{'profiled':>10}{'added':>8}")
     for _ in range(args.repeats):
         for variant, label, extra in variants:
+            if variant == "floor" and floor_error:
+                print(f"{label:<40}  unavailable: {floor_error}")
+                continue
             env = dict(os.environ, GPUPROF_LIB_DIR=lib_dir, **extra)
             done = subprocess.run([args.python, script, variant, str(args.n), out, args.device], capture_output=True,
                                   text=True, timeout=600, env=env, preexec_fn=pin)

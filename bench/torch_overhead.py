@@ -24,6 +24,11 @@ With --breakdown (GPU), also:
             API records or NVTX (ops still linked to kernels by external correlation)
   torch_cpu     torch.profiler with activities=[CPU] only (Kineto's host side, same options)
 so the added time splits into RecordFunction, shapes + memory, and CUPTI, for both profilers.
+Always, where a C++ compiler and torch's headers are found:
+  floor     RecordFunction's own cost: a global callback that asks for the inputs (as record_shapes
+            does) and records nothing (bench/record_function_floor.cc, compiled here against the
+            torch of --python). Both profilers pay it; the report says how much of the target it
+            leaves to gpuprof's own recording.
 Reported: median step time over steps --warmup+1..N (median of --repeats processes), steps/s,
 the time added per step against `none`, the spread of the per-process medians, and the ratio
 gpuprof/torch of the added time (target <= 0.5; flagged "within noise" when one variant's
@@ -37,6 +42,7 @@ export_chrome_trace (plus the profiler's own stop for torch).
 """
 
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -77,9 +83,22 @@ def step(i):
     optimizer.step()
     return loss.item()
 
+class Floor:  # bench/record_function_floor.cc: a do-nothing RecordFunction callback that asks for inputs
+    def __init__(self):
+        import ctypes
+        self.lib = ctypes.CDLL(os.environ["GPUPROF_BENCH_FLOOR_LIB"])
+    def __enter__(self):
+        if self.lib.gpuprof_bench_floor_set(1) != 0:
+            raise RuntimeError("torch refused the floor's RecordFunction callback")
+        return self
+    def __exit__(self, *exc):
+        self.lib.gpuprof_bench_floor_set(-1)
+
 def make_profiler():
     if variant == "none":
         return None
+    if variant == "floor":
+        return Floor()
     if variant == "torch":
         if device.type == "cuda":
             acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
@@ -136,7 +155,8 @@ VARIANT_NAMES = {"none": "no profiler", "torch": "PyTorch's profiler", "gpuprof"
                  "gpuprof_nonvtx": "  (no NVTX collection)", "gpuprof_runtime": "  (runtime API only: no driver, NVTX)",
                  "gpuprof_everycall": "  (every API call: activity records)",
                  "gpuprof_kernels": "  (kernels only: no API, NVTX)",
-                 "torch_cpu": "  (torch.profiler, CPU activity only)"}
+                 "torch_cpu": "  (torch.profiler, CPU activity only)",
+                 "floor": "RecordFunction floor"}
 
 
 # What each gpuprof breakdown variant sets for its process (see the module docstring).
@@ -160,6 +180,40 @@ def parse_cpus(text):
             raise ValueError(text)
         cpus.update(range(int(first), int(last or first) + 1))
     return cpus
+
+
+def build_floor(python, out_dir):
+    """Compiles record_function_floor.cc against `python`'s torch, with tools/build_torch_hooks.sh's
+    flags; returns the library's path. RuntimeError names what is missing."""
+    probe = subprocess.run([python, "-c", "import os, torch; print(os.path.dirname(torch.__file__), "
+                            "int(torch._C._GLIBCXX_USE_CXX11_ABI))"], capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0:
+        raise RuntimeError(f"{python} cannot import torch")
+    torch_dir, abi = probe.stdout.split()
+    if not os.path.isfile(os.path.join(torch_dir, "include", "ATen", "record_function.h")):
+        raise RuntimeError(f"torch's C++ headers are not under {torch_dir}/include (Debian: apt install libtorch-dev)")
+    cxx = os.environ.get("CXX", "g++")
+    if shutil.which(cxx) is None:
+        raise RuntimeError(f"no C++ compiler '{cxx}' (apt install g++, or set CXX)")
+    lib = os.path.join(out_dir, "librecord_function_floor.so")
+    cmd = [cxx, "-std=c++20", "-O2", "-DNDEBUG", "-fPIC", "-shared", "-fvisibility=hidden",
+           f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-isystem", os.path.join(torch_dir, "include"),
+           "-isystem", os.path.join(torch_dir, "include", "torch", "csrc", "api", "include"),
+           os.path.join(REPO, "bench", "record_function_floor.cc"), "-o", lib,
+           "-L" + os.path.join(torch_dir, "lib"), "-ltorch_cpu", "-lc10", "-Wl,-rpath," + os.path.join(torch_dir, "lib")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"compiling record_function_floor.cc failed:\n{done.stderr[-2000:]}")
+    return lib
+
+
+def floor_line(floor, peer_added, peer):
+    """How much of the target RecordFunction's own cost leaves to gpuprof's recording."""
+    room = 0.5 * peer_added - floor
+    return (f"RecordFunction floor (paid by both profilers before they record anything): {floor:.3f} ms/step, "
+            f"{floor / peer_added:.2f} of {peer}'s added time; "
+            + (f"at <= 0.5x, {room:.3f} ms/step are left for gpuprof's own recording" if room > 0 else
+               "0.5x of it is below the floor: no profiler built on RecordFunction with inputs meets the target here"))
 
 
 def run_variant(args, variant, gpu):
@@ -230,6 +284,8 @@ def report_paired(args, variants, results, names, peer, gpu, version):
     for v in variants[2:]:
         if v.startswith("gpuprof"):
             print(f"  {names[v].strip():<40} ratio {added[v] / added['torch']:.2f}")
+    if "floor" in added:
+        print(floor_line(added["floor"], added["torch"], peer))
 
 
 def db_contents(out):
@@ -301,6 +357,18 @@ def main():
         if unknown:
             parser.error(f"--variants: unknown {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
         variants = ("none", "torch", "gpuprof") + tuple(v for v in args.variants if v not in ("none", "torch", "gpuprof"))
+    if not args.variants:
+        variants += ("floor",)
+    if "floor" in variants:
+        floor_dir = tempfile.mkdtemp(prefix="gpuprof_bench_floor_")
+        atexit.register(shutil.rmtree, floor_dir, True)
+        try:
+            os.environ["GPUPROF_BENCH_FLOOR_LIB"] = build_floor(args.python, floor_dir)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            if args.variants:  # asked for by name
+                sys.exit(f"torch_overhead: --variants floor: {e}")
+            print(f"torch_overhead: the RecordFunction floor is left out: {e}", file=sys.stderr)
+            variants = tuple(v for v in variants if v != "floor")
     if args.windows:
         variants = tuple(v for v in variants if v != "none")  # each process times its own plain steps
     results = {v: [] for v in variants}
@@ -358,6 +426,8 @@ def main():
                 r = paired(v)
                 print(f"  {names[v].strip():<40} within-round ratio median {statistics.median(r):.2f}, "
                       f"range {min(r):.2f} to {max(r):.2f}")
+    if "floor" in step and torch_added > 0:
+        print(floor_line(step["floor"] - step["none"], torch_added, peer))
     print(f"\nwhat each gpuprof variant's DB holds (last round)")
     print(f"{'variant':<40}{'ops':>9}{'ops->task':>11}{'tasks':>9}{'CANN_API':>10}")
     for v in variants:
