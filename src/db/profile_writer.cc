@@ -28,6 +28,7 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/logging.h"
+#include "base/thread_priority.h"
 #include "db/derive.h"
 #include "db/profile_writer_internal.h"
 #include "db/schema.h"
@@ -1355,6 +1356,7 @@ class ProfileWriterImpl final : public ProfileWriter {
 
   // The SQLite thread: drains the queue until it is closed and empty.
   void Run() noexcept {
+    base::LowerThisThreadsPriority();  // the profiled program's threads come first
     std::deque<std::vector<Record>> batches;
     while (queue_.PopAll(&batches)) {
       for (std::vector<Record>& batch : batches) {
@@ -1405,6 +1407,7 @@ class ProfileWriterImpl final : public ProfileWriter {
 
   // The op thread.
   void RunLane() noexcept {
+    base::LowerThisThreadsPriority();
     std::deque<std::vector<trace::TorchOp>> batches;
     while (lane_queue_.PopAll(&batches)) {
       for (std::vector<trace::TorchOp>& batch : batches) {

@@ -8,6 +8,8 @@
 #include <system_error>
 #include <utility>
 
+#include "base/thread_priority.h"
+
 namespace gpuprof::db {
 namespace {
 
@@ -85,6 +87,7 @@ void SideFile::Post(Job job) {
 }
 
 void SideFile::Run() noexcept {
+  base::LowerThisThreadsPriority();  // the profiled program's threads come first
   for (;;) {
     Job job;
     {

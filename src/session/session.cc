@@ -19,6 +19,7 @@
 #include "base/clock.h"
 #include "base/logging.h"
 #include "base/synchronized.h"
+#include "base/thread_priority.h"
 #include "db/output_layout.h"
 #include "db/profile_writer.h"
 
@@ -365,6 +366,7 @@ class Session::Impl {
   }
 
   void FlusherLoop() noexcept {
+    base::LowerThisThreadsPriority();  // the profiled program's threads come first
     Wakeup* wakeup = box_->wakeup.load(std::memory_order_acquire);
     std::unique_lock<std::mutex> lock(wakeup->mu);
     while (!wakeup->stop) {

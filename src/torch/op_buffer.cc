@@ -5,6 +5,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/thread_priority.h"
+
 namespace gpuprof::torch_hooks {
 namespace {
 
@@ -229,6 +231,7 @@ void OpBuffer::Flush() {
 }
 
 void OpBuffer::DrainLoop() {
+  base::LowerThisThreadsPriority();  // the profiled program's threads come first
   std::unique_lock<std::mutex> lock(queue_mu_);
   while (true) {
     queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

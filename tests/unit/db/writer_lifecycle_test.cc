@@ -23,6 +23,7 @@
 #include "db/output_layout.h"
 #include "db/profile_writer.h"
 #include "db/profile_writer_internal.h"
+#include "fakes/thread_nice.h"
 #include "writer_test_util.h"
 
 namespace gpuprof::db {
@@ -33,6 +34,9 @@ using ::testing::HasSubstr;
 using testing::Query;
 using testing::QueryOne;
 using testing::TempDir;
+using thread_nice::ThisThreadsNice;
+using thread_nice::ThreadsBelow;
+using thread_nice::WaitForThreadsBelow;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -133,6 +137,22 @@ TEST(ProfileWriterLifecycleTest, WritesPartialThenRenamesAndWritesInfoJson) {
             .c_str());
     EXPECT_EQ(rc, 0) << "profiler_info json does not parse:\n" << json;
   }
+}
+
+TEST(ProfileWriterLifecycleTest, TheWriterThreadsRunBelowTheProfiledProgramsPriority) {
+  const int ours = ThisThreadsNice();
+  if (ours >= 19) GTEST_SKIP() << "this test runs at nice " << ours << ": nothing lower to go to";
+  ASSERT_EQ(ThreadsBelow(ours), 0);
+  TempDir dir;
+  auto writer = ProfileWriter::Create(testing::TestOptions(dir.path()));
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  // The two writer threads and the three side files' threads.
+  EXPECT_TRUE(WaitForThreadsBelow(ours, 5)) << ThreadsBelow(ours) << " threads below nice " << ours;
+  (*writer)->Submit(SomeOps(10));
+  auto path = (*writer)->Finalize(testing::kStartNs + 5);
+  ASSERT_TRUE(path.ok()) << path.status().ToString();
+  EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM PYTORCH_API"), "10");
+  EXPECT_EQ(ThisThreadsNice(), ours);
 }
 
 TEST(ProfileWriterLifecycleTest, NonObjectConfigIsEmbeddedAsAString) {

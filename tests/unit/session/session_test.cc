@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "fakes/thread_nice.h"
 #include "unit/session/fake_device_collector.h"
 #include "unit/session/session_test_util.h"
 
@@ -141,6 +142,21 @@ TEST(SessionTest, FlusherDrainsOnItsInterval) {
   EXPECT_TRUE(Eventually([&] { return session->buffered_records() == 0; }));
   ASSERT_TRUE(session->Stop().ok());
   EXPECT_THAT(MarkRows(session->db_path()), SizeIs(10));
+}
+
+TEST(SessionTest, TheFlusherAndTheWriterRunBelowTheProfiledProgramsPriority) {
+  const int ours = thread_nice::ThisThreadsNice();
+  if (ours >= 19) GTEST_SKIP() << "this test runs at nice " << ours << ": nothing lower to go to";
+  ASSERT_EQ(thread_nice::ThreadsBelow(ours), 0);
+  TempDir dir;
+  auto session = MustStart(TestConfig(dir));
+  ASSERT_NE(session, nullptr);
+  // The flusher, and the writer's two threads and three side files (ProfileWriterLifecycleTest
+  // counts those five alone).
+  EXPECT_TRUE(thread_nice::WaitForThreadsBelow(ours, 6))
+      << thread_nice::ThreadsBelow(ours) << " threads below nice " << ours;
+  ASSERT_TRUE(session->Stop().ok());
+  EXPECT_EQ(thread_nice::ThisThreadsNice(), ours);
 }
 
 TEST(SessionTest, FlushThresholdWakesTheFlusherBeforeItsInterval) {

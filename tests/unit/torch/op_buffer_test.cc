@@ -5,14 +5,16 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "fakes/thread_nice.h"
 
 namespace gpuprof::torch_hooks {
 namespace {
@@ -157,6 +159,20 @@ TEST(OpBufferTest, AFullChunkIsDeliveredWithoutFlush) {
   EXPECT_EQ(buffer.stats().ops, 16u);
   buffer.Flush();
   EXPECT_EQ(buffer.stats().ops, 20u);
+}
+
+TEST(OpBufferTest, TheDrainThreadRunsBelowTheProfiledProgramsPriority) {
+  const int ours = thread_nice::ThisThreadsNice();
+  if (ours >= 19) GTEST_SKIP() << "this test runs at nice " << ours << ": nothing lower to go to";
+  ASSERT_EQ(thread_nice::ThreadsBelow(ours), 0);
+  Received received;
+  OpBuffer buffer(SinksInto(received));
+  buffer.Start();
+  EXPECT_TRUE(thread_nice::WaitForThreadsBelow(ours, 1));
+  buffer.AddOp(Op(1, 1), "x", {}, {});
+  buffer.Stop();
+  EXPECT_EQ(received.ops.size(), 1u);
+  EXPECT_EQ(thread_nice::ThreadsBelow(ours), 0);  // the drain thread has ended
 }
 
 TEST(OpBufferTest, OpsOfAThreadThatEndedBeforeTheFlushAreDelivered) {
