@@ -213,7 +213,7 @@ def floor_line(floor, peer_added, peer):
     return (f"RecordFunction floor (paid by both profilers before they record anything): {floor:.3f} ms/step, "
             f"{floor / peer_added:.2f} of {peer}'s added time; "
             + (f"at <= 0.5x, {room:.3f} ms/step are left for gpuprof's own recording" if room > 0 else
-               "0.5x of it is below the floor: no profiler built on RecordFunction with inputs meets the target here"))
+               "by this run's figures 0.5x of it is below the floor, which any profiler built on RecordFunction with inputs pays"))
 
 
 def run_variant(args, variant, gpu):
