@@ -128,12 +128,34 @@ OpBuffer::ThreadSlot* OpBuffer::Slot() noexcept {
 }
 
 OpBuffer::Chunk& OpBuffer::CurrentChunk(ThreadSlot& slot) {
-  if (slot.chunk == nullptr) {
-    slot.chunk = std::make_unique<Chunk>();
-    slot.chunk->ops.reserve(options_.chunk_entries);
-    slot.chunk->text.reserve(options_.chunk_entries * 24);
+  if (slot.chunk != nullptr) return *slot.chunk;
+  {
+    std::lock_guard<std::mutex> lock(spare_mu_);
+    if (!spares_.empty()) {
+      slot.chunk = std::move(spares_.back());
+      spares_.pop_back();
+      return *slot.chunk;
+    }
   }
+  slot.chunk = std::make_unique<Chunk>();
+  slot.chunk->ops.reserve(options_.chunk_entries);
+  slot.chunk->text.reserve(options_.chunk_entries * 24);
+  chunks_made_.fetch_add(1, std::memory_order_relaxed);
   return *slot.chunk;
+}
+
+void OpBuffer::KeepSpare(std::unique_ptr<Chunk> chunk) noexcept {
+  if (chunk == nullptr) return;
+  chunk->ops.clear();  // clear() keeps each vector's capacity: the pages stay mapped
+  chunk->memory.clear();
+  chunk->text.clear();
+  chunk->inputs.clear();
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  if (spares_.size() >= options_.spare_chunks) return;  // freed here
+  try {
+    spares_.push_back(std::move(chunk));
+  } catch (...) {  // out of memory: the chunk is freed
+  }
 }
 
 template <typename Fill>
@@ -179,7 +201,11 @@ void OpBuffer::AddMemory(const gpuprof_allocator_event_v1& event) noexcept {
 }
 
 void OpBuffer::HandOver(std::unique_ptr<Chunk> chunk) noexcept {
-  if (chunk == nullptr || chunk->entries() == 0) return;
+  if (chunk == nullptr) return;
+  if (chunk->entries() == 0) {
+    KeepSpare(std::move(chunk));
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     if (queue_.size() >= options_.max_queued_chunks) {
@@ -223,6 +249,7 @@ void OpBuffer::Flush() {
       queue_.pop_front();
       lock.unlock();
       Deliver(*chunk);
+      KeepSpare(std::move(chunk));
       lock.lock();
     }
     return;
@@ -244,7 +271,7 @@ void OpBuffer::DrainLoop() {
     delivering_ = true;
     lock.unlock();
     Deliver(*chunk);
-    chunk.reset();
+    KeepSpare(std::move(chunk));
     lock.lock();
     delivering_ = false;
     if (queue_.empty()) idle_cv_.notify_all();
@@ -310,7 +337,9 @@ void OpBuffer::Deliver(const Chunk& chunk) {
 OpBufferStats OpBuffer::stats() const {
   if (g_fork_child.load(std::memory_order_relaxed)) return {};  // a fork child delivers nothing
   std::lock_guard<std::mutex> lock(queue_mu_);
-  return stats_;
+  OpBufferStats stats = stats_;
+  stats.chunks_made = chunks_made_.load(std::memory_order_relaxed);
+  return stats;
 }
 
 }  // namespace gpuprof::torch_hooks

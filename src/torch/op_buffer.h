@@ -20,7 +20,8 @@
 // are serialized among themselves). A fork child records nothing and takes no lock (every call
 // returns at once and stats() is empty: the drain thread does not exist there, and a lock a
 // parent thread held at the fork is never released). Memory: chunks hold at most `chunk_entries` entries;
-// the queue holds at most `max_queued_chunks`, beyond which whole chunks are dropped and counted.
+// the queue holds at most `max_queued_chunks`, beyond which whole chunks are dropped and counted;
+// up to `spare_chunks` delivered chunks are kept, emptied, for reuse.
 #pragma once
 
 #include <atomic>
@@ -71,6 +72,9 @@ struct OpBufferSinks {
 struct OpBufferOptions {
   std::size_t chunk_entries = 4096;     // ops + memory events per chunk
   std::size_t max_queued_chunks = 256;  // about 1M entries waiting for the drain thread
+  // Delivered chunks kept (emptied, their memory kept) for the next thread that needs one, so the
+  // hot path writes to memory already mapped instead of page-faulting a fresh chunk in.
+  std::size_t spare_chunks = 8;
 };
 
 struct OpBufferStats {
@@ -78,6 +82,7 @@ struct OpBufferStats {
   std::uint64_t memory_events = 0;    // handed to the memory sink
   std::uint64_t sink_refusals = 0;    // records a sink did not take (non-zero status)
   std::uint64_t dropped_entries = 0;  // in chunks dropped because the queue was full
+  std::uint64_t chunks_made = 0;      // chunks allocated (the others were spares reused)
 };
 
 class OpBuffer {
@@ -112,6 +117,7 @@ class OpBuffer {
   void HandOver(std::unique_ptr<Chunk> chunk) noexcept;
   void DrainLoop();
   void Deliver(const Chunk& chunk);
+  void KeepSpare(std::unique_ptr<Chunk> chunk) noexcept;  // emptied, for CurrentChunk
 
   const OpBufferSinks sinks_;
   const OpBufferOptions options_;
@@ -127,6 +133,10 @@ class OpBuffer {
   bool delivering_ = false;                   // guarded by queue_mu_
   bool stopping_ = false;                     // guarded by queue_mu_
   OpBufferStats stats_;                       // guarded by queue_mu_
+
+  std::mutex spare_mu_;  // taken under a slot's lock (CurrentChunk); takes no other lock
+  std::vector<std::unique_ptr<Chunk>> spares_;  // guarded by spare_mu_
+  std::atomic<std::uint64_t> chunks_made_{0};
 
   std::mutex control_mu_;  // serializes Start / Stop / Flush
   std::thread drain_;

@@ -241,6 +241,41 @@ TEST(OpBufferTest, WithoutADrainThreadFlushDeliversOnTheCallingThread) {
   EXPECT_EQ(buffer.stats().ops, 1u);
 }
 
+TEST(OpBufferTest, ADeliveredChunkIsReusedEmptiedForTheNextOps) {
+  Received received;
+  OpBuffer buffer(SinksInto(received));  // no drain thread: each Flush delivers here, then keeps the chunk
+  for (int round = 0; round < 10; ++round) {
+    // Rounds alternate long and short names, inputs and stacks, so a reused chunk that kept
+    // anything of the round before would show it.
+    const bool big = round % 2 == 0;
+    const std::vector<std::int64_t> inputs =
+        big ? std::vector<std::int64_t>{EncodeInputHeader(InputKind::kTensor, 6, 3), 2, 3, 4}
+            : std::vector<std::int64_t>{EncodeInputHeader(InputKind::kScalar, 0, 0)};
+    const std::vector<std::string> stack =
+        big ? std::vector<std::string>{"a.py(1): f", "a.py(2): g"} : std::vector<std::string>{};
+    for (int i = 0; i < 3; ++i) {
+      buffer.AddOp(Op(1, round * 10 + i), (big ? "a_long_op_name_" : "op") + std::to_string(round), inputs, stack);
+    }
+    buffer.AddMemory(Memory(static_cast<std::uint64_t>(round)));
+    buffer.Flush();
+  }
+  const OpBufferStats stats = buffer.stats();
+  EXPECT_EQ(stats.ops, 30u);
+  EXPECT_EQ(stats.memory_events, 10u);
+  EXPECT_EQ(stats.chunks_made, 1u);  // one chunk, emptied and reused nine times
+  ASSERT_EQ(received.ops.size(), 30u);
+  for (const Received::Op& op : received.ops) {
+    const std::int64_t round = op.start_ns / 10;
+    const bool big = round % 2 == 0;
+    EXPECT_EQ(op.name, (big ? "a_long_op_name_" : "op") + std::to_string(round));
+    EXPECT_EQ(op.shapes, big ? "2,3,4" : "");
+    EXPECT_EQ(op.dtypes, big ? "t6" : "-");
+    EXPECT_EQ(op.stack, big ? std::vector<std::string>({"a.py(1): f", "a.py(2): g"}) : std::vector<std::string>{});
+  }
+  ASSERT_EQ(received.memory.size(), 10u);
+  for (std::size_t i = 0; i < received.memory.size(); ++i) EXPECT_EQ(received.memory[i].bytes, i);
+}
+
 // Forks; the child adds an op, flushes and stops the buffer, and exits 0 when its buffer counted
 // nothing delivered and `child_check` holds. Returns the child's pid (-1: fork failed).
 template <typename Check>
