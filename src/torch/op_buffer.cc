@@ -49,6 +49,10 @@ struct OpBuffer::Chunk {
   std::vector<std::int64_t> inputs;
 
   std::size_t entries() const noexcept { return ops.size() + memory.size(); }
+  std::size_t capacity_bytes() const noexcept {
+    return ops.capacity() * sizeof(Op) + memory.capacity() * sizeof(gpuprof_allocator_event_v1) + text.capacity() +
+           inputs.capacity() * sizeof(std::int64_t);
+  }
   std::uint32_t AddText(std::string_view s) {
     const auto offset = static_cast<std::uint32_t>(text.size());
     text.insert(text.end(), s.begin(), s.end());
@@ -102,13 +106,16 @@ void OpBuffer::Stop() {
   }
   Flush();
   std::lock_guard<std::mutex> control(control_mu_);
-  if (!drain_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    stopping_ = true;
+  if (drain_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    drain_.join();
   }
-  queue_cv_.notify_all();
-  drain_.join();
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  spares_.clear();  // the memory goes back between profiles
 }
 
 OpBuffer::ThreadSlot* OpBuffer::Slot() noexcept {
@@ -145,7 +152,7 @@ OpBuffer::Chunk& OpBuffer::CurrentChunk(ThreadSlot& slot) {
 }
 
 void OpBuffer::KeepSpare(std::unique_ptr<Chunk> chunk) noexcept {
-  if (chunk == nullptr) return;
+  if (chunk == nullptr || chunk->capacity_bytes() > options_.spare_chunk_max_bytes) return;  // freed here
   chunk->ops.clear();  // clear() keeps each vector's capacity: the pages stay mapped
   chunk->memory.clear();
   chunk->text.clear();

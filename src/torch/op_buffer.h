@@ -21,7 +21,8 @@
 // returns at once and stats() is empty: the drain thread does not exist there, and a lock a
 // parent thread held at the fork is never released). Memory: chunks hold at most `chunk_entries` entries;
 // the queue holds at most `max_queued_chunks`, beyond which whole chunks are dropped and counted;
-// up to `spare_chunks` delivered chunks are kept, emptied, for reuse.
+// up to `spare_chunks` delivered chunks of at most `spare_chunk_max_bytes` are kept, emptied, for
+// reuse until Stop.
 #pragma once
 
 #include <atomic>
@@ -73,8 +74,10 @@ struct OpBufferOptions {
   std::size_t chunk_entries = 4096;     // ops + memory events per chunk
   std::size_t max_queued_chunks = 256;  // about 1M entries waiting for the drain thread
   // Delivered chunks kept (emptied, their memory kept) for the next thread that needs one, so the
-  // hot path writes to memory already mapped instead of page-faulting a fresh chunk in.
+  // hot path writes to memory already mapped instead of page-faulting a fresh chunk in. A chunk
+  // that grew past `spare_chunk_max_bytes` (long Python stacks) is freed instead; Stop frees them all.
   std::size_t spare_chunks = 8;
+  std::size_t spare_chunk_max_bytes = std::size_t{4} << 20;
 };
 
 struct OpBufferStats {

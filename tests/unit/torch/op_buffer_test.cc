@@ -276,6 +276,30 @@ TEST(OpBufferTest, ADeliveredChunkIsReusedEmptiedForTheNextOps) {
   for (std::size_t i = 0; i < received.memory.size(); ++i) EXPECT_EQ(received.memory[i].bytes, i);
 }
 
+TEST(OpBufferTest, AChunkThatGrewPastTheSpareLimitIsFreedAndStopFreesTheSpares) {
+  Received received;
+  OpBufferOptions options;
+  options.chunk_entries = 8;  // a fresh chunk is about 1 KB
+  options.spare_chunk_max_bytes = 64 << 10;
+  OpBuffer buffer(SinksInto(received), options);
+  buffer.AddOp(Op(1, 1), "small", {}, {});
+  buffer.Flush();  // kept
+  EXPECT_EQ(buffer.stats().chunks_made, 1u);
+  const std::vector<std::string> deep_stack(100, std::string(1000, 'f'));  // ~100 KB of frames
+  buffer.AddOp(Op(1, 2), "deep", {}, deep_stack);
+  buffer.Flush();  // grew past the limit: freed
+  buffer.AddOp(Op(1, 3), "after_deep", {}, {});
+  buffer.Flush();
+  EXPECT_EQ(buffer.stats().chunks_made, 2u);
+  buffer.Stop();  // frees the spare
+  buffer.AddOp(Op(1, 4), "after_stop", {}, {});
+  buffer.Flush();
+  EXPECT_EQ(buffer.stats().chunks_made, 3u);
+  ASSERT_EQ(received.ops.size(), 4u);
+  EXPECT_EQ(received.ops[1].stack.size(), 100u);
+  EXPECT_EQ(received.ops[3].name, "after_stop");
+}
+
 // Forks; the child adds an op, flushes and stops the buffer, and exits 0 when its buffer counted
 // nothing delivered and `child_check` holds. Returns the child's pid (-1: fork failed).
 template <typename Check>
