@@ -9,7 +9,7 @@ Variants (each a fresh process; record_shapes and profile_memory on, as in torch
   kineto     torch.profiler.profile(activities=[CPU]) (where torch has Kineto)
   gpuprof    gpuprof.profile, GPUPROF_DEVICE=0 (the torch hooks only; a CPU op has no kernels)
   floor      no profiler: a do-nothing RecordFunction callback that asks for the inputs
-             (bench/record_function_floor.cc, built as torch_overhead.py builds it), the part of
+             (bench/record_function_floor.cc, built by record_function_floor.py), the part of
              every row above that is torch's own dispatch cost
 With --device cuda the tensor is on the GPU, so every op is one kernel launch, and also:
   kineto_cuda    torch.profiler.profile(activities=[CPU, CUDA]): Kineto's hooks plus its CUPTI
@@ -32,7 +32,9 @@ import os
 import subprocess
 import sys
 
-from torch_overhead import build_floor, parse_cpus  # bench/ is the script's directory, first on sys.path
+# bench/ is the script's directory, first on sys.path
+from record_function_floor import FLOOR_LIB_VARIABLE, build_floor
+from torch_overhead import parse_cpus
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -65,14 +67,8 @@ elif variant == "kineto_cuda":
                                               torch.profiler.ProfilerActivity.CUDA],
                                   record_shapes=True, profile_memory=True)
 elif variant == "floor":
-    import ctypes
-    class Floor:
-        lib = ctypes.CDLL(os.environ["GPUPROF_BENCH_FLOOR_LIB"])
-        def __enter__(self):
-            if self.lib.gpuprof_bench_floor_set(1) != 0:
-                raise RuntimeError("torch refused the floor's RecordFunction callback")
-        def __exit__(self, *exc):
-            self.lib.gpuprof_bench_floor_set(-1)
+    sys.path.insert(0, os.path.join(REPO, "bench"))
+    from record_function_floor import Floor
     prof = Floor()
 else:
     import gpuprof
@@ -124,7 +120,7 @@ def main():
     floor_error = None
     if any(v[0] == "floor" for v in variants):
         try:
-            os.environ["GPUPROF_BENCH_FLOOR_LIB"] = build_floor(args.python, out)
+            os.environ[FLOOR_LIB_VARIABLE] = build_floor(args.python, out)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             floor_error = str(e).splitlines()[0]
     pin = (lambda: os.sched_setaffinity(0, args.cpus)) if args.cpus else None

@@ -26,9 +26,9 @@ With --breakdown (GPU), also:
 so the added time splits into RecordFunction, shapes + memory, and CUPTI, for both profilers.
 Always, where a C++ compiler and torch's headers are found:
   floor     RecordFunction's own cost: a global callback that asks for the inputs (as record_shapes
-            does) and records nothing (bench/record_function_floor.cc, compiled here against the
-            torch of --python). Both profilers pay it; the report says how much of the target it
-            leaves to gpuprof's own recording.
+            does) and records nothing (bench/record_function_floor.cc, compiled by
+            record_function_floor.py against the torch of --python). Both profilers pay it; the
+            report says how much of the target it leaves to gpuprof's own recording.
 Reported: median step time over steps --warmup+1..N (median of --repeats processes), steps/s,
 the time added per step against `none`, the spread of the per-process medians, and the ratio
 gpuprof/torch of the added time (target <= 0.5; flagged "within noise" when one variant's
@@ -52,12 +52,15 @@ import subprocess
 import sys
 import tempfile
 
+from record_function_floor import FLOOR_LIB_VARIABLE, build_floor  # bench/ is first on sys.path
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CHILD = r"""
 import json, os, sys, time
 sys.path.insert(0, os.path.join(REPO, "examples"))
 sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.join(REPO, "bench"))
 import torch
 import train_plain as tp
 
@@ -83,21 +86,11 @@ def step(i):
     optimizer.step()
     return loss.item()
 
-class Floor:  # bench/record_function_floor.cc: a do-nothing RecordFunction callback that asks for inputs
-    def __init__(self):
-        import ctypes
-        self.lib = ctypes.CDLL(os.environ["GPUPROF_BENCH_FLOOR_LIB"])
-    def __enter__(self):
-        if self.lib.gpuprof_bench_floor_set(1) != 0:
-            raise RuntimeError("torch refused the floor's RecordFunction callback")
-        return self
-    def __exit__(self, *exc):
-        self.lib.gpuprof_bench_floor_set(-1)
-
 def make_profiler():
     if variant == "none":
         return None
     if variant == "floor":
+        from record_function_floor import Floor
         return Floor()
     if variant == "torch":
         if device.type == "cuda":
@@ -180,31 +173,6 @@ def parse_cpus(text):
             raise ValueError(text)
         cpus.update(range(int(first), int(last or first) + 1))
     return cpus
-
-
-def build_floor(python, out_dir):
-    """Compiles record_function_floor.cc against `python`'s torch, with tools/build_torch_hooks.sh's
-    flags; returns the library's path. RuntimeError names what is missing."""
-    probe = subprocess.run([python, "-c", "import os, torch; print(os.path.dirname(torch.__file__), "
-                            "int(torch._C._GLIBCXX_USE_CXX11_ABI))"], capture_output=True, text=True, timeout=120)
-    if probe.returncode != 0:
-        raise RuntimeError(f"{python} cannot import torch")
-    torch_dir, abi = probe.stdout.split()
-    if not os.path.isfile(os.path.join(torch_dir, "include", "ATen", "record_function.h")):
-        raise RuntimeError(f"torch's C++ headers are not under {torch_dir}/include (Debian: apt install libtorch-dev)")
-    cxx = os.environ.get("CXX", "g++")
-    if shutil.which(cxx) is None:
-        raise RuntimeError(f"no C++ compiler '{cxx}' (apt install g++, or set CXX)")
-    lib = os.path.join(out_dir, "librecord_function_floor.so")
-    cmd = [cxx, "-std=c++20", "-O2", "-DNDEBUG", "-fPIC", "-shared", "-fvisibility=hidden",
-           f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-isystem", os.path.join(torch_dir, "include"),
-           "-isystem", os.path.join(torch_dir, "include", "torch", "csrc", "api", "include"),
-           os.path.join(REPO, "bench", "record_function_floor.cc"), "-o", lib,
-           "-L" + os.path.join(torch_dir, "lib"), "-ltorch_cpu", "-lc10", "-Wl,-rpath," + os.path.join(torch_dir, "lib")]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"compiling record_function_floor.cc failed:\n{done.stderr[-2000:]}")
-    return lib
 
 
 def floor_line(floor, peer_added, peer):
@@ -363,7 +331,7 @@ def main():
         floor_dir = tempfile.mkdtemp(prefix="gpuprof_bench_floor_")
         atexit.register(shutil.rmtree, floor_dir, True)
         try:
-            os.environ["GPUPROF_BENCH_FLOOR_LIB"] = build_floor(args.python, floor_dir)
+            os.environ[FLOOR_LIB_VARIABLE] = build_floor(args.python, floor_dir)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             if args.variants:  # asked for by name
                 sys.exit(f"torch_overhead: --variants floor: {e}")
