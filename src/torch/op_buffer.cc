@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -213,6 +214,7 @@ void OpBuffer::HandOver(std::unique_ptr<Chunk> chunk) noexcept {
     KeepSpare(std::move(chunk));
     return;
   }
+  bool due = false;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     if (queue_.size() >= options_.max_queued_chunks) {
@@ -224,8 +226,14 @@ void OpBuffer::HandOver(std::unique_ptr<Chunk> chunk) noexcept {
     } catch (...) {
       return;
     }
+    due = QueueIsDue();
   }
-  queue_cv_.notify_one();
+  if (due) queue_cv_.notify_one();  // otherwise the drain thread sleeps on: no wake-up, no system call
+}
+
+bool OpBuffer::QueueIsDue() const {
+  return !queue_.empty() && (flushing_ || queue_.size() >= std::min(options_.deliver_at_queued_chunks,
+                                                                    options_.max_queued_chunks));
 }
 
 void OpBuffer::Flush() {
@@ -261,18 +269,24 @@ void OpBuffer::Flush() {
     }
     return;
   }
+  flushing_ = true;
+  queue_cv_.notify_one();
   idle_cv_.wait(lock, [this] { return queue_.empty() && !delivering_; });
+  flushing_ = false;
 }
 
 void OpBuffer::DrainLoop() {
   base::LowerThisThreadsPriority();  // the profiled program's threads come first
   std::unique_lock<std::mutex> lock(queue_mu_);
+  bool emptying = false;  // a delivery, once due, empties the whole queue
   while (true) {
-    queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    queue_cv_.wait(lock, [&] { return stopping_ || (emptying && !queue_.empty()) || QueueIsDue(); });
     if (queue_.empty()) {
+      emptying = false;
       if (stopping_) return;
       continue;
     }
+    emptying = true;
     std::unique_ptr<Chunk> chunk = std::move(queue_.front());
     queue_.pop_front();
     delivering_ = true;
@@ -281,7 +295,10 @@ void OpBuffer::DrainLoop() {
     KeepSpare(std::move(chunk));
     lock.lock();
     delivering_ = false;
-    if (queue_.empty()) idle_cv_.notify_all();
+    if (queue_.empty()) {
+      emptying = false;
+      idle_cv_.notify_all();
+    }
   }
 }
 

@@ -19,7 +19,9 @@
 // Thread-safety: Add* from any thread, concurrently with each other and with Flush/Stop (those
 // are serialized among themselves). A fork child records nothing and takes no lock (every call
 // returns at once and stats() is empty: the drain thread does not exist there, and a lock a
-// parent thread held at the fork is never released). Memory: chunks hold at most `chunk_entries` entries;
+// parent thread held at the fork is never released). Delivery is deferred: full chunks wait until
+// `deliver_at_queued_chunks` of them are queued, or until Flush/Stop, so the background work does not
+// compete with the program while it runs. Memory: chunks hold at most `chunk_entries` entries;
 // the queue holds at most `max_queued_chunks`, beyond which whole chunks are dropped and counted;
 // up to `spare_chunks` delivered chunks of at most `spare_chunk_max_bytes` are kept, emptied, for
 // reuse until Stop.
@@ -73,6 +75,13 @@ struct OpBufferSinks {
 struct OpBufferOptions {
   std::size_t chunk_entries = 4096;     // ops + memory events per chunk
   std::size_t max_queued_chunks = 256;  // about 1M entries waiting for the drain thread
+  // Full chunks wait in the queue until this many are there (or Flush/Stop is called); then the
+  // drain thread delivers the whole queue. So while the program runs the drain thread, and the
+  // session and DB writer behind it, sleep instead of taking CPU from the profiled program's own
+  // threads (e.g. torch's intra-op threads), and the formatting and SQLite work happens at the
+  // profile's stop. 1: each full chunk is delivered at once. The memory this holds is bounded:
+  // about this many chunks of `chunk_entries` entries.
+  std::size_t deliver_at_queued_chunks = 32;
   // Delivered chunks kept (emptied, their memory kept) for the next thread that needs one, so the
   // hot path writes to memory already mapped instead of page-faulting a fresh chunk in. A chunk
   // that grew past `spare_chunk_max_bytes` (long Python stacks) is freed instead; Stop frees them all.
@@ -118,6 +127,7 @@ class OpBuffer {
   template <typename Fill>
   void Append(Fill&& fill) noexcept;
   void HandOver(std::unique_ptr<Chunk> chunk) noexcept;
+  bool QueueIsDue() const;  // under queue_mu_: the drain thread has queued chunks to deliver now
   void DrainLoop();
   void Deliver(const Chunk& chunk);
   void KeepSpare(std::unique_ptr<Chunk> chunk) noexcept;  // emptied, for CurrentChunk
@@ -134,6 +144,7 @@ class OpBuffer {
   std::condition_variable idle_cv_;
   std::deque<std::unique_ptr<Chunk>> queue_;  // guarded by queue_mu_
   bool delivering_ = false;                   // guarded by queue_mu_
+  bool flushing_ = false;                     // guarded by queue_mu_: a Flush waits for the queue
   bool stopping_ = false;                     // guarded by queue_mu_
   OpBufferStats stats_;                       // guarded by queue_mu_
 

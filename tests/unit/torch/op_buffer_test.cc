@@ -145,10 +145,35 @@ TEST(OpBufferTest, EveryOpOfEveryThreadReachesTheSinkByFlushWithItsDetails) {
   EXPECT_EQ(stats.dropped_entries, 0u);
 }
 
-TEST(OpBufferTest, AFullChunkIsDeliveredWithoutFlush) {
+TEST(OpBufferTest, FullChunksWaitForTheDeliveryThresholdThenTheWholeQueueIsDelivered) {
+  Received received;
+  OpBufferOptions options;
+  options.chunk_entries = 4;
+  options.deliver_at_queued_chunks = 3;
+  OpBuffer buffer(SinksInto(received), options);
+  buffer.Start();
+  for (int i = 0; i < 8; ++i) buffer.AddOp(Op(1, i), "x", {}, {});
+  // Two full chunks are queued, one short of the threshold: the drain thread sleeps on. (A drain
+  // that delivered each chunk at once would have had them in microseconds.)
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(buffer.stats().ops, 0u);
+  for (int i = 8; i < 12; ++i) buffer.AddOp(Op(1, i), "x", {}, {});
+  // The third chunk makes the queue due, and the delivery empties it: all three chunks, not one.
+  for (int wait = 0; wait < 1000 && buffer.stats().ops < 12; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(buffer.stats().ops, 12u);
+  for (int i = 12; i < 18; ++i)
+    buffer.AddOp(Op(1, i), "x", {}, {});  // one chunk queued, two in this thread's
+  buffer.Flush();
+  EXPECT_EQ(buffer.stats().ops, 18u) << "Flush delivers below the threshold";
+}
+
+TEST(OpBufferTest, WithAThresholdOfOneEachFullChunkIsDeliveredWithoutFlush) {
   Received received;
   OpBufferOptions options;
   options.chunk_entries = 8;
+  options.deliver_at_queued_chunks = 1;
   OpBuffer buffer(SinksInto(received), options);
   buffer.Start();
   for (int i = 0; i < 20; ++i) buffer.AddOp(Op(1, i), "x", {}, {});
