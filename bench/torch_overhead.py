@@ -32,7 +32,10 @@ Always, where a C++ compiler and torch's headers are found:
 Reported: median step time over steps --warmup+1..N (median of --repeats processes), steps/s,
 the time added per step against `none`, the spread of the per-process medians, and the ratio
 gpuprof/torch of the added time (target <= 0.5; flagged "within noise" when one variant's
-processes spread wider than an added time). Also the time from stop() to a finished output: gpuprof's DB against torch's
+processes spread wider than an added time). With --windows (paired), also each variant's added CPU
+time per step over every thread of the process (work a profiler moves to other threads shows
+there, not in the step's wall time) and a 95% bootstrap interval of the ratio, whose verdict is
+"met" only when the whole interval is <= 0.5. Also the time from stop() to a finished output: gpuprof's DB against torch's
 export_chrome_trace (plus the profiler's own stop for torch).
 
     python3 bench/torch_overhead.py [--python /usr/bin/python3] [--gpuprof build/default/bin/gpuprof]
@@ -117,15 +120,22 @@ step(0); sync()  # lazy initialization outside the measurement
 if windows > 0:
     # Paired in one process: `windows` times, `steps` steps without a profiler, then `steps` steps
     # with a fresh one (started and stopped outside the timed steps).
-    pairs = []
+    # Also each half's CPU time per step, every thread of the process (time.process_time): a profiler
+    # whose work runs on other threads pays it there, not in the step's wall time.
+    pairs, cpu_pairs = [], []
     for _ in range(windows):
+        cpu = time.process_time()
         plain = timed_steps(steps)
+        cpu_plain = (time.process_time() - cpu) * 1e3 / steps
         prof = make_profiler()
         prof.__enter__()
+        cpu = time.process_time()
         profiled = timed_steps(steps)
+        cpu_profiled = (time.process_time() - cpu) * 1e3 / steps
         prof.__exit__(None, None, None)
         pairs.append([plain, profiled])
-    print("RESULT " + json.dumps({"pairs_ms": pairs}))
+        cpu_pairs.append([cpu_plain, cpu_profiled])
+    print("RESULT " + json.dumps({"pairs_ms": pairs, "cpu_ms_per_step": cpu_pairs}))
     sys.exit(0)
 prof = make_profiler()
 if prof is not None:
@@ -202,7 +212,7 @@ def run_variant(args, variant, gpu):
     if args.windows:
         dbs = len(db_files(out))
         shutil.rmtree(out, ignore_errors=True)
-        return result["pairs_ms"], dbs
+        return result["pairs_ms"], dbs, result["cpu_ms_per_step"]
     steady = result["times_ms"][args.warmup:]
     contents = db_contents(out) if variant.startswith("gpuprof") else None
     shutil.rmtree(out, ignore_errors=True)
@@ -220,6 +230,22 @@ def window_added(pair, warmup):
     return statistics.median(profiled[warmup:]) - statistics.median(plain[warmup:])
 
 
+def ratio_interval(ours, theirs, resamples=2000, seed=1):
+    """95% bootstrap interval of median(ours) / median(theirs), each list resampled with replacement
+    (windows of one variant are taken as exchangeable); (None, None) when a resample's peer median is
+    not positive."""
+    import random
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        peer = statistics.median(rng.choices(theirs, k=len(theirs)))
+        if peer <= 0:
+            return None, None
+        ratios.append(statistics.median(rng.choices(ours, k=len(ours))) / peer)
+    ratios.sort()
+    return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
+
+
 def report_paired(args, variants, results, names, peer, gpu, version):
     """--windows: every process times its own plain and profiled steps, so the added time is read
     without the spread between processes."""
@@ -228,23 +254,33 @@ def report_paired(args, variants, results, names, peer, gpu, version):
           f"started and stopped outside the timed steps; the first {args.warmup} steps of each half skipped); "
           f"{args.repeats} processes per variant"
           + (f"; processes on CPUs {','.join(map(str, sorted(args.cpus)))}" if args.cpus else ""))
-    print(f"{'variant':<40}{'plain ms':>9}{'added ms/step':>15}{'processes':>17}{'windows':>17}{'DBs':>6}")
+    print(f"{'variant':<40}{'plain ms':>9}{'added ms/step':>15}{'processes':>17}{'windows':>17}{'DBs':>6}"
+          f"{'added CPU ms/step':>19}")
     # Each process's window added times, then each process's median of them.
-    windows = {v: [[window_added(p, args.warmup) for p in pairs] for pairs, _ in results[v]] for v in variants}
+    windows = {v: [[window_added(p, args.warmup) for p in pairs] for pairs, _, _ in results[v]] for v in variants}
     process_added = {v: [statistics.median(w) for w in windows[v]] for v in variants}
     added = {}
     for v in variants:
         every_window = [a for w in windows[v] for a in w]
-        plain = statistics.median(statistics.median(p[0][args.warmup:]) for pairs, _ in results[v] for p in pairs)
+        plain = statistics.median(statistics.median(p[0][args.warmup:]) for pairs, _, _ in results[v] for p in pairs)
         added[v] = statistics.median(process_added[v])
-        dbs = "-" if not v.startswith("gpuprof") else ",".join(str(n) for _, n in results[v])
+        dbs = "-" if not v.startswith("gpuprof") else ",".join(str(n) for _, n, _ in results[v])
+        cpu_added = statistics.median(prof - plain for _, _, cpu in results[v] for plain, prof in cpu)
         print(f"{names[v]:<40}{plain:>9.3f}{added[v]:>15.3f}{min(process_added[v]):>8.3f}-"
-              f"{max(process_added[v]):<8.3f}{min(every_window):>8.3f}-{max(every_window):<8.3f}{dbs:>6}")
+              f"{max(process_added[v]):<8.3f}{min(every_window):>8.3f}-{max(every_window):<8.3f}{dbs:>6}"
+              f"{cpu_added:>19.3f}")
+    print("(added CPU ms/step: the process's CPU time per step, every thread, profiled minus plain half, median "
+          "over windows; the steps' wall time is what the target is about)")
     if added["torch"] <= 0:
         print(f"{peer} added no time; no ratio")
         return
     ratio = added["gpuprof"] / added["torch"]
     print(f"added time per step, gpuprof / {peer}: {ratio:.2f} (target <= 0.5: {'met' if ratio <= 0.5 else 'NOT met'})")
+    low, high = ratio_interval([a for w in windows["gpuprof"] for a in w], [a for w in windows["torch"] for a in w])
+    if low is not None:
+        verdict = "met" if high <= 0.5 else "NOT met" if low > 0.5 else "not decided at this run's precision"
+        print(f"95% interval of that ratio (bootstrap over the windows of each variant): {low:.2f} to {high:.2f}; "
+              f"target {verdict}")
     per_round = [ours / theirs for ours, theirs in zip(process_added["gpuprof"], process_added["torch"]) if theirs > 0]
     if per_round:
         print(f"the same ratio round by round ({len(per_round)} rounds): median {statistics.median(per_round):.2f}, "
