@@ -150,8 +150,8 @@ def _cuda_device():
 
 
 def _check_activities(activities):
-    if activities is None:
-        return {ProfilerActivity.CPU}
+    if activities is None:  # as torch.profiler: everything there is (no GPU: CUDA collects nothing)
+        return {ProfilerActivity.CPU, ProfilerActivity.CUDA}
     try:
         chosen = set(activities)
     except TypeError:
@@ -211,7 +211,8 @@ class _ModuleRanges:
 
 
 class profile:  # noqa: N801  (named like torch.profiler.profile)
-    """See the module docstring. Arguments as torch.profiler.profile's, plus gc_detect_threshold
+    """See the module docstring. Arguments as torch.profiler.profile's (activities: default CPU and
+    CUDA; without ProfilerActivity.CUDA no GPU activity is collected, CUPTI is not started), plus gc_detect_threshold
     (ms; 0: every collection; None: off), kernel_replay (gpuprof.KernelReplay) and with_modules
     (each nn.Module forward as an MSTX_EVENTS range in domain "Module", named by its class)."""
 
@@ -323,6 +324,8 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
 
     def _config(self):
         config = {}
+        if ProfilerActivity.CUDA not in self.activities:
+            config["device"] = False  # no CUPTI: no kernels, copies or CUDA API rows
         handler = self.on_trace_ready
         if isinstance(handler, db_handler):
             config["output_dir"] = handler.dir_name

@@ -427,6 +427,32 @@ class ProfileTest(unittest.TestCase):
         self.assertRegex(self.script_output, "no kernel to replay|start the program with `gpuprof replay --from-script")
         self.assertIn("aten::relu", op_names(dbs[0]))
 
+    def test_activities_without_cuda_turn_device_collection_off(self):
+        import gpuprof
+        def device_setting(**kwargs):
+            prof = gpuprof.profile(**kwargs)
+            config = prof._config()
+            os.unlink(prof._result_file)
+            return config.get("device", "unset")
+        self.assertEqual(device_setting(activities=[gpuprof.ProfilerActivity.CPU]), False)
+        self.assertEqual(device_setting(activities=[gpuprof.ProfilerActivity.CPU, gpuprof.ProfilerActivity.CUDA]),
+                         "unset", "the session's default (GPUPROF_DEVICE, else on) decides")
+        self.assertEqual(device_setting(), "unset", "default activities include CUDA, as torch.profiler's")
+
+    @unittest.skipUnless(HAVE_TORCH and torch.cuda.is_available(), "needs a CUDA GPU (run by tools/gpu_check.sh)")
+    def test_a_cpu_only_profile_on_the_gpu_records_ops_and_no_kernels(self):
+        _, dbs = self.run_script("""
+            x = torch.randn(64, 64, device="cuda")
+            with gpuprof.profile(activities=[gpuprof.ProfilerActivity.CPU], on_trace_ready=gpuprof.db_handler(OUT)):
+                for _ in range(3):
+                    torch.mm(x, x).sum().item()
+        """)
+        self.assertEqual(len(dbs), 1)
+        self.assertIn("aten::mm", op_names(dbs[0]))
+        tables = {name for (name,) in rows(dbs[0], "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tasks = rows(dbs[0], "SELECT COUNT(*) FROM TASK")[0][0] if "TASK" in tables else 0
+        self.assertEqual(tasks, 0, "CPU-only: no kernels recorded")
+
     def test_bad_arguments_name_the_problem(self):
         import gpuprof
         with self.assertRaisesRegex(TypeError, "activities"):
