@@ -42,14 +42,16 @@ def build_floor(python, out_dir):
 
 
 class Floor:
-    """The do-nothing callback on while inside; the library is $GPUPROF_BENCH_FLOOR_LIB."""
+    """The do-nothing callback on while inside; the library is $GPUPROF_BENCH_FLOOR_LIB. inputs=False:
+    the callback does not ask for the op's inputs (what a profiler without record_shapes pays)."""
 
-    def __init__(self):
+    def __init__(self, inputs=True):
         import ctypes
         self.lib = ctypes.CDLL(os.environ[FLOOR_LIB_VARIABLE])
+        self.mode = 1 if inputs else 0
 
     def __enter__(self):
-        if self.lib.gpuprof_bench_floor_set(1) != 0:
+        if self.lib.gpuprof_bench_floor_set(self.mode) != 0:
             raise RuntimeError("torch refused the floor's RecordFunction callback")
         return self
 

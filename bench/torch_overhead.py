@@ -29,6 +29,8 @@ Always, where a C++ compiler and torch's headers are found:
             does) and records nothing (bench/record_function_floor.cc, compiled by
             record_function_floor.py against the torch of --python). Both profilers pay it; the
             report says how much of the target it leaves to gpuprof's own recording.
+  floor_noinputs  (by name in --variants) the same callback without asking for the inputs: what
+            merely having a RecordFunction callback registered costs
 Reported: median step time over steps --warmup+1..N (median of --repeats processes), steps/s,
 the time added per step against `none`, the spread of the per-process medians, and the ratio
 gpuprof/torch of the added time (target <= 0.5; flagged "within noise" when one variant's
@@ -92,9 +94,9 @@ def step(i):
 def make_profiler():
     if variant == "none":
         return None
-    if variant == "floor":
+    if variant in ("floor", "floor_noinputs"):
         from record_function_floor import Floor
-        return Floor()
+        return Floor(inputs=variant == "floor")
     if variant == "torch":
         if device.type == "cuda":
             acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
@@ -159,7 +161,8 @@ VARIANT_NAMES = {"none": "no profiler", "torch": "PyTorch's profiler", "gpuprof"
                  "gpuprof_everycall": "  (every API call: activity records)",
                  "gpuprof_kernels": "  (kernels only: no API, NVTX)",
                  "torch_cpu": "  (torch.profiler, CPU activity only)",
-                 "floor": "RecordFunction floor"}
+                 "floor": "RecordFunction floor",
+                 "floor_noinputs": "  (floor without inputs)"}
 
 
 # What each gpuprof breakdown variant sets for its process (see the module docstring).
@@ -363,7 +366,7 @@ def main():
         variants = ("none", "torch", "gpuprof") + tuple(v for v in args.variants if v not in ("none", "torch", "gpuprof"))
     if not args.variants:
         variants += ("floor",)
-    if "floor" in variants:
+    if "floor" in variants or "floor_noinputs" in variants:
         floor_dir = tempfile.mkdtemp(prefix="gpuprof_bench_floor_")
         atexit.register(shutil.rmtree, floor_dir, True)
         try:
@@ -372,7 +375,7 @@ def main():
             if args.variants:  # asked for by name
                 sys.exit(f"torch_overhead: --variants floor: {e}")
             print(f"torch_overhead: the RecordFunction floor is left out: {e}", file=sys.stderr)
-            variants = tuple(v for v in variants if v != "floor")
+            variants = tuple(v for v in variants if v not in ("floor", "floor_noinputs"))
     if args.windows:
         variants = tuple(v for v in variants if v != "none")  # each process times its own plain steps
     results = {v: [] for v in variants}
