@@ -22,7 +22,13 @@ With --breakdown (GPU), also:
             and driver call as a CUPTI activity record (the default before launches,nvtx)
   gpuprof_kernels gpuprof.profile with GPUPROF_CUDA_TRACE=none: kernels, copies and memsets without
             API records or NVTX (ops still linked to kernels by external correlation)
-  torch_cpu     torch.profiler with activities=[CPU] only (Kineto's host side, same options)
+  gpuprof_cupti_floor gpuprof.profile with CUPTI's kernel, memcpy and memset records alone: no API
+            rows, no NVTX, no per-op correlation (GPUPROF_CUDA_TRACE=none and
+            GPUPROF_TORCH_DEVICE_CORRELATION=0); its CUPTI part is what any profiler that records
+            the kernels pays CUPTI (torch.profiler's CUDA activity enables the same kinds)
+  torch_cpu     torch.profiler with activities=[CPU] only (Kineto's host side, same options; note
+            that torch's CPU activity still enables CUPTI's runtime and driver API records when
+            CUDA is present: kineto_shim's CPU activity set holds CUDA_RUNTIME and CUDA_DRIVER)
 so the added time splits into RecordFunction, shapes + memory, and CUPTI, for both profilers.
 Always, where a C++ compiler and torch's headers are found:
   floor     RecordFunction's own cost: a global callback that asks for the inputs (as record_shapes
@@ -160,6 +166,7 @@ VARIANT_NAMES = {"none": "no profiler", "torch": "PyTorch's profiler", "gpuprof"
                  "gpuprof_nonvtx": "  (no NVTX collection)", "gpuprof_runtime": "  (runtime API only: no driver, NVTX)",
                  "gpuprof_everycall": "  (every API call: activity records)",
                  "gpuprof_kernels": "  (kernels only: no API, NVTX)",
+                 "gpuprof_cupti_floor": "  (CUPTI floor: task records alone)",
                  "torch_cpu": "  (torch.profiler, CPU activity only)",
                  "floor": "RecordFunction floor",
                  "floor_noinputs": "  (floor without inputs)"}
@@ -173,6 +180,7 @@ VARIANT_ENV = {
     "gpuprof_nonvtx": {"GPUPROF_CUDA_TRACE": "launches"},
     "gpuprof_runtime": {"GPUPROF_CUDA_TRACE": "runtime"},
     "gpuprof_kernels": {"GPUPROF_CUDA_TRACE": "none"},
+    "gpuprof_cupti_floor": {"GPUPROF_CUDA_TRACE": "none", "GPUPROF_TORCH_DEVICE_CORRELATION": "0"},
     "gpuprof_everycall": {"GPUPROF_CUDA_TRACE": "runtime,driver,nvtx"},
 }
 
@@ -355,10 +363,12 @@ def main():
     variants = ("none", "torch", "gpuprof") + (("gpuprof_host",) if gpu else ())
     if gpu and args.breakdown:
         variants += ("gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx", "gpuprof_runtime", "gpuprof_everycall", "gpuprof_kernels",
+                     "gpuprof_cupti_floor",
                      "torch_cpu")
     if args.variants:
         known = VARIANT_NAMES.keys() - ({"gpuprof_host", "gpuprof_bare", "gpuprof_nocorr", "gpuprof_nonvtx",
-                                          "gpuprof_runtime", "gpuprof_everycall", "gpuprof_kernels", "torch_cpu"}
+                                          "gpuprof_runtime", "gpuprof_everycall", "gpuprof_kernels", "gpuprof_cupti_floor",
+                                          "torch_cpu"}
                                          if not gpu else set())
         unknown = [v for v in args.variants if v not in known]
         if unknown:
