@@ -301,6 +301,11 @@ def report_paired(args, variants, results, names, peer, gpu, version):
             print(f"  {names[v].strip():<40} ratio {added[v] / added['torch']:.2f}")
     if "floor" in added:
         print(floor_line(added["floor"], added["torch"], peer))
+        low, high = ratio_interval([a for w in windows["floor"] for a in w], [a for w in windows["torch"] for a in w])
+        if low is not None:
+            print(f"95% interval of floor / {peer}: {low:.2f} to {high:.2f}"
+                  + ("; the floor alone is above 0.5x: no RecordFunction-based profiler with inputs can meet the "
+                     "target in this run" if low > 0.5 else ""))
 
 
 def db_contents(out):
