@@ -145,6 +145,14 @@ TEST(OpBufferTest, EveryOpOfEveryThreadReachesTheSinkByFlushWithItsDetails) {
   EXPECT_EQ(stats.dropped_entries, 0u);
 }
 
+// Polls the drain thread's deliveries until `expected` ops arrived or 10 s passed; returns the count.
+std::uint64_t OpsDeliveredWithin10s(const OpBuffer& buffer, std::uint64_t expected) {
+  for (int wait = 0; wait < 1000 && buffer.stats().ops < expected; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return buffer.stats().ops;
+}
+
 TEST(OpBufferTest, FullChunksWaitForTheDeliveryThresholdThenTheWholeQueueIsDelivered) {
   Received received;
   OpBufferOptions options;
@@ -159,12 +167,9 @@ TEST(OpBufferTest, FullChunksWaitForTheDeliveryThresholdThenTheWholeQueueIsDeliv
   EXPECT_EQ(buffer.stats().ops, 0u);
   for (int i = 8; i < 12; ++i) buffer.AddOp(Op(1, i), "x", {}, {});
   // The third chunk makes the queue due, and the delivery empties it: all three chunks, not one.
-  for (int wait = 0; wait < 1000 && buffer.stats().ops < 12; ++wait) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(buffer.stats().ops, 12u);
-  for (int i = 12; i < 18; ++i)
-    buffer.AddOp(Op(1, i), "x", {}, {});  // one chunk queued, two in this thread's
+  EXPECT_EQ(OpsDeliveredWithin10s(buffer, 12), 12u);
+  // One more full chunk queued (below the threshold) and two ops in this thread's chunk.
+  for (int i = 12; i < 18; ++i) buffer.AddOp(Op(1, i), "x", {}, {});
   buffer.Flush();
   EXPECT_EQ(buffer.stats().ops, 18u) << "Flush delivers below the threshold";
 }
@@ -178,10 +183,7 @@ TEST(OpBufferTest, WithAThresholdOfOneEachFullChunkIsDeliveredWithoutFlush) {
   buffer.Start();
   for (int i = 0; i < 20; ++i) buffer.AddOp(Op(1, i), "x", {}, {});
   // Two full chunks (16 ops) are the drain thread's; the last 4 wait in this thread's chunk.
-  for (int wait = 0; wait < 1000 && buffer.stats().ops < 16; ++wait) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(buffer.stats().ops, 16u);
+  EXPECT_EQ(OpsDeliveredWithin10s(buffer, 16), 16u);
   buffer.Flush();
   EXPECT_EQ(buffer.stats().ops, 20u);
 }
