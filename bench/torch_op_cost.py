@@ -34,7 +34,7 @@ import sys
 
 # bench/ is the script's directory, first on sys.path
 from record_function_floor import FLOOR_LIB_VARIABLE, build_floor
-from torch_overhead import parse_cpus
+from torch_overhead import PYTHON_HELP, parse_cpus, python_with_torch
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -82,7 +82,7 @@ print(f"RESULT {base:.1f} {profiled:.1f}")
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
+    parser.add_argument("--python", default=None, help=PYTHON_HELP)
     parser.add_argument("--gpuprof", default=os.path.join(REPO, "build", "default", "bin", "gpuprof"))
     parser.add_argument("-n", type=int, default=100000)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
@@ -93,6 +93,8 @@ def main():
     parser.add_argument("--cpus", type=parse_cpus, default=None, metavar="LIST",
                         help="run every process on these CPUs only, e.g. 2-7")
     args = parser.parse_args()
+    if args.python is None:
+        args.python = python_with_torch()
     import tempfile
     out = tempfile.mkdtemp(prefix="gpuprof_opcost_")
     script = os.path.join(out, "child.py")

@@ -196,6 +196,28 @@ def parse_cpus(text):
     return cpus
 
 
+PYTHON_HELP = ("the Python whose torch is measured (default: the first of $GPUPROF_TEST_PYTHON, /usr/bin/python3 "
+               "and this interpreter that can import torch)")
+
+
+def python_with_torch():
+    """The default --python: the first candidate that imports torch (Debian's torch is in
+    /usr/bin/python3 while python3 on PATH may lack it; on the GPU machine it is the reverse)."""
+    candidates = [os.environ.get("GPUPROF_TEST_PYTHON"), "/usr/bin/python3", sys.executable]
+    tried = []
+    for python in candidates:
+        if not python or python in tried or not os.path.exists(python):
+            continue
+        tried.append(python)
+        try:
+            if subprocess.run([python, "-c", "import torch"], capture_output=True, timeout=120).returncode == 0:
+                return python
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    sys.exit(f"no Python with torch among {', '.join(tried) or 'the candidates'}: install torch "
+             "(Debian: apt install python3-torch) or pass --python PATH of an interpreter that has it")
+
+
 def floor_line(floor, peer_added, peer):
     """How much of the target RecordFunction's own cost leaves to gpuprof's recording."""
     room = 0.5 * peer_added - floor
@@ -334,7 +356,7 @@ def db_contents(out):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
+    parser.add_argument("--python", default=None, help=PYTHON_HELP)
     parser.add_argument("--gpuprof", default=os.path.join(REPO, "build", "default", "bin", "gpuprof"))
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=10)
@@ -358,10 +380,13 @@ def main():
         parser.error("--windows must be 0 or more")
     if args.steps <= args.warmup:
         parser.error("--steps must be larger than --warmup")
+    if args.python is None:
+        args.python = python_with_torch()
     probe = subprocess.run([args.python, "-c", "import torch; print(int(torch.cuda.is_available()), torch.__version__)"],
                            capture_output=True, text=True, timeout=120)
     if probe.returncode != 0:
-        sys.exit(f"torch_overhead: {args.python} cannot import torch: {probe.stderr.strip()}")
+        sys.exit(f"torch_overhead: {args.python} cannot import torch: {probe.stderr.strip()}\n"
+                 "pass --python PATH of an interpreter that has torch")
     cuda_available, version = probe.stdout.split()
     gpu = args.device == "cuda" or (args.device == "auto" and cuda_available == "1")
     peer = "torch.profiler" if gpu else "torch.autograd.profiler"
