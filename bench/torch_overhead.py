@@ -200,10 +200,12 @@ PYTHON_HELP = ("the Python whose torch is measured (default: the first of $GPUPR
                "and this interpreter that can import torch)")
 
 
-def python_with_torch():
+def python_with_torch(candidates=None):
     """The default --python: the first candidate that imports torch (Debian's torch is in
-    /usr/bin/python3 while python3 on PATH may lack it; on the GPU machine it is the reverse)."""
-    candidates = [os.environ.get("GPUPROF_TEST_PYTHON"), "/usr/bin/python3", sys.executable]
+    /usr/bin/python3 while python3 on PATH may lack it; on the GPU machine it is the reverse).
+    Exits naming the interpreters tried and the fix when none does."""
+    if candidates is None:
+        candidates = [os.environ.get("GPUPROF_TEST_PYTHON"), "/usr/bin/python3", sys.executable]
     tried = []
     for python in candidates:
         if not python or python in tried or not os.path.exists(python):
