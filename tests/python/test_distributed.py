@@ -51,7 +51,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-class TwoRankTest(unittest.TestCase):
+class TwoRankRun(unittest.TestCase):
+    """Runs the two ranks once per class (no tests of its own)."""
+
     @classmethod
     def setUpClass(cls):
         cls.cli = os.environ.get("GPUPROF_CLI", os.path.join(REPO, "build", "default", "bin", "gpuprof"))
@@ -87,6 +89,8 @@ class TwoRankTest(unittest.TestCase):
         with sqlite3.connect(db) as c:
             return c.execute(sql).fetchall()
 
+
+class TwoRankTest(TwoRankRun):
     def test_one_db_per_rank_with_its_rank_and_nothing_for_the_launcher(self):
         self.assertEqual(self.done.returncode, 0, self.done.stdout + self.done.stderr)
         self.assertIn("rank 0 done", self.done.stdout)
@@ -100,10 +104,6 @@ class TwoRankTest(unittest.TestCase):
             self.assertEqual(self.rows(db, "SELECT rankId, deviceId FROM RANK_DEVICE_MAP"), [(rank, rank)])
             check = subprocess.run([self.cli, "check", db], capture_output=True, text=True, timeout=120)
             self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
-            schema_check = os.path.join(SHARED, "tools", "schema_check.py")
-            if os.path.exists(schema_check):
-                done = subprocess.run([sys.executable, schema_check, db], capture_output=True, text=True, timeout=120)
-                self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
 
     def test_every_collective_is_a_communication_op(self):
         for db in self.dbs:
@@ -146,6 +146,27 @@ class TwoRankTest(unittest.TestCase):
         self.assertRegex(done.stdout, r"(?m)^\s+step\s+rank 0\s+rank 1\s+slowest\s+spread ms$")
         for db in self.dbs:
             self.assertIn(db, done.stdout)
+
+
+class SharedSchemaCheckTest(TwoRankRun):
+    """../shared/tools/schema_check.py on each rank's DB: its own CTest test
+    (PythonApiTest.TwoRanksSharedSchemaCheck), skipped, not passed, without ../shared."""
+
+    SCHEMA_CHECK = os.path.join(SHARED, "tools", "schema_check.py")
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(cls.SCHEMA_CHECK):
+            raise unittest.SkipTest(f"{cls.SCHEMA_CHECK} is missing (../shared beside the checkout)")
+        super().setUpClass()
+
+    def test_shared_schema_check_accepts_each_rank_db(self):
+        self.assertEqual(self.done.returncode, 0, self.done.stdout + self.done.stderr)
+        self.assertEqual(len(self.dbs), 2, self.dbs)
+        for db in self.dbs:
+            done = subprocess.run([sys.executable, self.SCHEMA_CHECK, db], capture_output=True, text=True,
+                                  timeout=120)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
 
 
 if __name__ == "__main__":
