@@ -48,6 +48,7 @@
 #ifndef GPUPROF_GPUPROF_C_H_
 #define GPUPROF_GPUPROF_C_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #if defined(__GNUC__)
@@ -217,7 +218,7 @@ GPUPROF_API int gpuprof_get_device_correlation_v1(gpuprof_device_correlation_v1*
  * again at every call. */
 typedef struct gpuprof_replay_config_v1 {
   uint32_t size;          /* sizeof(gpuprof_replay_config_v1) */
-  uint32_t passes;        /* 1 (pause) .. 1000 */
+  uint32_t passes;        /* 1 (pause), else the replay_passes setting's range (2 .. 1000) */
   const char* kernel;     /* exact function name, "regex:PATTERN", or NULL / "" for every kernel */
   uint64_t skip;          /* matching launches let through before the first replayed one */
   uint64_t count;         /* launches replayed at most; 0: no limit */
@@ -243,6 +244,19 @@ GPUPROF_API const char* gpuprof_last_error(void) GPUPROF_NOEXCEPT;
 
 /* The name of a status code ("GPUPROF_ERROR_NOT_STARTED"); "GPUPROF_UNKNOWN_STATUS" otherwise. */
 GPUPROF_API const char* gpuprof_status_string(int status) GPUPROF_NOEXCEPT;
+
+/* ---- The settings declaration (base/settings.h), for the Python package ----
+ *
+ * gpuprof_settings_json_v1() returns every declared setting as a JSON array of objects (json_key,
+ * env, launcher_env, type, min, max, choices, default, cli, help); static storage, never NULL.
+ * gpuprof_check_setting_v1(key, text, out, out_size) checks `text` against the setting with JSON
+ * key `key` and returns GPUPROF_OK with the canonical text copied into `out` (NUL-terminated, at
+ * most out_size bytes; a longer one is GPUPROF_ERROR_INVALID_ARGUMENT too), or
+ * GPUPROF_ERROR_INVALID_ARGUMENT with gpuprof_last_error() naming the key, the text and what is
+ * accepted. Neither needs a running session. */
+GPUPROF_API const char* gpuprof_settings_json_v1(void) GPUPROF_NOEXCEPT;
+GPUPROF_API int gpuprof_check_setting_v1(const char* key, const char* text, char* out,
+                                         size_t out_size) GPUPROF_NOEXCEPT;
 
 /* ---- Between copies of libgpuprof.so in one process (not for applications) ----
  *

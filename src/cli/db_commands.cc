@@ -1,6 +1,6 @@
 #include "cli/db_commands.h"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.h"
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

@@ -5,11 +5,13 @@
 #include <iostream>
 #include <string>
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.h"
 
 #include "cli/db_commands.h"
 #include "cli/demo.h"
 #include "cli/run_command.h"
+#include "cli/setting_options.h"
+#include "base/settings.h"
 #include "gpuprof/replay.h"
 #include "gpuprof/status.h"
 #include "replay/controller.h"
@@ -25,10 +27,6 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
-// The demo's passes are run back to back in one process; this bound keeps a typo from turning
-// into minutes of work.
-constexpr int kMaxDemoPasses = 1000;
-
 int UsageError(const std::string& message, const std::string& help_command) {
   std::cerr << "gpuprof: error: " << message << "\n"
             << "run '" << help_command << "' for the accepted flags and values\n";
@@ -41,29 +39,23 @@ int Failure(const Status& status) {
 }
 
 struct DemoFlags {
-  int passes = 5;
-  std::string restore = "auto";
   std::uint64_t chunk_kib = 64;
   int devices = 2;
   std::string output_dir;
 };
 
-int RunDemoCommand(const DemoFlags& flags) {
+int RunDemoCommand(const DemoFlags& flags, const SettingOptions& settings) {
   DemoOptions options;
-  options.replay.passes = flags.passes;
-  if (!replay::ParseRestoreMode(flags.restore, &options.replay.restore)) {
-    return UsageError("--restore must be auto or full (got '" + flags.restore + "')", "gpuprof demo --help");
+  // Both already checked against their declared rows (base/settings.h) by the options' checks.
+  options.replay.passes = static_cast<int>(base::SettingInt(settings.value(base::SettingId::kReplayPasses)));
+  if (!replay::ParseRestoreMode(settings.value(base::SettingId::kReplayRestore), &options.replay.restore)) {
+    return UsageError("--restore must be auto or full", "gpuprof demo --help");
   }
   options.replay.chunk_size = flags.chunk_kib * 1024;
   options.devices = flags.devices;
   options.output_dir = flags.output_dir;
   if (Status valid = replay::Controller::ValidateOptions(options.replay); !valid.ok()) {
     return UsageError(valid.message(), "gpuprof demo --help");
-  }
-  if (flags.passes > kMaxDemoPasses) {
-    return UsageError("--passes must be at most " + std::to_string(kMaxDemoPasses) + " for the demo (got " +
-                          std::to_string(flags.passes) + ")",
-                      "gpuprof demo --help");
   }
   StatusOr<DemoOutcome> outcome = RunDemo(options, std::cout, std::cerr);
   if (!outcome.ok()) {
@@ -85,13 +77,7 @@ int Main(int argc, char** argv) {
   CLI::App* demo = app.add_subcommand(
       "demo", "Replay a small workload on a simulated multi-device runtime; print per-pass timing, restore "
               "traffic and determinism");
-  demo->add_option("--passes", flags.passes, "Passes per replayed kernel launch (1.." +
-                                                 std::to_string(kMaxDemoPasses) + "; 1 turns replay off)")
-      ->capture_default_str();
-  demo->add_option("--restore", flags.restore,
-                   "Restore between passes: auto (write back only chunks that changed) or full (every byte)")
-      ->check(CLI::IsMember({"auto", "full"}))
-      ->capture_default_str();
+  SettingOptions demo_settings(*demo, base::kDemoCommand);  // --passes, --restore
   demo->add_option("--chunk-kib", flags.chunk_kib, "Dirty-detection chunk size in KiB")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20))
       ->capture_default_str();
@@ -119,7 +105,7 @@ int Main(int argc, char** argv) {
     return UsageError(e.what(), help.empty() ? "gpuprof --help" : help);
   }
 
-  if (demo->parsed()) return RunDemoCommand(flags);
+  if (demo->parsed()) return RunDemoCommand(flags, demo_settings);
   if (db_commands.parsed()) return db_commands.Run(std::cout, std::cerr);
   if (run_command.parsed()) return run_command.Run(std::cerr);
   if (replay_command.parsed()) return replay_command.Run(std::cerr);

@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.h"
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -28,8 +28,10 @@
 
 #include "cli/db_commands.h"
 #include "cli/report.h"
+#include "cli/setting_options.h"
 #include "db/profile_reader.h"
 #include "db/stats.h"
+#include "base/settings.h"
 #include "gpuprof/status.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
@@ -45,8 +47,11 @@ constexpr int kExitUsage = 2;
 constexpr int kExitCannotExecute = 126;
 constexpr int kExitNotFound = 127;
 
-constexpr std::string_view kOutputShort = "-o";
-constexpr std::string_view kOutputLong = "--output";
+// What `gpuprof replay`'s --from-script leaves to the program (and so excludes on the command line).
+constexpr std::array<base::SettingId, 7> kReplaySelection = {
+    base::SettingId::kReplayPasses,       base::SettingId::kReplayKernel,  base::SettingId::kReplaySkip,
+    base::SettingId::kReplayCount,        base::SettingId::kReplayCacheControl, base::SettingId::kReplayRestore,
+    base::SettingId::kReplayStrict};
 constexpr const char* kInjectLibraryName = "libgpuprof_inject.so";
 constexpr const char* kInjectLibraryEnv = "GPUPROF_INJECT_LIBRARY";
 constexpr const char* kRootPidEnv = "GPUPROF_ROOT_PID";
@@ -545,25 +550,6 @@ int Fail(std::ostream& report, const Status& status) {
   return kExitFailure;
 }
 
-// What is wrong with --cuda-trace's words (each already one of runtime, driver, launches, nvtx,
-// none); empty when nothing is.
-std::string CudaTraceProblem(const std::vector<std::string>& words) {
-  std::vector<std::string_view> seen;
-  for (const std::string& word : words) {
-    if (word == "none" && words.size() > 1) return "none cannot be combined with other entries";
-    if (std::find(seen.begin(), seen.end(), word) != seen.end()) return word + " is given twice";
-    seen.push_back(word);
-  }
-  const auto has = [&seen](std::string_view word) {
-    return std::find(seen.begin(), seen.end(), word) != seen.end();
-  };
-  if (has("launches") && (has("runtime") || has("driver"))) {
-    return std::string("launches records the launching calls of both APIs, ") +
-           (has("runtime") ? "runtime" : "driver") + " every call of one; give one of them";
-  }
-  return "";
-}
-
 constexpr const char* kRunDescription =
     "Run an application under gpuprof: profile its CUDA work (kernels, copies, memsets, runtime API calls, "
     "NVTX ranges) into a profile DB, then print where each DB is and a short summary";
@@ -650,66 +636,19 @@ Example: gpuprof replay --passes 5 -k regex:gemm -c 3 -- python3 examples/train_
 }  // namespace
 
 RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
+  using base::SettingId;
+  run_ = app.add_subcommand(replay_ ? "replay" : "run", replay_ ? kReplayDescription : kRunDescription);
+  // Parsing stops at the application: its arguments are never gpuprof's, whatever they look like.
+  run_->prefix_command();
+  settings_ = std::make_unique<SettingOptions>(*run_, replay_ ? base::kReplayCommand : base::kRunCommand);
   if (replay_) {
-    run_ = app.add_subcommand("replay", kReplayDescription);
-    CLI::Option* from_script =
-        run_->add_flag("--from-script", from_script_,
-                       "Track memory from the start but replay only what the program asks for "
-                       "(gpuprof.profile(kernel_replay=gpuprof.KernelReplay(...))); excludes the selection flags");
-    std::vector<CLI::Option*> selection = {
-        run_->add_option("--passes", passes_, "Passes per replayed launch (2..1000)")
-            ->check(CLI::Range(2, 1000))
-            ->capture_default_str(),
-        run_->add_option("-k,--kernel-name", kernel_, "Kernel to replay: NAME or regex:PATTERN (default: every kernel)"),
-        run_->add_option("-s,--launch-skip", skip_, "Matching launches to run unreplayed first")->capture_default_str(),
-        run_->add_option("-c,--launch-count", count_, "Replay at most this many launches (0: no limit)")
-            ->capture_default_str(),
-        run_->add_option("--cache-control", cache_control_, "Flush L2 before each pass (all) or not (none)")
-            ->check(CLI::IsMember({"all", "none"}))
-            ->capture_default_str(),
-        run_->add_option("--restore", restore_, "Write back only changed chunks (auto) or everything (full)")
-            ->check(CLI::IsMember({"auto", "full"}))
-            ->capture_default_str(),
-        run_->add_flag("--strict", strict_, "Decline while kernel-writable untracked memory is live")};
-    for (CLI::Option* option : selection) from_script->excludes(option);
-    run_->add_option("--device-reserve", device_reserve_mib_,
-                     "MiB of device memory that snapshots leave free; beyond it they go to host memory")
-        ->check(CLI::Range(0, 1 << 30))
-        ->capture_default_str();
-    run_->add_option(std::string(kOutputShort) + "," + std::string(kOutputLong), output_dir_,
-                     "Directory for the profile DBs (created if missing)")
-        ->capture_default_str();
-    run_->add_flag("--follow-children", follow_children_,
-                   "Also profile and replay in child processes that use CUDA, each into its own DB "
-                   "(torchrun's ranks)");
-    run_->footer(kReplayFooter);
-    return;
+    CLI::Option* from_script = settings_->option(SettingId::kReplayFromScript);
+    for (SettingId id : kReplaySelection) from_script->excludes(settings_->option(id));
   }
-  run_ = app.add_subcommand("run", kRunDescription);
-  run_->add_option(std::string(kOutputShort) + "," + std::string(kOutputLong), output_dir_,
-                   "Directory for the profile DBs (created if missing)")
-      ->capture_default_str();
-  run_->add_flag("--follow-children", follow_children_,
-                 "Also profile child processes that use CUDA, each into its own DB");
-  run_->add_flag("--record-shapes,!--no-record-shapes", record_shapes_,
-                 "PyTorch scripts: record each op's input shapes and dtypes (default: on)");
-  run_->add_flag("--profile-memory,!--no-profile-memory", profile_memory_,
-                 "PyTorch scripts: record allocator events into MEMORY_RECORD and OP_MEMORY (default: on)");
-  run_->add_flag("--with-stack", with_stack_,
-                 "PyTorch scripts: record each op's Python call stack into PYTORCH_CALLCHAINS (default: off)");
-  run_->add_flag("--with-modules", with_modules_,
-                 "PyTorch scripts: record each nn.Module forward as an MSTX_EVENTS range in domain Module "
-                 "(default: off)");
-  run_->add_option(
-          "--cuda-trace", cuda_trace_,
-          "Host-side CUDA activity recorded beside kernels, copies and memsets: a comma list of "
-          "runtime, driver, launches, nvtx, or none (default: launches,nvtx; launches: only the "
-          "launching, copying, allocating and waiting calls of both APIs; runtime,driver: every call, "
-          "each as a CUPTI activity record; launches goes with neither)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"runtime", "driver", "launches", "nvtx", "none"}));
-  run_->footer(kRunFooter);
+  run_->footer(replay_ ? kReplayFooter : kRunFooter);
 }
+
+RunCommand::~RunCommand() = default;
 
 int RunCommand::SplitArguments(int argc, char** argv) {
   // gpuprof's own flags (--help, --version) take no value, so the first other argument is the
@@ -718,38 +657,41 @@ int RunCommand::SplitArguments(int argc, char** argv) {
   while (i < argc && argv[i][0] == '-') ++i;
   if (i >= argc || std::string_view(argv[i]) != name()) return argc;
   for (int j = i + 1; j < argc; ++j) {
-    std::string_view arg = argv[j];
-    if (arg == "--") {
-      app_argv_.assign(argv + j + 1, argv + argc);
-      return j;
-    }
-    if (arg == kOutputShort || arg == kOutputLong || (!replay_ && arg == "--cuda-trace") ||
-        (replay_ && (arg == "--passes" || arg == "-k" || arg == "--kernel-name" || arg == "-s" ||
-                     arg == "--launch-skip" || arg == "-c" || arg == "--launch-count" || arg == "--cache-control" ||
-                     arg == "--restore" || arg == "--device-reserve"))) {
-      ++j;  // its value, whatever it looks like
-      continue;
-    }
-    if (arg.size() > 1 && arg[0] == '-') continue;  // run's flag (an unknown one is CLI11's to reject)
-    app_argv_.assign(argv + j, argv + argc);
+    if (std::string_view(argv[j]) != "--") continue;
+    separator_ = true;
+    after_separator_.assign(argv + j + 1, argv + argc);
     return j;
   }
   return argc;
 }
 
+std::vector<std::string> RunCommand::ApplicationArguments() const {
+  std::vector<std::string> app = run_->remaining();
+  if (separator_) {
+    // A `--` after the application's first argument is the application's own.
+    if (!app.empty()) app.emplace_back("--");
+    app.insert(app.end(), after_separator_.begin(), after_separator_.end());
+  }
+  return app;
+}
+
 bool RunCommand::parsed() const { return run_->parsed(); }
 
 int RunCommand::Run(std::ostream& report) const {
-  if (app_argv_.empty()) {
+  using base::SettingId;
+  const std::vector<std::string> app_argv = ApplicationArguments();
+  if (app_argv.empty()) {
     report << "gpuprof: error: no application given: gpuprof " << name() << " [flags] [--] APP [ARGS...]\n"
            << "run 'gpuprof " << name() << " --help' for the accepted flags and values\n";
     return kExitUsage;
   }
-
-  if (std::string why = CudaTraceProblem(cuda_trace_); !why.empty()) {
-    report << "gpuprof: error: --cuda-trace: " << why
-           << "; give a comma list of runtime, driver, launches, nvtx (e.g. "
-           << "--cuda-trace runtime,nvtx), or none for kernels, copies and memsets alone\n";
+  // An unknown flag before the application ends parsing like the application would: say so rather
+  // than try to run it.
+  if (const std::string& first = app_argv.front();
+      first.size() > 1 && first[0] == '-' && (!separator_ || !run_->remaining().empty())) {
+    report << "gpuprof: error: " << first << " is not a flag of gpuprof " << name()
+           << "; put the application after `--` if its name starts with '-'\n"
+           << "run 'gpuprof " << name() << " --help' for the accepted flags and values\n";
     return kExitUsage;
   }
 
@@ -757,7 +699,7 @@ int RunCommand::Run(std::ostream& report) const {
   if (!inject_library.ok()) return Fail(report, inject_library.status());
 
   std::error_code ec;
-  fs::path out_dir = fs::absolute(fs::path(output_dir_), ec).lexically_normal();
+  fs::path out_dir = fs::absolute(fs::path(settings_->value(SettingId::kOutputDir)), ec).lexically_normal();
   if (!ec) fs::create_directories(out_dir, ec);
   if (ec || !fs::is_directory(out_dir)) {
     return Fail(report, InternalError("cannot create the output directory " + out_dir.string() + ": " +
@@ -772,16 +714,18 @@ int RunCommand::Run(std::ostream& report) const {
   if (!result_dir.ok()) return Fail(report, result_dir.status());
   const std::string result_file = (*result_dir)->result_file();
 
+  const bool from_script = replay_ && settings_->value(SettingId::kReplayFromScript) == "1";
   ChildEnvironment env;
   env.Set("CUDA_INJECTION64_PATH", *inject_library);
-  env.Set("GPUPROF_OUTPUT_DIR", out_dir_text);
-  env.Set("GPUPROF_RESULT_FILE", result_file);
-  env.Set("GPUPROF_FOLLOW_CHILDREN", follow_children_ ? "1" : "0");
-  if (!cuda_trace_.empty()) {
-    std::string list;
-    for (const std::string& word : cuda_trace_) list += (list.empty() ? "" : ",") + word;
-    env.Set("GPUPROF_CUDA_TRACE", list);
+  // Every declared setting this command offers (base/settings.h); --from-script leaves the selection
+  // to the program, so none is handed on.
+  for (auto& [variable, value] :
+       settings_->Environment(from_script ? std::vector<SettingId>(kReplaySelection.begin(), kReplaySelection.end())
+                                          : std::vector<SettingId>{})) {
+    env.Set(std::move(variable), std::move(value));
   }
+  env.Set(std::string(base::Spec(SettingId::kOutputDir).env), out_dir_text);  // absolute
+  env.Set(std::string(base::Spec(SettingId::kResultFile).env), result_file);
   // A Python application that imports torch is profiled by the gpuprof package too (its ops,
   // memory and steps), through the sitecustomize in gpuprof/_autoload.
   if (std::string python_dir = FindPythonPackageDir(); !python_dir.empty()) {
@@ -792,34 +736,24 @@ int RunCommand::Run(std::ostream& report) const {
     env.Set("PYTHONPATH", path);
     env.Set("GPUPROF_PYTHON_AUTORUN", "1");
     env.Set("GPUPROF_LIB_DIR", fs::path(*inject_library).parent_path().string());
-    env.Set("GPUPROF_TORCH_RECORD_SHAPES", record_shapes_ ? "1" : "0");
-    env.Set("GPUPROF_TORCH_PROFILE_MEMORY", profile_memory_ ? "1" : "0");
-    env.Set("GPUPROF_TORCH_WITH_STACK", with_stack_ ? "1" : "0");
-    env.Set("GPUPROF_TORCH_WITH_MODULES", with_modules_ ? "1" : "0");
   }
-  if (replay_ && from_script_) {
-    env.Set("GPUPROF_REPLAY_FROM_SCRIPT", "1");
-    env.Set("GPUPROF_REPLAY_DEVICE_RESERVE_MIB", std::to_string(device_reserve_mib_));
-    if (const char* level = std::getenv("GPUPROF_LOG_LEVEL"); level == nullptr || *level == '\0') {
-      env.Set("GPUPROF_LOG_LEVEL", "info");
+  if (replay_) {
+    env.Set(std::string(base::Spec(SettingId::kReplay).env), "1");
+    // One line per replayed launch is the progress report (info level), unless the user chose.
+    const std::string level_env(base::Spec(SettingId::kLogLevel).env);
+    if (const char* level = std::getenv(level_env.c_str()); level == nullptr || *level == '\0') {
+      env.Set(level_env, "info");
     }
+  }
+  if (from_script) {
     report << "gpuprof: replay armed; the program chooses what to replay (gpuprof.profile(kernel_replay=...)); "
               "one line per replayed launch follows\n";
   } else if (replay_) {
-    env.Set("GPUPROF_REPLAY_PASSES", std::to_string(passes_));
-    env.Set("GPUPROF_REPLAY_KERNEL", kernel_);
-    env.Set("GPUPROF_REPLAY_SKIP", std::to_string(skip_));
-    env.Set("GPUPROF_REPLAY_COUNT", std::to_string(count_));
-    env.Set("GPUPROF_REPLAY_CACHE_CONTROL", cache_control_);
-    env.Set("GPUPROF_REPLAY_RESTORE", restore_);
-    env.Set("GPUPROF_REPLAY_STRICT", strict_ ? "1" : "0");
-    env.Set("GPUPROF_REPLAY_DEVICE_RESERVE_MIB", std::to_string(device_reserve_mib_));
-    // One line per replayed launch is the progress report (info level), unless the user chose.
-    if (const char* level = std::getenv("GPUPROF_LOG_LEVEL"); level == nullptr || *level == '\0') {
-      env.Set("GPUPROF_LOG_LEVEL", "info");
-    }
-    report << "gpuprof: replaying " << (kernel_.empty() ? std::string("every kernel") : "'" + kernel_ + "'")
-           << ", " << passes_ << " passes per launch" << (count_ > 0 ? ", at most " + std::to_string(count_) + " launches" : "")
+    const std::string kernel = settings_->value(SettingId::kReplayKernel);
+    const std::string count = settings_->value(SettingId::kReplayCount);
+    report << "gpuprof: replaying " << (kernel.empty() ? std::string("every kernel") : "'" + kernel + "'") << ", "
+           << settings_->value(SettingId::kReplayPasses) << " passes per launch"
+           << (count != "0" ? ", at most " + count + " launches" : "")
            << "; one line per replayed launch follows\n";
   }
   // NVTX ranges reach a profiler only through the library NVTX_INJECTION64_PATH names. When the
@@ -838,7 +772,7 @@ int RunCommand::Run(std::ostream& report) const {
   int wait_status = 0;
   {
     SignalForwarding signals;
-    StatusOr<Started> started = StartApplication(app_argv_, env, signals);
+    StatusOr<Started> started = StartApplication(app_argv, env, signals);
     if (!started.ok()) return Fail(report, started.status());
     pid_t pid = started->pid;
     while (waitpid(pid, &wait_status, 0) < 0) {
@@ -851,7 +785,7 @@ int RunCommand::Run(std::ostream& report) const {
     }
     g_child_pid.store(0, std::memory_order_relaxed);
     if (started->exec_errno != 0) {
-      report << "gpuprof: error: cannot run '" << app_argv_.front() << "': " << ErrnoText(started->exec_errno)
+      report << "gpuprof: error: cannot run '" << app_argv.front() << "': " << ErrnoText(started->exec_errno)
              << "\n";
       return started->exec_errno == ENOENT ? kExitNotFound : kExitCannotExecute;
     }

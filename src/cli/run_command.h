@@ -8,7 +8,10 @@
 //   GPUPROF_OUTPUT_DIR       absolute path of DIR (created first)
 //   GPUPROF_RESULT_FILE      a file in a private temporary directory; each Session appends one
 //                            "db <path>" line per DB it finalized
-//   GPUPROF_FOLLOW_CHILDREN  0 or 1
+//   the declared settings (base/settings.h) this command offers, each as its variable: the value
+//                            given on the command line, else the setting's default (cuda_trace:
+//                            only when given; otherwise gpuprof's own environment passes through);
+//                            `gpuprof replay` adds GPUPROF_REPLAY=1
 //   GPUPROF_ROOT_PID         the application's pid, so a Session can tell the process gpuprof
 //                            started from a child that initializes CUDA on its own after fork()
 //   NVTX_INJECTION64_PATH    libgpuprof_inject.so as well, when it exports InitializeInjectionNvtx2
@@ -22,6 +25,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,19 +35,23 @@ class App;
 
 namespace gpuprof::cli {
 
+class SettingOptions;
+
 class RunCommand {
  public:
   // Registers `run` (or, with `replay`, `replay`: the same run with kernel replay configured) on
   // `app`; the object holds its flags, so it must outlive parsing and Run().
   explicit RunCommand(CLI::App& app, bool replay = false);
+  ~RunCommand();
   RunCommand(const RunCommand&) = delete;
   RunCommand& operator=(const RunCommand&) = delete;
 
-  // When argv is a `gpuprof run ...` command line, keeps the application's command line (from the
-  // first argument after `--`, or else from the first argument that is neither one of run's flags
-  // nor a flag's value) and returns how many leading arguments CLI11 should parse; otherwise
-  // returns argc. So `gpuprof run python3 train.py -o x` passes `-o x` to the application, and an
-  // application named like a gpuprof subcommand is still the application.
+  // When argv is a `gpuprof run ...` (or `replay ...`) command line with a `--`, keeps what follows
+  // the first `--` and returns its index: CLI11 parses the arguments before it. Otherwise returns
+  // argc. The application's command line is then what CLI11 left unparsed (the subcommand is a
+  // prefix command: parsing stops at the first argument that is not one of its options or their
+  // values), followed by the kept arguments. So `gpuprof run python3 train.py -o x` passes `-o x` to
+  // the application, and an application named like a gpuprof subcommand is still the application.
   int SplitArguments(int argc, char** argv);
 
   bool parsed() const;
@@ -53,26 +61,14 @@ class RunCommand {
  private:
   const char* name() const noexcept { return replay_ ? "replay" : "run"; }
 
+  // The application's command line: what CLI11 left, then what followed `--`.
+  std::vector<std::string> ApplicationArguments() const;
+
   CLI::App* run_ = nullptr;
   bool replay_ = false;
-  std::string output_dir_ = "gpuprof_output";
-  // replay (C4): passes, kernel selection, cache and restore policy.
-  int passes_ = 5;
-  std::string kernel_;
-  std::uint64_t skip_ = 0;
-  std::uint64_t count_ = 0;
-  std::string cache_control_ = "all";
-  std::string restore_ = "auto";
-  bool strict_ = false;
-  bool from_script_ = false;  // replay: --from-script
-  bool with_modules_ = false;
-  std::uint64_t device_reserve_mib_ = 2048;  // B2: device memory snapshots leave free
-  bool follow_children_ = false;
-  bool record_shapes_ = true;   // PyTorch scripts (python/gpuprof/_autorun.py)
-  bool profile_memory_ = true;
-  bool with_stack_ = false;
-  std::vector<std::string> cuda_trace_;  // run: --cuda-trace (empty: the session's default)
-  std::vector<std::string> app_argv_;
+  std::unique_ptr<SettingOptions> settings_;  // the declared settings this command offers
+  bool separator_ = false;                     // argv had a `--` after the subcommand
+  std::vector<std::string> after_separator_;
 };
 
 }  // namespace gpuprof::cli

@@ -22,21 +22,6 @@ using device::cuda::CudaDriver;
 // Window locks taken at an API entry and dropped at its exit, per thread (entries nest rarely).
 thread_local std::vector<std::shared_lock<std::shared_mutex>> held_windows;
 
-const char* Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : nullptr;
-}
-
-StatusOr<std::uint64_t> ParseCount(const char* variable, const char* text) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long value = std::strtoull(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || text[0] == '-') {
-    return InvalidArgumentError(std::string(variable) + "=" + text + ": expected a non-negative integer");
-  }
-  return static_cast<std::uint64_t>(value);
-}
-
 }  // namespace
 
 std::string KernelFunctionName(const char* mangled) {
@@ -60,60 +45,6 @@ std::string KernelFunctionName(const char* mangled) {
   // Function templates demangle with their return type first ("void k<int>(int*)").
   if (out.rfind("void ", 0) == 0) out.erase(0, 5);
   return out;
-}
-
-StatusOr<CudaReplaySettings> ReplaySettingsFromEnvironment() {
-  CudaReplaySettings settings;
-  replay::ReplayOptions& options = settings.options;
-  bool* flush_l2 = &settings.flush_l2;
-  if (const char* passes = Env("GPUPROF_REPLAY_PASSES")) {
-    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t n, ParseCount("GPUPROF_REPLAY_PASSES", passes));
-    if (n < 1 || n > 1000) return InvalidArgumentError("GPUPROF_REPLAY_PASSES must be 1..1000");
-    options.passes = static_cast<int>(n);
-  }
-  if (const char* kernel = Env("GPUPROF_REPLAY_KERNEL")) {
-    options.selector.name = kernel;  // "regex:PATTERN" or an exact name (C4)
-  }
-  if (const char* skip = Env("GPUPROF_REPLAY_SKIP")) {
-    GPUPROF_ASSIGN_OR_RETURN(options.selector.skip, ParseCount("GPUPROF_REPLAY_SKIP", skip));
-  }
-  if (const char* count = Env("GPUPROF_REPLAY_COUNT")) {
-    GPUPROF_ASSIGN_OR_RETURN(options.selector.count, ParseCount("GPUPROF_REPLAY_COUNT", count));
-  }
-  if (const char* cache = Env("GPUPROF_REPLAY_CACHE_CONTROL")) {
-    if (std::strcmp(cache, "all") == 0) {
-      *flush_l2 = true;
-    } else if (std::strcmp(cache, "none") == 0) {
-      *flush_l2 = false;
-    } else {
-      return InvalidArgumentError(std::string("GPUPROF_REPLAY_CACHE_CONTROL=") + cache + ": expected all or none");
-    }
-  }
-  if (const char* restore = Env("GPUPROF_REPLAY_RESTORE")) {
-    if (std::strcmp(restore, "auto") == 0) {
-      options.restore = replay::RestoreMode::kAuto;
-    } else if (std::strcmp(restore, "full") == 0) {
-      options.restore = replay::RestoreMode::kFull;
-    } else {
-      return InvalidArgumentError(std::string("GPUPROF_REPLAY_RESTORE=") + restore + ": expected auto or full");
-    }
-  }
-  if (const char* strict = Env("GPUPROF_REPLAY_STRICT")) options.strict = std::strcmp(strict, "0") != 0;
-  if (const char* from_script = Env("GPUPROF_REPLAY_FROM_SCRIPT")) {
-    settings.from_script = std::strcmp(from_script, "0") != 0;
-  }
-  if (const char* side = Env("GPUPROF_REPLAY_SIDE_EFFECT_KERNELS")) {
-    options.replay_side_effect_kernels = std::strcmp(side, "0") != 0;
-  }
-  if (const char* reserve = Env("GPUPROF_REPLAY_DEVICE_RESERVE_MIB")) {
-    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t mib, ParseCount("GPUPROF_REPLAY_DEVICE_RESERVE_MIB", reserve));
-    if (mib > (std::uint64_t{1} << 30)) {
-      return InvalidArgumentError(std::string("GPUPROF_REPLAY_DEVICE_RESERVE_MIB=") + reserve + ": above 1 PiB");
-    }
-    settings.device.device_reserve_bytes = mib << 20;
-  }
-  GPUPROF_RETURN_IF_ERROR(replay::Controller::ValidateOptions(options));
-  return settings;
 }
 
 // One intercepted launch. Passes are copies submitted on the application's stream under

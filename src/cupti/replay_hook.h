@@ -46,7 +46,8 @@ namespace gpuprof::cupti {
 // a name that does not demangle is returned as is.
 std::string KernelFunctionName(const char* mangled);
 
-// What `gpuprof replay` configures, for the engine and for the CUDA side of it.
+// What `gpuprof replay` configures, for the engine and for the CUDA side of it: made by the
+// session from its parsed configuration (session/config.h ReplaySettings).
 struct CudaReplaySettings {
   replay::ReplayOptions options;  // passes == 1: replay not configured
   bool flush_l2 = true;           // B7, --cache-control all
@@ -55,10 +56,6 @@ struct CudaReplaySettings {
   // configures replay itself (gpuprof.profile(kernel_replay=...), CudaReplayHook::Configure).
   bool from_script = false;
 };
-
-// Settings from GPUPROF_REPLAY_* variables (what `gpuprof replay` sets). InvalidArgument naming
-// a bad variable.
-StatusOr<CudaReplaySettings> ReplaySettingsFromEnvironment();
 
 class CudaReplayHook final : public DriverApiObserver {
  public:

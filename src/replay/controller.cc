@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "base/settings.h"
 #include "replay/snapshot.h"
 
 namespace gpuprof::replay {
@@ -88,23 +89,21 @@ bool Controller::Plan::NameMatches(const std::string& kernel_name) const {
 Controller::~Controller() = default;
 
 Status Controller::ValidateOptions(const ReplayOptions& options) {
-  if (options.passes < 1) {
-    return InvalidArgumentError("--passes must be at least 1 (got " + std::to_string(options.passes) + ")");
+  // The engine also runs 1 pass (pass-through: a paused or declined launch); users choose from the
+  // replay_passes setting's range (base/settings.h).
+  const base::SettingSpec& passes = base::Spec(base::SettingId::kReplayPasses);
+  if (options.passes < 1 || options.passes > passes.max) {
+    return InvalidArgumentError("--passes must be 1 (pass-through) or " + base::SettingAccepts(passes) + " (got " +
+                                std::to_string(options.passes) + ")");
   }
   if (options.chunk_size == 0) return InvalidArgumentError("the dirty-detection chunk size must be positive (got 0 bytes)");
   if (options.drain_timeout.count() <= 0) {
     return InvalidArgumentError("the drain timeout must be positive (got " + std::to_string(options.drain_timeout.count()) + " ns)");
   }
-  const std::string& name = options.selector.name;
-  if (name.rfind(kRegexPrefix, 0) == 0) {
-    try {
-      std::regex probe(name.substr(kRegexPrefix.size()), std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return InvalidArgumentError("-k " + name + ": not a valid regular expression (" + e.what() +
-                                  "); use -k regex:PATTERN with ECMAScript syntax or -k NAME for an exact name");
-    }
-  }
-  return OkStatus();
+  // The selector's own check (C4), the one the CLI and the session apply to -k.
+  const StatusOr<std::string> kernel =
+      base::ParseSettingText(base::Spec(base::SettingId::kReplayKernel), options.selector.name, "-k");
+  return kernel.ok() ? OkStatus() : kernel.status();
 }
 
 std::shared_lock<std::shared_mutex> Controller::EnterDeviceShared(int device) {

@@ -1,5 +1,7 @@
 #include "session/config.h"
 
+#include "base/check.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -11,7 +13,6 @@ namespace gpuprof::session {
 namespace {
 
 constexpr int kMaxJsonDepth = 64;
-constexpr std::int64_t kMaxFlushIntervalMs = 60'000;
 
 // One member of the top-level object: its key, the value's text as given, and the decoded text of
 // a string value.
@@ -257,79 +258,27 @@ class JsonObjectReader {
   std::size_t pos_ = 0;
 };
 
-std::string Lower(std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return lower;
-}
+using base::SettingId;
+using base::SettingSpec;
+using base::SettingType;
 
-std::optional<std::int64_t> ParseInt(std::string_view text) {
-  std::int64_t value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
-  return value;
-}
-
-std::optional<bool> ParseBoolWord(std::string_view text) {
-  std::string lower = Lower(text);
-  if (lower == "1" || lower == "true" || lower == "yes" || lower == "on") return true;
-  if (lower == "0" || lower == "false" || lower == "no" || lower == "off") return false;
-  return std::nullopt;
-}
-
-std::optional<base::LogLevel> ParseLevel(std::string_view text) {
-  // ParseLogLevel maps unknown text to the fallback: two different fallbacks expose it.
-  base::LogLevel a = base::ParseLogLevel(text, base::LogLevel::kDebug);
-  base::LogLevel b = base::ParseLogLevel(text, base::LogLevel::kOff);
-  if (a != b) return std::nullopt;
-  return a;
-}
-
-Status CheckWorkerName(std::string_view name, std::string_view origin) {
-  if (name.find('/') != std::string_view::npos || name == "." || name == "..") {
-    return InvalidArgumentError(std::string(origin) + "=" + JsonQuote(name) +
-                                ": a worker name is one directory-name component (no '/', not . or ..)");
+bool IsJsonKind(const SettingSpec& spec, JsonMember::Kind kind) {
+  switch (spec.type) {
+    case SettingType::kBool: return kind == JsonMember::Kind::kBool;
+    case SettingType::kInt: return kind == JsonMember::Kind::kNumber;
+    case SettingType::kString:
+    case SettingType::kChoice:
+    case SettingType::kList: return kind == JsonMember::Kind::kString;
   }
-  return OkStatus();
+  return false;
 }
 
-// The rank and the device id: integers from -1 (unknown) up. `what` names the setting in errors.
-Status SetId(std::optional<std::int64_t> value, std::string_view origin, std::string_view text, std::string_view what,
-             std::int32_t& field) {
-  if (!value || *value < -1 || *value > std::numeric_limits<std::int32_t>::max()) {
-    return InvalidArgumentError(std::string(origin) + "=" + std::string(text) + ": the " + std::string(what) +
-                                " must be an integer from -1 (unknown) to 2147483647");
+std::string_view JsonKindExpected(const SettingSpec& spec) {
+  switch (spec.type) {
+    case SettingType::kBool: return "true or false";
+    case SettingType::kInt: return "an integer";
+    default: return "a string";
   }
-  field = static_cast<std::int32_t>(*value);
-  return OkStatus();
-}
-
-// An id from gpuprof's own variable (an error when it is not one), else from the launcher's
-// (torchrun's RANK / LOCAL_RANK: theirs, so text that is not an id is ignored).
-template <typename Get>
-Status IdFromEnvironment(const Get& get, const char* own, const char* launchers, std::string_view what,
-                         std::int32_t& field) {
-  if (auto v = get(own)) {
-    const std::optional<std::int64_t> id = ParseInt(*v);
-    return SetId(id, own, id ? std::string(*v) : JsonQuote(*v), what, field);  // quoted when not a number
-  }
-  if (auto v = get(launchers)) {
-    if (std::optional<std::int64_t> id = ParseInt(*v); id && *id >= 0) static_cast<void>(SetId(id, "", "", what, field));
-  }
-  return OkStatus();
-}
-
-Status SetFlushInterval(std::int64_t value, std::string_view origin, std::string_view text,
-                        SessionConfig& config) {
-  if (value < 1 || value > kMaxFlushIntervalMs) {
-    return InvalidArgumentError(
-        std::string(origin) + "=" + std::string(text) +
-        ": the flush interval must be an integer number of milliseconds in [1, 60000]");
-  }
-  config.flush_interval = std::chrono::milliseconds(value);
-  return OkStatus();
 }
 
 Status WrongType(std::string_view origin, const JsonMember& m, std::string_view expected) {
@@ -338,62 +287,129 @@ Status WrongType(std::string_view origin, const JsonMember& m, std::string_view 
                               std::string(m.raw));
 }
 
-constexpr std::string_view kKnownKeys[] = {"output_dir",      "worker_name",       "rank",
-                                           "follow_children", "result_file",       "log_level",
-                                           "device",          "flush_interval_ms", "started_by",
-                                           "device_id",       "world_size",        "cuda_trace"};
-
-bool IsKnownKey(std::string_view key) {
-  return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), key) != std::end(kKnownKeys);
-}
-
-// The resolved value of a recognized key, as JSON text.
-std::string ResolvedJson(const SessionConfig& c, std::string_view key) {
-  if (key == "output_dir") return JsonQuote(c.output_dir);
-  if (key == "worker_name") return JsonQuote(c.worker_name);
-  if (key == "rank") return std::to_string(c.rank);
-  if (key == "device_id") return std::to_string(c.device_id);
-  if (key == "world_size") return std::to_string(c.world_size);
-  if (key == "follow_children") return c.follow_children ? "true" : "false";
-  if (key == "result_file") return JsonQuote(c.result_file);
-  if (key == "log_level") {
-    return c.log_level ? JsonQuote(base::LogLevelName(*c.log_level))
-                       : JsonQuote(base::LogLevelName(base::CurrentLogLevel()));
+// One setting's JSON member as the text the table parses.
+StatusOr<std::string> JsonMemberText(const SettingSpec& spec, const JsonMember& m, std::string_view origin) {
+  if (!IsJsonKind(spec, m.kind)) return WrongType(origin, m, JsonKindExpected(spec));
+  if (spec.type == SettingType::kBool) return std::string(m.text == "true" ? "1" : "0");
+  if (spec.type == SettingType::kChoice) {
+    const std::vector<std::string_view> choices = base::SettingChoices(spec);
+    if (std::find(choices.begin(), choices.end(), m.text) == choices.end()) {
+      std::string quoted;
+      for (std::string_view choice : choices) quoted += (quoted.empty() ? "" : ", ") + JsonQuote(choice);
+      return WrongType(origin, m, "one of " + quoted);
+    }
   }
-  if (key == "device") return c.device ? "true" : "false";
-  if (key == "flush_interval_ms") return std::to_string(c.flush_interval.count());
-  if (key == "started_by") return JsonQuote(c.started_by);
-  if (key == "cuda_trace") return JsonQuote(CudaTraceText(c.cuda_trace));
-  return "null";
+  if (spec.type == SettingType::kInt && m.text.find_first_of(".eE") != std::string::npos) {
+    return WrongType(origin, m, "an integer");
+  }
+  return m.text;
 }
 
 }  // namespace
 
-std::string JsonQuote(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out.push_back('"');
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out.push_back(kHex[c >> 4]);
-          out.push_back(kHex[c & 0xF]);
-        } else {
-          out.push_back(ch);
-        }
-    }
+SessionConfig::SessionConfig() {
+  for (const SettingSpec& spec : base::Settings()) {
+    // An unset log level leaves logging as GPUPROF_LOG_LEVEL (read by base/logging) set it.
+    if (spec.id == SettingId::kLogLevel) continue;
+    Status set = SetSetting(*this, spec.id, spec.default_value, "the default");
+    GPUPROF_CHECK(set.ok()) << "the declared default of " << spec.json_key << spec.env << " does not parse: "
+                            << set.message();
   }
-  out.push_back('"');
-  return out;
+}
+
+Status SetSetting(SessionConfig& c, SettingId id, std::string_view text, std::string_view origin) {
+  const SettingSpec& spec = base::Spec(id);
+  // The root pid and the choice-less strings have "unset" as their default.
+  if (text.empty() && (id == SettingId::kRootPid)) {
+    c.root_pid = 0;
+    return OkStatus();
+  }
+  const StatusOr<std::string> parsed = base::ParseSettingText(spec, text, origin);
+  if (!parsed.ok()) return parsed.status();
+  const std::string& v = *parsed;
+  const bool on = v == "1";
+  const std::int64_t n = spec.type == SettingType::kInt ? base::SettingInt(v) : 0;
+  switch (id) {
+    case SettingId::kOutputDir: c.output_dir = v; break;
+    case SettingId::kWorkerName: c.worker_name = v; break;
+    case SettingId::kRank: c.rank = static_cast<std::int32_t>(n); break;
+    case SettingId::kDeviceId: c.device_id = static_cast<std::int32_t>(n); break;
+    case SettingId::kWorldSize: c.world_size = static_cast<std::int32_t>(n); break;
+    case SettingId::kFollowChildren: c.follow_children = on; break;
+    case SettingId::kResultFile: c.result_file = v; break;
+    case SettingId::kLogLevel: c.log_level = base::ParseLogLevel(v, base::LogLevel::kWarning); break;
+    case SettingId::kFlushIntervalMs: c.flush_interval = std::chrono::milliseconds(n); break;
+    case SettingId::kDevice: c.device = on; break;
+    case SettingId::kCudaTrace: {
+      SessionConfig::CudaTrace trace;
+      for (std::string_view word : base::SettingListWords(v)) {
+        if (word == "runtime") trace.runtime = true;
+        if (word == "driver") trace.driver = true;
+        if (word == "launches") trace.launches = true;
+        if (word == "nvtx") trace.nvtx = true;
+      }
+      c.cuda_trace = trace;
+      break;
+    }
+    case SettingId::kRootPid: c.root_pid = static_cast<std::uint32_t>(n); break;
+    case SettingId::kStartedBy: c.started_by = v; break;
+    case SettingId::kRecordShapes: c.torch.record_shapes = on; break;
+    case SettingId::kProfileMemory: c.torch.profile_memory = on; break;
+    case SettingId::kWithStack: c.torch.with_stack = on; break;
+    case SettingId::kWithModules: c.torch.with_modules = on; break;
+    case SettingId::kReplay: c.replay.enabled = on; break;
+    case SettingId::kReplayFromScript: c.replay.from_script = on; break;
+    case SettingId::kReplayPasses: c.replay.passes = static_cast<int>(n); break;
+    case SettingId::kReplayKernel: c.replay.kernel = v; break;
+    case SettingId::kReplaySkip: c.replay.skip = static_cast<std::uint64_t>(n); break;
+    case SettingId::kReplayCount: c.replay.count = static_cast<std::uint64_t>(n); break;
+    case SettingId::kReplayCacheControl: c.replay.flush_l2 = v == "all"; break;
+    case SettingId::kReplayRestore:
+      c.replay.restore = v == "full" ? replay::RestoreMode::kFull : replay::RestoreMode::kAuto;
+      break;
+    case SettingId::kReplayStrict: c.replay.strict = on; break;
+    case SettingId::kReplaySideEffectKernels: c.replay.side_effect_kernels = on; break;
+    case SettingId::kReplayDeviceReserveMib: c.replay.device_reserve_bytes = static_cast<std::uint64_t>(n) << 20; break;
+    case SettingId::kCount: break;
+  }
+  return OkStatus();
+}
+
+std::string SettingText(const SessionConfig& c, SettingId id) {
+  const auto flag = [](bool on) { return std::string(on ? "1" : "0"); };
+  switch (id) {
+    case SettingId::kOutputDir: return c.output_dir;
+    case SettingId::kWorkerName: return c.worker_name;
+    case SettingId::kRank: return std::to_string(c.rank);
+    case SettingId::kDeviceId: return std::to_string(c.device_id);
+    case SettingId::kWorldSize: return std::to_string(c.world_size);
+    case SettingId::kFollowChildren: return flag(c.follow_children);
+    case SettingId::kResultFile: return c.result_file;
+    case SettingId::kLogLevel:
+      return std::string(base::LogLevelName(c.log_level ? *c.log_level : base::CurrentLogLevel()));
+    case SettingId::kFlushIntervalMs: return std::to_string(c.flush_interval.count());
+    case SettingId::kDevice: return flag(c.device);
+    case SettingId::kCudaTrace: return CudaTraceText(c.cuda_trace);
+    case SettingId::kRootPid: return c.root_pid == 0 ? std::string() : std::to_string(c.root_pid);
+    case SettingId::kStartedBy: return c.started_by;
+    case SettingId::kRecordShapes: return flag(c.torch.record_shapes);
+    case SettingId::kProfileMemory: return flag(c.torch.profile_memory);
+    case SettingId::kWithStack: return flag(c.torch.with_stack);
+    case SettingId::kWithModules: return flag(c.torch.with_modules);
+    case SettingId::kReplay: return flag(c.replay.enabled);
+    case SettingId::kReplayFromScript: return flag(c.replay.from_script);
+    case SettingId::kReplayPasses: return std::to_string(c.replay.passes);
+    case SettingId::kReplayKernel: return c.replay.kernel;
+    case SettingId::kReplaySkip: return std::to_string(c.replay.skip);
+    case SettingId::kReplayCount: return std::to_string(c.replay.count);
+    case SettingId::kReplayCacheControl: return c.replay.flush_l2 ? "all" : "none";
+    case SettingId::kReplayRestore: return c.replay.restore == replay::RestoreMode::kFull ? "full" : "auto";
+    case SettingId::kReplayStrict: return flag(c.replay.strict);
+    case SettingId::kReplaySideEffectKernels: return flag(c.replay.side_effect_kernels);
+    case SettingId::kReplayDeviceReserveMib: return std::to_string(c.replay.device_reserve_bytes >> 20);
+    case SettingId::kCount: break;
+  }
+  return {};
 }
 
 std::string CudaTraceText(const SessionConfig::CudaTrace& trace) {
@@ -410,39 +426,9 @@ std::string CudaTraceText(const SessionConfig::CudaTrace& trace) {
 }
 
 StatusOr<SessionConfig::CudaTrace> ParseCudaTrace(std::string_view text, std::string_view origin) {
-  const auto invalid = [&](std::string_view why) {
-    return InvalidArgumentError(
-        std::string(origin) + "=" + JsonQuote(text) + ": " + std::string(why) +
-        "; expected a comma list of runtime, driver, launches, nvtx (e.g. \"runtime,nvtx\" "
-        "or \"launches,nvtx\"), or none for kernels, copies and memsets alone");
-  };
-  SessionConfig::CudaTrace trace{false, false, false, false};
-  if (text == "none") return trace;
-  std::size_t begin = 0;
-  while (true) {
-    const std::size_t comma = text.find(',', begin);
-    const std::string_view word =
-        text.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
-    bool* flag = word == "runtime"    ? &trace.runtime
-                 : word == "driver"   ? &trace.driver
-                 : word == "nvtx"     ? &trace.nvtx
-                 : word == "launches" ? &trace.launches
-                                      : nullptr;
-    if (flag == nullptr) {
-      return invalid(word.empty() ? std::string("an empty entry") : "unknown entry " + JsonQuote(word));
-    }
-    if (*flag) return invalid(JsonQuote(word) + " is given twice");
-    *flag = true;
-    if (comma == std::string_view::npos) break;
-    begin = comma + 1;
-  }
-  if (trace.launches && (trace.runtime || trace.driver)) {
-    return invalid(
-        std::string("\"launches\" records the launching calls of the runtime and driver APIs, \"") +
-        (trace.runtime ? "runtime" : "driver") + "\" every call of " +
-        (trace.runtime ? "the runtime" : "the driver") + "; give one of them");
-  }
-  return trace;
+  SessionConfig config;
+  GPUPROF_RETURN_IF_ERROR(SetSetting(config, SettingId::kCudaTrace, text, origin));
+  return config.cuda_trace;
 }
 
 std::string SessionConfig::ToJson() const {
@@ -455,15 +441,23 @@ std::string SessionConfig::ToJson() const {
     out += ": ";
     out += value;
   };
-  for (const auto& [key, raw] : json_members) add(key, IsKnownKey(key) ? ResolvedJson(*this, key) : raw);
-  auto given = [&](std::string_view key) {
-    return std::any_of(json_members.begin(), json_members.end(),
-                       [&](const auto& m) { return m.first == key; });
+  // A setting's value as JSON: true/false, a number, or a string.
+  auto resolved = [this](const SettingSpec& spec) {
+    const std::string text = SettingText(*this, spec.id);
+    if (spec.type == SettingType::kBool) return std::string(text == "1" ? "true" : "false");
+    if (spec.type == SettingType::kInt) return text;
+    return JsonQuote(text);
   };
-  for (std::string_view key : {"output_dir", "worker_name", "rank", "follow_children", "started_by"}) {
-    if (given(key)) continue;
-    if (key == "worker_name" && worker_name.empty()) continue;
-    add(key, ResolvedJson(*this, key));
+  for (const auto& [key, raw] : json_members) {
+    const SettingSpec* spec = base::FindSettingByKey(key);
+    add(key, spec != nullptr ? resolved(*spec) : raw);
+  }
+  auto given = [&](std::string_view key) {
+    return std::any_of(json_members.begin(), json_members.end(), [&](const auto& m) { return m.first == key; });
+  };
+  for (const SettingSpec& spec : base::Settings()) {
+    if (spec.json_key.empty() || given(spec.json_key)) continue;
+    add(spec.json_key, resolved(spec));
   }
   out += "}";
   return out;
@@ -478,44 +472,9 @@ Status ApplyJsonConfig(std::string_view json, std::string_view origin, SessionCo
   GPUPROF_RETURN_IF_ERROR(JsonObjectReader(json, origin).Read(&members));
   SessionConfig next = config;
   for (const JsonMember& m : members) {
-    using Kind = JsonMember::Kind;
-    const std::string where = std::string(origin) + " \"" + m.key + "\"";
-    if (m.key == "output_dir" || m.key == "worker_name" || m.key == "result_file" || m.key == "log_level" ||
-        m.key == "started_by" || m.key == "cuda_trace") {
-      if (m.kind != Kind::kString) return WrongType(origin, m, "a string");
-      if (m.key == "output_dir") {
-        if (m.text.empty()) return WrongType(origin, m, "a non-empty directory path");
-        next.output_dir = m.text;
-      } else if (m.key == "worker_name") {
-        GPUPROF_RETURN_IF_ERROR(CheckWorkerName(m.text, where));
-        next.worker_name = m.text;
-      } else if (m.key == "result_file") {
-        next.result_file = m.text;
-      } else if (m.key == "started_by") {
-        next.started_by = m.text;
-      } else if (m.key == "cuda_trace") {
-        GPUPROF_ASSIGN_OR_RETURN(next.cuda_trace, ParseCudaTrace(m.text, where));
-      } else {
-        std::optional<base::LogLevel> level = ParseLevel(m.text);
-        if (!level)
-          return WrongType(origin, m, "one of \"debug\", \"info\", \"warning\", \"error\", \"off\"");
-        next.log_level = level;
-      }
-    } else if (m.key == "rank" || m.key == "flush_interval_ms" || m.key == "device_id" || m.key == "world_size") {
-      std::optional<std::int64_t> value = m.kind == Kind::kNumber ? ParseInt(m.text) : std::nullopt;
-      if (!value) return WrongType(origin, m, "an integer");
-      if (m.key == "rank") {
-        GPUPROF_RETURN_IF_ERROR(SetId(value, where, m.raw, "rank", next.rank));
-      } else if (m.key == "device_id") {
-        GPUPROF_RETURN_IF_ERROR(SetId(value, where, m.raw, "device id", next.device_id));
-      } else if (m.key == "world_size") {
-        GPUPROF_RETURN_IF_ERROR(SetId(value, where, m.raw, "world size", next.world_size));
-      } else {
-        GPUPROF_RETURN_IF_ERROR(SetFlushInterval(*value, where, m.raw, next));
-      }
-    } else if (m.key == "follow_children" || m.key == "device") {
-      if (m.kind != Kind::kBool) return WrongType(origin, m, "true or false");
-      (m.key == "device" ? next.device : next.follow_children) = m.text == "true";
+    if (const SettingSpec* spec = base::FindSettingByKey(m.key)) {
+      GPUPROF_ASSIGN_OR_RETURN(std::string text, JsonMemberText(*spec, m, origin));
+      GPUPROF_RETURN_IF_ERROR(SetSetting(next, spec->id, text, std::string(origin) + " \"" + m.key + "\""));
     }
     auto it = std::find_if(next.json_members.begin(), next.json_members.end(),
                            [&](const auto& member) { return member.first == m.key; });
@@ -531,68 +490,36 @@ Status ApplyJsonConfig(std::string_view json, std::string_view origin, SessionCo
 
 StatusOr<SessionConfig> ConfigFromEnvironment(const EnvLookup& env) {
   SessionConfig config;
-  auto get = [&](const char* name) -> std::optional<std::string_view> {
-    const char* value = env ? env(name) : nullptr;
+  auto get = [&](std::string_view name) -> std::optional<std::string_view> {
+    if (name.empty() || !env) return std::nullopt;
+    const char* value = env(std::string(name).c_str());
     if (value == nullptr || *value == '\0') return std::nullopt;
     return std::string_view(value);
   };
   if (auto json = get("GPUPROF_CONFIG"))
     GPUPROF_RETURN_IF_ERROR(ApplyJsonConfig(*json, "GPUPROF_CONFIG", config));
-  if (auto v = get("GPUPROF_OUTPUT_DIR")) config.output_dir = std::string(*v);
-  if (auto v = get("GPUPROF_WORKER_NAME")) {
-    GPUPROF_RETURN_IF_ERROR(CheckWorkerName(*v, "GPUPROF_WORKER_NAME"));
-    config.worker_name = std::string(*v);
-  }
-  GPUPROF_RETURN_IF_ERROR(IdFromEnvironment(get, "GPUPROF_RANK", "RANK", "rank", config.rank));
-  GPUPROF_RETURN_IF_ERROR(IdFromEnvironment(get, "GPUPROF_DEVICE_ID", "LOCAL_RANK", "device id", config.device_id));
-  GPUPROF_RETURN_IF_ERROR(
-      IdFromEnvironment(get, "GPUPROF_WORLD_SIZE", "WORLD_SIZE", "world size", config.world_size));
-  if (auto v = get("GPUPROF_FOLLOW_CHILDREN")) {
-    std::optional<bool> follow = ParseBoolWord(*v);
-    if (!follow)
-      return InvalidArgumentError("GPUPROF_FOLLOW_CHILDREN=" + JsonQuote(*v) + ": expected 0 or 1");
-    config.follow_children = *follow;
-  }
-  if (auto v = get("GPUPROF_DEVICE")) {
-    std::optional<bool> device = ParseBoolWord(*v);
-    if (!device) return InvalidArgumentError("GPUPROF_DEVICE=" + JsonQuote(*v) + ": expected 0 or 1");
-    config.device = *device;
-  }
-  if (auto v = get("GPUPROF_CUDA_TRACE")) {
-    GPUPROF_ASSIGN_OR_RETURN(config.cuda_trace, ParseCudaTrace(*v, "GPUPROF_CUDA_TRACE"));
-  }
-  if (auto v = get("GPUPROF_RESULT_FILE")) config.result_file = std::string(*v);
-  if (auto v = get("GPUPROF_LOG_LEVEL")) {
-    std::optional<base::LogLevel> level = ParseLevel(*v);
-    if (!level) {
-      return InvalidArgumentError("GPUPROF_LOG_LEVEL=" + JsonQuote(*v) +
-                                  ": expected one of debug, info, warning, error, off");
+  for (const SettingSpec& spec : base::Settings()) {
+    if (auto v = get(spec.env)) {
+      GPUPROF_RETURN_IF_ERROR(SetSetting(config, spec.id, *v, spec.env));
+    } else if (auto launcher = get(spec.launcher_env)) {
+      // The launcher's variable (torchrun's RANK, LOCAL_RANK, WORLD_SIZE) is theirs: an id of ours
+      // when it reads as one (>= 0), else ignored.
+      SessionConfig probe = config;
+      if (SetSetting(probe, spec.id, *launcher, spec.launcher_env).ok() && base::SettingInt(*launcher) >= 0) {
+        config = std::move(probe);
+      }
     }
-    config.log_level = level;
-  }
-  if (auto v = get("GPUPROF_ROOT_PID")) {
-    std::optional<std::int64_t> pid = ParseInt(*v);
-    if (!pid || *pid <= 0 || *pid > std::numeric_limits<std::int32_t>::max()) {
-      return InvalidArgumentError("GPUPROF_ROOT_PID=" + JsonQuote(*v) +
-                                  ": expected the pid of the process `gpuprof run` started");
-    }
-    config.root_pid = static_cast<std::uint32_t>(*pid);
-  }
-  if (auto v = get("GPUPROF_FLUSH_INTERVAL_MS")) {
-    std::optional<std::int64_t> ms = ParseInt(*v);
-    if (!ms) {
-      return InvalidArgumentError(
-          "GPUPROF_FLUSH_INTERVAL_MS=" + JsonQuote(*v) +
-          ": the flush interval must be an integer number of milliseconds in [1, 60000]");
-    }
-    GPUPROF_RETURN_IF_ERROR(SetFlushInterval(*ms, "GPUPROF_FLUSH_INTERVAL_MS", *v, config));
   }
   return config;
 }
 
 Status ValidateConfig(const SessionConfig& config) {
   if (config.output_dir.empty()) return InvalidArgumentError("the output directory is empty");
-  GPUPROF_RETURN_IF_ERROR(CheckWorkerName(config.worker_name, "worker_name"));
+  if (config.worker_name.find('/') != std::string::npos || config.worker_name == "." ||
+      config.worker_name == "..") {
+    return InvalidArgumentError("worker_name=" + JsonQuote(config.worker_name) +
+                                ": a worker name is one directory-name component (no '/', not . or ..)");
+  }
   if (config.rank < -1) return InvalidArgumentError("rank " + std::to_string(config.rank) + " is below -1");
   if (config.world_size < -1 || config.world_size == 0) {
     return InvalidArgumentError("world size " + std::to_string(config.world_size) +
@@ -601,11 +528,25 @@ Status ValidateConfig(const SessionConfig& config) {
   if (config.device_id < -1) {
     return InvalidArgumentError("device id " + std::to_string(config.device_id) + " is below -1");
   }
-  if (config.flush_interval.count() < 1 || config.flush_interval.count() > kMaxFlushIntervalMs) {
+  const base::SettingSpec& flush = base::Spec(SettingId::kFlushIntervalMs);
+  if (config.flush_interval.count() < flush.min || config.flush_interval.count() > flush.max) {
     return InvalidArgumentError("flush interval " + std::to_string(config.flush_interval.count()) +
-                                " ms is outside [1, 60000]");
+                                " ms is outside [" + std::to_string(flush.min) + ", " + std::to_string(flush.max) +
+                                "]");
   }
   return OkStatus();
+}
+
+replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings) {
+  replay::ReplayOptions options;
+  options.passes = settings.passes;
+  options.selector.name = settings.kernel;
+  options.selector.skip = settings.skip;
+  options.selector.count = settings.count;
+  options.restore = settings.restore;
+  options.strict = settings.strict;
+  options.replay_side_effect_kernels = settings.side_effect_kernels;
+  return options;
 }
 
 }  // namespace gpuprof::session

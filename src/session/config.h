@@ -1,28 +1,18 @@
-// SessionConfig: what a Session needs to know, from the environment that `gpuprof run` sets and
-// from a JSON object (GPUPROF_CONFIG, or the argument of gpuprof_start).
+// SessionConfig: what a Session needs to know, typed, from the environment that `gpuprof run` and
+// `gpuprof replay` set and from a JSON object (GPUPROF_CONFIG, or the argument of gpuprof_start).
+// Every setting is declared once, in base/settings.h (variable, JSON key, type, range, default,
+// help); this file is the one place that parses them, and hands them down typed: the CUPTI device
+// collector reads `replay`, the Python package's profile reads `torch` through the JSON it passes.
 //
-// Layers, later ones win:  defaults < GPUPROF_CONFIG (JSON) < GPUPROF_* variables < the JSON given
-// to gpuprof_start. A specific variable beats the generic JSON the CLI exports beside it; a program
-// that passes its own configuration to gpuprof_start beats the ambient environment.
-//
-//   variable                  JSON key            meaning (default)
-//   GPUPROF_OUTPUT_DIR        "output_dir"        parent of the *_ascend_pt run directory (./gpuprof_output)
-//   GPUPROF_WORKER_NAME       "worker_name"       run directory prefix ("<hostname>_<pid>")
-//   GPUPROF_RANK (else RANK)  "rank"              integer >= -1; -1: unknown, no _<rank> suffix (-1)
-//   GPUPROF_DEVICE_ID (else LOCAL_RANK) "device_id" the rank's device in RANK_DEVICE_MAP, >= -1 (-1)
-//   GPUPROF_WORLD_SIZE (else WORLD_SIZE) "world_size" ranks in the job, COMMUNICATION_OP.rankSize (-1)
-//   GPUPROF_FOLLOW_CHILDREN   "follow_children"   0/1: a fork child profiles itself into its own DB (0)
-//   GPUPROF_RESULT_FILE       "result_file"       file that gets one "db <path>" line per finalized DB
-//   GPUPROF_LOG_LEVEL         "log_level"         debug, info, warning, error, off (warning)
-//   GPUPROF_FLUSH_INTERVAL_MS "flush_interval_ms" how often buffered records reach the writer (200)
-//   GPUPROF_DEVICE            "device"            0/1: collect device activity when available (1)
-//   GPUPROF_CUDA_TRACE        "cuda_trace"        which host-side CUDA activity is recorded beside the
-//                                                 kernels, copies and memsets: a comma list of runtime,
-//                                                 driver, launches, nvtx, or none ("launches,nvtx")
-//   GPUPROF_ROOT_PID          -                   the pid `gpuprof run` started (see root_pid)
+// Layers, later ones win:  the table's defaults < GPUPROF_CONFIG (JSON) < the settings' variables <
+// the JSON given to gpuprof_start. A specific variable beats the generic JSON the CLI exports beside
+// it; a program that passes its own configuration to gpuprof_start beats the ambient environment.
+// A setting with a launcher variable (rank: RANK, device_id: LOCAL_RANK, world_size: WORLD_SIZE)
+// falls back to it when its own variable is unset; text there that is not a valid id is ignored.
 //
 // Every other key of the JSON object is kept as given and stored with the run (META_DATA and
-// profiler_info json), so callers may record their own settings there.
+// profiler_info json), so callers may record their own settings there; ToJson adds every declared
+// setting's value in force.
 //
 // Errors: InvalidArgument naming the variable or JSON key, the offending text and what is
 // accepted. Nothing here throws except std::bad_alloc.
@@ -37,22 +27,56 @@
 #include <utility>
 #include <vector>
 
+#include "base/json.h"
 #include "base/logging.h"
+#include "base/settings.h"
+#include "gpuprof/replay.h"
 #include "gpuprof/status.h"
 
 namespace gpuprof::session {
 
+using base::JsonQuote;
+
+// The PyTorch hooks' settings (`gpuprof run`'s --record-shapes ... --with-modules; the Python
+// package's profile passes its own as JSON keys of the same names).
+struct TorchSettings {
+  bool record_shapes;
+  bool profile_memory;
+  bool with_stack;
+  bool with_modules;
+  bool operator==(const TorchSettings&) const = default;
+};
+
+// Kernel replay's settings (`gpuprof replay`), for the CUPTI device collector.
+struct ReplaySettings {
+  bool enabled;      // track device memory from the start and replay (GPUPROF_REPLAY)
+  bool from_script;  // replay nothing until the program configures it (gpuprof.KernelReplay)
+  int passes;
+  std::string kernel;  // "" every kernel, "regex:PATTERN" or a name (C4)
+  std::uint64_t skip;
+  std::uint64_t count;
+  bool flush_l2;  // --cache-control all (B7)
+  replay::RestoreMode restore;
+  bool strict;
+  bool side_effect_kernels;  // C2
+  std::uint64_t device_reserve_bytes;  // B2: device memory snapshots leave free
+  bool operator==(const ReplaySettings&) const = default;
+};
+
 struct SessionConfig {
-  std::string output_dir = "./gpuprof_output";
+  // The declared defaults (base/settings.h) of every setting.
+  SessionConfig();
+
+  std::string output_dir;
   std::string worker_name;  // empty: "<hostname>_<pid>"
-  std::int32_t rank = -1;
-  std::int32_t device_id = -1;  // RANK_DEVICE_MAP.deviceId; -1: unknown
-  std::int32_t world_size = -1;  // COMMUNICATION_OP.rankSize; -1: unknown
-  bool follow_children = false;
+  std::int32_t rank;        // -1: unknown, no _<rank> suffix
+  std::int32_t device_id;   // RANK_DEVICE_MAP.deviceId; -1: unknown
+  std::int32_t world_size;  // COMMUNICATION_OP.rankSize; -1: unknown
+  bool follow_children;
   std::string result_file;                  // empty: none
   std::optional<base::LogLevel> log_level;  // unset: leave logging as GPUPROF_LOG_LEVEL set it
-  std::chrono::milliseconds flush_interval{200};
-  bool device = true;  // start the device collector when the build and the process have one
+  std::chrono::milliseconds flush_interval;
+  bool device;  // start the device collector when the build and the process have one
   // cuda_trace: the CUDA runtime API, the driver API and NVTX ranges, each recorded or not. Kernels,
   // copies and memsets are always recorded when `device` is on. `launches` records only the runtime
   // and driver calls that launch, copy, set, allocate, free or wait (cupti::LaunchApiTracer), through
@@ -63,25 +87,33 @@ struct SessionConfig {
   struct CudaTrace {
     bool runtime = false;
     bool driver = false;
-    bool nvtx = true;
-    bool launches = true;
+    bool nvtx = false;
+    bool launches = false;
     bool operator==(const CudaTrace&) const = default;
   };
   CudaTrace cuda_trace;
   // Who started the session ("api", "injection", "fork"); stored with the run.
-  std::string started_by = "api";
+  std::string started_by;
   // GPUPROF_ROOT_PID (not a JSON key): the pid of the process `gpuprof run` started; 0 when unset.
   // A process started from the injection library that is not that process (an exec'd
   // descendant) is profiled only with follow_children.
-  std::uint32_t root_pid = 0;
+  std::uint32_t root_pid;
+  TorchSettings torch;
+  ReplaySettings replay;
   // The JSON object's members in their order: key and the value's JSON text as given. Recognized
   // keys are rewritten with their resolved values by ToJson.
   std::vector<std::pair<std::string, std::string>> json_members;
 
   // The configuration as one JSON object: the given members (recognized ones with their resolved
-  // values) followed by the resolved settings that were not given. Stored in the DB.
+  // values) followed by every declared setting with a JSON key that was not given, in table order:
+  // the settings in force. Stored in the DB.
   std::string ToJson() const;
 };
+
+// A setting's value in `config`, as canonical text (base::ParseSettingText's form).
+std::string SettingText(const SessionConfig& config, base::SettingId id);
+// Stores a setting's value, given as text in any accepted form. InvalidArgument naming `origin`.
+Status SetSetting(SessionConfig& config, base::SettingId id, std::string_view text, std::string_view origin);
 
 // "runtime,driver,launches,nvtx" (in that order, those on; "none" when all are off).
 std::string CudaTraceText(const SessionConfig::CudaTrace& trace);
@@ -94,7 +126,7 @@ StatusOr<SessionConfig::CudaTrace> ParseCudaTrace(std::string_view text, std::st
 using EnvLookup = std::function<const char*(const char*)>;
 EnvLookup ProcessEnvironment();
 
-// Defaults, then GPUPROF_CONFIG, then the GPUPROF_* variables (see the table above).
+// Defaults, then GPUPROF_CONFIG, then every declared setting's variable.
 StatusOr<SessionConfig> ConfigFromEnvironment(const EnvLookup& env);
 
 // Applies a JSON object's recognized keys on top of `config` and records all its members.
@@ -105,7 +137,7 @@ Status ApplyJsonConfig(std::string_view json, std::string_view origin, SessionCo
 // Checks the combination (e.g. a non-empty output directory, a positive flush interval).
 Status ValidateConfig(const SessionConfig& config);
 
-// Escapes `text` as a JSON string literal, quotes included.
-std::string JsonQuote(std::string_view text);
+// The replay engine's options for `settings` (selector, passes, restore, strict, C2).
+replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings);
 
 }  // namespace gpuprof::session

@@ -73,8 +73,11 @@ CuptiLoaders DefaultCuptiLoaders() {
 }
 
 CuptiDeviceCollector::CuptiDeviceCollector(CuptiLoaders loaders, cupti::SubscriberOptions options,
-                                           bool started_by_injection)
-    : loaders_(std::move(loaders)), options_(std::move(options)), started_by_injection_(started_by_injection) {}
+                                           bool started_by_injection, ReplaySettings replay)
+    : loaders_(std::move(loaders)),
+      options_(std::move(options)),
+      started_by_injection_(started_by_injection),
+      replay_settings_(std::move(replay)) {}
 
 CuptiDeviceCollector::~CuptiDeviceCollector() { Stop(); }
 
@@ -94,11 +97,20 @@ std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::Devices(
 Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
   if (!loaders_.cupti) return UnavailableError("CUPTI unavailable: no loader");
   GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<cupti::CuptiApi> api, loaders_.cupti());
-  // Kernel replay when `gpuprof replay` (or GPUPROF_REPLAY_PASSES > 1) asks for it.
-  StatusOr<cupti::CudaReplaySettings> replay_settings = cupti::ReplaySettingsFromEnvironment();
-  if (!replay_settings.ok()) {
-    GPUPROF_LOG(kError) << "replay off: " << replay_settings.status().message();
-  } else if (replay_settings->options.passes > 1 || replay_settings->from_script) {
+  // Kernel replay when `gpuprof replay` (GPUPROF_REPLAY=1) asks for it.
+  std::optional<cupti::CudaReplaySettings> replay_settings;
+  if (replay_settings_.enabled) {
+    replay_settings.emplace();
+    replay_settings->options = ReplayOptionsFrom(replay_settings_);
+    replay_settings->flush_l2 = replay_settings_.flush_l2;
+    replay_settings->device.device_reserve_bytes = replay_settings_.device_reserve_bytes;
+    replay_settings->from_script = replay_settings_.from_script;
+    if (Status valid = replay::Controller::ValidateOptions(replay_settings->options); !valid.ok()) {
+      GPUPROF_LOG(kError) << "replay off: " << valid.message();
+      replay_settings.reset();
+    }
+  }
+  if (replay_settings) {
     replay_from_script_ = replay_settings->from_script;
     if (replay_from_script_) replay_settings->options.passes = 1;  // nothing until the program asks
     auto replay_sink = [sink = hooks.sink](const replay::ReplayRecord& record) {
@@ -249,7 +261,7 @@ DeviceCollectorFactory CuptiDeviceCollectorFactory(CuptiLoaders loaders) {
     options.nvtx = config.cuda_trace.nvtx;
     options.launch_api_callbacks = config.cuda_trace.launches;
     return std::unique_ptr<DeviceCollector>(std::make_unique<CuptiDeviceCollector>(
-        loaders, std::move(options), /*started_by_injection=*/config.started_by == "injection"));
+        loaders, std::move(options), /*started_by_injection=*/config.started_by == "injection", config.replay));
   };
 }
 

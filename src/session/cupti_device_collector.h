@@ -28,6 +28,7 @@
 
 #include "cupti/cupti_api.h"
 #include "cupti/subscriber.h"
+#include "session/config.h"
 #include "session/device_collector.h"
 
 namespace gpuprof::cupti {
@@ -48,8 +49,9 @@ class CuptiDeviceCollector final : public DeviceCollector {
  public:
   // `started_by_injection`: the session starts from InitializeInjection (`gpuprof run` or
   // `gpuprof replay`). Then Devices() does not query the driver for NPU_INFO (the driver is inside
-  // cuInit and must not be called back).
-  CuptiDeviceCollector(CuptiLoaders loaders, cupti::SubscriberOptions options, bool started_by_injection);
+  // cuInit and must not be called back). `replay`: kernel replay's settings (off unless enabled).
+  CuptiDeviceCollector(CuptiLoaders loaders, cupti::SubscriberOptions options, bool started_by_injection,
+                       ReplaySettings replay = SessionConfig().replay);
   ~CuptiDeviceCollector() override;
 
   std::vector<std::pair<std::int32_t, std::string>> Devices() override;
@@ -66,6 +68,7 @@ class CuptiDeviceCollector final : public DeviceCollector {
   CuptiLoaders loaders_;
   cupti::SubscriberOptions options_;
   bool started_by_injection_;
+  ReplaySettings replay_settings_;
   bool replay_from_script_ = false;  // `gpuprof replay --from-script`: the program configures replay
   std::unique_ptr<cupti::CudaReplayHook> replay_hook_;  // before subscriber_: outlives its callbacks
   std::unique_ptr<cupti::CuptiSubscriber> subscriber_;

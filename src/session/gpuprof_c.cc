@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "base/logging.h"
+#include "base/settings.h"
 #include "session/config.h"
 #include "session/process.h"
 
@@ -295,6 +296,36 @@ GPUPROF_API const char* gpuprof_status_string(int status) noexcept {
     case GPUPROF_ERROR_INTERNAL: return "GPUPROF_ERROR_INTERNAL";
     default: return "GPUPROF_UNKNOWN_STATUS";
   }
+}
+
+GPUPROF_API const char* gpuprof_settings_json_v1(void) noexcept {
+  // Built once; the table is immutable. On failure to build it (out of memory) an empty list.
+  static const char* const kJson = []() noexcept -> const char* {
+    try {
+      return (new std::string(gpuprof::base::SettingsJson()))->c_str();  // process lifetime
+    } catch (...) {
+      return "[]";
+    }
+  }();
+  return kJson;
+}
+
+GPUPROF_API int gpuprof_check_setting_v1(const char* key, const char* text, char* out, size_t out_size) noexcept {
+  using gpuprof::session::CallResult;
+  return gpuprof::session::Run(
+      [&] { return "gpuprof_check_setting_v1(" + gpuprof::session::Excerpt(key) + ")"; },
+      [&]() -> CallResult {
+        if (key == nullptr || text == nullptr || out == nullptr || out_size == 0) {
+          return {GPUPROF_ERROR_INVALID_ARGUMENT, "key, text and out must not be NULL, out_size not 0"};
+        }
+        const gpuprof::base::SettingSpec* spec = gpuprof::base::FindSettingByKey(key);
+        if (spec == nullptr) return {GPUPROF_ERROR_INVALID_ARGUMENT, "no setting has this key"};
+        gpuprof::StatusOr<std::string> canonical = gpuprof::base::ParseSettingText(*spec, text, spec->json_key);
+        if (!canonical.ok()) return {GPUPROF_ERROR_INVALID_ARGUMENT, canonical.status().message()};
+        if (canonical->size() + 1 > out_size) return {GPUPROF_ERROR_INVALID_ARGUMENT, "the value is too long"};
+        std::memcpy(out, canonical->c_str(), canonical->size() + 1);
+        return {};
+      });
 }
 
 GPUPROF_API const gpuprof_session_v1* gpuprof_active_session_v1(void) noexcept {

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "base/settings.h"
 #include "replay/controller.h"
 #include "session/config.h"
 #include "session/sqlite_fork_guard.h"
@@ -463,8 +464,11 @@ CallResult ProcessSession::DeviceCorrelation(gpuprof_device_correlation_v1* out)
 }
 
 CallResult ProcessSession::ConfigureReplay(const gpuprof_replay_config_v1& config) {
-  if (config.passes < 1 || config.passes > 1000) {
-    return {GPUPROF_ERROR_INVALID_ARGUMENT, "passes is " + std::to_string(config.passes) + "; expected 1 (pause) to 1000"};
+  // 1 pauses replay (the C API's own value); anything else is the setting's range (base/settings.h).
+  const base::SettingSpec& passes = base::Spec(base::SettingId::kReplayPasses);
+  if (config.passes != 1 && (config.passes < passes.min || config.passes > passes.max)) {
+    return {GPUPROF_ERROR_INVALID_ARGUMENT, "passes is " + std::to_string(config.passes) + "; expected 1 (pause) or " +
+                                                base::SettingAccepts(passes)};
   }
   replay::ReplayOptions options;
   options.passes = static_cast<int>(config.passes);

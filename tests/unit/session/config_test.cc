@@ -160,7 +160,7 @@ TEST(SessionConfigTest, BadVariableNamesItAndWhatIsAccepted) {
         Case{"GPUPROF_WORKER_NAME", "a/b", "GPUPROF_WORKER_NAME=\"a/b\": a worker name is one"},
         Case{"GPUPROF_DEVICE", "gpu", "GPUPROF_DEVICE=\"gpu\": expected 0 or 1"},
         Case{"GPUPROF_DEVICE_ID", "x", "GPUPROF_DEVICE_ID=\"x\": the device id must be an integer"},
-        Case{"GPUPROF_ROOT_PID", "0", "GPUPROF_ROOT_PID=\"0\": expected the pid of the process"}}) {
+        Case{"GPUPROF_ROOT_PID", "0", "GPUPROF_ROOT_PID=0: the root pid must be an integer from 1"}}) {
     StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{c.name, c.value}}));
     ASSERT_FALSE(config.ok()) << c.name << "=" << c.value;
     EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
@@ -180,9 +180,11 @@ TEST(SessionConfigTest, JsonKeysOverrideTheVariablesAndOthersAreKept) {
   EXPECT_EQ(config->output_dir, "/from/json");
   EXPECT_EQ(config->rank, 7);
   EXPECT_TRUE(config->follow_children);
-  EXPECT_EQ(config->ToJson(),
-            R"({"output_dir": "/from/json", "rank": 7, "follow_children": true, "record_shapes": true, )"
-            R"("activities": ["cpu", "cuda"], "note": "caf\u00e9 \"x\"", "started_by": "api"})");
+  // The given members first, in their order, then every other declared setting in force.
+  EXPECT_THAT(config->ToJson(),
+              ::testing::StartsWith(R"({"output_dir": "/from/json", "rank": 7, "follow_children": true, "record_shapes": true, )"
+                                    R"("activities": ["cpu", "cuda"], "note": "caf\u00e9 \"x\"", )"));
+  EXPECT_THAT(config->ToJson(), HasSubstr(R"("started_by": "api")"));
 }
 
 TEST(SessionConfigTest, GpuprofConfigIsBelowTheSpecificVariables) {
@@ -202,8 +204,10 @@ TEST(SessionConfigTest, ToJsonListsTheResolvedSettingsWhenNoJsonWasGiven) {
   config.output_dir = "/out";
   config.rank = 2;
   config.started_by = "injection";
-  EXPECT_EQ(config.ToJson(),
-            R"({"output_dir": "/out", "rank": 2, "follow_children": false, "started_by": "injection"})");
+  // Every declared setting with a JSON key, in table order (base/settings.h).
+  EXPECT_THAT(config.ToJson(), ::testing::StartsWith(R"({"output_dir": "/out", "worker_name": "", "rank": 2, )"));
+  EXPECT_THAT(config.ToJson(), HasSubstr(R"("follow_children": false, )"));
+  EXPECT_THAT(config.ToJson(), HasSubstr(R"("started_by": "injection", )"));
   // Round trip: the stored text is itself an acceptable configuration.
   SessionConfig again;
   ASSERT_TRUE(ApplyJsonConfig(config.ToJson(), "round trip", again).ok());

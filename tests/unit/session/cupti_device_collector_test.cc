@@ -54,8 +54,13 @@ class CuptiDeviceCollectorTest : public ::testing::Test {
     if (!handed_over_) delete fake_;
   }
 
-  std::unique_ptr<Session> Start(std::string started_by = "api", SessionConfig::CudaTrace cuda_trace = {}) {
-    SessionConfig config;
+  std::unique_ptr<Session> Start(std::string started_by = "api",
+                                 SessionConfig::CudaTrace cuda_trace = SessionConfig().cuda_trace) {
+    // The process environment's settings (the replay tests set GPUPROF_REPLAY* there), as a session
+    // started from the injection library reads them.
+    StatusOr<SessionConfig> from_environment = ConfigFromEnvironment(ProcessEnvironment());
+    EXPECT_TRUE(from_environment.ok()) << from_environment.status().ToString();
+    SessionConfig config = from_environment.ok() ? *from_environment : SessionConfig();
     config.output_dir = dir_ / "out";
     config.cuda_trace = cuda_trace;
     config.started_by = std::move(started_by);
@@ -155,9 +160,9 @@ TEST_F(CuptiDeviceCollectorTest, ApiCallbackDomainsAreOnOnlyWhenReplayIsConfigur
   handed_over_ = false;
   fake_ = new FakeCuptiApi;
   fake_->timestamp = 1'000;
-  setenv("GPUPROF_REPLAY_PASSES", "3", 1);
+  setenv("GPUPROF_REPLAY", "1", 1);  // what `gpuprof replay` sets
   auto session = Start();
-  unsetenv("GPUPROF_REPLAY_PASSES");
+  unsetenv("GPUPROF_REPLAY");
   ASSERT_NE(session, nullptr);
   EXPECT_TRUE(fake_->enabled_domains.contains(CUPTI_CB_DOMAIN_RUNTIME_API));
   EXPECT_TRUE(fake_->enabled_domains.contains(CUPTI_CB_DOMAIN_DRIVER_API));
@@ -172,7 +177,7 @@ TEST_F(CuptiDeviceCollectorTest, CudaTraceChoosesTheApiAndNvtxActivityKinds) {
   };
   const Case cases[] = {
       // The default, launches,nvtx: the API calls come from callbacks, not activity records.
-      {"default", SessionConfig::CudaTrace{}, false, false, true},
+      {"default", SessionConfig().cuda_trace, false, false, true},
       {"runtime,driver,nvtx", kEveryCall, true, true, true},
       {"runtime", {.runtime = true, .driver = false, .nvtx = false, .launches = false}, true, false, false},
   };
@@ -247,9 +252,12 @@ TEST_F(CuptiDeviceCollectorTest, ReplayFromTheProgramIsDeclinedWithHowToStartUnl
     handed_over_ = false;
     fake_ = new FakeCuptiApi;
     fake_->timestamp = 1'000;
+    // `gpuprof replay` sets GPUPROF_REPLAY=1 beside its selection or --from-script.
     if (variable != nullptr) setenv(variable, variable == std::string("GPUPROF_REPLAY_PASSES") ? "3" : "1", 1);
+    if (variable != nullptr) setenv("GPUPROF_REPLAY", "1", 1);
     auto session = Start("injection");
     if (variable != nullptr) unsetenv(variable);
+    unsetenv("GPUPROF_REPLAY");
     return session;
   };
   {

@@ -1,0 +1,347 @@
+#include "base/settings.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <limits>
+#include <regex>
+
+#include "base/json.h"
+
+namespace gpuprof::base {
+namespace {
+
+constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+constexpr std::string_view kRegexPrefix = "regex:";
+
+// An integer literal is shown as it is, any other text quoted (so an empty or odd value is visible).
+bool IsIntegerLiteral(std::string_view text) {
+  if (!text.empty() && text.front() == '-') text.remove_prefix(1);
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+Status Invalid(std::string_view origin, std::string_view text, std::string_view why) {
+  return InvalidArgumentError(std::string(origin) + "=" + (IsIntegerLiteral(text) ? std::string(text) : JsonQuote(text)) +
+                              ": " + std::string(why));
+}
+
+// How messages name a setting: "the device id" for device_id, "the flush interval" for
+// flush_interval_ms (the unit is in the range), "the root pid" for GPUPROF_ROOT_PID.
+std::string Noun(const SettingSpec& spec) {
+  std::string_view key = spec.json_key;
+  if (key.empty()) key = spec.env.substr(spec.env.rfind("GPUPROF_", 0) == 0 ? 8 : 0);
+  for (std::string_view unit : {std::string_view("_ms"), std::string_view("_mib")}) {
+    if (key.size() > unit.size() && key.substr(key.size() - unit.size()) == unit) key.remove_suffix(unit.size());
+  }
+  std::string noun = "the ";
+  for (char c : key) noun.push_back(c == '_' ? ' ' : static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return noun;
+}
+
+// A worker name becomes one component of the run directory's name.
+Status CheckWorkerName(std::string_view name, std::string_view origin) {
+  if (name.find('/') != std::string_view::npos || name == "." || name == "..") {
+    return Invalid(origin, name, "a worker name is one directory-name component (no '/', not . or ..)");
+  }
+  return OkStatus();
+}
+
+// cuda_trace: none alone; launches records the launching calls of both APIs, runtime or driver every
+// call of one, so launches goes with neither.
+Status CheckCudaTrace(std::string_view canonical, std::string_view origin) {
+  const std::vector<std::string_view> words = SettingListWords(canonical);
+  const auto has = [&](std::string_view word) { return std::find(words.begin(), words.end(), word) != words.end(); };
+  constexpr std::string_view kExpected =
+      "; expected a comma list of runtime, driver, launches, nvtx (e.g. \"runtime,nvtx\" or \"launches,nvtx\"), "
+      "or none for kernels, copies and memsets alone";
+  if (has("none") && words.size() > 1) return Invalid(origin, canonical, std::string("none cannot be combined with other entries").append(kExpected));
+  if (has("launches") && (has("runtime") || has("driver"))) {
+    const bool runtime = has("runtime");
+    return Invalid(origin, canonical,
+                   std::string("\"launches\" records the launching calls of the runtime and driver APIs, \"") +
+                       (runtime ? "runtime" : "driver") + "\" every call of " +
+                       (runtime ? "the runtime" : "the driver") + "; give one of them" + std::string(kExpected));
+  }
+  return OkStatus();
+}
+
+// -k: an exact kernel name, or regex:PATTERN in ECMAScript syntax (C4).
+Status CheckKernelSelector(std::string_view canonical, std::string_view origin) {
+  if (canonical.substr(0, kRegexPrefix.size()) != kRegexPrefix) return OkStatus();
+  try {
+    std::regex probe(std::string(canonical.substr(kRegexPrefix.size())), std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return Invalid(origin, canonical,
+                   std::string("not a valid regular expression (") + e.what() +
+                       "); use regex:PATTERN with ECMAScript syntax or NAME for an exact name");
+  }
+  return OkStatus();
+}
+
+Status CheckDirectory(std::string_view canonical, std::string_view origin) {
+  if (canonical.empty()) return Invalid(origin, canonical, "the output directory must be a non-empty directory path");
+  return OkStatus();
+}
+
+using T = SettingType;
+
+// The table. Rows are in SettingId order (checked at compile time below).
+constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> kSettings = {{
+    {SettingId::kOutputDir, "output_dir", "GPUPROF_OUTPUT_DIR", "", T::kString, 0, 0, "", "./gpuprof_output",
+     "-o,--output", kRunCommand | kReplayCommand, "DIR",
+     "Directory for the profile DBs (created if missing); each process writes "
+     "DIR/<host>_<pid>_<time>_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler[_<rank>].db",
+     &CheckDirectory},
+    {SettingId::kWorkerName, "worker_name", "GPUPROF_WORKER_NAME", "", T::kString, 0, 0, "", "", "", kNoCommand, "",
+     "The run directory's prefix in place of <host>_<pid>", &CheckWorkerName},
+    {SettingId::kRank, "rank", "GPUPROF_RANK", "RANK", T::kInt, -1, kInt32Max, "", "-1", "", kNoCommand, "",
+     "The process's rank (-1: unknown; the DB then has no _<rank> suffix)", nullptr},
+    {SettingId::kDeviceId, "device_id", "GPUPROF_DEVICE_ID", "LOCAL_RANK", T::kInt, -1, kInt32Max, "", "-1", "",
+     kNoCommand, "", "The rank's device in RANK_DEVICE_MAP (-1: unknown)", nullptr},
+    {SettingId::kWorldSize, "world_size", "GPUPROF_WORLD_SIZE", "WORLD_SIZE", T::kInt, -1, kInt32Max, "", "-1", "",
+     kNoCommand, "", "Ranks in the job, COMMUNICATION_OP.rankSize (-1: unknown)", nullptr},
+    {SettingId::kFollowChildren, "follow_children", "GPUPROF_FOLLOW_CHILDREN", "", T::kBool, 0, 0, "", "0",
+     "--follow-children", kRunCommand | kReplayCommand, "",
+     "Also profile (and replay in) child processes that use CUDA, each into its own DB (torchrun's ranks)",
+     nullptr},
+    {SettingId::kResultFile, "result_file", "GPUPROF_RESULT_FILE", "", T::kString, 0, 0, "", "", "", kNoCommand, "",
+     "A file that gets one \"db <path>\" line per finalized DB (set by `gpuprof run`)", nullptr},
+    {SettingId::kLogLevel, "log_level", "GPUPROF_LOG_LEVEL", "", T::kChoice, 0, 0, "debug|info|warning|error|off",
+     "warning", "", kNoCommand, "", "What gpuprof logs to stderr", nullptr},
+    {SettingId::kFlushIntervalMs, "flush_interval_ms", "GPUPROF_FLUSH_INTERVAL_MS", "", T::kInt, 1, 60'000, "",
+     "200", "", kNoCommand, "", "How often buffered records reach the DB writer, in milliseconds", nullptr},
+    {SettingId::kDevice, "device", "GPUPROF_DEVICE", "", T::kBool, 0, 0, "", "1", "", kNoCommand, "",
+     "Collect device activity when the build and the process have a device", nullptr},
+    {SettingId::kCudaTrace, "cuda_trace", "GPUPROF_CUDA_TRACE", "", T::kList, 0, 0,
+     "runtime|driver|launches|nvtx|none", "launches,nvtx", "--cuda-trace", kRunCommand, "LIST",
+     "Host-side CUDA activity recorded beside kernels, copies and memsets: a comma list of runtime, driver, "
+     "launches, nvtx, or none (launches: only the launching, copying, allocating and waiting calls of both "
+     "APIs; runtime,driver: every call, each as a CUPTI activity record; launches goes with neither)",
+     &CheckCudaTrace, /*inherit=*/true},
+    {SettingId::kRootPid, "", "GPUPROF_ROOT_PID", "", T::kInt, 1, kInt32Max, "", "", "", kNoCommand, "",
+     "The pid of the process `gpuprof run` started (set by `gpuprof run`)", nullptr},
+    {SettingId::kStartedBy, "started_by", "", "", T::kString, 0, 0, "", "api", "", kNoCommand, "",
+     "Who started the session: api, injection or fork (recorded with the run)", nullptr},
+    {SettingId::kRecordShapes, "record_shapes", "GPUPROF_TORCH_RECORD_SHAPES", "", T::kBool, 0, 0, "", "1",
+     "--record-shapes,!--no-record-shapes", kRunCommand, "",
+     "PyTorch scripts: record each op's input shapes and dtypes (default: on)", nullptr},
+    {SettingId::kProfileMemory, "profile_memory", "GPUPROF_TORCH_PROFILE_MEMORY", "", T::kBool, 0, 0, "", "1",
+     "--profile-memory,!--no-profile-memory", kRunCommand, "",
+     "PyTorch scripts: record allocator events into MEMORY_RECORD and OP_MEMORY (default: on)", nullptr},
+    {SettingId::kWithStack, "with_stack", "GPUPROF_TORCH_WITH_STACK", "", T::kBool, 0, 0, "", "0", "--with-stack",
+     kRunCommand, "", "PyTorch scripts: record each op's Python call stack into PYTORCH_CALLCHAINS (default: off)",
+     nullptr},
+    {SettingId::kWithModules, "with_modules", "GPUPROF_TORCH_WITH_MODULES", "", T::kBool, 0, 0, "", "0",
+     "--with-modules", kRunCommand, "",
+     "PyTorch scripts: record each nn.Module forward as an MSTX_EVENTS range in domain Module (default: off)",
+     nullptr},
+    {SettingId::kReplay, "replay", "GPUPROF_REPLAY", "", T::kBool, 0, 0, "", "0", "", kNoCommand, "",
+     "Kernel replay: track device memory and replay the selected launches (set by `gpuprof replay`)", nullptr},
+    {SettingId::kReplayFromScript, "replay_from_script", "GPUPROF_REPLAY_FROM_SCRIPT", "", T::kBool, 0, 0, "", "0",
+     "--from-script", kReplayCommand, "",
+     "Track memory from the start but replay only what the program asks for "
+     "(gpuprof.profile(kernel_replay=gpuprof.KernelReplay(...))); excludes the selection flags",
+     nullptr},
+    {SettingId::kReplayPasses, "replay_passes", "GPUPROF_REPLAY_PASSES", "", T::kInt, 2, 1000, "", "5", "--passes",
+     kReplayCommand | kDemoCommand, "N", "Passes per replayed kernel launch", nullptr},
+    {SettingId::kReplayKernel, "replay_kernel", "GPUPROF_REPLAY_KERNEL", "", T::kString, 0, 0, "", "",
+     "-k,--kernel-name", kReplayCommand, "NAME",
+     "Kernel to replay: NAME or regex:PATTERN (default: every kernel)", &CheckKernelSelector},
+    {SettingId::kReplaySkip, "replay_skip", "GPUPROF_REPLAY_SKIP", "", T::kInt, 0, kInt64Max, "", "0",
+     "-s,--launch-skip", kReplayCommand, "N", "Matching launches to run unreplayed first", nullptr},
+    {SettingId::kReplayCount, "replay_count", "GPUPROF_REPLAY_COUNT", "", T::kInt, 0, kInt64Max, "", "0",
+     "-c,--launch-count", kReplayCommand, "N", "Replay at most this many launches (0: no limit)", nullptr},
+    {SettingId::kReplayCacheControl, "replay_cache_control", "GPUPROF_REPLAY_CACHE_CONTROL", "", T::kChoice, 0, 0,
+     "all|none", "all", "--cache-control", kReplayCommand, "all|none",
+     "Flush L2 before each pass (all) or not (none)", nullptr},
+    {SettingId::kReplayRestore, "replay_restore", "GPUPROF_REPLAY_RESTORE", "", T::kChoice, 0, 0, "auto|full",
+     "auto", "--restore", kReplayCommand | kDemoCommand, "auto|full",
+     "Restore between passes: write back only the chunks that changed (auto) or every byte (full)", nullptr},
+    {SettingId::kReplayStrict, "replay_strict", "GPUPROF_REPLAY_STRICT", "", T::kBool, 0, 0, "", "0", "--strict",
+     kReplayCommand, "", "Decline launches while kernel-writable untracked memory is live", nullptr},
+    {SettingId::kReplaySideEffectKernels, "replay_side_effect_kernels", "GPUPROF_REPLAY_SIDE_EFFECT_KERNELS", "",
+     T::kBool, 0, 0, "", "0", "", kNoCommand, "",
+     "Replay kernels that use device printf or malloc and collectives anyway (C2)", nullptr},
+    {SettingId::kReplayDeviceReserveMib, "replay_device_reserve_mib", "GPUPROF_REPLAY_DEVICE_RESERVE_MIB", "",
+     T::kInt, 0, std::int64_t{1} << 30, "", "2048", "--device-reserve", kReplayCommand, "MIB",
+     "MiB of device memory that snapshots leave free; beyond it they go to host memory", nullptr},
+}};
+
+constexpr bool RowsInIdOrder() {
+  for (std::size_t i = 0; i < kSettings.size(); ++i) {
+    if (static_cast<std::size_t>(kSettings[i].id) != i) return false;
+  }
+  return true;
+}
+static_assert(RowsInIdOrder(), "kSettings rows must be in SettingId order");
+
+std::string Lower(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower;
+}
+
+std::string_view TypeName(SettingType type) {
+  switch (type) {
+    case T::kBool: return "bool";
+    case T::kInt: return "int";
+    case T::kString: return "string";
+    case T::kChoice: return "choice";
+    case T::kList: return "list";
+  }
+  return "string";
+}
+
+}  // namespace
+
+std::span<const SettingSpec> Settings() noexcept { return kSettings; }
+
+const SettingSpec& Spec(SettingId id) noexcept { return kSettings[static_cast<std::size_t>(id)]; }
+
+const SettingSpec* FindSettingByKey(std::string_view json_key) noexcept {
+  if (json_key.empty()) return nullptr;
+  for (const SettingSpec& spec : kSettings) {
+    if (spec.json_key == json_key) return &spec;
+  }
+  return nullptr;
+}
+
+const SettingSpec* FindSettingByEnv(std::string_view env) noexcept {
+  if (env.empty()) return nullptr;
+  for (const SettingSpec& spec : kSettings) {
+    if (spec.env == env) return &spec;
+  }
+  return nullptr;
+}
+
+std::optional<bool> ParseBoolText(std::string_view text) noexcept {
+  if (text.size() > 5) return std::nullopt;
+  char lower[6] = {};
+  for (std::size_t i = 0; i < text.size(); ++i) lower[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+  const std::string_view word(lower, text.size());
+  if (word == "1" || word == "true" || word == "on") return true;
+  if (word == "0" || word == "false" || word == "off") return false;
+  return std::nullopt;
+}
+
+std::vector<std::string_view> SettingChoices(const SettingSpec& spec) {
+  std::vector<std::string_view> choices;
+  std::string_view rest = spec.choices;
+  while (!rest.empty()) {
+    const std::size_t bar = rest.find('|');
+    choices.push_back(rest.substr(0, bar));
+    if (bar == std::string_view::npos) break;
+    rest.remove_prefix(bar + 1);
+  }
+  return choices;
+}
+
+std::vector<std::string_view> SettingListWords(std::string_view canonical) {
+  std::vector<std::string_view> words;
+  std::size_t begin = 0;
+  while (begin <= canonical.size()) {
+    const std::size_t comma = canonical.find(',', begin);
+    words.push_back(canonical.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin));
+    if (comma == std::string_view::npos) break;
+    begin = comma + 1;
+  }
+  return words;
+}
+
+std::int64_t SettingInt(std::string_view canonical) noexcept {
+  std::int64_t value = 0;
+  std::from_chars(canonical.data(), canonical.data() + canonical.size(), value);
+  return value;
+}
+
+std::string SettingAccepts(const SettingSpec& spec) {
+  std::string choices;
+  for (std::string_view choice : SettingChoices(spec)) choices += (choices.empty() ? "" : ", ") + std::string(choice);
+  switch (spec.type) {
+    case T::kBool: return "0 or 1 (or false/true, off/on)";
+    case T::kInt: return "an integer from " + std::to_string(spec.min) + " to " + std::to_string(spec.max);
+    case T::kString: return "text";
+    case T::kChoice: return "one of " + choices;
+    case T::kList: return "a comma list of " + choices;
+  }
+  return "text";
+}
+
+StatusOr<std::string> ParseSettingText(const SettingSpec& spec, std::string_view text, std::string_view origin) {
+  std::string canonical;
+  switch (spec.type) {
+    case T::kBool: {
+      std::optional<bool> value = ParseBoolText(text);
+      if (!value) return Invalid(origin, text, "expected " + SettingAccepts(spec));
+      canonical = *value ? "1" : "0";
+      break;
+    }
+    case T::kInt: {
+      std::int64_t value = 0;
+      const char* end = text.data() + text.size();
+      auto [ptr, ec] = std::from_chars(text.data(), end, value);
+      if (text.empty() || ec != std::errc() || ptr != end || value < spec.min || value > spec.max) {
+        return Invalid(origin, text, Noun(spec) + " must be " + SettingAccepts(spec));
+      }
+      canonical = std::to_string(value);
+      break;
+    }
+    case T::kString:
+      canonical = std::string(text);
+      break;
+    case T::kChoice: {
+      const std::vector<std::string_view> choices = SettingChoices(spec);
+      const std::string lower = Lower(text);
+      if (std::find(choices.begin(), choices.end(), lower) == choices.end()) {
+        return Invalid(origin, text, "expected " + SettingAccepts(spec));
+      }
+      canonical = lower;
+      break;
+    }
+    case T::kList: {
+      const std::vector<std::string_view> choices = SettingChoices(spec);
+      std::vector<std::string> seen;
+      for (std::string_view word : SettingListWords(text)) {
+        const std::string lower(word);  // list words are exact (cuda_trace's "Runtime" is not runtime)
+        if (lower.empty() || std::find(choices.begin(), choices.end(), lower) == choices.end()) {
+          return Invalid(origin, text,
+                         (lower.empty() ? std::string("an empty entry") : "unknown entry " + JsonQuote(word)) +
+                             "; expected " + SettingAccepts(spec));
+        }
+        if (std::find(seen.begin(), seen.end(), lower) != seen.end()) {
+          return Invalid(origin, text, JsonQuote(lower) + " is given twice; expected " + SettingAccepts(spec));
+        }
+        seen.push_back(lower);
+      }
+      for (const std::string& word : seen) canonical += (canonical.empty() ? "" : ",") + word;
+      break;
+    }
+  }
+  if (spec.check != nullptr) GPUPROF_RETURN_IF_ERROR(spec.check(canonical, origin));
+  return canonical;
+}
+
+std::string SettingsJson() {
+  std::string out = "[";
+  for (const SettingSpec& spec : kSettings) {
+    if (out.size() > 1) out += ",\n ";
+    out += "{\"json_key\": " + JsonQuote(spec.json_key) + ", \"env\": " + JsonQuote(spec.env) +
+           ", \"launcher_env\": " + JsonQuote(spec.launcher_env) + ", \"type\": " + JsonQuote(TypeName(spec.type));
+    if (spec.type == T::kInt) out += ", \"min\": " + std::to_string(spec.min) + ", \"max\": " + std::to_string(spec.max);
+    out += ", \"choices\": [";
+    bool first = true;
+    for (std::string_view choice : SettingChoices(spec)) {
+      out += (first ? "" : ", ") + JsonQuote(choice);
+      first = false;
+    }
+    out += "], \"default\": " + JsonQuote(spec.default_value) + ", \"cli\": " + JsonQuote(spec.cli) +
+           ", \"help\": " + JsonQuote(spec.help) + "}";
+  }
+  out += "]";
+  return out;
+}
+
+}  // namespace gpuprof::base
