@@ -3,8 +3,9 @@
 _autoload/sitecustomize.py calls install() at interpreter start-up. Nothing happens until the
 script imports torch; then one gpuprof.profile covering the rest of the run starts (it joins the
 session `gpuprof run` configured: output folder and result file come from the environment) and
-stops at exit. Its options come from what `gpuprof run` sets: GPUPROF_TORCH_RECORD_SHAPES and
-GPUPROF_TORCH_PROFILE_MEMORY (both default 1), GPUPROF_TORCH_WITH_STACK and GPUPROF_TORCH_WITH_MODULES (default 0). Each optimizer.step() closes a step (a
+stops at exit. Its options come from what `gpuprof run` sets: GPUPROF_TORCH_RECORD_SHAPES,
+GPUPROF_TORCH_PROFILE_MEMORY, GPUPROF_TORCH_WITH_STACK and GPUPROF_TORCH_WITH_MODULES, read through the
+settings declaration (their defaults and the boolean dialect are its). Each optimizer.step() closes a step (a
 ProfilerStep#N op from the previous step's end, so STEP_TIME is filled) unless the script calls
 gpuprof.profile.step() itself.
 """
@@ -19,11 +20,6 @@ import time
 
 _installed = False
 _profile = None
-
-
-def _flag(name, default):
-    value = os.environ.get(name, "")
-    return default if value == "" else value not in ("0", "false", "no")
 
 
 class _TorchWatcher(importlib.abc.MetaPathFinder):
@@ -83,10 +79,12 @@ def _start():
         return
 
     try:
-        prof = profiler.profile(record_shapes=_flag("GPUPROF_TORCH_RECORD_SHAPES", True),
-                                profile_memory=_flag("GPUPROF_TORCH_PROFILE_MEMORY", True),
-                                with_stack=_flag("GPUPROF_TORCH_WITH_STACK", False),
-                                with_modules=_flag("GPUPROF_TORCH_WITH_MODULES", False), _whole_run=True)
+        # The settings' variables, parsed by the declaration (src/base/settings.h), defaults included.
+        from . import _settings
+        prof = profiler.profile(record_shapes=_settings.from_environment("record_shapes"),
+                                profile_memory=_settings.from_environment("profile_memory"),
+                                with_stack=_settings.from_environment("with_stack"),
+                                with_modules=_settings.from_environment("with_modules"), _whole_run=True)
         prof.start()
     except Exception as e:  # noqa: BLE001  (the script runs on, unprofiled)
         print(f"gpuprof: the PyTorch profile is off: {type(e).__name__}: {e}", file=sys.stderr)

@@ -65,30 +65,39 @@ class KernelReplay:
     replay and a RuntimeWarning says why.
     """
 
-    def __init__(self, passes=3, kernel=None, skip=0, count=0, cache_control="all", restore="auto", strict=False):
-        def count_arg(name, value):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"gpuprof.KernelReplay: {name} must be an int >= 0, got {value!r}")
-            return value
+    # Each argument is a declared setting (src/base/settings.h): its default and its check come from
+    # the table, so the program is held to what `gpuprof replay` accepts.
+    _SETTINGS = (("passes", "replay_passes"), ("kernel", "replay_kernel"), ("skip", "replay_skip"),
+                 ("count", "replay_count"), ("cache_control", "replay_cache_control"),
+                 ("restore", "replay_restore"), ("strict", "replay_strict"))
 
-        if isinstance(passes, bool) or not isinstance(passes, int) or not 2 <= passes <= 1000:
-            raise ValueError(f"gpuprof.KernelReplay: passes must be an int in 2..1000, got {passes!r}")
-        if kernel is not None and (not isinstance(kernel, str) or not kernel or "\0" in kernel):
-            raise ValueError("gpuprof.KernelReplay: kernel must be a function name, 'regex:PATTERN' or None "
-                             f"(every kernel), got {kernel!r}")
-        if kernel is not None and kernel.startswith("regex:"):
-            import re
-            try:
-                re.compile(kernel[len("regex:"):])
-            except re.error as e:
-                raise ValueError(f"gpuprof.KernelReplay: kernel {kernel!r} is not a valid regular expression: {e}")
-        if cache_control not in ("all", "none"):
-            raise ValueError(f"gpuprof.KernelReplay: cache_control must be 'all' or 'none', got {cache_control!r}")
-        if restore not in ("auto", "full"):
-            raise ValueError(f"gpuprof.KernelReplay: restore must be 'auto' or 'full', got {restore!r}")
-        self.passes, self.kernel = passes, kernel
-        self.skip, self.count = count_arg("skip", skip), count_arg("count", count)
-        self.cache_control, self.restore, self.strict = cache_control, restore, bool(strict)
+    def __init__(self, passes=None, kernel=None, skip=None, count=None, cache_control=None, restore=None,
+                 strict=None):
+        from . import _settings
+
+        given = {"passes": passes, "kernel": kernel, "skip": skip, "count": count,
+                 "cache_control": cache_control, "restore": restore, "strict": strict}
+        for name, key in self._SETTINGS:
+            value = given[name]
+            if value is None:
+                value = _settings.default(key)
+            kind = _settings.table()[key]["type"]
+            if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"gpuprof.KernelReplay: {name} must be an int, got {value!r}")
+            if kind in ("string", "choice") and not isinstance(value, str):
+                raise ValueError(f"gpuprof.KernelReplay: {name} must be a str, got {value!r}")
+            if name == "kernel" and ("\0" in value or (kernel is not None and not value)):
+                raise ValueError("gpuprof.KernelReplay: kernel must be a function name, 'regex:PATTERN' or None "
+                                 f"(every kernel), got {kernel!r}")
+            canonical = _settings.check(key, value, f"gpuprof.KernelReplay: {name}")
+            if kind == "int":
+                value = int(canonical)
+            elif kind == "bool":
+                value = canonical == "1"
+            else:
+                value = canonical
+            setattr(self, name, value)
+        self.kernel = self.kernel or None
 
     def __repr__(self):
         return (f"KernelReplay(passes={self.passes}, kernel={self.kernel!r}, skip={self.skip}, count={self.count}, "

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 
 namespace gpuprof::session {
 namespace {
@@ -214,6 +215,72 @@ TEST(SessionConfigTest, ToJsonListsTheResolvedSettingsWhenNoJsonWasGiven) {
   EXPECT_EQ(again.output_dir, "/out");
   EXPECT_EQ(again.rank, 2);
   EXPECT_EQ(again.started_by, "injection");
+}
+
+// The GPUPROF_REPLAY_* variables `gpuprof replay` sets, parsed here once (cupti no longer reads
+// them itself): what cupti/replay_hook_test.cc's ReplayEnvironmentTest asserted of the old reader.
+TEST(SessionConfigTest, ReplayIsOffUnlessAskedAndTakesTheDeclaredDefaults) {
+  StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({}));
+  ASSERT_TRUE(config.ok());
+  EXPECT_FALSE(config->replay.enabled) << "GPUPROF_REPLAY unset: no replay";
+  EXPECT_EQ(config->replay.passes, 5) << "one default of 5 passes";
+  EXPECT_TRUE(config->replay.flush_l2) << "L2 flushed before each pass by default (B7)";
+  EXPECT_EQ(config->replay.restore, replay::RestoreMode::kAuto);
+  EXPECT_EQ(config->replay.device_reserve_bytes, std::uint64_t{2} << 30) << "B2's default reserve: 2 GiB";
+  // Selection variables alone do not turn replay on: `gpuprof replay` says so with GPUPROF_REPLAY=1.
+  EXPECT_FALSE(ConfigFromEnvironment(Env({{"GPUPROF_REPLAY_PASSES", "3"}}))->replay.enabled);
+  EXPECT_TRUE(ConfigFromEnvironment(Env({{"GPUPROF_REPLAY", "1"}}))->replay.enabled);
+}
+
+TEST(SessionConfigTest, ReadsWhatGpuprofReplaySets) {
+  StatusOr<SessionConfig> config = ConfigFromEnvironment(
+      Env({{"GPUPROF_REPLAY", "1"}, {"GPUPROF_REPLAY_PASSES", "4"}, {"GPUPROF_REPLAY_KERNEL", "regex:gemm"},
+           {"GPUPROF_REPLAY_SKIP", "2"}, {"GPUPROF_REPLAY_COUNT", "3"}, {"GPUPROF_REPLAY_CACHE_CONTROL", "none"},
+           {"GPUPROF_REPLAY_RESTORE", "full"}, {"GPUPROF_REPLAY_STRICT", "1"},
+           {"GPUPROF_REPLAY_DEVICE_RESERVE_MIB", "512"}}));
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  const replay::ReplayOptions options = ReplayOptionsFrom(config->replay);
+  EXPECT_EQ(options.passes, 4);
+  EXPECT_EQ(options.selector.name, "regex:gemm");
+  EXPECT_EQ(options.selector.skip, 2u);
+  EXPECT_EQ(options.selector.count, 3u);
+  EXPECT_FALSE(config->replay.flush_l2);
+  EXPECT_EQ(options.restore, replay::RestoreMode::kFull);
+  EXPECT_TRUE(options.strict);
+  EXPECT_EQ(config->replay.device_reserve_bytes, std::uint64_t{512} << 20);
+}
+
+TEST(SessionConfigTest, BadReplayValuesNameTheVariable) {
+  for (const auto& [variable, value, expected] :
+       {std::tuple{"GPUPROF_REPLAY_PASSES", "three", "GPUPROF_REPLAY_PASSES=\"three\""},
+        std::tuple{"GPUPROF_REPLAY_PASSES", "1", "GPUPROF_REPLAY_PASSES=1: the replay passes must be an integer from 2"},
+        std::tuple{"GPUPROF_REPLAY_PASSES", "1001", "from 2 to 1000"},
+        std::tuple{"GPUPROF_REPLAY_CACHE_CONTROL", "some", "expected one of all, none"},
+        std::tuple{"GPUPROF_REPLAY_DEVICE_RESERVE_MIB", "-1", "GPUPROF_REPLAY_DEVICE_RESERVE_MIB=-1"},
+        std::tuple{"GPUPROF_REPLAY_KERNEL", "regex:(", "not a valid regular expression"},
+        std::tuple{"GPUPROF_REPLAY_STRICT", "yes", "expected 0 or 1"}}) {
+    StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{variable, value}}));
+    ASSERT_FALSE(config.ok()) << variable << "=" << value;
+    EXPECT_THAT(config.status().message(), HasSubstr(expected)) << variable << "=" << value;
+  }
+}
+
+// One boolean dialect: replay_hook.cc once read GPUPROF_REPLAY_STRICT=false as on (anything but "0").
+TEST(SessionConfigTest, StrictFalseMeansOff) {
+  for (const char* off : {"0", "false", "off", "FALSE"}) {
+    EXPECT_FALSE(ConfigFromEnvironment(Env({{"GPUPROF_REPLAY_STRICT", off}}))->replay.strict) << off;
+  }
+  for (const char* on : {"1", "true", "on"}) {
+    EXPECT_TRUE(ConfigFromEnvironment(Env({{"GPUPROF_REPLAY_STRICT", on}}))->replay.strict) << on;
+  }
+}
+
+TEST(SessionConfigTest, DefaultsAreTheDeclaredOnes) {
+  const SessionConfig config;
+  for (const base::SettingSpec& spec : base::Settings()) {
+    if (spec.id == base::SettingId::kLogLevel) continue;  // unset: logging keeps its own level
+    EXPECT_EQ(SettingText(config, spec.id), spec.default_value) << spec.json_key << spec.env;
+  }
 }
 
 TEST(SessionConfigTest, MalformedJsonSaysWhereAndWhat) {
