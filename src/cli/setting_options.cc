@@ -19,7 +19,7 @@ CLI::Validator RowCheck(const base::SettingSpec& spec) {
         text = *canonical;
         return std::string();
       },
-      std::string(spec.cli_value));
+      std::string());  // --help shows the value's name and the range in the help text, not twice
 }
 
 }  // namespace
@@ -30,7 +30,11 @@ SettingOptions::SettingOptions(CLI::App& app, base::SettingCommand command) {
     Entry& entry = entries_.emplace_back();
     entry.spec = &spec;
     const std::string names(spec.cli);
-    const std::string help(spec.help);
+    std::string help(spec.help);
+    // A bounded integer says its range (counts up to "no limit" say nothing).
+    if (spec.type == base::SettingType::kInt && spec.max <= 1'000'000'000'000) {
+      help += " (" + std::to_string(spec.min) + ".." + std::to_string(spec.max) + ")";
+    }
     if (spec.type == base::SettingType::kBool) {
       entry.flag = spec.default_value == "1";
       entry.option = app.add_flag(names, entry.flag, help);
