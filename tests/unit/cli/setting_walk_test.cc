@@ -55,13 +55,7 @@ std::string OtherValue(const SettingSpec& spec, const TempDir& dir) {
 // The command-line words that set `value` for `spec` (a flag's positive or negative form).
 std::vector<std::string> Words(const SettingSpec& spec, const std::string& value) {
   std::vector<std::string> names;
-  std::string_view rest = spec.cli;
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    names.emplace_back(rest.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
+  for (std::string_view name : base::SettingListWords(spec.cli)) names.emplace_back(name);
   if (spec.type == SettingType::kBool) {
     for (const std::string& name : names) {
       const bool negative = name.front() == '!';
@@ -84,6 +78,20 @@ std::string JsonValue(const SettingSpec& spec, const std::string& canonical) {
   return base::JsonQuote(canonical);
 }
 
+// Parses `args` (argv[0] included) with `app`; CLI11's errors fail the test.
+void Parse(CLI::App& app, std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  EXPECT_NO_THROW(app.parse(static_cast<int>(argv.size()), argv.data())) << args.back();
+}
+
+// The application's environment a command's options make.
+std::map<std::string, std::string> EnvironmentOf(const SettingOptions& options) {
+  std::map<std::string, std::string> env;
+  for (auto& [name, text] : options.Environment()) env[name] = text;
+  return env;
+}
+
 TEST(SettingWalkTest, EveryOptionReachesTheApplicationAsItsVariableAndTheSessionParsesItBack) {
   TempDir dir;
   int walked = 0;
@@ -96,15 +104,12 @@ TEST(SettingWalkTest, EveryOptionReachesTheApplicationAsItsVariableAndTheSession
       SettingOptions options(*sub, command);
       std::vector<std::string> args = {"gpuprof", CommandName(command)};
       for (std::string& word : Words(spec, value)) args.push_back(std::move(word));
-      std::vector<char*> argv;
-      for (std::string& arg : args) argv.push_back(arg.data());
-      ASSERT_NO_THROW(app.parse(static_cast<int>(argv.size()), argv.data())) << spec.cli << " " << value;
+      Parse(app, args);
       EXPECT_TRUE(options.given(spec.id)) << spec.cli;
       EXPECT_EQ(options.value(spec.id), value) << spec.cli;
 
       // The environment the command hands the application, as the session reads it.
-      std::map<std::string, std::string> env;
-      for (auto& [name, text] : options.Environment()) env[name] = text;
+      std::map<std::string, std::string> env = EnvironmentOf(options);
       ASSERT_EQ(env.count(std::string(spec.env)), 1u) << spec.cli << " is not handed on as " << spec.env;
       EXPECT_EQ(env[std::string(spec.env)], value) << spec.env;
       StatusOr<session::SessionConfig> config = session::ConfigFromEnvironment([&](const char* name) -> const char* {
@@ -123,12 +128,8 @@ TEST(SettingWalkTest, OptionsNotGivenHandOnTheDeclaredDefaultExceptInheritedOnes
   CLI::App app{"walk"};
   CLI::App* sub = app.add_subcommand("replay");
   SettingOptions options(*sub, base::kReplayCommand);
-  std::vector<std::string> args = {"gpuprof", "replay"};
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  std::map<std::string, std::string> env;
-  for (auto& [name, text] : options.Environment()) env[name] = text;
+  Parse(app, {"gpuprof", "replay"});
+  std::map<std::string, std::string> env = EnvironmentOf(options);
   EXPECT_EQ(env["GPUPROF_REPLAY_PASSES"], "5");
   EXPECT_EQ(env["GPUPROF_REPLAY_CACHE_CONTROL"], "all");
   EXPECT_EQ(env["GPUPROF_REPLAY_DEVICE_RESERVE_MIB"], "2048");
@@ -137,13 +138,10 @@ TEST(SettingWalkTest, OptionsNotGivenHandOnTheDeclaredDefaultExceptInheritedOnes
   CLI::App run_app{"walk"};
   CLI::App* run = run_app.add_subcommand("run");
   SettingOptions run_options(*run, base::kRunCommand);
-  std::vector<std::string> run_args = {"gpuprof", "run"};
-  std::vector<char*> run_argv;
-  for (std::string& arg : run_args) run_argv.push_back(arg.data());
-  run_app.parse(static_cast<int>(run_argv.size()), run_argv.data());
-  for (auto& [name, text] : run_options.Environment()) {
-    EXPECT_NE(name, "GPUPROF_CUDA_TRACE") << "cuda_trace is inherited: gpuprof's own variable passes through";
-  }
+  Parse(run_app, {"gpuprof", "run"});
+  EXPECT_EQ(EnvironmentOf(run_options).count("GPUPROF_CUDA_TRACE"), 0u)
+      << "cuda_trace is inherited: gpuprof's own variable passes through";
+  EXPECT_EQ(EnvironmentOf(run_options)["GPUPROF_TORCH_RECORD_SHAPES"], "1");
 }
 
 TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
