@@ -15,7 +15,7 @@
 #include <set>
 #include <utility>
 
-#include "db/utf8.h"
+#include "base/json.h"
 
 namespace gpuprof::db {
 namespace {
@@ -143,7 +143,7 @@ class Event {
 
   Event& Str(std::string_view key, std::string_view value) {
     Key(key);
-    AppendJsonString(out_, value);
+    base::AppendJsonString(out_, value);
     return *this;
   }
   Event& Int(std::string_view key, std::int64_t value) {
@@ -834,48 +834,6 @@ StatusOr<DbContext> LoadContext(const ProfileReader& reader, const ProfileDbFile
 }  // namespace
 
 std::vector<std::string_view> ExportFormats() { return {kPerfettoFormat}; }
-
-void AppendJsonString(std::string* out, std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-  out->push_back('"');
-  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t size = text.size();
-  std::size_t i = 0;
-  while (i < size) {
-    const unsigned char c = bytes[i];
-    if (c < 0x80) {
-      switch (c) {
-        case '"': out->append("\\\""); break;
-        case '\\': out->append("\\\\"); break;
-        case '\b': out->append("\\b"); break;
-        case '\f': out->append("\\f"); break;
-        case '\n': out->append("\\n"); break;
-        case '\r': out->append("\\r"); break;
-        case '\t': out->append("\\t"); break;
-        default:
-          if (c < 0x20) {
-            out->append("\\u00");
-            out->push_back(kHex[c >> 4]);
-            out->push_back(kHex[c & 0xf]);
-          } else {
-            out->push_back(static_cast<char>(c));
-          }
-      }
-      ++i;
-      continue;
-    }
-    const std::size_t length = ValidUtf8SequenceLength(bytes + i, size - i);
-    if (length > 0) {
-      out->append(text.data() + i, length);
-      i += length;
-    } else {
-      out->append(kReplacement);
-      ++i;
-    }
-  }
-  out->push_back('"');
-}
 
 void AppendMicros(std::string* out, std::int64_t ns) {
   auto magnitude = static_cast<std::uint64_t>(ns);

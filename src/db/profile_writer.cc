@@ -27,6 +27,7 @@
 
 #include "base/clock.h"
 #include "base/hash.h"
+#include "base/json.h"
 #include "base/logging.h"
 #include "base/thread_priority.h"
 #include "db/derive.h"
@@ -102,31 +103,6 @@ std::string_view RestoreModeText(replay::RestoreMode mode) {
     case replay::RestoreMode::kFull: return "full";
   }
   return "unknown";
-}
-
-std::string JsonEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out += '"';
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-  return out;
 }
 
 // A stable id for this host: the hash of /etc/machine-id, or of the hostname where there is none.
@@ -1215,20 +1191,20 @@ std::string ProfilerInfoJson(const trace::RunInfo& run, const OutputLayout& layo
   std::size_t first = config.find_first_not_of(" \t\r\n");
   std::string config_value = config.empty() || first == std::string_view::npos ? "{}"
                              : config[first] == '{'                            ? std::string(config)
-                                                                               : JsonEscape(config);
+                                                                               : base::JsonQuote(config);
   std::ostringstream out;
   out << "{\n"
       << "  \"config\": " << config_value << ",\n"
       << "  \"rank_id\": " << run.rank << ",\n"
       << "  \"device_id\": " << run.device << ",\n"
-      << "  \"host_name\": " << JsonEscape(run.hostname) << ",\n"
+      << "  \"host_name\": " << base::JsonQuote(run.hostname) << ",\n"
       << "  \"pid\": " << run.pid << ",\n"
       << "  \"start_ns\": " << run.start_ns << ",\n"
       << "  \"end_ns\": " << end_ns << ",\n"
       << "  \"db\": "
-      << JsonEscape(std::filesystem::path(layout.db_path).lexically_relative(layout.run_dir).string())
+      << base::JsonQuote(std::filesystem::path(layout.db_path).lexically_relative(layout.run_dir).string())
       << ",\n"
-      << "  \"gpuprof_version\": " << JsonEscape(GPUPROF_VERSION_STRING) << "\n"
+      << "  \"gpuprof_version\": " << base::JsonQuote(GPUPROF_VERSION_STRING) << "\n"
       << "}\n";
   return out.str();
 }

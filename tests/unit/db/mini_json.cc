@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "base/utf8.h"
+
 namespace gpuprof::db::fixture {
 namespace {
 
@@ -134,24 +136,6 @@ class Parser {
     return OkStatus();
   }
 
-  static void AppendUtf8(std::string* out, unsigned code) {
-    if (code < 0x80) {
-      out->push_back(static_cast<char>(code));
-    } else if (code < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (code >> 6)));
-      out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
-    } else if (code < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (code >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (code >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((code >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
-    }
-  }
-
   Status ParseHex4(unsigned* out) {
     if (pos_ + 4 > text_.size()) return Fail("short \\u escape");
     unsigned value = 0;
@@ -206,7 +190,7 @@ class Parser {
               if (low < 0xDC00 || low > 0xDFFF) return Fail("bad low surrogate");
               code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
             }
-            AppendUtf8(out, code);
+            base::AppendUtf8(out, code);
             break;
           }
           default: return Fail("bad escape");
@@ -218,33 +202,10 @@ class Parser {
         ++pos_;
         continue;
       }
-      // Validate one UTF-8 sequence (same rules as RFC 3629).
-      std::size_t length = 0;
-      unsigned char low = 0x80, high = 0xBF;
-      if (c >= 0xC2 && c <= 0xDF) {
-        length = 2;
-      } else if (c == 0xE0) {
-        length = 3, low = 0xA0;
-      } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
-        length = 3;
-      } else if (c == 0xED) {
-        length = 3, high = 0x9F;
-      } else if (c == 0xF0) {
-        length = 4, low = 0x90;
-      } else if (c >= 0xF1 && c <= 0xF3) {
-        length = 4;
-      } else if (c == 0xF4) {
-        length = 4, high = 0x8F;
-      } else {
-        return Fail("invalid UTF-8 lead byte");
-      }
-      if (pos_ + length > text_.size()) return Fail("truncated UTF-8 sequence");
-      const auto second = static_cast<unsigned char>(text_[pos_ + 1]);
-      if (second < low || second > high) return Fail("invalid UTF-8 sequence");
-      for (std::size_t k = 2; k < length; ++k) {
-        const auto next = static_cast<unsigned char>(text_[pos_ + k]);
-        if (next < 0x80 || next > 0xBF) return Fail("invalid UTF-8 continuation byte");
-      }
+      // One UTF-8 sequence, validated by the tree's one validator (RFC 3629).
+      const std::size_t length = base::ValidUtf8SequenceLength(
+          reinterpret_cast<const unsigned char*>(text_.data()) + pos_, text_.size() - pos_);
+      if (length == 0) return Fail("invalid UTF-8 sequence");
       out->append(text_.substr(pos_, length));
       pos_ += length;
     }
