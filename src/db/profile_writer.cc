@@ -76,35 +76,6 @@ std::int64_t ParseStepNumber(std::string_view name) {
   return value;
 }
 
-std::string_view DeclineReasonText(replay::DeclineReason reason) {
-  // The engine's names (replay::DeclineReasonName) live in gpuprof_replay, which db must not link
-  // (base <- trace <- db); -Wswitch flags this switch when a reason is added.
-  using R = replay::DeclineReason;
-  switch (reason) {
-    case R::kNone: return "none";
-    case R::kIncompleteSnapshot: return "incomplete-snapshot";
-    case R::kGraphLaunch: return "graph-launch";
-    case R::kStreamCapture: return "stream-capture";
-    case R::kMultiDispatch: return "multi-dispatch";
-    case R::kUntrackedWritableMemory: return "untracked-writable-memory";
-    case R::kCollectiveKernel: return "collective-kernel";
-    case R::kDrainTimeout: return "drain-timeout";
-    case R::kSideEffects: return "side-effects";
-    case R::kFinalizing: return "finalizing";
-    case R::kRestoreFailed: return "restore-failed";
-    case R::kLaunchFailed: return "launch-failed";
-  }
-  return "unknown";
-}
-
-std::string_view RestoreModeText(replay::RestoreMode mode) {
-  switch (mode) {
-    case replay::RestoreMode::kAuto: return "auto";
-    case replay::RestoreMode::kFull: return "full";
-  }
-  return "unknown";
-}
-
 // A stable id for this host: the hash of /etc/machine-id, or of the hostname where there is none.
 std::string HostUid(const std::string& hostname) {
   std::string source;
@@ -899,14 +870,14 @@ class RowSink {
     if (r.decline_reason == replay::DeclineReason::kNone) {
       k.BindNull(9);
     } else {
-      k.BindStaticText(9, DeclineReasonText(r.decline_reason));
+      k.BindStaticText(9, replay::DeclineReasonName(r.decline_reason));
     }
     if (r.decline_detail.empty()) {
       k.BindNull(10);
     } else {
       k.BindStaticText(10, r.decline_detail);
     }
-    k.BindStaticText(11, RestoreModeText(r.restore_mode));
+    k.BindStaticText(11, replay::RestoreModeName(r.restore_mode));
     k.BindInt(12, static_cast<std::int64_t>(r.passes.size()));
     k.BindInt(13, r.deterministic ? 1 : 0);
     k.BindU64(14, r.snapshot_regions);
