@@ -61,22 +61,22 @@ TEST(JsonStringTest, KeepsValidUtf8) {
 TEST(JsonStringTest, ReplacesInvalidUtf8WithReplacementCharacter) {
   EXPECT_EQ(Json("a\xff"
                  "b"),
-            "\"a" + kR + "b\"");                                        // never valid
-  EXPECT_EQ(Json("\x80"), "\"" + kR + "\"");                            // lone continuation byte
-  EXPECT_EQ(Json("\xF4\x90\x80\x80"), "\"" + kR + kR + kR + kR + "\"");  // above U+10FFFF
+            "\"a" + kR + "b\"");                                                  // never valid
+  EXPECT_EQ(Json("\x80"), "\"" + kR + "\"");                                      // lone continuation byte
+  EXPECT_EQ(Json("\xF4\x90\x80\x80"), "\"" + kR + kR + kR + kR + "\"");           // above U+10FFFF
   EXPECT_EQ(Json("\xF8\x88\x80\x80\x80"), "\"" + kR + kR + kR + kR + kR + "\"");  // 5-byte form
-  EXPECT_EQ(Json("\xE2\x82"), "\"" + kR + kR + "\"");                    // truncated at the end
-  EXPECT_EQ(Json("\xE2\x82x"), "\"" + kR + kR + "x\"");                  // truncated mid-string
+  EXPECT_EQ(Json("\xE2\x82"), "\"" + kR + kR + "\"");                             // truncated at the end
+  EXPECT_EQ(Json("\xE2\x82x"), "\"" + kR + kR + "x\"");                           // truncated mid-string
   EXPECT_EQ(Json("\xC3"
                  "\""),
             "\"" + kR + "\\\"\"");  // a lead byte cannot swallow the quote after it
 }
 
 TEST(JsonStringTest, ReplacesOverlongEncodings) {
-  EXPECT_EQ(Json("\xC0\x80"), "\"" + kR + kR + "\"");              // overlong NUL
-  EXPECT_EQ(Json("\xC1\xBF"), "\"" + kR + kR + "\"");              // overlong DEL
-  EXPECT_EQ(Json("\xC0\xA2"), "\"" + kR + kR + "\"");              // overlong '"'
-  EXPECT_EQ(Json("\xE0\x80\xAF"), "\"" + kR + kR + kR + "\"");      // overlong '/'
+  EXPECT_EQ(Json("\xC0\x80"), "\"" + kR + kR + "\"");                    // overlong NUL
+  EXPECT_EQ(Json("\xC1\xBF"), "\"" + kR + kR + "\"");                    // overlong DEL
+  EXPECT_EQ(Json("\xC0\xA2"), "\"" + kR + kR + "\"");                    // overlong '"'
+  EXPECT_EQ(Json("\xE0\x80\xAF"), "\"" + kR + kR + kR + "\"");           // overlong '/'
   EXPECT_EQ(Json("\xF0\x80\x80\x80"), "\"" + kR + kR + kR + kR + "\"");  // overlong NUL, 4 bytes
 }
 
@@ -99,7 +99,8 @@ TEST(JsonStringTest, OutputIsValidUtf8WithNoRawControlBytesForEveryByte) {
   // sequence on its own, and in this order no two form one).
   EXPECT_NE(out.find(" !\\\"#$%&'()*+,-./0123456789"), std::string::npos);
   std::size_t replacements = 0;
-  for (std::size_t at = out.find(kR); at != std::string::npos; at = out.find(kR, at + kR.size())) ++replacements;
+  for (std::size_t at = out.find(kR); at != std::string::npos; at = out.find(kR, at + kR.size()))
+    ++replacements;
   EXPECT_EQ(replacements, 128u);
 }
 

@@ -41,13 +41,13 @@ TEST(Utf8Test, RejectsOverlongSurrogatesAndOutOfRange) {
   EXPECT_EQ(Length("\xF4\x90\x80\x80"), 0u);  // U+110000
   EXPECT_EQ(Length("\xF5\x80\x80\x80"), 0u);  // lead byte past F4
   EXPECT_EQ(Length("\xFF"), 0u);
-  EXPECT_EQ(Length("\x80"), 0u);              // continuation byte as a lead
+  EXPECT_EQ(Length("\x80"), 0u);  // continuation byte as a lead
 }
 
 TEST(Utf8Test, RejectsTruncatedAndBrokenSequences) {
-  EXPECT_EQ(Length("\xE2\x82"), 0u);          // ends early
+  EXPECT_EQ(Length("\xE2\x82"), 0u);  // ends early
   EXPECT_EQ(Length("\xF0\x9F\x98"), 0u);
-  EXPECT_EQ(Length("\xC3("), 0u);             // second byte not a continuation
+  EXPECT_EQ(Length("\xC3("), 0u);  // second byte not a continuation
   EXPECT_EQ(Length("\xE2\x28\xA1"), 0u);
   EXPECT_EQ(Length("\xE2\x82\x28"), 0u);      // third byte not a continuation
   EXPECT_EQ(Length("\xF0\x9F\x98\x28"), 0u);  // fourth byte not a continuation
