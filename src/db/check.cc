@@ -7,10 +7,11 @@
 #include <string_view>
 #include <utility>
 
+#include "db/db_constants.h"
+
 namespace gpuprof::db {
 namespace {
 
-constexpr std::int64_t kInvalidStringId = 4294967295;  // DB_INVALID_VALUE: the empty string
 constexpr std::size_t kMaxColumnLinesPerTable = 6;
 
 // ---- What DB_SPEC.md's DDL says ("Exact DDL"), transcribed here on purpose ----------------------
@@ -439,7 +440,7 @@ class Checker {
       if (!usable) continue;
       const std::string column = Quoted(reference.column);
       std::string where = column + " IS NOT NULL";
-      if (reference.empty_ok) where += " AND " + column + " != " + std::to_string(kInvalidStringId);
+      if (reference.empty_ok) where += " AND " + column + " != " + std::to_string(kDbInvalidValue);
       // EXCEPT: one sort of the distinct values instead of a lookup per row.
       const std::string sql = "SELECT COUNT(*), MIN(v) FROM (SELECT " + column + " AS v FROM " +
                               Quoted(reference.table) + " WHERE " + where +

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "base/json.h"
+#include "db/db_constants.h"
 
 namespace gpuprof::db {
 namespace {
@@ -27,8 +28,6 @@ constexpr std::int64_t kNsPerSecond = 1'000'000'000;
 constexpr std::uint32_t kSyntheticPidBase = 1u << 24;
 constexpr std::uint32_t kGcTid = 0x7fff0001u;
 constexpr std::uint32_t kReplayTid = 0x7fff0002u;
-
-constexpr std::int64_t kApiTypeNode = 10000;  // CANN_API `node` rows duplicate the runtime call's span
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
@@ -466,6 +465,7 @@ class Exporter {
     if (!Require(schema, db, "CANN_API", {"startNs", "endNs", "globalTid", "name"})) return OkStatus();
     auto [name, name_join] = StringJoin(schema, "a.name", "n");
     const std::string type = schema.Col("CANN_API", "a", "type");
+    // CANN_API `node` rows duplicate the runtime call's span: left out.
     const std::string sql =
         "SELECT a.startNs, a.endNs, a.globalTid, " + name + ", " +
         schema.Col("CANN_API", "a", "connectionId") + " FROM CANN_API a" + name_join +

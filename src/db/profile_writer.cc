@@ -30,6 +30,7 @@
 #include "base/json.h"
 #include "base/logging.h"
 #include "base/thread_priority.h"
+#include "db/db_constants.h"
 #include "db/derive.h"
 #include "db/profile_writer_internal.h"
 #include "db/schema.h"
@@ -45,22 +46,6 @@ namespace gpuprof::db {
 namespace {
 
 using trace::Record;
-
-// CANN_API.connectionId is the table's primary key. The `node`/`launch` row of a launch carries
-// the CUPTI correlation id (TASK.connectionId joins it); the `runtime` row of the same call gets
-// the id shifted past every 32-bit correlation id so both fit the key (DB_SPEC §7).
-constexpr std::uint64_t kRuntimeConnectionOffset = 1ull << 32;
-// CANN_API / COMMUNICATION_OP connectionIds of collectives: above the launch (< 5<<28) and runtime
-// (1<<32 + correlation id) spaces.
-constexpr std::uint64_t kCommunicationConnectionBase = 3ull << 32;
-constexpr std::int64_t kCommunicationApiType = 5500;  // ENUM_API_TYPE "communication"
-constexpr std::string_view kDefaultGroupName = "default_pg";
-constexpr std::int64_t kApiTypeRuntime = 5000;
-constexpr std::int64_t kApiTypeNode = 10000;
-
-std::int64_t GlobalTid(std::uint32_t pid, std::uint32_t tid) {
-  return static_cast<std::int64_t>((static_cast<std::uint64_t>(pid) << 32) | tid);
-}
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -1015,7 +1000,7 @@ Status RowSink::WriteCollectives(const std::vector<CollectiveSpan>& collectives,
       end_ns = start_ns;
       for (const DeviceTask& task : tasks[i]) end_ns = std::max(end_ns, task.end_ns);
     }
-    GPUPROF_RETURN_IF_ERROR(WriteCannApi(c.start_ns, c.end_ns, kCommunicationApiType, GlobalTid(c.pid, c.tid),
+    GPUPROF_RETURN_IF_ERROR(WriteCannApi(c.start_ns, c.end_ns, kApiTypeCommunication, GlobalTid(c.pid, c.tid),
                                          connection_id, api_name_id));
     insert.BindU64(1, op_name_id);
     insert.BindInt(2, start_ns);

@@ -23,11 +23,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "db/db_constants.h"
+
 namespace gpuprof::db {
 
 enum class StringSpace : std::uint8_t { kDevice = 0, kFramework = 1, kMemory = 2 };
 
-inline constexpr std::uint64_t kInvalidStringId = 4294967295ull;
+inline constexpr std::uint64_t kInvalidStringId = kDbInvalidValue;  // the empty string
 inline constexpr std::uint64_t kStringSpaceSize = 1ull << 28;
 
 constexpr std::uint64_t StringSpaceBase(StringSpace space) noexcept {
