@@ -3,6 +3,14 @@
 add_library(gpuprof_db STATIC
   output_layout.cc
   profile_writer.cc
+  writer_threads.cc
+  writer_rows.cc
+  writer_op_lane.cc
+  writer_kernels.cc
+  writer_derived.cc
+  writer_collectives.cc
+  writer_run_info.cc
+  writer_finalize.cc
   schema.cc
   side_file.cc
   sqlite_util.cc
