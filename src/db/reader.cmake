@@ -1,6 +1,7 @@
-# Read side (gpuprof stats / export / check): path resolution, a read-only SQLite reader, the
-# statistics (per DB, and across the rank DBs of a cluster), the Perfetto (Chrome trace-event
-# JSON) exporter and the schema/join checker. It does not link the writer: check embeds DB_SPEC's
+# Read side (gpuprof stats / export / check): path resolution, a read-only SQLite reader (on the
+# SQLite wrapper the writer uses too, gpuprof::db_sqlite), the statistics (per DB, and across the
+# rank DBs of a cluster), the Perfetto (Chrome trace-event JSON) exporter and the schema/join
+# checker. It does not link the writer: check embeds DB_SPEC's
 # DDL itself, so a writer bug cannot hide.
 add_library(gpuprof_db_reader STATIC
   profile_reader.cc
@@ -10,5 +11,5 @@ add_library(gpuprof_db_reader STATIC
   check.cc)
 add_library(gpuprof::db_reader ALIAS gpuprof_db_reader)
 target_link_libraries(gpuprof_db_reader
-  PUBLIC gpuprof::base
+  PUBLIC gpuprof::base gpuprof::db_sqlite
   PRIVATE SQLite::SQLite3 gpuprof::compile_options)

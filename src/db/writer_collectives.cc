@@ -1,8 +1,6 @@
 // The torch.distributed collectives among the ops, written at Finalize (RowSink::WriteFinal): a
 // CANN_API `communication` row and a COMMUNICATION_OP row each, and a COMMUNICATION_TASK_INFO row
 // for each device task an NCCL collective launched (docs/db_gpuprof_tables.md).
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <string>
 
@@ -54,17 +52,15 @@ Status RowSink::WriteCollectives(const std::vector<CollectiveSpan>& collectives,
                              "SELECT l.collective, t.globalTaskId, t.taskType, t.startNs, t.endNs FROM "
                              "temp.gpuprof_collective_launch l JOIN main.TASK t ON t.connectionId = "
                              "l.correlation ORDER BY l.collective, t.startNs"));
-      int rc = SQLITE_ROW;
-      while ((rc = sqlite3_step(query.get())) == SQLITE_ROW) {
-        sqlite3_stmt* row = query.get();
-        const auto collective = static_cast<std::size_t>(sqlite3_column_int64(row, 0));
+      while (true) {
+        GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+        if (!row) break;
+        const auto collective = static_cast<std::size_t>(query.Int(0));
         if (collective < tasks.size()) {
-          tasks[collective].push_back({static_cast<std::uint64_t>(sqlite3_column_int64(row, 1)),
-                                       sqlite3_column_int64(row, 2), sqlite3_column_int64(row, 3),
-                                       sqlite3_column_int64(row, 4)});
+          tasks[collective].push_back(
+              {static_cast<std::uint64_t>(query.Int(1)), query.Int(2), query.Int(3), query.Int(4)});
         }
       }
-      if (rc != SQLITE_DONE) return conn_.Error("reading the collectives' device tasks", rc);
     }
     GPUPROF_RETURN_IF_ERROR(conn_.Exec("DROP TABLE temp.gpuprof_collective_launch"));
   }
