@@ -1,12 +1,12 @@
 # ProfileWriter (src/db/writer.cmake): golden rows per table, the consumers' joins, the schema against
-# DB_SPEC.md's DDL and ../shared/tools/schema_check.py, the file lifecycle (crash safety included),
-# string interning.
+# src/db/schema.sql, DB_SPEC.md's key facts and ../shared/tools/schema_check.py, the file lifecycle
+# (crash safety included), string interning.
 set(_gpuprof_writer_test_defs
   GPUPROF_TEST_VERSION="${PROJECT_VERSION}"
   GPUPROF_SCHEMA_CHECK_PY="${PROJECT_SOURCE_DIR}/../shared/tools/schema_check.py")
 foreach(_suite tables joins schema)
   gpuprof_add_gtest(NAME db_writer_${_suite}_test SOURCES writer_${_suite}_test.cc
-                    LIBS gpuprof::db SQLite::SQLite3 LABELS unit)
+                    LIBS gpuprof::db gpuprof::db_schema_sql SQLite::SQLite3 LABELS unit)
   target_compile_definitions(db_writer_${_suite}_test PRIVATE ${_gpuprof_writer_test_defs})
 endforeach()
 gpuprof_add_gtest(NAME db_string_table_test SOURCES writer_string_table_test.cc
