@@ -104,5 +104,60 @@ TEST(JsonStringTest, OutputIsValidUtf8WithNoRawControlBytesForEveryByte) {
   EXPECT_EQ(replacements, 128u);
 }
 
+// ReadJsonString: the string literal at *pos, decoded, or the problem and where it is.
+struct Read {
+  Status status;
+  std::string value;
+  std::size_t pos = 0;
+};
+Read ReadAt(std::string_view text, std::size_t pos = 0, JsonUtf8 utf8 = JsonUtf8::kReject) {
+  Read r;
+  r.pos = pos;
+  r.status = ReadJsonString(text, &r.pos, &r.value, utf8);
+  return r;
+}
+
+TEST(ReadJsonStringTest, DecodesEscapesAndStopsPastTheClosingQuote) {
+  Read r = ReadAt(R"(x "a\"b\\c\/d\b\f\n\r\t" tail)", 2);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(r.value, "a\"b\\c/d\b\f\n\r\t");
+  EXPECT_EQ(r.pos, 24u);
+  EXPECT_EQ(ReadAt(R"("\u00e9\u20AC\u0001")").value, "\xC3\xA9\xE2\x82\xAC\x01");
+  EXPECT_EQ(ReadAt(R"("\ud83d\ude00")").value, "\xF0\x9F\x98\x80");  // a surrogate pair: one code point
+  EXPECT_EQ(ReadAt(R"("µs ✓")").value, "µs ✓");
+}
+
+TEST(ReadJsonStringTest, RejectsWhatRfc8259Rejects) {
+  auto problem = [](std::string_view text) { return std::string(ReadAt(text).status.message()); };
+  EXPECT_EQ(problem("\"abc"), "unterminated string");
+  EXPECT_EQ(problem("\"abc\\"), "unterminated string");
+  EXPECT_EQ(problem("\"a\nb\""), "control character in a string");
+  EXPECT_EQ(problem(R"("\q")"), "bad escape \\q");
+  EXPECT_EQ(problem(R"("\u12")"), "truncated \\u escape");
+  EXPECT_EQ(problem(R"("\u12g4")"), "bad hex digit in \\u escape");
+  EXPECT_EQ(problem(R"("\ud800")"), "unpaired surrogate in \\u escape");
+  EXPECT_EQ(problem(R"("\ud800\u0041")"), "unpaired surrogate in \\u escape");
+  EXPECT_EQ(problem(R"("\udc00")"), "unpaired surrogate in \\u escape");
+  EXPECT_EQ(problem("\"\xff\""), "invalid UTF-8 in a string");
+  EXPECT_EQ(problem("\"\xC0\xAF\""), "invalid UTF-8 in a string");      // overlong
+  EXPECT_EQ(problem("\"\xED\xA0\x80\""), "invalid UTF-8 in a string");  // surrogate
+  EXPECT_EQ(ReadAt("x \"abc", 2).pos, 2u);  // unterminated: reported at the opening quote
+}
+
+TEST(ReadJsonStringTest, KeepsInvalidUtf8WhenAsked) {
+  Read r = ReadAt("\"a\xff\xC0\"", 0, JsonUtf8::kKeep);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(r.value, "a\xff\xC0");
+}
+
+TEST(ReadJsonStringTest, ReadsBackWhatAppendJsonStringWrote) {
+  std::string text;
+  for (int c = 0; c < 0x80; ++c) text.push_back(static_cast<char>(c));
+  text += "µs ✓ 😀\xEF\xBF\xBD";
+  Read r = ReadAt(JsonQuote(text));
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(r.value, text);
+}
+
 }  // namespace
 }  // namespace gpuprof::base

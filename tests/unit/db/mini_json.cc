@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "base/utf8.h"
+#include "base/json.h"
 
 namespace gpuprof::db::fixture {
 namespace {
@@ -136,79 +136,11 @@ class Parser {
     return OkStatus();
   }
 
-  Status ParseHex4(unsigned* out) {
-    if (pos_ + 4 > text_.size()) return Fail("short \\u escape");
-    unsigned value = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = text_[pos_++];
-      value <<= 4;
-      if (c >= '0' && c <= '9') {
-        value |= static_cast<unsigned>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        value |= static_cast<unsigned>(c - 'a' + 10);
-      } else if (c >= 'A' && c <= 'F') {
-        value |= static_cast<unsigned>(c - 'A' + 10);
-      } else {
-        return Fail("bad hex digit in \\u escape");
-      }
-    }
-    *out = value;
-    return OkStatus();
-  }
-
+  // RFC 8259 strings through base's one reader: raw control characters, bad escapes, lone
+  // surrogates and invalid UTF-8 are errors.
   Status ParseString(std::string* out) {
-    ++pos_;  // opening quote
-    while (true) {
-      if (pos_ >= text_.size()) return Fail("unterminated string");
-      const auto c = static_cast<unsigned char>(text_[pos_]);
-      if (c == '"') {
-        ++pos_;
-        return OkStatus();
-      }
-      if (c < 0x20) return Fail("raw control character in string");
-      if (c == '\\') {
-        ++pos_;
-        if (pos_ >= text_.size()) return Fail("unterminated escape");
-        const char e = text_[pos_++];
-        switch (e) {
-          case '"': out->push_back('"'); break;
-          case '\\': out->push_back('\\'); break;
-          case '/': out->push_back('/'); break;
-          case 'b': out->push_back('\b'); break;
-          case 'f': out->push_back('\f'); break;
-          case 'n': out->push_back('\n'); break;
-          case 'r': out->push_back('\r'); break;
-          case 't': out->push_back('\t'); break;
-          case 'u': {
-            unsigned code = 0;
-            GPUPROF_RETURN_IF_ERROR(ParseHex4(&code));
-            if (code >= 0xDC00 && code <= 0xDFFF) return Fail("lone low surrogate");
-            if (code >= 0xD800 && code <= 0xDBFF) {
-              unsigned low = 0;
-              if (!Consume("\\u")) return Fail("lone high surrogate");
-              GPUPROF_RETURN_IF_ERROR(ParseHex4(&low));
-              if (low < 0xDC00 || low > 0xDFFF) return Fail("bad low surrogate");
-              code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-            }
-            base::AppendUtf8(out, code);
-            break;
-          }
-          default: return Fail("bad escape");
-        }
-        continue;
-      }
-      if (c < 0x80) {
-        out->push_back(static_cast<char>(c));
-        ++pos_;
-        continue;
-      }
-      // One UTF-8 sequence, validated by the tree's one validator (RFC 3629).
-      const std::size_t length = base::ValidUtf8SequenceLength(
-          reinterpret_cast<const unsigned char*>(text_.data()) + pos_, text_.size() - pos_);
-      if (length == 0) return Fail("invalid UTF-8 sequence");
-      out->append(text_.substr(pos_, length));
-      pos_ += length;
-    }
+    Status status = base::ReadJsonString(text_, &pos_, out, base::JsonUtf8::kReject);
+    return status.ok() ? status : Fail(status.message());
   }
 
   std::string_view text_;
