@@ -186,6 +186,8 @@ std::string_view Statement::Text(int column) const noexcept {
 
 int Statement::ColumnType(int column) const noexcept { return sqlite3_column_type(stmt_, column); }
 
+int Statement::ColumnCount() const noexcept { return sqlite3_column_count(stmt_); }
+
 Status Statement::Error(std::string_view what, int rc) const {
   return formatter_(path_, what, rc, stmt_ != nullptr ? sqlite3_db_handle(stmt_) : nullptr);
 }

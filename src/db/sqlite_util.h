@@ -144,6 +144,7 @@ class Statement {
   double Double(int column) const noexcept;
   std::string_view Text(int column) const noexcept;  // NULL reads as ""; valid until the next Step
   int ColumnType(int column) const noexcept;         // SQLITE_INTEGER, SQLITE_TEXT, ...
+  int ColumnCount() const noexcept;
 
   sqlite3_stmt* get() const noexcept { return stmt_; }
 

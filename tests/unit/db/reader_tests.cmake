@@ -22,6 +22,6 @@ if(TARGET gpuprof::db)
   # and their Perfetto export (one process per rank).
   gpuprof_add_gtest(NAME db_cluster_stats_test
     SOURCES cluster_stats_test.cc
-    LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing SQLite::SQLite3
+    LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing gpuprof::db_sqlite
     LABELS unit)
 endif()

@@ -6,7 +6,6 @@
 // ../shared/tools/schema_check.py on a written file.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "db/profile_writer.h"
 #include "db/schema.h"
 #include "db/schema_sql.h"
+#include "db/sqlite_util.h"
 #include "writer_test_util.h"
 
 namespace gpuprof::db {
@@ -52,11 +52,10 @@ class ProfileWriterSchemaTest : public ::testing::Test {
   static void SetUpTestSuite() {
     suite_dir = new TempDir();
     suite_spec_db = new std::string(suite_dir->path() + "/spec.db");
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(suite_spec_db->c_str(), &db), SQLITE_OK);
-    char* error = nullptr;
-    ASSERT_EQ(sqlite3_exec(db, SpecDdl().c_str(), nullptr, nullptr, &error), SQLITE_OK) << error;
-    sqlite3_close(db);
+    StatusOr<Connection> spec = Connection::OpenForWrite(*suite_spec_db);
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    Status made = spec->Exec(SpecDdl());
+    ASSERT_TRUE(made.ok()) << made.message();
     // An empty run: every table must exist even with no rows.
     suite_db = new std::string(testing::WriteProfile(testing::TestOptions(suite_dir->path()), {}));
   }
