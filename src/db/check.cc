@@ -54,11 +54,13 @@ StatusOr<Expectations> LoadExpectations() {
   Expectations out;
   {
     GPUPROF_ASSIGN_OR_RETURN(
-        Statement tables, Statement::Prepare(ref, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid",
-                                             Statement::Use::kTransient));
-    GPUPROF_ASSIGN_OR_RETURN(Statement columns,
-                             Statement::Prepare(ref, "SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid",
-                                                Statement::Use::kTransient));
+        Statement tables,
+        Statement::Prepare(ref, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid",
+                           Statement::Use::kTransient));
+    GPUPROF_ASSIGN_OR_RETURN(
+        Statement columns,
+        Statement::Prepare(ref, "SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid",
+                           Statement::Use::kTransient));
     Statement rows;  // one enum table's rows
     while (true) {
       GPUPROF_ASSIGN_OR_RETURN(bool row, tables.Step());
@@ -71,13 +73,15 @@ StatusOr<Expectations> LoadExpectations() {
       while (true) {
         GPUPROF_ASSIGN_OR_RETURN(bool column, columns.Step());
         if (!column) break;
-        table.columns.push_back({std::string(columns.Text(0)), std::string(columns.Text(1)), columns.Int(2) != 0});
+        table.columns.push_back(
+            {std::string(columns.Text(0)), std::string(columns.Text(1)), columns.Int(2) != 0});
       }
       if (table.name.rfind("ENUM_", 0) != 0) continue;
       ExpectedEnum& expected = out.enums.emplace_back();
       expected.table = table.name;
-      GPUPROF_ASSIGN_OR_RETURN(rows, Statement::Prepare(ref, "SELECT id, name FROM " + table.name + " ORDER BY id",
-                                                        Statement::Use::kTransient));
+      GPUPROF_ASSIGN_OR_RETURN(rows,
+                               Statement::Prepare(ref, "SELECT id, name FROM " + table.name + " ORDER BY id",
+                                                  Statement::Use::kTransient));
       while (true) {
         GPUPROF_ASSIGN_OR_RETURN(bool enum_row, rows.Step());
         if (!enum_row) break;
@@ -88,7 +92,8 @@ StatusOr<Expectations> LoadExpectations() {
   {
     GPUPROF_ASSIGN_OR_RETURN(
         Statement indexes,
-        Statement::Prepare(ref, "SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' ORDER BY rowid",
+        Statement::Prepare(ref,
+                           "SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' ORDER BY rowid",
                            Statement::Use::kTransient));
     GPUPROF_ASSIGN_OR_RETURN(Statement columns,
                              Statement::Prepare(ref, "SELECT name FROM pragma_index_info(?1) ORDER BY seqno",
@@ -110,10 +115,11 @@ StatusOr<Expectations> LoadExpectations() {
   }
   {
     GPUPROF_ASSIGN_OR_RETURN(
-        Statement meta, Statement::Prepare(ref,
-                                           "SELECT name, value FROM META_DATA WHERE name LIKE 'SCHEMA_VERSION%' "
-                                           "ORDER BY rowid",
-                                           Statement::Use::kTransient));
+        Statement meta,
+        Statement::Prepare(ref,
+                           "SELECT name, value FROM META_DATA WHERE name LIKE 'SCHEMA_VERSION%' "
+                           "ORDER BY rowid",
+                           Statement::Use::kTransient));
     while (true) {
       GPUPROF_ASSIGN_OR_RETURN(bool row, meta.Step());
       if (!row) break;

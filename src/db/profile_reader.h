@@ -3,9 +3,9 @@
 // `gpuprof stats`, `export` and `check` are built on this.
 //
 // Ownership and lifetime: ProfileReader owns its connection (sqlite_util.h, the RAII wrapper the
-// writer uses too); a Query borrows the reader it was prepared on and must be destroyed first. Thread-safety: none; one thread uses a reader and its
-// queries at a time. Errors: every fallible call returns Status/StatusOr with the file's path in
-// the message; nothing throws.
+// writer uses too); a Query borrows the reader it was prepared on and must be destroyed first.
+// Thread-safety: none; one thread uses a reader and its queries at a time. Errors: every fallible
+// call returns Status/StatusOr with the file's path in the message; nothing throws.
 #pragma once
 
 #include <cstdint>

@@ -53,7 +53,8 @@ StatusOr<Connection> Connection::OpenForWrite(const std::string& path) {
   // NOMUTEX: the connection is used by one thread at a time (Create, then the writer thread, then
   // Finalize after joining it), so SQLite's per-call mutex is pure overhead on the hot path.
   int rc = Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, &conn);
-  if (rc != SQLITE_OK) return UnavailableError("sqlite3_open_v2(" + path + "): " + SqliteMessage(conn.db_, rc));
+  if (rc != SQLITE_OK)
+    return UnavailableError("sqlite3_open_v2(" + path + "): " + SqliteMessage(conn.db_, rc));
   return conn;
 }
 
@@ -103,7 +104,9 @@ void Connection::CloseQuietly() noexcept {
 Statement::~Statement() { sqlite3_finalize(stmt_); }
 
 Statement::Statement(Statement&& other) noexcept
-    : stmt_(std::exchange(other.stmt_, nullptr)), path_(std::move(other.path_)), formatter_(other.formatter_) {}
+    : stmt_(std::exchange(other.stmt_, nullptr)),
+      path_(std::move(other.path_)),
+      formatter_(other.formatter_) {}
 
 Statement& Statement::operator=(Statement&& other) noexcept {
   if (this != &other) {
@@ -167,7 +170,9 @@ void Statement::Reset() noexcept {
   sqlite3_clear_bindings(stmt_);
 }
 
-bool Statement::IsNull(int column) const noexcept { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+bool Statement::IsNull(int column) const noexcept {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
 
 std::int64_t Statement::Int(int column) const noexcept { return sqlite3_column_int64(stmt_, column); }
 

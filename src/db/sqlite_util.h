@@ -109,7 +109,8 @@ class Statement {
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
-  static StatusOr<Statement> Prepare(const Connection& conn, std::string_view sql, Use use = Use::kPersistent);
+  static StatusOr<Statement> Prepare(const Connection& conn, std::string_view sql,
+                                     Use use = Use::kPersistent);
 
   // Binders cannot fail on a valid index and a prepared statement, so they return nothing; a bad
   // index shows up as a wrong row in the tests.

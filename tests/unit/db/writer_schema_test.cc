@@ -108,26 +108,29 @@ TEST_F(ProfileWriterSchemaTest, SchemaTableNamesListsEveryCreatedTable) {
 // with it the writer, check and the fixtures) drifts from the spec.
 TEST_F(ProfileWriterSchemaTest, SeedFactsFromDbSpec) {
   auto columns = [](const std::string& table) {
-    return Query(*suite_db, "SELECT name || ' ' || type || ' ' || pk FROM pragma_table_info('" + table + "')");
+    return Query(*suite_db,
+                 "SELECT name || ' ' || type || ' ' || pk FROM pragma_table_info('" + table + "')");
   };
   EXPECT_THAT(columns("STRING_IDS"), ElementsAre("id INTEGER 1", "value TEXT 0"));
   EXPECT_THAT(columns("META_DATA"), ElementsAre("name TEXT 0", "value TEXT 0"));
   EXPECT_THAT(columns("RANK_DEVICE_MAP"), ElementsAre("rankId INTEGER 0", "deviceId INTEGER 0"));
   EXPECT_THAT(columns("ENUM_API_TYPE"), ElementsAre("id INTEGER 1", "name TEXT 0"));
   EXPECT_THAT(columns("PYTORCH_API"),
-              ElementsAre("startNs INTEGER 0", "endNs INTEGER 0", "globalTid INTEGER 0", "connectionId INTEGER 0",
-                          "name INTEGER 0", "sequenceNumber INTEGER 0", "fwdThreadId INTEGER 0",
-                          "inputDtypes INTEGER 0", "inputShapes INTEGER 0", "callchainId INTEGER 0",
-                          "type INTEGER 0"));
+              ElementsAre("startNs INTEGER 0", "endNs INTEGER 0", "globalTid INTEGER 0",
+                          "connectionId INTEGER 0", "name INTEGER 0", "sequenceNumber INTEGER 0",
+                          "fwdThreadId INTEGER 0", "inputDtypes INTEGER 0", "inputShapes INTEGER 0",
+                          "callchainId INTEGER 0", "type INTEGER 0"));
   EXPECT_THAT(columns("CONNECTION_IDS"), ElementsAre("id INTEGER 0", "connectionId INTEGER 0"));
-  EXPECT_THAT(columns("PYTORCH_CALLCHAINS"), ElementsAre("id INTEGER 0", "stack INTEGER 0", "stackDepth INTEGER 0"));
+  EXPECT_THAT(columns("PYTORCH_CALLCHAINS"),
+              ElementsAre("id INTEGER 0", "stack INTEGER 0", "stackDepth INTEGER 0"));
   EXPECT_THAT(columns("STEP_TIME"), ElementsAre("id INTEGER 0", "startNs INTEGER 0", "endNs INTEGER 0"));
-  EXPECT_THAT(columns("CANN_API"), ElementsAre("startNs INTEGER 0", "endNs INTEGER 0", "type INTEGER 0",
-                                               "globalTid INTEGER 0", "connectionId INTEGER 1", "name INTEGER 0"));
-  EXPECT_THAT(columns("TASK"),
-              ElementsAre("startNs INTEGER 0", "endNs INTEGER 0", "deviceId INTEGER 0", "connectionId INTEGER 0",
-                          "globalTaskId INTEGER 0", "globalPid INTEGER 0", "taskType INTEGER 0",
-                          "contextId INTEGER 0", "streamId INTEGER 0", "taskId INTEGER 0", "modelId INTEGER 0"));
+  EXPECT_THAT(columns("CANN_API"),
+              ElementsAre("startNs INTEGER 0", "endNs INTEGER 0", "type INTEGER 0", "globalTid INTEGER 0",
+                          "connectionId INTEGER 1", "name INTEGER 0"));
+  EXPECT_THAT(columns("TASK"), ElementsAre("startNs INTEGER 0", "endNs INTEGER 0", "deviceId INTEGER 0",
+                                           "connectionId INTEGER 0", "globalTaskId INTEGER 0",
+                                           "globalPid INTEGER 0", "taskType INTEGER 0", "contextId INTEGER 0",
+                                           "streamId INTEGER 0", "taskId INTEGER 0", "modelId INTEGER 0"));
   EXPECT_THAT(columns("MEMCPY_INFO"),
               ElementsAre("globalTaskId NUMERIC 0", "size NUMERIC 0", "memcpyOperation NUMERIC 0"));
   EXPECT_EQ(columns("COMPUTE_TASK_INFO").size(), 17u);
@@ -146,7 +149,8 @@ TEST_F(ProfileWriterSchemaTest, SeedFactsFromDbSpec) {
   EXPECT_THAT(Query(*suite_db, "SELECT id, name FROM ENUM_MSTX_EVENT_TYPE ORDER BY id"),
               ElementsAre("0|marker", "1|push/pop", "2|start/end", "3|marker_ex"));
   EXPECT_EQ(QueryOne(*suite_db, "SELECT name FROM ENUM_MEMCPY_OPERATION WHERE id = 65535"), "other");
-  EXPECT_EQ(QueryOne(*suite_db, "SELECT name FROM ENUM_OVERLAP_ANALYSIS_TYPE WHERE id = 2"), "COMM_NOT_OVERLAP_COMP");
+  EXPECT_EQ(QueryOne(*suite_db, "SELECT name FROM ENUM_OVERLAP_ANALYSIS_TYPE WHERE id = 2"),
+            "COMM_NOT_OVERLAP_COMP");
   EXPECT_EQ(QueryOne(*suite_db, "SELECT value FROM META_DATA WHERE name = 'SCHEMA_VERSION'"), "1.2.0");
   // 29 format tables; the optional device tables are DB_SPEC's too, but not created.
   EXPECT_EQ(SchemaSqlTables(SchemaPart::kFormatTables).size(), 29u);
