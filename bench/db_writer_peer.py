@@ -4,7 +4,8 @@
 Before the timer: reads PYTORCH_API, TASK and STRING_IDS (in rowid order) out of the DB that
 gpuprof's ProfileWriter just wrote, so the values are identical to the writer's by construction.
 
-Timed: connect, the DB_SPEC DDL of those three tables, then each table written the way torch_npu's
+Timed: connect, the DB_SPEC DDL of those three tables (read from src/db/schema.sql, the DDL source
+the writer embeds; --schema names another), then each table written the way torch_npu's
 DbManager.insert_data_into_table does it (Ascend/pytorch
 torch_npu/profiler/analysis/prof_common_func/_db_manager.py): "insert into T values (?, ...)" with
 cursor.executemany over 10,000-row slices and conn.commit() after each slice, on a connection with
@@ -32,25 +33,49 @@ import time
 
 INSERT_SIZE = 10000  # torch_npu DbManager.INSERT_SIZE
 
-# DB_SPEC.md "Exact DDL" for the tables the peer writes.
-DDL = {
-    "STRING_IDS": "CREATE TABLE IF NOT EXISTS STRING_IDS (id INTEGER PRIMARY KEY, value TEXT)",
-    "PYTORCH_API": (
-        "CREATE TABLE IF NOT EXISTS PYTORCH_API (startNs INTEGER, endNs INTEGER, globalTid INTEGER, "
-        "connectionId INTEGER, name INTEGER, sequenceNumber INTEGER, fwdThreadId INTEGER, "
-        "inputDtypes INTEGER, inputShapes INTEGER, callchainId INTEGER, type INTEGER)"
-    ),
-    "TASK": (
-        "CREATE TABLE IF NOT EXISTS TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, "
-        "connectionId INTEGER, globalTaskId INTEGER, globalPid INTEGER, taskType INTEGER, "
-        "contextId INTEGER, streamId INTEGER, taskId INTEGER, modelId INTEGER)"
-    ),
-}
-TASK_INDEX = "CREATE INDEX IF NOT EXISTS TaskIndex ON TASK (startNs, globalTaskId)"
+# The one DDL source, src/db/schema.sql (the writer embeds it; the peer reads it from the tree).
+DEFAULT_SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "db", "schema.sql")
+
+
+def schema_statements(path):
+    """{part: [statement, ...]} of schema.sql: parts start at a line "-- [name]", statements end with
+    ';' at the end of a line; comment lines are dropped."""
+    parts, part, statement = {}, None, []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("-- [") and line.endswith("]"):
+                part = line[4:-1]
+                parts[part] = []
+                continue
+            if part is None or line.startswith("--") or not line.strip():
+                continue
+            statement.append(line.strip())
+            if line.rstrip().endswith(";"):
+                parts[part].append(" ".join(statement)[:-1])
+                statement = []
+    return parts
+
+
+def peer_ddl(path, tables, index):
+    """The CREATE TABLE statements of `tables` and the CREATE INDEX of `index`, from schema.sql."""
+    parts = schema_statements(path)
+    ddl = {}
+    for sql in parts.get("format-tables", []):
+        name = sql.split("(")[0].split()[-1]
+        if name in tables:
+            ddl[name] = sql
+    indexes = [sql for sql in parts.get("format-indexes", []) if sql.split()[5] == index]
+    missing = [t for t in tables if t not in ddl] + ([] if indexes else [index])
+    if missing:
+        raise RuntimeError("{}: no DDL for {}".format(path, ", ".join(missing)))
+    return {table: ddl[table] for table in tables}, indexes
+
+
 TABLES = ("STRING_IDS", "PYTORCH_API", "TASK")
 
 
-def load_rows(source, all_tables):
+def load_rows(source, all_tables, schema):
     """(table DDL, index DDL, rows per table), in the order the peer writes them."""
     conn = sqlite3.connect("file:{}?mode=ro".format(source), uri=True)
     try:
@@ -60,8 +85,7 @@ def load_rows(source, all_tables):
             ddl = {name: sql for kind, name, sql in master if kind == "table"}
             indexes = [sql for kind, _, sql in master if kind == "index"]
         else:
-            ddl = {table: DDL[table] for table in TABLES}
-            indexes = [TASK_INDEX]
+            ddl, indexes = peer_ddl(schema, TABLES, "TaskIndex")
         rows = {}
         for table in ddl:
             if not conn.execute("PRAGMA table_info({})".format(table)).fetchall():
@@ -93,11 +117,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", required=True, help="the DB written by gpuprof's ProfileWriter")
     parser.add_argument("--out", required=True, help="where to write the peer's DB (replaced)")
+    parser.add_argument("--schema", default=DEFAULT_SCHEMA,
+                        help="the DDL source (default: src/db/schema.sql beside this bench/ directory)")
     parser.add_argument("--all-tables", action="store_true",
                         help="copy every table of the source, not only PYTORCH_API, TASK and STRING_IDS")
     args = parser.parse_args()
 
-    ddl, indexes, rows = load_rows(args.source, args.all_tables)
+    ddl, indexes, rows = load_rows(args.source, args.all_tables, args.schema)
     for suffix in ("", "-journal"):
         if os.path.exists(args.out + suffix):
             os.remove(args.out + suffix)

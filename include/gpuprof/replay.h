@@ -19,9 +19,29 @@ enum class RestoreMode : std::uint8_t {
   kFull,  // the seed's baseline: every captured byte written back before every pass
 };
 
-std::string_view RestoreModeName(RestoreMode mode) noexcept;
+// The names below are inline, so every component can name replay results from this header alone:
+// db writes them into GPUPROF_REPLAY_KERNEL without linking the engine (base <- trace <- db).
+
+constexpr std::string_view RestoreModeName(RestoreMode mode) noexcept {
+  switch (mode) {
+    case RestoreMode::kAuto: return "auto";
+    case RestoreMode::kFull: return "full";
+  }
+  return "unknown";
+}
+
 // Parses "auto" / "full"; false on anything else.
-bool ParseRestoreMode(std::string_view text, RestoreMode* out) noexcept;
+constexpr bool ParseRestoreMode(std::string_view text, RestoreMode* out) noexcept {
+  if (text == "auto") {
+    *out = RestoreMode::kAuto;
+    return true;
+  }
+  if (text == "full") {
+    *out = RestoreMode::kFull;
+    return true;
+  }
+  return false;
+}
 
 // Which launches are replayed (Nsight Compute's -k / -s / -c, rule C4).
 struct KernelSelector {
@@ -58,7 +78,24 @@ enum class DeclineReason : std::uint8_t {
   kLaunchFailed,             // a pass failed to launch
 };
 
-std::string_view DeclineReasonName(DeclineReason reason) noexcept;
+// The reason as GPUPROF_REPLAY_KERNEL.declineReason and the logs spell it (docs/db_gpuprof_tables.md).
+constexpr std::string_view DeclineReasonName(DeclineReason reason) noexcept {
+  switch (reason) {
+    case DeclineReason::kNone: return "none";
+    case DeclineReason::kIncompleteSnapshot: return "incomplete-snapshot";
+    case DeclineReason::kGraphLaunch: return "graph-launch";
+    case DeclineReason::kStreamCapture: return "stream-capture";
+    case DeclineReason::kMultiDispatch: return "multi-dispatch";
+    case DeclineReason::kUntrackedWritableMemory: return "untracked-writable-memory";
+    case DeclineReason::kCollectiveKernel: return "collective-kernel";
+    case DeclineReason::kDrainTimeout: return "drain-timeout";
+    case DeclineReason::kSideEffects: return "side-effects";
+    case DeclineReason::kFinalizing: return "finalizing";
+    case DeclineReason::kRestoreFailed: return "restore-failed";
+    case DeclineReason::kLaunchFailed: return "launch-failed";
+  }
+  return "unknown";
+}
 
 struct PassRecord {
   int pass = 0;                          // 1-based

@@ -7,159 +7,133 @@
 #include <string_view>
 #include <utility>
 
+#include "db/db_constants.h"
+#include "db/schema_sql.h"
+#include "db/sqlite_util.h"
+
 namespace gpuprof::db {
 namespace {
 
-constexpr std::int64_t kInvalidStringId = 4294967295;  // DB_INVALID_VALUE: the empty string
 constexpr std::size_t kMaxColumnLinesPerTable = 6;
 
-// ---- What DB_SPEC.md's DDL says ("Exact DDL"), transcribed here on purpose ----------------------
-
-const std::vector<ExpectedTable> kExpectedTables = {
-    // shared / metadata
-    {"STRING_IDS", true, "id INTEGER PK, value TEXT"},
-    {"META_DATA", true, "name TEXT, value TEXT"},
-    {"SESSION_TIME_INFO", true, "startTimeNs INTEGER, endTimeNs INTEGER"},
-    {"NPU_INFO", true, "id INTEGER, name TEXT"},
-    {"RANK_DEVICE_MAP", true, "rankId INTEGER, deviceId INTEGER"},
-    {"HOST_INFO", true, "hostUid TEXT, hostName TEXT"},
-    // enums
-    {"ENUM_API_TYPE", true, "id INTEGER PK, name TEXT"},
-    {"ENUM_MSTX_EVENT_TYPE", true, "id INTEGER PK, name TEXT"},
-    {"ENUM_MEMCPY_OPERATION", true, "id INTEGER PK, name TEXT"},
-    {"ENUM_HCCL_DATA_TYPE", true, "id INTEGER PK, name TEXT"},
-    {"ENUM_HCCL_LINK_TYPE", true, "id INTEGER PK, name TEXT"},
-    {"ENUM_HCCL_TRANSPORT_TYPE", true, "id INTEGER PK, name TEXT"},
-    {"ENUM_HCCL_RDMA_TYPE", true, "id INTEGER PK, name TEXT"},
-    {"ENUM_MODULE", true, "id INTEGER PK, name TEXT"},
-    {"ENUM_OVERLAP_ANALYSIS_TYPE", true, "id INTEGER PK, name TEXT"},
-    // device side
-    {"CANN_API", true,
-     "startNs INTEGER, endNs INTEGER, type INTEGER, globalTid INTEGER, connectionId INTEGER PK, name "
-     "INTEGER"},
-    {"TASK", true,
-     "startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, globalTaskId INTEGER, "
-     "globalPid INTEGER, taskType INTEGER, contextId INTEGER, streamId INTEGER, taskId INTEGER, modelId "
-     "INTEGER"},
-    {"COMPUTE_TASK_INFO", true,
-     "name INTEGER, globalTaskId INTEGER PK, blockNum INTEGER, mixBlockNum INTEGER, taskType INTEGER, "
-     "opType INTEGER, inputFormats INTEGER, inputDataTypes INTEGER, inputShapes INTEGER, outputFormats "
-     "INTEGER, "
-     "outputDataTypes INTEGER, outputShapes INTEGER, attrInfo INTEGER, opState INTEGER, hf32Eligible "
-     "INTEGER, "
-     "gridDim INTEGER, blockDim INTEGER"},
-    {"COMMUNICATION_OP", true,
-     "opName INTEGER, startNs INTEGER, endNs INTEGER, connectionId INTEGER, groupName INTEGER, opId INTEGER "
-     "PK, "
-     "relay INTEGER, retry INTEGER, dataType INTEGER, algType INTEGER, count NUMERIC, opType INTEGER, "
-     "deviceId INTEGER, rankSize INTEGER"},
-    {"COMMUNICATION_TASK_INFO", true,
-     "name INTEGER, globalTaskId INTEGER, taskType INTEGER, planeId INTEGER, groupName INTEGER, notifyId "
-     "INTEGER, "
-     "rdmaType INTEGER, srcRank INTEGER, dstRank INTEGER, transportType INTEGER, size INTEGER, dataType "
-     "INTEGER, "
-     "linkType INTEGER, opId INTEGER, isMaster INTEGER, bandwidth NUMERIC"},
-    {"MSTX_EVENTS", true,
-     "startNs INTEGER, endNs INTEGER, eventType INTEGER, rangeId INTEGER, category INTEGER, message INTEGER, "
-     "globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER, connectionId INTEGER"},
-    {"MEMCPY_INFO", true, "globalTaskId NUMERIC, size NUMERIC, memcpyOperation NUMERIC"},
-    // optional device tables (only if collected)
-    {"NPU_MEM", false, "type INTEGER, ddr NUMERIC, hbm NUMERIC, timestampNs INTEGER, deviceId INTEGER"},
-    {"TASK_PMU_INFO", false, "globalTaskId INTEGER, name INTEGER, value NUMERIC"},
-    {"AICORE_FREQ", false, "deviceId INTEGER, timestampNs NUMERIC, freq INTEGER, dieId NUMERIC"},
-    {"OSRT_API", false, "name NUMERIC, globalTid NUMERIC, startNs NUMERIC, endNs NUMERIC"},
-    {"OVERLAP_ANALYSIS", false,
-     "id INTEGER PK, deviceId INTEGER, startNs NUMERIC, endNs NUMERIC, type INTEGER"},
-    // framework side
-    {"PYTORCH_API", true,
-     "startNs INTEGER, endNs INTEGER, globalTid INTEGER, connectionId INTEGER, name INTEGER, "
-     "sequenceNumber INTEGER, fwdThreadId INTEGER, inputDtypes INTEGER, inputShapes INTEGER, callchainId "
-     "INTEGER, "
-     "type INTEGER"},
-    {"CONNECTION_IDS", true, "id INTEGER, connectionId INTEGER"},
-    {"PYTORCH_CALLCHAINS", true, "id INTEGER, stack INTEGER, stackDepth INTEGER"},
-    {"MEMORY_RECORD", true,
-     "component INTEGER, timestamp INTEGER, totalAllocated INTEGER, totalReserved INTEGER, totalActive "
-     "INTEGER, "
-     "streamPtr INTEGER, deviceId INTEGER"},
-    {"OP_MEMORY", true,
-     "name INTEGER, size INTEGER, allocationTime INTEGER, releaseTime INTEGER, activeReleaseTime INTEGER, "
-     "duration INTEGER, activeDuration INTEGER, allocationTotalAllocated INTEGER, allocationTotalReserved "
-     "INTEGER, "
-     "allocationTotalActive INTEGER, releaseTotalAllocated INTEGER, releaseTotalReserved INTEGER, "
-     "releaseTotalActive INTEGER, streamPtr INTEGER, deviceId INTEGER"},
-    {"STEP_TIME", true, "id INTEGER, startNs INTEGER, endNs INTEGER"},
-    {"GC_RECORD", true, "startNs INTEGER, endNs INTEGER, globalTid INTEGER"},
-    // gpuprof's own tables (docs/db_gpuprof_tables.md): present when the run replayed kernels
-    {"GPUPROF_REPLAY_KERNEL", false,
-     "id INTEGER PK, timestampNs INTEGER, globalTid INTEGER, deviceId INTEGER, name INTEGER, connectionId "
-     "INTEGER, "
-     "launchIndex INTEGER, replayed INTEGER, declineReason TEXT, declineDetail TEXT, restoreMode TEXT, "
-     "passes INTEGER, deterministic INTEGER, snapshotRegions INTEGER, snapshotBytes INTEGER, snapshotNs "
-     "INTEGER, "
-     "untrackedWritableBytes INTEGER, snapshotDeviceBytes INTEGER"},
-    {"GPUPROF_REPLAY_PASS", false,
-     "kernelId INTEGER, pass INTEGER, startNs INTEGER, durationNs INTEGER, smClockBeforeKhz INTEGER, "
-     "smClockAfterKhz INTEGER, bytesRestored INTEGER, regionsRestored INTEGER, dirtyChunks INTEGER, "
-     "outputHash INTEGER, matchesPass1 INTEGER"},
-};
+// ---- What the DDL says: derived from src/db/schema.sql, the one source (schema_sql.h) ------------
 
 struct ExpectedIndex {
-  const char* name;
-  const char* table;
-  std::vector<std::string_view> columns;
+  std::string name;
+  std::string table;
+  std::vector<std::string> columns;
 };
-const std::vector<ExpectedIndex> kExpectedIndexes = {
-    {"TaskIndex", "TASK", {"startNs", "globalTaskId"}},
-    {"CommunicationTaskIndex", "COMMUNICATION_TASK_INFO", {"globalTaskId"}},
-    {"GpuprofReplayPassIndex", "GPUPROF_REPLAY_PASS", {"kernelId", "pass"}},
-};
-
 struct EnumRow {
   std::int64_t id;
-  std::string_view name;
+  std::string name;
 };
 struct ExpectedEnum {
-  const char* table;
+  std::string table;
   std::vector<EnumRow> rows;  // empty: the table must only be non-empty (values from msprof's code)
 };
-const std::vector<ExpectedEnum> kExpectedEnums = {
-    {"ENUM_API_TYPE",
-     {{20000, "acl"},
-      {15000, "model"},
-      {10000, "node"},
-      {5500, "communication"},
-      {5000, "runtime"},
-      {50001, "op"},
-      {50002, "queue"},
-      {50003, "trace"},
-      {50004, "mstx"}}},
-    {"ENUM_MSTX_EVENT_TYPE", {{0, "marker"}, {1, "push/pop"}, {2, "start/end"}, {3, "marker_ex"}}},
-    {"ENUM_MEMCPY_OPERATION",
-     {{0, "host to host"},
-      {1, "host to device"},
-      {2, "device to host"},
-      {3, "device to device"},
-      {4, "managed memory"},
-      {5, "addr device to device"},
-      {6, "host to device ex"},
-      {7, "device to host ex"},
-      {65535, "other"}}},
-    {"ENUM_OVERLAP_ANALYSIS_TYPE",
-     {{0, "COMPUTE"}, {1, "COMMUNICATION"}, {2, "COMM_NOT_OVERLAP_COMP"}, {3, "FREE"}, {65535, "RESERVE"}}},
-    {"ENUM_HCCL_DATA_TYPE", {}},
-    {"ENUM_HCCL_LINK_TYPE", {}},
-    {"ENUM_HCCL_TRANSPORT_TYPE", {}},
-    {"ENUM_HCCL_RDMA_TYPE", {}},
-    {"ENUM_MODULE", {}},
+
+struct Expectations {
+  std::vector<ExpectedTable> tables;  // the format's (required), its optional ones, GPUPROF_*
+  std::vector<ExpectedIndex> indexes;
+  std::vector<ExpectedEnum> enums;
+  std::vector<std::pair<std::string, std::string>> schema_version_rows;
 };
 
-const std::vector<std::pair<std::string_view, std::string_view>> kSchemaVersionRows = {
-    {"SCHEMA_VERSION", "1.2.0"},
-    {"SCHEMA_VERSION_MAJOR", "1"},
-    {"SCHEMA_VERSION_MINOR", "2"},
-    {"SCHEMA_VERSION_MICRO", "0"},
-};
+// Runs the source's DDL and DB_SPEC's fixed rows into an in-memory database and reads back what a
+// profile must look like: every table's columns (PRAGMA table_info, so the declared types and
+// primary keys are SQLite's reading of the DDL, as for the file checked), the indexes, the exact
+// enum rows, the SCHEMA_VERSION rows. msprof's enum rows are left out: those tables need only be
+// non-empty.
+StatusOr<Expectations> LoadExpectations() {
+  GPUPROF_ASSIGN_OR_RETURN(Connection ref, Connection::OpenForWrite(":memory:"));
+  for (SchemaPart part : {SchemaPart::kFormatTables, SchemaPart::kOptionalTables, SchemaPart::kGpuprofTables,
+                          SchemaPart::kFormatIndexes, SchemaPart::kGpuprofIndexes, SchemaPart::kSpecRows}) {
+    GPUPROF_RETURN_IF_ERROR(ref.Exec(SchemaSql(part)));
+  }
+  const std::vector<std::string_view> required = SchemaSqlTables(SchemaPart::kFormatTables);
+  Expectations out;
+  {
+    GPUPROF_ASSIGN_OR_RETURN(
+        Statement tables,
+        Statement::Prepare(ref, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid",
+                           Statement::Use::kTransient));
+    GPUPROF_ASSIGN_OR_RETURN(
+        Statement columns,
+        Statement::Prepare(ref, "SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid",
+                           Statement::Use::kTransient));
+    Statement rows;  // one enum table's rows
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, tables.Step());
+      if (!row) break;
+      ExpectedTable& table = out.tables.emplace_back();
+      table.name = std::string(tables.Text(0));
+      table.required = std::find(required.begin(), required.end(), table.name) != required.end();
+      columns.Reset();
+      columns.BindText(1, table.name);
+      while (true) {
+        GPUPROF_ASSIGN_OR_RETURN(bool column, columns.Step());
+        if (!column) break;
+        table.columns.push_back(
+            {std::string(columns.Text(0)), std::string(columns.Text(1)), columns.Int(2) != 0});
+      }
+      if (table.name.rfind("ENUM_", 0) != 0) continue;
+      ExpectedEnum& expected = out.enums.emplace_back();
+      expected.table = table.name;
+      GPUPROF_ASSIGN_OR_RETURN(rows,
+                               Statement::Prepare(ref, "SELECT id, name FROM " + table.name + " ORDER BY id",
+                                                  Statement::Use::kTransient));
+      while (true) {
+        GPUPROF_ASSIGN_OR_RETURN(bool enum_row, rows.Step());
+        if (!enum_row) break;
+        expected.rows.push_back({rows.Int(0), std::string(rows.Text(1))});
+      }
+    }
+  }
+  {
+    GPUPROF_ASSIGN_OR_RETURN(
+        Statement indexes,
+        Statement::Prepare(ref,
+                           "SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' ORDER BY rowid",
+                           Statement::Use::kTransient));
+    GPUPROF_ASSIGN_OR_RETURN(Statement columns,
+                             Statement::Prepare(ref, "SELECT name FROM pragma_index_info(?1) ORDER BY seqno",
+                                                Statement::Use::kTransient));
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, indexes.Step());
+      if (!row) break;
+      ExpectedIndex& index = out.indexes.emplace_back();
+      index.name = std::string(indexes.Text(0));
+      index.table = std::string(indexes.Text(1));
+      columns.Reset();
+      columns.BindText(1, index.name);
+      while (true) {
+        GPUPROF_ASSIGN_OR_RETURN(bool column, columns.Step());
+        if (!column) break;
+        index.columns.emplace_back(columns.Text(0));
+      }
+    }
+  }
+  {
+    GPUPROF_ASSIGN_OR_RETURN(
+        Statement meta,
+        Statement::Prepare(ref,
+                           "SELECT name, value FROM META_DATA WHERE name LIKE 'SCHEMA_VERSION%' "
+                           "ORDER BY rowid",
+                           Statement::Use::kTransient));
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, meta.Step());
+      if (!row) break;
+      out.schema_version_rows.emplace_back(meta.Text(0), meta.Text(1));
+    }
+  }
+  return out;
+}
+
+// Built once per process; the source is constant.
+const StatusOr<Expectations>& CachedExpectations() {
+  static const StatusOr<Expectations> expectations = LoadExpectations();
+  return expectations;
+}
 
 // Columns that hold STRING_IDS ids. `empty_ok`: 4294967295 (the format's id for an empty string,
 // DB_SPEC §3.1) is legitimate there — an op with no shapes, a mark without a domain, memory no op
@@ -187,26 +161,8 @@ const std::vector<StringReference> kStringReferences = {
     {"GPUPROF_REPLAY_KERNEL", "name", false},
 };
 
-struct ParsedColumn {
-  std::string name;
-  std::string type;
-  bool primary_key = false;
-  std::string Describe() const { return name + " " + type + (primary_key ? " PRIMARY KEY" : ""); }
-};
-
-std::vector<ParsedColumn> ParseColumns(std::string_view spec) {
-  std::vector<ParsedColumn> columns;
-  std::stringstream stream{std::string(spec)};
-  std::string item;
-  while (std::getline(stream, item, ',')) {
-    std::stringstream words(item);
-    ParsedColumn column;
-    std::string flag;
-    words >> column.name >> column.type >> flag;
-    column.primary_key = flag == "PK";
-    columns.push_back(std::move(column));
-  }
-  return columns;
+std::string Describe(const ColumnInfo& column) {
+  return column.name + " " + column.declared_type + (column.primary_key ? " PRIMARY KEY" : "");
 }
 
 std::string Quoted(std::string_view identifier) {
@@ -228,7 +184,8 @@ bool SameIgnoringCase(std::string_view a, std::string_view b) {
 
 class Checker {
  public:
-  Checker(const ProfileReader& reader, CheckReport* report) : reader_(reader), report_(report) {}
+  Checker(const ProfileReader& reader, const Expectations& expected, CheckReport* report)
+      : reader_(reader), expected_(expected), report_(report) {}
 
   Status Run() {
     GPUPROF_RETURN_IF_ERROR(CountTablesAndRows());
@@ -285,29 +242,28 @@ class Checker {
   }
 
   Status CheckSchema() {
-    for (const ExpectedTable& expected : kExpectedTables) {
+    for (const ExpectedTable& expected : expected_.tables) {
       if (!reader_.HasTable(expected.name)) {
         if (expected.required) Problem(expected.name, "table missing (DB_SPEC.md lists it in the exact DDL)");
         continue;
       }
       GPUPROF_ASSIGN_OR_RETURN(std::vector<ColumnInfo> actual, reader_.Columns(expected.name));
-      const std::vector<ParsedColumn> wanted = ParseColumns(expected.columns);
+      const std::vector<ColumnInfo>& wanted = expected.columns;
       std::size_t lines = 0;
       std::size_t differences = 0;
       for (std::size_t i = 0; i < std::max(actual.size(), wanted.size()); ++i) {
         std::string line;
         if (i >= actual.size()) {
-          line = "column " + std::to_string(i + 1) + " missing: expected '" + wanted[i].Describe() + "'";
+          line = "column " + std::to_string(i + 1) + " missing: expected '" + Describe(wanted[i]) + "'";
         } else if (i >= wanted.size()) {
           // Columns appended after the format's are not a problem: MindStudio Insight adds its own
           // to the tables it opens, and every consumer selects the format's columns by name.
           continue;
         } else if (!SameIgnoringCase(actual[i].name, wanted[i].name) ||
-                   !SameIgnoringCase(actual[i].declared_type, wanted[i].type) ||
+                   !SameIgnoringCase(actual[i].declared_type, wanted[i].declared_type) ||
                    actual[i].primary_key != wanted[i].primary_key) {
-          ParsedColumn got{actual[i].name, actual[i].declared_type, actual[i].primary_key};
-          line = "column " + std::to_string(i + 1) + " is '" + got.Describe() + "', expected '" +
-                 wanted[i].Describe() + "'";
+          line = "column " + std::to_string(i + 1) + " is '" + Describe(actual[i]) + "', expected '" +
+                 Describe(wanted[i]) + "'";
         }
         if (line.empty()) continue;
         ++differences;
@@ -324,7 +280,7 @@ class Checker {
   }
 
   Status CheckIndexes() {
-    for (const ExpectedIndex& index : kExpectedIndexes) {
+    for (const ExpectedIndex& index : expected_.indexes) {
       if (!reader_.HasTable(index.table)) continue;
       GPUPROF_ASSIGN_OR_RETURN(
           Query query,
@@ -361,7 +317,7 @@ class Checker {
   }
 
   Status CheckEnums() {
-    for (const ExpectedEnum& expected : kExpectedEnums) {
+    for (const ExpectedEnum& expected : expected_.enums) {
       GPUPROF_ASSIGN_OR_RETURN(bool usable, Has(expected.table, {"id", "name"}));
       if (!usable) continue;  // reported by CheckSchema
       std::map<std::int64_t, std::string> actual;
@@ -400,7 +356,7 @@ class Checker {
   Status CheckMetaData() {
     GPUPROF_ASSIGN_OR_RETURN(bool usable, Has("META_DATA", {"name", "value"}));
     if (!usable) return OkStatus();
-    for (const auto& [name, value] : kSchemaVersionRows) {
+    for (const auto& [name, value] : expected_.schema_version_rows) {
       GPUPROF_ASSIGN_OR_RETURN(
           Query query,
           reader_.Prepare("SELECT COUNT(*), MIN(value), MAX(value) FROM META_DATA WHERE name = ?1"));
@@ -439,7 +395,7 @@ class Checker {
       if (!usable) continue;
       const std::string column = Quoted(reference.column);
       std::string where = column + " IS NOT NULL";
-      if (reference.empty_ok) where += " AND " + column + " != " + std::to_string(kInvalidStringId);
+      if (reference.empty_ok) where += " AND " + column + " != " + std::to_string(kDbInvalidValue);
       // EXCEPT: one sort of the distinct values instead of a lookup per row.
       const std::string sql = "SELECT COUNT(*), MIN(v) FROM (SELECT " + column + " AS v FROM " +
                               Quoted(reference.table) + " WHERE " + where +
@@ -578,12 +534,17 @@ class Checker {
   }
 
   const ProfileReader& reader_;
+  const Expectations& expected_;
   CheckReport* report_;
 };
 
 }  // namespace
 
-const std::vector<ExpectedTable>& ExpectedTables() { return kExpectedTables; }
+const std::vector<ExpectedTable>& ExpectedTables() {
+  static const std::vector<ExpectedTable> kNone;
+  const StatusOr<Expectations>& expectations = CachedExpectations();
+  return expectations.ok() ? expectations->tables : kNone;
+}
 
 std::string FormatProblem(const std::string& path, const CheckProblem& problem) {
   return path + ": " + problem.table + ": " + problem.problem;
@@ -609,7 +570,9 @@ StatusOr<CheckReport> CheckProfileDb(const ProfileReader& reader) {
                          (damage.size() > 1 || damage.front().size() > 200 ? " ..." : "") +
                          "); copy it again from the run's output directory, or re-run the profile");
   }
-  Checker checker(reader, &report);
+  const StatusOr<Expectations>& expectations = CachedExpectations();
+  if (!expectations.ok()) return expectations.status().WithContext("check: reading src/db/schema.sql");
+  Checker checker(reader, *expectations, &report);
   GPUPROF_RETURN_IF_ERROR(checker.Run());
   return report;
 }

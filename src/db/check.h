@@ -1,10 +1,11 @@
 // `gpuprof check`: schema and join-consistency checks of one profile DB against DB_SPEC.md.
 //
-// The expected tables, columns (order, declared type, primary key), indexes and enum rows are
-// written out here from DB_SPEC.md's DDL, independently of the writer's code, so a writer bug
-// cannot hide itself. Join checks reproduce the joins the format's consumers perform (DB_SPEC
-// §3.4): they use set operations (EXCEPT, GROUP BY) that SQLite runs out of core, never a
-// correlated lookup on an unindexed column.
+// The expected tables, columns (order, declared type, primary key), indexes, enum rows and
+// SCHEMA_VERSION rows come from src/db/schema.sql, the one DDL source, run into an in-memory
+// database. That the source itself says what DB_SPEC.md says is the schema tests' job
+// (tests/unit/db/writer_schema_test.cc checks DB_SPEC's key facts written out by hand). Join checks
+// reproduce the joins the format's consumers perform (DB_SPEC §3.4): they use set operations
+// (EXCEPT, GROUP BY) that SQLite runs out of core, never a correlated lookup on an unindexed column.
 //
 // Thread-safety: none (one reader). Errors: Status only when the file cannot be read (damaged,
 // truncated); everything wrong with its contents is a CheckProblem.
@@ -36,12 +37,13 @@ StatusOr<CheckReport> CheckProfileDb(const ProfileReader& reader);
 // "<db>: <table>: <problem>"
 std::string FormatProblem(const std::string& path, const CheckProblem& problem);
 
-// The tables check expects, as "name TYPE[ PK], ..." column lists transcribed from DB_SPEC's DDL;
-// `required` is false for the optional ones (checked only when present).
+// The tables check expects, read from src/db/schema.sql (the DDL the writer also uses): the
+// format's, `required`; its optional device tables and GPUPROF_*, checked only when present. Empty
+// only if the embedded source cannot be run (then CheckProfileDb returns that error).
 struct ExpectedTable {
-  const char* name;
-  bool required;
-  const char* columns;
+  std::string name;
+  bool required = false;
+  std::vector<ColumnInfo> columns;  // in declaration order, as PRAGMA table_info reads the DDL
 };
 const std::vector<ExpectedTable>& ExpectedTables();
 

@@ -10,12 +10,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "db/db_constants.h"
 #include "trace/records.h"
 
 namespace gpuprof::db {
 
-inline constexpr std::uint64_t kFrameworkConnectionBase = 5ull << 28;  // fwd/bwd and task-queue ids
-inline constexpr std::uint64_t kInvalidId = 4294967295ull;             // DB_INVALID_VALUE
+// kFrameworkConnectionBase (fwd/bwd and task-queue ids) and DB_INVALID_VALUE: db_constants.h.
+inline constexpr std::uint64_t kInvalidId = kDbInvalidValue;
 
 // One PYTORCH_API row as the derivations need it.
 struct OpSpan {

@@ -15,7 +15,8 @@
 #include <set>
 #include <utility>
 
-#include "db/utf8.h"
+#include "base/json.h"
+#include "db/db_constants.h"
 
 namespace gpuprof::db {
 namespace {
@@ -27,8 +28,6 @@ constexpr std::int64_t kNsPerSecond = 1'000'000'000;
 constexpr std::uint32_t kSyntheticPidBase = 1u << 24;
 constexpr std::uint32_t kGcTid = 0x7fff0001u;
 constexpr std::uint32_t kReplayTid = 0x7fff0002u;
-
-constexpr std::int64_t kApiTypeNode = 10000;  // CANN_API `node` rows duplicate the runtime call's span
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
@@ -143,7 +142,7 @@ class Event {
 
   Event& Str(std::string_view key, std::string_view value) {
     Key(key);
-    AppendJsonString(out_, value);
+    base::AppendJsonString(out_, value);
     return *this;
   }
   Event& Int(std::string_view key, std::int64_t value) {
@@ -466,6 +465,7 @@ class Exporter {
     if (!Require(schema, db, "CANN_API", {"startNs", "endNs", "globalTid", "name"})) return OkStatus();
     auto [name, name_join] = StringJoin(schema, "a.name", "n");
     const std::string type = schema.Col("CANN_API", "a", "type");
+    // CANN_API `node` rows duplicate the runtime call's span: left out.
     const std::string sql =
         "SELECT a.startNs, a.endNs, a.globalTid, " + name + ", " +
         schema.Col("CANN_API", "a", "connectionId") + " FROM CANN_API a" + name_join +
@@ -834,48 +834,6 @@ StatusOr<DbContext> LoadContext(const ProfileReader& reader, const ProfileDbFile
 }  // namespace
 
 std::vector<std::string_view> ExportFormats() { return {kPerfettoFormat}; }
-
-void AppendJsonString(std::string* out, std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-  out->push_back('"');
-  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t size = text.size();
-  std::size_t i = 0;
-  while (i < size) {
-    const unsigned char c = bytes[i];
-    if (c < 0x80) {
-      switch (c) {
-        case '"': out->append("\\\""); break;
-        case '\\': out->append("\\\\"); break;
-        case '\b': out->append("\\b"); break;
-        case '\f': out->append("\\f"); break;
-        case '\n': out->append("\\n"); break;
-        case '\r': out->append("\\r"); break;
-        case '\t': out->append("\\t"); break;
-        default:
-          if (c < 0x20) {
-            out->append("\\u00");
-            out->push_back(kHex[c >> 4]);
-            out->push_back(kHex[c & 0xf]);
-          } else {
-            out->push_back(static_cast<char>(c));
-          }
-      }
-      ++i;
-      continue;
-    }
-    const std::size_t length = ValidUtf8SequenceLength(bytes + i, size - i);
-    if (length > 0) {
-      out->append(text.data() + i, length);
-      i += length;
-    } else {
-      out->append(kReplacement);
-      ++i;
-    }
-  }
-  out->push_back('"');
-}
 
 void AppendMicros(std::string* out, std::int64_t ns) {
   auto magnitude = static_cast<std::uint64_t>(ns);

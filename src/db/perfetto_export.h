@@ -7,7 +7,8 @@
 // copies, memsets), a "gpuprof replay" track (replay passes, declined launches) and memory
 // counters. Flows: op -> device task (CONNECTION_IDS joined to TASK.connectionId), forward ->
 // backward and enqueue -> dequeue (CONNECTION_IDS groups of more than one op). MSTX ranges are
-// async slices, MSTX markers instants.
+// async slices, MSTX markers instants. Every string goes through base::AppendJsonString (base/json.h):
+// a name with control characters or invalid UTF-8 still gives valid JSON.
 //
 // Timestamps are microseconds with three decimals, relative to `time_base_ns` (the earliest
 // session start, floored to a whole second; written to otherData): trace viewers parse ts as a
@@ -53,11 +54,6 @@ struct ExportSummary {
 // created, DataLoss/Internal for a write that fails (disk full).
 StatusOr<ExportSummary> ExportPerfettoTrace(const std::vector<ProfileDbFile>& dbs,
                                             const std::string& output_path);
-
-// JSON string literal for `text`, quotes included: '"' and '\' escaped, control characters as
-// \n, \t, ... or \u00XX, and every byte that is not part of valid UTF-8 (overlong forms,
-// surrogates, code points above U+10FFFF, truncated sequences) replaced by U+FFFD.
-void AppendJsonString(std::string* out, std::string_view text);
 
 // `ns` as microseconds with exactly three decimals ("-1.500", "0.001", "12.000").
 void AppendMicros(std::string* out, std::int64_t ns);

@@ -81,6 +81,25 @@ std::string SqliteMessage(sqlite3* db, int rc) {
   return sqlite3_errstr(rc);
 }
 
+// The reader connection's error wording (sqlite_util.h): DescribeSqliteFailure's message, and a
+// code that says whose the problem is.
+Status ReaderError(std::string_view path, std::string_view what, int rc, sqlite3* db) {
+  std::string message = DescribeSqliteFailure(std::string(path), what, rc, SqliteMessage(db, rc));
+  switch (rc & 0xff) {
+    case SQLITE_NOTADB: return InvalidArgumentError(std::move(message));
+    case SQLITE_CORRUPT:
+    case SQLITE_FORMAT:
+    case SQLITE_IOERR: return DataLossError(std::move(message));
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return UnavailableError(std::move(message));
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_AUTH: return FailedPreconditionError(std::move(message));
+    case SQLITE_NOMEM: return ResourceExhaustedError(std::move(message));
+    default: return InternalError(std::move(message));
+  }
+}
+
 }  // namespace
 
 std::optional<std::int32_t> RankFromDbFileName(std::string_view file_name) {
@@ -196,62 +215,6 @@ std::string DescribeSqliteFailure(const std::string& path, std::string_view what
 }
 
 // ---------------------------------------------------------------------------------------------
-// Query
-
-Query::~Query() { sqlite3_finalize(stmt_); }
-
-Query::Query(Query&& other) noexcept : reader_(other.reader_), stmt_(other.stmt_) { other.stmt_ = nullptr; }
-
-Query& Query::operator=(Query&& other) noexcept {
-  if (this != &other) {
-    sqlite3_finalize(stmt_);
-    reader_ = other.reader_;
-    stmt_ = other.stmt_;
-    other.stmt_ = nullptr;
-  }
-  return *this;
-}
-
-StatusOr<bool> Query::Step() {
-  int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  std::string sql = sqlite3_sql(stmt_) != nullptr ? sqlite3_sql(stmt_) : "";
-  if (sql.size() > 80) sql = sql.substr(0, 77) + "...";
-  return reader_->Error("reading (" + sql + ")", rc);
-}
-
-void Query::Reset() noexcept {
-  sqlite3_reset(stmt_);
-  sqlite3_clear_bindings(stmt_);
-}
-
-void Query::BindInt(int index, std::int64_t value) noexcept { sqlite3_bind_int64(stmt_, index, value); }
-
-void Query::BindText(int index, std::string_view text) noexcept {
-  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-}
-
-bool Query::IsNull(int column) const noexcept { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
-
-std::int64_t Query::Int(int column) const noexcept { return sqlite3_column_int64(stmt_, column); }
-
-std::optional<std::int64_t> Query::OptionalInt(int column) const noexcept {
-  if (IsNull(column)) return std::nullopt;
-  return Int(column);
-}
-
-double Query::Double(int column) const noexcept { return sqlite3_column_double(stmt_, column); }
-
-std::string_view Query::Text(int column) const noexcept {
-  const unsigned char* text = sqlite3_column_text(stmt_, column);
-  if (text == nullptr) return {};
-  return {reinterpret_cast<const char*>(text), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column))};
-}
-
-int Query::ColumnType(int column) const noexcept { return sqlite3_column_type(stmt_, column); }
-
-// ---------------------------------------------------------------------------------------------
 // ProfileReader
 
 StatusOr<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& path) {
@@ -284,22 +247,12 @@ StatusOr<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& 
   }
 
   std::unique_ptr<ProfileReader> reader(new ProfileReader(path));
-  // Plain read-only, not `immutable=1`: immutable would skip locking and change detection, which
-  // is unsafe when a writer may still hold the file. NOMUTEX: a reader is used by one thread.
-  int rc = sqlite3_open_v2(path.c_str(), &reader->db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string message = DescribeSqliteFailure(path, "opening", rc, SqliteMessage(reader->db_, rc));
-    return Status(rc == SQLITE_NOTADB ? StatusCode::kInvalidArgument : StatusCode::kFailedPrecondition,
-                  std::move(message));
-  }
-  sqlite3_extended_result_codes(reader->db_, 1);
-  sqlite3_busy_timeout(reader->db_, kBusyTimeoutMs);
+  GPUPROF_ASSIGN_OR_RETURN(reader->conn_, Connection::OpenReadOnly(path, ReaderError));
+  sqlite3_busy_timeout(reader->conn_.get(), kBusyTimeoutMs);
   // query_only: a second guard, on top of the read-only open, that nothing here writes the file.
   // cache_size: 16 MiB of page cache bounds memory however large the DB is; sorts and automatic
   // indexes for joins spill to temporary files instead (SQLite's default temp_store is a file).
-  rc = sqlite3_exec(reader->db_, "PRAGMA query_only = 1; PRAGMA cache_size = -16384;", nullptr, nullptr,
-                    nullptr);
-  if (rc != SQLITE_OK) return reader->Error("opening the file", rc);
+  GPUPROF_RETURN_IF_ERROR(reader->conn_.Exec("PRAGMA query_only = 1; PRAGMA cache_size = -16384;"));
 
   GPUPROF_RETURN_IF_ERROR(reader->LoadTables());
   if (!reader->HasTable("PYTORCH_API") && !reader->HasTable("TASK")) {
@@ -308,12 +261,6 @@ StatusOr<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& 
                                 "table); pass the ascend_pytorch_profiler*.db file that a gpuprof run wrote");
   }
   return reader;
-}
-
-ProfileReader::~ProfileReader() {
-  // Every Query has been finalized by now (they must not outlive the reader), so close cannot
-  // report SQLITE_BUSY; close_v2 would defer rather than leak if one had not.
-  sqlite3_close_v2(db_);
 }
 
 Status ProfileReader::LoadTables() {
@@ -360,14 +307,7 @@ StatusOr<bool> ProfileReader::HasColumns(std::string_view table,
 }
 
 StatusOr<Query> ProfileReader::Prepare(std::string_view sql) const {
-  sqlite3_stmt* stmt = nullptr;
-  int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
-  if (rc != SQLITE_OK) {
-    sqlite3_finalize(stmt);
-    std::string shown(sql.substr(0, std::min<std::size_t>(sql.size(), 80)));
-    return Error("preparing (" + shown + (sql.size() > 80 ? "..." : "") + ")", rc);
-  }
-  return Query(this, stmt);
+  return Statement::Prepare(conn_, sql, Statement::Use::kTransient);
 }
 
 StatusOr<std::int64_t> ProfileReader::QueryInt(std::string_view sql) const {
@@ -377,18 +317,6 @@ StatusOr<std::int64_t> ProfileReader::QueryInt(std::string_view sql) const {
   return query.Int(0);
 }
 
-Status ProfileReader::Error(std::string_view what, int rc) const {
-  std::string message = DescribeSqliteFailure(path_, what, rc, SqliteMessage(db_, rc));
-  switch (rc & 0xff) {
-    case SQLITE_NOTADB: return InvalidArgumentError(std::move(message));
-    case SQLITE_CORRUPT:
-    case SQLITE_FORMAT:
-    case SQLITE_IOERR: return DataLossError(std::move(message));
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED: return UnavailableError(std::move(message));
-    case SQLITE_NOMEM: return ResourceExhaustedError(std::move(message));
-    default: return InternalError(std::move(message));
-  }
-}
+Status ProfileReader::Error(std::string_view what, int rc) const { return conn_.Error(what, rc); }
 
 }  // namespace gpuprof::db

@@ -2,10 +2,10 @@
 // connection with prepared queries whose errors say what is wrong with the file and how to fix it.
 // `gpuprof stats`, `export` and `check` are built on this.
 //
-// Ownership and lifetime: ProfileReader owns its sqlite3 handle; a Query borrows the reader it was
-// prepared on and must be destroyed first. Thread-safety: none; one thread uses a reader and its
-// queries at a time. Errors: every fallible call returns Status/StatusOr with the file's path in
-// the message; nothing throws.
+// Ownership and lifetime: ProfileReader owns its connection (sqlite_util.h, the RAII wrapper the
+// writer uses too); a Query borrows the reader it was prepared on and must be destroyed first.
+// Thread-safety: none; one thread uses a reader and its queries at a time. Errors: every fallible
+// call returns Status/StatusOr with the file's path in the message; nothing throws.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "db/sqlite_util.h"
 #include "gpuprof/status.h"
-
-struct sqlite3;
-struct sqlite3_stmt;
 
 namespace gpuprof::db {
 
@@ -52,41 +50,11 @@ struct ColumnInfo {
   bool primary_key = false;
 };
 
-class ProfileReader;
-
-// A prepared statement over a ProfileReader. Column accessors take 0-based indexes; binders take
-// 1-based parameter indexes (SQLite's conventions). Text views stay valid until the next Step().
-class Query {
- public:
-  Query() = default;
-  ~Query();
-  Query(Query&& other) noexcept;
-  Query& operator=(Query&& other) noexcept;
-  Query(const Query&) = delete;
-  Query& operator=(const Query&) = delete;
-
-  // True when a row is ready, false when done. A corrupt or truncated file shows up here as an
-  // error naming the file.
-  StatusOr<bool> Step();
-  void Reset() noexcept;
-
-  void BindInt(int index, std::int64_t value) noexcept;
-  void BindText(int index, std::string_view text) noexcept;
-
-  bool IsNull(int column) const noexcept;
-  std::int64_t Int(int column) const noexcept;  // NULL reads as 0; TEXT digits convert
-  std::optional<std::int64_t> OptionalInt(int column) const noexcept;
-  double Double(int column) const noexcept;
-  std::string_view Text(int column) const noexcept;  // NULL reads as ""
-  int ColumnType(int column) const noexcept;         // SQLITE_INTEGER, SQLITE_TEXT, ...
-
- private:
-  friend class ProfileReader;
-  Query(const ProfileReader* reader, sqlite3_stmt* stmt) : reader_(reader), stmt_(stmt) {}
-
-  const ProfileReader* reader_ = nullptr;
-  sqlite3_stmt* stmt_ = nullptr;
-};
+// A prepared statement over a ProfileReader: the shared Statement (sqlite_util.h), whose errors
+// are worded by the reader (see ProfileReader::Error). Column accessors take 0-based indexes;
+// binders take 1-based parameter indexes (SQLite's conventions). Text views stay valid until the
+// next Step(). A Query must be destroyed before the reader it was prepared on.
+using Query = Statement;
 
 class ProfileReader {
  public:
@@ -96,7 +64,7 @@ class ProfileReader {
   //   (no PYTORCH_API or TASK table)", a damaged/truncated file (DataLoss), NotFound.
   static StatusOr<std::unique_ptr<ProfileReader>> Open(const std::string& path);
 
-  ~ProfileReader();
+  ~ProfileReader() = default;
   ProfileReader(const ProfileReader&) = delete;
   ProfileReader& operator=(const ProfileReader&) = delete;
 
@@ -124,7 +92,7 @@ class ProfileReader {
   Status LoadTables();
 
   std::string path_;
-  sqlite3* db_ = nullptr;
+  Connection conn_;  // read-only, errors worded for the user (ReaderError in profile_reader.cc)
   std::vector<std::string> tables_;
 };
 

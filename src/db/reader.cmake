@@ -1,7 +1,8 @@
-# Read side (gpuprof stats / export / check): path resolution, a read-only SQLite reader, the
-# statistics (per DB, and across the rank DBs of a cluster), the Perfetto (Chrome trace-event
-# JSON) exporter and the schema/join checker. It does not link the writer: check embeds DB_SPEC's
-# DDL itself, so a writer bug cannot hide.
+# Read side (gpuprof stats / export / check): path resolution, a read-only SQLite reader (on the
+# SQLite wrapper the writer uses too, gpuprof::db_sqlite), the statistics (per DB, and across the
+# rank DBs of a cluster), the Perfetto (Chrome trace-event JSON) exporter and the schema/join
+# checker. It does not link the writer; check reads the expected schema from src/db/schema.sql, the
+# DDL source the writer uses too (gpuprof::db_schema_sql).
 add_library(gpuprof_db_reader STATIC
   profile_reader.cc
   stats.cc
@@ -10,5 +11,5 @@ add_library(gpuprof_db_reader STATIC
   check.cc)
 add_library(gpuprof::db_reader ALIAS gpuprof_db_reader)
 target_link_libraries(gpuprof_db_reader
-  PUBLIC gpuprof::base
-  PRIVATE SQLite::SQLite3 gpuprof::compile_options)
+  PUBLIC gpuprof::base gpuprof::db_sqlite
+  PRIVATE gpuprof::db_schema_sql SQLite::SQLite3 gpuprof::compile_options)

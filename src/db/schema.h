@@ -1,6 +1,7 @@
-// The schema of ascend_pytorch_profiler[_<rank>].db (DB_SPEC.md "Exact DDL") plus gpuprof's own
-// GPUPROF_* tables (docs/db_gpuprof_tables.md). Tables, enum rows and SCHEMA_VERSION rows are
-// written at open.
+// The schema of ascend_pytorch_profiler[_<rank>].db: created from src/db/schema.sql, the one DDL
+// source (schema_sql.h): DB_SPEC.md "Exact DDL" plus gpuprof's own GPUPROF_* tables
+// (docs/db_gpuprof_tables.md). Tables, enum rows and SCHEMA_VERSION rows are written at open; the
+// optional device tables of DB_SPEC are not created (gpuprof collects none of them).
 //
 // Indexes are created with the tables, before the bulk load, although the usual advice is the
 // opposite. Measured on the 2M-task benchmark: device tasks arrive nearly in start-time order, so
@@ -18,11 +19,6 @@
 
 namespace gpuprof::db {
 
-inline constexpr std::string_view kSchemaVersion = "1.2.0";
-inline constexpr std::string_view kSchemaVersionMajor = "1";
-inline constexpr std::string_view kSchemaVersionMinor = "2";
-inline constexpr std::string_view kSchemaVersionMicro = "0";
-
 // META_DATA names of gpuprof's own rows.
 inline constexpr std::string_view kMetaGpuprofVersion = "gpuprof_version";
 inline constexpr std::string_view kMetaGpuprofConfig = "gpuprof_config";
@@ -34,7 +30,8 @@ inline constexpr std::string_view kReplayPassTable = "GPUPROF_REPLAY_PASS";
 // Every table the writer creates, in creation order (format tables first, then GPUPROF_*).
 std::span<const std::string_view> SchemaTableNames();
 
-// Creates every table, fills the enum tables and the SCHEMA_VERSION rows of META_DATA.
+// Creates every table (format and GPUPROF_*), fills the enum tables and the SCHEMA_VERSION rows of
+// META_DATA.
 Status CreateSchema(const Connection& conn);
 
 // TaskIndex, CommunicationTaskIndex (the format's) and GPUPROF_REPLAY_PASS's kernel index

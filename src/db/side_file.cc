@@ -30,11 +30,9 @@ StatusOr<std::string> TableDdl(const Connection& conn, const std::string& table)
   GPUPROF_ASSIGN_OR_RETURN(
       Statement query, Statement::Prepare(conn, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1"));
   query.BindStaticText(1, table);
-  int rc = sqlite3_step(query.get());
-  if (rc == SQLITE_DONE) return NotFoundError("table " + table + " is not in " + conn.path());
-  if (rc != SQLITE_ROW) return conn.Error("reading the DDL of " + table, rc);
-  const unsigned char* sql = sqlite3_column_text(query.get(), 0);
-  return std::string(reinterpret_cast<const char*>(sql));
+  GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+  if (!row) return NotFoundError("table " + table + " is not in " + conn.path());
+  return std::string(query.Text(0));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "db/sqlite_util.h"
 
+#include <sqlite3.h>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -23,35 +25,46 @@ std::string SqliteMessage(sqlite3* db, int rc) {
   return out;
 }
 
-std::string DbPath(sqlite3* db) {
-  const char* name = db != nullptr ? sqlite3_db_filename(db, "main") : nullptr;
-  return name != nullptr ? name : "<unknown db>";
-}
-
 }  // namespace
+
+Status DefaultSqliteError(std::string_view path, std::string_view what, int rc, sqlite3* db) {
+  return InternalError(std::string(what) + " on " + std::string(path) + ": " + SqliteMessage(db, rc));
+}
 
 Connection& Connection::operator=(Connection&& other) noexcept {
   if (this != &other) {
     CloseQuietly();
     db_ = std::exchange(other.db_, nullptr);
     path_ = std::move(other.path_);
+    formatter_ = other.formatter_;
   }
   return *this;
 }
 
+int Connection::Open(const std::string& path, int flags, Connection* conn) {
+  conn->path_ = path;
+  int rc = sqlite3_open_v2(path.c_str(), &conn->db_, flags, nullptr);
+  if (rc == SQLITE_OK) sqlite3_extended_result_codes(conn->db_, 1);
+  return rc;
+}
+
 StatusOr<Connection> Connection::OpenForWrite(const std::string& path) {
   Connection conn;
-  conn.path_ = path;
   // NOMUTEX: the connection is used by one thread at a time (Create, then the writer thread, then
   // Finalize after joining it), so SQLite's per-call mutex is pure overhead on the hot path.
-  int rc = sqlite3_open_v2(path.c_str(), &conn.db_,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    Status error = UnavailableError("sqlite3_open_v2(" + path + "): " + SqliteMessage(conn.db_, rc));
-    conn.CloseQuietly();
-    return error;
-  }
-  sqlite3_extended_result_codes(conn.db_, 1);
+  int rc = Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, &conn);
+  if (rc != SQLITE_OK)
+    return UnavailableError("sqlite3_open_v2(" + path + "): " + SqliteMessage(conn.db_, rc));
+  return conn;
+}
+
+StatusOr<Connection> Connection::OpenReadOnly(const std::string& path, SqliteErrorFormatter formatter) {
+  Connection conn;
+  conn.formatter_ = formatter != nullptr ? formatter : DefaultSqliteError;
+  // Plain read-only, not `immutable=1`: immutable would skip locking and change detection, which
+  // is unsafe when a writer may still hold the file. NOMUTEX: a reader is used by one thread.
+  int rc = Open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, &conn);
+  if (rc != SQLITE_OK) return conn.Error("opening", rc);
   return conn;
 }
 
@@ -62,8 +75,7 @@ Status Connection::Exec(std::string_view sql) const {
   if (rc == SQLITE_OK) return OkStatus();
   sqlite3_free(message);  // sqlite3_errmsg has the same text
   std::string head = text.substr(0, 80);
-  return InternalError("SQL `" + head + (text.size() > 80 ? "...`" : "`") + " on " + path_ + ": " +
-                       SqliteMessage(db_, rc));
+  return Error("SQL `" + head + (text.size() > 80 ? "...`" : "`"), rc);
 }
 
 Status Connection::Close() {
@@ -80,9 +92,7 @@ Status Connection::Close() {
   return error;
 }
 
-Status Connection::Error(std::string_view what, int rc) const {
-  return InternalError(std::string(what) + " on " + path_ + ": " + SqliteMessage(db_, rc));
-}
+Status Connection::Error(std::string_view what, int rc) const { return formatter_(path_, what, rc, db_); }
 
 void Connection::CloseQuietly() noexcept {
   if (db_ != nullptr) {
@@ -91,23 +101,48 @@ void Connection::CloseQuietly() noexcept {
   }
 }
 
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement::Statement(Statement&& other) noexcept
+    : stmt_(std::exchange(other.stmt_, nullptr)),
+      path_(std::move(other.path_)),
+      formatter_(other.formatter_) {}
+
 Statement& Statement::operator=(Statement&& other) noexcept {
   if (this != &other) {
     sqlite3_finalize(stmt_);
     stmt_ = std::exchange(other.stmt_, nullptr);
+    path_ = std::move(other.path_);
+    formatter_ = other.formatter_;
   }
   return *this;
 }
 
-StatusOr<Statement> Statement::Prepare(const Connection& conn, std::string_view sql) {
+StatusOr<Statement> Statement::Prepare(const Connection& conn, std::string_view sql, Use use) {
   Statement statement;
+  statement.path_ = conn.path();
+  statement.formatter_ = conn.formatter();
   // PERSISTENT: these statements live for the whole run and are stepped millions of times.
-  int rc = sqlite3_prepare_v3(conn.get(), sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                              &statement.stmt_, nullptr);
+  const unsigned flags = use == Use::kPersistent ? SQLITE_PREPARE_PERSISTENT : 0;
+  int rc = sqlite3_prepare_v3(conn.get(), sql.data(), static_cast<int>(sql.size()), flags, &statement.stmt_,
+                              nullptr);
   if (rc != SQLITE_OK) {
-    return conn.Error("prepare `" + std::string(sql.substr(0, 80)) + "`", rc);
+    std::string shown(sql.substr(0, std::min<std::size_t>(sql.size(), 80)));
+    return conn.Error("preparing (" + shown + (sql.size() > 80 ? "..." : "") + ")", rc);
   }
   return statement;
+}
+
+void Statement::BindInt(int index, std::int64_t value) noexcept { sqlite3_bind_int64(stmt_, index, value); }
+
+void Statement::BindNull(int index) noexcept { sqlite3_bind_null(stmt_, index); }
+
+void Statement::BindText(int index, std::string_view text) noexcept {
+  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
+void Statement::BindStaticText(int index, std::string_view text) noexcept {
+  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
 }
 
 Status Statement::Run() {
@@ -116,11 +151,50 @@ Status Statement::Run() {
     sqlite3_reset(stmt_);
     return OkStatus();
   }
-  sqlite3* db = sqlite3_db_handle(stmt_);
-  Status error = InternalError("step `" + std::string(sqlite3_sql(stmt_)).substr(0, 60) + "` on " +
-                               DbPath(db) + ": " + SqliteMessage(db, rc));
+  Status error = Error("step `" + std::string(sqlite3_sql(stmt_)).substr(0, 60) + "`", rc);
   sqlite3_reset(stmt_);
   return error;
+}
+
+StatusOr<bool> Statement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  std::string sql = sqlite3_sql(stmt_) != nullptr ? sqlite3_sql(stmt_) : "";
+  if (sql.size() > 80) sql = sql.substr(0, 77) + "...";
+  return Error("reading (" + sql + ")", rc);
+}
+
+void Statement::Reset() noexcept {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+bool Statement::IsNull(int column) const noexcept {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+
+std::int64_t Statement::Int(int column) const noexcept { return sqlite3_column_int64(stmt_, column); }
+
+std::optional<std::int64_t> Statement::OptionalInt(int column) const noexcept {
+  if (IsNull(column)) return std::nullopt;
+  return Int(column);
+}
+
+double Statement::Double(int column) const noexcept { return sqlite3_column_double(stmt_, column); }
+
+std::string_view Statement::Text(int column) const noexcept {
+  const unsigned char* text = sqlite3_column_text(stmt_, column);
+  if (text == nullptr) return {};
+  return {reinterpret_cast<const char*>(text), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column))};
+}
+
+int Statement::ColumnType(int column) const noexcept { return sqlite3_column_type(stmt_, column); }
+
+int Statement::ColumnCount() const noexcept { return sqlite3_column_count(stmt_); }
+
+Status Statement::Error(std::string_view what, int rc) const {
+  return formatter_(path_, what, rc, stmt_ != nullptr ? sqlite3_db_handle(stmt_) : nullptr);
 }
 
 Status BatchInserter::Prepare(const Connection& conn, std::string_view head, std::string_view row) {

@@ -1,20 +1,25 @@
-// Small RAII layer over the SQLite C API for the writer: a connection that closes itself, a
-// prepared statement that finalizes itself, and Status-returning helpers whose messages name the
-// operation, the file and SQLite's own error text. Private to src/db.
+// The one RAII layer over the SQLite C API, for the writer and the reader alike: a connection that
+// closes itself, a prepared statement that finalizes itself, and Status-returning calls whose
+// messages name the operation, the file and SQLite's own error text. How those messages are worded
+// is the connection's: the writer's (the default) name the SQL and SQLite's code; the reader passes
+// its own (profile_reader.cc: a damaged, foreign or locked file, each with its fix). Private to
+// src/db; it does not include sqlite3.h, so the reader's public header can use it.
 //
-// Thread-safety: none. A Connection and its Statements are used by one thread at a time (the
-// writer opens its file with SQLITE_OPEN_NOMUTEX for that reason).
+// Thread-safety: none. A Connection and its Statements are used by one thread at a time (both
+// open their files with SQLITE_OPEN_NOMUTEX for that reason).
 #pragma once
-
-#include <sqlite3.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpuprof/status.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
 
 namespace gpuprof::db {
 
@@ -38,11 +43,18 @@ PRAGMA temp_store = MEMORY;
 PRAGMA cache_size = -65536;
 )sql";
 
+// The Status for SQLite result `rc` of `what` on the file at `path` (`db` may be null).
+using SqliteErrorFormatter = Status (*)(std::string_view path, std::string_view what, int rc, sqlite3* db);
+
+// "<what> on <path>: <sqlite message> (code N[, <OS error>])" as InternalError: the writer's wording.
+Status DefaultSqliteError(std::string_view path, std::string_view what, int rc, sqlite3* db);
+
 class Connection {
  public:
   Connection() = default;
   ~Connection() { CloseQuietly(); }
-  Connection(Connection&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) {
+  Connection(Connection&& other) noexcept
+      : db_(other.db_), path_(std::move(other.path_)), formatter_(other.formatter_) {
     other.db_ = nullptr;
   }
   Connection& operator=(Connection&& other) noexcept;
@@ -51,6 +63,9 @@ class Connection {
 
   // Opens (creating) `path` read-write. The connection is single-threaded (NOMUTEX).
   static StatusOr<Connection> OpenForWrite(const std::string& path);
+  // Opens `path` read-only, never creating it; single-threaded (NOMUTEX). Every error of the
+  // connection and its statements, the failed open included, is worded by `formatter`.
+  static StatusOr<Connection> OpenReadOnly(const std::string& path, SqliteErrorFormatter formatter);
 
   // Runs one or more statements that return no rows we need.
   Status Exec(std::string_view sql) const;
@@ -62,43 +77,50 @@ class Connection {
   sqlite3* get() const noexcept { return db_; }
   const std::string& path() const noexcept { return path_; }
   bool is_open() const noexcept { return db_ != nullptr; }
+  SqliteErrorFormatter formatter() const noexcept { return formatter_; }
 
-  // "<what> on <path>: <sqlite message> (code N)" for the connection's last error.
+  // The connection's Status for result `rc` of `what` (the writer's: "<what> on <path>: <sqlite
+  // message> (code N)").
   Status Error(std::string_view what, int rc) const;
 
  private:
+  // sqlite3_open_v2 into `conn` (which closes the handle, opened or not, when it goes).
+  static int Open(const std::string& path, int flags, Connection* conn);
   void CloseQuietly() noexcept;
 
   sqlite3* db_ = nullptr;
   std::string path_;
+  SqliteErrorFormatter formatter_ = DefaultSqliteError;
 };
 
+// A prepared statement. Binders take 1-based parameter indexes, column accessors 0-based
+// columns (SQLite's conventions). It keeps its connection's path and error wording, not the
+// connection: a Statement must be destroyed before its Connection closes.
 class Statement {
  public:
+  // kPersistent: prepared once and stepped many times (the writer's inserts); kTransient: a
+  // query run a few times (the reader's).
+  enum class Use { kPersistent, kTransient };
+
   Statement() = default;
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(Statement&& other) noexcept : stmt_(other.stmt_) { other.stmt_ = nullptr; }
+  ~Statement();
+  Statement(Statement&& other) noexcept;
   Statement& operator=(Statement&& other) noexcept;
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
-  static StatusOr<Statement> Prepare(const Connection& conn, std::string_view sql);
+  static StatusOr<Statement> Prepare(const Connection& conn, std::string_view sql,
+                                     Use use = Use::kPersistent);
 
-  // Binders take 1-based parameter indexes. They cannot fail on a valid index and a prepared
-  // statement, so they return nothing; a bad index shows up as a wrong row in the tests.
-  void BindInt(int index, std::int64_t value) noexcept { sqlite3_bind_int64(stmt_, index, value); }
+  // Binders cannot fail on a valid index and a prepared statement, so they return nothing; a bad
+  // index shows up as a wrong row in the tests.
+  void BindInt(int index, std::int64_t value) noexcept;
   // Stores a u64 as its two's complement i64 (SQLite integers are signed 64-bit).
-  void BindU64(int index, std::uint64_t value) noexcept {
-    sqlite3_bind_int64(stmt_, index, static_cast<std::int64_t>(value));
-  }
-  void BindNull(int index) noexcept { sqlite3_bind_null(stmt_, index); }
-  void BindText(int index, std::string_view text) noexcept {
-    sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-  }
+  void BindU64(int index, std::uint64_t value) noexcept { BindInt(index, static_cast<std::int64_t>(value)); }
+  void BindNull(int index) noexcept;
+  void BindText(int index, std::string_view text) noexcept;  // copied
   // Binds text that stays valid until the statement is reset (no copy).
-  void BindStaticText(int index, std::string_view text) noexcept {
-    sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
-  }
+  void BindStaticText(int index, std::string_view text) noexcept;
   template <typename T>
   void BindOptional(int index, const std::optional<T>& value) noexcept {
     if (value.has_value()) {
@@ -111,10 +133,28 @@ class Statement {
   // Steps a statement that returns no rows, then resets it for the next use.
   Status Run();
 
+  // Steps a query: true when a row is ready, false when done. A corrupt or truncated file shows
+  // up here as an error naming the file.
+  StatusOr<bool> Step();
+  // Back to before the first Step, bindings cleared.
+  void Reset() noexcept;
+
+  bool IsNull(int column) const noexcept;
+  std::int64_t Int(int column) const noexcept;  // NULL reads as 0; TEXT digits convert
+  std::optional<std::int64_t> OptionalInt(int column) const noexcept;
+  double Double(int column) const noexcept;
+  std::string_view Text(int column) const noexcept;  // NULL reads as ""; valid until the next Step
+  int ColumnType(int column) const noexcept;         // SQLITE_INTEGER, SQLITE_TEXT, ...
+  int ColumnCount() const noexcept;
+
   sqlite3_stmt* get() const noexcept { return stmt_; }
 
  private:
+  Status Error(std::string_view what, int rc) const;
+
   sqlite3_stmt* stmt_ = nullptr;
+  std::string path_;
+  SqliteErrorFormatter formatter_ = DefaultSqliteError;
 };
 
 // Inserts rows into one table many at a time through a multi-row `INSERT ... VALUES (...),(...)`:

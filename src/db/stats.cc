@@ -6,7 +6,7 @@
 #include <tuple>
 #include <utility>
 
-#include "db/utf8.h"
+#include "base/utf8.h"
 
 namespace gpuprof::db {
 namespace {
@@ -418,9 +418,9 @@ std::string PrintableText(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
     const unsigned char c = bytes[i];
     if (c >= 0x80) {
-      const std::size_t length = ValidUtf8SequenceLength(bytes + i, text.size() - i);
+      const std::size_t length = base::ValidUtf8SequenceLength(bytes + i, text.size() - i);
       if (length == 0) {
-        out.append("\xEF\xBF\xBD");  // U+FFFD
+        out.append(base::kUtf8Replacement);
         ++i;
       } else {
         out.append(text.substr(i, length));

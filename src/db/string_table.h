@@ -12,22 +12,25 @@
 // Strings are copied once into arena blocks that never move, and the hash maps are keyed by
 // string_views into them, so a lookup of an existing string allocates nothing.
 //
-// Thread-safety: none; the writer thread owns its table.
+// Thread-safety: none for StringTable (one thread owns it); SharedStrings wraps one for two threads.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "db/db_constants.h"
 
 namespace gpuprof::db {
 
 enum class StringSpace : std::uint8_t { kDevice = 0, kFramework = 1, kMemory = 2 };
 
-inline constexpr std::uint64_t kInvalidStringId = 4294967295ull;
+inline constexpr std::uint64_t kInvalidStringId = kDbInvalidValue;  // the empty string
 inline constexpr std::uint64_t kStringSpaceSize = 1ull << 28;
 
 constexpr std::uint64_t StringSpaceBase(StringSpace space) noexcept {
@@ -71,6 +74,33 @@ class StringTable {
   char* cursor_ = nullptr;
   std::size_t left_ = 0;
   std::uint64_t overflowed_ = 0;
+};
+
+// The writer's device and memory id spaces, interned by the SQLite thread and by the
+// kernel side thread both, so a kernel name gets one id whichever thread sees it first.
+//
+// Thread-safety: every member may be called from any thread. Interned::value views stay valid
+// (the table's arena never moves a stored string).
+class SharedStrings {
+ public:
+  StringTable::Interned Intern(StringSpace space, std::string_view value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return table_.Intern(space, value);
+  }
+  // Runs `intern(table)` under one lock: many lookups for the price of one lock.
+  template <typename F>
+  void WithTable(F&& intern) {
+    std::lock_guard<std::mutex> lock(mu_);
+    intern(table_);
+  }
+  std::uint64_t overflowed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return table_.overflowed();
+  }
+
+ private:
+  std::mutex mu_;
+  StringTable table_;  // guarded by mu_
 };
 
 }  // namespace gpuprof::db

@@ -3,13 +3,20 @@
 add_library(gpuprof_db STATIC
   output_layout.cc
   profile_writer.cc
+  writer_threads.cc
+  writer_rows.cc
+  writer_op_lane.cc
+  writer_kernels.cc
+  writer_derived.cc
+  writer_collectives.cc
+  writer_run_info.cc
+  writer_finalize.cc
   schema.cc
   side_file.cc
-  sqlite_util.cc
   string_table.cc)
 add_library(gpuprof::db ALIAS gpuprof_db)
 target_link_libraries(gpuprof_db
   PUBLIC gpuprof::trace gpuprof::base
-  PRIVATE gpuprof_db_derive SQLite::SQLite3 gpuprof::compile_options)
+  PRIVATE gpuprof_db_derive gpuprof::db_sqlite gpuprof::db_schema_sql SQLite::SQLite3 gpuprof::compile_options)
 # META_DATA's gpuprof_version and profiler_info json's gpuprof_version.
 target_compile_definitions(gpuprof_db PRIVATE GPUPROF_VERSION_STRING="${PROJECT_VERSION}")

@@ -1,6 +1,5 @@
 #include "unit/db/fixture_db.h"
 
-#include <sqlite3.h>
 #include <stdlib.h>
 
 #include <cstdio>
@@ -9,116 +8,45 @@
 #include <variant>
 #include <vector>
 
+#include "db/schema_sql.h"
+#include "db/sqlite_util.h"
+
 namespace gpuprof::db::fixture {
 namespace {
 
-// DB_SPEC.md "Exact DDL", verbatim (tables and indexes; the optional device tables are left out,
-// as a run that did not collect them leaves them out).
-constexpr const char kSchemaSql[] = R"sql(
-CREATE TABLE IF NOT EXISTS STRING_IDS (id INTEGER PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS META_DATA (name TEXT, value TEXT);
-CREATE TABLE IF NOT EXISTS SESSION_TIME_INFO (startTimeNs INTEGER, endTimeNs INTEGER);
-CREATE TABLE IF NOT EXISTS NPU_INFO (id INTEGER, name TEXT);
-CREATE TABLE IF NOT EXISTS RANK_DEVICE_MAP (rankId INTEGER, deviceId INTEGER);
-CREATE TABLE IF NOT EXISTS HOST_INFO (hostUid TEXT, hostName TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_API_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_MSTX_EVENT_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_MEMCPY_OPERATION (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_HCCL_DATA_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_HCCL_LINK_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_HCCL_TRANSPORT_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_HCCL_RDMA_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_MODULE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_OVERLAP_ANALYSIS_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS CANN_API (startNs INTEGER, endNs INTEGER, type INTEGER, globalTid INTEGER, connectionId INTEGER PRIMARY KEY, name INTEGER);
-CREATE TABLE IF NOT EXISTS TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, globalTaskId INTEGER, globalPid INTEGER, taskType INTEGER, contextId INTEGER, streamId INTEGER, taskId INTEGER, modelId INTEGER);
-CREATE INDEX IF NOT EXISTS TaskIndex ON TASK (startNs, globalTaskId);
-CREATE TABLE IF NOT EXISTS COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER PRIMARY KEY, blockNum INTEGER, mixBlockNum INTEGER, taskType INTEGER, opType INTEGER, inputFormats INTEGER, inputDataTypes INTEGER, inputShapes INTEGER, outputFormats INTEGER, outputDataTypes INTEGER, outputShapes INTEGER, attrInfo INTEGER, opState INTEGER, hf32Eligible INTEGER, gridDim INTEGER, blockDim INTEGER);
-CREATE TABLE IF NOT EXISTS COMMUNICATION_OP (opName INTEGER, startNs INTEGER, endNs INTEGER, connectionId INTEGER, groupName INTEGER, opId INTEGER PRIMARY KEY, relay INTEGER, retry INTEGER, dataType INTEGER, algType INTEGER, count NUMERIC, opType INTEGER, deviceId INTEGER, rankSize INTEGER);
-CREATE TABLE IF NOT EXISTS COMMUNICATION_TASK_INFO (name INTEGER, globalTaskId INTEGER, taskType INTEGER, planeId INTEGER, groupName INTEGER, notifyId INTEGER, rdmaType INTEGER, srcRank INTEGER, dstRank INTEGER, transportType INTEGER, size INTEGER, dataType INTEGER, linkType INTEGER, opId INTEGER, isMaster INTEGER, bandwidth NUMERIC);
-CREATE INDEX IF NOT EXISTS CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (globalTaskId);
-CREATE TABLE IF NOT EXISTS MSTX_EVENTS (startNs INTEGER, endNs INTEGER, eventType INTEGER, rangeId INTEGER, category INTEGER, message INTEGER, globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER, connectionId INTEGER);
-CREATE TABLE IF NOT EXISTS MEMCPY_INFO (globalTaskId NUMERIC, size NUMERIC, memcpyOperation NUMERIC);
-CREATE TABLE IF NOT EXISTS PYTORCH_API (startNs INTEGER, endNs INTEGER, globalTid INTEGER, connectionId INTEGER, name INTEGER, sequenceNumber INTEGER, fwdThreadId INTEGER, inputDtypes INTEGER, inputShapes INTEGER, callchainId INTEGER, type INTEGER);
-CREATE TABLE IF NOT EXISTS CONNECTION_IDS (id INTEGER, connectionId INTEGER);
-CREATE TABLE IF NOT EXISTS PYTORCH_CALLCHAINS (id INTEGER, stack INTEGER, stackDepth INTEGER);
-CREATE TABLE IF NOT EXISTS MEMORY_RECORD (component INTEGER, timestamp INTEGER, totalAllocated INTEGER, totalReserved INTEGER, totalActive INTEGER, streamPtr INTEGER, deviceId INTEGER);
-CREATE TABLE IF NOT EXISTS OP_MEMORY (name INTEGER, size INTEGER, allocationTime INTEGER, releaseTime INTEGER, activeReleaseTime INTEGER, duration INTEGER, activeDuration INTEGER, allocationTotalAllocated INTEGER, allocationTotalReserved INTEGER, allocationTotalActive INTEGER, releaseTotalAllocated INTEGER, releaseTotalReserved INTEGER, releaseTotalActive INTEGER, streamPtr INTEGER, deviceId INTEGER);
-CREATE TABLE IF NOT EXISTS STEP_TIME (id INTEGER, startNs INTEGER, endNs INTEGER);
-CREATE TABLE IF NOT EXISTS GC_RECORD (startNs INTEGER, endNs INTEGER, globalTid INTEGER);
-)sql";
-
-// DB_SPEC.md's fixed rows, verbatim, plus a few HCCL/module enum rows (their full lists are
-// msprof's data; the fixture needs them non-empty).
-constexpr const char kFixedRowsSql[] = R"sql(
-INSERT INTO ENUM_API_TYPE VALUES (20000,'acl'),(15000,'model'),(10000,'node'),(5500,'communication'),(5000,'runtime'),
-                                 (50001,'op'),(50002,'queue'),(50003,'trace'),(50004,'mstx');
-INSERT INTO ENUM_MSTX_EVENT_TYPE VALUES (0,'marker'),(1,'push/pop'),(2,'start/end'),(3,'marker_ex');
-INSERT INTO ENUM_MEMCPY_OPERATION VALUES (0,'host to host'),(1,'host to device'),(2,'device to host'),(3,'device to device'),
-  (4,'managed memory'),(5,'addr device to device'),(6,'host to device ex'),(7,'device to host ex'),(65535,'other');
-INSERT INTO ENUM_OVERLAP_ANALYSIS_TYPE VALUES (0,'COMPUTE'),(1,'COMMUNICATION'),(2,'COMM_NOT_OVERLAP_COMP'),(3,'FREE'),(65535,'RESERVE');
-INSERT INTO META_DATA VALUES ('SCHEMA_VERSION','1.2.0'),('SCHEMA_VERSION_MAJOR','1'),('SCHEMA_VERSION_MINOR','2'),('SCHEMA_VERSION_MICRO','0');
-INSERT INTO ENUM_HCCL_DATA_TYPE VALUES (0,'INT8'),(3,'FP16'),(4,'FP32');
-INSERT INTO ENUM_HCCL_LINK_TYPE VALUES (0,'ON_CHIP'),(1,'HCCS');
-INSERT INTO ENUM_HCCL_TRANSPORT_TYPE VALUES (0,'SDMA'),(1,'RDMA');
-INSERT INTO ENUM_HCCL_RDMA_TYPE VALUES (0,'RDMA_SEND_NOTIFY');
-INSERT INTO ENUM_MODULE VALUES (0,'SLOG');
-)sql";
-
-// gpuprof's replay tables as the writer creates them (docs/db_gpuprof_tables.md).
-constexpr const char kReplaySchemaSql[] = R"sql(
-CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_KERNEL (id INTEGER PRIMARY KEY, timestampNs INTEGER, globalTid INTEGER, deviceId INTEGER, name INTEGER, connectionId INTEGER, launchIndex INTEGER, replayed INTEGER, declineReason TEXT, declineDetail TEXT, restoreMode TEXT, passes INTEGER, deterministic INTEGER, snapshotRegions INTEGER, snapshotBytes INTEGER, snapshotNs INTEGER, untrackedWritableBytes INTEGER, snapshotDeviceBytes INTEGER);
-CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_PASS (kernelId INTEGER, pass INTEGER, startNs INTEGER, durationNs INTEGER, smClockBeforeKhz INTEGER, smClockAfterKhz INTEGER, bytesRestored INTEGER, regionsRestored INTEGER, dirtyChunks INTEGER, outputHash INTEGER, matchesPass1 INTEGER);
-CREATE INDEX IF NOT EXISTS GpuprofReplayPassIndex ON GPUPROF_REPLAY_PASS (kernelId, pass);
-)sql";
-
 using Value = std::variant<std::nullptr_t, std::int64_t, std::string>;
 
+// A fixture file through db's SQLite wrapper (sqlite_util.h); errors say "fixture".
 class Db {
  public:
-  ~Db() { sqlite3_close(db_); }
   Status Open(const std::string& path) {
-    int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-    if (rc != SQLITE_OK) return Error("open " + path, rc);
+    StatusOr<Connection> conn = Connection::OpenForWrite(path);
+    if (!conn.ok()) return conn.status().WithContext("fixture");
+    conn_ = *std::move(conn);
     return OkStatus();
   }
-  Status Exec(const std::string& sql) {
-    char* message = nullptr;
-    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message);
-    std::string text = message != nullptr ? message : "";
-    sqlite3_free(message);
-    if (rc != SQLITE_OK) return InternalError("fixture: " + text + " in: " + sql.substr(0, 200));
-    return OkStatus();
-  }
+  Status Exec(std::string_view sql) { return conn_.Exec(sql).WithContext("fixture"); }
   Status Insert(const std::string& table, const std::vector<Value>& values) {
     std::string sql = "INSERT INTO " + table + " VALUES (";
     for (std::size_t i = 0; i < values.size(); ++i) sql += i == 0 ? "?" : ", ?";
     sql += ")";
-    sqlite3_stmt* stmt = nullptr;
-    int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr);
-    if (rc != SQLITE_OK) return Error(sql, rc);
+    StatusOr<Statement> insert = Statement::Prepare(conn_, sql, Statement::Use::kTransient);
+    if (!insert.ok()) return insert.status().WithContext("fixture");
     for (std::size_t i = 0; i < values.size(); ++i) {
       const int index = static_cast<int>(i) + 1;
       if (const auto* number = std::get_if<std::int64_t>(&values[i])) {
-        sqlite3_bind_int64(stmt, index, *number);
+        insert->BindInt(index, *number);
       } else if (const auto* text = std::get_if<std::string>(&values[i])) {
-        sqlite3_bind_text(stmt, index, text->data(), static_cast<int>(text->size()), SQLITE_TRANSIENT);
+        insert->BindText(index, *text);
       } else {
-        sqlite3_bind_null(stmt, index);
+        insert->BindNull(index);
       }
     }
-    rc = sqlite3_step(stmt);
-    sqlite3_finalize(stmt);
-    if (rc != SQLITE_DONE) return Error(sql, rc);
-    return OkStatus();
+    return insert->Run().WithContext("fixture");
   }
 
  private:
-  Status Error(const std::string& what, int rc) const {
-    return InternalError("fixture: " + what + ": " +
-                         (db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc)));
-  }
-  sqlite3* db_ = nullptr;
+  Connection conn_;
 };
 
 // String ids: device/API strings from 0, framework strings from 1<<28, memory strings from 2<<28.
@@ -368,10 +296,17 @@ Status WriteFixtureDb(const std::string& path, const FixtureOptions& options) {
   Db db;
   GPUPROF_RETURN_IF_ERROR(db.Open(path));
   GPUPROF_RETURN_IF_ERROR(db.Exec("BEGIN"));
-  GPUPROF_RETURN_IF_ERROR(db.Exec(kSchemaSql));
-  if (options.with_replay_tables) GPUPROF_RETURN_IF_ERROR(db.Exec(kReplaySchemaSql));
+  // The tables, indexes and fixed rows of src/db/schema.sql, the DDL the writer uses (the optional
+  // device tables are left out, as a run that did not collect them leaves them out).
+  GPUPROF_RETURN_IF_ERROR(db.Exec(SchemaSql(SchemaPart::kFormatTables)));
+  GPUPROF_RETURN_IF_ERROR(db.Exec(SchemaSql(SchemaPart::kFormatIndexes)));
+  if (options.with_replay_tables) {
+    GPUPROF_RETURN_IF_ERROR(db.Exec(SchemaSql(SchemaPart::kGpuprofTables)));
+    GPUPROF_RETURN_IF_ERROR(db.Exec(SchemaSql(SchemaPart::kGpuprofIndexes)));
+  }
   if (options.with_rows) {
-    GPUPROF_RETURN_IF_ERROR(db.Exec(kFixedRowsSql));
+    GPUPROF_RETURN_IF_ERROR(db.Exec(SchemaSql(SchemaPart::kSpecRows)));
+    GPUPROF_RETURN_IF_ERROR(db.Exec(SchemaSql(SchemaPart::kMsprofRows)));
     GPUPROF_RETURN_IF_ERROR(WriteRows(db, options));
     if (options.with_replay_tables) GPUPROF_RETURN_IF_ERROR(WriteReplayRows(db, options));
   }

@@ -1,6 +1,6 @@
-// Fixture profile DBs for the read-side tests (stats, export, check and the CLI). Built with the
-// SQLite C API from DB_SPEC.md's DDL (copied verbatim into fixture_db.cc), independently of the
-// writer, with a small hand-made profile whose every derived number is known (see the constants).
+// Fixture profile DBs for the read-side tests (stats, export, check and the CLI). Built from
+// src/db/schema.sql (the one DDL source) through db's SQLite wrapper, independently of the writer's
+// code, with a small hand-made profile whose every derived number is known (see the constants).
 //
 // Times: `base_ns` + microsecond offsets. One process (pid), main thread tid == pid, a backward
 // thread pid + 1; device 0 with streams 7 and 13.

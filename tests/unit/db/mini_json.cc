@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "base/json.h"
+
 namespace gpuprof::db::fixture {
 namespace {
 
@@ -134,120 +136,11 @@ class Parser {
     return OkStatus();
   }
 
-  static void AppendUtf8(std::string* out, unsigned code) {
-    if (code < 0x80) {
-      out->push_back(static_cast<char>(code));
-    } else if (code < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (code >> 6)));
-      out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
-    } else if (code < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (code >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (code >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((code >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
-    }
-  }
-
-  Status ParseHex4(unsigned* out) {
-    if (pos_ + 4 > text_.size()) return Fail("short \\u escape");
-    unsigned value = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = text_[pos_++];
-      value <<= 4;
-      if (c >= '0' && c <= '9') {
-        value |= static_cast<unsigned>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        value |= static_cast<unsigned>(c - 'a' + 10);
-      } else if (c >= 'A' && c <= 'F') {
-        value |= static_cast<unsigned>(c - 'A' + 10);
-      } else {
-        return Fail("bad hex digit in \\u escape");
-      }
-    }
-    *out = value;
-    return OkStatus();
-  }
-
+  // RFC 8259 strings through base's one reader: raw control characters, bad escapes, lone
+  // surrogates and invalid UTF-8 are errors.
   Status ParseString(std::string* out) {
-    ++pos_;  // opening quote
-    while (true) {
-      if (pos_ >= text_.size()) return Fail("unterminated string");
-      const auto c = static_cast<unsigned char>(text_[pos_]);
-      if (c == '"') {
-        ++pos_;
-        return OkStatus();
-      }
-      if (c < 0x20) return Fail("raw control character in string");
-      if (c == '\\') {
-        ++pos_;
-        if (pos_ >= text_.size()) return Fail("unterminated escape");
-        const char e = text_[pos_++];
-        switch (e) {
-          case '"': out->push_back('"'); break;
-          case '\\': out->push_back('\\'); break;
-          case '/': out->push_back('/'); break;
-          case 'b': out->push_back('\b'); break;
-          case 'f': out->push_back('\f'); break;
-          case 'n': out->push_back('\n'); break;
-          case 'r': out->push_back('\r'); break;
-          case 't': out->push_back('\t'); break;
-          case 'u': {
-            unsigned code = 0;
-            GPUPROF_RETURN_IF_ERROR(ParseHex4(&code));
-            if (code >= 0xDC00 && code <= 0xDFFF) return Fail("lone low surrogate");
-            if (code >= 0xD800 && code <= 0xDBFF) {
-              unsigned low = 0;
-              if (!Consume("\\u")) return Fail("lone high surrogate");
-              GPUPROF_RETURN_IF_ERROR(ParseHex4(&low));
-              if (low < 0xDC00 || low > 0xDFFF) return Fail("bad low surrogate");
-              code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-            }
-            AppendUtf8(out, code);
-            break;
-          }
-          default: return Fail("bad escape");
-        }
-        continue;
-      }
-      if (c < 0x80) {
-        out->push_back(static_cast<char>(c));
-        ++pos_;
-        continue;
-      }
-      // Validate one UTF-8 sequence (same rules as RFC 3629).
-      std::size_t length = 0;
-      unsigned char low = 0x80, high = 0xBF;
-      if (c >= 0xC2 && c <= 0xDF) {
-        length = 2;
-      } else if (c == 0xE0) {
-        length = 3, low = 0xA0;
-      } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
-        length = 3;
-      } else if (c == 0xED) {
-        length = 3, high = 0x9F;
-      } else if (c == 0xF0) {
-        length = 4, low = 0x90;
-      } else if (c >= 0xF1 && c <= 0xF3) {
-        length = 4;
-      } else if (c == 0xF4) {
-        length = 4, high = 0x8F;
-      } else {
-        return Fail("invalid UTF-8 lead byte");
-      }
-      if (pos_ + length > text_.size()) return Fail("truncated UTF-8 sequence");
-      const auto second = static_cast<unsigned char>(text_[pos_ + 1]);
-      if (second < low || second > high) return Fail("invalid UTF-8 sequence");
-      for (std::size_t k = 2; k < length; ++k) {
-        const auto next = static_cast<unsigned char>(text_[pos_ + k]);
-        if (next < 0x80 || next > 0xBF) return Fail("invalid UTF-8 continuation byte");
-      }
-      out->append(text_.substr(pos_, length));
-      pos_ += length;
-    }
+    Status status = base::ReadJsonString(text_, &pos_, out, base::JsonUtf8::kReject);
+    return status.ok() ? status : Fail(status.message());
   }
 
   std::string_view text_;

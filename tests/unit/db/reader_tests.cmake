@@ -1,11 +1,11 @@
 # Read side (src/db/profile_reader, stats, perfetto_export, check). Fixture DBs are built from
-# DB_SPEC.md's DDL with the SQLite C API (fixture_db.cc), independently of the writer; the
+# src/db/schema.sql through db's SQLite wrapper (fixture_db.cc), independently of the writer; the
 # integration test of the CLI (tests/integration/db_cli_test.cc) uses the same fixtures.
 add_library(gpuprof_db_reader_testing STATIC fixture_db.cc mini_json.cc)
 target_include_directories(gpuprof_db_reader_testing PUBLIC "${PROJECT_SOURCE_DIR}/tests")
 target_link_libraries(gpuprof_db_reader_testing
   PUBLIC gpuprof::base
-  PRIVATE SQLite::SQLite3 gpuprof::compile_options)
+  PRIVATE gpuprof::db_sqlite gpuprof::db_schema_sql gpuprof::compile_options)
 
 gpuprof_add_gtest(NAME db_reader_test
   SOURCES reader_path_test.cc reader_stats_test.cc reader_export_test.cc reader_check_test.cc
@@ -22,6 +22,6 @@ if(TARGET gpuprof::db)
   # and their Perfetto export (one process per rank).
   gpuprof_add_gtest(NAME db_cluster_stats_test
     SOURCES cluster_stats_test.cc
-    LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing SQLite::SQLite3
+    LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing gpuprof::db_sqlite
     LABELS unit)
 endif()

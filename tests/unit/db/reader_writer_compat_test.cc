@@ -1,6 +1,7 @@
-// The writer's output read back by the read side: `check` (which transcribes DB_SPEC's DDL on its
-// own) finds no problem in a DB the ProfileWriter wrote, stats sees its ops and kernels, and the
-// Perfetto export links them. Two independent readings of the spec have to agree here.
+// The writer's output read back by the read side: `check` (its expectations read from
+// src/db/schema.sql, its joins its own) finds no problem in a DB the ProfileWriter wrote, stats
+// sees its ops and kernels, and the Perfetto export links them. The writer's rows and the
+// readers' joins are written independently and have to agree here.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

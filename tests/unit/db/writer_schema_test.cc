@@ -1,10 +1,11 @@
-// The written schema against DB_SPEC.md "Exact DDL": the DDL is copied below verbatim and run into
-// a reference DB; every table's PRAGMA table_info must match it column for column (name, declared
-// type, primary key). Plus the enum rows, META_DATA, the format rules (rowid tables, no foreign
-// keys, user_version 0), the indexes, and ../shared/tools/schema_check.py on a written file.
+// The written schema against src/db/schema.sql, the one DDL source, run into a reference DB: every
+// table's PRAGMA table_info must match it column for column (name, declared type, primary key).
+// The source itself is held to DB_SPEC.md "Exact DDL" by facts written out here by hand (key
+// tables' columns and types, enum rows, SCHEMA_VERSION, indexes), so a wrong source fails too.
+// Plus the format rules (rowid tables, no foreign keys, user_version 0), and
+// ../shared/tools/schema_check.py on a written file.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -16,6 +17,8 @@
 
 #include "db/profile_writer.h"
 #include "db/schema.h"
+#include "db/schema_sql.h"
+#include "db/sqlite_util.h"
 #include "writer_test_util.h"
 
 namespace gpuprof::db {
@@ -28,60 +31,17 @@ using testing::Query;
 using testing::QueryOne;
 using testing::TempDir;
 
-// DB_SPEC.md "Exact DDL", verbatim.
-constexpr const char* kSpecDdl = R"sql(
--- shared / metadata (msprof_db.cpp)
-CREATE TABLE IF NOT EXISTS STRING_IDS (id INTEGER PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS META_DATA (name TEXT, value TEXT);
-CREATE TABLE IF NOT EXISTS SESSION_TIME_INFO (startTimeNs INTEGER, endTimeNs INTEGER);
-CREATE TABLE IF NOT EXISTS NPU_INFO (id INTEGER, name TEXT);
-CREATE TABLE IF NOT EXISTS RANK_DEVICE_MAP (rankId INTEGER, deviceId INTEGER);
-CREATE TABLE IF NOT EXISTS HOST_INFO (hostUid TEXT, hostName TEXT);
-
--- enums (msprof ENUM_TABLE_COLS)
-CREATE TABLE IF NOT EXISTS ENUM_API_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_MSTX_EVENT_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_MEMCPY_OPERATION (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_HCCL_DATA_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_HCCL_LINK_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_HCCL_TRANSPORT_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_HCCL_RDMA_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_MODULE (id INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE IF NOT EXISTS ENUM_OVERLAP_ANALYSIS_TYPE (id INTEGER PRIMARY KEY, name TEXT);
-INSERT INTO ENUM_API_TYPE VALUES (20000,'acl'),(15000,'model'),(10000,'node'),(5500,'communication'),(5000,'runtime'),
-                                 (50001,'op'),(50002,'queue'),(50003,'trace'),(50004,'mstx');
-INSERT INTO ENUM_MSTX_EVENT_TYPE VALUES (0,'marker'),(1,'push/pop'),(2,'start/end'),(3,'marker_ex');
-INSERT INTO ENUM_MEMCPY_OPERATION VALUES (0,'host to host'),(1,'host to device'),(2,'device to host'),(3,'device to device'),
-  (4,'managed memory'),(5,'addr device to device'),(6,'host to device ex'),(7,'device to host ex'),(65535,'other');
-INSERT INTO ENUM_OVERLAP_ANALYSIS_TYPE VALUES (0,'COMPUTE'),(1,'COMMUNICATION'),(2,'COMM_NOT_OVERLAP_COMP'),(3,'FREE'),(65535,'RESERVE');
-INSERT INTO META_DATA VALUES ('SCHEMA_VERSION','1.2.0'),('SCHEMA_VERSION_MAJOR','1'),('SCHEMA_VERSION_MINOR','2'),('SCHEMA_VERSION_MICRO','0');
-
--- device side (msprof_db.cpp)
-CREATE TABLE IF NOT EXISTS CANN_API (startNs INTEGER, endNs INTEGER, type INTEGER, globalTid INTEGER, connectionId INTEGER PRIMARY KEY, name INTEGER);
-CREATE TABLE IF NOT EXISTS TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, globalTaskId INTEGER, globalPid INTEGER, taskType INTEGER, contextId INTEGER, streamId INTEGER, taskId INTEGER, modelId INTEGER);
-CREATE INDEX IF NOT EXISTS TaskIndex ON TASK (startNs, globalTaskId);
-CREATE TABLE IF NOT EXISTS COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER PRIMARY KEY, blockNum INTEGER, mixBlockNum INTEGER, taskType INTEGER, opType INTEGER, inputFormats INTEGER, inputDataTypes INTEGER, inputShapes INTEGER, outputFormats INTEGER, outputDataTypes INTEGER, outputShapes INTEGER, attrInfo INTEGER, opState INTEGER, hf32Eligible INTEGER, gridDim INTEGER, blockDim INTEGER);
-CREATE TABLE IF NOT EXISTS COMMUNICATION_OP (opName INTEGER, startNs INTEGER, endNs INTEGER, connectionId INTEGER, groupName INTEGER, opId INTEGER PRIMARY KEY, relay INTEGER, retry INTEGER, dataType INTEGER, algType INTEGER, count NUMERIC, opType INTEGER, deviceId INTEGER, rankSize INTEGER);
-CREATE TABLE IF NOT EXISTS COMMUNICATION_TASK_INFO (name INTEGER, globalTaskId INTEGER, taskType INTEGER, planeId INTEGER, groupName INTEGER, notifyId INTEGER, rdmaType INTEGER, srcRank INTEGER, dstRank INTEGER, transportType INTEGER, size INTEGER, dataType INTEGER, linkType INTEGER, opId INTEGER, isMaster INTEGER, bandwidth NUMERIC);
-CREATE INDEX IF NOT EXISTS CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (globalTaskId);
-CREATE TABLE IF NOT EXISTS MSTX_EVENTS (startNs INTEGER, endNs INTEGER, eventType INTEGER, rangeId INTEGER, category INTEGER, message INTEGER, globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER, connectionId INTEGER);
-CREATE TABLE IF NOT EXISTS MEMCPY_INFO (globalTaskId NUMERIC, size NUMERIC, memcpyOperation NUMERIC);
--- optional device tables (only if collected; exact columns in msprof_db.cpp):
-CREATE TABLE IF NOT EXISTS NPU_MEM (type INTEGER, ddr NUMERIC, hbm NUMERIC, timestampNs INTEGER, deviceId INTEGER);
-CREATE TABLE IF NOT EXISTS TASK_PMU_INFO (globalTaskId INTEGER, name INTEGER, value NUMERIC);
-CREATE TABLE IF NOT EXISTS AICORE_FREQ (deviceId INTEGER, timestampNs NUMERIC, freq INTEGER, dieId NUMERIC);
-CREATE TABLE IF NOT EXISTS OSRT_API (name NUMERIC, globalTid NUMERIC, startNs NUMERIC, endNs NUMERIC);
-CREATE TABLE IF NOT EXISTS OVERLAP_ANALYSIS (id INTEGER PRIMARY KEY, deviceId INTEGER, startNs NUMERIC, endNs NUMERIC, type INTEGER);
-
--- framework side (torch_npu TableColumnsManager column order; startNs/endNs INTEGER as the seed documents)
-CREATE TABLE IF NOT EXISTS PYTORCH_API (startNs INTEGER, endNs INTEGER, globalTid INTEGER, connectionId INTEGER, name INTEGER, sequenceNumber INTEGER, fwdThreadId INTEGER, inputDtypes INTEGER, inputShapes INTEGER, callchainId INTEGER, type INTEGER);
-CREATE TABLE IF NOT EXISTS CONNECTION_IDS (id INTEGER, connectionId INTEGER);
-CREATE TABLE IF NOT EXISTS PYTORCH_CALLCHAINS (id INTEGER, stack INTEGER, stackDepth INTEGER);
-CREATE TABLE IF NOT EXISTS MEMORY_RECORD (component INTEGER, timestamp INTEGER, totalAllocated INTEGER, totalReserved INTEGER, totalActive INTEGER, streamPtr INTEGER, deviceId INTEGER);
-CREATE TABLE IF NOT EXISTS OP_MEMORY (name INTEGER, size INTEGER, allocationTime INTEGER, releaseTime INTEGER, activeReleaseTime INTEGER, duration INTEGER, activeDuration INTEGER, allocationTotalAllocated INTEGER, allocationTotalReserved INTEGER, allocationTotalActive INTEGER, releaseTotalAllocated INTEGER, releaseTotalReserved INTEGER, releaseTotalActive INTEGER, streamPtr INTEGER, deviceId INTEGER);
-CREATE TABLE IF NOT EXISTS STEP_TIME (id INTEGER, startNs INTEGER, endNs INTEGER);
-CREATE TABLE IF NOT EXISTS GC_RECORD (startNs INTEGER, endNs INTEGER, globalTid INTEGER);
-)sql";
+// The reference: src/db/schema.sql, the one DDL source, run into its own file. The writer's tables
+// must match it column for column; SeedFactsFromDbSpec below checks, written out by hand from
+// DB_SPEC.md, that the source itself says what the spec says.
+std::string SpecDdl() {
+  std::string ddl;
+  for (SchemaPart part : {SchemaPart::kFormatTables, SchemaPart::kOptionalTables, SchemaPart::kFormatIndexes,
+                          SchemaPart::kSpecRows}) {
+    ddl += SchemaSql(part);
+  }
+  return ddl;
+}
 
 // Created only when that data is collected (DB_SPEC: "optional device tables"); gpuprof collects none.
 const std::set<std::string> kOptionalTables = {"NPU_MEM", "TASK_PMU_INFO", "AICORE_FREQ", "OSRT_API",
@@ -92,11 +52,10 @@ class ProfileWriterSchemaTest : public ::testing::Test {
   static void SetUpTestSuite() {
     suite_dir = new TempDir();
     suite_spec_db = new std::string(suite_dir->path() + "/spec.db");
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(suite_spec_db->c_str(), &db), SQLITE_OK);
-    char* error = nullptr;
-    ASSERT_EQ(sqlite3_exec(db, kSpecDdl, nullptr, nullptr, &error), SQLITE_OK) << error;
-    sqlite3_close(db);
+    StatusOr<Connection> spec = Connection::OpenForWrite(*suite_spec_db);
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    Status made = spec->Exec(SpecDdl());
+    ASSERT_TRUE(made.ok()) << made.message();
     // An empty run: every table must exist even with no rows.
     suite_db = new std::string(testing::WriteProfile(testing::TestOptions(suite_dir->path()), {}));
   }
@@ -143,6 +102,60 @@ TEST_F(ProfileWriterSchemaTest, SchemaTableNamesListsEveryCreatedTable) {
   for (std::string_view name : SchemaTableNames()) expected.emplace_back(name);
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(Tables(*suite_db), expected);
+}
+
+// DB_SPEC.md "Exact DDL", a few facts per table written out by hand: they fail if schema.sql (and
+// with it the writer, check and the fixtures) drifts from the spec.
+TEST_F(ProfileWriterSchemaTest, SeedFactsFromDbSpec) {
+  auto columns = [](const std::string& table) {
+    return Query(*suite_db,
+                 "SELECT name || ' ' || type || ' ' || pk FROM pragma_table_info('" + table + "')");
+  };
+  EXPECT_THAT(columns("STRING_IDS"), ElementsAre("id INTEGER 1", "value TEXT 0"));
+  EXPECT_THAT(columns("META_DATA"), ElementsAre("name TEXT 0", "value TEXT 0"));
+  EXPECT_THAT(columns("RANK_DEVICE_MAP"), ElementsAre("rankId INTEGER 0", "deviceId INTEGER 0"));
+  EXPECT_THAT(columns("ENUM_API_TYPE"), ElementsAre("id INTEGER 1", "name TEXT 0"));
+  EXPECT_THAT(columns("PYTORCH_API"),
+              ElementsAre("startNs INTEGER 0", "endNs INTEGER 0", "globalTid INTEGER 0",
+                          "connectionId INTEGER 0", "name INTEGER 0", "sequenceNumber INTEGER 0",
+                          "fwdThreadId INTEGER 0", "inputDtypes INTEGER 0", "inputShapes INTEGER 0",
+                          "callchainId INTEGER 0", "type INTEGER 0"));
+  EXPECT_THAT(columns("CONNECTION_IDS"), ElementsAre("id INTEGER 0", "connectionId INTEGER 0"));
+  EXPECT_THAT(columns("PYTORCH_CALLCHAINS"),
+              ElementsAre("id INTEGER 0", "stack INTEGER 0", "stackDepth INTEGER 0"));
+  EXPECT_THAT(columns("STEP_TIME"), ElementsAre("id INTEGER 0", "startNs INTEGER 0", "endNs INTEGER 0"));
+  EXPECT_THAT(columns("CANN_API"),
+              ElementsAre("startNs INTEGER 0", "endNs INTEGER 0", "type INTEGER 0", "globalTid INTEGER 0",
+                          "connectionId INTEGER 1", "name INTEGER 0"));
+  EXPECT_THAT(columns("TASK"), ElementsAre("startNs INTEGER 0", "endNs INTEGER 0", "deviceId INTEGER 0",
+                                           "connectionId INTEGER 0", "globalTaskId INTEGER 0",
+                                           "globalPid INTEGER 0", "taskType INTEGER 0", "contextId INTEGER 0",
+                                           "streamId INTEGER 0", "taskId INTEGER 0", "modelId INTEGER 0"));
+  EXPECT_THAT(columns("MEMCPY_INFO"),
+              ElementsAre("globalTaskId NUMERIC 0", "size NUMERIC 0", "memcpyOperation NUMERIC 0"));
+  EXPECT_EQ(columns("COMPUTE_TASK_INFO").size(), 17u);
+  EXPECT_EQ(columns("COMPUTE_TASK_INFO")[1], "globalTaskId INTEGER 1");
+  EXPECT_EQ(columns("COMMUNICATION_OP")[5], "opId INTEGER 1");
+  EXPECT_EQ(columns("COMMUNICATION_OP")[10], "count NUMERIC 0");
+  EXPECT_EQ(columns("OP_MEMORY").size(), 15u);
+  EXPECT_EQ(columns("MEMORY_RECORD").size(), 7u);
+  EXPECT_THAT(Query(*suite_db, "SELECT name FROM pragma_index_info('TaskIndex')"),
+              ElementsAre("startNs", "globalTaskId"));
+  EXPECT_THAT(Query(*suite_db, "SELECT name FROM pragma_index_info('CommunicationTaskIndex')"),
+              ElementsAre("globalTaskId"));
+  EXPECT_THAT(Query(*suite_db, "SELECT id, name FROM ENUM_API_TYPE ORDER BY id"),
+              ElementsAre("5000|runtime", "5500|communication", "10000|node", "15000|model", "20000|acl",
+                          "50001|op", "50002|queue", "50003|trace", "50004|mstx"));
+  EXPECT_THAT(Query(*suite_db, "SELECT id, name FROM ENUM_MSTX_EVENT_TYPE ORDER BY id"),
+              ElementsAre("0|marker", "1|push/pop", "2|start/end", "3|marker_ex"));
+  EXPECT_EQ(QueryOne(*suite_db, "SELECT name FROM ENUM_MEMCPY_OPERATION WHERE id = 65535"), "other");
+  EXPECT_EQ(QueryOne(*suite_db, "SELECT name FROM ENUM_OVERLAP_ANALYSIS_TYPE WHERE id = 2"),
+            "COMM_NOT_OVERLAP_COMP");
+  EXPECT_EQ(QueryOne(*suite_db, "SELECT value FROM META_DATA WHERE name = 'SCHEMA_VERSION'"), "1.2.0");
+  // 29 format tables; the optional device tables are DB_SPEC's too, but not created.
+  EXPECT_EQ(SchemaSqlTables(SchemaPart::kFormatTables).size(), 29u);
+  EXPECT_THAT(SchemaSqlTables(SchemaPart::kOptionalTables),
+              ElementsAre("NPU_MEM", "TASK_PMU_INFO", "AICORE_FREQ", "OSRT_API", "OVERLAP_ANALYSIS"));
 }
 
 TEST_F(ProfileWriterSchemaTest, GpuprofTablesColumns) {

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "db/profile_writer.h"
+#include "db/sqlite_util.h"
 #include "trace/records.h"
 
 namespace gpuprof::db::testing {
@@ -67,35 +67,31 @@ inline std::string WriteProfile(const WriterOptions& options, std::vector<std::v
   return path.ok() ? *path : "";
 }
 
-// Each result row as its columns joined by '|'; NULL as "NULL".
+// Each result row as its columns joined by '|'; NULL as "NULL". Read through db's SQLite wrapper,
+// on a read-only connection of its own.
 inline std::vector<std::string> Query(const std::string& db_path, const std::string& sql) {
   std::vector<std::string> rows;
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    ADD_FAILURE() << "open " << db_path << ": " << sqlite3_errmsg(db);
-    sqlite3_close(db);
+  StatusOr<Connection> db = Connection::OpenReadOnly(db_path, nullptr);
+  if (!db.ok()) {
+    ADD_FAILURE() << db.status().message();
     return rows;
   }
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-    ADD_FAILURE() << "prepare `" << sql << "`: " << sqlite3_errmsg(db);
-    sqlite3_close(db);
+  StatusOr<Statement> query = Statement::Prepare(*db, sql, Statement::Use::kTransient);
+  if (!query.ok()) {
+    ADD_FAILURE() << query.status().message();
     return rows;
   }
-  while (sqlite3_step(stmt) == SQLITE_ROW) {
-    std::string row;
-    for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
-      if (c > 0) row += '|';
-      if (sqlite3_column_type(stmt, c) == SQLITE_NULL) {
-        row += "NULL";
-      } else {
-        row += reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
-      }
+  while (true) {
+    StatusOr<bool> row = query->Step();
+    if (!row.ok()) ADD_FAILURE() << row.status().message();
+    if (!row.ok() || !*row) break;
+    std::string text;
+    for (int c = 0; c < query->ColumnCount(); ++c) {
+      if (c > 0) text += '|';
+      text += query->IsNull(c) ? std::string_view("NULL") : query->Text(c);
     }
-    rows.push_back(std::move(row));
+    rows.push_back(std::move(text));
   }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
   return rows;
 }
 

@@ -1,0 +1,85 @@
+// UTF-8 as RFC 3629 defines it: the one validator and encoder of the tree (JSON strings, terminal
+// text, JSON parsing). Header-only and allocation-free apart from the appended bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace gpuprof::base {
+
+// U+FFFD REPLACEMENT CHARACTER, which stands for each byte that is not part of valid UTF-8.
+inline constexpr std::string_view kUtf8Replacement = "\xEF\xBF\xBD";
+
+// The length (2..4) of the valid multi-byte UTF-8 sequence at `bytes`, or 0 when the bytes there
+// are not one: an invalid lead byte, a missing or wrong continuation byte, an overlong form, a
+// UTF-16 surrogate or a code point above U+10FFFF (RFC 3629). `bytes[0]` must be >= 0x80 and
+// `available` >= 1.
+inline std::size_t ValidUtf8SequenceLength(const unsigned char* bytes, std::size_t available) noexcept {
+  const unsigned char c = bytes[0];
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the valid range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    length = 2;
+  } else if (c == 0xE0) {
+    length = 3, low = 0xA0;  // below: overlong
+  } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
+    length = 3;
+  } else if (c == 0xED) {
+    length = 3, high = 0x9F;  // above: UTF-16 surrogates
+  } else if (c == 0xF0) {
+    length = 4, low = 0x90;  // below: overlong
+  } else if (c >= 0xF1 && c <= 0xF3) {
+    length = 4;
+  } else if (c == 0xF4) {
+    length = 4, high = 0x8F;  // above: past U+10FFFF
+  } else {
+    return 0;  // 0x80..0xC1 (continuation bytes, overlong 2-byte leads) and 0xF5..0xFF
+  }
+  if (available < length || bytes[1] < low || bytes[1] > high) return 0;
+  for (std::size_t k = 2; k < length; ++k) {
+    if (bytes[k] < 0x80 || bytes[k] > 0xBF) return 0;
+  }
+  return length;
+}
+
+// True when every byte of `text` belongs to a valid UTF-8 sequence.
+inline bool IsValidUtf8(std::string_view text) noexcept {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  for (std::size_t i = 0; i < text.size();) {
+    if (bytes[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t length = ValidUtf8SequenceLength(bytes + i, text.size() - i);
+    if (length == 0) return false;
+    i += length;
+  }
+  return true;
+}
+
+// Appends the UTF-8 encoding of `code_point`. A value that is not a Unicode scalar value (a
+// surrogate, U+D800..U+DFFF, or above U+10FFFF) appends U+FFFD instead, so the output is always
+// valid UTF-8.
+inline void AppendUtf8(std::string* out, std::uint32_t code_point) {
+  if (code_point < 0x80) {
+    out->push_back(static_cast<char>(code_point));
+  } else if (code_point < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (code_point >> 6)));
+    out->push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
+  } else if ((code_point >= 0xD800 && code_point <= 0xDFFF) || code_point > 0x10FFFF) {
+    out->append(kUtf8Replacement);
+  } else if (code_point < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (code_point >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (code_point >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((code_point >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
+  }
+}
+
+}  // namespace gpuprof::base

@@ -1,0 +1,40 @@
+// The format's numbers that more than one part of db writes or reads (DB_SPEC.md "Decisions",
+// §3.1, §3.4, §7): defined here once, so the writer, the derivations and the read side cannot
+// drift apart. Header-only, no SQLite: every db library includes it.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace gpuprof::db {
+
+// DB_INVALID_VALUE: msprof's "no value" in id columns (an empty string's STRING_IDS id, a task
+// without a model, a host-only mark's connectionId).
+inline constexpr std::uint64_t kDbInvalidValue = 4294967295ull;
+
+// ENUM_API_TYPE ids of the CANN_API rows gpuprof writes.
+inline constexpr std::int64_t kApiTypeRuntime = 5000;        // "runtime": the host API call
+inline constexpr std::int64_t kApiTypeCommunication = 5500;  // "communication": a collective
+inline constexpr std::int64_t kApiTypeNode = 10000;          // "node": the `launch` row of a launch
+
+// Connection id spaces. CANN_API.connectionId is the table's primary key:
+//   - a launch's `node`/`launch` row carries the CUPTI correlation id (TASK.connectionId joins it);
+//   - framework ids (fwd/bwd pairs, task-queue links in CONNECTION_IDS) start at 5 << 28, so
+//     CUPTI correlation ids stay below it;
+//   - the `runtime` row of the same call gets the correlation id shifted past every 32-bit
+//     correlation id, so both rows fit the key;
+//   - collectives (CANN_API `communication` and COMMUNICATION_OP) start at 3 << 32, above both.
+inline constexpr std::uint64_t kFrameworkConnectionBase = 5ull << 28;
+inline constexpr std::uint64_t kRuntimeConnectionOffset = 1ull << 32;
+inline constexpr std::uint64_t kCommunicationConnectionBase = 3ull << 32;
+
+// COMMUNICATION_OP.groupName of every collective: the work ops do not say which process group
+// they ran on (docs/db_gpuprof_tables.md).
+inline constexpr std::string_view kDefaultGroupName = "default_pg";
+
+// globalTid = (pid << 32) | tid (OS tid); GC rows use the pid as tid.
+constexpr std::int64_t GlobalTid(std::uint32_t pid, std::uint32_t tid) noexcept {
+  return static_cast<std::int64_t>((static_cast<std::uint64_t>(pid) << 32) | tid);
+}
+
+}  // namespace gpuprof::db

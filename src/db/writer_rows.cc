@@ -1,0 +1,284 @@
+#include "db/writer_rows.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <utility>
+#include <variant>
+
+#include "db/db_constants.h"
+
+namespace gpuprof::db::internal {
+
+RowSink::RowSink(Connection conn, std::size_t batch_rows, SharedStrings& strings)
+    : conn_(std::move(conn)),
+      batch_rows_(batch_rows),
+      rows_(static_cast<std::uint64_t>(sqlite3_total_changes64(conn_.get()))),
+      strings_(strings) {}
+
+Status RowSink::Prepare() {
+  GPUPROF_ASSIGN_OR_RETURN(string_ids_, Statement::Prepare(conn_, "INSERT INTO STRING_IDS VALUES (?1, ?2)"));
+  GPUPROF_ASSIGN_OR_RETURN(
+      replay_kernel_, Statement::Prepare(conn_,
+                                         "INSERT INTO GPUPROF_REPLAY_KERNEL VALUES (?1, ?2, ?3, ?4, "
+                                         "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"));
+  GPUPROF_RETURN_IF_ERROR(pytorch_api_.Prepare(conn_, kInsertApiHead, kInsertApiRow));
+  GPUPROF_RETURN_IF_ERROR(callchains_.Prepare(conn_, "INSERT INTO PYTORCH_CALLCHAINS VALUES ", "(?,?,?)"));
+  // OR IGNORE: a repeated correlation id (a collector bug) must not stop the whole profile; it
+  // is counted and reported once at Finalize.
+  GPUPROF_RETURN_IF_ERROR(
+      cann_api_.Prepare(conn_, "INSERT OR IGNORE INTO CANN_API VALUES ", "(?,?,?,?,?,?)"));
+  // modelId: no model (DB_INVALID_VALUE).
+  GPUPROF_RETURN_IF_ERROR(
+      task_.Prepare(conn_, "INSERT INTO TASK VALUES ", "(?,?,?,?,?,?,?,?,?,?,4294967295)"));
+  GPUPROF_RETURN_IF_ERROR(memcpy_info_.Prepare(conn_, "INSERT INTO MEMCPY_INFO VALUES ", "(?,?,?)"));
+  GPUPROF_RETURN_IF_ERROR(gc_record_.Prepare(conn_, "INSERT INTO GC_RECORD VALUES ", "(?,?,?)"));
+  GPUPROF_RETURN_IF_ERROR(mstx_.Prepare(conn_, "INSERT INTO MSTX_EVENTS VALUES ", "(?,?,?,?,?,?,?,?,?,?)"));
+  GPUPROF_RETURN_IF_ERROR(
+      replay_pass_.Prepare(conn_, "INSERT INTO GPUPROF_REPLAY_PASS VALUES ", "(?,?,?,?,?,?,?,?,?,?,?)"));
+  GPUPROF_RETURN_IF_ERROR(
+      memory_record_.Prepare(conn_, "INSERT INTO MEMORY_RECORD VALUES ", "(?,?,?,?,?,?,?)"));
+  GPUPROF_RETURN_IF_ERROR(
+      op_memory_.Prepare(conn_, "INSERT INTO OP_MEMORY VALUES ", "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+  return OkStatus();
+}
+
+Status RowSink::Begin() {
+  rows_in_txn_ = 0;
+  return conn_.Exec("BEGIN");
+}
+
+Status RowSink::Commit() {
+  for (BatchInserter* inserter : Inserters()) GPUPROF_RETURN_IF_ERROR(inserter->Flush());
+  return conn_.Exec("COMMIT");
+}
+
+Status RowSink::MaybeCommit() {
+  if (rows_in_txn_ < batch_rows_) return OkStatus();
+  GPUPROF_RETURN_IF_ERROR(Commit());
+  return Begin();
+}
+
+// Finalize's rows on the main connection, in this order: the derived tables' (writer_derived.cc),
+// the collectives' (writer_collectives.cc), then the per-run tables (writer_run_info.cc).
+Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, std::size_t api_rows,
+                           const trace::RunInfo& run, std::int64_t end_ns) {
+  GPUPROF_RETURN_IF_ERROR(WriteDerivedRows(derived, lane, api_rows));
+  GPUPROF_RETURN_IF_ERROR(WriteCollectives(lane.collectives(), lane.ops(), derived.connections, run));
+  for (BatchInserter* inserter : Inserters()) GPUPROF_RETURN_IF_ERROR(inserter->Flush());
+  return WriteRunTables(run, end_ns);
+}
+
+Status RowSink::Write(trace::Record& record) {
+  GPUPROF_RETURN_IF_ERROR(std::visit([this](auto& r) { return WriteRecord(r); }, record));
+  return MaybeCommit();
+}
+
+Status RowSink::WriteLaneRows(const LaneRows& rows) {
+  for (const auto& [id, value] : rows.strings) {
+    string_ids_.BindU64(1, id);
+    string_ids_.BindStaticText(2, value);
+    GPUPROF_RETURN_IF_ERROR(string_ids_.Run());
+    ++rows_;
+    ++rows_in_txn_;
+  }
+  for (const auto& row : rows.callchains) {
+    for (int c = 0; c < 3; ++c) callchains_.SetU64(c, row[static_cast<std::size_t>(c)]);
+    GPUPROF_RETURN_IF_ERROR(Pushed(callchains_));
+  }
+  return OkStatus();
+}
+
+void RowSink::ReleaseStatements() {
+  string_ids_ = {};
+  replay_kernel_ = {};
+  for (BatchInserter* inserter : Inserters()) inserter->Release();
+}
+
+StatusOr<std::uint64_t> RowSink::Id(StringSpace space, std::string_view value) {
+  StringTable::Interned interned = strings_.Intern(space, value);
+  if (interned.is_new) {
+    string_ids_.BindU64(1, interned.id);
+    string_ids_.BindStaticText(2, value);
+    GPUPROF_RETURN_IF_ERROR(string_ids_.Run());
+    ++rows_;
+    ++rows_in_txn_;
+  }
+  return interned.id;
+}
+
+Status RowSink::WriteRecord(trace::ExternalCorrelation& link) {
+  external_launches_[link.external_id].push_back(link.correlation_id);
+  return OkStatus();
+}
+
+Status RowSink::WriteRecord(trace::TorchOp& op) {
+  lane_batch_.push_back(std::move(op));
+  return OkStatus();
+}
+
+Status RowSink::WriteCannApi(std::int64_t start, std::int64_t end, std::int64_t type, std::int64_t global_tid,
+                             std::uint64_t connection_id, std::uint64_t name_id) {
+  BatchInserter& s = cann_api_;
+  s.Set(0, start);
+  s.Set(1, end);
+  s.Set(2, type);
+  s.Set(3, global_tid);
+  s.SetU64(4, connection_id);
+  s.SetU64(5, name_id);
+  return Pushed(s);
+}
+
+Status RowSink::WriteRecord(trace::ApiCall& call) {
+  std::int64_t global_tid = GlobalTid(call.pid, call.tid);
+  GPUPROF_ASSIGN_OR_RETURN(std::uint64_t name_id, Id(StringSpace::kDevice, call.name));
+  GPUPROF_RETURN_IF_ERROR(WriteCannApi(call.start_ns, call.end_ns, kApiTypeRuntime, global_tid,
+                                       call.correlation_id + kRuntimeConnectionOffset, name_id));
+  if (call.launches_device_work) {
+    if (launch_name_id_ == kInvalidStringId) {
+      GPUPROF_ASSIGN_OR_RETURN(launch_name_id_, Id(StringSpace::kDevice, "launch"));
+    }
+    GPUPROF_RETURN_IF_ERROR(WriteCannApi(call.start_ns, call.end_ns, kApiTypeNode, global_tid,
+                                         call.correlation_id, launch_name_id_));
+    launches_.push_back(LaunchSpan{call.start_ns, call.end_ns, call.tid, call.correlation_id});
+  }
+  return OkStatus();
+}
+
+StatusOr<std::uint64_t> RowSink::TaskTypeId(trace::TaskKind kind) {
+  auto index = static_cast<std::size_t>(kind);
+  if (task_type_ids_[index] == kInvalidStringId) {
+    // cluster_time_summary keys on MEMCPY_ASYNC (DB_SPEC §7).
+    constexpr std::string_view kNames[] = {"KERNEL", "MEMCPY_ASYNC", "MEMSET"};
+    GPUPROF_ASSIGN_OR_RETURN(task_type_ids_[index], Id(StringSpace::kDevice, kNames[index]));
+  }
+  return task_type_ids_[index];
+}
+
+Status RowSink::WriteRecord(trace::DeviceTask& task) {
+  GPUPROF_ASSIGN_OR_RETURN(std::uint64_t type_id, TaskTypeId(task.kind));
+  std::uint64_t global_task_id = next_global_task_id_++;
+  BatchInserter& s = task_;
+  s.Set(0, task.start_ns);
+  s.Set(1, task.end_ns);
+  s.Set(2, task.device);
+  s.SetU64(3, task.correlation_id);
+  s.SetU64(4, global_task_id);
+  s.Set(5, task.pid);
+  s.SetU64(6, type_id);
+  s.Set(7, task.context);
+  s.Set(8, task.stream);
+  s.SetU64(9, global_task_id);  // taskId: CUDA has no per-stream hardware task id
+  GPUPROF_RETURN_IF_ERROR(Pushed(s));
+
+  switch (task.kind) {
+    case trace::TaskKind::kKernel: return OkStatus();  // COMPUTE_TASK_INFO: KernelSink
+    case trace::TaskKind::kMemcpy: {
+      BatchInserter& m = memcpy_info_;
+      m.SetU64(0, global_task_id);
+      m.SetU64(1, task.bytes);
+      m.Set(2, task.memcpy_operation);
+      return Pushed(m);
+    }
+    case trace::TaskKind::kMemset: return OkStatus();
+  }
+  return OkStatus();
+}
+
+Status RowSink::WriteRecord(trace::AllocatorEvent& event) {
+  // MEMORY_RECORD is written sorted by time at Finalize, from the same list OP_MEMORY needs.
+  alloc_events_.push_back(std::move(event));
+  return OkStatus();
+}
+
+Status RowSink::WriteRecord(trace::GcEvent& gc) {
+  BatchInserter& s = gc_record_;
+  s.Set(0, gc.start_ns);
+  s.Set(1, gc.end_ns);
+  s.Set(2, GlobalTid(gc.pid, gc.pid));  // torch_npu records the pid in both halves (§3.10)
+  return Pushed(s);
+}
+
+Status RowSink::WriteRecord(trace::Mark& mark) {
+  GPUPROF_ASSIGN_OR_RETURN(std::uint64_t message_id, Id(StringSpace::kDevice, mark.message));
+  GPUPROF_ASSIGN_OR_RETURN(std::uint64_t domain_id,
+                           Id(StringSpace::kDevice, mark.domain.empty() ? "default" : mark.domain));
+  BatchInserter& s = mstx_;
+  s.Set(0, mark.start_ns);
+  s.Set(1, mark.end_ns);
+  s.Set(2, static_cast<std::int64_t>(mark.type));
+  s.SetU64(3, mark.range_id);
+  s.SetU64(4, kInvalidStringId);  // category: not recorded
+  s.SetU64(5, message_id);
+  s.Set(6, GlobalTid(mark.pid, mark.tid));
+  s.Set(7, GlobalTid(mark.pid, mark.end_tid != 0 ? mark.end_tid : mark.tid));
+  s.SetU64(8, domain_id);
+  s.SetU64(9, mark.correlation_id.value_or(kInvalidStringId));  // host-only: DB_INVALID_VALUE
+  return Pushed(s);
+}
+
+Status RowSink::WriteRecord(trace::ReplayResult& result) {
+  const replay::ReplayRecord& r = result.record;
+  std::uint64_t kernel_id = next_replay_id_++;
+  GPUPROF_ASSIGN_OR_RETURN(std::uint64_t name_id, Id(StringSpace::kDevice, r.kernel_name));
+  Statement& k = replay_kernel_;
+  k.BindU64(1, kernel_id);
+  k.BindInt(2, result.time_ns);
+  k.BindInt(3, GlobalTid(result.pid, result.tid));
+  k.BindInt(4, r.device);
+  k.BindU64(5, name_id);
+  if (result.correlation_id != 0) {
+    k.BindU64(6, result.correlation_id);
+  } else {
+    k.BindNull(6);
+  }
+  k.BindU64(7, r.launch_index);
+  k.BindInt(8, r.replayed ? 1 : 0);
+  if (r.decline_reason == replay::DeclineReason::kNone) {
+    k.BindNull(9);
+  } else {
+    k.BindStaticText(9, replay::DeclineReasonName(r.decline_reason));
+  }
+  if (r.decline_detail.empty()) {
+    k.BindNull(10);
+  } else {
+    k.BindStaticText(10, r.decline_detail);
+  }
+  k.BindStaticText(11, replay::RestoreModeName(r.restore_mode));
+  k.BindInt(12, static_cast<std::int64_t>(r.passes.size()));
+  k.BindInt(13, r.deterministic ? 1 : 0);
+  k.BindU64(14, r.snapshot_regions);
+  k.BindU64(15, r.snapshot_bytes);
+  k.BindU64(16, r.snapshot_ns);
+  k.BindU64(17, r.untracked_writable_bytes);
+  k.BindU64(18, r.snapshot_device_bytes);
+  GPUPROF_RETURN_IF_ERROR(k.Run());
+  ++rows_;
+  ++rows_in_txn_;
+
+  BatchInserter& p = replay_pass_;
+  for (const replay::PassRecord& pass : r.passes) {
+    bool mismatched = std::find(r.mismatched_passes.begin(), r.mismatched_passes.end(), pass.pass) !=
+                      r.mismatched_passes.end();
+    p.SetU64(0, kernel_id);
+    p.Set(1, pass.pass);
+    p.Set(2, pass.start_ns);
+    p.SetU64(3, pass.duration_ns);
+    p.Set(4, pass.sm_clock_before_khz);
+    p.Set(5, pass.sm_clock_after_khz);
+    p.SetU64(6, pass.bytes_restored);
+    p.SetU64(7, pass.regions_restored);
+    p.SetU64(8, pass.dirty_chunks);
+    if (pass.output_hash == 0) {
+      p.SetNull(9);  // not computed
+      p.SetNull(10);
+    } else {
+      p.SetU64(9, pass.output_hash);  // two's complement of the u64 (docs/db_gpuprof_tables.md)
+      p.Set(10, mismatched ? 0 : 1);
+    }
+    GPUPROF_RETURN_IF_ERROR(Pushed(p));
+  }
+  return OkStatus();
+}
+
+}  // namespace gpuprof::db::internal

@@ -1,0 +1,106 @@
+// What Finalize records about the run itself: the one-per-run tables (RANK_DEVICE_MAP,
+// SESSION_TIME_INFO, NPU_INFO, HOST_INFO, META_DATA's gpuprof rows) and profiler_info[_<rank>].json.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "base/hash.h"
+#include "base/json.h"
+#include "db/schema.h"
+#include "db/writer_impl.h"
+#include "db/writer_rows.h"
+
+#ifndef GPUPROF_VERSION_STRING
+#define GPUPROF_VERSION_STRING "unknown"
+#endif
+
+namespace gpuprof::db::internal {
+namespace {
+
+// A stable id for this host: the hash of /etc/machine-id, or of the hostname where there is none.
+std::string HostUid(const std::string& hostname) {
+  std::string source;
+  std::ifstream in("/etc/machine-id");
+  if (in) std::getline(in, source);
+  if (source.empty()) source = hostname;
+  return std::to_string(base::HashBytes(source.data(), source.size()));
+}
+
+}  // namespace
+
+// The per-run tables, one statement each, at the end of Finalize's rows.
+Status RowSink::WriteRunTables(const trace::RunInfo& run, std::int64_t end_ns) {
+  // Per-run tables. RANK_DEVICE_MAP: exactly one row (msprof-analyze CROSS JOINs it, §3.8).
+  auto run_one = [this](Statement& s) -> Status {
+    GPUPROF_RETURN_IF_ERROR(s.Run());
+    ++rows_;
+    return OkStatus();
+  };
+  {
+    GPUPROF_ASSIGN_OR_RETURN(Statement s,
+                             Statement::Prepare(conn_, "INSERT INTO RANK_DEVICE_MAP VALUES (?1, ?2)"));
+    s.BindInt(1, run.rank < 0 ? -1 : run.rank);
+    s.BindInt(2, run.device < 0 ? -1 : run.device);
+    GPUPROF_RETURN_IF_ERROR(run_one(s));
+  }
+  {
+    GPUPROF_ASSIGN_OR_RETURN(Statement s,
+                             Statement::Prepare(conn_, "INSERT INTO SESSION_TIME_INFO VALUES (?1, ?2)"));
+    s.BindInt(1, run.start_ns);
+    s.BindInt(2, end_ns);
+    GPUPROF_RETURN_IF_ERROR(run_one(s));
+  }
+  {
+    GPUPROF_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(conn_, "INSERT INTO NPU_INFO VALUES (?1, ?2)"));
+    for (const auto& [id, name] : run.devices) {
+      s.BindInt(1, id);
+      s.BindStaticText(2, name);
+      GPUPROF_RETURN_IF_ERROR(run_one(s));
+    }
+  }
+  {
+    GPUPROF_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(conn_, "INSERT INTO HOST_INFO VALUES (?1, ?2)"));
+    std::string uid = HostUid(run.hostname);
+    s.BindStaticText(1, uid);
+    s.BindStaticText(2, run.hostname);
+    GPUPROF_RETURN_IF_ERROR(run_one(s));
+  }
+  {
+    GPUPROF_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(conn_, "INSERT INTO META_DATA VALUES (?1, ?2)"));
+    s.BindStaticText(1, kMetaGpuprofVersion);
+    s.BindStaticText(2, GPUPROF_VERSION_STRING);
+    GPUPROF_RETURN_IF_ERROR(run_one(s));
+    s.BindStaticText(1, kMetaGpuprofConfig);
+    s.BindStaticText(2, run.config_json);
+    GPUPROF_RETURN_IF_ERROR(run_one(s));
+  }
+  return OkStatus();
+}
+
+std::string ProfilerInfoJson(const trace::RunInfo& run, const OutputLayout& layout, std::int64_t end_ns) {
+  // The configuration is embedded as given when it is a JSON object, else as a JSON string.
+  std::string_view config = run.config_json;
+  std::size_t first = config.find_first_not_of(" \t\r\n");
+  std::string config_value = config.empty() || first == std::string_view::npos ? "{}"
+                             : config[first] == '{'                            ? std::string(config)
+                                                                               : base::JsonQuote(config);
+  std::ostringstream out;
+  out << "{\n"
+      << "  \"config\": " << config_value << ",\n"
+      << "  \"rank_id\": " << run.rank << ",\n"
+      << "  \"device_id\": " << run.device << ",\n"
+      << "  \"host_name\": " << base::JsonQuote(run.hostname) << ",\n"
+      << "  \"pid\": " << run.pid << ",\n"
+      << "  \"start_ns\": " << run.start_ns << ",\n"
+      << "  \"end_ns\": " << end_ns << ",\n"
+      << "  \"db\": "
+      << base::JsonQuote(std::filesystem::path(layout.db_path).lexically_relative(layout.run_dir).string())
+      << ",\n"
+      << "  \"gpuprof_version\": " << base::JsonQuote(GPUPROF_VERSION_STRING) << "\n"
+      << "}\n";
+  return out.str();
+}
+
+}  // namespace gpuprof::db::internal
