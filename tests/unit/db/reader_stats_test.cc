@@ -333,5 +333,63 @@ TEST_F(StatsTest, TextTimestampsAsTorchNpuDeclaresThemWork) {
   EXPECT_EQ(stats.op_self_sum_ns, 2100 * kUs);
 }
 
+// ---- ComputeApiSummary (gpuprof run's CUDA API lines) -----------------------------------------
+
+class ApiSummaryTest : public StatsTest {
+ protected:
+  ApiSummary Summarize(const fixture::FixtureOptions& options, std::size_t top = 5,
+                       const std::string& damage_sql = "") {
+    const std::string path = dir_ + "/profile.db";
+    Status written = fixture::WriteFixtureDb(path, options);
+    EXPECT_TRUE(written.ok()) << written.message();
+    if (!damage_sql.empty()) {
+      EXPECT_TRUE(fixture::ExecSql(path, damage_sql).ok());
+    }
+    StatusOr<std::unique_ptr<ProfileReader>> reader = ProfileReader::Open(path);
+    EXPECT_TRUE(reader.ok()) << reader.status().message();
+    if (!reader.ok()) return {};
+    StatusOr<ApiSummary> summary = ComputeApiSummary(**reader, top);
+    EXPECT_TRUE(summary.ok()) << summary.status().message();
+    return summary.ok() ? *summary : ApiSummary{};
+  }
+};
+
+// The fixture's runtime rows: 4 cudaLaunchKernel (10 + 5 + 5 + 10 µs) and 1 cudaMemcpyAsync
+// (10 µs); its node/launch rows of the same calls are not API time.
+TEST_F(ApiSummaryTest, RuntimeRowsPerFunctionByTotalTime) {
+  ApiSummary summary = Summarize({});
+  EXPECT_EQ(summary.absent, "");
+  EXPECT_EQ(summary.calls, static_cast<std::uint64_t>(fixture::kFixtureRuntimeCalls));
+  EXPECT_EQ(summary.names, 2u);
+  EXPECT_EQ(summary.total_ns, 40 * kUs);
+  ASSERT_EQ(summary.top.size(), 2u);
+  EXPECT_EQ(summary.top[0].name, "cudaLaunchKernel");
+  EXPECT_EQ(summary.top[0].calls, 4u);
+  EXPECT_EQ(summary.top[0].total_ns, 30 * kUs);
+  EXPECT_EQ(summary.top[1].name, "cudaMemcpyAsync");
+  EXPECT_EQ(summary.top[1].calls, 1u);
+  EXPECT_EQ(summary.top[1].total_ns, 10 * kUs);
+}
+
+TEST_F(ApiSummaryTest, TopLimitsRowsButNotTotals) {
+  ApiSummary summary = Summarize({}, /*top=*/1);
+  ASSERT_EQ(summary.top.size(), 1u);
+  EXPECT_EQ(summary.top[0].name, "cudaLaunchKernel");
+  EXPECT_EQ(summary.calls, static_cast<std::uint64_t>(fixture::kFixtureRuntimeCalls));
+  EXPECT_EQ(summary.names, 2u);
+  EXPECT_EQ(summary.total_ns, 40 * kUs);
+}
+
+TEST_F(ApiSummaryTest, NoRowsOrNoTableGiveTheReasonNotAnError) {
+  fixture::FixtureOptions empty;
+  empty.with_rows = false;
+  ApiSummary none = Summarize(empty);
+  EXPECT_TRUE(none.top.empty());
+  EXPECT_EQ(none.absent, "no CUDA runtime API calls were recorded");
+  ApiSummary dropped = Summarize({}, 5, "DROP TABLE CANN_API;");
+  EXPECT_TRUE(dropped.top.empty());
+  EXPECT_EQ(dropped.absent, "the DB has no CANN_API table");
+}
+
 }  // namespace
 }  // namespace gpuprof::db
