@@ -31,6 +31,7 @@
 #include "cli/setting_options.h"
 #include "db/profile_reader.h"
 #include "db/stats.h"
+#include "base/errno_text.h"
 #include "base/settings.h"
 #include "gpuprof/status.h"
 
@@ -129,8 +130,6 @@ class SignalForwarding {
   std::array<struct sigaction, kForwardedSignals.size()> old_actions_{};
 };
 
-std::string ErrnoText(int err) { return std::strerror(err); }
-
 // The directory of the running gpuprof executable.
 StatusOr<fs::path> ExecutableDir() {
   std::error_code ec;
@@ -212,7 +211,7 @@ class ResultDir {
     std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/gpuprof-run-XXXXXX";
     if (mkdtemp(pattern.data()) == nullptr) {
       int err = errno;
-      return InternalError("cannot create a temporary directory " + pattern + ": " + ErrnoText(err) +
+      return InternalError("cannot create a temporary directory " + pattern + ": " + base::ErrnoText(err) +
                            "; set TMPDIR to a writable directory");
     }
     auto dir = std::unique_ptr<ResultDir>(new ResultDir(pattern));
@@ -457,7 +456,7 @@ StatusOr<Started> StartApplication(std::vector<std::string> argv_strings, ChildE
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     int err = errno;
-    return InternalError("cannot create a pipe to start the application: " + ErrnoText(err));
+    return InternalError("cannot create a pipe to start the application: " + base::ErrnoText(err));
   }
   std::fflush(nullptr);  // so the child does not inherit and repeat buffered output
   pid_t pid = fork();
@@ -465,7 +464,7 @@ StatusOr<Started> StartApplication(std::vector<std::string> argv_strings, ChildE
     int err = errno;
     close(fds[0]);
     close(fds[1]);
-    return InternalError("cannot fork to start the application: " + ErrnoText(err));
+    return InternalError("cannot fork to start the application: " + base::ErrnoText(err));
   }
   if (pid == 0) {
     // The child: async-signal-safe calls only until exec.
@@ -736,13 +735,13 @@ int RunCommand::Run(std::ostream& report) const {
         int err = errno;
         g_child_pid.store(0, std::memory_order_relaxed);
         return Fail(report, InternalError("waiting for the application (pid " + std::to_string(pid) +
-                                          ") failed: " + ErrnoText(err)));
+                                          ") failed: " + base::ErrnoText(err)));
       }
     }
     g_child_pid.store(0, std::memory_order_relaxed);
     if (started->exec_errno != 0) {
-      report << "gpuprof: error: cannot run '" << app_argv.front() << "': " << ErrnoText(started->exec_errno)
-             << "\n";
+      report << "gpuprof: error: cannot run '" << app_argv.front()
+             << "': " << base::ErrnoText(started->exec_errno) << "\n";
       return started->exec_errno == ENOENT ? kExitNotFound : kExitCannotExecute;
     }
   }
