@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "cli/db_commands.h"
+#include "cli/exit_codes.h"
 #include "cli/report.h"
 #include "cli/setting_options.h"
 #include "db/profile_reader.h"
@@ -41,12 +42,6 @@ namespace gpuprof::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-// What a shell returns for a command it found but could not execute, and for one it did not find.
-constexpr int kExitCannotExecute = 126;
-constexpr int kExitNotFound = 127;
 
 // What `gpuprof replay`'s --from-script leaves to the program (and so excludes on the command line).
 constexpr std::array<base::SettingId, 7> kReplaySelection = {
