@@ -178,6 +178,7 @@ CUptiResult FakeCuptiApi::EnableCallback(std::uint32_t enable, CUpti_SubscriberH
     if (failing_callbacks.count({domain, cbid}) != 0) return CUPTI_ERROR_INVALID_PARAMETER;
     enabled_callbacks.insert({domain, cbid});
   } else {
+    if (failing_disables.count({domain, cbid}) != 0) return CUPTI_ERROR_INVALID_PARAMETER;
     enabled_callbacks.erase({domain, cbid});
   }
   return CUPTI_SUCCESS;
