@@ -277,6 +277,15 @@ CUptiResult FakeCuptiApi::ActivityPopExternalCorrelationId(CUpti_ExternalCorrela
   return CUPTI_SUCCESS;
 }
 
+void LaunchApiIds::NameAll(FakeCuptiApi& api) {
+  api.callback_names = {{{CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch}, "cudaLaunchKernel_v7000"},
+                        {{CUPTI_CB_DOMAIN_RUNTIME_API, kGetDevice}, "cudaGetDevice_v3020"},
+                        {{CUPTI_CB_DOMAIN_RUNTIME_API, kCopy}, "cudaMemcpyAsync_v3020"},
+                        {{CUPTI_CB_DOMAIN_RUNTIME_API, kSync}, "cudaStreamSynchronize_v3020"},
+                        {{CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunch}, "cuLaunchKernel"},
+                        {{CUPTI_CB_DOMAIN_DRIVER_API, kDriverQuery}, "cuCtxGetCurrent"}};
+}
+
 CUresult FakeDriverApi::DriverGetVersion(int* version) {
   *version = 13000;
   return CUDA_SUCCESS;

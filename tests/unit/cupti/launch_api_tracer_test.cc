@@ -43,24 +43,11 @@ TEST(LaunchApiTracerNamesTest, TracesLaunchesCopiesAllocationsAndWaitsNotQueries
   EXPECT_FALSE(IsTracedApi(CUPTI_CB_DOMAIN_NVTX, "cuLaunchKernel"));
 }
 
-class LaunchApiTracerTest : public ::testing::Test {
+class LaunchApiTracerTest : public ::testing::Test, protected testing::LaunchApiIds {
  protected:
-  static constexpr CUpti_CallbackId kLaunch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
-  static constexpr CUpti_CallbackId kGetDevice = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
-  static constexpr CUpti_CallbackId kCopy = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020;
-  static constexpr CUpti_CallbackId kSync = CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020;
-  static constexpr CUpti_CallbackId kDriverLaunch = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
-  static constexpr CUpti_CallbackId kDriverQuery = CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent;
   static constexpr std::uint32_t kPid = 4242;
 
-  LaunchApiTracerTest() {
-    api_.callback_names = {{{CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch}, "cudaLaunchKernel_v7000"},
-                           {{CUPTI_CB_DOMAIN_RUNTIME_API, kGetDevice}, "cudaGetDevice_v3020"},
-                           {{CUPTI_CB_DOMAIN_RUNTIME_API, kCopy}, "cudaMemcpyAsync_v3020"},
-                           {{CUPTI_CB_DOMAIN_RUNTIME_API, kSync}, "cudaStreamSynchronize_v3020"},
-                           {{CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunch}, "cuLaunchKernel"},
-                           {{CUPTI_CB_DOMAIN_DRIVER_API, kDriverQuery}, "cuCtxGetCurrent"}};
-  }
+  LaunchApiTracerTest() { NameAll(api_); }
   void EnableOrDie(LaunchApiTracer& tracer) {
     const Status enabled = tracer.Enable(api_, handle_);
     ASSERT_TRUE(enabled.ok()) << enabled.ToString();

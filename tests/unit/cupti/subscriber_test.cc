@@ -370,21 +370,9 @@ TEST_F(CuptiSubscriberTest, ApiCallbacksOutsideTheGuardMarkNothing) {
 // ---- launch_api_callbacks (LaunchApiTracer through the subscriber) ------------------------------
 // The tracer's own behaviour, without the subscriber: launch_api_tracer_test.cc.
 
-class LaunchApiCallbacksTest : public CuptiSubscriberTest {
+class LaunchApiCallbacksTest : public CuptiSubscriberTest, protected testing::LaunchApiIds {
  protected:
-  static constexpr CUpti_CallbackId kLaunch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
-  static constexpr CUpti_CallbackId kGetDevice = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
-  static constexpr CUpti_CallbackId kCopy = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020;
-  static constexpr CUpti_CallbackId kDriverLaunch = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
-  static constexpr CUpti_CallbackId kDriverQuery = CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent;
-
-  LaunchApiCallbacksTest() {
-    api_->callback_names = {{{CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch}, "cudaLaunchKernel_v7000"},
-                            {{CUPTI_CB_DOMAIN_RUNTIME_API, kGetDevice}, "cudaGetDevice_v3020"},
-                            {{CUPTI_CB_DOMAIN_RUNTIME_API, kCopy}, "cudaMemcpyAsync_v3020"},
-                            {{CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunch}, "cuLaunchKernel"},
-                            {{CUPTI_CB_DOMAIN_DRIVER_API, kDriverQuery}, "cuCtxGetCurrent"}};
-  }
+  LaunchApiCallbacksTest() { NameAll(*api_); }
   std::unique_ptr<CuptiSubscriber> StartTracing() {
     SubscriberOptions options;
     options.runtime_api = false;

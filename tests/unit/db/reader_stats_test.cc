@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "db/stats.h"
@@ -173,8 +175,10 @@ class StatsTest : public ::testing::Test {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
-  ProfileStats Compute(const fixture::FixtureOptions& options, std::size_t top = 15,
-                       const std::string& damage_sql = "") {
+  // A fixture DB written with `options`, then damaged with `damage_sql`, opened for reading; null
+  // (with a test failure) when that fails.
+  std::unique_ptr<ProfileReader> OpenFixture(const fixture::FixtureOptions& options,
+                                             const std::string& damage_sql) {
     const std::string path = dir_ + "/profile.db";
     Status written = fixture::WriteFixtureDb(path, options);
     EXPECT_TRUE(written.ok()) << written.message();
@@ -183,8 +187,13 @@ class StatsTest : public ::testing::Test {
     }
     StatusOr<std::unique_ptr<ProfileReader>> reader = ProfileReader::Open(path);
     EXPECT_TRUE(reader.ok()) << reader.status().message();
-    if (!reader.ok()) return {};
-    StatusOr<ProfileStats> stats = ComputeStats(**reader, StatsOptions{top});
+    return reader.ok() ? std::move(reader).value() : nullptr;
+  }
+  ProfileStats Compute(const fixture::FixtureOptions& options, std::size_t top = 15,
+                       const std::string& damage_sql = "") {
+    std::unique_ptr<ProfileReader> reader = OpenFixture(options, damage_sql);
+    if (reader == nullptr) return {};
+    StatusOr<ProfileStats> stats = ComputeStats(*reader, StatsOptions{top});
     EXPECT_TRUE(stats.ok()) << stats.status().message();
     return stats.ok() ? *stats : ProfileStats{};
   }
@@ -339,16 +348,9 @@ class ApiSummaryTest : public StatsTest {
  protected:
   ApiSummary Summarize(const fixture::FixtureOptions& options, std::size_t top = 5,
                        const std::string& damage_sql = "") {
-    const std::string path = dir_ + "/profile.db";
-    Status written = fixture::WriteFixtureDb(path, options);
-    EXPECT_TRUE(written.ok()) << written.message();
-    if (!damage_sql.empty()) {
-      EXPECT_TRUE(fixture::ExecSql(path, damage_sql).ok());
-    }
-    StatusOr<std::unique_ptr<ProfileReader>> reader = ProfileReader::Open(path);
-    EXPECT_TRUE(reader.ok()) << reader.status().message();
-    if (!reader.ok()) return {};
-    StatusOr<ApiSummary> summary = ComputeApiSummary(**reader, top);
+    std::unique_ptr<ProfileReader> reader = OpenFixture(options, damage_sql);
+    if (reader == nullptr) return {};
+    StatusOr<ApiSummary> summary = ComputeApiSummary(*reader, top);
     EXPECT_TRUE(summary.ok()) << summary.status().message();
     return summary.ok() ? *summary : ApiSummary{};
   }
