@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds libgpuprof_torch.so (src/torch) against the torch of the Python given, next to an existing
-# libgpuprof.so: for the GPU machine (../shared/GPU.md: the PyTorch hooks are compiled there
+# libgpuprof.so: for the GPU machine (docs/gpu_machine.md: the PyTorch hooks are compiled there
 # against its torch, linking the libgpuprof.so built on the development machine; no CMake
 # configure, so no SQLite headers needed).
 #

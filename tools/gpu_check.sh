@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one script to run on the GPU machine (../shared/GPU.md): the `gpu` tests, then the examples,
+# The one script to run on the GPU machine (docs/gpu_machine.md): the `gpu` tests, then the examples,
 # then a short table (test, result, seconds) as the last lines.
 #
 #   bash tools/gpu_check.sh [BUILD_DIR]        # from the repository root; BUILD_DIR: build/gpu
@@ -96,7 +96,7 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
   echo "(nvidia-smi not available)"
 echo "repository: $PWD   build: $build_dir   work: $work"
 
-# ---- 0. the PyTorch hooks, against this machine's torch (../shared/GPU.md) ----------------------
+# ---- 0. the PyTorch hooks, against this machine's torch (docs/gpu_machine.md) -------------------
 if "$python" -c 'import torch' >/dev/null 2>&1; then
   echo
   echo "==== build libgpuprof_torch.so"

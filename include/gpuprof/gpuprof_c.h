@@ -1,8 +1,9 @@
 /* gpuprof's C control API, exported by libgpuprof.so.
  *
  * One profiling session per process writes one profile DB (ascend_pytorch_profiler[_<rank>].db,
- * ARCHITECTURE.md "Output layout"). `gpuprof run` starts it through the injection library before
- * the program's first CUDA call; a program (or the PyTorch extension) may also start it itself:
+ * docs/architecture.md, "Output layout"). `gpuprof run` starts it through the injection library
+ * before the program's first CUDA call; a program (or the PyTorch extension) may also start it
+ * itself:
  *
  *   if (gpuprof_start("{\"output_dir\": \"/tmp/prof\"}") != GPUPROF_OK)
  *     fprintf(stderr, "%s\n", gpuprof_last_error());

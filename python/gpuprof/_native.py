@@ -1,5 +1,5 @@
 """The native libraries, through ctypes: libgpuprof.so (the session's C API, gpuprof_c.h) and
-libgpuprof_torch.so (PyTorch's op and memory hooks, src/torch/torch_hooks.h).
+libgpuprof_torch.so (PyTorch's op and memory hooks, include/gpuprof/gpuprof_torch.h).
 
 They are looked up in $GPUPROF_LIB_DIR, then in the build folders of this checkout
 (build/default/lib, build/ci/lib, build/gpu/lib). Loading torch first matters: libgpuprof_torch.so

@@ -10,7 +10,7 @@
 
 Ops are collected in C++ (libgpuprof_torch.so: RecordFunction callbacks and torch's memory
 reports), garbage-collection pauses from gc.callbacks, and everything is written by libgpuprof.so
-into ascend_pytorch_profiler[_<rank>].db (ARCHITECTURE.md "Output layout"). Each recorded cycle of
+into ascend_pytorch_profiler[_<rank>].db (docs/architecture.md, "Output layout"). Each recorded cycle of
 the schedule (its active steps) is one DB; the last active step hands the profile to
 on_trace_ready, and `prof.db_path` names the DB. Warm-up steps run unrecorded: gpuprof needs no
 warm-up, and what a warm-up would record is discarded anyway.

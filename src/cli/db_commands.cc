@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/exit_codes.h"
 #include "cli/report.h"
 #include "db/check.h"
 #include "db/cluster_stats.h"
@@ -21,9 +22,6 @@
 namespace gpuprof::cli {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
 constexpr std::size_t kMaxTop = 100000;
 // Kernel names can be pages of template arguments; the table shows this many characters.
 constexpr std::size_t kMaxNameChars = 120;

@@ -10,7 +10,7 @@
 // application's results are read back and compared with what one unreplayed run computes.
 // With an output directory, the launches (as API calls and device tasks, pass 1 only: passes
 // 2..N live in gpuprof's replay tables, rule C1) and the replay results are written into an
-// ascend_pytorch_profiler DB in the layout of ARCHITECTURE.md, so stats/export/check have input.
+// ascend_pytorch_profiler DB in the layout of docs/architecture.md, so stats/export/check have input.
 #pragma once
 
 #include <iosfwd>

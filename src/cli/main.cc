@@ -9,6 +9,7 @@
 
 #include "cli/db_commands.h"
 #include "cli/demo.h"
+#include "cli/exit_codes.h"
 #include "cli/run_command.h"
 #include "cli/setting_options.h"
 #include "base/settings.h"
@@ -22,10 +23,6 @@
 
 namespace gpuprof::cli {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
 
 int UsageError(const std::string& message, const std::string& help_command) {
   std::cerr << "gpuprof: error: " << message << "\n"

@@ -27,10 +27,12 @@
 #include <utility>
 
 #include "cli/db_commands.h"
+#include "cli/exit_codes.h"
 #include "cli/report.h"
 #include "cli/setting_options.h"
 #include "db/profile_reader.h"
 #include "db/stats.h"
+#include "base/errno_text.h"
 #include "base/settings.h"
 #include "gpuprof/status.h"
 
@@ -40,12 +42,6 @@ namespace gpuprof::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-// What a shell returns for a command it found but could not execute, and for one it did not find.
-constexpr int kExitCannotExecute = 126;
-constexpr int kExitNotFound = 127;
 
 // What `gpuprof replay`'s --from-script leaves to the program (and so excludes on the command line).
 constexpr std::array<base::SettingId, 7> kReplaySelection = {
@@ -62,8 +58,6 @@ constexpr const char* kNvtxEntryPoint = "InitializeInjectionNvtx2";
 // Rows per table in the summary: enough to see where time goes; `gpuprof stats` shows more.
 constexpr std::size_t kSummaryRows = 5;
 constexpr std::size_t kMaxNameChars = 100;
-// ENUM_API_TYPE 'runtime': CUDA runtime API rows of CANN_API (DB_SPEC §7).
-constexpr std::int64_t kApiTypeRuntime = 5000;
 
 constexpr std::array<int, 4> kForwardedSignals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
@@ -130,8 +124,6 @@ class SignalForwarding {
   sigset_t old_mask_{};
   std::array<struct sigaction, kForwardedSignals.size()> old_actions_{};
 };
-
-std::string ErrnoText(int err) { return std::strerror(err); }
 
 // The directory of the running gpuprof executable.
 StatusOr<fs::path> ExecutableDir() {
@@ -214,7 +206,7 @@ class ResultDir {
     std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/gpuprof-run-XXXXXX";
     if (mkdtemp(pattern.data()) == nullptr) {
       int err = errno;
-      return InternalError("cannot create a temporary directory " + pattern + ": " + ErrnoText(err) +
+      return InternalError("cannot create a temporary directory " + pattern + ": " + base::ErrnoText(err) +
                            "; set TMPDIR to a writable directory");
     }
     auto dir = std::unique_ptr<ResultDir>(new ResultDir(pattern));
@@ -299,48 +291,6 @@ std::string ShortName(std::string_view raw) {
   return name.substr(0, cut) + "...";
 }
 
-struct ApiStat {
-  std::string name;
-  std::uint64_t calls = 0;
-  std::int64_t total_ns = 0;
-};
-
-struct ApiSummary {
-  std::uint64_t calls = 0;
-  std::uint64_t names = 0;
-  std::int64_t total_ns = 0;
-  std::vector<ApiStat> top;
-  std::string absent;  // why there is nothing to show ("" when there is)
-};
-
-// CUDA runtime API time from CANN_API's runtime rows. db/stats.h has no API section (its
-// report is about ops and device work), so this one aggregate lives here, on the same reader.
-StatusOr<ApiSummary> ReadApiSummary(const db::ProfileReader& reader, std::size_t top) {
-  ApiSummary summary;
-  GPUPROF_ASSIGN_OR_RETURN(bool has_api, reader.HasColumns("CANN_API", {"startNs", "endNs", "type", "name"}));
-  if (!has_api || !reader.HasTable("STRING_IDS")) {
-    summary.absent = "the DB has no CANN_API table";
-    return summary;
-  }
-  GPUPROF_ASSIGN_OR_RETURN(
-      db::Query query,
-      reader.Prepare("SELECT s.value, COUNT(*), SUM(a.endNs - a.startNs) AS total FROM CANN_API a "
-                     "LEFT JOIN STRING_IDS s ON s.id = a.name WHERE a.type = ?1 "
-                     "GROUP BY a.name ORDER BY total DESC, s.value"));
-  query.BindInt(1, kApiTypeRuntime);
-  while (true) {
-    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
-    if (!row) break;
-    auto calls = static_cast<std::uint64_t>(query.Int(1));
-    summary.calls += calls;
-    summary.total_ns += query.Int(2);
-    ++summary.names;
-    if (summary.top.size() < top) summary.top.push_back({std::string(query.Text(0)), calls, query.Int(2)});
-  }
-  if (summary.calls == 0) summary.absent = "no CUDA runtime API calls were recorded";
-  return summary;
-}
-
 void PrintKernels(std::ostream& report, const db::ProfileStats& stats) {
   using Align = TextTable::Align;
   if (stats.top_kernels.empty()) {
@@ -372,7 +322,7 @@ void PrintKernels(std::ostream& report, const db::ProfileStats& stats) {
   }
 }
 
-void PrintApi(std::ostream& report, const ApiSummary& api) {
+void PrintApi(std::ostream& report, const db::ApiSummary& api) {
   using Align = TextTable::Align;
   if (api.top.empty()) {
     report << "  CUDA API: none (" << api.absent << ")\n";
@@ -385,7 +335,7 @@ void PrintApi(std::ostream& report, const ApiSummary& api) {
                    {"avg µs", Align::kRight},
                    {"%", Align::kRight},
                    {"name", Align::kLeft}});
-  for (const ApiStat& stat : api.top) {
+  for (const db::ApiStat& stat : api.top) {
     table.AddRow({std::to_string(stat.calls), Ms(stat.total_ns),
                   FormatMicros(static_cast<double>(stat.total_ns) / static_cast<double>(stat.calls)),
                   Percent(stat.total_ns, api.total_ns), ShortName(stat.name)});
@@ -408,7 +358,7 @@ void PrintDbSummary(std::ostream& report, const std::string& path) {
     return;
   }
   PrintKernels(report, *stats);
-  StatusOr<ApiSummary> api = ReadApiSummary(**reader, kSummaryRows);
+  StatusOr<db::ApiSummary> api = db::ComputeApiSummary(**reader, kSummaryRows);
   if (!api.ok()) {
     report << "gpuprof: warning: cannot read its CUDA API rows: " << api.status().message() << "\n";
   } else {
@@ -501,7 +451,7 @@ StatusOr<Started> StartApplication(std::vector<std::string> argv_strings, ChildE
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     int err = errno;
-    return InternalError("cannot create a pipe to start the application: " + ErrnoText(err));
+    return InternalError("cannot create a pipe to start the application: " + base::ErrnoText(err));
   }
   std::fflush(nullptr);  // so the child does not inherit and repeat buffered output
   pid_t pid = fork();
@@ -509,7 +459,7 @@ StatusOr<Started> StartApplication(std::vector<std::string> argv_strings, ChildE
     int err = errno;
     close(fds[0]);
     close(fds[1]);
-    return InternalError("cannot fork to start the application: " + ErrnoText(err));
+    return InternalError("cannot fork to start the application: " + base::ErrnoText(err));
   }
   if (pid == 0) {
     // The child: async-signal-safe calls only until exec.
@@ -780,13 +730,13 @@ int RunCommand::Run(std::ostream& report) const {
         int err = errno;
         g_child_pid.store(0, std::memory_order_relaxed);
         return Fail(report, InternalError("waiting for the application (pid " + std::to_string(pid) +
-                                          ") failed: " + ErrnoText(err)));
+                                          ") failed: " + base::ErrnoText(err)));
       }
     }
     g_child_pid.store(0, std::memory_order_relaxed);
     if (started->exec_errno != 0) {
-      report << "gpuprof: error: cannot run '" << app_argv.front() << "': " << ErrnoText(started->exec_errno)
-             << "\n";
+      report << "gpuprof: error: cannot run '" << app_argv.front()
+             << "': " << base::ErrnoText(started->exec_errno) << "\n";
       return started->exec_errno == ENOENT ? kExitNotFound : kExitCannotExecute;
     }
   }

@@ -6,6 +6,9 @@
 #include <cstring>
 #include <sstream>
 #include <string_view>
+#include <utility>
+
+#include "device/cuda/cuda_driver.h"
 
 namespace gpuprof::cupti {
 namespace {
@@ -127,30 +130,21 @@ class LoadedCuptiApi final : public CuptiApi {
   const CuptiTable t_;
 };
 
-struct DriverTable {
-  decltype(&cuDriverGetVersion) driver_get_version = nullptr;
-  decltype(&cuGetErrorString) get_error_string = nullptr;
-  decltype(&cuDeviceGetCount) device_get_count = nullptr;
-  decltype(&cuDeviceGet) device_get = nullptr;
-  decltype(&cuDeviceGetName) device_get_name = nullptr;
-};
-
+// DriverApi over a table from device/cuda's loader (the one place that dlopens libcuda).
 class LoadedDriverApi final : public DriverApi {
  public:
-  explicit LoadedDriverApi(const DriverTable& table) : t_(table) {}
+  explicit LoadedDriverApi(device::cuda::CudaDriver driver) : d_(std::move(driver)) {}
 
-  CUresult DriverGetVersion(int* version) override { return t_.driver_get_version(version); }
-  CUresult GetErrorString(CUresult error, const char** str) override {
-    return t_.get_error_string(error, str);
-  }
-  CUresult DeviceGetCount(int* count) override { return t_.device_get_count(count); }
-  CUresult DeviceGet(CUdevice* device, int ordinal) override { return t_.device_get(device, ordinal); }
+  CUresult DriverGetVersion(int* version) override { return d_.DriverGetVersion(version); }
+  CUresult GetErrorString(CUresult error, const char** str) override { return d_.GetErrorString(error, str); }
+  CUresult DeviceGetCount(int* count) override { return d_.DeviceGetCount(count); }
+  CUresult DeviceGet(CUdevice* device, int ordinal) override { return d_.DeviceGet(device, ordinal); }
   CUresult DeviceGetName(char* name, int length, CUdevice device) override {
-    return t_.device_get_name(name, length, device);
+    return d_.DeviceGetName(name, length, device);
   }
 
  private:
-  const DriverTable t_;
+  const device::cuda::CudaDriver d_;
 };
 
 void AppendIfSet(std::vector<std::string>& out, const char* env, std::string_view suffix) {
@@ -191,7 +185,7 @@ std::vector<std::string> DefaultCuptiCandidates() {
   return out;
 }
 
-std::vector<std::string> DefaultDriverCandidates() { return {"libcuda.so.1"}; }
+std::vector<std::string> DefaultDriverCandidates() { return {device::cuda::kCudaDriverLibrary}; }
 
 StatusOr<std::unique_ptr<CuptiApi>> LoadCuptiApi(const std::vector<std::string>& candidates) {
   GPUPROF_ASSIGN_OR_RETURN(OpenedLibrary lib, OpenFirst("CUPTI", candidates));
@@ -237,18 +231,26 @@ StatusOr<std::unique_ptr<CuptiApi>> LoadCuptiApi(const std::vector<std::string>&
 }
 
 StatusOr<std::unique_ptr<DriverApi>> LoadDriverApi(const std::vector<std::string>& candidates) {
-  GPUPROF_ASSIGN_OR_RETURN(OpenedLibrary lib, OpenFirst("CUDA driver", candidates));
-  DriverTable t;
+  GPUPROF_ASSIGN_OR_RETURN(device::cuda::CudaDriver driver, device::cuda::CudaDriver::Load(candidates));
+  // Only the entries DriverApi calls are required: a driver without a replay-only one still
+  // names its devices.
   std::string missing;
-  Resolve(lib.handle, "cuDriverGetVersion", t.driver_get_version, missing);
-  Resolve(lib.handle, "cuGetErrorString", t.get_error_string, missing);
-  Resolve(lib.handle, "cuDeviceGetCount", t.device_get_count, missing);
-  Resolve(lib.handle, "cuDeviceGet", t.device_get, missing);
-  Resolve(lib.handle, "cuDeviceGetName", t.device_get_name, missing);
-  if (!missing.empty()) {
-    return UnavailableError("CUDA driver unavailable: " + lib.name + " lacks " + missing);
+  const std::pair<bool, const char*> needed[] = {
+      {driver.DriverGetVersion != nullptr, "cuDriverGetVersion"},
+      {driver.GetErrorString != nullptr, "cuGetErrorString"},
+      {driver.DeviceGetCount != nullptr, "cuDeviceGetCount"},
+      {driver.DeviceGet != nullptr, "cuDeviceGet"},
+      {driver.DeviceGetName != nullptr, "cuDeviceGetName"},
+  };
+  for (const auto& [present, symbol] : needed) {
+    if (present) continue;
+    if (!missing.empty()) missing += ", ";
+    missing += symbol;
   }
-  return std::unique_ptr<DriverApi>(std::make_unique<LoadedDriverApi>(t));
+  if (!missing.empty()) {
+    return UnavailableError("CUDA driver unavailable: " + driver.library + " lacks " + missing);
+  }
+  return std::unique_ptr<DriverApi>(std::make_unique<LoadedDriverApi>(std::move(driver)));
 }
 
 std::string CuptiErrorString(CuptiApi& api, CUptiResult result) {

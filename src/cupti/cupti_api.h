@@ -2,9 +2,10 @@
 //
 // No gpuprof binary links libcupti or libcuda: a process without a GPU driver (CI, the CLI, a
 // CPU-only PyTorch run) must load libgpuprof.so and its tests. LoadCuptiApi() dlopens
-// libcupti.so.13 (then libcupti.so, then the toolkit's copy) and LoadDriverApi() dlopens
-// libcuda.so.1, resolving every symbol up front; a missing library or symbol is one Unavailable
-// status that names the library and dlerror(), and the caller carries on without GPU data.
+// libcupti.so.13 (then libcupti.so, then the toolkit's copy); LoadDriverApi() takes libcuda.so.1
+// from device/cuda's loader (CudaDriver::Load, the one place that dlopens the driver). Every
+// symbol is resolved up front; a missing library or symbol is one Unavailable status that names
+// the library and dlerror(), and the caller carries on without GPU data.
 //
 // CuptiApi and DriverApi are the seams: the subscriber and translator call only these virtual
 // methods, so tests substitute fakes that feed synthetic records. The toolkit headers are used for

@@ -7,8 +7,6 @@
 namespace gpuprof::cupti {
 namespace {
 
-// Depth, not a bool, so nested scopes (a snapshot inside a replay window) restore correctly.
-thread_local int internal_depth = 0;
 thread_local std::uint64_t application_call = 0;
 
 std::uint64_t CorrelationOf(const trace::Record& record) {
@@ -18,10 +16,6 @@ std::uint64_t CorrelationOf(const trace::Record& record) {
 }
 
 }  // namespace
-
-ScopedInternalWork::ScopedInternalWork() noexcept { ++internal_depth; }
-ScopedInternalWork::~ScopedInternalWork() { --internal_depth; }
-bool ScopedInternalWork::Active() noexcept { return internal_depth > 0; }
 
 ScopedApplicationCall::ScopedApplicationCall(std::uint64_t correlation_id) noexcept : previous_(application_call) {
   application_call = correlation_id;

@@ -1,17 +1,12 @@
 // gpuprof's own GPU work stays out of the profile (REPLAY_SPEC C1).
 //
-// ScopedInternalWork marks the calling thread as doing gpuprof work (snapshot copies, hash
-// kernels, cache flushes, replay passes 2..N, device queries) for its lifetime:
-//
-//   { cupti::ScopedInternalWork internal;  // CUDA calls below are gpuprof's, not the app's
-//     device.CopyToBackingBuffer(...); }
-//
-// The CUPTI subscriber's API-entry callback asks Active() on the calling thread and, when it is,
-// hands the call's correlation id to InternalWorkFilter::MarkInternal. Activity records that carry
-// a marked correlation id (the API call itself and the kernels, copies and memsets it launched)
-// are then dropped from the trace, whichever buffer they arrive in: the id is known at call time,
-// before any of its records exist, so the order in which CUPTI completes its per-thread buffers
-// does not matter.
+// ScopedInternalWork (device/cuda/scoped_internal_work.h) marks the calling thread as doing gpuprof
+// work for its lifetime. The CUPTI subscriber's API-entry callback asks Active() on the calling
+// thread and, when it is, hands the call's correlation id to InternalWorkFilter::MarkInternal.
+// Activity records that carry a marked correlation id (the API call itself and the kernels, copies
+// and memsets it launched) are then dropped from the trace, whichever buffer they arrive in: the
+// id is known at call time, before any of its records exist, so the order in which CUPTI completes
+// its per-thread buffers does not matter.
 //
 // Work nested inside an application call. CUPTI gives driver calls made inside another call's
 // callback the enclosing call's correlation id (the replay hook works inside the application's
@@ -22,10 +17,9 @@
 // (the API record by function name; device tasks by kind, the earliest first: gpuprof's nested
 // work finishes before the application's own launch starts).
 //
-// This header has no CUDA types and its target (gpuprof::cupti_guard) links only base and trace,
-// so device/cuda and the replay controller use the guard without depending on the CUPTI layer.
-// The guard's state is one thread_local: link the target into exactly one shared object
-// (libgpuprof.so), or each copy would see its own flag.
+// This header has no CUDA types; its target (gpuprof::cupti_guard) links base, trace and the
+// guard. ScopedApplicationCall's state is one thread_local, as the guard's: link the target into
+// exactly one shared object (libgpuprof.so), or each copy would see its own.
 #pragma once
 
 #include <atomic>
@@ -38,22 +32,14 @@
 #include <vector>
 
 #include "base/synchronized.h"
+#include "device/cuda/scoped_internal_work.h"
 #include "trace/records.h"
 
 namespace gpuprof::cupti {
 
-// RAII; nests (a depth counter). Cheap: one thread_local increment. Not movable: it belongs to the
-// thread and scope that made it.
-class ScopedInternalWork {
- public:
-  ScopedInternalWork() noexcept;
-  ~ScopedInternalWork();
-  ScopedInternalWork(const ScopedInternalWork&) = delete;
-  ScopedInternalWork& operator=(const ScopedInternalWork&) = delete;
-
-  // True while any ScopedInternalWork lives on the calling thread.
-  static bool Active() noexcept;
-};
+// The guard lives below cupti (device/cuda marks its own calls with it); cupti's code and tests
+// name it as part of this layer.
+using device::cuda::ScopedInternalWork;
 
 // The application API call whose CUPTI callback is running on this thread (0: none). RAII, nests.
 class ScopedApplicationCall {

@@ -9,8 +9,8 @@
 //   tracer.Disable(api, handle);
 //
 // Why. A PyTorch step makes many more API calls than launches (cudaGetDevice, cudaGetLastError,
-// stream-capture queries, ...). CUPTI's API activity records cost every one of them; on the H200
-// they were most of gpuprof's added time per train_plain step (bench/README.md, torch_overhead).
+// stream-capture queries, ...). CUPTI's API activity records cost every one of them, and they were
+// most of gpuprof's added time per training step when measured (bench/README.md, torch_overhead).
 // The calls kept here are the ones the DB's consumers join on: each launch's CANN_API `runtime`
 // and `node@launch` rows, copies, memsets, allocations, frees and synchronizations.
 //

@@ -8,7 +8,7 @@
 //   (*sub)->Stop();    // at session end: disables kinds, forced flush, unsubscribes
 //
 // What it does. Start subscribes with cuptiSubscribe_v2 under the name "gpuprof". CUPTI allows one
-// subscriber per process (ARCHITECTURE.md): when another tool holds the slot, Start returns
+// subscriber per process (docs/architecture.md): when another tool holds the slot, Start returns
 // Unavailable with one message naming the holder (CUpti_SubscriberParams::oldSubscriberName); the
 // caller logs it and the application runs without GPU data. Otherwise it enables the activity
 // kinds CONCURRENT_KERNEL (never KERNEL, which serializes kernels), MEMCPY, MEMCPY2, MEMSET,

@@ -3,7 +3,7 @@
 // CUPTI stamps activity records in nanoseconds on its own clock (cuptiGetTimestamp reads it). The
 // offset to CLOCK_REALTIME is sampled once when collection starts and applied to every record, so
 // all device and API times of a run share one mapping even if the wall clock is stepped later
-// (ARCHITECTURE.md: "CUPTI timestamps converted once").
+// (docs/architecture.md, "Time base": CUPTI timestamps converted once).
 //
 // Value type, immutable after construction: copy it freely and use it from any thread.
 #pragma once

@@ -14,6 +14,8 @@ namespace {
 constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
 // PYTORCH_API.type of torch ops (ENUM_API_TYPE 'op'); queue and python-trace rows are not ops.
 constexpr std::int64_t kApiTypeOp = 50001;
+// CANN_API.type of a host API call (ENUM_API_TYPE 'runtime'), as the writer records it.
+constexpr std::int64_t kApiTypeRuntime = 5000;
 
 // Why a section has no source: "" when `table` exists with every column the section reads.
 StatusOr<std::string> Absence(const ProfileReader& reader, std::string_view table,
@@ -458,6 +460,32 @@ StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOpti
   GPUPROF_RETURN_IF_ERROR(ReadGc(reader, &stats));
   GPUPROF_RETURN_IF_ERROR(ReadReplay(reader, options.top, &stats));
   return stats;
+}
+
+StatusOr<ApiSummary> ComputeApiSummary(const ProfileReader& reader, std::size_t top) {
+  ApiSummary summary;
+  GPUPROF_ASSIGN_OR_RETURN(bool has_api, reader.HasColumns("CANN_API", {"startNs", "endNs", "type", "name"}));
+  if (!has_api || !reader.HasTable("STRING_IDS")) {
+    summary.absent = "the DB has no CANN_API table";
+    return summary;
+  }
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query query,
+      reader.Prepare("SELECT s.value, COUNT(*), SUM(a.endNs - a.startNs) AS total FROM CANN_API a "
+                     "LEFT JOIN STRING_IDS s ON s.id = a.name WHERE a.type = ?1 "
+                     "GROUP BY a.name ORDER BY total DESC, s.value"));
+  query.BindInt(1, kApiTypeRuntime);
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    auto calls = static_cast<std::uint64_t>(query.Int(1));
+    summary.calls += calls;
+    summary.total_ns += query.Int(2);
+    ++summary.names;
+    if (summary.top.size() < top) summary.top.push_back({std::string(query.Text(0)), calls, query.Int(2)});
+  }
+  if (summary.calls == 0) summary.absent = "no CUDA runtime API calls were recorded";
+  return summary;
 }
 
 }  // namespace gpuprof::db

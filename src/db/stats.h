@@ -167,4 +167,25 @@ struct StatsOptions {
 
 StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOptions& options);
 
+// ---- CUDA runtime API time ---------------------------------------------------------------------
+
+// CANN_API's `runtime` rows (the host API calls) per function name, for `gpuprof run`'s summary
+// after the application ends. Separate from ProfileStats, whose report is about ops and device
+// work; one GROUP BY, bounded by the number of distinct names.
+struct ApiStat {
+  std::string name;
+  std::uint64_t calls = 0;
+  std::int64_t total_ns = 0;
+};
+
+struct ApiSummary {
+  std::uint64_t calls = 0;  // every runtime call, not only the listed ones
+  std::uint64_t names = 0;
+  std::int64_t total_ns = 0;
+  std::vector<ApiStat> top;  // at most `top` names by total time, then name
+  std::string absent;        // why there is nothing to show ("" when there is)
+};
+
+StatusOr<ApiSummary> ComputeApiSummary(const ProfileReader& reader, std::size_t top);
+
 }  // namespace gpuprof::db

@@ -148,9 +148,9 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
   }
   // C1's filter costs a CUPTI callback at every runtime- and driver-API entry and exit of every
   // thread. Only replay makes CUDA calls of gpuprof's own while collecting (device names are read
-  // before Start), so without it the API domains stay off. On the H200 the difference on a
-  // train_plain step is within run-to-run noise (same run: 1.106 ms added per step with the
-  // domains off, 1.080 with them on); the change saves work, not measured time.
+  // before Start), so without it the API domains stay off: the callbacks are work saved, though
+  // the difference per training step was within run-to-run noise when measured (bench/README.md,
+  // "Figures that used to live in code comments").
   if (replay_hook_ == nullptr) options_.filter_internal_work = false;
   cupti::RecordSink sink = [sink = std::move(hooks.sink)](std::vector<trace::Record>&& records) {
     for (trace::Record& record : records) static_cast<void>(sink(std::move(record)));

@@ -17,9 +17,9 @@
 
 #include "base/logging.h"
 #include "base/settings.h"
+#include "db/sqlite_fork_guard.h"
 #include "replay/controller.h"
 #include "session/config.h"
-#include "session/sqlite_fork_guard.h"
 
 namespace gpuprof::session {
 namespace {
@@ -218,7 +218,7 @@ const gpuprof_session_v1* ProcessSession::FindOtherCopy() const {
 void ProcessSession::RegisterProcessHooks() {
   if (hooks_registered_) return;
   hooks_registered_ = true;
-  SqliteForkGuard::Init();
+  db::SqliteForkGuard::Init();
   // After the first Session::Start: the RecordCollector has registered its own fork handler by
   // then, and child handlers run in registration order, so the collector knows it is in a child
   // before ChildAfterFork re-arms it.
@@ -618,7 +618,7 @@ void ProcessSession::PrepareFork() noexcept {
   fork_holds_lifecycle_ = take_lifecycle;  // written only with lifecycle_ held by this thread
   fork_state_lock_.emplace(state_.wlock());
   // Last: the writer threads may need SQLite's mutexes until here.
-  SqliteForkGuard::Acquire();
+  db::SqliteForkGuard::Acquire();
 }
 
 void ProcessSession::ReleaseForkLocks() noexcept {
@@ -633,7 +633,7 @@ void ProcessSession::ReleaseForkLocks() noexcept {
 }
 
 void ProcessSession::ParentAfterFork() noexcept {
-  SqliteForkGuard::Release();
+  db::SqliteForkGuard::Release();
   ReleaseForkLocks();
 }
 
@@ -641,7 +641,7 @@ void ProcessSession::ParentAfterFork() noexcept {
 // thread. The parent's session is kept but never touched again (its writer, threads and .partial
 // file are the parent's).
 void ProcessSession::ChildAfterFork() noexcept {
-  SqliteForkGuard::Release();  // before the child's own session opens its DB
+  db::SqliteForkGuard::Release();  // before the child's own session opens its DB
   g_table.pid = static_cast<std::uint32_t>(getpid());
   published_.store(false, std::memory_order_release);
   State& state = **fork_state_lock_;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/errno_text.h"
 #include "base/logging.h"
 #include "base/synchronized.h"
 #include "base/thread_priority.h"
@@ -45,11 +46,6 @@ std::string LocalHostname() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
   return name;
-}
-
-std::string ErrnoText(int err) {
-  char buffer[256] = {};
-  return strerror_r(err, buffer, sizeof(buffer));  // GNU strerror_r returns the message
 }
 
 // Wakes the flusher. Notify runs on producer threads (through the collector's on_flush) and must
@@ -92,7 +88,8 @@ Status AppendResultLine(const std::string& result_file, const std::string& db_pa
   const std::string line = "db " + db_path + "\n";
   int fd = ::open(result_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return FailedPreconditionError("cannot open the result file " + result_file + ": " + ErrnoText(errno));
+    return FailedPreconditionError("cannot open the result file " + result_file + ": " +
+                                   base::ErrnoText(errno));
   }
   ssize_t written = 0;
   do {
@@ -102,7 +99,7 @@ Status AppendResultLine(const std::string& result_file, const std::string& db_pa
   ::close(fd);
   if (written != static_cast<ssize_t>(line.size())) {
     return DataLossError("cannot append to the result file " + result_file + ": " +
-                         (written < 0 ? ErrnoText(write_errno) : std::string("short write")));
+                         (written < 0 ? base::ErrnoText(write_errno) : std::string("short write")));
   }
   return OkStatus();
 }

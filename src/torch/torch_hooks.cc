@@ -2,7 +2,7 @@
 // Session through libgpuprof.so's C API (gpuprof_c.h). The Python package loads it with ctypes
 // (python/gpuprof/_native.py), so it needs neither pybind11 nor Python.h, and one source builds
 // against torch 1.13 and 2.x.
-#include "torch/torch_hooks.h"
+#include "gpuprof/gpuprof_torch.h"
 
 // torch's release builds (pip wheels, Debian) define NDEBUG, and its headers depend on it: without
 // it at::RecordFunction gains a debug-only member (inputs_valid_) that libtorch's objects lack, so

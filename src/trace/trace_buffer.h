@@ -45,7 +45,7 @@
 // collector never locks anything inherited: Append drops (counted), Drain returns nothing, and
 // destruction leaks the inherited buffers, until ResetAfterFork() gives it fresh, empty state.
 // The Session either stops collection in a child or calls ResetAfterFork there to profile it
-// under its own pid (ARCHITECTURE.md "fork()").
+// under its own pid (docs/architecture.md, "fork()").
 //
 // Errors. Append never throws (it runs under CUPTI callbacks): allocation failure drops the
 // record and counts it. Drain may throw std::bad_alloc when the host is out of memory.

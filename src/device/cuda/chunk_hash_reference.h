@@ -14,8 +14,8 @@
 //     results with strides 4, 2, 1 (the device's warp shuffles and shared memory). The hash is
 //     fmix64(root ^ (n * kPrime3)).
 //   Combine is cheap on purpose: its inputs are already fmix64 outputs, and it only needs to be a
-//   bijection in each argument; a full fmix64 per tree node cost a quarter of the throughput for
-//   4 KiB chunks on an H200.
+//   bijection in each argument; a full fmix64 per tree node cost measurable throughput on small
+//   chunks (bench/README.md).
 // The lane partition depends only on word indices, so the value depends on the chunk's bytes and
 // length alone: not on the address, alignment, grid or block shape. Each step is a bijection in
 // each of its inputs, so any change confined to one word (every single-bit flip) always changes

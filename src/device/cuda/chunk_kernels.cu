@@ -16,9 +16,10 @@
 //
 // Launch contract: blockDim = (256, 1, 1) (kChunkKernelBlockSize), no dynamic shared memory, any
 // gridDim.x >= 1 (each block walks chunks blockIdx.x, blockIdx.x + gridDim.x, ...). Best: min(chunks,
-// SMs x resident blocks per SM from cuOccupancyMaxActiveBlocksPerMultiprocessor); on an H200 that
-// beat one block per chunk for 4 KiB chunks (hash 1.25 -> 1.46 TB/s, compare 3.2 -> 3.6) and tied at
-// 64 KiB (~4.6 TB/s both). With another block size the kernels return without writing anything.
+// SMs x resident blocks per SM from cuOccupancyMaxActiveBlocksPerMultiprocessor): small chunks are
+// bound by how many are in flight, so a grid-stride loop over resident blocks beat one block per
+// chunk for them and tied for large ones (bench/README.md has the figures). With another block
+// size the kernels return without writing anything.
 // Any src/a/b alignment works; 16-byte-aligned chunk starts take the vector path.
 //
 // The hash is defined in chunk_hash_reference.h, and ChunkHashReference (chunk_hash_reference.cc)
@@ -82,8 +83,7 @@ __device__ __forceinline__ unsigned long long ChunkCount(unsigned long long byte
 // Thread t owns lanes 2t and 2t+1, i.e. the two words of every 16-byte unit u with u % 256 == t,
 // which is what lets it load whole 16-byte vectors and still follow the shape-independent
 // partition. 8 blocks per SM (32 registers): more chunks in flight, which small chunks are bound by
-// (measured on an H200: 4 KiB chunks 1.33 -> 1.46 TB/s, 16 KiB 3.96 -> 4.26 TB/s; 64 KiB ~4.7
-// either way).
+// (faster for 4 and 16 KiB chunks, the same for 64 KiB: bench/README.md).
 extern "C" __global__ void __launch_bounds__(kBlockSize, 8)
     gpuprof_hash_chunks(const unsigned char* src, unsigned long long bytes, unsigned long long chunk_size,
                         unsigned long long* out) {

@@ -11,7 +11,7 @@
 #include "base/logging.h"
 #include "device/cuda/chunk_hash_reference.h"
 #include "device/cuda/chunk_kernels_ptx.h"
-#include "cupti/internal_work.h"
+#include "device/cuda/scoped_internal_work.h"
 
 namespace gpuprof::device::cuda {
 namespace {
@@ -31,7 +31,7 @@ class InternalScope {
   bool ok() const noexcept { return pushed_; }
 
  private:
-  cupti::ScopedInternalWork internal_;
+  ScopedInternalWork internal_;
   const CudaDriver& driver_;
   bool pushed_ = false;
 };
@@ -41,7 +41,7 @@ class CudaBacking final : public BackingBuffer {
   CudaBacking(const CudaDriver& driver, StorageTier tier, std::uint64_t size, CUdeviceptr device_ptr, void* host)
       : driver_(driver), tier_(tier), size_(size), device_ptr_(device_ptr), host_(host) {}
   ~CudaBacking() override {
-    cupti::ScopedInternalWork internal;
+    ScopedInternalWork internal;
     switch (tier_) {
       case StorageTier::kDevice: driver_.MemFree(device_ptr_); break;
       case StorageTier::kPinnedHost: driver_.MemFreeHost(host_); break;
@@ -74,7 +74,7 @@ StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(const CudaDriver& drive
 }
 
 Status CudaDevice::Init() {
-  cupti::ScopedInternalWork internal;
+  ScopedInternalWork internal;
   GPUPROF_RETURN_IF_ERROR(driver_.Check("cuDeviceGet", driver_.DeviceGet(&device_, ordinal_)));
   char name[256] = {};
   if (driver_.DeviceGetName(name, sizeof(name) - 1, device_) == CUDA_SUCCESS) name_ = name;

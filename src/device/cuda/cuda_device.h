@@ -2,7 +2,8 @@
 //
 // Works in the device's primary context (retained for the device's lifetime) on a private
 // non-blocking stream, so gpuprof's copies never order against the application's streams. Every
-// driver call runs under cupti::ScopedInternalWork: the profile and the inventory never see it (C1).
+// driver call runs under ScopedInternalWork (scoped_internal_work.h): the profile and the
+// inventory never see it (C1).
 //
 // - QueryPointer: cuPointerGetAttributes (range start/size, memory type, managed, ordinal).
 // - Backing (B2): device memory while the footprint stays under the free memory minus

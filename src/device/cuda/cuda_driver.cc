@@ -2,7 +2,9 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
 
 namespace gpuprof::device::cuda {
 namespace {
@@ -11,25 +13,51 @@ namespace {
 #define GPUPROF_STR(x) #x
 #define GPUPROF_EXPORTED_NAME(x) GPUPROF_STR(x)
 
-StatusOr<CudaDriver> Load() {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
+// dlopen()s the first candidate that loads: the copy the process already has when there is one
+// (RTLD_NOLOAD), else a private one. RTLD_NOW makes a broken install fail here, not at the first
+// call under a CUDA callback; RTLD_LOCAL keeps the driver's symbols out of the global namespace.
+StatusOr<std::pair<void*, std::string>> OpenFirst(const std::vector<std::string>& candidates) {
+  if (candidates.empty()) return UnavailableError("CUDA driver unavailable: no library to try");
+  std::string tried;
+  for (const std::string& candidate : candidates) {
+    dlerror();  // clear any stale error so the one reported is this call's
+    void* lib = dlopen(candidate.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (lib == nullptr) lib = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib != nullptr) return std::pair{lib, candidate};
     const char* error = dlerror();
-    return UnavailableError(std::string("cannot load libcuda.so.1 (is an NVIDIA driver installed?): ") +
-                            (error != nullptr ? error : "unknown error"));
+    if (!tried.empty()) tried += "; ";
+    tried += error != nullptr ? error : candidate + ": dlopen failed";
   }
+  return UnavailableError("CUDA driver unavailable: " + tried);
+}
+
+// Get()'s table: every entry is required, since CudaDevice and the replay hook call them all.
+StatusOr<CudaDriver> LoadComplete() {
+  StatusOr<CudaDriver> d = CudaDriver::Load({kCudaDriverLibrary});
+  if (!d.ok()) return UnavailableError(d.status().message() + " (is an NVIDIA driver installed?)");
+  if (!d->missing.empty())
+    return UnavailableError(d->library + " lacks " + d->missing + " (driver too old?)");
+  return d;
+}
+
+}  // namespace
+
+StatusOr<CudaDriver> CudaDriver::Load(const std::vector<std::string>& candidates) {
+  GPUPROF_ASSIGN_OR_RETURN(auto opened, OpenFirst(candidates));
+  void* lib = opened.first;
   CudaDriver d;
-  std::string missing;
+  d.library = std::move(opened.second);
   auto resolve = [&](auto& slot, const char* name) {
     void* symbol = dlsym(lib, name);
     if (symbol == nullptr) {
-      missing += missing.empty() ? name : std::string(", ") + name;
+      d.missing += d.missing.empty() ? name : std::string(", ") + name;
       return;
     }
+    // POSIX guarantees a data pointer from dlsym converts to a function pointer.
     slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
   };
 #define GPUPROF_RESOLVE(field, fn) resolve(d.field, GPUPROF_EXPORTED_NAME(fn))
+  GPUPROF_RESOLVE(DriverGetVersion, cuDriverGetVersion);
   GPUPROF_RESOLVE(GetErrorString, cuGetErrorString);
   GPUPROF_RESOLVE(DeviceGet, cuDeviceGet);
   GPUPROF_RESOLVE(DeviceGetCount, cuDeviceGetCount);
@@ -77,14 +105,11 @@ StatusOr<CudaDriver> Load() {
   GPUPROF_RESOLVE(KernelGetName, cuKernelGetName);
   GPUPROF_RESOLVE(LibraryGetGlobal, cuLibraryGetGlobal);
 #undef GPUPROF_RESOLVE
-  if (!missing.empty()) return UnavailableError("libcuda.so.1 lacks " + missing + " (driver too old?)");
   return d;
 }
 
-}  // namespace
-
 StatusOr<const CudaDriver*> CudaDriver::Get() {
-  static const StatusOr<CudaDriver>* loaded = new StatusOr<CudaDriver>(Load());  // never destroyed
+  static const StatusOr<CudaDriver>* loaded = new StatusOr<CudaDriver>(LoadComplete());  // never destroyed
   if (!loaded->ok()) return loaded->status();
   return &loaded->value();
 }

@@ -1,23 +1,32 @@
-// The CUDA driver entry points CudaDevice and the replay hook call, resolved at run time.
+// The CUDA driver entry points gpuprof calls, resolved at run time: gpuprof's one libcuda loader.
 //
 // Nothing in gpuprof links libcuda: a process without a GPU driver must still load libgpuprof.so.
-// CudaDriver::Get() dlopens libcuda.so.1 once (the application's copy when it is already loaded)
-// and resolves every symbol below under its exported (versioned) name; a missing library or
-// symbol is one Unavailable status naming it. The table is immutable afterwards and lives for the
-// process (the library is never closed).
+// CudaDriver::Load() dlopens a libcuda (the application's copy when it is already loaded) and
+// resolves every symbol below under its exported (versioned) name. CudaDevice and the replay hook
+// take the process's table from CudaDriver::Get(), which needs every symbol; cupti's DriverApi
+// (the device list for NPU_INFO) wraps a table from Load() and needs only the few it calls, so
+// a driver that lacks a replay-only entry still names its devices. A missing library or symbol is
+// one Unavailable status naming it. A table is immutable once loaded, and the library is never
+// closed (the driver is shared with the application).
 //
-// Thread-safety: Get() is safe from any thread; the functions follow the driver's own rules.
+// Thread-safety: Get() and Load() are safe from any thread; the functions follow the driver's own
+// rules.
 #pragma once
 
 #include <cuda.h>
 
 #include <string>
+#include <vector>
 
 #include "gpuprof/status.h"
 
 namespace gpuprof::device::cuda {
 
+// The driver's soname: the one the process's own CUDA libraries load.
+inline constexpr const char* kCudaDriverLibrary = "libcuda.so.1";
+
 struct CudaDriver {
+  CUresult (*DriverGetVersion)(int*) = nullptr;
   CUresult (*GetErrorString)(CUresult, const char**) = nullptr;
   CUresult (*DeviceGet)(CUdevice*, int) = nullptr;
   CUresult (*DeviceGetCount)(int*) = nullptr;
@@ -67,8 +76,18 @@ struct CudaDriver {
   CUresult (*KernelGetName)(const char**, CUkernel) = nullptr;
   CUresult (*LibraryGetGlobal)(CUdeviceptr*, size_t*, CUlibrary, const char*) = nullptr;
 
-  // The process's table; Unavailable (naming libcuda.so.1 or the symbol) when it cannot load.
+  // The library the entries came from, and the exported names of the entries it lacks
+  // (comma-separated; empty when it has them all).
+  std::string library;
+  std::string missing;
+
+  // The process's table, from kCudaDriverLibrary, loaded once; Unavailable (naming the library or
+  // the missing symbols) when it cannot load or lacks any entry.
   static StatusOr<const CudaDriver*> Get();
+  // A table from the first of `candidates` that dlopens; entries the library lacks stay null and
+  // are listed in `missing`, for the caller to judge. Unavailable ("CUDA driver unavailable:
+  // <dlerror of each candidate>") when none loads.
+  static StatusOr<CudaDriver> Load(const std::vector<std::string>& candidates);
 
   // "cuFoo: <driver's error string> (code N)".
   std::string Error(const char* call, CUresult result) const;

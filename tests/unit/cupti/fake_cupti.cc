@@ -178,6 +178,7 @@ CUptiResult FakeCuptiApi::EnableCallback(std::uint32_t enable, CUpti_SubscriberH
     if (failing_callbacks.count({domain, cbid}) != 0) return CUPTI_ERROR_INVALID_PARAMETER;
     enabled_callbacks.insert({domain, cbid});
   } else {
+    if (failing_disables.count({domain, cbid}) != 0) return CUPTI_ERROR_INVALID_PARAMETER;
     enabled_callbacks.erase({domain, cbid});
   }
   return CUPTI_SUCCESS;
@@ -274,6 +275,15 @@ CUptiResult FakeCuptiApi::ActivityPopExternalCorrelationId(CUpti_ExternalCorrela
                                                            std::uint64_t* last_id) {
   if (last_id != nullptr) *last_id = 0;
   return CUPTI_SUCCESS;
+}
+
+void LaunchApiIds::NameAll(FakeCuptiApi& api) {
+  api.callback_names = {{{CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch}, "cudaLaunchKernel_v7000"},
+                        {{CUPTI_CB_DOMAIN_RUNTIME_API, kGetDevice}, "cudaGetDevice_v3020"},
+                        {{CUPTI_CB_DOMAIN_RUNTIME_API, kCopy}, "cudaMemcpyAsync_v3020"},
+                        {{CUPTI_CB_DOMAIN_RUNTIME_API, kSync}, "cudaStreamSynchronize_v3020"},
+                        {{CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunch}, "cuLaunchKernel"},
+                        {{CUPTI_CB_DOMAIN_DRIVER_API, kDriverQuery}, "cuCtxGetCurrent"}};
 }
 
 CUresult FakeDriverApi::DriverGetVersion(int* version) {

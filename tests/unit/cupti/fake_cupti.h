@@ -77,6 +77,7 @@ class FakeCuptiApi final : public CuptiApi {
   std::map<std::pair<int, std::uint32_t>, std::string> callback_names;  // (domain, cbid) -> name
   std::set<CUpti_ActivityKind> failing_kinds;        // ActivityEnable fails (CUPTI_ERROR_UNKNOWN)
   std::set<std::pair<int, std::uint32_t>> failing_callbacks;  // EnableCallback(1, ...) fails (INVALID_PARAMETER)
+  std::set<std::pair<int, std::uint32_t>> failing_disables;   // EnableCallback(0, ...) fails (same)
   std::size_t dropped_per_call = 0;                  // ActivityGetNumDroppedRecords reports this
   std::function<void(std::uint32_t flag)> on_flush;  // runs inside ActivityFlushAll
 
@@ -138,6 +139,20 @@ class FakeCuptiApi final : public CuptiApi {
 
  private:
   int handle_storage_ = 0;
+};
+
+// CUPTI callback ids of a few runtime and driver calls, for the launch-API tests: ones the tracer
+// records (a launch, a copy, a wait, a driver launch) and queries it does not. A fixture inherits
+// it to name them unqualified; NameAll gives a fake their CUPTI callback names.
+struct LaunchApiIds {
+  static constexpr CUpti_CallbackId kLaunch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  static constexpr CUpti_CallbackId kGetDevice = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
+  static constexpr CUpti_CallbackId kCopy = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020;
+  static constexpr CUpti_CallbackId kSync = CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020;
+  static constexpr CUpti_CallbackId kDriverLaunch = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+  static constexpr CUpti_CallbackId kDriverQuery = CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent;
+
+  static void NameAll(FakeCuptiApi& api);
 };
 
 class FakeDriverApi final : public DriverApi {

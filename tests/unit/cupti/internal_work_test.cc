@@ -38,31 +38,6 @@ std::uint64_t CorrelationOf(const trace::Record& record) {
   return std::get<trace::DeviceTask>(record).correlation_id;
 }
 
-TEST(ScopedInternalWorkTest, ActiveOnlyWithinTheScope) {
-  EXPECT_FALSE(ScopedInternalWork::Active());
-  {
-    ScopedInternalWork internal;
-    EXPECT_TRUE(ScopedInternalWork::Active());
-  }
-  EXPECT_FALSE(ScopedInternalWork::Active());
-}
-
-TEST(ScopedInternalWorkTest, NestedScopesKeepItActiveUntilTheOutermostEnds) {
-  ScopedInternalWork outer;
-  {
-    ScopedInternalWork inner;
-    EXPECT_TRUE(ScopedInternalWork::Active());
-  }
-  EXPECT_TRUE(ScopedInternalWork::Active());
-}
-
-TEST(ScopedInternalWorkTest, IsPerThread) {
-  ScopedInternalWork internal;
-  bool other_thread_active = true;
-  std::thread([&] { other_thread_active = ScopedInternalWork::Active(); }).join();
-  EXPECT_FALSE(other_thread_active);
-}
-
 TEST(InternalWorkFilterTest, ApiEntryOutsideTheGuardMarksNothing) {
   InternalWorkFilter filter;
   EXPECT_FALSE(filter.OnApiEnter(5));

@@ -367,42 +367,12 @@ TEST_F(CuptiSubscriberTest, ApiCallbacksOutsideTheGuardMarkNothing) {
   EXPECT_EQ(subscriber->internal_work_filter().size(), 0u);
 }
 
-// ---- launch_api_callbacks (LaunchApiTracer) -----------------------------------------------------
+// ---- launch_api_callbacks (LaunchApiTracer through the subscriber) ------------------------------
+// The tracer's own behaviour, without the subscriber: launch_api_tracer_test.cc.
 
-TEST(LaunchApiTracerNamesTest, TracesLaunchesCopiesAllocationsAndWaitsNotQueries) {
-  for (const char* name : {"cudaLaunchKernel_v7000", "cudaLaunchKernelExC_v11060", "cudaGraphLaunch_v10000",
-                           "cudaMemcpyAsync_v3020", "cudaMemsetAsync_v3020", "cudaMallocAsync_v11020",
-                           "cudaFree_v3020", "cudaStreamSynchronize_v3020", "cudaDeviceSynchronize_v3020"}) {
-    EXPECT_TRUE(IsTracedApi(CUPTI_CB_DOMAIN_RUNTIME_API, name)) << name;
-  }
-  for (const char* name : {"cuLaunchKernel", "cuLaunchKernelEx", "cuMemcpyHtoDAsync_v2", "cuMemAlloc_v2",
-                           "cuMemFree_v2", "cuCtxSynchronize", "cuStreamWaitEvent"}) {
-    EXPECT_TRUE(IsTracedApi(CUPTI_CB_DOMAIN_DRIVER_API, name)) << name;
-  }
-  for (const char* name : {"cudaGetDevice_v3020", "cudaGetLastError_v3020", "cudaStreamIsCapturing_v10000",
-                           "cudaEventRecord_v3020", "cudaSetDevice_v3020"}) {
-    EXPECT_FALSE(IsTracedApi(CUPTI_CB_DOMAIN_RUNTIME_API, name)) << name;
-  }
-  EXPECT_FALSE(IsTracedApi(CUPTI_CB_DOMAIN_DRIVER_API, "cuCtxGetCurrent"));
-  EXPECT_FALSE(IsTracedApi(CUPTI_CB_DOMAIN_DRIVER_API, "cudaLaunchKernel_v7000")) << "a runtime name";
-  EXPECT_FALSE(IsTracedApi(CUPTI_CB_DOMAIN_NVTX, "cuLaunchKernel"));
-}
-
-class LaunchApiCallbacksTest : public CuptiSubscriberTest {
+class LaunchApiCallbacksTest : public CuptiSubscriberTest, protected testing::LaunchApiIds {
  protected:
-  static constexpr CUpti_CallbackId kLaunch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
-  static constexpr CUpti_CallbackId kGetDevice = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
-  static constexpr CUpti_CallbackId kCopy = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020;
-  static constexpr CUpti_CallbackId kDriverLaunch = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
-  static constexpr CUpti_CallbackId kDriverQuery = CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent;
-
-  LaunchApiCallbacksTest() {
-    api_->callback_names = {{{CUPTI_CB_DOMAIN_RUNTIME_API, kLaunch}, "cudaLaunchKernel_v7000"},
-                            {{CUPTI_CB_DOMAIN_RUNTIME_API, kGetDevice}, "cudaGetDevice_v3020"},
-                            {{CUPTI_CB_DOMAIN_RUNTIME_API, kCopy}, "cudaMemcpyAsync_v3020"},
-                            {{CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunch}, "cuLaunchKernel"},
-                            {{CUPTI_CB_DOMAIN_DRIVER_API, kDriverQuery}, "cuCtxGetCurrent"}};
-  }
+  LaunchApiCallbacksTest() { NameAll(*api_); }
   std::unique_ptr<CuptiSubscriber> StartTracing() {
     SubscriberOptions options;
     options.runtime_api = false;

@@ -415,7 +415,8 @@ TEST(DeriveConnectionsTest, MatchesBruteForceOnRandomInputs) {
 TEST(DeriveConnectionsTest, ScalesToOneMillionOpsAndLaunchesOnEightThreads) {
   // Per thread, blocks of five ops (a root, two children, a grandchild in each), five launches
   // inside each block; every tenth root claims one extra launch by external correlation. A
-  // quadratic step would take hours here; the elapsed time is printed, not asserted (STYLE.md).
+  // quadratic step would take hours here; the elapsed time is printed, not asserted (tests never
+  // assert on wall time: docs/architecture.md, "Conventions, in short").
   constexpr std::uint32_t kThreads = 8;
   constexpr std::size_t kOps = 1'000'000;
   constexpr std::size_t kBlocksPerThread = kOps / 5 / kThreads;

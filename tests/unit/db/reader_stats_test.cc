@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "db/stats.h"
@@ -173,8 +175,10 @@ class StatsTest : public ::testing::Test {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
-  ProfileStats Compute(const fixture::FixtureOptions& options, std::size_t top = 15,
-                       const std::string& damage_sql = "") {
+  // A fixture DB written with `options`, then damaged with `damage_sql`, opened for reading; null
+  // (with a test failure) when that fails.
+  std::unique_ptr<ProfileReader> OpenFixture(const fixture::FixtureOptions& options,
+                                             const std::string& damage_sql) {
     const std::string path = dir_ + "/profile.db";
     Status written = fixture::WriteFixtureDb(path, options);
     EXPECT_TRUE(written.ok()) << written.message();
@@ -183,8 +187,13 @@ class StatsTest : public ::testing::Test {
     }
     StatusOr<std::unique_ptr<ProfileReader>> reader = ProfileReader::Open(path);
     EXPECT_TRUE(reader.ok()) << reader.status().message();
-    if (!reader.ok()) return {};
-    StatusOr<ProfileStats> stats = ComputeStats(**reader, StatsOptions{top});
+    return reader.ok() ? std::move(reader).value() : nullptr;
+  }
+  ProfileStats Compute(const fixture::FixtureOptions& options, std::size_t top = 15,
+                       const std::string& damage_sql = "") {
+    std::unique_ptr<ProfileReader> reader = OpenFixture(options, damage_sql);
+    if (reader == nullptr) return {};
+    StatusOr<ProfileStats> stats = ComputeStats(*reader, StatsOptions{top});
     EXPECT_TRUE(stats.ok()) << stats.status().message();
     return stats.ok() ? *stats : ProfileStats{};
   }
@@ -331,6 +340,57 @@ TEST_F(StatsTest, TextTimestampsAsTorchNpuDeclaresThemWork) {
   std::map<std::string, OpTotals> ops = ByName(stats.top_ops_by_total);
   EXPECT_EQ(ops["aten::linear"].self_ns, 100 * kUs);
   EXPECT_EQ(stats.op_self_sum_ns, 2100 * kUs);
+}
+
+// ---- ComputeApiSummary (gpuprof run's CUDA API lines) -----------------------------------------
+
+class ApiSummaryTest : public StatsTest {
+ protected:
+  ApiSummary Summarize(const fixture::FixtureOptions& options, std::size_t top = 5,
+                       const std::string& damage_sql = "") {
+    std::unique_ptr<ProfileReader> reader = OpenFixture(options, damage_sql);
+    if (reader == nullptr) return {};
+    StatusOr<ApiSummary> summary = ComputeApiSummary(*reader, top);
+    EXPECT_TRUE(summary.ok()) << summary.status().message();
+    return summary.ok() ? *summary : ApiSummary{};
+  }
+};
+
+// The fixture's runtime rows: 4 cudaLaunchKernel (10 + 5 + 5 + 10 µs) and 1 cudaMemcpyAsync
+// (10 µs); its node/launch rows of the same calls are not API time.
+TEST_F(ApiSummaryTest, RuntimeRowsPerFunctionByTotalTime) {
+  ApiSummary summary = Summarize({});
+  EXPECT_EQ(summary.absent, "");
+  EXPECT_EQ(summary.calls, static_cast<std::uint64_t>(fixture::kFixtureRuntimeCalls));
+  EXPECT_EQ(summary.names, 2u);
+  EXPECT_EQ(summary.total_ns, 40 * kUs);
+  ASSERT_EQ(summary.top.size(), 2u);
+  EXPECT_EQ(summary.top[0].name, "cudaLaunchKernel");
+  EXPECT_EQ(summary.top[0].calls, 4u);
+  EXPECT_EQ(summary.top[0].total_ns, 30 * kUs);
+  EXPECT_EQ(summary.top[1].name, "cudaMemcpyAsync");
+  EXPECT_EQ(summary.top[1].calls, 1u);
+  EXPECT_EQ(summary.top[1].total_ns, 10 * kUs);
+}
+
+TEST_F(ApiSummaryTest, TopLimitsRowsButNotTotals) {
+  ApiSummary summary = Summarize({}, /*top=*/1);
+  ASSERT_EQ(summary.top.size(), 1u);
+  EXPECT_EQ(summary.top[0].name, "cudaLaunchKernel");
+  EXPECT_EQ(summary.calls, static_cast<std::uint64_t>(fixture::kFixtureRuntimeCalls));
+  EXPECT_EQ(summary.names, 2u);
+  EXPECT_EQ(summary.total_ns, 40 * kUs);
+}
+
+TEST_F(ApiSummaryTest, NoRowsOrNoTableGiveTheReasonNotAnError) {
+  fixture::FixtureOptions empty;
+  empty.with_rows = false;
+  ApiSummary none = Summarize(empty);
+  EXPECT_TRUE(none.top.empty());
+  EXPECT_EQ(none.absent, "no CUDA runtime API calls were recorded");
+  ApiSummary dropped = Summarize({}, 5, "DROP TABLE CANN_API;");
+  EXPECT_TRUE(dropped.top.empty());
+  EXPECT_EQ(dropped.absent, "the DB has no CANN_API table");
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
-#include "session/sqlite_fork_guard.h"
+#include "db/sqlite_fork_guard.h"
 
 #include <sqlite3.h>
 
 #include <array>
 #include <cstddef>
 
-namespace gpuprof::session {
+namespace gpuprof::db {
 namespace {
 
 // Outermost first, as SQLite nests them: MAIN (held around opening and initialization) encloses
@@ -39,4 +39,4 @@ void SqliteForkGuard::Release() noexcept {
   while (g_held > 0) sqlite3_mutex_leave(g_mutexes[--g_held]);
 }
 
-}  // namespace gpuprof::session
+}  // namespace gpuprof::db

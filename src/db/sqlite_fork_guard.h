@@ -8,11 +8,12 @@
 // and release them after it in both processes (the pthread_atfork discipline), so the child
 // starts with them free.
 //
-// This belongs with the rest of SQLite in src/db (its README: "SQLite stays behind this
-// component"); it lives here until db offers a fork hook, and is used only by the process layer.
+// It is db's because SQLite stays behind db (no other component names sqlite3.h); the process
+// layer (session/process.cc) installs the fork handlers that call it. Its own library
+// (gpuprof::db_fork_guard), so the caller takes the guard without the writer.
 #pragma once
 
-namespace gpuprof::session {
+namespace gpuprof::db {
 
 class SqliteForkGuard {
  public:
@@ -25,4 +26,4 @@ class SqliteForkGuard {
   static void Release() noexcept;
 };
 
-}  // namespace gpuprof::session
+}  // namespace gpuprof::db

@@ -1,6 +1,6 @@
-/* libgpuprof_torch.so's C entry points, called from Python through ctypes
- * (python/gpuprof/_native.py). The records go to the session of libgpuprof.so, which the caller
- * starts first (gpuprof_start).
+/* libgpuprof_torch.so's C entry points (its whole ABI), called from Python through ctypes
+ * (python/gpuprof/_native.py) and implemented in src/torch/torch_hooks.cc. The records go to the
+ * session of libgpuprof.so, which the caller starts first (gpuprof_start, gpuprof_c.h).
  *
  * gpuprof_torch_enable_v1: installs one global RecordFunction callback (every thread): each
  *   finished op, ProfilerStep#N and record_function range included, becomes a PYTORCH_API row
@@ -18,8 +18,8 @@
  * gpuprof_torch_ops_dropped_v1: ops the session did not take (not started, buffer full).
  *
  * Thread-safety: enable/disable are serialized; the callbacks run on torch's threads. */
-#ifndef GPUPROF_TORCH_TORCH_HOOKS_H_
-#define GPUPROF_TORCH_TORCH_HOOKS_H_
+#ifndef GPUPROF_GPUPROF_TORCH_H_
+#define GPUPROF_GPUPROF_TORCH_H_
 
 #include <stdint.h>
 
@@ -41,4 +41,4 @@ GPUPROF_TORCH_API uint64_t gpuprof_torch_ops_dropped_v1(void) GPUPROF_TORCH_NOEX
 }
 #endif
 
-#endif  // GPUPROF_TORCH_TORCH_HOOKS_H_
+#endif  // GPUPROF_GPUPROF_TORCH_H_
