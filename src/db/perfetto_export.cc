@@ -15,11 +15,14 @@
 #include <set>
 #include <utility>
 
+#include "base/errno_text.h"
 #include "base/json.h"
 #include "db/db_constants.h"
 
 namespace gpuprof::db {
 namespace {
+
+using base::ErrnoText;
 
 constexpr std::size_t kFlushBytes = 1 << 20;
 constexpr std::int64_t kNsPerSecond = 1'000'000'000;
@@ -28,8 +31,6 @@ constexpr std::int64_t kNsPerSecond = 1'000'000'000;
 constexpr std::uint32_t kSyntheticPidBase = 1u << 24;
 constexpr std::uint32_t kGcTid = 0x7fff0001u;
 constexpr std::uint32_t kReplayTid = 0x7fff0002u;
-
-std::string ErrnoText(int error) { return std::strerror(error); }
 
 // ---- Output: a buffered file under a temporary name, renamed into place on Commit ----------------
 

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "base/clock.h"
+#include "base/errno_text.h"
 #include "base/logging.h"
 #include "db/profile_writer_internal.h"
 #include "db/schema.h"
@@ -122,7 +123,7 @@ StatusOr<std::unique_ptr<ProfileWriter>> CreateProfileWriter(const WriterOptions
   // A stale .partial of the same name is an earlier run that died: start over.
   if (unlink(layout.partial_path.c_str()) != 0 && errno != ENOENT) {
     return FailedPreconditionError("cannot remove stale " + layout.partial_path + ": " +
-                                   std::strerror(errno));
+                                   base::ErrnoText(errno));
   }
 
   GPUPROF_ASSIGN_OR_RETURN(Connection conn, Connection::OpenForWrite(layout.partial_path));

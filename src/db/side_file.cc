@@ -8,6 +8,7 @@
 #include <system_error>
 #include <utility>
 
+#include "base/errno_text.h"
 #include "base/thread_priority.h"
 
 namespace gpuprof::db {
@@ -28,7 +29,8 @@ std::string QuotedName(std::string_view name) {
 // The CREATE TABLE statement `conn` has for `table`.
 StatusOr<std::string> TableDdl(const Connection& conn, const std::string& table) {
   GPUPROF_ASSIGN_OR_RETURN(
-      Statement query, Statement::Prepare(conn, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1"));
+      Statement query,
+      Statement::Prepare(conn, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1"));
   query.BindStaticText(1, table);
   GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
   if (!row) return NotFoundError("table " + table + " is not in " + conn.path());
@@ -48,7 +50,7 @@ StatusOr<std::unique_ptr<SideFile>> SideFile::Create(const Connection& main, std
     ddl.push_back(std::move(sql));
   }
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return FailedPreconditionError("cannot remove stale " + path + ": " + std::strerror(errno));
+    return FailedPreconditionError("cannot remove stale " + path + ": " + base::ErrnoText(errno));
   }
   GPUPROF_ASSIGN_OR_RETURN(Connection conn, Connection::OpenForWrite(path));
   Status status = conn.Exec(kBulkWritePragmas);
@@ -153,8 +155,8 @@ Status SideFile::MergeInto(const Connection& main) {
   for (const std::string& table : tables_) {
     if (!status.ok()) break;
     // SELECT * from a table of identical DDL: SQLite's transfer optimization copies the records.
-    status = main.Exec("INSERT INTO main." + QuotedName(table) + " SELECT * FROM " + std::string(kSchemaName) +
-                       "." + QuotedName(table));
+    status = main.Exec("INSERT INTO main." + QuotedName(table) + " SELECT * FROM " +
+                       std::string(kSchemaName) + "." + QuotedName(table));
   }
   if (status.ok()) status = main.Exec("COMMIT");
   Status detached = main.Exec("DETACH DATABASE " + std::string(kSchemaName));

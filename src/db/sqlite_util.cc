@@ -6,6 +6,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/errno_text.h"
+
 namespace gpuprof::db {
 namespace {
 
@@ -19,7 +21,7 @@ std::string SqliteMessage(sqlite3* db, int rc) {
   int primary = rc & 0xff;
   if (os_error != 0 && (primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN || primary == SQLITE_FULL)) {
     out += ", ";
-    out += std::strerror(os_error);
+    out += base::ErrnoText(os_error);
   }
   out += ")";
   return out;

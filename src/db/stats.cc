@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/utf8.h"
+#include "db/db_constants.h"
 
 namespace gpuprof::db {
 namespace {
@@ -14,8 +15,6 @@ namespace {
 constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
 // PYTORCH_API.type of torch ops (ENUM_API_TYPE 'op'); queue and python-trace rows are not ops.
 constexpr std::int64_t kApiTypeOp = 50001;
-// CANN_API.type of a host API call (ENUM_API_TYPE 'runtime'), as the writer records it.
-constexpr std::int64_t kApiTypeRuntime = 5000;
 
 // Why a section has no source: "" when `table` exists with every column the section reads.
 StatusOr<std::string> Absence(const ProfileReader& reader, std::string_view table,

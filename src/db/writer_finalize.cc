@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/errno_text.h"
 #include "base/logging.h"
 #include "db/writer_impl.h"
 
@@ -26,11 +27,11 @@ namespace {
 // fsync(2) of a file or directory by path.
 Status SyncPath(const std::string& path, bool directory) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
-  if (fd < 0) return DataLossError("open " + path + " for fsync: " + std::strerror(errno));
+  if (fd < 0) return DataLossError("open " + path + " for fsync: " + base::ErrnoText(errno));
   int rc = fsync(fd);
   int err = errno;
   close(fd);
-  if (rc != 0) return DataLossError("fsync " + path + ": " + std::strerror(err));
+  if (rc != 0) return DataLossError("fsync " + path + ": " + base::ErrnoText(err));
   return OkStatus();
 }
 
@@ -48,14 +49,14 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
   std::string tmp = path + kPartialSuffix;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return FailedPreconditionError("cannot create " + tmp + ": " + std::strerror(errno));
+    if (!out) return FailedPreconditionError("cannot create " + tmp + ": " + base::ErrnoText(errno));
     out << text;
     out.flush();
-    if (!out) return DataLossError("cannot write " + tmp + ": " + std::strerror(errno));
+    if (!out) return DataLossError("cannot write " + tmp + ": " + base::ErrnoText(errno));
   }
   GPUPROF_RETURN_IF_ERROR(SyncPath(tmp, /*directory=*/false));
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return DataLossError("rename " + tmp + " -> " + path + ": " + std::strerror(errno));
+    return DataLossError("rename " + tmp + " -> " + path + ": " + base::ErrnoText(errno));
   }
   return OkStatus();
 }
@@ -193,7 +194,7 @@ Status ProfileWriterImpl::FinishFile(std::int64_t end_ns, PhaseLog& phases) {
   GPUPROF_RETURN_IF_ERROR(SyncPath(layout_.partial_path, /*directory=*/false));
   if (std::rename(layout_.partial_path.c_str(), layout_.db_path.c_str()) != 0) {
     return DataLossError("rename " + layout_.partial_path + " -> " + layout_.db_path + ": " +
-                         std::strerror(errno));
+                         base::ErrnoText(errno));
   }
   GPUPROF_RETURN_IF_ERROR(SyncPath(layout_.output_dir, /*directory=*/true));
   phases.Mark("fsync and rename");
