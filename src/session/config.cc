@@ -1,13 +1,13 @@
 #include "session/config.h"
 
-#include "base/check.h"
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+
+#include "base/check.h"
 
 namespace gpuprof::session {
 namespace {
@@ -172,85 +172,12 @@ class JsonObjectReader {
     return OkStatus();
   }
 
-  Status ReadHex4(std::uint32_t* value) {
-    if (pos_ + 4 > text_.size()) return Error("truncated \\u escape");
-    std::uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) {
-      char h = text_[pos_++];
-      v <<= 4;
-      if (h >= '0' && h <= '9') {
-        v |= static_cast<std::uint32_t>(h - '0');
-      } else if (h >= 'a' && h <= 'f') {
-        v |= static_cast<std::uint32_t>(h - 'a' + 10);
-      } else if (h >= 'A' && h <= 'F') {
-        v |= static_cast<std::uint32_t>(h - 'A' + 10);
-      } else {
-        return Error("bad hex digit in \\u escape");
-      }
-    }
-    *value = v;
-    return OkStatus();
-  }
-
-  static void AppendUtf8(std::uint32_t cp, std::string* out) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
-
+  // base's reader of JSON string literals; bytes that are not UTF-8 are kept, as the configuration
+  // always accepted them (they are stored with the run as given).
   Status ReadString(std::string* out) {
-    std::size_t start = pos_;
-    ++pos_;  // the opening quote
-    while (true) {
-      if (pos_ >= text_.size()) return ErrorAt(start, "unterminated string");
-      const char c = text_[pos_++];
-      if (c == '"') return OkStatus();
-      if (static_cast<unsigned char>(c) < 0x20) return Error("control character in a string");
-      if (c != '\\') {
-        out->push_back(c);
-        continue;
-      }
-      if (pos_ >= text_.size()) return ErrorAt(start, "unterminated string");
-      const char e = text_[pos_++];
-      switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case '/': out->push_back('/'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
-        case 'u': {
-          std::uint32_t cp = 0;
-          GPUPROF_RETURN_IF_ERROR(ReadHex4(&cp));
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            std::uint32_t low = 0;
-            if (!(Consume('\\') && Consume('u'))) return Error("unpaired surrogate in \\u escape");
-            GPUPROF_RETURN_IF_ERROR(ReadHex4(&low));
-            if (low < 0xDC00 || low > 0xDFFF) return Error("unpaired surrogate in \\u escape");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            return Error("unpaired surrogate in \\u escape");
-          }
-          AppendUtf8(cp, out);
-          break;
-        }
-        default: return Error(std::string("bad escape \\") + e);
-      }
-    }
+    Status read = base::ReadJsonString(text_, &pos_, out, base::JsonUtf8::kKeep);
+    if (read.ok()) return read;
+    return ErrorAt(pos_, std::string(read.message()));
   }
 
   std::string_view text_;
@@ -312,8 +239,8 @@ SessionConfig::SessionConfig() {
     // An unset log level leaves logging as GPUPROF_LOG_LEVEL (read by base/logging) set it.
     if (spec.id == SettingId::kLogLevel) continue;
     Status set = SetSetting(*this, spec.id, spec.default_value, "the default");
-    GPUPROF_CHECK(set.ok()) << "the declared default of " << spec.json_key << spec.env << " does not parse: "
-                            << set.message();
+    GPUPROF_CHECK(set.ok()) << "the declared default of " << spec.json_key << spec.env
+                            << " does not parse: " << set.message();
   }
 }
 
@@ -369,7 +296,9 @@ Status SetSetting(SessionConfig& c, SettingId id, std::string_view text, std::st
       break;
     case SettingId::kReplayStrict: c.replay.strict = on; break;
     case SettingId::kReplaySideEffectKernels: c.replay.side_effect_kernels = on; break;
-    case SettingId::kReplayDeviceReserveMib: c.replay.device_reserve_bytes = static_cast<std::uint64_t>(n) << 20; break;
+    case SettingId::kReplayDeviceReserveMib:
+      c.replay.device_reserve_bytes = static_cast<std::uint64_t>(n) << 20;
+      break;
     case SettingId::kCount: break;
   }
   return OkStatus();
@@ -453,7 +382,8 @@ std::string SessionConfig::ToJson() const {
     add(key, spec != nullptr ? resolved(*spec) : raw);
   }
   auto given = [&](std::string_view key) {
-    return std::any_of(json_members.begin(), json_members.end(), [&](const auto& m) { return m.first == key; });
+    return std::any_of(json_members.begin(), json_members.end(),
+                       [&](const auto& m) { return m.first == key; });
   };
   for (const SettingSpec& spec : base::Settings()) {
     if (spec.json_key.empty() || given(spec.json_key)) continue;
@@ -531,8 +461,8 @@ Status ValidateConfig(const SessionConfig& config) {
   const base::SettingSpec& flush = base::Spec(SettingId::kFlushIntervalMs);
   if (config.flush_interval.count() < flush.min || config.flush_interval.count() > flush.max) {
     return InvalidArgumentError("flush interval " + std::to_string(config.flush_interval.count()) +
-                                " ms is outside [" + std::to_string(flush.min) + ", " + std::to_string(flush.max) +
-                                "]");
+                                " ms is outside [" + std::to_string(flush.min) + ", " +
+                                std::to_string(flush.max) + "]");
   }
   return OkStatus();
 }
