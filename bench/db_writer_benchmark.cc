@@ -77,7 +77,7 @@ struct Flags {
   std::uint64_t batch = 8192;      // records per Submit
   std::uint64_t seed = 20240601;
   std::uint64_t repeats = 1;  // whole runs (generate, write, peers); the summary gives medians
-  std::string out_dir;  // empty: a fresh temporary directory, removed afterwards
+  std::string out_dir;        // empty: a fresh temporary directory, removed afterwards
   std::string peer_script = GPUPROF_DB_WRITER_PEER_SCRIPT;
   bool keep = false;
   bool no_peer = false;
@@ -85,31 +85,32 @@ struct Flags {
 };
 
 void PrintUsage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: db_writer_benchmark [--rows N] [--batch B] [--seed S] [--repeats R] [--with-api-calls]\n"
-               "                           [--out-dir DIR] [--keep] [--no-peer] [--peer-script PATH]\n"
-               "\n"
-               "Writes N PYTORCH_API + N TASK rows (kernels, with their COMPUTE_TASK_INFO rows) through\n"
-               "db::ProfileWriter end to end (records -> renamed final file) and, in the same run, the same\n"
-               "PYTORCH_API/TASK/STRING_IDS rows with Python sqlite3 executemany in 10,000-row chunks.\n"
-               "\n"
-               "  --rows N            TorchOp records and kernel records to write, each (default 2000000)\n"
-               "  --batch B           records per ProfileWriter::Submit call (default 8192)\n"
-               "  --seed S            generator seed (default 20240601)\n"
-               "  --repeats R         R whole runs, each with its peers, then the medians (default 1);\n"
-               "                      the writer and the peer react differently to a busy or throttled\n"
-               "                      machine, so one run's ratio can be off either way\n"
-               "  --with-api-calls    also submit one cudaLaunchKernel ApiCall per kernel (CANN_API rows;\n"
-               "                      not counted in the headline rows)\n"
-               "  --out-dir DIR       write under DIR instead of a fresh temporary directory\n"
-               "  --keep              keep the written files\n"
-               "  --no-peer           skip the Python peer\n"
-               "  --peer-script PATH  the peer script (default: %s)\n"
-               "  --help              this text\n"
-               "\n"
-               "Generation and batching are not timed. Timed: Create, Submit (moving batches in), Finalize.\n"
-               "Headline rows = PYTORCH_API + TASK; 'all rows' = every row in the final file.\n",
-               GPUPROF_DB_WRITER_PEER_SCRIPT);
+  std::fprintf(
+      out,
+      "usage: db_writer_benchmark [--rows N] [--batch B] [--seed S] [--repeats R] [--with-api-calls]\n"
+      "                           [--out-dir DIR] [--keep] [--no-peer] [--peer-script PATH]\n"
+      "\n"
+      "Writes N PYTORCH_API + N TASK rows (kernels, with their COMPUTE_TASK_INFO rows) through\n"
+      "db::ProfileWriter end to end (records -> renamed final file) and, in the same run, the same\n"
+      "PYTORCH_API/TASK/STRING_IDS rows with Python sqlite3 executemany in 10,000-row chunks.\n"
+      "\n"
+      "  --rows N            TorchOp records and kernel records to write, each (default 2000000)\n"
+      "  --batch B           records per ProfileWriter::Submit call (default 8192)\n"
+      "  --seed S            generator seed (default 20240601)\n"
+      "  --repeats R         R whole runs, each with its peers, then the medians (default 1);\n"
+      "                      the writer and the peer react differently to a busy or throttled\n"
+      "                      machine, so one run's ratio can be off either way\n"
+      "  --with-api-calls    also submit one cudaLaunchKernel ApiCall per kernel (CANN_API rows;\n"
+      "                      not counted in the headline rows)\n"
+      "  --out-dir DIR       write under DIR instead of a fresh temporary directory\n"
+      "  --keep              keep the written files\n"
+      "  --no-peer           skip the Python peer\n"
+      "  --peer-script PATH  the peer script (default: %s)\n"
+      "  --help              this text\n"
+      "\n"
+      "Generation and batching are not timed. Timed: Create, Submit (moving batches in), Finalize.\n"
+      "Headline rows = PYTORCH_API + TASK; 'all rows' = every row in the final file.\n",
+      GPUPROF_DB_WRITER_PEER_SCRIPT);
 }
 
 bool ParseUint(std::string_view text, std::uint64_t* out) {
@@ -1043,9 +1044,8 @@ int Run(const Flags& flags, RunFigures* figures) {
   auto t0 = std::chrono::steady_clock::now();
   // Every batch arrives at once, so the queue may hold them all (the default limit would drop the
   // --with-api-calls stream; a live collector flushes while the program runs).
-  StatusOr<std::unique_ptr<db::ProfileWriter>> created =
-      db::internal::CreateProfileWriter(options, std::max(db::internal::kDefaultMaxQueuedRecords,
-                                                          op_count + task_count + api_count));
+  StatusOr<std::unique_ptr<db::ProfileWriter>> created = db::internal::CreateProfileWriter(
+      options, std::max(db::internal::kDefaultMaxQueuedRecords, op_count + task_count + api_count));
   if (!created.ok()) {
     std::fprintf(stderr, "db_writer_benchmark: ProfileWriter::Create: %s\n",
                  created.status().ToString().c_str());
@@ -1217,7 +1217,8 @@ double Median(std::vector<double> values) {
 int RunRepeated(const Flags& flags) {
   std::vector<RunFigures> runs;
   for (std::uint64_t r = 0; r < flags.repeats; ++r) {
-    if (flags.repeats > 1) std::printf("\n===== run %" PRIu64 " of %" PRIu64 " =====\n", r + 1, flags.repeats);
+    if (flags.repeats > 1)
+      std::printf("\n===== run %" PRIu64 " of %" PRIu64 " =====\n", r + 1, flags.repeats);
     RunFigures figures;
     if (int status = Run(flags, &figures); status != 0) return status;
     runs.push_back(figures);
@@ -1232,8 +1233,8 @@ int RunRepeated(const Flags& flags) {
     const bool peer = f.peer_seconds > 0 && f.peer_all_seconds > 0;
     const double r = peer ? f.peer_seconds / f.writer_seconds : 0;  // same headline rows on both sides
     const double r_all = peer ? f.peer_all_seconds / f.writer_seconds : 0;
-    std::printf("%-5zu %12.3f %12.3f %9.2fx %11.2fx %12.3f\n", i + 1, f.writer_seconds, f.peer_seconds, r, r_all,
-                f.cpu_seconds);
+    std::printf("%-5zu %12.3f %12.3f %9.2fx %11.2fx %12.3f\n", i + 1, f.writer_seconds, f.peer_seconds, r,
+                r_all, f.cpu_seconds);
     writer.push_back(f.writer_seconds);
     if (peer) {
       python.push_back(f.peer_seconds);

@@ -142,21 +142,21 @@ GPUPROF_API int gpuprof_range_end(uint64_t range_id) GPUPROF_NOEXCEPT;
 
 typedef struct gpuprof_torch_op_v1 {
   uint32_t size;
-  uint32_t tid;              /* the thread the op started on */
+  uint32_t tid; /* the thread the op started on */
   int64_t start_ns;
-  int64_t end_ns;            /* >= start_ns */
-  const char* name;          /* non-empty, e.g. "aten::addmm" or "ProfilerStep#3" */
-  int64_t sequence_number;   /* autograd sequence number, -1: none */
-  uint64_t fwd_thread_id;    /* 0: a forward op; else the forward thread of a backward op */
-  const char* input_dtypes;  /* DB_SPEC 3.3's string format, or NULL */
-  const char* input_shapes;  /* DB_SPEC 3.3's string format, or NULL */
+  int64_t end_ns;                /* >= start_ns */
+  const char* name;              /* non-empty, e.g. "aten::addmm" or "ProfilerStep#3" */
+  int64_t sequence_number;       /* autograd sequence number, -1: none */
+  uint64_t fwd_thread_id;        /* 0: a forward op; else the forward thread of a backward op */
+  const char* input_dtypes;      /* DB_SPEC 3.3's string format, or NULL */
+  const char* input_shapes;      /* DB_SPEC 3.3's string format, or NULL */
   const char* const* call_stack; /* frames, innermost first ("file(line): function"), or NULL */
   uint32_t call_stack_depth;
-  uint32_t type;             /* GPUPROF_TORCH_OP, ... */
+  uint32_t type;                   /* GPUPROF_TORCH_OP, ... */
   const uint64_t* correlation_ids; /* device launches made inside the op (CUPTI external
                                       correlation), or NULL */
   uint32_t correlation_count;
-  uint64_t external_id;      /* the id the op pushed through gpuprof_get_device_correlation_v1, or 0 */
+  uint64_t external_id; /* the id the op pushed through gpuprof_get_device_correlation_v1, or 0 */
 } gpuprof_torch_op_v1;
 
 /* gpuprof_allocator_event_v1.action */
@@ -168,32 +168,32 @@ typedef struct gpuprof_allocator_event_v1 {
   uint32_t size;
   uint32_t tid;
   int64_t time_ns;
-  int32_t device;            /* -1: the CPU allocator */
-  uint32_t action;           /* GPUPROF_ALLOC_* */
+  int32_t device;  /* -1: the CPU allocator */
+  uint32_t action; /* GPUPROF_ALLOC_* */
   uint64_t ptr;
   uint64_t bytes;
-  uint64_t total_allocated;  /* the allocator's totals after the event */
+  uint64_t total_allocated; /* the allocator's totals after the event */
   uint64_t total_reserved;
-  int64_t total_active;      /* -1: the allocator reports none */
+  int64_t total_active; /* -1: the allocator reports none */
   uint64_t stream_ptr;
-  const char* component;     /* NULL: "PTA" */
+  const char* component; /* NULL: "PTA" */
 } gpuprof_allocator_event_v1;
 
 typedef struct gpuprof_gc_event_v1 {
   uint32_t size;
   int64_t start_ns;
-  int64_t end_ns;            /* >= start_ns */
+  int64_t end_ns; /* >= start_ns */
 } gpuprof_gc_event_v1;
 
 /* A finished range in MSTX_EVENTS (eventType start/end) of a named domain, e.g. an nn.Module
  * forward in domain "Module" (gpuprof.profile(with_modules=True)). */
 typedef struct gpuprof_range_v1 {
   uint32_t size;
-  uint32_t tid;              /* OS thread id; 0: the calling thread */
-  int64_t start_ns;          /* Unix-epoch ns */
-  int64_t end_ns;            /* >= start_ns */
-  const char* domain;        /* non-empty, NUL-terminated */
-  const char* message;       /* non-empty, NUL-terminated */
+  uint32_t tid;        /* OS thread id; 0: the calling thread */
+  int64_t start_ns;    /* Unix-epoch ns */
+  int64_t end_ns;      /* >= start_ns */
+  const char* domain;  /* non-empty, NUL-terminated */
+  const char* message; /* non-empty, NUL-terminated */
 } gpuprof_range_v1;
 
 /* Tagging device work with framework ops (CUPTI external correlation on NVIDIA GPUs): push(id)
@@ -218,14 +218,14 @@ GPUPROF_API int gpuprof_get_device_correlation_v1(gpuprof_device_correlation_v1*
  * a GPUPROF_REPLAY_KERNEL row; passes == 1 pauses replay. The selector's skip and count start
  * again at every call. */
 typedef struct gpuprof_replay_config_v1 {
-  uint32_t size;          /* sizeof(gpuprof_replay_config_v1) */
-  uint32_t passes;        /* 1 (pause), else the replay_passes setting's range (2 .. 1000) */
-  const char* kernel;     /* exact function name, "regex:PATTERN", or NULL / "" for every kernel */
-  uint64_t skip;          /* matching launches let through before the first replayed one */
-  uint64_t count;         /* launches replayed at most; 0: no limit */
-  uint32_t flush_l2;      /* 1: L2 flushed before each pass; 0: not */
-  uint32_t restore_full;  /* 0: restore only the chunks a pass changed; 1: everything */
-  uint32_t strict;        /* 1: decline while kernel-writable untracked memory is live */
+  uint32_t size;         /* sizeof(gpuprof_replay_config_v1) */
+  uint32_t passes;       /* 1 (pause), else the replay_passes setting's range (2 .. 1000) */
+  const char* kernel;    /* exact function name, "regex:PATTERN", or NULL / "" for every kernel */
+  uint64_t skip;         /* matching launches let through before the first replayed one */
+  uint64_t count;        /* launches replayed at most; 0: no limit */
+  uint32_t flush_l2;     /* 1: L2 flushed before each pass; 0: not */
+  uint32_t restore_full; /* 0: restore only the chunks a pass changed; 1: everything */
+  uint32_t strict;       /* 1: decline while kernel-writable untracked memory is live */
 } gpuprof_replay_config_v1;
 
 /* Returns GPUPROF_OK, GPUPROF_ERROR_INVALID_ARGUMENT (the message names the field),

@@ -45,20 +45,20 @@ constexpr bool ParseRestoreMode(std::string_view text, RestoreMode* out) noexcep
 
 // Which launches are replayed (Nsight Compute's -k / -s / -c, rule C4).
 struct KernelSelector {
-  std::string name;          // empty: every kernel; "regex:PATTERN": ECMAScript regex search;
-                             // otherwise the exact kernel name
-  std::uint64_t skip = 0;    // matching launches to let through unreplayed first
-  std::uint64_t count = 0;   // replay at most this many matching launches (0: unlimited)
+  std::string name;         // empty: every kernel; "regex:PATTERN": ECMAScript regex search;
+                            // otherwise the exact kernel name
+  std::uint64_t skip = 0;   // matching launches to let through unreplayed first
+  std::uint64_t count = 0;  // replay at most this many matching launches (0: unlimited)
 };
 
 struct ReplayOptions {
-  int passes = 1;                                  // >= 1; 1 means snapshot-free pass-through
+  int passes = 1;  // >= 1; 1 means snapshot-free pass-through
   RestoreMode restore = RestoreMode::kAuto;
-  std::uint64_t chunk_size = 64 * 1024;            // dirty-detection granularity, > 0
-  std::uint64_t max_symbol_bytes = 1ull << 30;     // module variables above this are skipped (R7)
-  bool strict = false;                             // decline while kernel-writable untracked memory is live (R6)
-  bool determinism_check = true;                   // hash every pass's output and compare (B6)
-  bool replay_side_effect_kernels = false;         // replay printf/malloc kernels anyway (C2)
+  std::uint64_t chunk_size = 64 * 1024;         // dirty-detection granularity, > 0
+  std::uint64_t max_symbol_bytes = 1ull << 30;  // module variables above this are skipped (R7)
+  bool strict = false;                          // decline while kernel-writable untracked memory is live (R6)
+  bool determinism_check = true;                // hash every pass's output and compare (B6)
+  bool replay_side_effect_kernels = false;      // replay printf/malloc kernels anyway (C2)
   std::chrono::nanoseconds drain_timeout = std::chrono::seconds(10);  // R14
   KernelSelector selector;
 };
@@ -98,15 +98,15 @@ constexpr std::string_view DeclineReasonName(DeclineReason reason) noexcept {
 }
 
 struct PassRecord {
-  int pass = 0;                          // 1-based
-  std::int64_t start_ns = 0;             // epoch ns when the pass was submitted
-  std::uint64_t duration_ns = 0;         // kernel duration reported by the backend
+  int pass = 0;                   // 1-based
+  std::int64_t start_ns = 0;      // epoch ns when the pass was submitted
+  std::uint64_t duration_ns = 0;  // kernel duration reported by the backend
   std::uint32_t sm_clock_before_khz = 0;
   std::uint32_t sm_clock_after_khz = 0;
-  std::uint64_t bytes_restored = 0;      // bytes written back before this pass (0 for pass 1)
+  std::uint64_t bytes_restored = 0;  // bytes written back before this pass (0 for pass 1)
   std::uint64_t regions_restored = 0;
-  std::uint64_t dirty_chunks = 0;        // chunks found changed before this pass
-  std::uint64_t output_hash = 0;         // hash of every captured byte after the pass (0: not computed)
+  std::uint64_t dirty_chunks = 0;  // chunks found changed before this pass
+  std::uint64_t output_hash = 0;   // hash of every captured byte after the pass (0: not computed)
 };
 
 struct ReplayRecord {
@@ -118,12 +118,13 @@ struct ReplayRecord {
   std::string decline_detail;
   RestoreMode restore_mode = RestoreMode::kAuto;
   std::vector<PassRecord> passes;
-  bool deterministic = true;               // every pass's output hash equal to pass 1's
-  std::vector<int> mismatched_passes;      // passes whose output differs from pass 1
+  bool deterministic = true;           // every pass's output hash equal to pass 1's
+  std::vector<int> mismatched_passes;  // passes whose output differs from pass 1
   std::uint64_t snapshot_regions = 0;
   std::uint64_t snapshot_bytes = 0;
-  std::uint64_t snapshot_device_bytes = 0; // of snapshot_bytes, held in device memory (B2); the rest in host memory
-  std::uint64_t snapshot_ns = 0;           // time to capture
+  std::uint64_t snapshot_device_bytes =
+      0;                          // of snapshot_bytes, held in device memory (B2); the rest in host memory
+  std::uint64_t snapshot_ns = 0;  // time to capture
   std::uint64_t untracked_writable_bytes = 0;  // live host-mapped/managed/IPC bytes (R6)
 };
 

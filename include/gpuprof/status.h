@@ -68,12 +68,8 @@ inline Status AlreadyExistsError(std::string m) { return {StatusCode::kAlreadyEx
 inline Status FailedPreconditionError(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
-inline Status ResourceExhaustedError(std::string m) {
-  return {StatusCode::kResourceExhausted, std::move(m)};
-}
-inline Status DeadlineExceededError(std::string m) {
-  return {StatusCode::kDeadlineExceeded, std::move(m)};
-}
+inline Status ResourceExhaustedError(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+inline Status DeadlineExceededError(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
 inline Status UnavailableError(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status AbortedError(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
 inline Status DataLossError(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
@@ -85,10 +81,10 @@ inline Status UnimplementedError(std::string m) { return {StatusCode::kUnimpleme
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(const Status& status) : status_(status) { CheckNotOk(); }  // NOLINT: implicit by design
+  StatusOr(const Status& status) : status_(status) { CheckNotOk(); }        // NOLINT: implicit by design
   StatusOr(Status&& status) : status_(std::move(status)) { CheckNotOk(); }  // NOLINT
-  StatusOr(const T& value) : value_(value) {}                              // NOLINT
-  StatusOr(T&& value) : value_(std::move(value)) {}                        // NOLINT
+  StatusOr(const T& value) : value_(value) {}                               // NOLINT
+  StatusOr(T&& value) : value_(std::move(value)) {}                         // NOLINT
 
   bool ok() const noexcept { return value_.has_value(); }
   const Status& status() const& noexcept { return status_; }
@@ -147,10 +143,10 @@ void StatusOr<T>::CheckNotOk() {
 #define GPUPROF_STATUS_CONCAT_(a, b) GPUPROF_STATUS_CONCAT_INNER_(a, b)
 
 // Evaluates `expr` (a Status); returns it from the enclosing function when it is not OK.
-#define GPUPROF_RETURN_IF_ERROR(expr)                                          \
-  do {                                                                         \
-    ::gpuprof::Status gpuprof_status_ = (expr);                                \
-    if (!gpuprof_status_.ok()) return gpuprof_status_;                         \
+#define GPUPROF_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::gpuprof::Status gpuprof_status_ = (expr);        \
+    if (!gpuprof_status_.ok()) return gpuprof_status_; \
   } while (false)
 
 // Evaluates `rexpr` (a StatusOr<T>); on error returns its status, else moves the value into

@@ -29,14 +29,16 @@ struct CheckVoidify {
 
 }  // namespace gpuprof::base
 
-#define GPUPROF_CHECK(condition)                                                      \
-  (condition) ? (void)0                                                               \
-              : ::gpuprof::base::CheckVoidify() &                                     \
+#define GPUPROF_CHECK(condition)                  \
+  (condition) ? (void)0                           \
+              : ::gpuprof::base::CheckVoidify() & \
                     ::gpuprof::base::CheckFailure(#condition, __FILE__, __LINE__).stream()
 
 #ifdef NDEBUG
-#define GPUPROF_DCHECK(condition) \
-  true ? (void)0 : ::gpuprof::base::CheckVoidify() & ::gpuprof::base::CheckFailure(#condition, __FILE__, __LINE__).stream()
+#define GPUPROF_DCHECK(condition)          \
+  true ? (void)0                           \
+       : ::gpuprof::base::CheckVoidify() & \
+             ::gpuprof::base::CheckFailure(#condition, __FILE__, __LINE__).stream()
 #else
 #define GPUPROF_DCHECK(condition) GPUPROF_CHECK(condition)
 #endif

@@ -6,9 +6,7 @@
 
 namespace gpuprof::base {
 
-std::uint64_t HashBytes(const void* data, std::size_t size) noexcept {
-  return XXH3_64bits(data, size);
-}
+std::uint64_t HashBytes(const void* data, std::size_t size) noexcept { return XXH3_64bits(data, size); }
 
 void HashChunks(const void* data, std::size_t size, std::size_t chunk_size,
                 std::span<std::uint64_t> out) noexcept {

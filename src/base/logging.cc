@@ -71,7 +71,9 @@ LogLevel CurrentLogLevel() noexcept {
   return static_cast<LogLevel>(level);
 }
 
-void SetLogLevel(LogLevel level) noexcept { g_level.store(static_cast<int>(level), std::memory_order_relaxed); }
+void SetLogLevel(LogLevel level) noexcept {
+  g_level.store(static_cast<int>(level), std::memory_order_relaxed);
+}
 
 void EmitLogLine(LogLevel level, std::string_view file, int line, std::string_view text) noexcept {
   try {

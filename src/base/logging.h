@@ -72,7 +72,7 @@ class ScopedLogCapture {
 
 }  // namespace gpuprof::base
 
-#define GPUPROF_LOG(level)                                                   \
-  if (!::gpuprof::base::LogEnabled(::gpuprof::base::LogLevel::level)) {      \
-  } else                                                                     \
+#define GPUPROF_LOG(level)                                              \
+  if (!::gpuprof::base::LogEnabled(::gpuprof::base::LogLevel::level)) { \
+  } else                                                                \
     ::gpuprof::base::LogMessage(::gpuprof::base::LogLevel::level, __FILE__, __LINE__).stream()

@@ -23,8 +23,9 @@ bool IsIntegerLiteral(std::string_view text) {
 }
 
 Status Invalid(std::string_view origin, std::string_view text, std::string_view why) {
-  return InvalidArgumentError(std::string(origin) + "=" + (IsIntegerLiteral(text) ? std::string(text) : JsonQuote(text)) +
-                              ": " + std::string(why));
+  return InvalidArgumentError(std::string(origin) + "=" +
+                              (IsIntegerLiteral(text) ? std::string(text) : JsonQuote(text)) + ": " +
+                              std::string(why));
 }
 
 // How messages name a setting: "the device id" for device_id, "the flush interval" for
@@ -33,10 +34,12 @@ std::string Noun(const SettingSpec& spec) {
   std::string_view key = spec.json_key;
   if (key.empty()) key = spec.env.substr(spec.env.rfind("GPUPROF_", 0) == 0 ? 8 : 0);
   for (std::string_view unit : {std::string_view("_ms"), std::string_view("_mib")}) {
-    if (key.size() > unit.size() && key.substr(key.size() - unit.size()) == unit) key.remove_suffix(unit.size());
+    if (key.size() > unit.size() && key.substr(key.size() - unit.size()) == unit)
+      key.remove_suffix(unit.size());
   }
   std::string noun = "the ";
-  for (char c : key) noun.push_back(c == '_' ? ' ' : static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : key)
+    noun.push_back(c == '_' ? ' ' : static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   return noun;
 }
 
@@ -52,17 +55,23 @@ Status CheckWorkerName(std::string_view name, std::string_view origin) {
 // call of one, so launches goes with neither.
 Status CheckCudaTrace(std::string_view canonical, std::string_view origin) {
   const std::vector<std::string_view> words = SettingListWords(canonical);
-  const auto has = [&](std::string_view word) { return std::find(words.begin(), words.end(), word) != words.end(); };
+  const auto has = [&](std::string_view word) {
+    return std::find(words.begin(), words.end(), word) != words.end();
+  };
   constexpr std::string_view kExpected =
-      "; expected a comma list of runtime, driver, launches, nvtx (e.g. \"runtime,nvtx\" or \"launches,nvtx\"), "
+      "; expected a comma list of runtime, driver, launches, nvtx (e.g. \"runtime,nvtx\" or "
+      "\"launches,nvtx\"), "
       "or none for kernels, copies and memsets alone";
-  if (has("none") && words.size() > 1) return Invalid(origin, canonical, std::string("none cannot be combined with other entries").append(kExpected));
+  if (has("none") && words.size() > 1)
+    return Invalid(origin, canonical,
+                   std::string("none cannot be combined with other entries").append(kExpected));
   if (has("launches") && (has("runtime") || has("driver"))) {
     const bool runtime = has("runtime");
-    return Invalid(origin, canonical,
-                   std::string("\"launches\" records the launching calls of the runtime and driver APIs, \"") +
-                       (runtime ? "runtime" : "driver") + "\" every call of " +
-                       (runtime ? "the runtime" : "the driver") + "; give one of them" + std::string(kExpected));
+    return Invalid(
+        origin, canonical,
+        std::string("\"launches\" records the launching calls of the runtime and driver APIs, \"") +
+            (runtime ? "runtime" : "driver") + "\" every call of " +
+            (runtime ? "the runtime" : "the driver") + "; give one of them" + std::string(kExpected));
   }
   return OkStatus();
 }
@@ -81,7 +90,8 @@ Status CheckKernelSelector(std::string_view canonical, std::string_view origin) 
 }
 
 Status CheckDirectory(std::string_view canonical, std::string_view origin) {
-  if (canonical.empty()) return Invalid(origin, canonical, "the output directory must be a non-empty directory path");
+  if (canonical.empty())
+    return Invalid(origin, canonical, "the output directory must be a non-empty directory path");
   return OkStatus();
 }
 
@@ -94,24 +104,26 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
      "Directory for the profile DBs (created if missing); each process writes "
      "DIR/<host>_<pid>_<time>_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler[_<rank>].db",
      &CheckDirectory},
-    {SettingId::kWorkerName, "worker_name", "GPUPROF_WORKER_NAME", "", T::kString, 0, 0, "", "", "", kNoCommand, "",
-     "The run directory's prefix in place of <host>_<pid>", &CheckWorkerName},
+    {SettingId::kWorkerName, "worker_name", "GPUPROF_WORKER_NAME", "", T::kString, 0, 0, "", "", "",
+     kNoCommand, "", "The run directory's prefix in place of <host>_<pid>", &CheckWorkerName},
     {SettingId::kRank, "rank", "GPUPROF_RANK", "RANK", T::kInt, -1, kInt32Max, "", "-1", "", kNoCommand, "",
      "The process's rank (-1: unknown; the DB then has no _<rank> suffix)", nullptr},
-    {SettingId::kDeviceId, "device_id", "GPUPROF_DEVICE_ID", "LOCAL_RANK", T::kInt, -1, kInt32Max, "", "-1", "",
-     kNoCommand, "", "The rank's device in RANK_DEVICE_MAP (-1: unknown)", nullptr},
-    {SettingId::kWorldSize, "world_size", "GPUPROF_WORLD_SIZE", "WORLD_SIZE", T::kInt, -1, kInt32Max, "", "-1", "",
-     kNoCommand, "", "Ranks in the job, COMMUNICATION_OP.rankSize (-1: unknown)", nullptr},
+    {SettingId::kDeviceId, "device_id", "GPUPROF_DEVICE_ID", "LOCAL_RANK", T::kInt, -1, kInt32Max, "", "-1",
+     "", kNoCommand, "", "The rank's device in RANK_DEVICE_MAP (-1: unknown)", nullptr},
+    {SettingId::kWorldSize, "world_size", "GPUPROF_WORLD_SIZE", "WORLD_SIZE", T::kInt, -1, kInt32Max, "",
+     "-1", "", kNoCommand, "", "Ranks in the job, COMMUNICATION_OP.rankSize (-1: unknown)", nullptr},
     {SettingId::kFollowChildren, "follow_children", "GPUPROF_FOLLOW_CHILDREN", "", T::kBool, 0, 0, "", "0",
      "--follow-children", kRunCommand | kReplayCommand, "",
      "Also profile (and replay in) child processes that use CUDA, each into its own DB (torchrun's ranks)",
      nullptr},
-    {SettingId::kResultFile, "result_file", "GPUPROF_RESULT_FILE", "", T::kString, 0, 0, "", "", "", kNoCommand, "",
-     "A file that gets one \"db <path>\" line per finalized DB (set by `gpuprof run`)", nullptr},
-    {SettingId::kLogLevel, "log_level", "GPUPROF_LOG_LEVEL", "", T::kChoice, 0, 0, "debug|info|warning|error|off",
-     "warning", "", kNoCommand, "", "What gpuprof logs to stderr", nullptr},
-    {SettingId::kFlushIntervalMs, "flush_interval_ms", "GPUPROF_FLUSH_INTERVAL_MS", "", T::kInt, 1, 60'000, "",
-     "200", "", kNoCommand, "", "How often buffered records reach the DB writer, in milliseconds", nullptr},
+    {SettingId::kResultFile, "result_file", "GPUPROF_RESULT_FILE", "", T::kString, 0, 0, "", "", "",
+     kNoCommand, "", "A file that gets one \"db <path>\" line per finalized DB (set by `gpuprof run`)",
+     nullptr},
+    {SettingId::kLogLevel, "log_level", "GPUPROF_LOG_LEVEL", "", T::kChoice, 0, 0,
+     "debug|info|warning|error|off", "warning", "", kNoCommand, "", "What gpuprof logs to stderr", nullptr},
+    {SettingId::kFlushIntervalMs, "flush_interval_ms", "GPUPROF_FLUSH_INTERVAL_MS", "", T::kInt, 1, 60'000,
+     "", "200", "", kNoCommand, "", "How often buffered records reach the DB writer, in milliseconds",
+     nullptr},
     {SettingId::kDevice, "device", "GPUPROF_DEVICE", "", T::kBool, 0, 0, "", "1", "", kNoCommand, "",
      "Collect device activity when the build and the process have a device", nullptr},
     {SettingId::kCudaTrace, "cuda_trace", "GPUPROF_CUDA_TRACE", "", T::kList, 0, 0,
@@ -130,22 +142,23 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
     {SettingId::kProfileMemory, "profile_memory", "GPUPROF_TORCH_PROFILE_MEMORY", "", T::kBool, 0, 0, "", "1",
      "--profile-memory,!--no-profile-memory", kRunCommand, "",
      "PyTorch scripts: record allocator events into MEMORY_RECORD and OP_MEMORY (default: on)", nullptr},
-    {SettingId::kWithStack, "with_stack", "GPUPROF_TORCH_WITH_STACK", "", T::kBool, 0, 0, "", "0", "--with-stack",
-     kRunCommand, "", "PyTorch scripts: record each op's Python call stack into PYTORCH_CALLCHAINS (default: off)",
-     nullptr},
+    {SettingId::kWithStack, "with_stack", "GPUPROF_TORCH_WITH_STACK", "", T::kBool, 0, 0, "", "0",
+     "--with-stack", kRunCommand, "",
+     "PyTorch scripts: record each op's Python call stack into PYTORCH_CALLCHAINS (default: off)", nullptr},
     {SettingId::kWithModules, "with_modules", "GPUPROF_TORCH_WITH_MODULES", "", T::kBool, 0, 0, "", "0",
      "--with-modules", kRunCommand, "",
      "PyTorch scripts: record each nn.Module forward as an MSTX_EVENTS range in domain Module (default: off)",
      nullptr},
     {SettingId::kReplay, "replay", "GPUPROF_REPLAY", "", T::kBool, 0, 0, "", "0", "", kNoCommand, "",
-     "Kernel replay: track device memory and replay the selected launches (set by `gpuprof replay`)", nullptr},
-    {SettingId::kReplayFromScript, "replay_from_script", "GPUPROF_REPLAY_FROM_SCRIPT", "", T::kBool, 0, 0, "", "0",
-     "--from-script", kReplayCommand, "",
+     "Kernel replay: track device memory and replay the selected launches (set by `gpuprof replay`)",
+     nullptr},
+    {SettingId::kReplayFromScript, "replay_from_script", "GPUPROF_REPLAY_FROM_SCRIPT", "", T::kBool, 0, 0, "",
+     "0", "--from-script", kReplayCommand, "",
      "Track memory from the start but replay only what the program asks for "
      "(gpuprof.profile(kernel_replay=gpuprof.KernelReplay(...))); excludes the selection flags",
      nullptr},
-    {SettingId::kReplayPasses, "replay_passes", "GPUPROF_REPLAY_PASSES", "", T::kInt, 2, 1000, "", "5", "--passes",
-     kReplayCommand | kDemoCommand, "N", "Passes per replayed kernel launch", nullptr},
+    {SettingId::kReplayPasses, "replay_passes", "GPUPROF_REPLAY_PASSES", "", T::kInt, 2, 1000, "", "5",
+     "--passes", kReplayCommand | kDemoCommand, "N", "Passes per replayed kernel launch", nullptr},
     {SettingId::kReplayKernel, "replay_kernel", "GPUPROF_REPLAY_KERNEL", "", T::kString, 0, 0, "", "",
      "-k,--kernel-name", kReplayCommand, "NAME",
      "Kernel to replay: NAME or regex:PATTERN (default: every kernel)", &CheckKernelSelector},
@@ -153,16 +166,17 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
      "-s,--launch-skip", kReplayCommand, "N", "Matching launches to run unreplayed first", nullptr},
     {SettingId::kReplayCount, "replay_count", "GPUPROF_REPLAY_COUNT", "", T::kInt, 0, kInt64Max, "", "0",
      "-c,--launch-count", kReplayCommand, "N", "Replay at most this many launches (0: no limit)", nullptr},
-    {SettingId::kReplayCacheControl, "replay_cache_control", "GPUPROF_REPLAY_CACHE_CONTROL", "", T::kChoice, 0, 0,
-     "all|none", "all", "--cache-control", kReplayCommand, "all|none",
+    {SettingId::kReplayCacheControl, "replay_cache_control", "GPUPROF_REPLAY_CACHE_CONTROL", "", T::kChoice,
+     0, 0, "all|none", "all", "--cache-control", kReplayCommand, "all|none",
      "Flush L2 before each pass (all) or not (none)", nullptr},
     {SettingId::kReplayRestore, "replay_restore", "GPUPROF_REPLAY_RESTORE", "", T::kChoice, 0, 0, "auto|full",
      "auto", "--restore", kReplayCommand | kDemoCommand, "auto|full",
      "Restore between passes: write back only the chunks that changed (auto) or every byte (full)", nullptr},
-    {SettingId::kReplayStrict, "replay_strict", "GPUPROF_REPLAY_STRICT", "", T::kBool, 0, 0, "", "0", "--strict",
-     kReplayCommand, "", "Decline launches while kernel-writable untracked memory is live", nullptr},
-    {SettingId::kReplaySideEffectKernels, "replay_side_effect_kernels", "GPUPROF_REPLAY_SIDE_EFFECT_KERNELS", "",
-     T::kBool, 0, 0, "", "0", "", kNoCommand, "",
+    {SettingId::kReplayStrict, "replay_strict", "GPUPROF_REPLAY_STRICT", "", T::kBool, 0, 0, "", "0",
+     "--strict", kReplayCommand, "", "Decline launches while kernel-writable untracked memory is live",
+     nullptr},
+    {SettingId::kReplaySideEffectKernels, "replay_side_effect_kernels", "GPUPROF_REPLAY_SIDE_EFFECT_KERNELS",
+     "", T::kBool, 0, 0, "", "0", "", kNoCommand, "",
      "Replay kernels that use device printf or malloc and collectives anyway (C2)", nullptr},
     {SettingId::kReplayDeviceReserveMib, "replay_device_reserve_mib", "GPUPROF_REPLAY_DEVICE_RESERVE_MIB", "",
      T::kInt, 0, std::int64_t{1} << 30, "", "2048", "--device-reserve", kReplayCommand, "MIB",
@@ -220,7 +234,8 @@ const SettingSpec* FindSettingByEnv(std::string_view env) noexcept {
 std::optional<bool> ParseBoolText(std::string_view text) noexcept {
   if (text.size() > 5) return std::nullopt;
   char lower[6] = {};
-  for (std::size_t i = 0; i < text.size(); ++i) lower[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+  for (std::size_t i = 0; i < text.size(); ++i)
+    lower[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
   const std::string_view word(lower, text.size());
   if (word == "1" || word == "true" || word == "on") return true;
   if (word == "0" || word == "false" || word == "off") return false;
@@ -244,7 +259,8 @@ std::vector<std::string_view> SettingListWords(std::string_view canonical) {
   std::size_t begin = 0;
   while (begin <= canonical.size()) {
     const std::size_t comma = canonical.find(',', begin);
-    words.push_back(canonical.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin));
+    words.push_back(
+        canonical.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin));
     if (comma == std::string_view::npos) break;
     begin = comma + 1;
   }
@@ -259,7 +275,8 @@ std::int64_t SettingInt(std::string_view canonical) noexcept {
 
 std::string SettingAccepts(const SettingSpec& spec) {
   std::string choices;
-  for (std::string_view choice : SettingChoices(spec)) choices += (choices.empty() ? "" : ", ") + std::string(choice);
+  for (std::string_view choice : SettingChoices(spec))
+    choices += (choices.empty() ? "" : ", ") + std::string(choice);
   switch (spec.type) {
     case T::kBool: return "0 or 1 (or false/true, off/on)";
     case T::kInt: return "an integer from " + std::to_string(spec.min) + " to " + std::to_string(spec.max);
@@ -270,7 +287,8 @@ std::string SettingAccepts(const SettingSpec& spec) {
   return "text";
 }
 
-StatusOr<std::string> ParseSettingText(const SettingSpec& spec, std::string_view text, std::string_view origin) {
+StatusOr<std::string> ParseSettingText(const SettingSpec& spec, std::string_view text,
+                                       std::string_view origin) {
   std::string canonical;
   switch (spec.type) {
     case T::kBool: {
@@ -289,9 +307,7 @@ StatusOr<std::string> ParseSettingText(const SettingSpec& spec, std::string_view
       canonical = std::to_string(value);
       break;
     }
-    case T::kString:
-      canonical = std::string(text);
-      break;
+    case T::kString: canonical = std::string(text); break;
     case T::kChoice: {
       const std::vector<std::string_view> choices = SettingChoices(spec);
       const std::string lower = Lower(text);
@@ -307,12 +323,14 @@ StatusOr<std::string> ParseSettingText(const SettingSpec& spec, std::string_view
       for (std::string_view word : SettingListWords(text)) {
         const std::string lower(word);  // list words are exact (cuda_trace's "Runtime" is not runtime)
         if (lower.empty() || std::find(choices.begin(), choices.end(), lower) == choices.end()) {
-          return Invalid(origin, text,
-                         (lower.empty() ? std::string("an empty entry") : "unknown entry " + JsonQuote(word)) +
-                             "; expected " + SettingAccepts(spec));
+          return Invalid(
+              origin, text,
+              (lower.empty() ? std::string("an empty entry") : "unknown entry " + JsonQuote(word)) +
+                  "; expected " + SettingAccepts(spec));
         }
         if (std::find(seen.begin(), seen.end(), lower) != seen.end()) {
-          return Invalid(origin, text, JsonQuote(lower) + " is given twice; expected " + SettingAccepts(spec));
+          return Invalid(origin, text,
+                         JsonQuote(lower) + " is given twice; expected " + SettingAccepts(spec));
         }
         seen.push_back(lower);
       }
@@ -329,8 +347,10 @@ std::string SettingsJson() {
   for (const SettingSpec& spec : kSettings) {
     if (out.size() > 1) out += ",\n ";
     out += "{\"json_key\": " + JsonQuote(spec.json_key) + ", \"env\": " + JsonQuote(spec.env) +
-           ", \"launcher_env\": " + JsonQuote(spec.launcher_env) + ", \"type\": " + JsonQuote(TypeName(spec.type));
-    if (spec.type == T::kInt) out += ", \"min\": " + std::to_string(spec.min) + ", \"max\": " + std::to_string(spec.max);
+           ", \"launcher_env\": " + JsonQuote(spec.launcher_env) +
+           ", \"type\": " + JsonQuote(TypeName(spec.type));
+    if (spec.type == T::kInt)
+      out += ", \"min\": " + std::to_string(spec.min) + ", \"max\": " + std::to_string(spec.max);
     out += ", \"choices\": [";
     bool first = true;
     for (std::string_view choice : SettingChoices(spec)) {

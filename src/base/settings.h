@@ -88,12 +88,12 @@ struct SettingSpec {
   std::string_view launcher_env;  // a launcher's variable read when `env` is unset (torchrun's RANK);
                                   // text that is not a valid value there is ignored, not an error
   SettingType type;
-  std::int64_t min = 0;  // kInt
-  std::int64_t max = 0;  // kInt
-  std::string_view choices;        // kChoice / kList: '|'-separated words
-  std::string_view default_value;  // canonical text; empty for "none"
-  std::string_view cli;            // CLI11 option names ("-k,--kernel-name"; a bool default-on:
-                                   // "--record-shapes,!--no-record-shapes"); empty: none
+  std::int64_t min = 0;                // kInt
+  std::int64_t max = 0;                // kInt
+  std::string_view choices;            // kChoice / kList: '|'-separated words
+  std::string_view default_value;      // canonical text; empty for "none"
+  std::string_view cli;                // CLI11 option names ("-k,--kernel-name"; a bool default-on:
+                                       // "--record-shapes,!--no-record-shapes"); empty: none
   std::uint8_t commands = kNoCommand;  // SettingCommand bits: where `cli` is offered
   std::string_view cli_value;          // the value's name in --help ("N", "LIST", "DIR")
   std::string_view help;
@@ -117,7 +117,8 @@ std::optional<bool> ParseBoolText(std::string_view text) noexcept;
 
 // Checks `text` against the row and returns its canonical form. InvalidArgument naming `origin`
 // (e.g. "GPUPROF_REPLAY_PASSES" or "--passes"), the text and what the row accepts.
-StatusOr<std::string> ParseSettingText(const SettingSpec& spec, std::string_view text, std::string_view origin);
+StatusOr<std::string> ParseSettingText(const SettingSpec& spec, std::string_view text,
+                                       std::string_view origin);
 // What the row accepts, in words ("an integer from 2 to 1000", "one of all, none", ...).
 std::string SettingAccepts(const SettingSpec& spec);
 // The choices of a kChoice/kList row.

@@ -1,6 +1,5 @@
 #include "cli/db_commands.h"
 
-#include "cli/cli11.h"
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/cli11.h"
 #include "cli/exit_codes.h"
 #include "cli/report.h"
 #include "db/check.h"

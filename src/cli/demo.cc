@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "db/profile_writer.h"
-#include "trace/records.h"
 #include "cli/report.h"
+#include "db/profile_writer.h"
 #include "device/host/host_platform.h"
 #include "replay/controller.h"
 #include "replay/interceptor.h"
 #include "replay/inventory.h"
+#include "trace/records.h"
 
 namespace gpuprof::cli {
 namespace {
@@ -35,8 +35,8 @@ using device::host::ModuleId;
 
 // Buffer sizes, in 32-bit words. Large enough that restore traffic is visible, small enough that
 // the whole demo runs in well under a second.
-constexpr std::size_t kScaleCount = std::size_t{1} << 20;      // 4 MiB, every chunk rewritten
-constexpr std::size_t kSparseCount = std::size_t{4} << 20;     // 16 MiB, of which 1 KiB + 4 B written
+constexpr std::size_t kScaleCount = std::size_t{1} << 20;   // 4 MiB, every chunk rewritten
+constexpr std::size_t kSparseCount = std::size_t{4} << 20;  // 16 MiB, of which 1 KiB + 4 B written
 constexpr std::size_t kSparseSpanBegin = (std::size_t{5} << 20) / 4 + 24;  // 5 MiB + 96 B in
 constexpr std::size_t kSparseSpanCount = 256;
 constexpr std::uint8_t kSparseFillByte = 0x5A;
@@ -46,13 +46,17 @@ constexpr std::size_t kCoeffOutCount = std::size_t{64} << 10;  // 256 KiB
 constexpr std::size_t kTicketCount = 1024;                     // 4 KiB
 constexpr std::size_t kGraphCount = std::size_t{16} << 10;     // 64 KiB
 constexpr int kGraphLaunches = 2;
-constexpr std::size_t kAxpyCount = std::size_t{256} << 10;     // 1 MiB per vector
+constexpr std::size_t kAxpyCount = std::size_t{256} << 10;  // 1 MiB per vector
 
 constexpr std::uint64_t WordBytes(std::size_t count) { return std::uint64_t{count} * sizeof(std::uint32_t); }
 
 // On the host backend a DevicePtr is the host address of its bytes: kernel bodies dereference it.
-std::uint32_t* Words(DevicePtr ptr) noexcept { return reinterpret_cast<std::uint32_t*>(static_cast<std::uintptr_t>(ptr)); }
-DevicePtr AddressOf(const void* host) noexcept { return static_cast<DevicePtr>(reinterpret_cast<std::uintptr_t>(host)); }
+std::uint32_t* Words(DevicePtr ptr) noexcept {
+  return reinterpret_cast<std::uint32_t*>(static_cast<std::uintptr_t>(ptr));
+}
+DevicePtr AddressOf(const void* host) noexcept {
+  return static_cast<DevicePtr>(reinterpret_cast<std::uintptr_t>(host));
+}
 
 // What one unreplayed run leaves in each buffer: the oracle the results are checked against,
 // computed here rather than read from any run.
@@ -65,14 +69,18 @@ std::uint32_t Coefficient(std::size_t k) {
   auto v = static_cast<std::uint32_t>(k);
   return v * v + 7u;
 }
-std::uint32_t ExpectedCoeffOut(std::size_t i) { return Coefficient(i % kCoeffCount) + static_cast<std::uint32_t>(i); }
+std::uint32_t ExpectedCoeffOut(std::size_t i) {
+  return Coefficient(i % kCoeffCount) + static_cast<std::uint32_t>(i);
+}
 std::uint32_t ExpectedGraph() {
   std::uint32_t v = 0;
   for (int launch = 0; launch < kGraphLaunches; ++launch) v = (v + 1u) * 2u;
   return v;
 }
 std::uint32_t AxpyInitialY(int device) { return 1000u + static_cast<std::uint32_t>(device); }
-std::uint32_t ExpectedAxpy(std::size_t i, int device) { return 2u * static_cast<std::uint32_t>(i) + AxpyInitialY(device); }
+std::uint32_t ExpectedAxpy(std::size_t i, int device) {
+  return 2u * static_cast<std::uint32_t>(i) + AxpyInitialY(device);
+}
 
 struct Buffer {
   std::string name;
@@ -216,8 +224,8 @@ StatusOr<Buffer> DemoRun::Allocate(std::string name, int device, std::size_t wor
   buffer.bytes = WordBytes(words);
   StatusOr<DevicePtr> ptr = platform_->Malloc(device, buffer.bytes);
   if (!ptr.ok()) {
-    return ptr.status().WithContext("allocating " + buffer.name + " (" + FormatBytes(buffer.bytes) + ") on device " +
-                                    std::to_string(device));
+    return ptr.status().WithContext("allocating " + buffer.name + " (" + FormatBytes(buffer.bytes) +
+                                    ") on device " + std::to_string(device));
   }
   buffer.ptr = *ptr;
   return buffer;
@@ -283,7 +291,8 @@ void DemoRun::AddRecord(trace::Record record) {
 Status DemoRun::OpenProfile() {
   if (options_.output_dir.empty()) return OkStatus();
   char hostname[256] = {};
-  if (gethostname(hostname, sizeof(hostname) - 1) != 0) std::snprintf(hostname, sizeof(hostname), "localhost");
+  if (gethostname(hostname, sizeof(hostname) - 1) != 0)
+    std::snprintf(hostname, sizeof(hostname), "localhost");
   db::WriterOptions writer_options;
   writer_options.out_dir = options_.output_dir;
   writer_options.run.hostname = hostname;
@@ -292,11 +301,11 @@ Status DemoRun::OpenProfile() {
   for (int d = 0; d < options_.devices; ++d) {
     writer_options.run.devices.emplace_back(d, "gpuprof host device " + std::to_string(d));
   }
-  writer_options.run.config_json =
-      std::string("{\"command\":\"demo\",\"passes\":") + std::to_string(options_.replay.passes) +
-      ",\"restore\":\"" + std::string(replay::RestoreModeName(options_.replay.restore)) +
-      "\",\"chunk_size\":" + std::to_string(options_.replay.chunk_size) +
-      ",\"devices\":" + std::to_string(options_.devices) + "}";
+  writer_options.run.config_json = std::string("{\"command\":\"demo\",\"passes\":") +
+                                   std::to_string(options_.replay.passes) + ",\"restore\":\"" +
+                                   std::string(replay::RestoreModeName(options_.replay.restore)) +
+                                   "\",\"chunk_size\":" + std::to_string(options_.replay.chunk_size) +
+                                   ",\"devices\":" + std::to_string(options_.devices) + "}";
   GPUPROF_ASSIGN_OR_RETURN(writer_, db::ProfileWriter::Create(writer_options));
   return OkStatus();
 }
@@ -330,15 +339,19 @@ Status DemoRun::SetUp() {
       platform_->Memcpy(scale_.ptr, AddressOf(iota.data()), scale_.bytes).WithContext("initializing scale"));
   GPUPROF_RETURN_IF_ERROR(
       platform_->Memset(sparse_.ptr, kSparseFillByte, sparse_.bytes).WithContext("initializing sparse"));
-  GPUPROF_RETURN_IF_ERROR(platform_->Memset(coeff_out_.ptr, 0, coeff_out_.bytes).WithContext("initializing coeff_out"));
-  GPUPROF_RETURN_IF_ERROR(platform_->Memset(tickets_out_.ptr, 0, tickets_out_.bytes).WithContext("initializing tickets"));
-  GPUPROF_RETURN_IF_ERROR(platform_->Memset(graph_acc_.ptr, 0, graph_acc_.bytes).WithContext("initializing graph_acc"));
+  GPUPROF_RETURN_IF_ERROR(
+      platform_->Memset(coeff_out_.ptr, 0, coeff_out_.bytes).WithContext("initializing coeff_out"));
+  GPUPROF_RETURN_IF_ERROR(
+      platform_->Memset(tickets_out_.ptr, 0, tickets_out_.bytes).WithContext("initializing tickets"));
+  GPUPROF_RETURN_IF_ERROR(
+      platform_->Memset(graph_acc_.ptr, 0, graph_acc_.bytes).WithContext("initializing graph_acc"));
   for (std::size_t k = 0; k < axpy_x_.size(); ++k) {
     int device = axpy_x_[k].device;
     GPUPROF_RETURN_IF_ERROR(platform_->Memcpy(axpy_x_[k].ptr, AddressOf(iota.data()), axpy_x_[k].bytes)
                                 .WithContext("initializing axpy_x on device " + std::to_string(device)));
-    GPUPROF_RETURN_IF_ERROR(Upload(axpy_y_[k].ptr, std::vector<std::uint32_t>(kAxpyCount, AxpyInitialY(device)))
-                                .WithContext("initializing axpy_y on device " + std::to_string(device)));
+    GPUPROF_RETURN_IF_ERROR(
+        Upload(axpy_y_[k].ptr, std::vector<std::uint32_t>(kAxpyCount, AxpyInitialY(device)))
+            .WithContext("initializing axpy_y on device " + std::to_string(device)));
   }
 
   device::host::ModuleSpec spec;
@@ -362,60 +375,67 @@ Status DemoRun::LaunchWorkload() {
   // x = x*3+1 in place: a pass on unrestored input would compound (x*9+4 after two passes).
   DevicePtr scale = scale_.ptr;
   GPUPROF_RETURN_IF_ERROR(Launch(0, MakeKernel("scale_in_place", [scale](const KernelContext&) {
-    std::uint32_t* x = Words(scale);
-    for (std::size_t i = 0; i < kScaleCount; ++i) x[i] = x[i] * 3u + 1u;
-  })));
+                                   std::uint32_t* x = Words(scale);
+                                   for (std::size_t i = 0; i < kScaleCount; ++i) x[i] = x[i] * 3u + 1u;
+                                 })));
   Progress("scale_in_place done");
 
   // A module-scope __device__ counter: replay must restore module variables, not only allocations.
   DevicePtr counter = launch_count_.ptr;
-  GPUPROF_RETURN_IF_ERROR(Launch(0, MakeKernel("count_launches", [counter](const KernelContext&) {
-    *Words(counter) += 1u;
-  }, module_)));
+  GPUPROF_RETURN_IF_ERROR(
+      Launch(0, MakeKernel(
+                    "count_launches", [counter](const KernelContext&) { *Words(counter) += 1u; }, module_)));
 
   // Touches a header word and 1 KiB in the middle of 16 MiB: a dirty restore writes back two
   // chunks, a full restore the whole device.
   DevicePtr sparse = sparse_.ptr;
   GPUPROF_RETURN_IF_ERROR(Launch(0, MakeKernel("mark_sparse", [sparse](const KernelContext&) {
-    std::uint32_t* s = Words(sparse);
-    s[0] += 1u;
-    for (std::size_t i = kSparseSpanBegin; i < kSparseSpanBegin + kSparseSpanCount; ++i) s[i] += 1u;
-  })));
+                                   std::uint32_t* s = Words(sparse);
+                                   s[0] += 1u;
+                                   for (std::size_t i = kSparseSpanBegin;
+                                        i < kSparseSpanBegin + kSparseSpanCount; ++i)
+                                     s[i] += 1u;
+                                 })));
 
   // Reads the __constant__ table.
   DevicePtr coeffs = coeffs_.ptr;
   DevicePtr coeff_out = coeff_out_.ptr;
-  GPUPROF_RETURN_IF_ERROR(Launch(0, MakeKernel("apply_coeffs", [coeffs, coeff_out](const KernelContext&) {
-    const std::uint32_t* table = Words(coeffs);
-    std::uint32_t* out = Words(coeff_out);
-    for (std::size_t i = 0; i < kCoeffOutCount; ++i) out[i] = table[i % kCoeffCount] + static_cast<std::uint32_t>(i);
-  }, module_)));
+  GPUPROF_RETURN_IF_ERROR(Launch(0, MakeKernel(
+                                        "apply_coeffs",
+                                        [coeffs, coeff_out](const KernelContext&) {
+                                          const std::uint32_t* table = Words(coeffs);
+                                          std::uint32_t* out = Words(coeff_out);
+                                          for (std::size_t i = 0; i < kCoeffOutCount; ++i)
+                                            out[i] = table[i % kCoeffCount] + static_cast<std::uint32_t>(i);
+                                        },
+                                        module_)));
 
   // Nondeterministic on purpose: every run draws a new ticket, whatever its inputs (B6 flags it).
   DevicePtr tickets_out = tickets_out_.ptr;
   std::atomic<std::uint32_t>* tickets = &tickets_;
   GPUPROF_RETURN_IF_ERROR(Launch(0, MakeKernel("ticket_draw", [tickets, tickets_out](const KernelContext&) {
-    std::uint32_t ticket = tickets->fetch_add(1u, std::memory_order_relaxed) + 1u;
-    std::uint32_t* out = Words(tickets_out);
-    for (std::size_t i = 0; i < kTicketCount; ++i) out[i] = ticket;
-  })));
+                                   std::uint32_t ticket =
+                                       tickets->fetch_add(1u, std::memory_order_relaxed) + 1u;
+                                   std::uint32_t* out = Words(tickets_out);
+                                   for (std::size_t i = 0; i < kTicketCount; ++i) out[i] = ticket;
+                                 })));
   Progress("single-kernel launches on device 0 done");
 
   // A two-kernel graph, launched twice: declined (R11), each launch runs exactly once, and the
   // warning is printed once for the process.
   DevicePtr acc = graph_acc_.ptr;
-  std::vector<Kernel> graph = {
-      MakeKernel("graph_accumulate", [acc](const KernelContext&) {
-        std::uint32_t* a = Words(acc);
-        for (std::size_t i = 0; i < kGraphCount; ++i) a[i] += 1u;
-      }),
-      MakeKernel("graph_double", [acc](const KernelContext&) {
-        std::uint32_t* a = Words(acc);
-        for (std::size_t i = 0; i < kGraphCount; ++i) a[i] *= 2u;
-      })};
+  std::vector<Kernel> graph = {MakeKernel("graph_accumulate",
+                                          [acc](const KernelContext&) {
+                                            std::uint32_t* a = Words(acc);
+                                            for (std::size_t i = 0; i < kGraphCount; ++i) a[i] += 1u;
+                                          }),
+                               MakeKernel("graph_double", [acc](const KernelContext&) {
+                                 std::uint32_t* a = Words(acc);
+                                 for (std::size_t i = 0; i < kGraphCount; ++i) a[i] *= 2u;
+                               })};
   for (int launch = 0; launch < kGraphLaunches; ++launch) {
-    GPUPROF_RETURN_IF_ERROR(
-        platform_->LaunchGraph(platform_->DefaultStream(0), graph).WithContext("launching the graph on device 0"));
+    GPUPROF_RETURN_IF_ERROR(platform_->LaunchGraph(platform_->DefaultStream(0), graph)
+                                .WithContext("launching the graph on device 0"));
   }
 
   // y = 2x + y on every other device: each device's snapshot holds only that device's memory.
@@ -423,13 +443,14 @@ Status DemoRun::LaunchWorkload() {
     DevicePtr x = axpy_x_[k].ptr;
     DevicePtr y = axpy_y_[k].ptr;
     GPUPROF_RETURN_IF_ERROR(Launch(axpy_x_[k].device, MakeKernel("axpy", [x, y](const KernelContext&) {
-      const std::uint32_t* xs = Words(x);
-      std::uint32_t* ys = Words(y);
-      for (std::size_t i = 0; i < kAxpyCount; ++i) ys[i] = 2u * xs[i] + ys[i];
-    })));
+                                     const std::uint32_t* xs = Words(x);
+                                     std::uint32_t* ys = Words(y);
+                                     for (std::size_t i = 0; i < kAxpyCount; ++i) ys[i] = 2u * xs[i] + ys[i];
+                                   })));
   }
   for (int d = 0; d < platform_->device_count(); ++d) {
-    GPUPROF_RETURN_IF_ERROR(platform_->DeviceSynchronize(d).WithContext("waiting for device " + std::to_string(d)));
+    GPUPROF_RETURN_IF_ERROR(
+        platform_->DeviceSynchronize(d).WithContext("waiting for device " + std::to_string(d)));
   }
   Progress("workload done");
   return OkStatus();
@@ -492,7 +513,9 @@ StatusOr<bool> DemoRun::CheckResults() {
   bool all_match = true;
   for (const Check& check : checks) {
     all_match = all_match && check.mismatches == 0;
-    std::string result = !check.compared ? check.note : check.mismatches == 0 ? "ok" : "MISMATCH, " + check.note;
+    std::string result = !check.compared         ? check.note
+                         : check.mismatches == 0 ? "ok"
+                                                 : "MISMATCH, " + check.note;
     table.AddRow({check.kernel, std::to_string(check.device), check.buffer, std::to_string(check.words),
                   check.compared ? std::to_string(check.mismatches) : "-", result});
   }
@@ -516,29 +539,34 @@ void DemoRun::PrintHeader() const {
   const replay::ReplayOptions& replay = options_.replay;
   out_ << "gpuprof demo: kernel replay on a simulated " << options_.devices
        << "-device runtime (device memory in host memory)\n";
-  out_ << "  " << replay.passes << (replay.passes == 1 ? " pass" : " passes") << " per replayed launch; restore "
-       << replay::RestoreModeName(replay.restore)
-       << (replay.restore == replay::RestoreMode::kAuto ? " (only chunks that changed, " : " (every captured byte, ")
+  out_ << "  " << replay.passes << (replay.passes == 1 ? " pass" : " passes")
+       << " per replayed launch; restore " << replay::RestoreModeName(replay.restore)
+       << (replay.restore == replay::RestoreMode::kAuto ? " (only chunks that changed, "
+                                                        : " (every captured byte, ")
        << FormatBytes(replay.chunk_size) << " chunks); determinism check "
        << (replay.determinism_check ? "on" : "off") << '\n';
-  if (replay.passes == 1) out_ << "  with 1 pass nothing is replayed: every launch runs once, as without gpuprof\n";
+  if (replay.passes == 1)
+    out_ << "  with 1 pass nothing is replayed: every launch runs once, as without gpuprof\n";
 }
 
 void DemoRun::PrintWorkload() const {
   out_ << "\nworkload\n";
   out_ << "  device 0: " << scale_.name << ' ' << FormatBytes(scale_.bytes) << ", " << sparse_.name << ' '
-       << FormatBytes(sparse_.bytes) << ", " << coeff_out_.name << ' ' << FormatBytes(coeff_out_.bytes) << ", "
-       << tickets_out_.name << ' ' << FormatBytes(tickets_out_.bytes) << ", " << graph_acc_.name << ' '
-       << FormatBytes(graph_acc_.bytes) << "\n"
-       << "            module demo_kernels: __device__ " << launch_count_.name << " (" << FormatBytes(launch_count_.bytes)
-       << "), __constant__ " << coeffs_.name << " (" << FormatBytes(coeffs_.bytes) << ", filled after load)\n";
+       << FormatBytes(sparse_.bytes) << ", " << coeff_out_.name << ' ' << FormatBytes(coeff_out_.bytes)
+       << ", " << tickets_out_.name << ' ' << FormatBytes(tickets_out_.bytes) << ", " << graph_acc_.name
+       << ' ' << FormatBytes(graph_acc_.bytes) << "\n"
+       << "            module demo_kernels: __device__ " << launch_count_.name << " ("
+       << FormatBytes(launch_count_.bytes) << "), __constant__ " << coeffs_.name << " ("
+       << FormatBytes(coeffs_.bytes) << ", filled after load)\n";
   for (std::size_t k = 0; k < axpy_x_.size(); ++k) {
-    out_ << "  device " << axpy_x_[k].device << ": " << axpy_x_[k].name << ' ' << FormatBytes(axpy_x_[k].bytes) << ", "
-         << axpy_y_[k].name << ' ' << FormatBytes(axpy_y_[k].bytes) << "\n";
+    out_ << "  device " << axpy_x_[k].device << ": " << axpy_x_[k].name << ' '
+         << FormatBytes(axpy_x_[k].bytes) << ", " << axpy_y_[k].name << ' ' << FormatBytes(axpy_y_[k].bytes)
+         << "\n";
   }
   std::uint64_t tracked = 0;
   for (int d = 0; d < options_.devices; ++d) {
-    for (const replay::TrackedAllocation& allocation : inventory_.SnapshotInventory(d)) tracked += allocation.size;
+    for (const replay::TrackedAllocation& allocation : inventory_.SnapshotInventory(d))
+      tracked += allocation.size;
   }
   out_ << "  inventory: " << inventory_.tracked_count() << " device-local allocations tracked ("
        << FormatBytes(tracked) << "); module variables are read at each snapshot\n\n";
@@ -546,10 +574,12 @@ void DemoRun::PrintWorkload() const {
   using Align = TextTable::Align;
   TextTable table({{"launch", Align::kLeft}, {"dev", Align::kRight}, {"what it does", Align::kLeft}});
   table.AddRow({"scale_in_place", "0", "x = 3x + 1 in place over 4 MiB (would compound without restore)"});
-  table.AddRow({"count_launches", "0", "__device__ launch_count += 1 (a module variable, not an allocation)"});
+  table.AddRow(
+      {"count_launches", "0", "__device__ launch_count += 1 (a module variable, not an allocation)"});
   table.AddRow({"mark_sparse", "0", "+1 on a header word and on 1 KiB in the middle of 16 MiB"});
   table.AddRow({"apply_coeffs", "0", "coeff_out[i] = coeffs[i % 256] + i (reads the __constant__ table)"});
-  table.AddRow({"ticket_draw", "0", "fills tickets with a new ticket from a host-side counter (nondeterministic)"});
+  table.AddRow(
+      {"ticket_draw", "0", "fills tickets with a new ticket from a host-side counter (nondeterministic)"});
   table.AddRow({"graph x" + std::to_string(kGraphLaunches), "0",
                 "graph_accumulate (+1) then graph_double (x2), as one graph launch"});
   for (const Buffer& x : axpy_x_) table.AddRow({"axpy", std::to_string(x.device), "y = 2x + y"});
@@ -572,8 +602,10 @@ StatusOr<DemoOutcome> DemoRun::Run() {
 
   std::vector<replay::ReplayRecord> records = controller_->records();
   out_ << "\nper-pass results\n"
-          "  restored: bytes written back before the pass; dirty chunks: chunks that differed from the snapshot;\n"
-          "  output hash: of every captured byte after the pass (identical inputs, so equal for a deterministic kernel)\n";
+          "  restored: bytes written back before the pass; dirty chunks: chunks that differed from the "
+          "snapshot;\n"
+          "  output hash: of every captured byte after the pass (identical inputs, so equal for a "
+          "deterministic kernel)\n";
   PrintPassTable(out_, records);
   out_ << "\nsummary per replayed launch\n"
           "  durations as the host backend measures them; restored/pass: mean over passes 2..N\n";

@@ -5,14 +5,13 @@
 #include <iostream>
 #include <string>
 
+#include "base/settings.h"
 #include "cli/cli11.h"
-
 #include "cli/db_commands.h"
 #include "cli/demo.h"
 #include "cli/exit_codes.h"
 #include "cli/run_command.h"
 #include "cli/setting_options.h"
-#include "base/settings.h"
 #include "gpuprof/replay.h"
 #include "gpuprof/status.h"
 #include "replay/controller.h"
@@ -67,13 +66,15 @@ int RunDemoCommand(const DemoFlags& flags, const SettingOptions& settings) {
 int Main(int argc, char** argv) {
   CLI::App app{"gpuprof: a CUDA/PyTorch profiler with kernel replay (device-memory snapshot and restore)",
                "gpuprof"};
-  app.set_version_flag("--version", std::string("gpuprof ") + GPUPROF_VERSION_STRING, "Print the version and exit");
+  app.set_version_flag("--version", std::string("gpuprof ") + GPUPROF_VERSION_STRING,
+                       "Print the version and exit");
   app.require_subcommand(0, 1);
 
   DemoFlags flags;
   CLI::App* demo = app.add_subcommand(
-      "demo", "Replay a small workload on a simulated multi-device runtime; print per-pass timing, restore "
-              "traffic and determinism");
+      "demo",
+      "Replay a small workload on a simulated multi-device runtime; print per-pass timing, restore "
+      "traffic and determinism");
   SettingOptions demo_settings(*demo, base::kDemoCommand);  // --passes, --restore
   demo->add_option("--chunk-kib", flags.chunk_kib, "Dirty-detection chunk size in KiB")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20))
@@ -81,12 +82,13 @@ int Main(int argc, char** argv) {
   demo->add_option("-o,--output", flags.output_dir,
                    "Also write the session and replay results into a profile database under this directory "
                    "(<dir>/<host>_<pid>_<time>_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler.db)");
-  demo->add_option("--devices", flags.devices, "Simulated devices; device 0 runs most kernels, every other device one")
+  demo->add_option("--devices", flags.devices,
+                   "Simulated devices; device 0 runs most kernels, every other device one")
       ->check(CLI::Range(2, 16))
       ->capture_default_str();
 
-  DbCommands db_commands(app);  // stats, export, check
-  RunCommand run_command(app);   // run
+  DbCommands db_commands(app);                      // stats, export, check
+  RunCommand run_command(app);                      // run
   RunCommand replay_command(app, /*replay=*/true);  // replay
   // The application's own command line is not CLI11's to parse.
   int cli_argc = run_command.SplitArguments(argc, argv);
@@ -95,7 +97,8 @@ int Main(int argc, char** argv) {
   try {
     app.parse(cli_argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(e);  // --help, --version
     std::string help = demo->parsed() ? "gpuprof demo --help" : db_commands.HelpCommand();
     if (run_command.parsed()) help = "gpuprof run --help";
     if (replay_command.parsed()) help = "gpuprof replay --help";

@@ -18,8 +18,8 @@ using replay::ReplayRecord;
 
 // Columns a UTF-8 string occupies on a terminal: one per code point (no wide characters here).
 std::size_t DisplayWidth(std::string_view text) {
-  return static_cast<std::size_t>(
-      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0u) != 0x80u; }));
+  return static_cast<std::size_t>(std::count_if(
+      text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0u) != 0x80u; }));
 }
 
 std::string JoinPasses(const std::vector<int>& passes) {
@@ -80,8 +80,8 @@ std::string ShortHash(std::uint64_t hash) {
 TextTable::TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {}
 
 void TextTable::AddRow(std::vector<std::string> cells) {
-  GPUPROF_CHECK(cells.size() <= columns_.size()) << "table row has " << cells.size() << " cells for "
-                                                 << columns_.size() << " columns";
+  GPUPROF_CHECK(cells.size() <= columns_.size())
+      << "table row has " << cells.size() << " cells for " << columns_.size() << " columns";
   cells.resize(columns_.size());
   rows_.push_back(std::move(cells));
 }
@@ -168,19 +168,20 @@ void PrintSummary(std::ostream& out, const std::vector<ReplayRecord>& records) {
       if (pass.pass > 1) restored += pass.bytes_restored;
     }
     auto [min_it, max_it] = std::minmax_element(durations.begin(), durations.end());
-    std::string per_pass = record.passes.size() > 1 ? FormatBytes(restored / (record.passes.size() - 1)) : "-";
+    std::string per_pass =
+        record.passes.size() > 1 ? FormatBytes(restored / (record.passes.size() - 1)) : "-";
     std::string deterministic;
     if (record.decline_reason != DeclineReason::kNone) {
       deterministic = "stopped early (" + std::string(replay::DeclineReasonName(record.decline_reason)) + ")";
-      notes.push_back("stopped early: " + record.kernel_name + " on device " + std::to_string(record.device) + ": " +
-                      record.decline_detail);
+      notes.push_back("stopped early: " + record.kernel_name + " on device " + std::to_string(record.device) +
+                      ": " + record.decline_detail);
     } else if (record.deterministic) {
       deterministic = "yes";
     } else {
       deterministic = "NO (passes " + JoinPasses(record.mismatched_passes) + " differ from pass 1)";
-      notes.push_back("nondeterministic: " + record.kernel_name + " on device " + std::to_string(record.device) +
-                      ": from identical inputs, passes " + JoinPasses(record.mismatched_passes) +
-                      " wrote different bytes than pass 1");
+      notes.push_back("nondeterministic: " + record.kernel_name + " on device " +
+                      std::to_string(record.device) + ": from identical inputs, passes " +
+                      JoinPasses(record.mismatched_passes) + " wrote different bytes than pass 1");
     }
     table.AddRow({record.kernel_name, std::to_string(record.device), std::to_string(record.passes.size()),
                   FormatMicros(static_cast<double>(*min_it)), FormatMicros(Median(durations)),

@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/cli11.h"
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -26,14 +25,15 @@
 #include <system_error>
 #include <utility>
 
+#include "base/errno_text.h"
+#include "base/settings.h"
+#include "cli/cli11.h"
 #include "cli/db_commands.h"
 #include "cli/exit_codes.h"
 #include "cli/report.h"
 #include "cli/setting_options.h"
 #include "db/profile_reader.h"
 #include "db/stats.h"
-#include "base/errno_text.h"
-#include "base/settings.h"
 #include "gpuprof/status.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
@@ -45,8 +45,8 @@ namespace fs = std::filesystem;
 
 // What `gpuprof replay`'s --from-script leaves to the program (and so excludes on the command line).
 constexpr std::array<base::SettingId, 7> kReplaySelection = {
-    base::SettingId::kReplayPasses,       base::SettingId::kReplayKernel,  base::SettingId::kReplaySkip,
-    base::SettingId::kReplayCount,        base::SettingId::kReplayCacheControl, base::SettingId::kReplayRestore,
+    base::SettingId::kReplayPasses, base::SettingId::kReplayKernel,       base::SettingId::kReplaySkip,
+    base::SettingId::kReplayCount,  base::SettingId::kReplayCacheControl, base::SettingId::kReplayRestore,
     base::SettingId::kReplayStrict};
 constexpr const char* kInjectLibraryName = "libgpuprof_inject.so";
 constexpr const char* kInjectLibraryEnv = "GPUPROF_INJECT_LIBRARY";
@@ -146,9 +146,10 @@ StatusOr<std::string> ResolveInjectLibrary() {
     if (!IsReadableFile(path)) {
       std::error_code ec;
       std::string why = fs::exists(path, ec) ? "is not a readable file" : "does not exist";
-      return NotFoundError(std::string(kInjectLibraryEnv) + "=" + from_env + " names the injection library, but " +
-                           path.string() + " " + why + "; point " + kInjectLibraryEnv + " at a built " +
-                           kInjectLibraryName + ", or unset it to use the one beside gpuprof");
+      return NotFoundError(std::string(kInjectLibraryEnv) + "=" + from_env +
+                           " names the injection library, but " + path.string() + " " + why + "; point " +
+                           kInjectLibraryEnv + " at a built " + kInjectLibraryName +
+                           ", or unset it to use the one beside gpuprof");
     }
     return fs::absolute(path).lexically_normal().string();
   }
@@ -163,7 +164,8 @@ StatusOr<std::string> ResolveInjectLibrary() {
   return NotFoundError(std::string("cannot find gpuprof's CUDA injection library ") + kInjectLibraryName +
                        " (tried " + tried +
                        "); build it with GPUPROF_ENABLE_CUDA=ON (e.g. `cmake --preset gpu && cmake --build "
-                       "--preset gpu`), or set " + kInjectLibraryEnv + " to its path");
+                       "--preset gpu`), or set " +
+                       kInjectLibraryEnv + " to its path");
 }
 
 // The folder holding the gpuprof Python package (its gpuprof/__init__.py): $GPUPROF_PYTHON_DIR,
@@ -256,7 +258,8 @@ std::vector<std::string> FindPartialDbs(const fs::path& out_dir, fs::file_time_t
     const fs::path& path = it->path();
     std::string name = path.filename().string();
     constexpr std::string_view kSuffix = ".db.partial";
-    if (name.size() <= kSuffix.size() || name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+    if (name.size() <= kSuffix.size() ||
+        name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
       continue;
     }
     std::error_code time_ec;
@@ -294,7 +297,8 @@ std::string ShortName(std::string_view raw) {
 void PrintKernels(std::ostream& report, const db::ProfileStats& stats) {
   using Align = TextTable::Align;
   if (stats.top_kernels.empty()) {
-    report << "  Kernels: none" << (stats.kernels_absent.empty() ? "" : " (" + stats.kernels_absent + ")") << "\n";
+    report << "  Kernels: none" << (stats.kernels_absent.empty() ? "" : " (" + stats.kernels_absent + ")")
+           << "\n";
   } else {
     report << "  Top kernels by total time (" << stats.kernel_calls << " launches of " << stats.kernel_names
            << " kernels, " << Ms(stats.kernel_total_ns) << " ms on the device)\n";
@@ -390,7 +394,9 @@ std::string SignalName(int sig) {
 // NAME=VALUE entries for the application: the caller's environment with gpuprof's variables set.
 class ChildEnvironment {
  public:
-  void Set(std::string name, std::string value) { overrides_.emplace_back(std::move(name), std::move(value)); }
+  void Set(std::string name, std::string value) {
+    overrides_.emplace_back(std::move(name), std::move(value));
+  }
 
   // Builds the entries. GPUPROF_ROOT_PID gets a slot that FillRootPid writes in the child, where
   // nothing may allocate.
@@ -669,9 +675,9 @@ int RunCommand::Run(std::ostream& report) const {
   env.Set("CUDA_INJECTION64_PATH", *inject_library);
   // Every declared setting this command offers (base/settings.h); --from-script leaves the selection
   // to the program, so none is handed on.
-  for (auto& [variable, value] :
-       settings_->Environment(from_script ? std::vector<SettingId>(kReplaySelection.begin(), kReplaySelection.end())
-                                          : std::vector<SettingId>{})) {
+  for (auto& [variable, value] : settings_->Environment(
+           from_script ? std::vector<SettingId>(kReplaySelection.begin(), kReplaySelection.end())
+                       : std::vector<SettingId>{})) {
     env.Set(std::move(variable), std::move(value));
   }
   env.Set(std::string(base::Spec(SettingId::kOutputDir).env), out_dir_text);  // absolute
@@ -696,13 +702,14 @@ int RunCommand::Run(std::ostream& report) const {
     }
   }
   if (from_script) {
-    report << "gpuprof: replay armed; the program chooses what to replay (gpuprof.profile(kernel_replay=...)); "
-              "one line per replayed launch follows\n";
+    report
+        << "gpuprof: replay armed; the program chooses what to replay (gpuprof.profile(kernel_replay=...)); "
+           "one line per replayed launch follows\n";
   } else if (replay_) {
     const std::string kernel = settings_->value(SettingId::kReplayKernel);
     const std::string count = settings_->value(SettingId::kReplayCount);
-    report << "gpuprof: replaying " << (kernel.empty() ? std::string("every kernel") : "'" + kernel + "'") << ", "
-           << settings_->value(SettingId::kReplayPasses) << " passes per launch"
+    report << "gpuprof: replaying " << (kernel.empty() ? std::string("every kernel") : "'" + kernel + "'")
+           << ", " << settings_->value(SettingId::kReplayPasses) << " passes per launch"
            << (count != "0" ? ", at most " + count + " launches" : "")
            << "; one line per replayed launch follows\n";
   }
@@ -755,27 +762,31 @@ int RunCommand::Run(std::ostream& report) const {
   }
   if (dbs.size() > 1) {
     report << "gpuprof: " << dbs.size() << " profile DBs written under " << out_dir_text << "\n"
-           << "  All of them (one per rank: step times, slowest rank, compute / communication / idle): gpuprof stats '"
+           << "  All of them (one per rank: step times, slowest rank, compute / communication / idle): "
+              "gpuprof stats '"
            << out_dir_text << "'\n";
   }
 
   std::vector<std::string> partial = FindPartialDbs(out_dir, started_at);
   if (dbs.empty()) {
     if (!partial.empty()) {
-      report << "gpuprof: no profile DB was finalized: " << partial.front()
-             << (partial.size() > 1 ? " (and " + std::to_string(partial.size() - 1) + " more)" : "")
-             << " was left unfinished, because a profiled process ended before gpuprof could finish writing it"
-             << (WIFSIGNALED(wait_status) ? " (" + SignalName(WTERMSIG(wait_status)) + ")" : "") << "\n";
+      report
+          << "gpuprof: no profile DB was finalized: " << partial.front()
+          << (partial.size() > 1 ? " (and " + std::to_string(partial.size() - 1) + " more)" : "")
+          << " was left unfinished, because a profiled process ended before gpuprof could finish writing it"
+          << (WIFSIGNALED(wait_status) ? " (" + SignalName(WTERMSIG(wait_status)) + ")" : "") << "\n";
     } else if (WIFSIGNALED(wait_status)) {
       report << "gpuprof: no profile DB was written: the application was killed by "
              << SignalName(WTERMSIG(wait_status)) << " before any DB was finalized\n";
     } else {
-      report << "gpuprof: no CUDA activity was collected: the application did not initialize CUDA (a CPU-only "
-                "run?)\n";
+      report
+          << "gpuprof: no CUDA activity was collected: the application did not initialize CUDA (a CPU-only "
+             "run?)\n";
     }
   } else if (!partial.empty()) {
-    report << "gpuprof: note: " << partial.size() << " unfinished DB(s) from processes that ended early: "
-           << partial.front() << (partial.size() > 1 ? ", ..." : "") << "\n";
+    report << "gpuprof: note: " << partial.size()
+           << " unfinished DB(s) from processes that ended early: " << partial.front()
+           << (partial.size() > 1 ? ", ..." : "") << "\n";
   }
   return exit_code;
 }

@@ -67,7 +67,7 @@ class RunCommand {
   CLI::App* run_ = nullptr;
   bool replay_ = false;
   std::unique_ptr<SettingOptions> settings_;  // the declared settings this command offers
-  bool separator_ = false;                     // argv had a `--` after the subcommand
+  bool separator_ = false;                    // argv had a `--` after the subcommand
   std::vector<std::string> after_separator_;
 };
 

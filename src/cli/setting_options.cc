@@ -1,7 +1,8 @@
 #include "cli/setting_options.h"
 
-#include "cli/cli11.h"
 #include <algorithm>
+
+#include "cli/cli11.h"
 
 namespace gpuprof::cli {
 namespace {
@@ -41,7 +42,9 @@ SettingOptions::SettingOptions(CLI::App& app, base::SettingCommand command) {
       continue;
     }
     entry.text = std::string(spec.default_value);
-    entry.option = app.add_option(names, entry.text, help)->check(RowCheck(spec))->type_name(std::string(spec.cli_value));
+    entry.option = app.add_option(names, entry.text, help)
+                       ->check(RowCheck(spec))
+                       ->type_name(std::string(spec.cli_value));
     if (!spec.default_value.empty()) entry.option->default_str(std::string(spec.default_value));
     if (!spec.default_value.empty() && !spec.inherit) entry.option->capture_default_str();
   }
@@ -77,7 +80,8 @@ std::vector<std::pair<std::string, std::string>> SettingOptions::Environment(
   for (const Entry& entry : entries_) {
     const base::SettingSpec& spec = *entry.spec;
     if (spec.env.empty() || std::find(skip.begin(), skip.end(), spec.id) != skip.end()) continue;
-    if (!given(spec.id) && spec.inherit) continue;  // gpuprof's own environment passes through, or the session's default
+    if (!given(spec.id) && spec.inherit)
+      continue;  // gpuprof's own environment passes through, or the session's default
     out.emplace_back(std::string(spec.env), value(spec.id));
   }
   return out;

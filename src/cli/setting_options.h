@@ -42,7 +42,8 @@ class SettingOptions {
   // NAME=VALUE pairs for the application (see above); an inherited row that was not given is left
   // out, so gpuprof's own environment passes through. `skip`: settings not to hand on (replay's
   // selection under --from-script).
-  std::vector<std::pair<std::string, std::string>> Environment(const std::vector<base::SettingId>& skip = {}) const;
+  std::vector<std::pair<std::string, std::string>> Environment(
+      const std::vector<base::SettingId>& skip = {}) const;
 
  private:
   struct Entry {

@@ -407,6 +407,4 @@ bool ActivityTranslator::Translate(const CUpti_Activity& record, std::vector<tra
   }
 }
 
-
-
 }  // namespace gpuprof::cupti

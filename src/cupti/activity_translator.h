@@ -116,9 +116,9 @@ struct TranslatorStats {
   std::uint64_t memsets = 0;
   std::uint64_t api_calls = 0;
   std::uint64_t marks = 0;
-  std::uint64_t external_correlations = 0;         // of gpuprof's kind, emitted
-  std::uint64_t unsupported = 0;                    // kinds not translated (skipped)
-  std::uint64_t correlation_ids_over_limit = 0;     // >= kCorrelationIdLimit
+  std::uint64_t external_correlations = 0;       // of gpuprof's kind, emitted
+  std::uint64_t unsupported = 0;                 // kinds not translated (skipped)
+  std::uint64_t correlation_ids_over_limit = 0;  // >= kCorrelationIdLimit
 };
 
 // Not thread-safe: one thread translates at a time (the subscriber serializes buffers).

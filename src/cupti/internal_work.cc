@@ -17,7 +17,8 @@ std::uint64_t CorrelationOf(const trace::Record& record) {
 
 }  // namespace
 
-ScopedApplicationCall::ScopedApplicationCall(std::uint64_t correlation_id) noexcept : previous_(application_call) {
+ScopedApplicationCall::ScopedApplicationCall(std::uint64_t correlation_id) noexcept
+    : previous_(application_call) {
   application_call = correlation_id;
 }
 ScopedApplicationCall::~ScopedApplicationCall() { application_call = previous_; }

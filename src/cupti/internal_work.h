@@ -95,7 +95,7 @@ class InternalWorkFilter {
   // Records still to drop per application correlation id (MarkNested).
   struct Nested {
     std::unordered_map<std::string, std::uint32_t> api;  // by function name
-    std::uint32_t tasks[3] = {0, 0, 0};                   // by trace::TaskKind
+    std::uint32_t tasks[3] = {0, 0, 0};                  // by trace::TaskKind
   };
   std::atomic<bool> any_nested_{false};
   base::Synchronized<std::unordered_map<std::uint64_t, Nested>> nested_;

@@ -114,8 +114,8 @@ class LaunchApiTracer {
   std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> enabled_;
 
   mutable std::mutex mutex_;
-  std::vector<Completed> completed_;  // guarded by mutex_
-  std::uint64_t lost_ = 0;            // guarded by mutex_
+  std::vector<Completed> completed_;        // guarded by mutex_
+  std::uint64_t lost_ = 0;                  // guarded by mutex_
   std::atomic<std::size_t> last_batch_{0};  // calls in the last Take: completed_'s next capacity
 };
 

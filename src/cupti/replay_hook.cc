@@ -123,7 +123,8 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
   std::function<CUresult()> launch_;
 };
 
-CudaReplayHook::CudaReplayHook(CudaReplaySettings settings, std::function<void(const replay::ReplayRecord&)> sink)
+CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
+                               std::function<void(const replay::ReplayRecord&)> sink)
     : options_(std::move(settings.options)),
       flush_l2_(settings.flush_l2),
       device_options_(settings.device),
@@ -208,7 +209,8 @@ class LazyCudaDevice final : public device::Device {
  private:
   StatusOr<CudaDevice*> Real() const {
     CudaDevice* real = hook_.DeviceAt(ordinal_);
-    if (real == nullptr) return UnavailableError("CUDA device " + std::to_string(ordinal_) + " could not be set up");
+    if (real == nullptr)
+      return UnavailableError("CUDA device " + std::to_string(ordinal_) + " could not be set up");
     return real;
   }
 
@@ -286,7 +288,8 @@ void CudaReplayHook::RecordDeviceMemory(CudaDevice& device, CUdeviceptr ptr, std
   // The call's own range: a pool allocation's attributes may describe the whole pool.
   info.base = ptr;
   info.size = size;
-  if (info.owner_device < 0 && info.kind == device::MemoryKind::kDeviceLocal) info.owner_device = device.ordinal();
+  if (info.owner_device < 0 && info.kind == device::MemoryKind::kDeviceLocal)
+    info.owner_device = device.ordinal();
   inventory_.RecordAlloc(info);
 }
 
@@ -364,12 +367,16 @@ void CudaReplayHook::OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& cal
   }
   CUdeviceptr ptr = 0;
   switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: ptr = static_cast<const cuMemFree_v2_params*>(call.functionParams)->dptr; break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+      ptr = static_cast<const cuMemFree_v2_params*>(call.functionParams)->dptr;
+      break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
       ptr = static_cast<const cuMemFreeAsync_params*>(call.functionParams)->dptr;
       break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: ptr = static_cast<const cuMemUnmap_params*>(call.functionParams)->ptr; break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
+      ptr = static_cast<const cuMemUnmap_params*>(call.functionParams)->ptr;
+      break;
     case CUPTI_DRIVER_TRACE_CBID_cuIpcCloseMemHandle:
       ptr = static_cast<const cuIpcCloseMemHandle_params*>(call.functionParams)->dptr;
       break;
@@ -409,7 +416,8 @@ CudaDevice* CudaReplayHook::DeviceOf(CUcontext context) noexcept {
   return device;
 }
 
-std::shared_ptr<const CudaReplayHook::FunctionInfo> CudaReplayHook::InfoOf(CUfunction function, CUstream stream) noexcept {
+std::shared_ptr<const CudaReplayHook::FunctionInfo> CudaReplayHook::InfoOf(CUfunction function,
+                                                                           CUstream stream) noexcept {
   {
     std::shared_lock<std::shared_mutex> lock(caches_mu_);
     if (auto it = functions_.find(function); it != functions_.end()) return it->second;
@@ -429,7 +437,8 @@ std::shared_ptr<const CudaReplayHook::FunctionInfo> CudaReplayHook::InfoOf(CUfun
     }
     if (name == nullptr) return nullptr;
     info->mangled = name;
-    info->name = controller_->options().selector.name == info->mangled ? info->mangled : KernelFunctionName(name);
+    info->name =
+        controller_->options().selector.name == info->mangled ? info->mangled : KernelFunctionName(name);
     info->matches = controller_->NameMatches(info->name) || controller_->NameMatches(info->mangled);
     std::shared_ptr<const ModuleInfo> module = ModuleOf(info->mangled);
     // A lazily loaded module loads at its first launch, after this callback: load it now, so its
@@ -530,7 +539,7 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
       std::lock_guard<std::mutex> lock(device_state_mu_);
       if (static_cast<std::size_t>(device->ordinal()) < device_state_.size()) {
         const DeviceState& state = device_state_[static_cast<std::size_t>(device->ordinal())];
-        request.live_arrays = state.arrays;  // C2
+        request.live_arrays = state.arrays;     // C2
         request.peer_access = state.peers > 0;  // R14
       }
     }
@@ -549,8 +558,9 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
       cuLaunchKernel_params copy = *static_cast<const cuLaunchKernel_params*>(call.functionParams);
       launch = [&d, copy] {
-        return d.LaunchKernel(copy.f, copy.gridDimX, copy.gridDimY, copy.gridDimZ, copy.blockDimX, copy.blockDimY,
-                              copy.blockDimZ, copy.sharedMemBytes, copy.hStream, copy.kernelParams, copy.extra);
+        return d.LaunchKernel(copy.f, copy.gridDimX, copy.gridDimY, copy.gridDimZ, copy.blockDimX,
+                              copy.blockDimY, copy.blockDimZ, copy.sharedMemBytes, copy.hStream,
+                              copy.kernelParams, copy.extra);
       };
       break;
     }
@@ -585,7 +595,8 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     }
     default: launch = [] { return CUDA_SUCCESS; }; break;  // graphs: declined, never run by us
   }
-  CudaLaunchExecutor executor(*this, *device, info != nullptr ? info->resolved : nullptr, stream, std::move(launch));
+  CudaLaunchExecutor executor(*this, *device, info != nullptr ? info->resolved : nullptr, stream,
+                              std::move(launch));
   Status status = controller_->Dispatch(request, executor);
   if (!status.ok()) {
     GPUPROF_LOG(kWarning) << "replay of " << request.kernel_name << ": " << status.message()
@@ -704,7 +715,8 @@ void CudaReplayHook::OnModule(const ModuleEvent& event) noexcept {
     }
     try {
       std::lock_guard<std::mutex> lock(modules_mu_);
-      std::erase_if(pending_modules_, [&](const PendingModule& m) { return m.info->module_id == event.module_id; });
+      std::erase_if(pending_modules_,
+                    [&](const PendingModule& m) { return m.info->module_id == event.module_id; });
       unloaded_modules_.insert(event.module_id);
     } catch (...) {
     }
@@ -799,7 +811,8 @@ void CudaReplayHook::IndexCodeHandles(const std::vector<CodeHandle>& handles) {
       if (d.LibraryEnumerateKernels(kernels.data(), count, handle.library) != CUDA_SUCCESS) continue;
       for (CUkernel kernel : kernels) {
         const char* name = nullptr;
-        if (d.KernelGetName(&name, kernel) == CUDA_SUCCESS && name != nullptr) handles_by_kernel_[name].push_back(handle);
+        if (d.KernelGetName(&name, kernel) == CUDA_SUCCESS && name != nullptr)
+          handles_by_kernel_[name].push_back(handle);
       }
     } else {
       if (d.ModuleGetFunctionCount(&count, handle.module) != CUDA_SUCCESS || count == 0) continue;
@@ -856,7 +869,8 @@ void CudaReplayHook::ResolveLoadedModules(CudaDevice& device) noexcept {
         code_handles_indexed_ = 0;
         code_index_stale_ = false;
       }
-      new_handles.assign(code_handles_.begin() + static_cast<std::ptrdiff_t>(code_handles_indexed_), code_handles_.end());
+      new_handles.assign(code_handles_.begin() + static_cast<std::ptrdiff_t>(code_handles_indexed_),
+                         code_handles_.end());
       code_handles_indexed_ = code_handles_.size();
     }
     IndexCodeHandles(new_handles);
@@ -886,8 +900,9 @@ void CudaReplayHook::ResolveLoadedModules(CudaDevice& device) noexcept {
       } else {
         GPUPROF_LOG(kDebug) << "replay: the variables of module " << module.module_id << " (kernel "
                             << module.kernels.front() << ", ...) are not snapshotted: "
-                            << (handle.empty() ? "no library or module loaded since gpuprof started defines its kernels"
-                                               : "several loaded libraries define its kernels");
+                            << (handle.empty()
+                                    ? "no library or module loaded since gpuprof started defines its kernels"
+                                    : "several loaded libraries define its kernels");
       }
       CUcontext popped = nullptr;
       d.CtxPopCurrent(&popped);

@@ -49,8 +49,8 @@ std::string KernelFunctionName(const char* mangled);
 // What `gpuprof replay` configures, for the engine and for the CUDA side of it: made by the
 // session from its parsed configuration (session/config.h ReplaySettings).
 struct CudaReplaySettings {
-  replay::ReplayOptions options;  // passes == 1: replay not configured
-  bool flush_l2 = true;           // B7, --cache-control all
+  replay::ReplayOptions options;           // passes == 1: replay not configured
+  bool flush_l2 = true;                    // B7, --cache-control all
   device::cuda::CudaDeviceOptions device;  // B2's device reserve
   // `gpuprof replay --from-script`: track from the start, replay nothing until the program
   // configures replay itself (gpuprof.profile(kernel_replay=...), CudaReplayHook::Configure).
@@ -99,8 +99,8 @@ class CudaReplayHook final : public DriverApiObserver {
   friend class LazyCudaDevice;
   std::mutex devices_mu_;
   std::vector<std::unique_ptr<device::cuda::CudaDevice>> devices_;  // by ordinal; guarded by devices_mu_
-  std::vector<bool> device_failed_;                                // guarded by devices_mu_
-  std::vector<std::unique_ptr<device::Device>> proxies_;           // the controller's devices
+  std::vector<bool> device_failed_;                                 // guarded by devices_mu_
+  std::vector<std::unique_ptr<device::Device>> proxies_;            // the controller's devices
   std::unique_ptr<replay::Controller> controller_;
 
   struct DeviceState {
@@ -108,7 +108,7 @@ class CudaReplayHook final : public DriverApiObserver {
     std::uint32_t peers = 0;   // peer accesses enabled from its contexts
   };
   std::mutex device_state_mu_;
-  std::vector<DeviceState> device_state_;               // guarded by device_state_mu_, by ordinal
+  std::vector<DeviceState> device_state_;                      // guarded by device_state_mu_, by ordinal
   std::unordered_map<const void*, std::size_t> array_device_;  // guarded by device_state_mu_
 
   // What a loaded cubin says about its kernels: its variables (R7) and side effects (C2).
@@ -155,15 +155,15 @@ class CudaReplayHook final : public DriverApiObserver {
   device::cuda::CudaDevice* DeviceOf(CUcontext context) noexcept;
   std::shared_mutex caches_mu_;
   std::unordered_map<CUfunction, std::shared_ptr<const FunctionInfo>> functions_;  // guarded by caches_mu_
-  std::unordered_map<CUcontext, device::cuda::CudaDevice*> device_by_context_;   // guarded by caches_mu_
+  std::unordered_map<CUcontext, device::cuda::CudaDevice*> device_by_context_;     // guarded by caches_mu_
   // By kernel (mangled) name, from each loaded cubin.
   std::mutex modules_mu_;
   std::unordered_map<std::string, std::shared_ptr<const ModuleInfo>> modules_by_kernel_;
-  std::vector<PendingModule> pending_modules_;     // guarded by modules_mu_
+  std::vector<PendingModule> pending_modules_;          // guarded by modules_mu_
   std::unordered_set<std::uint32_t> unloaded_modules_;  // guarded by modules_mu_
-  std::vector<CodeHandle> code_handles_;           // guarded by modules_mu_, in load order
-  std::size_t code_handles_indexed_ = 0;           // guarded by modules_mu_: how many are in the index
-  bool code_index_stale_ = false;                  // guarded by modules_mu_: a handle was unloaded
+  std::vector<CodeHandle> code_handles_;                // guarded by modules_mu_, in load order
+  std::size_t code_handles_indexed_ = 0;                // guarded by modules_mu_: how many are in the index
+  bool code_index_stale_ = false;                       // guarded by modules_mu_: a handle was unloaded
   // Serializes ResolveLoadedModules, which calls the driver without modules_mu_.
   std::mutex resolve_mu_;
   std::unordered_map<std::string, std::vector<CodeHandle>> handles_by_kernel_;  // guarded by resolve_mu_

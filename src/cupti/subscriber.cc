@@ -1,5 +1,6 @@
 #include "cupti/subscriber.h"
 
+#include <generated_nvtx_meta.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,8 +8,6 @@
 #include <cstring>
 #include <new>
 #include <utility>
-
-#include <generated_nvtx_meta.h>
 
 #include "base/clock.h"
 #include "base/logging.h"
@@ -346,8 +345,6 @@ SubscriberStats CuptiSubscriber::stats() const {
   });
   return s;
 }
-
-
 
 void CuptiSubscriber::OnBufferRequested(std::uint8_t** buffer, std::size_t* size,
                                         std::size_t* max_records) noexcept {

@@ -413,9 +413,11 @@ std::vector<OpMemoryRow> DeriveOpMemory(const std::vector<trace::AllocatorEvent>
 std::optional<CollectiveName> ParseCollectiveName(std::string_view op_name) {
   constexpr std::string_view kBackends[] = {"gloo", "nccl", "mpi", "ucc"};
   const std::size_t colon = op_name.find(':');
-  if (colon == std::string_view::npos || colon + 1 >= op_name.size() || op_name[colon + 1] == ':') return std::nullopt;
+  if (colon == std::string_view::npos || colon + 1 >= op_name.size() || op_name[colon + 1] == ':')
+    return std::nullopt;
   const std::string_view backend = op_name.substr(0, colon);
-  if (std::find(std::begin(kBackends), std::end(kBackends), backend) == std::end(kBackends)) return std::nullopt;
+  if (std::find(std::begin(kBackends), std::end(kBackends), backend) == std::end(kBackends))
+    return std::nullopt;
   std::string_view collective = op_name.substr(colon + 1);
   while (!collective.empty() && collective.front() == '_') collective.remove_prefix(1);  // "_allgather_base"
   CollectiveName name;
@@ -437,7 +439,8 @@ std::optional<std::uint64_t> FirstInputElements(std::string_view input_shapes) {
   std::size_t begin = 0;
   while (begin <= first.size()) {
     const std::size_t comma = first.find(',', begin);
-    const std::string_view dim = first.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
+    const std::string_view dim =
+        first.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
     std::uint64_t value = 0;
     const auto [ptr, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), value);
     if (ec != std::errc() || ptr != dim.data() + dim.size()) return std::nullopt;
@@ -453,9 +456,9 @@ std::uint32_t HcclDataTypeOf(std::string_view input_dtypes) {
   const std::string_view first = input_dtypes.substr(0, input_dtypes.find(';'));
   // torch's TypeMeta names (c10::scalarTypeToTypeMeta(t).name()).
   constexpr std::pair<std::string_view, std::uint32_t> kTypes[] = {
-      {"signed char", 0}, {"short int", 1},       {"int", 2},  {"c10::Half", 3}, {"float", 4},
-      {"long int", 5},    {"long", 5},            {"unsigned char", 7},           {"double", 10},
-      {"c10::BFloat16", 11}, {"bool", 7}};
+      {"signed char", 0}, {"short int", 1},      {"int", 2},  {"c10::Half", 3},
+      {"float", 4},       {"long int", 5},       {"long", 5}, {"unsigned char", 7},
+      {"double", 10},     {"c10::BFloat16", 11}, {"bool", 7}};
   for (const auto& [name, id] : kTypes) {
     if (first == name) return id;
   }
@@ -466,9 +469,9 @@ bool IsCommunicationLauncherName(std::string_view op_name) {
   return op_name == "record_param_comms" || op_name.substr(0, 6) == "c10d::";
 }
 
-std::vector<std::pair<std::size_t, std::uint64_t>> CollectiveLaunches(const std::vector<CollectiveSpan>& collectives,
-                                                                      const std::vector<OpSpan>& ops,
-                                                                      const Connections& connections) {
+std::vector<std::pair<std::size_t, std::uint64_t>> CollectiveLaunches(
+    const std::vector<CollectiveSpan>& collectives, const std::vector<OpSpan>& ops,
+    const Connections& connections) {
   std::vector<std::pair<std::size_t, std::uint64_t>> out;
   if (collectives.empty()) return out;
   // The communication ops with device links, each with its range of connection rows.
@@ -490,7 +493,8 @@ std::vector<std::pair<std::size_t, std::uint64_t>> CollectiveLaunches(const std:
     const OpSpan& op = ops[api_row - 1];
     if (!op.communication) continue;
     bool device = false;
-    for (std::size_t r = first; r < row && !device; ++r) device = rows[r].connection_id < kFrameworkConnectionBase;
+    for (std::size_t r = first; r < row && !device; ++r)
+      device = rows[r].connection_id < kFrameworkConnectionBase;
     if (device) linked.push_back({op.tid, op.start_ns, op.end_ns, first, row});
   }
   std::sort(linked.begin(), linked.end(), [](const Linked& a, const Linked& b) {
@@ -498,7 +502,8 @@ std::vector<std::pair<std::size_t, std::uint64_t>> CollectiveLaunches(const std:
   });
   auto emit = [&](std::size_t collective, const Linked& op) {
     for (std::size_t r = op.first_row; r < op.end_row; ++r) {
-      if (rows[r].connection_id < kFrameworkConnectionBase) out.emplace_back(collective, rows[r].connection_id);
+      if (rows[r].connection_id < kFrameworkConnectionBase)
+        out.emplace_back(collective, rows[r].connection_id);
     }
   };
   constexpr int kMaxEnclosingScan = 64;  // nesting depth looked through on one thread
@@ -520,7 +525,8 @@ std::vector<std::pair<std::size_t, std::uint64_t>> CollectiveLaunches(const std:
         break;
       }
     }
-    for (it = after; !found && it != linked.end() && it->tid == c.tid && it->start_ns <= c.end_ns; ++it) emit(i, *it);
+    for (it = after; !found && it != linked.end() && it->tid == c.tid && it->start_ns <= c.end_ns; ++it)
+      emit(i, *it);
   }
   return out;
 }

@@ -52,8 +52,9 @@ struct ConnectionRow {
 struct Connections {
   // (api_row, index) for every op that has at least one link; index counts from 0 in api_row order.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> api_index;
-  std::vector<ConnectionRow> rows;  // by index; within an op its fwd/bwd id first, then device links ascending
-  std::uint64_t tagged_links = 0;     // op -> launch links from external correlation
+  std::vector<ConnectionRow>
+      rows;                        // by index; within an op its fwd/bwd id first, then device links ascending
+  std::uint64_t tagged_links = 0;  // op -> launch links from external correlation
   std::uint64_t contained_links = 0;  // op -> launch links from time containment on the thread
 };
 
@@ -62,8 +63,9 @@ struct Connections {
 // claimed go to the innermost op on the same thread whose [start, end] contains the launch.
 // `external`: CUPTI external id -> the launches' correlation ids made under it; an op's
 // external_id adds those launches to its correlation_ids (step 1, before time containment).
-Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<LaunchSpan>& launches,
-                              const std::unordered_map<std::uint64_t, std::vector<std::uint64_t>>& external = {});
+Connections DeriveConnections(
+    const std::vector<OpSpan>& ops, const std::vector<LaunchSpan>& launches,
+    const std::unordered_map<std::uint64_t, std::vector<std::uint64_t>>& external = {});
 
 struct StepRow {
   std::int64_t id = 0;
@@ -139,8 +141,8 @@ struct CollectiveSpan {
 // innermost communication op (OpSpan::communication) on the collective's thread that contains its
 // start, else to communication ops that start inside it. NCCL's kernels are launched inside
 // record_param_comms / c10d::* around the work op; gloo's collectives launch nothing.
-std::vector<std::pair<std::size_t, std::uint64_t>> CollectiveLaunches(const std::vector<CollectiveSpan>& collectives,
-                                                                      const std::vector<OpSpan>& ops,
-                                                                      const Connections& connections);
+std::vector<std::pair<std::size_t, std::uint64_t>> CollectiveLaunches(
+    const std::vector<CollectiveSpan>& collectives, const std::vector<OpSpan>& ops,
+    const Connections& connections);
 
 }  // namespace gpuprof::db

@@ -27,9 +27,9 @@
 namespace gpuprof::db {
 
 struct WriterOptions {
-  std::string out_dir;      // parent of the *_ascend_pt directory (created if missing)
-  std::string worker_name;  // empty: "<hostname>_<pid>"
-  trace::RunInfo run;       // hostname, pid, rank, device, start time, device names, config
+  std::string out_dir;              // parent of the *_ascend_pt directory (created if missing)
+  std::string worker_name;          // empty: "<hostname>_<pid>"
+  trace::RunInfo run;               // hostname, pid, rank, device, start time, device names, config
   std::size_t batch_rows = 50'000;  // rows per transaction
 };
 

@@ -46,8 +46,7 @@ std::string_view MemoryKindName(MemoryKind kind) noexcept;
 // Excluded memory that a kernel can still write: replay cannot undo such writes, so the bytes
 // are reported with each replay and strict mode declines while any is live (rule R6).
 constexpr bool IsKernelWritableUntracked(MemoryKind kind) noexcept {
-  return kind == MemoryKind::kHostMapped || kind == MemoryKind::kManaged ||
-         kind == MemoryKind::kIpcImported;
+  return kind == MemoryKind::kHostMapped || kind == MemoryKind::kManaged || kind == MemoryKind::kIpcImported;
 }
 
 // The allocation that contains a pointer, as the device reports it.
@@ -115,8 +114,8 @@ class Device {
   // Writes each range of `runs` (offsets relative to both `dst` and `src_offset`) back. Backends
   // with a batched copy override this; the default issues one RestoreFromBacking per run and
   // stops at the first failure.
-  virtual Status RestoreRunsFromBacking(DevicePtr dst, const BackingBuffer& src,
-                                        std::uint64_t src_offset, std::span<const ByteRange> runs);
+  virtual Status RestoreRunsFromBacking(DevicePtr dst, const BackingBuffer& src, std::uint64_t src_offset,
+                                        std::span<const ByteRange> runs);
 
   // Hashes device memory [src, src+bytes) in chunks of `chunk_size`;
   // out.size() must be base::ChunkCount(bytes, chunk_size). Equal bytes give equal hashes on
@@ -142,9 +141,7 @@ class Device {
 
   // Host memory resource for snapshot metadata (region tables, hash arrays). Backends may
   // return one that fails on purpose to exercise the metadata-reservation failure path.
-  virtual std::pmr::memory_resource* metadata_resource() noexcept {
-    return std::pmr::get_default_resource();
-  }
+  virtual std::pmr::memory_resource* metadata_resource() noexcept { return std::pmr::get_default_resource(); }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -235,8 +232,8 @@ struct TransferArgs {
   TransferKind kind = TransferKind::kCopy;
   int device = 0;  // the device whose memory is written (the window this must wait for)
   DevicePtr dst = 0;
-  DevicePtr src = 0;          // kCopy
-  std::uint8_t value = 0;     // kMemset
+  DevicePtr src = 0;       // kCopy
+  std::uint8_t value = 0;  // kMemset
   std::uint64_t bytes = 0;
   StreamId stream = 0;
   bool asynchronous = false;
@@ -251,8 +248,7 @@ struct RuntimeApiTable {
   using AllocateFn = Status (*)(RuntimeApiTable& table, const AllocateArgs& args, DevicePtr* out);
   using FreeFn = Status (*)(RuntimeApiTable& table, const FreeArgs& args);
   using TransferFn = Status (*)(RuntimeApiTable& table, const TransferArgs& args);
-  using LaunchFn = Status (*)(RuntimeApiTable& table, const LaunchRequest& request,
-                              LaunchExecutor& executor);
+  using LaunchFn = Status (*)(RuntimeApiTable& table, const LaunchRequest& request, LaunchExecutor& executor);
 
   void* runtime = nullptr;  // the runtime's own state, for the original entries
   AllocateFn allocate = nullptr;

@@ -93,12 +93,14 @@ Status Controller::ValidateOptions(const ReplayOptions& options) {
   // replay_passes setting's range (base/settings.h).
   const base::SettingSpec& passes = base::Spec(base::SettingId::kReplayPasses);
   if (options.passes < 1 || options.passes > passes.max) {
-    return InvalidArgumentError("--passes must be 1 (pass-through) or " + base::SettingAccepts(passes) + " (got " +
-                                std::to_string(options.passes) + ")");
+    return InvalidArgumentError("--passes must be 1 (pass-through) or " + base::SettingAccepts(passes) +
+                                " (got " + std::to_string(options.passes) + ")");
   }
-  if (options.chunk_size == 0) return InvalidArgumentError("the dirty-detection chunk size must be positive (got 0 bytes)");
+  if (options.chunk_size == 0)
+    return InvalidArgumentError("the dirty-detection chunk size must be positive (got 0 bytes)");
   if (options.drain_timeout.count() <= 0) {
-    return InvalidArgumentError("the drain timeout must be positive (got " + std::to_string(options.drain_timeout.count()) + " ns)");
+    return InvalidArgumentError("the drain timeout must be positive (got " +
+                                std::to_string(options.drain_timeout.count()) + " ns)");
   }
   // The selector's own check (C4), the one the CLI and the session apply to -k.
   const StatusOr<std::string> kernel =
@@ -111,7 +113,9 @@ std::shared_lock<std::shared_mutex> Controller::EnterDeviceShared(int device) {
   return std::shared_lock<std::shared_mutex>(windows_[static_cast<std::size_t>(device)]);
 }
 
-void Controller::SetRecordSink(std::function<void(const ReplayRecord&)> sink) { *sink_.wlock() = std::move(sink); }
+void Controller::SetRecordSink(std::function<void(const ReplayRecord&)> sink) {
+  *sink_.wlock() = std::move(sink);
+}
 
 std::vector<ReplayRecord> Controller::records() const { return *records_.rlock(); }
 
@@ -121,12 +125,15 @@ void Controller::Publish(const ReplayRecord& record) {
   if (*sink) (*sink)(record);
 }
 
-bool Controller::NameMatches(const std::string& kernel_name) const { return CurrentPlan().NameMatches(kernel_name); }
+bool Controller::NameMatches(const std::string& kernel_name) const {
+  return CurrentPlan().NameMatches(kernel_name);
+}
 
 bool Controller::Exhausted() const noexcept {
   const Plan& plan = CurrentPlan();
-  return plan.options.passes <= 1 || (plan.options.selector.count > 0 &&
-                                      plan.replayed.load(std::memory_order_relaxed) >= plan.options.selector.count);
+  return plan.options.passes <= 1 ||
+         (plan.options.selector.count > 0 &&
+          plan.replayed.load(std::memory_order_relaxed) >= plan.options.selector.count);
 }
 
 Controller::Selection Controller::Select(Plan& plan, const device::LaunchRequest& request) {
@@ -199,19 +206,22 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
                        " dispatches; only single-kernel launches are replayed");
   }
   if (!options.replay_side_effect_kernels && (request.uses_device_printf || request.uses_device_malloc)) {
-    return decline(DeclineReason::kSideEffects,
-                   std::string("kernel uses device ") + (request.uses_device_printf ? "printf" : "malloc") +
-                       ", whose effects replay would repeat; pass the replay-side-effects option to replay anyway");
+    return decline(
+        DeclineReason::kSideEffects,
+        std::string("kernel uses device ") + (request.uses_device_printf ? "printf" : "malloc") +
+            ", whose effects replay would repeat; pass the replay-side-effects option to replay anyway");
   }
   if (!options.replay_side_effect_kernels && request.live_arrays > 0) {
-    return decline(DeclineReason::kIncompleteSnapshot,
-                   std::to_string(request.live_arrays) +
-                       " CUDA array(s) exist on the device and are not snapshotted, so writes to them could not be "
-                       "undone; pass the replay-side-effects option to replay anyway");
+    return decline(
+        DeclineReason::kIncompleteSnapshot,
+        std::to_string(request.live_arrays) +
+            " CUDA array(s) exist on the device and are not snapshotted, so writes to them could not be "
+            "undone; pass the replay-side-effects option to replay anyway");
   }
   if (request.peer_access) {
-    return decline(DeclineReason::kIncompleteSnapshot,
-                   "peer access to another device is enabled, and that device's memory is not in the snapshot");
+    return decline(
+        DeclineReason::kIncompleteSnapshot,
+        "peer access to another device is enabled, and that device's memory is not in the snapshot");
   }
   if (IsCollectiveKernelName(request.kernel_name)) {
     return decline(DeclineReason::kCollectiveKernel,
@@ -221,9 +231,10 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
     std::uint64_t untracked = inventory_.untracked_writable_live_bytes();
     if (untracked > 0) {
       record.untracked_writable_bytes = untracked;
-      return decline(DeclineReason::kUntrackedWritableMemory,
-                     std::to_string(untracked) +
-                         " bytes of host-mapped/managed/IPC memory are live and cannot be restored (strict mode)");
+      return decline(
+          DeclineReason::kUntrackedWritableMemory,
+          std::to_string(untracked) +
+              " bytes of host-mapped/managed/IPC memory are live and cannot be restored (strict mode)");
     }
   }
   return Replay(*device, std::move(record), executor, options);
@@ -279,8 +290,9 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
           RestoreWithRetries(snapshot, device, inventory_, mode, output ? &*output : nullptr);
       if (restored.regions_failed > 0) {
         record.decline_reason = DeclineReason::kRestoreFailed;
-        record.decline_detail = std::to_string(restored.regions_failed) + " region(s) could not be written back before pass " +
-                                std::to_string(pass) + " after " + std::to_string(kRestoreRetries) +
+        record.decline_detail = std::to_string(restored.regions_failed) +
+                                " region(s) could not be written back before pass " + std::to_string(pass) +
+                                " after " + std::to_string(kRestoreRetries) +
                                 " retries; replay stopped after pass " + std::to_string(pass - 1);
         GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail
                             << "; device memory may differ from an unreplayed run";
@@ -299,7 +311,8 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
         return timing.status();
       }
       record.decline_reason = DeclineReason::kLaunchFailed;
-      record.decline_detail = "pass " + std::to_string(pass) + " failed to launch: " + timing.status().ToString();
+      record.decline_detail =
+          "pass " + std::to_string(pass) + " failed to launch: " + timing.status().ToString();
       GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail;
       break;
     }
@@ -324,7 +337,8 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   if (options.determinism_check && !record.passes.empty() && record.passes.front().output_hash != 0) {
     std::uint64_t reference = record.passes.front().output_hash;
     for (const PassRecord& pass : record.passes) {
-      if (pass.output_hash != 0 && pass.output_hash != reference) record.mismatched_passes.push_back(pass.pass);
+      if (pass.output_hash != 0 && pass.output_hash != reference)
+        record.mismatched_passes.push_back(pass.pass);
     }
     record.deterministic = record.mismatched_passes.empty();
     if (!record.deterministic) {
@@ -336,8 +350,9 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   if (executor.original_runs_after_return() && !record.passes.empty()) {
     // The application's launch runs next, on the inputs every pass saw. Like the restores
     // between passes, only what the last pass changed is written back when that is known.
-    RestoreStats restored = RestoreWithRetries(snapshot, device, inventory_, output ? options.restore : RestoreMode::kFull,
-                                               output ? &*output : nullptr);
+    RestoreStats restored =
+        RestoreWithRetries(snapshot, device, inventory_, output ? options.restore : RestoreMode::kFull,
+                           output ? &*output : nullptr);
     if (restored.regions_failed > 0) {
       GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << restored.regions_failed
                           << " region(s) could not be written back before the application's launch; "

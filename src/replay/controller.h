@@ -97,7 +97,7 @@ class Controller {
   std::vector<device::Device*> devices_;
   std::mutex plans_mu_;
   std::vector<std::unique_ptr<Plan>> plans_;  // every plan made, guarded by plans_mu_; never freed early
-  std::atomic<Plan*> plan_{nullptr};         // the one in force (one of plans_)
+  std::atomic<Plan*> plan_{nullptr};          // the one in force (one of plans_)
   std::unique_ptr<std::shared_mutex[]> windows_;
   std::atomic<bool> warned_graph_{false};
   base::Synchronized<std::vector<ReplayRecord>> records_;

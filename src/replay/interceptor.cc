@@ -41,8 +41,10 @@ Status Interceptor::Install(RuntimeApiTable& table) {
     GPUPROF_LOG(kInfo) << "replay wrappers already installed by another instance; attaching to it";
     return OkStatus();
   }
-  if (table.allocate == nullptr || table.free == nullptr || table.transfer == nullptr || table.launch == nullptr) {
-    return InvalidArgumentError("runtime api table is incomplete (a null entry); cannot install replay wrappers");
+  if (table.allocate == nullptr || table.free == nullptr || table.transfer == nullptr ||
+      table.launch == nullptr) {
+    return InvalidArgumentError(
+        "runtime api table is incomplete (a null entry); cannot install replay wrappers");
   }
   original_ = table;
   table_ = &table;
@@ -71,8 +73,8 @@ Status Interceptor::WrappedAllocate(RuntimeApiTable& table, const AllocateArgs& 
     if (info.ok()) {
       self->inventory_.RecordAlloc(*info);
     } else {
-      GPUPROF_LOG(kWarning) << "replay: cannot classify allocation at 0x" << std::hex << *out << std::dec << " ("
-                            << args.size << " bytes): " << info.status().ToString()
+      GPUPROF_LOG(kWarning) << "replay: cannot classify allocation at 0x" << std::hex << *out << std::dec
+                            << " (" << args.size << " bytes): " << info.status().ToString()
                             << "; it is not tracked";
     }
   }
@@ -99,7 +101,8 @@ Status Interceptor::WrappedTransfer(RuntimeApiTable& table, const TransferArgs& 
   return self->original_.transfer(table, args);
 }
 
-Status Interceptor::WrappedLaunch(RuntimeApiTable& table, const LaunchRequest& request, LaunchExecutor& executor) {
+Status Interceptor::WrappedLaunch(RuntimeApiTable& table, const LaunchRequest& request,
+                                  LaunchExecutor& executor) {
   auto* self = static_cast<Interceptor*>(table.hook_context);
   Controller* controller = self->controller_.load(std::memory_order_acquire);
   if (controller == nullptr) return self->original_.launch(table, request, executor);

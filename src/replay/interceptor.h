@@ -59,8 +59,8 @@ class Interceptor {
   Inventory& inventory_;
   std::vector<device::Device*> devices_;
   std::atomic<Controller*> controller_{nullptr};
-  device::RuntimeApiTable* table_ = nullptr;     // where our wrappers are installed
-  device::RuntimeApiTable original_{};           // the entries we chain to
+  device::RuntimeApiTable* table_ = nullptr;  // where our wrappers are installed
+  device::RuntimeApiTable original_{};        // the entries we chain to
   Interceptor* attached_to_ = nullptr;
 };
 

@@ -38,9 +38,11 @@ StatusOr<std::vector<std::uint64_t>> HashRegion(device::Device& device, const Sn
 // The chunks of `region` whose device bytes differ from its device-resident snapshot, compared
 // exactly on the device (B1); nullopt when the snapshot is not on the device or comparing failed
 // (the caller then compares hashes).
-std::optional<std::vector<std::uint64_t>> CompareWithSnapshot(device::Device& device, const SnapshotRegion& region,
+std::optional<std::vector<std::uint64_t>> CompareWithSnapshot(device::Device& device,
+                                                              const SnapshotRegion& region,
                                                               std::uint64_t chunk_size) {
-  if (region.backing == nullptr || region.backing->tier() != device::StorageTier::kDevice) return std::nullopt;
+  if (region.backing == nullptr || region.backing->tier() != device::StorageTier::kDevice)
+    return std::nullopt;
   std::vector<std::uint8_t> flags(base::ChunkCount(region.size, chunk_size));
   Status status = device.CompareChunks(region.base, *region.backing, 0, region.size, chunk_size, flags);
   if (!status.ok()) {
@@ -102,7 +104,8 @@ Status Snapshot::CaptureRegion(device::Device& device, SnapshotRegion region, de
   return OkStatus();
 }
 
-Snapshot Snapshot::Capture(device::Device& device, const Inventory& inventory, const SnapshotOptions& options) {
+Snapshot Snapshot::Capture(device::Device& device, const Inventory& inventory,
+                           const SnapshotOptions& options) {
   Snapshot snapshot(device.metadata_resource());
   snapshot.chunk_size_ = options.chunk_size;
   auto fail = [&](std::string why) {
@@ -124,7 +127,8 @@ Snapshot Snapshot::Capture(device::Device& device, const Inventory& inventory, c
     try {
       snapshot.regions_.reserve(allocations.size() + variables->size());
     } catch (const std::bad_alloc&) {
-      return fail("reserving snapshot metadata for " + std::to_string(allocations.size() + variables->size()) +
+      return fail("reserving snapshot metadata for " +
+                  std::to_string(allocations.size() + variables->size()) +
                   " regions failed (out of host memory)");
     }
 
@@ -205,7 +209,8 @@ RestoreStats Snapshot::Restore(device::Device& device, const Inventory& inventor
       if (mode == RestoreMode::kFull) {
         runs.push_back(ByteRange{0, region.size});
         stats.dirty_chunks += region.chunk_hashes.size();
-      } else if (std::optional<std::vector<std::uint64_t>> exact = CompareWithSnapshot(device, region, chunk_size_)) {
+      } else if (std::optional<std::vector<std::uint64_t>> exact =
+                     CompareWithSnapshot(device, region, chunk_size_)) {
         // B1: the snapshot is on the device; compared byte for byte, no hash can collide.
         stats.dirty_chunks += exact->size();
         ++stats.regions_compared;

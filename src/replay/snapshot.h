@@ -67,8 +67,7 @@ struct RestoreStats {
 class Snapshot {
  public:
   // Captures `device`'s replayable memory. Never fails fatally; check ok().
-  static Snapshot Capture(device::Device& device, const Inventory& inventory,
-                          const SnapshotOptions& options);
+  static Snapshot Capture(device::Device& device, const Inventory& inventory, const SnapshotOptions& options);
 
   Snapshot(Snapshot&&) noexcept = default;
   Snapshot& operator=(Snapshot&&) noexcept = default;

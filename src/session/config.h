@@ -58,7 +58,7 @@ struct ReplaySettings {
   bool flush_l2;  // --cache-control all (B7)
   replay::RestoreMode restore;
   bool strict;
-  bool side_effect_kernels;  // C2
+  bool side_effect_kernels;            // C2
   std::uint64_t device_reserve_bytes;  // B2: device memory snapshots leave free
   bool operator==(const ReplaySettings&) const = default;
 };

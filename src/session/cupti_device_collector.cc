@@ -1,19 +1,17 @@
 #include "session/cupti_device_collector.h"
 
-#include <unistd.h>
-
-#include "base/clock.h"
-#include "cupti/replay_hook.h"
-
 #include <link.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <exception>
 
+#include "base/clock.h"
 #include "base/logging.h"
 #include "cupti/internal_work.h"
+#include "cupti/replay_hook.h"
 #include "session/config.h"
 #include "session/process.h"
 
@@ -135,10 +133,13 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
     };
     replay_hook_ = std::make_unique<cupti::CudaReplayHook>(*replay_settings, std::move(replay_sink));
     options_.driver_api_observer = replay_hook_.get();
-    options_.on_module = [hook = replay_hook_.get()](const cupti::ModuleEvent& event) { hook->OnModule(event); };
+    options_.on_module = [hook = replay_hook_.get()](const cupti::ModuleEvent& event) {
+      hook->OnModule(event);
+    };
     options_.filter_internal_work = true;
     if (replay_from_script_) {
-      GPUPROF_LOG(kInfo) << "replay: armed; the program chooses what to replay (gpuprof.profile(kernel_replay=...))";
+      GPUPROF_LOG(kInfo)
+          << "replay: armed; the program chooses what to replay (gpuprof.profile(kernel_replay=...))";
     } else {
       GPUPROF_LOG(kInfo) << "replay: " << replay_settings->options.passes << " passes per selected launch"
                          << (replay_settings->options.selector.name.empty()
@@ -170,7 +171,8 @@ std::atomic<cupti::CuptiApi*> g_correlation_api{nullptr};
 
 int PushCorrelation(std::uint64_t id) {
   cupti::CuptiApi* api = g_correlation_api.load(std::memory_order_acquire);
-  return api != nullptr && api->ActivityPushExternalCorrelationId(cupti::kGpuprofExternalKind, id) == CUPTI_SUCCESS
+  return api != nullptr &&
+                 api->ActivityPushExternalCorrelationId(cupti::kGpuprofExternalKind, id) == CUPTI_SUCCESS
              ? 0
              : 1;
 }
@@ -178,7 +180,8 @@ int PushCorrelation(std::uint64_t id) {
 int PopCorrelation() {
   cupti::CuptiApi* api = g_correlation_api.load(std::memory_order_acquire);
   std::uint64_t id = 0;
-  return api != nullptr && api->ActivityPopExternalCorrelationId(cupti::kGpuprofExternalKind, &id) == CUPTI_SUCCESS
+  return api != nullptr &&
+                 api->ActivityPopExternalCorrelationId(cupti::kGpuprofExternalKind, &id) == CUPTI_SUCCESS
              ? 0
              : 1;
 }
@@ -214,14 +217,18 @@ Status CuptiDeviceCollector::ConfigureReplay(const replay::ReplayOptions& option
     return FailedPreconditionError(
         started_by_injection_
             ? std::string("this process was started by `gpuprof run`, which does not track device memory for "
-                          "replay (that would cost every CUDA call a callback); ") + kHowToStart
+                          "replay (that would cost every CUDA call a callback); ") +
+                  kHowToStart
             : std::string("kernel replay needs gpuprof's injection from the start of the process (it tracks "
-                          "every device allocation); ") + kHowToStart);
+                          "every device allocation); ") +
+                  kHowToStart);
   }
   if (!replay_from_script_) {
     return FailedPreconditionError(
-        std::string("the command line's replay settings are in force (gpuprof replay --passes/--kernel); to let "
-                    "the program choose, ") + kHowToStart);
+        std::string(
+            "the command line's replay settings are in force (gpuprof replay --passes/--kernel); to let "
+            "the program choose, ") +
+        kHowToStart);
   }
   return replay_hook_->Configure(options, flush_l2);
 }
@@ -261,7 +268,8 @@ DeviceCollectorFactory CuptiDeviceCollectorFactory(CuptiLoaders loaders) {
     options.nvtx = config.cuda_trace.nvtx;
     options.launch_api_callbacks = config.cuda_trace.launches;
     return std::unique_ptr<DeviceCollector>(std::make_unique<CuptiDeviceCollector>(
-        loaders, std::move(options), /*started_by_injection=*/config.started_by == "injection", config.replay));
+        loaders, std::move(options), /*started_by_injection=*/config.started_by == "injection",
+        config.replay));
   };
 }
 

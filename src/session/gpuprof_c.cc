@@ -3,10 +3,9 @@
 // and its arguments. Nothing escapes: every body runs under a catch-all.
 #include "gpuprof/gpuprof_c.h"
 
-#include <cstddef>
-
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -97,7 +96,8 @@ gpuprof::session::CallResult CheckRecord(const T* record, std::size_t needed, co
   if (record->size < needed) {
     return {GPUPROF_ERROR_INVALID_ARGUMENT, std::string(type) + ".size is " + std::to_string(record->size) +
                                                 ", smaller than the fields it must hold (" +
-                                                std::to_string(needed) + " bytes): set it to sizeof(" + type + ")"};
+                                                std::to_string(needed) + " bytes): set it to sizeof(" + type +
+                                                ")"};
   }
   return {};
 }
@@ -162,63 +162,74 @@ GPUPROF_API int gpuprof_range_start(const char* message, uint64_t* range_id) noe
 GPUPROF_API int gpuprof_get_device_correlation_v1(gpuprof_device_correlation_v1* out) noexcept {
   return Run([] { return std::string("gpuprof_get_device_correlation_v1()"); },
              [&] {
-               if (out == nullptr) return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "out is NULL"};
+               if (out == nullptr)
+                 return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "out is NULL"};
                return ProcessSession::Get().DeviceCorrelation(out);
              });
 }
 
 GPUPROF_API int gpuprof_configure_replay_v1(const gpuprof_replay_config_v1* config) noexcept {
   constexpr std::size_t kV1Size = offsetof(gpuprof_replay_config_v1, strict) + sizeof(uint32_t);
-  return Run([&] {
-               return config != nullptr && config->size >= kV1Size
-                          ? "gpuprof_configure_replay_v1(passes=" + std::to_string(config->passes) + ")"
-                          : std::string("gpuprof_configure_replay_v1()");
-             },
-             [&] {
-               if (config == nullptr) return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "config is NULL"};
-               if (config->size < kV1Size) {
-                 return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT,
-                                   "config->size is " + std::to_string(config->size) + ", below the v1 struct's " +
-                                       std::to_string(kV1Size)};
-               }
-               return ProcessSession::Get().ConfigureReplay(*config);
-             });
+  return Run(
+      [&] {
+        return config != nullptr && config->size >= kV1Size
+                   ? "gpuprof_configure_replay_v1(passes=" + std::to_string(config->passes) + ")"
+                   : std::string("gpuprof_configure_replay_v1()");
+      },
+      [&] {
+        if (config == nullptr) return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "config is NULL"};
+        if (config->size < kV1Size) {
+          return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT,
+                            "config->size is " + std::to_string(config->size) + ", below the v1 struct's " +
+                                std::to_string(kV1Size)};
+        }
+        return ProcessSession::Get().ConfigureReplay(*config);
+      });
 }
 
 GPUPROF_API int gpuprof_record_torch_op_v1(const gpuprof_torch_op_v1* op) noexcept {
-  return Run([&] { return std::string("gpuprof_record_torch_op_v1(") + (op != nullptr && op->size >= offsetof(gpuprof_torch_op_v1, sequence_number) && op->name != nullptr ? Excerpt(op->name) : "") + ")"; },
-             [&] {
-               if (auto bad = CheckRecord(op, offsetof(gpuprof_torch_op_v1, correlation_count) + sizeof(uint32_t),
-                                          "gpuprof_torch_op_v1");
-                   !bad.ok()) {
-                 return bad;
-               }
-               if (op->name == nullptr || op->name[0] == '\0') {
-                 return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "name is NULL or empty"};
-               }
-               if (auto bad = CheckTimes(op->start_ns, op->end_ns); !bad.ok()) return bad;
-               if (op->type < GPUPROF_TORCH_OP || op->type > GPUPROF_TORCH_MSTX) {
-                 return gpuprof::session::CallResult{
-                     GPUPROF_ERROR_INVALID_ARGUMENT,
-                     "type " + std::to_string(op->type) + " is not one of GPUPROF_TORCH_OP .. GPUPROF_TORCH_MSTX"};
-               }
-               if (op->call_stack == nullptr && op->call_stack_depth != 0) {
-                 return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT,
-                                                     "call_stack is NULL but call_stack_depth is not 0"};
-               }
-               if (op->correlation_ids == nullptr && op->correlation_count != 0) {
-                 return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT,
-                                                     "correlation_ids is NULL but correlation_count is not 0"};
-               }
-               return ProcessSession::Get().RecordTorchOp(*op);
-             });
+  return Run(
+      [&] {
+        return std::string("gpuprof_record_torch_op_v1(") +
+               (op != nullptr && op->size >= offsetof(gpuprof_torch_op_v1, sequence_number) &&
+                        op->name != nullptr
+                    ? Excerpt(op->name)
+                    : "") +
+               ")";
+      },
+      [&] {
+        if (auto bad = CheckRecord(op, offsetof(gpuprof_torch_op_v1, correlation_count) + sizeof(uint32_t),
+                                   "gpuprof_torch_op_v1");
+            !bad.ok()) {
+          return bad;
+        }
+        if (op->name == nullptr || op->name[0] == '\0') {
+          return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "name is NULL or empty"};
+        }
+        if (auto bad = CheckTimes(op->start_ns, op->end_ns); !bad.ok()) return bad;
+        if (op->type < GPUPROF_TORCH_OP || op->type > GPUPROF_TORCH_MSTX) {
+          return gpuprof::session::CallResult{
+              GPUPROF_ERROR_INVALID_ARGUMENT,
+              "type " + std::to_string(op->type) + " is not one of GPUPROF_TORCH_OP .. GPUPROF_TORCH_MSTX"};
+        }
+        if (op->call_stack == nullptr && op->call_stack_depth != 0) {
+          return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT,
+                                              "call_stack is NULL but call_stack_depth is not 0"};
+        }
+        if (op->correlation_ids == nullptr && op->correlation_count != 0) {
+          return gpuprof::session::CallResult{GPUPROF_ERROR_INVALID_ARGUMENT,
+                                              "correlation_ids is NULL but correlation_count is not 0"};
+        }
+        return ProcessSession::Get().RecordTorchOp(*op);
+      });
 }
 
 GPUPROF_API int gpuprof_record_allocator_event_v1(const gpuprof_allocator_event_v1* event) noexcept {
   return Run([] { return std::string("gpuprof_record_allocator_event_v1()"); },
              [&] {
-               if (auto bad = CheckRecord(event, offsetof(gpuprof_allocator_event_v1, component) + sizeof(const char*),
-                                          "gpuprof_allocator_event_v1");
+               if (auto bad = CheckRecord(
+                       event, offsetof(gpuprof_allocator_event_v1, component) + sizeof(const char*),
+                       "gpuprof_allocator_event_v1");
                    !bad.ok()) {
                  return bad;
                }
@@ -257,7 +268,8 @@ GPUPROF_API int gpuprof_record_range_v1(const gpuprof_range_v1* range) noexcept 
                  return bad;
                }
                if (auto bad = CheckTimes(range->start_ns, range->end_ns); !bad.ok()) return bad;
-               for (const auto& [text, field] : {std::pair{range->domain, "domain"}, std::pair{range->message, "message"}}) {
+               for (const auto& [text, field] :
+                    {std::pair{range->domain, "domain"}, std::pair{range->message, "message"}}) {
                  if (CallResult bad = CheckMessage(text); !bad.ok()) {
                    bad.message = std::string(field) + ": " + bad.message;
                    return bad;
@@ -310,7 +322,8 @@ GPUPROF_API const char* gpuprof_settings_json_v1(void) noexcept {
   return kJson;
 }
 
-GPUPROF_API int gpuprof_check_setting_v1(const char* key, const char* text, char* out, size_t out_size) noexcept {
+GPUPROF_API int gpuprof_check_setting_v1(const char* key, const char* text, char* out,
+                                         size_t out_size) noexcept {
   using gpuprof::session::CallResult;
   return gpuprof::session::Run(
       [&] { return "gpuprof_check_setting_v1(" + gpuprof::session::Excerpt(key) + ")"; },
@@ -320,9 +333,11 @@ GPUPROF_API int gpuprof_check_setting_v1(const char* key, const char* text, char
         }
         const gpuprof::base::SettingSpec* spec = gpuprof::base::FindSettingByKey(key);
         if (spec == nullptr) return {GPUPROF_ERROR_INVALID_ARGUMENT, "no setting has this key"};
-        gpuprof::StatusOr<std::string> canonical = gpuprof::base::ParseSettingText(*spec, text, spec->json_key);
+        gpuprof::StatusOr<std::string> canonical =
+            gpuprof::base::ParseSettingText(*spec, text, spec->json_key);
         if (!canonical.ok()) return {GPUPROF_ERROR_INVALID_ARGUMENT, canonical.status().message()};
-        if (canonical->size() + 1 > out_size) return {GPUPROF_ERROR_INVALID_ARGUMENT, "the value is too long"};
+        if (canonical->size() + 1 > out_size)
+          return {GPUPROF_ERROR_INVALID_ARGUMENT, "the value is too long"};
         std::memcpy(out, canonical->c_str(), canonical->size() + 1);
         return {};
       });

@@ -1,14 +1,12 @@
 #include "session/process.h"
 
-#include <cstddef>
-
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
-
-#include <atomic>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -147,7 +145,8 @@ const gpuprof_session_v1* CallActive(void* symbol) {
   const gpuprof_session_v1* table = fn();
   if (table == nullptr || table == &g_table) return nullptr;
   // The first release's fields at least; the entries appended since are checked one by one (Has).
-  constexpr std::size_t kFirstReleaseSize = offsetof(gpuprof_session_v1, last_error) + sizeof(&gpuprof_last_error);
+  constexpr std::size_t kFirstReleaseSize =
+      offsetof(gpuprof_session_v1, last_error) + sizeof(&gpuprof_last_error);
   if (table->size < kFirstReleaseSize || table->pid != static_cast<std::uint32_t>(getpid())) return nullptr;
   return table;
 }
@@ -430,7 +429,9 @@ std::string TextOrEmpty(const char* text) { return text != nullptr ? std::string
 // getpid() is a system call on glibc 2.36 (no cache): framework records, one per torch op and
 // allocator event, take the pid from here instead, refreshed in every fork child.
 std::atomic<std::uint32_t> g_record_pid{0};
-void RefreshRecordPid() noexcept { g_record_pid.store(static_cast<std::uint32_t>(getpid()), std::memory_order_relaxed); }
+void RefreshRecordPid() noexcept {
+  g_record_pid.store(static_cast<std::uint32_t>(getpid()), std::memory_order_relaxed);
+}
 std::uint32_t RecordPid() noexcept {
   static const bool armed = [] {
     RefreshRecordPid();
@@ -448,9 +449,10 @@ CallResult ProcessSession::DeviceCorrelation(gpuprof_device_correlation_v1* out)
   if (target.attached != nullptr) {
     const gpuprof_session_v1* table = target.attached;
     if (!Has(table, &gpuprof_session_v1::get_device_correlation)) {
-      return {GPUPROF_ERROR_NOT_STARTED,
-              "the running session belongs to an older copy of libgpuprof.so that cannot tag device work; its "
-              "ops are linked to kernels by time instead"};
+      return {
+          GPUPROF_ERROR_NOT_STARTED,
+          "the running session belongs to an older copy of libgpuprof.so that cannot tag device work; its "
+          "ops are linked to kernels by time instead"};
     }
     return Forwarded(table, table->get_device_correlation(out));
   }
@@ -467,8 +469,8 @@ CallResult ProcessSession::ConfigureReplay(const gpuprof_replay_config_v1& confi
   // 1 pauses replay (the C API's own value); anything else is the setting's range (base/settings.h).
   const base::SettingSpec& passes = base::Spec(base::SettingId::kReplayPasses);
   if (config.passes != 1 && (config.passes < passes.min || config.passes > passes.max)) {
-    return {GPUPROF_ERROR_INVALID_ARGUMENT, "passes is " + std::to_string(config.passes) + "; expected 1 (pause) or " +
-                                                base::SettingAccepts(passes)};
+    return {GPUPROF_ERROR_INVALID_ARGUMENT, "passes is " + std::to_string(config.passes) +
+                                                "; expected 1 (pause) or " + base::SettingAccepts(passes)};
   }
   replay::ReplayOptions options;
   options.passes = static_cast<int>(config.passes);

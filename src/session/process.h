@@ -31,9 +31,9 @@
 
 #include "base/synchronized.h"
 #include "gpuprof/gpuprof_c.h"
-#include "trace/records.h"
 #include "session/device_collector.h"
 #include "session/session.h"
+#include "trace/records.h"
 
 namespace gpuprof::session {
 

@@ -303,8 +303,9 @@ class Session::Impl {
   Status ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2) {
     std::lock_guard<std::recursive_mutex> lock(device_mu_);
     if (device_ == nullptr) {
-      return FailedPreconditionError("the session collects no device activity (no CUDA in this process, or "
-                                     "device collection off): there is no kernel to replay");
+      return FailedPreconditionError(
+          "the session collects no device activity (no CUDA in this process, or "
+          "device collection off): there is no kernel to replay");
     }
     return device_->ConfigureReplay(options, flush_l2);
   }

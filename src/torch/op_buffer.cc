@@ -51,8 +51,8 @@ struct OpBuffer::Chunk {
 
   std::size_t entries() const noexcept { return ops.size() + memory.size(); }
   std::size_t capacity_bytes() const noexcept {
-    return ops.capacity() * sizeof(Op) + memory.capacity() * sizeof(gpuprof_allocator_event_v1) + text.capacity() +
-           inputs.capacity() * sizeof(std::int64_t);
+    return ops.capacity() * sizeof(Op) + memory.capacity() * sizeof(gpuprof_allocator_event_v1) +
+           text.capacity() + inputs.capacity() * sizeof(std::int64_t);
   }
   std::uint32_t AddText(std::string_view s) {
     const auto offset = static_cast<std::uint32_t>(text.size());
@@ -64,7 +64,7 @@ struct OpBuffer::Chunk {
 
 struct OpBuffer::ThreadSlot {
   std::atomic_flag lock = ATOMIC_FLAG_INIT;
-  std::unique_ptr<Chunk> chunk;         // guarded by lock
+  std::unique_ptr<Chunk> chunk;  // guarded by lock
   std::atomic<bool> thread_exited{false};
 };
 
@@ -324,8 +324,9 @@ void OpBuffer::Deliver(const Chunk& chunk) {
     dtypes.clear();
     if (op.inputs_size > 0 && sinks_.format_inputs) {
       try {
-        sinks_.format_inputs(std::span<const std::int64_t>(chunk.inputs.data() + op.inputs_offset, op.inputs_size),
-                             &shapes, &dtypes);
+        sinks_.format_inputs(
+            std::span<const std::int64_t>(chunk.inputs.data() + op.inputs_offset, op.inputs_size), &shapes,
+            &dtypes);
         record.input_shapes = shapes.c_str();
         record.input_dtypes = dtypes.c_str();
       } catch (...) {

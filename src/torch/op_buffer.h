@@ -52,7 +52,9 @@ constexpr std::int64_t EncodeInputHeader(InputKind kind, std::uint8_t dtype, std
          (static_cast<std::int64_t>(ndim) << 16);
 }
 constexpr InputKind HeaderKind(std::int64_t header) { return static_cast<InputKind>(header & 0xff); }
-constexpr std::uint8_t HeaderDtype(std::int64_t header) { return static_cast<std::uint8_t>((header >> 8) & 0xff); }
+constexpr std::uint8_t HeaderDtype(std::int64_t header) {
+  return static_cast<std::uint8_t>((header >> 8) & 0xff);
+}
 constexpr std::uint32_t HeaderRank(std::int64_t header) { return static_cast<std::uint32_t>(header >> 16); }
 
 // What the hooks know of a finished op (the name, inputs and stack travel separately).

@@ -8,17 +8,18 @@
 // it at::RecordFunction gains a debug-only member (inputs_valid_) that libtorch's objects lack, so
 // this code would read the fields after it at the wrong offsets, and inputs() would assert on a
 // byte of padding (throwing c10::Error, with a backtrace, on many ops: their shapes are lost and
-// each costs hundreds of times more). Build with -DNDEBUG (src/torch/CMakeLists.txt, tools/build_torch_hooks.sh).
+// each costs hundreds of times more). Build with -DNDEBUG (src/torch/CMakeLists.txt,
+// tools/build_torch_hooks.sh).
 #ifndef NDEBUG
 #error "libgpuprof_torch must be compiled with -DNDEBUG, as torch's release libraries are (see above)"
 #endif
 
 #include <ATen/record_function.h>
-#include <dlfcn.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
-#include <torch/csrc/profiler/orchestration/observer.h>
+#include <dlfcn.h>
 #include <sys/syscall.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -37,7 +38,8 @@ namespace gpuprof::torch_hooks {
 namespace {
 
 std::int64_t EpochNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -180,7 +182,7 @@ class PythonStacks {
   void (*err_clear_)() = nullptr;
 };
 
-PythonStacks g_python_stacks;        // loaded once, under g_mu, before g_with_stack turns on
+PythonStacks g_python_stacks;  // loaded once, under g_mu, before g_with_stack turns on
 std::atomic<bool> g_with_stack{false};
 
 // Per running op. Allocated from a per-thread free list: an op costs no malloc.
@@ -290,7 +292,8 @@ struct TotalsOf<void (Class::*)(void*, int64_t, Allocated, Reserved, c10::Device
   using allocated = Allocated;
   using reserved = Reserved;
 };
-using ReportMethod = decltype(&c10::MemoryReportingInfoBase::reportMemoryUsage);  // ProfilerStateBase keeps it
+using ReportMethod =
+    decltype(&c10::MemoryReportingInfoBase::reportMemoryUsage);  // ProfilerStateBase keeps it
 
 // torch reads the PROFILER_STATE slot as a torch::profiler::impl::ProfilerStateBase (e.g.
 // profilerEnabled() reads its config), so the reporter is one: with a Disabled config, torch's
@@ -298,7 +301,8 @@ using ReportMethod = decltype(&c10::MemoryReportingInfoBase::reportMemoryUsage);
 class MemoryReporter final : public torch::profiler::impl::ProfilerStateBase {
  public:
   MemoryReporter()
-      : ProfilerStateBase(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::Disabled)) {}
+      : ProfilerStateBase(
+            torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::Disabled)) {}
   torch::profiler::impl::ActiveProfilerType profilerType() override {
     return torch::profiler::impl::ActiveProfilerType::NONE;
   }
@@ -355,14 +359,17 @@ using namespace gpuprof::torch_hooks;
 
 extern "C" {
 
-GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_memory, int with_stack) noexcept {
+GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_memory,
+                                              int with_stack) noexcept {
   try {
     std::lock_guard<std::mutex> lock(g_mu);
     if (with_stack != 0 && !g_python_stacks.Load()) return 2;
     if (g_buffer == nullptr) {
       OpBufferSinks sinks;
       sinks.op = [](const gpuprof_torch_op_v1& op) { return gpuprof_record_torch_op_v1(&op); };
-      sinks.memory = [](const gpuprof_allocator_event_v1& event) { return gpuprof_record_allocator_event_v1(&event); };
+      sinks.memory = [](const gpuprof_allocator_event_v1& event) {
+        return gpuprof_record_allocator_event_v1(&event);
+      };
       sinks.format_inputs = &FormatInputs;
       g_buffer = new OpBuffer(std::move(sinks));
     }
@@ -383,7 +390,8 @@ GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_mem
     InstallCallback();
     if (profile_memory != 0 && g_memory_users++ == 0) {
       // On this thread and on those that inherit its thread-local state (autograd's workers).
-      c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, std::make_shared<MemoryReporter>());
+      c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
+                                       std::make_shared<MemoryReporter>());
     }
     return 0;
   } catch (...) {

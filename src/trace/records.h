@@ -23,7 +23,7 @@ struct ApiCall {
   std::int64_t end_ns = 0;
   std::uint32_t pid = 0;
   std::uint32_t tid = 0;
-  std::string name;                 // e.g. cudaLaunchKernel, cuMemcpyAsync
+  std::string name;                  // e.g. cudaLaunchKernel, cuMemcpyAsync
   std::uint64_t correlation_id = 0;  // CUPTI correlation id (< 5<<28)
   bool launches_device_work = false;
 };
@@ -56,15 +56,15 @@ struct TorchOp {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::uint32_t pid = 0;
-  std::uint32_t tid = 0;                 // the thread the op started on
+  std::uint32_t tid = 0;  // the thread the op started on
   std::string name;
-  std::int64_t sequence_number = -1;     // autograd sequence number, -1 when none
-  std::uint64_t fwd_thread_id = 0;       // 0 for forward / non-autograd ops
-  std::string input_dtypes;              // torch_npu string format (§3.3); empty when not recorded
+  std::int64_t sequence_number = -1;  // autograd sequence number, -1 when none
+  std::uint64_t fwd_thread_id = 0;    // 0 for forward / non-autograd ops
+  std::string input_dtypes;           // torch_npu string format (§3.3); empty when not recorded
   std::string input_shapes;
-  std::vector<std::string> call_stack;   // innermost frame first ("file(line): func"); empty: none
+  std::vector<std::string> call_stack;         // innermost frame first ("file(line): func"); empty: none
   std::vector<std::uint64_t> correlation_ids;  // device launches tied to this op (CUPTI external correlation)
-  std::uint64_t external_id = 0;         // the id the op pushed as CUPTI external correlation; 0: none
+  std::uint64_t external_id = 0;               // the id the op pushed as CUPTI external correlation; 0: none
   Type type = Type::kOp;
 };
 
@@ -103,7 +103,7 @@ struct Mark {
   std::uint32_t end_tid = 0;
   std::uint64_t range_id = 0;
   std::string message;
-  std::string domain;                 // e.g. "default", "Module"
+  std::string domain;                           // e.g. "default", "Module"
   std::optional<std::uint64_t> correlation_id;  // device-side link; none: host-only
 };
 
@@ -130,13 +130,13 @@ using Record = std::variant<ApiCall, DeviceTask, TorchOp, AllocatorEvent, GcEven
 struct RunInfo {
   std::string hostname;
   std::uint32_t pid = 0;
-  std::int32_t rank = -1;    // -1: not set
-  std::int32_t device = -1;  // -1: not collected
+  std::int32_t rank = -1;        // -1: not set
+  std::int32_t device = -1;      // -1: not collected
   std::int32_t world_size = -1;  // ranks in the job (COMMUNICATION_OP.rankSize); -1: unknown
-  std::int64_t start_ns = 0;  // session start (names the output directory)
+  std::int64_t start_ns = 0;     // session start (names the output directory)
   std::int64_t end_ns = 0;
   std::vector<std::pair<std::int32_t, std::string>> devices;  // NPU_INFO: (id, name)
-  std::string config_json;   // the run's configuration, as given (profiler_info json, META_DATA)
+  std::string config_json;  // the run's configuration, as given (profiler_info json, META_DATA)
 };
 
 }  // namespace gpuprof::trace

@@ -141,8 +141,8 @@ Mark Range(const Process& p, const std::string& message, std::int64_t start, std
 }
 
 std::string ProcessLine(const Process& p, const std::string& role) {
-  return "gpuprof-test: process role=" + role + " pid=" + std::to_string(p.pid()) + " tid=" +
-         std::to_string(p.tid()) + " device=0\n";
+  return "gpuprof-test: process role=" + role + " pid=" + std::to_string(p.pid()) +
+         " tid=" + std::to_string(p.tid()) + " device=0\n";
 }
 
 // ---- The programs' work, as records -------------------------------------------------------------
@@ -157,8 +157,8 @@ Process KernelsProgram(std::string* output) {
                                       {64, 1, 1}, {256, 1, 1}, kCreatedStream));
   }
   for (int i = 0; i < 2; ++i) {
-    p.Call("cudaLaunchKernel", Kernel("void scale_kernel<float>(float*, float, int)", "scale_kernel", {32, 4, 1},
-                                      {32, 2, 2}, kLegacyStream));
+    p.Call("cudaLaunchKernel", Kernel("void scale_kernel<float>(float*, float, int)", "scale_kernel",
+                                      {32, 4, 1}, {32, 2, 2}, kLegacyStream));
   }
   p.Call("cudaMemcpy", Copy(65536, 2, kLegacyStream));
   return p;
@@ -181,8 +181,10 @@ constexpr std::uint32_t kNvtxEndTid = 6001;
 
 Process NvtxProgram(std::string* output) {
   Process p(6000, 6000);
-  *output = ProcessLine(p, "main") + "gpuprof-test: range type=start/end message=gpuprof_cross_thread start_tid=6000 "
-                                     "end_tid=" + std::to_string(kNvtxEndTid) + "\n";
+  *output = ProcessLine(p, "main") +
+            "gpuprof-test: range type=start/end message=gpuprof_cross_thread start_tid=6000 "
+            "end_tid=" +
+            std::to_string(kNvtxEndTid) + "\n";
   const std::int64_t outer_start = p.now();
   p.Advance(1'000);
   p.Call("cudaLaunchKernel", Kernel("nvtx_outer_kernel(float*, int)", "nvtx_outer_kernel", {256, 1, 1},
@@ -215,7 +217,8 @@ Process ForkProcess(std::uint32_t pid, const std::string& kernel, int launches) 
   Process p(pid, pid);
   p.Call("cudaMemset", Memset(16384, kLegacyStream));
   for (int i = 0; i < launches; ++i) {
-    p.Call("cudaLaunchKernel", Kernel(kernel + "(int*, int)", kernel, {32, 1, 1}, {128, 1, 1}, kLegacyStream));
+    p.Call("cudaLaunchKernel",
+           Kernel(kernel + "(int*, int)", kernel, {32, 1, 1}, {128, 1, 1}, kLegacyStream));
   }
   p.Call("cudaMemcpy", Copy(4, 2, kLegacyStream));
   return p;
@@ -272,7 +275,8 @@ class CheckDbTest : public ::testing::Test {
     }
     std::array<char, 4096> buffer{};
     std::size_t n = 0;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+      result.output.append(buffer.data(), n);
     const int status = pclose(pipe);
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return result;
@@ -284,7 +288,8 @@ class CheckDbTest : public ::testing::Test {
     EXPECT_THAT(r.output, HasSubstr(expectation + ": ok")) << r.output;
   }
 
-  void ExpectFail(const std::string& expectation, const std::string& program_output, const std::string& why) const {
+  void ExpectFail(const std::string& expectation, const std::string& program_output,
+                  const std::string& why) const {
     Checked r = Check(expectation, program_output);
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_THAT(r.output, HasSubstr(why)) << r.output;
@@ -305,7 +310,8 @@ TEST_F(CheckDbTest, KernelsWithWrongGridFail) {
   std::string output;
   Process p = KernelsProgram(&output);
   for (Record& record : p.records()) {
-    if (auto* task = std::get_if<DeviceTask>(&record); task != nullptr && task->short_name == "scale_kernel") {
+    if (auto* task = std::get_if<DeviceTask>(&record);
+        task != nullptr && task->short_name == "scale_kernel") {
       task->grid[0] = 16;
     }
   }
@@ -328,8 +334,8 @@ TEST_F(CheckDbTest, KernelsOnOneStreamFail) {
 TEST_F(CheckDbTest, GpuprofsOwnKernelFails) {
   std::string output;
   Process p = KernelsProgram(&output);
-  p.Call("cuLaunchKernel", Kernel("gpuprof_hash_chunks(const unsigned char*, unsigned long*)", "gpuprof_hash_chunks",
-                                  {8, 1, 1}, {256, 1, 1}, kLegacyStream));
+  p.Call("cuLaunchKernel", Kernel("gpuprof_hash_chunks(const unsigned char*, unsigned long*)",
+                                  "gpuprof_hash_chunks", {8, 1, 1}, {256, 1, 1}, kLegacyStream));
   Write(p);
   ExpectFail("kernels", output, "C1");
 }
@@ -358,8 +364,9 @@ TEST_F(CheckDbTest, LaunchOnAnotherThreadFails) {
 TEST_F(CheckDbTest, TaskTimesInAnotherTimeBaseFail) {
   std::string output;
   Process p = KernelsProgram(&output);
-  std::size_t last = p.Call("cudaLaunchKernel", Kernel("vector_add(const float*, const float*, float*, int)",
-                                                       "vector_add", {64, 1, 1}, {256, 1, 1}, kCreatedStream));
+  std::size_t last =
+      p.Call("cudaLaunchKernel", Kernel("vector_add(const float*, const float*, float*, int)", "vector_add",
+                                        {64, 1, 1}, {256, 1, 1}, kCreatedStream));
   p.task(last).start_ns = 123'456'789;  // GPU ticks, not epoch ns
   p.task(last).end_ns = 123'466'789;
   Write(p);
@@ -377,8 +384,8 @@ TEST_F(CheckDbTest, MemcpyWithWrongDirectionFails) {
   std::string output;
   Process p = MemcpyProgram(&output);
   for (Record& record : p.records()) {
-    if (auto* task = std::get_if<DeviceTask>(&record); task != nullptr && task->bytes == 1048576 &&
-                                                       task->memcpy_operation == 3) {
+    if (auto* task = std::get_if<DeviceTask>(&record);
+        task != nullptr && task->bytes == 1048576 && task->memcpy_operation == 3) {
       task->memcpy_operation = 1;
     }
   }
@@ -451,18 +458,20 @@ TEST_F(CheckDbTest, ChildKernelsInTheParentsDbFail) {
   Process parent = ForkProcess(7000, "fork_parent_kernel", 2);
   Process child = ForkProcess(7001, "fork_child_kernel", 3);
   const std::string output = ProcessLine(parent, "parent") + ProcessLine(child, "child");
-  parent.Call("cudaLaunchKernel",
-              Kernel("fork_child_kernel(int*, int)", "fork_child_kernel", {32, 1, 1}, {128, 1, 1}, kLegacyStream));
+  parent.Call("cudaLaunchKernel", Kernel("fork_child_kernel(int*, int)", "fork_child_kernel", {32, 1, 1},
+                                         {128, 1, 1}, kLegacyStream));
   Write(parent);
   ExpectFail("fork_parent_only", output, "holds fork_child_kernel");
 }
 
 TEST_F(CheckDbTest, UnfinishedDbFails) {
   Process parent = ForkProcess(7000, "fork_parent_kernel", 2);
-  const std::string output = ProcessLine(parent, "parent") + "gpuprof-test: process role=child pid=7001 tid=7001\n";
+  const std::string output =
+      ProcessLine(parent, "parent") + "gpuprof-test: process role=child pid=7001 tid=7001\n";
   Write(parent);
   fs::create_directories(out_ + "/gpuhost_7001_x_ascend_pt/ASCEND_PROFILER_OUTPUT");
-  std::ofstream(out_ + "/gpuhost_7001_x_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler.db.partial") << "x";
+  std::ofstream(out_ + "/gpuhost_7001_x_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler.db.partial")
+      << "x";
   ExpectFail("fork_parent_only", output, "unfinished DBs left behind");
 }
 
@@ -471,10 +480,11 @@ TEST_F(CheckDbTest, TrainingRunPassesWhenEveryKernelJoinsItsLaunch) {
   p.Call("cudaMemcpyAsync", Copy(1 << 20, 1, kLegacyStream));
   p.Call("cudaLaunchKernel", Kernel("void at::native::elementwise_kernel<128, 2>(int)", "elementwise_kernel",
                                     {4, 1, 1}, {128, 1, 1}, kLegacyStream));
-  p.Call("cuLaunchKernelEx", Kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32", "sm90_xmma_gemm",
-                                    {2, 2, 1}, {256, 1, 1}, kLegacyStream));
-  const std::string output = "device: cuda:0 (NVIDIA H200), torch 2.11.0\nstep 1/3 loss 2.3\nstep 2/3 loss 2.2\n"
-                             "step 3/3 loss 2.1\n";
+  p.Call("cuLaunchKernelEx", Kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32",
+                                    "sm90_xmma_gemm", {2, 2, 1}, {256, 1, 1}, kLegacyStream));
+  const std::string output =
+      "device: cuda:0 (NVIDIA H200), torch 2.11.0\nstep 1/3 loss 2.3\nstep 2/3 loss 2.2\n"
+      "step 3/3 loss 2.1\n";
   Write(p);
   ExpectPass("train_plain", output);
 }
@@ -483,8 +493,8 @@ TEST_F(CheckDbTest, TrainingKernelWithoutItsLaunchFails) {
   Process p(8000, 8000);
   p.Call("cudaMemcpyAsync", Copy(1 << 20, 1, kLegacyStream));
   p.Call("cudaLaunchKernel",
-         Kernel("void at::native::elementwise_kernel<128, 2>(int)", "elementwise_kernel", {4, 1, 1}, {128, 1, 1},
-                kLegacyStream),
+         Kernel("void at::native::elementwise_kernel<128, 2>(int)", "elementwise_kernel", {4, 1, 1},
+                {128, 1, 1}, kLegacyStream),
          /*launch_row=*/false);
   const std::string output = "device: cuda:0 (NVIDIA H200)\nstep 3/3 loss 2.1\n";
   Write(p);

@@ -42,7 +42,8 @@ void Work(const char* role, void (*kernel)(int*, int), int launches, int step) {
   GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(&last, data + kN - 1, sizeof(int), cudaMemcpyDeviceToHost));
   if (last != launches * step) gpuprof_test::Fail(role);
   GPUPROF_TEST_CUDA_CHECK(cudaFree(data));
-  std::printf("gpuprof-test: launched role=%s pid=%ld count=%d\n", role, static_cast<long>(getpid()), launches);
+  std::printf("gpuprof-test: launched role=%s pid=%ld count=%d\n", role, static_cast<long>(getpid()),
+              launches);
   std::fflush(stdout);
 }
 

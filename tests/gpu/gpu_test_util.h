@@ -11,14 +11,14 @@
 #include <cstdlib>
 
 // Test programs, not library code: a failed CUDA call ends the program with the call named.
-#define GPUPROF_TEST_CUDA_CHECK(call)                                                             \
-  do {                                                                                            \
-    cudaError_t gpuprof_test_err_ = (call);                                                       \
-    if (gpuprof_test_err_ != cudaSuccess) {                                                       \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                   \
-                   cudaGetErrorString(gpuprof_test_err_));                                        \
-      std::exit(1);                                                                               \
-    }                                                                                             \
+#define GPUPROF_TEST_CUDA_CHECK(call)                                           \
+  do {                                                                          \
+    cudaError_t gpuprof_test_err_ = (call);                                     \
+    if (gpuprof_test_err_ != cudaSuccess) {                                     \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
+                   cudaGetErrorString(gpuprof_test_err_));                      \
+      std::exit(1);                                                             \
+    }                                                                           \
   } while (0)
 
 namespace gpuprof_test {

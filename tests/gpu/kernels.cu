@@ -55,13 +55,15 @@ int main() {
     GPUPROF_TEST_CUDA_CHECK(cudaGetLastError());
   }
   GPUPROF_TEST_CUDA_CHECK(cudaDeviceSynchronize());
-  std::printf("gpuprof-test: launched kernel=scale_kernel<float> count=2 grid=32,4,1 block=32,2,2 stream=default\n");
+  std::printf(
+      "gpuprof-test: launched kernel=scale_kernel<float> count=2 grid=32,4,1 block=32,2,2 stream=default\n");
 
   GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(c.data(), dc, kN * sizeof(float), cudaMemcpyDeviceToHost));
   for (int i = 0; i < kN; ++i) {
     float expected = 3.0f * static_cast<float>(i) * 0.25f;
     if (c[i] != expected) {
-      std::fprintf(stderr, "c[%d] = %f, expected %f\n", i, static_cast<double>(c[i]), static_cast<double>(expected));
+      std::fprintf(stderr, "c[%d] = %f, expected %f\n", i, static_cast<double>(c[i]),
+                   static_cast<double>(expected));
       gpuprof_test::Fail("kernel results");
     }
   }

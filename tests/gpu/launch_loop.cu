@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   const auto begin = std::chrono::steady_clock::now();
   for (long i = 0; i < n; ++i) empty_kernel<<<1, 32>>>(nullptr);
   GPUPROF_TEST_CUDA_CHECK(cudaDeviceSynchronize());
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begin).count();
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begin).count();
   std::printf("launch_loop: %ld launches, %.1f ns per launch\n", n, ns / static_cast<double>(n));
   return 0;
 }

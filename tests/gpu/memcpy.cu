@@ -79,9 +79,9 @@ int main() {
   GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(check.data(), dst, kCheckBytes, cudaMemcpyDeviceToHost));
   Print("cudaMemcpy", "DtoH", kCheckBytes, "default");
   for (size_t i = 0; i < kCheckBytes; ++i) {
-    unsigned char expected = i < kAsyncHtoDBytes                    ? PatternB(i)
+    unsigned char expected = i < kAsyncHtoDBytes                ? PatternB(i)
                              : i < kMemsetOffset + kMemsetBytes ? kMemsetValue
-                                                                    : PatternA(i);
+                                                                : PatternA(i);
     if (check[i] != expected) {
       std::fprintf(stderr, "dst[%zu] = %u, expected %u\n", i, check[i], expected);
       gpuprof_test::Fail("device bytes after the copies and the memset");

@@ -42,7 +42,9 @@ int main() {
   GPUPROF_TEST_CUDA_CHECK(cudaDeviceSynchronize());
   nvtxRangePop();
   nvtxRangePop();
-  std::printf("gpuprof-test: range type=push/pop message=gpuprof_outer contains=gpuprof_inner kernel=nvtx_outer_kernel\n");
+  std::printf(
+      "gpuprof-test: range type=push/pop message=gpuprof_outer contains=gpuprof_inner "
+      "kernel=nvtx_outer_kernel\n");
   std::printf("gpuprof-test: range type=push/pop message=gpuprof_inner kernel=nvtx_inner_kernel\n");
 
   nvtxMarkA("gpuprof_mark");

@@ -142,9 +142,11 @@ int Async() {
   std::vector<unsigned> input = Iota(kN), out(kN);
   unsigned* x = nullptr;
   GPUPROF_TEST_CUDA_CHECK(cudaMallocAsync(&x, kN * sizeof(unsigned), stream));
-  GPUPROF_TEST_CUDA_CHECK(cudaMemcpyAsync(x, input.data(), kN * sizeof(unsigned), cudaMemcpyHostToDevice, stream));
+  GPUPROF_TEST_CUDA_CHECK(
+      cudaMemcpyAsync(x, input.data(), kN * sizeof(unsigned), cudaMemcpyHostToDevice, stream));
   in_place_update<<<kN / 256, 256, 0, stream>>>(x, kN);
-  GPUPROF_TEST_CUDA_CHECK(cudaMemcpyAsync(out.data(), x, kN * sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
+  GPUPROF_TEST_CUDA_CHECK(
+      cudaMemcpyAsync(out.data(), x, kN * sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
   GPUPROF_TEST_CUDA_CHECK(cudaStreamSynchronize(stream));
   CheckInPlace(out, input, 1);
   GPUPROF_TEST_CUDA_CHECK(cudaFreeAsync(x, stream));
@@ -158,9 +160,11 @@ int Async() {
   GPUPROF_TEST_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
   unsigned* y = nullptr;
   GPUPROF_TEST_CUDA_CHECK(cudaMallocFromPoolAsync(&y, kN * sizeof(unsigned), pool, stream));
-  GPUPROF_TEST_CUDA_CHECK(cudaMemcpyAsync(y, input.data(), kN * sizeof(unsigned), cudaMemcpyHostToDevice, stream));
+  GPUPROF_TEST_CUDA_CHECK(
+      cudaMemcpyAsync(y, input.data(), kN * sizeof(unsigned), cudaMemcpyHostToDevice, stream));
   in_place_update<<<kN / 256, 256, 0, stream>>>(y, kN);
-  GPUPROF_TEST_CUDA_CHECK(cudaMemcpyAsync(out.data(), y, kN * sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
+  GPUPROF_TEST_CUDA_CHECK(
+      cudaMemcpyAsync(out.data(), y, kN * sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
   GPUPROF_TEST_CUDA_CHECK(cudaStreamSynchronize(stream));
   CheckInPlace(out, input, 1);
   GPUPROF_TEST_CUDA_CHECK(cudaFreeAsync(y, stream));
@@ -272,16 +276,27 @@ int main(int argc, char** argv) {
   gpuprof_test::PrintProcess("main", 0);
   std::string mode = argc > 1 ? argv[1] : "";
   int rc = 2;
-  if (mode == "inplace") rc = InPlace();
-  else if (mode == "counter") rc = Counter();
-  else if (mode == "constant") rc = Constant();
-  else if (mode == "async") rc = Async();
-  else if (mode == "graph") rc = Graph();
-  else if (mode == "timer") rc = Timer();
-  else if (mode == "free_thread") rc = FreeThread();
-  else if (mode == "array") rc = Array();
-  else if (mode == "two_gpu") rc = TwoGpu();
-  else std::fprintf(stderr, "usage: %s inplace|counter|constant|async|graph|timer|free_thread|array|two_gpu\n", argv[0]);
+  if (mode == "inplace")
+    rc = InPlace();
+  else if (mode == "counter")
+    rc = Counter();
+  else if (mode == "constant")
+    rc = Constant();
+  else if (mode == "async")
+    rc = Async();
+  else if (mode == "graph")
+    rc = Graph();
+  else if (mode == "timer")
+    rc = Timer();
+  else if (mode == "free_thread")
+    rc = FreeThread();
+  else if (mode == "array")
+    rc = Array();
+  else if (mode == "two_gpu")
+    rc = TwoGpu();
+  else
+    std::fprintf(stderr, "usage: %s inplace|counter|constant|async|graph|timer|free_thread|array|two_gpu\n",
+                 argv[0]);
   if (rc == 0) GPUPROF_TEST_CUDA_CHECK(cudaDeviceSynchronize());
   return rc;
 }

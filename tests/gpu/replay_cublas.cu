@@ -42,7 +42,8 @@ int main() {
     for (int i = 0; i < n; i += 13) {
       double sum = 0;
       for (int k = 0; k < n; ++k) {
-        sum += static_cast<double>(a[static_cast<std::size_t>(i + k * n)]) * b[static_cast<std::size_t>(k + j * n)];
+        sum += static_cast<double>(a[static_cast<std::size_t>(i + k * n)]) *
+               b[static_cast<std::size_t>(k + j * n)];
       }
       double want = 1.0 + 2.0 * sum;
       double have = got[static_cast<std::size_t>(i + j * n)];

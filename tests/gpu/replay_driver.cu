@@ -19,15 +19,15 @@
 
 #include "gpu_test_util.h"
 
-#define DRIVER_CHECK(call)                                                                  \
-  do {                                                                                      \
-    CUresult driver_err_ = (call);                                                          \
-    if (driver_err_ != CUDA_SUCCESS) {                                                      \
-      const char* text = nullptr;                                                           \
-      cuGetErrorString(driver_err_, &text);                                                 \
+#define DRIVER_CHECK(call)                                                                          \
+  do {                                                                                              \
+    CUresult driver_err_ = (call);                                                                  \
+    if (driver_err_ != CUDA_SUCCESS) {                                                              \
+      const char* text = nullptr;                                                                   \
+      cuGetErrorString(driver_err_, &text);                                                         \
       std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, text ? text : "?"); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
+      std::exit(1);                                                                                 \
+    }                                                                                               \
   } while (0)
 
 __global__ void vmm_update(unsigned* x, int n) {
@@ -179,8 +179,8 @@ int Cross(bool through_library) {
   }
   DRIVER_CHECK(cuMemFree(out));
   DRIVER_CHECK(cuModuleUnload(module));
-  std::printf("gpuprof-test: launched kernel=%s count=3 module=%s\n", through_library ? "ptx_bump" : "bump_through",
-              through_library ? "runtime-library" : "ptx");
+  std::printf("gpuprof-test: launched kernel=%s count=3 module=%s\n",
+              through_library ? "ptx_bump" : "bump_through", through_library ? "runtime-library" : "ptx");
   return 0;
 }
 
@@ -191,10 +191,15 @@ int main(int argc, char** argv) {
   gpuprof_test::PrintProcess("main", 0);
   std::string mode = argc > 1 ? argv[1] : "";
   int rc = 2;
-  if (mode == "vmm") rc = Vmm();
-  else if (mode == "ptx") rc = Ptx();
-  else if (mode == "cross_module") rc = Cross(false);
-  else if (mode == "cross_library") rc = Cross(true);
-  else std::fprintf(stderr, "usage: %s vmm|ptx|cross_module|cross_library\n", argv[0]);
+  if (mode == "vmm")
+    rc = Vmm();
+  else if (mode == "ptx")
+    rc = Ptx();
+  else if (mode == "cross_module")
+    rc = Cross(false);
+  else if (mode == "cross_library")
+    rc = Cross(true);
+  else
+    std::fprintf(stderr, "usage: %s vmm|ptx|cross_module|cross_library\n", argv[0]);
   return rc;
 }

@@ -2,6 +2,7 @@
 // stdout captured, the exit status decoded. Header-only (each test is its own binary).
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -9,8 +10,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace gpuprof::testing {
 

@@ -275,7 +275,8 @@ TEST_F(DbCliTest, ExportWritesAChromeTraceWithEveryEventAndMatchedFlows) {
   rank1.rank = 1;
   ASSERT_TRUE(fixture::WriteFixtureRun(dir_ + "/runs", "node1_1_20240101", rank1).ok());
   const std::string trace = dir_ + "/trace.json";
-  CliResult result = Run("export --format perfetto " + ShellQuote(dir_ + "/runs") + " -o " + ShellQuote(trace));
+  CliResult result =
+      Run("export --format perfetto " + ShellQuote(dir_ + "/runs") + " -o " + ShellQuote(trace));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("wrote " + trace));
   EXPECT_THAT(result.out, HasSubstr("2 DB(s)"));

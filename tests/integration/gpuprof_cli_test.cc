@@ -1,4 +1,6 @@
 // Runs the `gpuprof` executable (GPUPROF_CLI_PATH) and checks its output and exit status.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -8,9 +10,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "cli_harness.h"
 
@@ -225,7 +224,8 @@ TEST(GpuprofCliTest, DemoWithAnOutputDirWritesADatabaseThatCheckStatsAndExportRe
   EXPECT_THAT(stats.output, HasSubstr("graph-launch"));    // and the declined graph
 
   const std::string json = dir + "/trace.json";
-  CliResult exported = RunCli("export --format perfetto '" + dir + "' -o '" + json + "'", /*merge_stderr=*/true);
+  CliResult exported =
+      RunCli("export --format perfetto '" + dir + "' -o '" + json + "'", /*merge_stderr=*/true);
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
   FILE* file = std::fopen(json.c_str(), "r");
   ASSERT_NE(file, nullptr);

@@ -4,6 +4,8 @@
 // application receives, signal forwarding, and the summary of DBs a session reports through
 // GPUPROF_RESULT_FILE (a fixture DB stands in for a session's).
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,9 +20,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "cli_harness.h"
 
@@ -42,7 +41,8 @@ class RunCommandTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/gpuprof_run_cli_XXXXXX";
+    std::string pattern =
+        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/gpuprof_run_cli_XXXXXX";
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
     // No CUDA program runs here, so any readable file serves as the injection library: the
@@ -60,8 +60,9 @@ class RunCommandTest : public ::testing::Test {
   CliResult Run(const std::string& args, const std::string& env = "",
                 const std::string& cli = GPUPROF_CLI_PATH) const {
     const std::string err_path = dir_ + "/stderr.txt";
-    const std::string command = "cd " + ShellQuote(dir_) + " && GPUPROF_INJECT_LIBRARY=" + ShellQuote(inject_) + " " + env +
-                                " " + ShellQuote(cli) + " " + args + " 2>" + ShellQuote(err_path);
+    const std::string command = "cd " + ShellQuote(dir_) +
+                                " && GPUPROF_INJECT_LIBRARY=" + ShellQuote(inject_) + " " + env + " " +
+                                ShellQuote(cli) + " " + args + " 2>" + ShellQuote(err_path);
     CliResult result = RunShell(command, err_path);
     return result;
   }
@@ -120,8 +121,8 @@ TEST_F(RunCommandTest, UnknownFlagBeforeTheApplicationIsAUsageError) {
 TEST_F(RunCommandTest, HelpDescribesTheContract) {
   CliResult r = Run("run --help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* text : {"--follow-children", "-o,--output", "CUDA_INJECTION64_PATH", "GPUPROF_INJECT_LIBRARY",
-                           "128+N", "127", "SIGINT", "APP [ARGS...]"}) {
+  for (const char* text : {"--follow-children", "-o,--output", "CUDA_INJECTION64_PATH",
+                           "GPUPROF_INJECT_LIBRARY", "128+N", "127", "SIGINT", "APP [ARGS...]"}) {
     EXPECT_THAT(r.out, HasSubstr(text));
   }
 }
@@ -155,8 +156,8 @@ TEST_F(RunCommandTest, InjectLibraryBesideTheExecutableIsFound) {
   fs::copy_file(GPUPROF_CLI_PATH, root + "/bin/gpuprof");
   fs::permissions(root + "/bin/gpuprof", fs::perms::owner_all);
   std::ofstream(root + "/lib/libgpuprof_inject.so") << "stand-in\n";
-  CliResult r = Run("run -- /bin/sh -c 'echo \"$CUDA_INJECTION64_PATH\"'", "GPUPROF_INJECT_LIBRARY=",
-                    root + "/bin/gpuprof");
+  CliResult r = Run("run -- /bin/sh -c 'echo \"$CUDA_INJECTION64_PATH\"'",
+                    "GPUPROF_INJECT_LIBRARY=", root + "/bin/gpuprof");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, root + "/lib/libgpuprof_inject.so\n");
 }
@@ -164,22 +165,25 @@ TEST_F(RunCommandTest, InjectLibraryBesideTheExecutableIsFound) {
 // `gpuprof replay` is `gpuprof run` with kernel replay configured: its flags reach the injected
 // session as GPUPROF_REPLAY_* variables (cupti/replay_hook.h reads them).
 TEST_F(RunCommandTest, ReplayFlagsReachTheApplicationAsVariables) {
-  CliResult r = Run(
-      "replay --passes 4 -k regex:gemm -s 2 -c 3 --cache-control none --restore full --strict --device-reserve 512 "
-      "-o out -- "
-      "/bin/sh -c 'echo \"$GPUPROF_REPLAY_PASSES|$GPUPROF_REPLAY_KERNEL|$GPUPROF_REPLAY_SKIP|$GPUPROF_REPLAY_COUNT|"
-      "$GPUPROF_REPLAY_CACHE_CONTROL|$GPUPROF_REPLAY_RESTORE|$GPUPROF_REPLAY_STRICT|$GPUPROF_LOG_LEVEL|"
-      "$GPUPROF_REPLAY_DEVICE_RESERVE_MIB|$GPUPROF_OUTPUT_DIR\"'");
+  CliResult r =
+      Run("replay --passes 4 -k regex:gemm -s 2 -c 3 --cache-control none --restore full --strict "
+          "--device-reserve 512 "
+          "-o out -- "
+          "/bin/sh -c 'echo "
+          "\"$GPUPROF_REPLAY_PASSES|$GPUPROF_REPLAY_KERNEL|$GPUPROF_REPLAY_SKIP|$GPUPROF_REPLAY_COUNT|"
+          "$GPUPROF_REPLAY_CACHE_CONTROL|$GPUPROF_REPLAY_RESTORE|$GPUPROF_REPLAY_STRICT|$GPUPROF_LOG_LEVEL|"
+          "$GPUPROF_REPLAY_DEVICE_RESERVE_MIB|$GPUPROF_OUTPUT_DIR\"'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "4|regex:gemm|2|3|none|full|1|info|512|" + dir_ + "/out\n");
   EXPECT_THAT(r.err, HasSubstr("gpuprof: replaying 'regex:gemm', 4 passes per launch, at most 3 launches"));
 }
 
 TEST_F(RunCommandTest, ReplayDefaultsAndTheUsersLogLevel) {
-  CliResult r = Run("replay -- /bin/sh -c 'echo \"$GPUPROF_REPLAY_PASSES|$GPUPROF_REPLAY_KERNEL|"
-                    "$GPUPROF_REPLAY_CACHE_CONTROL|$GPUPROF_REPLAY_RESTORE|$GPUPROF_LOG_LEVEL|"
-                    "$GPUPROF_REPLAY_DEVICE_RESERVE_MIB\"; exit 5'",
-                    "GPUPROF_LOG_LEVEL=warning");
+  CliResult r =
+      Run("replay -- /bin/sh -c 'echo \"$GPUPROF_REPLAY_PASSES|$GPUPROF_REPLAY_KERNEL|"
+          "$GPUPROF_REPLAY_CACHE_CONTROL|$GPUPROF_REPLAY_RESTORE|$GPUPROF_LOG_LEVEL|"
+          "$GPUPROF_REPLAY_DEVICE_RESERVE_MIB\"; exit 5'",
+          "GPUPROF_LOG_LEVEL=warning");
   EXPECT_EQ(r.exit_code, 5) << "the application's exit status, as for run";
   EXPECT_EQ(r.out, "5||all|auto|warning|2048\n");
   EXPECT_THAT(r.err, HasSubstr("replaying every kernel"));
@@ -202,20 +206,21 @@ TEST_F(RunCommandTest, ReplayUsageErrorsNameTheFlag) {
 TEST_F(RunCommandTest, ReplayHelpDescribesSelectionAndDeclines) {
   CliResult r = Run("replay --help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* text : {"--passes", "-k,--kernel-name", "regex:PATTERN", "-s,--launch-skip", "-c,--launch-count",
-                           "--cache-control", "--restore", "--strict", "Declined launches"}) {
+  for (const char* text :
+       {"--passes", "-k,--kernel-name", "regex:PATTERN", "-s,--launch-skip", "-c,--launch-count",
+        "--cache-control", "--restore", "--strict", "Declined launches"}) {
     EXPECT_THAT(r.out, HasSubstr(text));
   }
 }
 
 TEST_F(RunCommandTest, EnvironmentReachesTheApplication) {
-  CliResult r = Run(
-      "run -o out -- /bin/sh -c 'echo \"$CUDA_INJECTION64_PATH\"; echo \"$GPUPROF_OUTPUT_DIR\"; "
-      "echo \"$GPUPROF_RESULT_FILE\"; echo \"$GPUPROF_FOLLOW_CHILDREN\"; echo \"$GPUPROF_ROOT_PID\" $$; "
-      "echo \"$NVTX_INJECTION64_PATH\"; echo \"$GPUPROF_LOG_LEVEL\"; echo \"$GPUPROF_WORKER_NAME\"; "
-      "test -f \"$GPUPROF_RESULT_FILE\" && echo result-file-exists'",
-      "GPUPROF_LOG_LEVEL=debug GPUPROF_WORKER_NAME=w0 GPUPROF_ROOT_PID=1 GPUPROF_FOLLOW_CHILDREN=1 "
-      "GPUPROF_OUTPUT_DIR=/elsewhere");
+  CliResult r =
+      Run("run -o out -- /bin/sh -c 'echo \"$CUDA_INJECTION64_PATH\"; echo \"$GPUPROF_OUTPUT_DIR\"; "
+          "echo \"$GPUPROF_RESULT_FILE\"; echo \"$GPUPROF_FOLLOW_CHILDREN\"; echo \"$GPUPROF_ROOT_PID\" $$; "
+          "echo \"$NVTX_INJECTION64_PATH\"; echo \"$GPUPROF_LOG_LEVEL\"; echo \"$GPUPROF_WORKER_NAME\"; "
+          "test -f \"$GPUPROF_RESULT_FILE\" && echo result-file-exists'",
+          "GPUPROF_LOG_LEVEL=debug GPUPROF_WORKER_NAME=w0 GPUPROF_ROOT_PID=1 GPUPROF_FOLLOW_CHILDREN=1 "
+          "GPUPROF_OUTPUT_DIR=/elsewhere");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines;
   std::istringstream stream(r.out);
@@ -261,16 +266,20 @@ TEST_F(RunCommandTest, CudaTraceReachesTheApplicationAndBadListsAreUsageErrors) 
     EXPECT_THAT(r.err, HasSubstr("--cuda-trace")) << bad;
   }
   // The session's own check and words (base/settings.h), not a second copy in the CLI.
-  EXPECT_THAT(Run("run --cuda-trace runtime,runtime -- /bin/true").err, HasSubstr("\"runtime\" is given twice"));
-  EXPECT_THAT(Run("run --cuda-trace driver,launches -- /bin/true").err,
-              HasSubstr("\"launches\" records the launching calls of the runtime and driver APIs, \"driver\" every call "
-                        "of the driver; give one of them"));
+  EXPECT_THAT(Run("run --cuda-trace runtime,runtime -- /bin/true").err,
+              HasSubstr("\"runtime\" is given twice"));
+  EXPECT_THAT(
+      Run("run --cuda-trace driver,launches -- /bin/true").err,
+      HasSubstr(
+          "\"launches\" records the launching calls of the runtime and driver APIs, \"driver\" every call "
+          "of the driver; give one of them"));
   EXPECT_THAT(Run("run --help").out, HasSubstr("--cuda-trace"));
 }
 
 TEST_F(RunCommandTest, ReplayFromScriptArmsTheChildAndFollowsChildrenWhenAsked) {
-  CliResult r = Run("replay --from-script --follow-children -- /bin/sh -c "
-                    "'echo \"$GPUPROF_REPLAY_FROM_SCRIPT|$GPUPROF_FOLLOW_CHILDREN|$GPUPROF_REPLAY_PASSES\"'");
+  CliResult r =
+      Run("replay --from-script --follow-children -- /bin/sh -c "
+          "'echo \"$GPUPROF_REPLAY_FROM_SCRIPT|$GPUPROF_FOLLOW_CHILDREN|$GPUPROF_REPLAY_PASSES\"'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "1|1|\n") << "armed, children followed, no command-line selection";
   EXPECT_THAT(r.err, HasSubstr("replay armed; the program chooses what to replay"));
@@ -311,7 +320,8 @@ TEST_F(RunCommandTest, ApplicationKilledBySignalGives128PlusSignal) {
 
 TEST_F(RunCommandTest, SigtermSentToGpuprofIsForwardedToTheApplication) {
   const std::string ready = dir_ + "/ready";
-  const std::string script = "trap 'exit 7' TERM; touch " + ShellQuote(ready) + "; while :; do sleep 0.05; done";
+  const std::string script =
+      "trap 'exit 7' TERM; touch " + ShellQuote(ready) + "; while :; do sleep 0.05; done";
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -323,7 +333,8 @@ TEST_F(RunCommandTest, SigtermSentToGpuprofIsForwardedToTheApplication) {
           static_cast<char*>(nullptr));
     _exit(99);
   }
-  for (int i = 0; i < 400 && !fs::exists(ready); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  for (int i = 0; i < 400 && !fs::exists(ready); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
   ASSERT_TRUE(fs::exists(ready)) << "the application never started";
   ASSERT_EQ(kill(pid, SIGTERM), 0);
   int status = 0;
@@ -333,9 +344,9 @@ TEST_F(RunCommandTest, SigtermSentToGpuprofIsForwardedToTheApplication) {
 }
 
 TEST_F(RunCommandTest, UnfinishedDbIsReported) {
-  CliResult r = Run(
-      "run -o out -- /bin/sh -c 'd=\"$GPUPROF_OUTPUT_DIR/h_1_2_ascend_pt/ASCEND_PROFILER_OUTPUT\"; "
-      "mkdir -p \"$d\" && echo x > \"$d/ascend_pytorch_profiler.db.partial\"; kill -KILL $$'");
+  CliResult r =
+      Run("run -o out -- /bin/sh -c 'd=\"$GPUPROF_OUTPUT_DIR/h_1_2_ascend_pt/ASCEND_PROFILER_OUTPUT\"; "
+          "mkdir -p \"$d\" && echo x > \"$d/ascend_pytorch_profiler.db.partial\"; kill -KILL $$'");
   EXPECT_EQ(r.exit_code, 128 + SIGKILL);
   EXPECT_THAT(r.err, HasSubstr("no profile DB was finalized"));
   EXPECT_THAT(r.err, HasSubstr("ascend_pytorch_profiler.db.partial"));
@@ -351,14 +362,16 @@ TEST_F(RunCommandTest, ReportedDbIsSummarized) {
   // does not know, which it must ignore).
   gpuprof::StatusOr<std::string> db = fixture::WriteFixtureRun(dir_ + "/out", "node0_4242_20240101");
   ASSERT_TRUE(db.ok()) << db.status().message();
-  CliResult r = Run("run -o out -- /bin/sh -c 'echo \"future-line x\" >> \"$GPUPROF_RESULT_FILE\"; "
-                    "echo \"db " + *db + "\" >> \"$GPUPROF_RESULT_FILE\"; echo \"db " + *db +
-                    "\" >> \"$GPUPROF_RESULT_FILE\"; exit 0'");
+  CliResult r = Run(
+      "run -o out -- /bin/sh -c 'echo \"future-line x\" >> \"$GPUPROF_RESULT_FILE\"; "
+      "echo \"db " +
+      *db + "\" >> \"$GPUPROF_RESULT_FILE\"; echo \"db " + *db + "\" >> \"$GPUPROF_RESULT_FILE\"; exit 0'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("gpuprof: profile DB: " + *db));
   // 4 kernel launches of 3 kernels (fixture_db.h), 250 µs of device time; gemm_kernel<float>
   // and gemm_bwd_kernel (100 µs each) lead.
-  EXPECT_THAT(r.err, HasSubstr("Top kernels by total time (4 launches of 3 kernels, 0.250 ms on the device)"));
+  EXPECT_THAT(r.err,
+              HasSubstr("Top kernels by total time (4 launches of 3 kernels, 0.250 ms on the device)"));
   EXPECT_THAT(r.err, HasSubstr("gemm_kernel<float>"));
   EXPECT_THAT(r.err, HasSubstr("relu_kernel"));
   EXPECT_THAT(r.err, HasSubstr("Device tasks:"));

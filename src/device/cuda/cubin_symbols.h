@@ -64,5 +64,4 @@ StatusOr<CubinSideEffects> ReadCubinSideEffects(std::span<const std::byte> image
 // Sorted, deduplicated. Errors as for ReadCubinVariables.
 StatusOr<std::vector<std::string>> ReadCubinKernelNames(std::span<const std::byte> image);
 
-
 }  // namespace gpuprof::device::cuda

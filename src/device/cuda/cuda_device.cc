@@ -38,7 +38,8 @@ class InternalScope {
 
 class CudaBacking final : public BackingBuffer {
  public:
-  CudaBacking(const CudaDriver& driver, StorageTier tier, std::uint64_t size, CUdeviceptr device_ptr, void* host)
+  CudaBacking(const CudaDriver& driver, StorageTier tier, std::uint64_t size, CUdeviceptr device_ptr,
+              void* host)
       : driver_(driver), tier_(tier), size_(size), device_ptr_(device_ptr), host_(host) {}
   ~CudaBacking() override {
     ScopedInternalWork internal;
@@ -82,10 +83,12 @@ Status CudaDevice::Init() {
       driver_.Check("cuDevicePrimaryCtxRetain", driver_.DevicePrimaryCtxRetain(&context_, device_)));
   char pci[64] = {};
   sm_clock_ = std::make_unique<SmClock>(
-      driver_.DeviceGetPCIBusId(pci, sizeof(pci) - 1, device_) == CUDA_SUCCESS ? std::string(pci) : std::string());
+      driver_.DeviceGetPCIBusId(pci, sizeof(pci) - 1, device_) == CUDA_SUCCESS ? std::string(pci)
+                                                                               : std::string());
   InternalScope scope(driver_, context_);
   if (!scope.ok()) return InternalError("cuCtxPushCurrent failed");
-  GPUPROF_RETURN_IF_ERROR(driver_.Check("cuStreamCreate", driver_.StreamCreate(&stream_, CU_STREAM_NON_BLOCKING)));
+  GPUPROF_RETURN_IF_ERROR(
+      driver_.Check("cuStreamCreate", driver_.StreamCreate(&stream_, CU_STREAM_NON_BLOCKING)));
   GPUPROF_RETURN_IF_ERROR(
       driver_.Check("cuMemHostAlloc(staging)", driver_.MemHostAlloc(&staging_, options_.staging_bytes, 0)));
   int l2 = 0;
@@ -162,7 +165,8 @@ Status CudaDevice::CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_
   return Copy("cuMemcpyDtoDAsync", driver_.MemcpyDtoDAsync(dst, src, bytes, stream_));
 }
 
-StatusOr<std::unique_ptr<BackingBuffer>> CudaDevice::AllocateBacking(std::uint64_t bytes, StorageTier preferred) {
+StatusOr<std::unique_ptr<BackingBuffer>> CudaDevice::AllocateBacking(std::uint64_t bytes,
+                                                                     StorageTier preferred) {
   InternalScope scope(driver_, context_);
   if (preferred == StorageTier::kDevice) {
     size_t free_bytes = 0;
@@ -171,7 +175,8 @@ StatusOr<std::unique_ptr<BackingBuffer>> CudaDevice::AllocateBacking(std::uint64
         free_bytes > options_.device_reserve_bytes && bytes <= free_bytes - options_.device_reserve_bytes) {
       CUdeviceptr ptr = 0;
       if (driver_.MemAlloc(&ptr, bytes) == CUDA_SUCCESS) {
-        return std::unique_ptr<BackingBuffer>(new CudaBacking(driver_, StorageTier::kDevice, bytes, ptr, nullptr));
+        return std::unique_ptr<BackingBuffer>(
+            new CudaBacking(driver_, StorageTier::kDevice, bytes, ptr, nullptr));
       }
     }
     preferred = StorageTier::kPinnedHost;
@@ -179,7 +184,8 @@ StatusOr<std::unique_ptr<BackingBuffer>> CudaDevice::AllocateBacking(std::uint64
   if (preferred == StorageTier::kPinnedHost) {
     void* host = nullptr;
     if (driver_.MemHostAlloc(&host, bytes, 0) == CUDA_SUCCESS) {
-      return std::unique_ptr<BackingBuffer>(new CudaBacking(driver_, StorageTier::kPinnedHost, bytes, 0, host));
+      return std::unique_ptr<BackingBuffer>(
+          new CudaBacking(driver_, StorageTier::kPinnedHost, bytes, 0, host));
     }
   }
   void* host = ::operator new(bytes, std::nothrow);
@@ -190,12 +196,14 @@ StatusOr<std::unique_ptr<BackingBuffer>> CudaDevice::AllocateBacking(std::uint64
   return std::unique_ptr<BackingBuffer>(new CudaBacking(driver_, StorageTier::kPageableHost, bytes, 0, host));
 }
 
-Status CudaDevice::SaveToBacking(BackingBuffer& dst, std::uint64_t dst_offset, DevicePtr src, std::uint64_t bytes) {
+Status CudaDevice::SaveToBacking(BackingBuffer& dst, std::uint64_t dst_offset, DevicePtr src,
+                                 std::uint64_t bytes) {
   auto& backing = static_cast<CudaBacking&>(dst);
   std::lock_guard<std::mutex> lock(mu_);
   InternalScope scope(driver_, context_);
   if (backing.tier() == StorageTier::kDevice) {
-    return Copy("cuMemcpyDtoDAsync(save)", driver_.MemcpyDtoDAsync(backing.device_ptr() + dst_offset, src, bytes, stream_));
+    return Copy("cuMemcpyDtoDAsync(save)",
+                driver_.MemcpyDtoDAsync(backing.device_ptr() + dst_offset, src, bytes, stream_));
   }
   return Copy("cuMemcpyDtoHAsync(save)",
               driver_.MemcpyDtoHAsync(static_cast<char*>(backing.host()) + dst_offset, src, bytes, stream_));
@@ -210,8 +218,9 @@ Status CudaDevice::RestoreFromBacking(DevicePtr dst, const BackingBuffer& src, s
     return Copy("cuMemcpyDtoDAsync(restore)",
                 driver_.MemcpyDtoDAsync(dst, backing.device_ptr() + src_offset, bytes, stream_));
   }
-  return Copy("cuMemcpyHtoDAsync(restore)",
-              driver_.MemcpyHtoDAsync(dst, static_cast<const char*>(backing.host()) + src_offset, bytes, stream_));
+  return Copy(
+      "cuMemcpyHtoDAsync(restore)",
+      driver_.MemcpyHtoDAsync(dst, static_cast<const char*>(backing.host()) + src_offset, bytes, stream_));
 }
 
 Status CudaDevice::LoadChunkKernels() {
@@ -219,8 +228,10 @@ Status CudaDevice::LoadChunkKernels() {
   if (chunk_kernels_failed_) return UnavailableError("the chunk kernels did not load earlier");
   CUmodule module = nullptr;
   CUresult result = driver_.ModuleLoadData(&module, kChunkKernelsPtx);
-  if (result == CUDA_SUCCESS) result = driver_.ModuleGetFunction(&hash_kernel_, module, kHashChunksKernelName);
-  if (result == CUDA_SUCCESS) result = driver_.ModuleGetFunction(&compare_kernel_, module, kCompareChunksKernelName);
+  if (result == CUDA_SUCCESS)
+    result = driver_.ModuleGetFunction(&hash_kernel_, module, kHashChunksKernelName);
+  if (result == CUDA_SUCCESS)
+    result = driver_.ModuleGetFunction(&compare_kernel_, module, kCompareChunksKernelName);
   if (result != CUDA_SUCCESS) {
     chunk_kernels_failed_ = true;
     hash_kernel_ = nullptr;
@@ -228,7 +239,8 @@ Status CudaDevice::LoadChunkKernels() {
     return UnavailableError(driver_.Error("loading the chunk-hash kernels", result));
   }
   int sms = 0;
-  if (driver_.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_) != CUDA_SUCCESS || sms <= 0) {
+  if (driver_.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_) != CUDA_SUCCESS ||
+      sms <= 0) {
     sms = 1;
   }
   hash_grid_limit_ = static_cast<std::uint64_t>(sms) * 8;
@@ -253,10 +265,11 @@ Status CudaDevice::HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t 
       CUdeviceptr target = hashes_;
       void* params[] = {&source, &length, &chunk, &target};
       const auto grid = static_cast<unsigned>(std::min(chunks, hash_grid_limit_));
-      CUresult launched = driver_.LaunchKernel(hash_kernel_, grid, 1, 1, kChunkKernelBlockSize, 1, 1, 0, stream_,
-                                               params, nullptr);
+      CUresult launched = driver_.LaunchKernel(hash_kernel_, grid, 1, 1, kChunkKernelBlockSize, 1, 1, 0,
+                                               stream_, params, nullptr);
       if (launched == CUDA_SUCCESS) {
-        return Copy("cuMemcpyDtoHAsync(hashes)", driver_.MemcpyDtoHAsync(out.data(), hashes_, hash_bytes, stream_));
+        return Copy("cuMemcpyDtoHAsync(hashes)",
+                    driver_.MemcpyDtoHAsync(out.data(), hashes_, hash_bytes, stream_));
       }
       GPUPROF_LOG(kWarning) << driver_.Error("launching the chunk-hash kernel", launched)
                             << "; hashing on the host instead";
@@ -267,11 +280,13 @@ Status CudaDevice::HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t 
   std::size_t chunk = 0;
   for (std::uint64_t offset = 0; offset < bytes; offset += per_fill) {
     const std::uint64_t n = std::min(per_fill, bytes - offset);
-    if (n > options_.staging_bytes) return InvalidArgumentError("HashChunks: chunk larger than the staging buffer");
-    GPUPROF_RETURN_IF_ERROR(Copy("cuMemcpyDtoHAsync(hash)", driver_.MemcpyDtoHAsync(staging_, src + offset, n, stream_)));
+    if (n > options_.staging_bytes)
+      return InvalidArgumentError("HashChunks: chunk larger than the staging buffer");
+    GPUPROF_RETURN_IF_ERROR(
+        Copy("cuMemcpyDtoHAsync(hash)", driver_.MemcpyDtoHAsync(staging_, src + offset, n, stream_)));
     for (std::uint64_t at = 0; at < n; at += chunk_size, ++chunk) {
-      out[chunk] = ChunkHashReference(
-          std::span<const std::byte>(static_cast<const std::byte*>(staging_) + at, std::min(chunk_size, n - at)));
+      out[chunk] = ChunkHashReference(std::span<const std::byte>(static_cast<const std::byte*>(staging_) + at,
+                                                                 std::min(chunk_size, n - at)));
     }
   }
   return OkStatus();
@@ -290,7 +305,8 @@ Status CudaDevice::EnsureKernelOutput(std::uint64_t bytes) {
 }
 
 Status CudaDevice::CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset,
-                                 std::uint64_t bytes, std::uint64_t chunk_size, std::span<std::uint8_t> dirty) {
+                                 std::uint64_t bytes, std::uint64_t chunk_size,
+                                 std::span<std::uint8_t> dirty) {
   const auto& backing = static_cast<const CudaBacking&>(saved);
   if (backing.tier() != StorageTier::kDevice) {
     return UnimplementedError(std::string("CompareChunks: the snapshot is in ") +
@@ -315,12 +331,13 @@ Status CudaDevice::CompareChunks(DevicePtr current, const BackingBuffer& saved, 
   CUdeviceptr flags = hashes_;
   void* params[] = {&a, &b, &length, &chunk, &flags};
   const auto grid = static_cast<unsigned>(std::min(chunks, hash_grid_limit_));
-  GPUPROF_RETURN_IF_ERROR(driver_.Check("launching the chunk-compare kernel",
-                                        driver_.LaunchKernel(compare_kernel_, grid, 1, 1, kChunkKernelBlockSize, 1, 1,
-                                                             0, stream_, params, nullptr)));
-  std::vector<std::uint32_t> host_flags(chunks);
   GPUPROF_RETURN_IF_ERROR(
-      Copy("cuMemcpyDtoHAsync(dirty flags)", driver_.MemcpyDtoHAsync(host_flags.data(), hashes_, flag_bytes, stream_)));
+      driver_.Check("launching the chunk-compare kernel",
+                    driver_.LaunchKernel(compare_kernel_, grid, 1, 1, kChunkKernelBlockSize, 1, 1, 0, stream_,
+                                         params, nullptr)));
+  std::vector<std::uint32_t> host_flags(chunks);
+  GPUPROF_RETURN_IF_ERROR(Copy("cuMemcpyDtoHAsync(dirty flags)",
+                               driver_.MemcpyDtoHAsync(host_flags.data(), hashes_, flag_bytes, stream_)));
   for (std::uint64_t i = 0; i < chunks; ++i) dirty[i] = host_flags[i] != 0 ? 1 : 0;
   return OkStatus();
 }
@@ -358,9 +375,9 @@ Status CudaDevice::Synchronize(std::chrono::nanoseconds timeout) {
     return UnavailableError(std::string("cannot start the drain thread: ") + e.what());
   }
   if (result.wait_for(timeout) != std::future_status::ready) {
-    return DeadlineExceededError("device " + std::to_string(ordinal_) + " did not drain within " +
-                                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
-                                 " ms");
+    return DeadlineExceededError(
+        "device " + std::to_string(ordinal_) + " did not drain within " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) + " ms");
   }
   return driver_.Check("cuCtxSynchronize", result.get());
 }

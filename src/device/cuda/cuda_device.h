@@ -53,14 +53,16 @@ class CudaDevice final : public Device {
   Status CopyDeviceToHost(void* dst, DevicePtr src, std::uint64_t bytes) override;
   Status CopyHostToDevice(DevicePtr dst, const void* src, std::uint64_t bytes) override;
   Status CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_t bytes) override;
-  StatusOr<std::unique_ptr<BackingBuffer>> AllocateBacking(std::uint64_t bytes, StorageTier preferred) override;
-  Status SaveToBacking(BackingBuffer& dst, std::uint64_t dst_offset, DevicePtr src, std::uint64_t bytes) override;
+  StatusOr<std::unique_ptr<BackingBuffer>> AllocateBacking(std::uint64_t bytes,
+                                                           StorageTier preferred) override;
+  Status SaveToBacking(BackingBuffer& dst, std::uint64_t dst_offset, DevicePtr src,
+                       std::uint64_t bytes) override;
   Status RestoreFromBacking(DevicePtr dst, const BackingBuffer& src, std::uint64_t src_offset,
                             std::uint64_t bytes) override;
   Status HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
                     std::span<std::uint64_t> out) override;
-  Status CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset, std::uint64_t bytes,
-                       std::uint64_t chunk_size, std::span<std::uint8_t> dirty) override;
+  Status CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset,
+                       std::uint64_t bytes, std::uint64_t chunk_size, std::span<std::uint8_t> dirty) override;
   StatusOr<std::vector<ModuleVariable>> EnumerateModuleVariables() override;
   Status Synchronize(std::chrono::nanoseconds timeout) override;
 

@@ -32,7 +32,8 @@ SmClock::SmClock(const std::string& pci_bus_id) {
   auto by_pci = reinterpret_cast<HandleByPciFn>(dlsym(nvml, "nvmlDeviceGetHandleByPciBusId_v2"));
   auto get_clock = reinterpret_cast<GetClockFn>(dlsym(nvml, "nvmlDeviceGetClockInfo"));
   void* device = nullptr;
-  if (by_pci == nullptr || get_clock == nullptr || by_pci(pci_bus_id.c_str(), &device) != kNvmlSuccess) return;
+  if (by_pci == nullptr || get_clock == nullptr || by_pci(pci_bus_id.c_str(), &device) != kNvmlSuccess)
+    return;
   device_ = device;
   get_clock_ = get_clock;
 }

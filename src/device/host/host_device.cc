@@ -223,24 +223,25 @@ Status HostDevice::HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t 
 }
 
 Status HostDevice::CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset,
-                                 std::uint64_t bytes, std::uint64_t chunk_size, std::span<std::uint8_t> dirty) {
+                                 std::uint64_t bytes, std::uint64_t chunk_size,
+                                 std::span<std::uint8_t> dirty) {
   if (platform_.faults.ShouldFail(FaultPoint::kCompareChunks)) {
-    return InternalError("CompareChunks: comparing " + Hex(current) + " " + PlusBytes(bytes) + " failed on device " +
-                         std::to_string(ordinal_) + " (injected fault)");
+    return InternalError("CompareChunks: comparing " + Hex(current) + " " + PlusBytes(bytes) +
+                         " failed on device " + std::to_string(ordinal_) + " (injected fault)");
   }
   const auto* buffer = dynamic_cast<const HostBackingBuffer*>(&saved);
   if (buffer == nullptr) {
     return InvalidArgumentError("CompareChunks: the backing buffer was not made by a host device");
   }
   if (buffer->tier() != StorageTier::kDevice) {
-    return UnimplementedError("CompareChunks: the snapshot is in " + std::string(StorageTierName(buffer->tier())) +
-                              " storage, not on the device");
+    return UnimplementedError("CompareChunks: the snapshot is in " +
+                              std::string(StorageTierName(buffer->tier())) + " storage, not on the device");
   }
   if (chunk_size == 0) return InvalidArgumentError("CompareChunks: chunk size 0 for " + Hex(current));
   const std::size_t chunks = base::ChunkCount(bytes, chunk_size);
   if (dirty.size() != chunks) {
-    return InvalidArgumentError("CompareChunks: output holds " + std::to_string(dirty.size()) + " flags but " +
-                                std::to_string(chunks) + " chunks are compared");
+    return InvalidArgumentError("CompareChunks: output holds " + std::to_string(dirty.size()) +
+                                " flags but " + std::to_string(chunks) + " chunks are compared");
   }
   GPUPROF_RETURN_IF_ERROR(CheckBackingRange("CompareChunks", *buffer, saved_offset, bytes));
   if (bytes == 0) return OkStatus();

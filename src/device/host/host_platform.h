@@ -76,15 +76,15 @@ struct ModuleSpec {
 };
 
 enum class FaultPoint : std::uint8_t {
-  kBackingAllocation,    // AllocateBacking fails as if the host allocation threw bad_alloc
-  kSaveCopy,             // SaveToBacking fails
-  kRestoreCopy,          // RestoreFromBacking fails
-  kDeviceToHostCopy,     // CopyDeviceToHost fails
-  kHashChunks,           // HashChunks fails
-  kMetadataAllocation,   // metadata_resource() throws std::bad_alloc
-  kModuleEnumeration,    // EnumerateModuleVariables fails
-  kSynchronizeTimeout,   // Synchronize reports DeadlineExceeded without waiting
-  kCompareChunks,        // CompareChunks fails
+  kBackingAllocation,   // AllocateBacking fails as if the host allocation threw bad_alloc
+  kSaveCopy,            // SaveToBacking fails
+  kRestoreCopy,         // RestoreFromBacking fails
+  kDeviceToHostCopy,    // CopyDeviceToHost fails
+  kHashChunks,          // HashChunks fails
+  kMetadataAllocation,  // metadata_resource() throws std::bad_alloc
+  kModuleEnumeration,   // EnumerateModuleVariables fails
+  kSynchronizeTimeout,  // Synchronize reports DeadlineExceeded without waiting
+  kCompareChunks,       // CompareChunks fails
 };
 
 std::string_view FaultPointName(FaultPoint point) noexcept;
@@ -112,11 +112,10 @@ class HostPlatform {
   RuntimeApiTable& api_table() noexcept;
 
   // ---- application-facing runtime API -------------------------------------------------------
-  StatusOr<DevicePtr> Malloc(int device, std::uint64_t size,
-                             MemoryKind kind = MemoryKind::kDeviceLocal);
+  StatusOr<DevicePtr> Malloc(int device, std::uint64_t size, MemoryKind kind = MemoryKind::kDeviceLocal);
   // Stream-ordered allocation: the returned pointer is usable by work queued on `stream`.
   StatusOr<DevicePtr> MallocAsync(StreamId stream, std::uint64_t size);
-  Status Free(DevicePtr ptr);                       // waits for the device, like cudaFree
+  Status Free(DevicePtr ptr);                        // waits for the device, like cudaFree
   Status FreeAsync(StreamId stream, DevicePtr ptr);  // freed when the stream reaches it
 
   // Copies between any two addresses of the platform or plain host memory.
@@ -133,10 +132,8 @@ class HostPlatform {
   // Asynchronous single-kernel launch; `signal` (optional) is signalled when it completes.
   Status Launch(StreamId stream, const Kernel& kernel, CompletionSignal* signal = nullptr);
   // Several dispatches in one submission (LaunchKind::kBatch) or as a graph (kGraph).
-  Status LaunchBatch(StreamId stream, const std::vector<Kernel>& kernels,
-                     CompletionSignal* signal = nullptr);
-  Status LaunchGraph(StreamId stream, const std::vector<Kernel>& kernels,
-                     CompletionSignal* signal = nullptr);
+  Status LaunchBatch(StreamId stream, const std::vector<Kernel>& kernels, CompletionSignal* signal = nullptr);
+  Status LaunchGraph(StreamId stream, const std::vector<Kernel>& kernels, CompletionSignal* signal = nullptr);
   // Marks a stream as capturing (launches into it report stream_capturing).
   void SetStreamCapturing(StreamId stream, bool capturing);
 

@@ -38,7 +38,8 @@ TEST(SettingsTest, RowsAreUniqueAndEveryDefaultParsesAsItsOwnCanonicalForm) {
 TEST(SettingsTest, OneBooleanDialect) {
   for (const char* on : {"1", "true", "on", "TRUE", "On"}) EXPECT_EQ(ParseBoolText(on), true) << on;
   for (const char* off : {"0", "false", "off", "False", "OFF"}) EXPECT_EQ(ParseBoolText(off), false) << off;
-  for (const char* neither : {"", "yes", "no", "2", "truee", " 1"}) EXPECT_EQ(ParseBoolText(neither), std::nullopt) << neither;
+  for (const char* neither : {"", "yes", "no", "2", "truee", " 1"})
+    EXPECT_EQ(ParseBoolText(neither), std::nullopt) << neither;
   // The same words for every boolean setting: false is off (GPUPROF_REPLAY_STRICT=false once meant on).
   for (const SettingSpec& spec : Settings()) {
     if (spec.type != SettingType::kBool) continue;
@@ -63,13 +64,16 @@ TEST(SettingsTest, PassesAreTwoToAThousandWithOneDefaultOfFive) {
 
 TEST(SettingsTest, ChoicesListsAndChecksAreTheRowsOwn) {
   EXPECT_EQ(*ParseSettingText(Spec(SettingId::kLogLevel), "INFO", "x"), "info") << "choices ignore case";
-  EXPECT_THAT(ParseSettingText(Spec(SettingId::kReplayCacheControl), "some", "--cache-control").status().message(),
-              HasSubstr("--cache-control=\"some\": expected one of all, none"));
+  EXPECT_THAT(
+      ParseSettingText(Spec(SettingId::kReplayCacheControl), "some", "--cache-control").status().message(),
+      HasSubstr("--cache-control=\"some\": expected one of all, none"));
   const SettingSpec& trace = Spec(SettingId::kCudaTrace);
   EXPECT_EQ(*ParseSettingText(trace, "nvtx,runtime", "x"), "nvtx,runtime");
   EXPECT_FALSE(ParseSettingText(trace, "Runtime", "x").ok()) << "list words are exact";
-  EXPECT_THAT(ParseSettingText(trace, "none,driver", "x").status().message(), HasSubstr("none cannot be combined"));
-  EXPECT_THAT(ParseSettingText(trace, "launches,driver", "x").status().message(), HasSubstr("give one of them"));
+  EXPECT_THAT(ParseSettingText(trace, "none,driver", "x").status().message(),
+              HasSubstr("none cannot be combined"));
+  EXPECT_THAT(ParseSettingText(trace, "launches,driver", "x").status().message(),
+              HasSubstr("give one of them"));
   EXPECT_THAT(ParseSettingText(Spec(SettingId::kReplayKernel), "regex:(", "-k").status().message(),
               HasSubstr("not a valid regular expression"));
   EXPECT_EQ(*ParseSettingText(Spec(SettingId::kReplayKernel), "regex:^gemm", "-k"), "regex:^gemm");
@@ -84,8 +88,9 @@ TEST(SettingsTest, TheTableAsJsonNamesEveryRow) {
       EXPECT_THAT(json, HasSubstr("\"env\": \"" + std::string(spec.env) + "\"")) << spec.env;
     }
   }
-  EXPECT_THAT(json, HasSubstr(R"("json_key": "replay_passes", "env": "GPUPROF_REPLAY_PASSES", "launcher_env": "", )"
-                              R"("type": "int", "min": 2, "max": 1000, "choices": [], "default": "5")"));
+  EXPECT_THAT(json,
+              HasSubstr(R"("json_key": "replay_passes", "env": "GPUPROF_REPLAY_PASSES", "launcher_env": "", )"
+                        R"("type": "int", "min": 2, "max": 1000, "choices": [], "default": "5")"));
 }
 
 }  // namespace

@@ -29,8 +29,7 @@ using session::testing::TempDir;
 // A valid value of `spec` other than its default, as canonical text.
 std::string OtherValue(const SettingSpec& spec, const TempDir& dir) {
   switch (spec.type) {
-    case SettingType::kBool:
-      return spec.default_value == "1" ? "0" : "1";
+    case SettingType::kBool: return spec.default_value == "1" ? "0" : "1";
     case SettingType::kInt: {
       const std::int64_t base = spec.default_value.empty() ? spec.min : base::SettingInt(spec.default_value);
       return std::to_string(base + 2 <= spec.max ? base + 2 : spec.min);
@@ -40,8 +39,7 @@ std::string OtherValue(const SettingSpec& spec, const TempDir& dir) {
         if (choice != spec.default_value) return std::string(choice);
       }
       break;
-    case SettingType::kList:
-      return "runtime,nvtx";
+    case SettingType::kList: return "runtime,nvtx";
     case SettingType::kString:
       if (spec.id == SettingId::kOutputDir) return dir / "walk_out";
       if (spec.id == SettingId::kResultFile) return dir / "results";
@@ -112,11 +110,13 @@ TEST(SettingWalkTest, EveryOptionReachesTheApplicationAsItsVariableAndTheSession
       std::map<std::string, std::string> env = EnvironmentOf(options);
       ASSERT_EQ(env.count(std::string(spec.env)), 1u) << spec.cli << " is not handed on as " << spec.env;
       EXPECT_EQ(env[std::string(spec.env)], value) << spec.env;
-      StatusOr<session::SessionConfig> config = session::ConfigFromEnvironment([&](const char* name) -> const char* {
-        auto it = env.find(name);
-        return it == env.end() ? nullptr : it->second.c_str();
-      });
-      ASSERT_TRUE(config.ok()) << CommandName(command) << " " << spec.cli << ": " << config.status().ToString();
+      StatusOr<session::SessionConfig> config =
+          session::ConfigFromEnvironment([&](const char* name) -> const char* {
+            auto it = env.find(name);
+            return it == env.end() ? nullptr : it->second.c_str();
+          });
+      ASSERT_TRUE(config.ok()) << CommandName(command) << " " << spec.cli << ": "
+                               << config.status().ToString();
       EXPECT_EQ(session::SettingText(*config, spec.id), value) << spec.json_key;
       ++walked;
     }
@@ -156,10 +156,11 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
     expected[spec.id] = OtherValue(spec, dir);
     env[std::string(spec.env)] = expected[spec.id];
   }
-  StatusOr<session::SessionConfig> config = session::ConfigFromEnvironment([&](const char* name) -> const char* {
-    auto it = env.find(name);
-    return it == env.end() ? nullptr : it->second.c_str();
-  });
+  StatusOr<session::SessionConfig> config =
+      session::ConfigFromEnvironment([&](const char* name) -> const char* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      });
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   for (const auto& [id, value] : expected) {
     EXPECT_EQ(session::SettingText(*config, id), value) << base::Spec(id).env;
@@ -169,10 +170,12 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
   const replay::ReplayOptions replay = session::ReplayOptionsFrom(config->replay);
   EXPECT_EQ(replay.passes, base::SettingInt(expected[SettingId::kReplayPasses]));
   EXPECT_EQ(replay.selector.name, expected[SettingId::kReplayKernel]);
-  EXPECT_EQ(replay.selector.skip, static_cast<std::uint64_t>(base::SettingInt(expected[SettingId::kReplaySkip])));
-  EXPECT_EQ(replay.selector.count, static_cast<std::uint64_t>(base::SettingInt(expected[SettingId::kReplayCount])));
+  EXPECT_EQ(replay.selector.skip,
+            static_cast<std::uint64_t>(base::SettingInt(expected[SettingId::kReplaySkip])));
+  EXPECT_EQ(replay.selector.count,
+            static_cast<std::uint64_t>(base::SettingInt(expected[SettingId::kReplayCount])));
   EXPECT_EQ(replay.restore, expected[SettingId::kReplayRestore] == "full" ? replay::RestoreMode::kFull
-                                                                           : replay::RestoreMode::kAuto);
+                                                                          : replay::RestoreMode::kAuto);
   EXPECT_EQ(replay.strict, expected[SettingId::kReplayStrict] == "1");
   EXPECT_EQ(replay.replay_side_effect_kernels, expected[SettingId::kReplaySideEffectKernels] == "1");
   EXPECT_EQ(config->replay.flush_l2, expected[SettingId::kReplayCacheControl] == "all");
@@ -193,7 +196,8 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
     if (spec.json_key.empty()) continue;
     const std::string value =
         spec.id == SettingId::kStartedBy ? "walker" : session::SettingText(*config, spec.id);
-    EXPECT_THAT(stored.front(), ::testing::HasSubstr("\"" + std::string(spec.json_key) + "\": " + JsonValue(spec, value)))
+    EXPECT_THAT(stored.front(),
+                ::testing::HasSubstr("\"" + std::string(spec.json_key) + "\": " + JsonValue(spec, value)))
         << spec.json_key;
   }
 }

@@ -75,11 +75,12 @@ class FakeCuptiApi final : public CuptiApi {
   std::uint64_t timestamp = 1'000'000;  // GetTimestamp's value
   CUptiResult timestamp_result = CUPTI_SUCCESS;
   std::map<std::pair<int, std::uint32_t>, std::string> callback_names;  // (domain, cbid) -> name
-  std::set<CUpti_ActivityKind> failing_kinds;        // ActivityEnable fails (CUPTI_ERROR_UNKNOWN)
-  std::set<std::pair<int, std::uint32_t>> failing_callbacks;  // EnableCallback(1, ...) fails (INVALID_PARAMETER)
-  std::set<std::pair<int, std::uint32_t>> failing_disables;   // EnableCallback(0, ...) fails (same)
-  std::size_t dropped_per_call = 0;                  // ActivityGetNumDroppedRecords reports this
-  std::function<void(std::uint32_t flag)> on_flush;  // runs inside ActivityFlushAll
+  std::set<CUpti_ActivityKind> failing_kinds;  // ActivityEnable fails (CUPTI_ERROR_UNKNOWN)
+  std::set<std::pair<int, std::uint32_t>>
+      failing_callbacks;  // EnableCallback(1, ...) fails (INVALID_PARAMETER)
+  std::set<std::pair<int, std::uint32_t>> failing_disables;  // EnableCallback(0, ...) fails (same)
+  std::size_t dropped_per_call = 0;                          // ActivityGetNumDroppedRecords reports this
+  std::function<void(std::uint32_t flag)> on_flush;          // runs inside ActivityFlushAll
 
   // --- what was called -------------------------------------------------------------------
   int subscribe_calls = 0;

@@ -112,7 +112,6 @@ TEST(InternalWorkFilterTest, IdsBeyondTheCapAreCountedNotStored) {
   EXPECT_FALSE(filter.IsInternal(3));
 }
 
-
 TEST(ScopedApplicationCallTest, NamesTheInnermostApplicationCallOfThisThread) {
   EXPECT_EQ(ScopedApplicationCall::Current(), 0u);
   {
@@ -141,20 +140,18 @@ TEST(InternalWorkFilterTest, NestedWorkDropsItsOwnRecordsAndKeepsTheApplications
   filter.MarkNested(30, "cuLaunchKernel");
   filter.MarkNested(30, "cuEventRecord");
   EXPECT_FALSE(filter.IsInternal(30));
-  std::vector<trace::Record> device = {KindTask(30, trace::TaskKind::kMemcpy, ""),
-                                       KindTask(30, trace::TaskKind::kMemset, ""),
-                                       KindTask(30, trace::TaskKind::kKernel, "k"),
-                                       KindTask(30, trace::TaskKind::kKernel, "k"),
-                                       KindTask(31, trace::TaskKind::kKernel, "other"),
-                                       KindTask(30, trace::TaskKind::kKernel, "k")};
+  std::vector<trace::Record> device = {
+      KindTask(30, trace::TaskKind::kMemcpy, ""),      KindTask(30, trace::TaskKind::kMemset, ""),
+      KindTask(30, trace::TaskKind::kKernel, "k"),     KindTask(30, trace::TaskKind::kKernel, "k"),
+      KindTask(31, trace::TaskKind::kKernel, "other"), KindTask(30, trace::TaskKind::kKernel, "k")};
   EXPECT_EQ(filter.Filter(device), 4u);
   ASSERT_EQ(device.size(), 2u);
   EXPECT_EQ(CorrelationOf(device[0]), 31u);
   EXPECT_EQ(CorrelationOf(device[1]), 30u);  // the application's launch
   // API records may arrive in another buffer, in any order.
-  std::vector<trace::Record> api = {NamedApi(30, "cudaLaunchKernel"), NamedApi(30, "cuLaunchKernel"),
+  std::vector<trace::Record> api = {NamedApi(30, "cudaLaunchKernel"),     NamedApi(30, "cuLaunchKernel"),
                                     NamedApi(30, "cuMemcpyDtoDAsync_v2"), NamedApi(30, "cuLaunchKernel"),
-                                    NamedApi(30, "cuEventRecord"), NamedApi(30, "cuLaunchKernel"),
+                                    NamedApi(30, "cuEventRecord"),        NamedApi(30, "cuLaunchKernel"),
                                     NamedApi(30, "cuMemsetD8Async")};
   EXPECT_EQ(filter.Filter(api), 5u);
   ASSERT_EQ(api.size(), 2u);

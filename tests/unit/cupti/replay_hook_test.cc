@@ -14,12 +14,14 @@ TEST(KernelFunctionNameTest, DemangledWithoutParameters) {
   // A kernel in an anonymous namespace keeps its qualifier and loses only its parameters.
   EXPECT_EQ(KernelFunctionName("_ZN12_GLOBAL__N_120softmax_warp_forwardEPf"),
             "(anonymous namespace)::softmax_warp_forward");
-  EXPECT_EQ(KernelFunctionName("_ZN2at6native12_GLOBAL__N_16reduceEPf"), "at::native::(anonymous namespace)::reduce");
+  EXPECT_EQ(KernelFunctionName("_ZN2at6native12_GLOBAL__N_16reduceEPf"),
+            "at::native::(anonymous namespace)::reduce");
 }
 
 TEST(KernelFunctionNameTest, PlainNamesStayAsTheyAre) {
   EXPECT_EQ(KernelFunctionName("gpuprof_hash_chunks"), "gpuprof_hash_chunks");
-  EXPECT_EQ(KernelFunctionName("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n"), "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n");
+  EXPECT_EQ(KernelFunctionName("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n"),
+            "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n");
 }
 
 }  // namespace

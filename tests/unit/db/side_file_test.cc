@@ -15,8 +15,8 @@ namespace gpuprof::db {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::Exists;
+using ::testing::HasSubstr;
 using testing::Query;
 using testing::TempDir;
 
@@ -136,7 +136,8 @@ TEST(SideFileTest, StaleFileOfTheSameNameIsReplaced) {
   {
     auto stale = Connection::OpenForWrite(side_path);
     ASSERT_TRUE(stale.ok());
-    ASSERT_TRUE(stale->Exec("CREATE TABLE PLAIN (a INTEGER, b TEXT); INSERT INTO PLAIN VALUES (99, 'old')").ok());
+    ASSERT_TRUE(
+        stale->Exec("CREATE TABLE PLAIN (a INTEGER, b TEXT); INSERT INTO PLAIN VALUES (99, 'old')").ok());
   }
   auto side = SideFile::Create(main, side_path, {"PLAIN"});
   ASSERT_TRUE(side.ok()) << side.status().ToString();

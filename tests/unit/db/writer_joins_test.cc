@@ -141,20 +141,25 @@ TEST(ProfileWriterWithoutApiCallsTest, TasksAreWrittenAndExternalIdsStillLinkOps
   std::vector<std::vector<trace::Record>> run = testing::SyntheticRun();
   std::size_t dropped = 0;
   for (std::vector<trace::Record>& batch : run) {
-    dropped += std::erase_if(batch, [](const trace::Record& r) { return std::holds_alternative<trace::ApiCall>(r); });
+    dropped += std::erase_if(
+        batch, [](const trace::Record& r) { return std::holds_alternative<trace::ApiCall>(r); });
   }
   ASSERT_EQ(dropped, 4u);
   const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), std::move(run));
   ASSERT_FALSE(db.empty());
   TempDir full_dir;
-  const std::string full = testing::WriteProfile(testing::TestOptions(full_dir.path()), testing::SyntheticRun());
+  const std::string full =
+      testing::WriteProfile(testing::TestOptions(full_dir.path()), testing::SyntheticRun());
   EXPECT_EQ(QueryOne(db, "SELECT COUNT(*) FROM TASK"), QueryOne(full, "SELECT COUNT(*) FROM TASK"));
-  EXPECT_EQ(QueryOne(db, "SELECT COUNT(*) FROM COMPUTE_TASK_INFO"), QueryOne(full, "SELECT COUNT(*) FROM COMPUTE_TASK_INFO"));
-  EXPECT_THAT(Query(db, "SELECT op.value, tt.value FROM TASK "
-                        "JOIN CONNECTION_IDS ON TASK.connectionId = CONNECTION_IDS.connectionId "
-                        "JOIN PYTORCH_API ON CONNECTION_IDS.id = PYTORCH_API.connectionId "
-                        "JOIN STRING_IDS op ON op.id = PYTORCH_API.name JOIN STRING_IDS tt ON tt.id = TASK.taskType"),
-              ::testing::Contains("aten::linear|MEMCPY_ASYNC"));
+  EXPECT_EQ(QueryOne(db, "SELECT COUNT(*) FROM COMPUTE_TASK_INFO"),
+            QueryOne(full, "SELECT COUNT(*) FROM COMPUTE_TASK_INFO"));
+  EXPECT_THAT(
+      Query(db,
+            "SELECT op.value, tt.value FROM TASK "
+            "JOIN CONNECTION_IDS ON TASK.connectionId = CONNECTION_IDS.connectionId "
+            "JOIN PYTORCH_API ON CONNECTION_IDS.id = PYTORCH_API.connectionId "
+            "JOIN STRING_IDS op ON op.id = PYTORCH_API.name JOIN STRING_IDS tt ON tt.id = TASK.taskType"),
+      ::testing::Contains("aten::linear|MEMCPY_ASYNC"));
 }
 
 }  // namespace

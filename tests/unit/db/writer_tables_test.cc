@@ -181,12 +181,14 @@ TEST_F(ProfileWriterTablesTest, ReplayKernelRowPerReplayedOrDeclinedLaunch) {
       Q("SELECT k.id, k.timestampNs, k.globalTid, k.deviceId, n.value, k.connectionId, k.launchIndex, "
         "k.replayed, "
         "k.declineReason, k.declineDetail, k.restoreMode, k.passes, k.deterministic, k.snapshotRegions, "
-        "k.snapshotBytes, k.snapshotNs, k.untrackedWritableBytes, k.snapshotDeviceBytes FROM GPUPROF_REPLAY_KERNEL k "
+        "k.snapshotBytes, k.snapshotNs, k.untrackedWritableBytes, k.snapshotDeviceBytes FROM "
+        "GPUPROF_REPLAY_KERNEL k "
         "JOIN STRING_IDS n ON n.id = k.name ORDER BY k.id"),
-      ElementsAre(std::string("0|2000|") + kTid101 +
-                      "|0|void gemm_kernel<float>(float*, int)|11|0|1|NULL|NULL|auto|2|0|2|1048576|5000|0|524288",
-                  std::string("1|6000|") + kTid102 +
-                      "|0|bwd_kernel|NULL|1|0|graph-launch|launched from a CUDA graph|auto|1|1|0|0|0|0|0"));
+      ElementsAre(
+          std::string("0|2000|") + kTid101 +
+              "|0|void gemm_kernel<float>(float*, int)|11|0|1|NULL|NULL|auto|2|0|2|1048576|5000|0|524288",
+          std::string("1|6000|") + kTid102 +
+              "|0|bwd_kernel|NULL|1|0|graph-launch|launched from a CUDA graph|auto|1|1|0|0|0|0|0"));
 }
 
 TEST_F(ProfileWriterTablesTest, ReplayPassRowsWithOutputHashAsTwosComplement) {
@@ -302,7 +304,8 @@ trace::TorchOp OpOnThread102(std::string name, std::int64_t start, std::int64_t 
 // row and a COMMUNICATION_OP row joined on connectionId; dispatcher ops (c10d::*) do not.
 TEST(ProfileWriterCollectivesTest, WorkOpsBecomeCommunicationRowsInStartOrder) {
   TempDir dir;
-  auto op = [](std::string name, std::int64_t start, std::int64_t end, std::string shapes, std::string dtypes) {
+  auto op = [](std::string name, std::int64_t start, std::int64_t end, std::string shapes,
+               std::string dtypes) {
     trace::TorchOp o = OpOnThread102(std::move(name), start, end);
     o.input_shapes = std::move(shapes);
     o.input_dtypes = std::move(dtypes);
@@ -318,20 +321,24 @@ TEST(ProfileWriterCollectivesTest, WorkOpsBecomeCommunicationRowsInStartOrder) {
   options.run.device = 3;
   options.run.world_size = 2;
   std::string db = testing::WriteProfile(options, {std::move(records)});
-  EXPECT_THAT(Query(db, "SELECT n.value, c.startNs, c.endNs, c.opId, g.value, t.value, c.count, d.name, c.deviceId, "
-                        "c.rankSize, c.relay, c.retry FROM COMMUNICATION_OP c "
-                        "JOIN STRING_IDS n ON n.id = c.opName JOIN STRING_IDS g ON g.id = c.groupName "
-                        "JOIN STRING_IDS t ON t.id = c.opType JOIN ENUM_HCCL_DATA_TYPE d ON d.id = c.dataType "
-                        "ORDER BY c.opId"),
-              ElementsAre("gloo_allreduce_0|1000|1600|0|default_pg|allreduce|16|FP32|3|2|0|0",
-                          "gloo_broadcast_1|2000|2500|1|default_pg|broadcast|32|FP16|3|2|0|0",
-                          "nccl_allgatherbase_2|3000|3100|2|default_pg|allgatherbase|NULL|N/A|3|2|0|0"));
-  EXPECT_THAT(Query(db, "SELECT a.startNs, a.endNs, e.name, a.globalTid, s.value FROM COMMUNICATION_OP c "
-                        "JOIN CANN_API a ON a.connectionId = c.connectionId JOIN ENUM_API_TYPE e ON e.id = a.type "
-                        "JOIN STRING_IDS s ON s.id = a.name ORDER BY c.opId"),
-              ElementsAre(std::string("1000|1600|communication|") + kTid102 + "|gloo:all_reduce",
-                          std::string("2000|2500|communication|") + kTid102 + "|gloo:broadcast",
-                          std::string("3000|3100|communication|") + kTid102 + "|nccl:_allgather_base"));
+  EXPECT_THAT(
+      Query(db,
+            "SELECT n.value, c.startNs, c.endNs, c.opId, g.value, t.value, c.count, d.name, c.deviceId, "
+            "c.rankSize, c.relay, c.retry FROM COMMUNICATION_OP c "
+            "JOIN STRING_IDS n ON n.id = c.opName JOIN STRING_IDS g ON g.id = c.groupName "
+            "JOIN STRING_IDS t ON t.id = c.opType JOIN ENUM_HCCL_DATA_TYPE d ON d.id = c.dataType "
+            "ORDER BY c.opId"),
+      ElementsAre("gloo_allreduce_0|1000|1600|0|default_pg|allreduce|16|FP32|3|2|0|0",
+                  "gloo_broadcast_1|2000|2500|1|default_pg|broadcast|32|FP16|3|2|0|0",
+                  "nccl_allgatherbase_2|3000|3100|2|default_pg|allgatherbase|NULL|N/A|3|2|0|0"));
+  EXPECT_THAT(
+      Query(db,
+            "SELECT a.startNs, a.endNs, e.name, a.globalTid, s.value FROM COMMUNICATION_OP c "
+            "JOIN CANN_API a ON a.connectionId = c.connectionId JOIN ENUM_API_TYPE e ON e.id = a.type "
+            "JOIN STRING_IDS s ON s.id = a.name ORDER BY c.opId"),
+      ElementsAre(std::string("1000|1600|communication|") + kTid102 + "|gloo:all_reduce",
+                  std::string("2000|2500|communication|") + kTid102 + "|gloo:broadcast",
+                  std::string("3000|3100|communication|") + kTid102 + "|nccl:_allgather_base"));
 }
 
 // NCCL on torch 2.x: record_param_comms encloses the work op and launches the NCCL kernel (tagged
@@ -370,23 +377,32 @@ TEST(ProfileWriterCollectivesTest, NcclKernelsGiveTheOpItsDeviceTimeAndATaskInfo
   other_launch.correlation_id = 56;
   other_launch.start_ns = 2100;
   other_launch.end_ns = 2150;
-  std::vector<trace::Record> records = {
-      op("nccl:all_reduce", 1100, 1400, 0), op("record_param_comms", 1000, 1500, 7), launch,
-      op("aten::add", 2000, 2200, 0), other_launch, trace::ExternalCorrelation{7, 55}, kernel, other};
+  std::vector<trace::Record> records = {op("nccl:all_reduce", 1100, 1400, 0),
+                                        op("record_param_comms", 1000, 1500, 7),
+                                        launch,
+                                        op("aten::add", 2000, 2200, 0),
+                                        other_launch,
+                                        trace::ExternalCorrelation{7, 55},
+                                        kernel,
+                                        other};
   WriterOptions options = testing::TestOptions(dir.path());
   options.run.world_size = 2;
   std::string db = testing::WriteProfile(options, {std::move(records)});
-  EXPECT_THAT(Query(db, "SELECT c.startNs, c.endNs, a.startNs, a.endNs FROM COMMUNICATION_OP c "
-                        "JOIN CANN_API a ON a.connectionId = c.connectionId"),
+  EXPECT_THAT(Query(db,
+                    "SELECT c.startNs, c.endNs, a.startNs, a.endNs FROM COMMUNICATION_OP c "
+                    "JOIN CANN_API a ON a.connectionId = c.connectionId"),
               ElementsAre("5000|5600|1100|1400"));
-  EXPECT_THAT(Query(db, "SELECT i.opId, t.startNs, t.connectionId, s.value, g.value FROM COMMUNICATION_TASK_INFO i "
-                        "JOIN TASK t ON t.globalTaskId = i.globalTaskId JOIN STRING_IDS s ON s.id = i.name "
-                        "JOIN STRING_IDS g ON g.id = i.groupName"),
-              ElementsAre("0|5000|55|nccl:all_reduce|default_pg"));
+  EXPECT_THAT(
+      Query(db,
+            "SELECT i.opId, t.startNs, t.connectionId, s.value, g.value FROM COMMUNICATION_TASK_INFO i "
+            "JOIN TASK t ON t.globalTaskId = i.globalTaskId JOIN STRING_IDS s ON s.id = i.name "
+            "JOIN STRING_IDS g ON g.id = i.groupName"),
+      ElementsAre("0|5000|55|nccl:all_reduce|default_pg"));
 }
 
 TEST(CollectiveLaunchesTest, TheInnermostEnclosingCommunicationOpElseOnesStartingInside) {
-  auto span = [](std::uint64_t row, std::uint32_t tid, std::int64_t start, std::int64_t end, bool communication) {
+  auto span = [](std::uint64_t row, std::uint32_t tid, std::int64_t start, std::int64_t end,
+                 bool communication) {
     OpSpan s;
     s.api_row = row;
     s.tid = tid;
@@ -397,8 +413,8 @@ TEST(CollectiveLaunchesTest, TheInnermostEnclosingCommunicationOpElseOnesStartin
   };
   // row 1: a big non-communication op; 2: record_param_comms around collective 0; 3: a c10d op that
   // starts inside collective 1; 4: a communication op on another thread.
-  std::vector<OpSpan> ops = {span(1, 1, 0, 10'000, false), span(2, 1, 100, 500, true), span(3, 1, 2050, 2300, true),
-                             span(4, 2, 100, 500, true)};
+  std::vector<OpSpan> ops = {span(1, 1, 0, 10'000, false), span(2, 1, 100, 500, true),
+                             span(3, 1, 2050, 2300, true), span(4, 2, 100, 500, true)};
   Connections connections;
   connections.api_index = {{1, 0}, {2, 1}, {3, 2}, {4, 3}};
   connections.rows = {{0, 90}, {1, kFrameworkConnectionBase + 1}, {1, 91}, {1, 92}, {2, 93}, {3, 94}};

@@ -680,11 +680,10 @@ bool CallAt(FaultPoint point, FaultFixture& f) {
 }
 
 TEST(HostPlatformTest, EveryFaultPointFailsExactlyCountCallsAfterSkip) {
-  const FaultPoint points[] = {FaultPoint::kBackingAllocation, FaultPoint::kSaveCopy,
-                               FaultPoint::kRestoreCopy,       FaultPoint::kDeviceToHostCopy,
-                               FaultPoint::kHashChunks,        FaultPoint::kMetadataAllocation,
-                               FaultPoint::kModuleEnumeration, FaultPoint::kSynchronizeTimeout,
-                               FaultPoint::kCompareChunks};
+  const FaultPoint points[] = {
+      FaultPoint::kBackingAllocation, FaultPoint::kSaveCopy,           FaultPoint::kRestoreCopy,
+      FaultPoint::kDeviceToHostCopy,  FaultPoint::kHashChunks,         FaultPoint::kMetadataAllocation,
+      FaultPoint::kModuleEnumeration, FaultPoint::kSynchronizeTimeout, FaultPoint::kCompareChunks};
   for (FaultPoint point : points) {
     SCOPED_TRACE(std::string(FaultPointName(point)));
     FaultFixture f;
@@ -773,7 +772,8 @@ TEST(HostPlatformTest, CompareChunksFlagsExactlyTheChangedChunksOfADeviceTierSna
   EXPECT_EQ(dirty, (std::vector<std::uint8_t>{0, 1, 0, 1}));
 
   std::vector<std::uint8_t> wrong_size(3);
-  EXPECT_EQ(device.CompareChunks(*ptr, **on_device, 0, 100, 32, wrong_size).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(device.CompareChunks(*ptr, **on_device, 0, 100, 32, wrong_size).code(),
+            StatusCode::kInvalidArgument);
   StatusOr<std::unique_ptr<BackingBuffer>> on_host = device.AllocateBacking(100, StorageTier::kPinnedHost);
   ASSERT_TRUE(IsOk(on_host));
   Status host_tier = device.CompareChunks(*ptr, **on_host, 0, 100, 32, dirty);

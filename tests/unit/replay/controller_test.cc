@@ -60,7 +60,8 @@ class InputLog {
 };
 
 // x[i] = x[i] * 3 + 1 over `count` words: compounds across passes unless memory is restored.
-Kernel InPlaceUpdate(DevicePtr buffer, std::size_t count, InputLog* log, std::string name = "in_place_update") {
+Kernel InPlaceUpdate(DevicePtr buffer, std::size_t count, InputLog* log,
+                     std::string name = "in_place_update") {
   return Kernel{std::move(name), [=](const KernelContext& context) {
                   std::uint32_t* x = Words(buffer);
                   log->Record(context, x, count * sizeof(std::uint32_t));
@@ -174,7 +175,8 @@ TEST_F(ControllerTest, RestoreBeforeTheApplicationsLaunchWritesBackOnlyWhatTheLa
     EXPECT_EQ(Words(written)[0], 1u) << "the application's launch must find its inputs";
     // One restore before pass 2, one before the application's launch.
     if (mode == RestoreMode::kAuto) {
-      EXPECT_EQ(copies, (std::vector<DevicePtr>{written, written})) << "only the changed chunk is written back";
+      EXPECT_EQ(copies, (std::vector<DevicePtr>{written, written}))
+          << "only the changed chunk is written back";
     } else {
       EXPECT_EQ(copies, (std::vector<DevicePtr>{written, untouched, written, untouched}));
     }
@@ -329,7 +331,8 @@ TEST_F(ControllerTest, GraphLaunchRunsOnceAndWarnsOncePerProcess) {
   DevicePtr buffer = AllocWords(0, 64);
   InputLog log;
   base::ScopedLogCapture warnings;
-  std::vector<Kernel> graph{InPlaceUpdate(buffer, 64, &log, "node_a"), InPlaceUpdate(buffer, 64, &log, "node_b")};
+  std::vector<Kernel> graph{InPlaceUpdate(buffer, 64, &log, "node_a"),
+                            InPlaceUpdate(buffer, 64, &log, "node_b")};
   auto& platform = rig_.platform();
   ASSERT_TRUE(platform.LaunchGraph(platform.DefaultStream(0), graph).ok());
   ASSERT_TRUE(platform.LaunchGraph(platform.DefaultStream(0), graph).ok());
@@ -362,8 +365,8 @@ TEST_F(ControllerTest, MultiDispatchSubmissionTakesTheNormalPath) {
   InputLog log;
   auto& platform = rig_.platform();
   ASSERT_TRUE(platform
-                  .LaunchBatch(platform.DefaultStream(0),
-                               {InPlaceUpdate(buffer, 64, &log, "first"), InPlaceUpdate(buffer, 64, &log, "second")})
+                  .LaunchBatch(platform.DefaultStream(0), {InPlaceUpdate(buffer, 64, &log, "first"),
+                                                           InPlaceUpdate(buffer, 64, &log, "second")})
                   .ok());
   ASSERT_TRUE(platform.DeviceSynchronize(0).ok());
   EXPECT_EQ(log.runs(), 2);
@@ -562,7 +565,8 @@ TEST_F(ControllerTest, LiveCudaArraysAndPeerAccessDeclineUnlessAsked) {
   auto records = Records();
   ASSERT_EQ(records.size(), 2u);
   EXPECT_EQ(records[0].decline_reason, DeclineReason::kIncompleteSnapshot);
-  EXPECT_NE(records[0].decline_detail.find("2 CUDA array(s)"), std::string::npos) << records[0].decline_detail;
+  EXPECT_NE(records[0].decline_detail.find("2 CUDA array(s)"), std::string::npos)
+      << records[0].decline_detail;
   EXPECT_EQ(records[1].decline_reason, DeclineReason::kIncompleteSnapshot);
   EXPECT_NE(records[1].decline_detail.find("peer access"), std::string::npos) << records[1].decline_detail;
 }
@@ -603,7 +607,8 @@ TEST_F(ControllerTest, SelectorMatchesByNameOrRegexAndHonoursSkipAndCount) {
   DevicePtr buffer = AllocWords(0, 16);
   InputLog gemm_log;
   InputLog other_log;
-  for (int i = 0; i < 5; ++i) LaunchAndWait(InPlaceUpdate(buffer, 16, &gemm_log, "gemm_" + std::to_string(i)));
+  for (int i = 0; i < 5; ++i)
+    LaunchAndWait(InPlaceUpdate(buffer, 16, &gemm_log, "gemm_" + std::to_string(i)));
   LaunchAndWait(InPlaceUpdate(buffer, 16, &other_log, "softmax"));
   EXPECT_EQ(gemm_log.runs(), 1 + 2 * 2 + 2);  // skipped one, replayed two, two over the cap
   EXPECT_EQ(other_log.runs(), 1);

@@ -51,8 +51,8 @@ TEST(InterceptorTest, ClassifiesRuntimePoolsAndHostKindsAsExcluded) {
   ASSERT_TRUE(platform.CreateStream(0).ok());
   EXPECT_GE(rig.inventory().excluded(MemoryKind::kKernelArgument).allocations, 1u);
   EXPECT_GE(rig.inventory().excluded(MemoryKind::kRuntimeInternal).allocations, 1u);
-  for (MemoryKind kind : {MemoryKind::kHost, MemoryKind::kHostMapped, MemoryKind::kFineGrained, MemoryKind::kManaged,
-                          MemoryKind::kIpcImported}) {
+  for (MemoryKind kind : {MemoryKind::kHost, MemoryKind::kHostMapped, MemoryKind::kFineGrained,
+                          MemoryKind::kManaged, MemoryKind::kIpcImported}) {
     ASSERT_TRUE(platform.Malloc(0, 1000, kind).ok()) << device::MemoryKindName(kind);
     EXPECT_EQ(rig.inventory().excluded(kind).allocations, 1u) << device::MemoryKindName(kind);
   }

@@ -31,8 +31,9 @@ TEST(InventoryTest, TracksOnlyDeviceLocalAndCountsEveryExcludedKind) {
   Inventory inventory;
   inventory.EnableRecording(true);
   std::uint64_t base = 0x10000;
-  for (MemoryKind kind : {MemoryKind::kHost, MemoryKind::kHostMapped, MemoryKind::kFineGrained, MemoryKind::kManaged,
-                          MemoryKind::kKernelArgument, MemoryKind::kRuntimeInternal, MemoryKind::kIpcImported}) {
+  for (MemoryKind kind :
+       {MemoryKind::kHost, MemoryKind::kHostMapped, MemoryKind::kFineGrained, MemoryKind::kManaged,
+        MemoryKind::kKernelArgument, MemoryKind::kRuntimeInternal, MemoryKind::kIpcImported}) {
     inventory.RecordAlloc(PointerInfo{base, 100, kind, 0});
     base += 0x1000;
   }
@@ -98,7 +99,8 @@ TEST(InventoryTest, FinalizationStopsRecordingWithoutTakingTheLock) {
   bool returned = freed.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
   release.set_value();
   reader.join();
-  ASSERT_TRUE(returned) << "RecordFree/RecordAlloc/SnapshotInventory blocked on the lock after finalization began";
+  ASSERT_TRUE(returned)
+      << "RecordFree/RecordAlloc/SnapshotInventory blocked on the lock after finalization began";
   EXPECT_EQ(freed.get(), 0u);
   EXPECT_EQ(inventory.tracked_count(), 1u);  // neither the free nor the alloc was applied
 }
@@ -120,7 +122,8 @@ TEST(InventoryTest, ConcurrentRecordersKeepTheInventoryConsistent) {
   }
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(inventory.tracked_count(), static_cast<std::size_t>(kThreads * kPerThread / 2));
-  EXPECT_EQ(inventory.SnapshotInventory(0).size() + inventory.SnapshotInventory(1).size(), inventory.tracked_count());
+  EXPECT_EQ(inventory.SnapshotInventory(0).size() + inventory.SnapshotInventory(1).size(),
+            inventory.tracked_count());
 }
 
 }  // namespace

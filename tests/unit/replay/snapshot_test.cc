@@ -128,7 +128,9 @@ struct CaptureFault {
   const char* expected_words;
 };
 
-void PrintTo(const CaptureFault& fault, std::ostream* os) { *os << device::host::FaultPointName(fault.point); }
+void PrintTo(const CaptureFault& fault, std::ostream* os) {
+  *os << device::host::FaultPointName(fault.point);
+}
 
 class SnapshotFaultTest : public SnapshotTest, public ::testing::WithParamInterface<CaptureFault> {};
 
@@ -140,7 +142,8 @@ TEST_P(SnapshotFaultTest, CaptureFailureMakesTheSnapshotIncompleteWithTheReason)
   spec.variables.push_back(ModuleVariableSpec{"g", 8, false, {}});
   ASSERT_TRUE(rig_.platform().LoadModule(0, spec).ok());
   rig_.platform().InjectFault(GetParam().point, 1, 1);
-  if (GetParam().point == FaultPoint::kModuleEnumeration || GetParam().point == FaultPoint::kMetadataAllocation) {
+  if (GetParam().point == FaultPoint::kModuleEnumeration ||
+      GetParam().point == FaultPoint::kMetadataAllocation) {
     rig_.platform().ClearFaults();
     rig_.platform().InjectFault(GetParam().point, 1, 0);
   }
@@ -191,7 +194,8 @@ TEST_F(SnapshotTest, ReallocatedOrShrunkRegionIsSkippedOnRestore) {
   Snapshot snapshot = Capture();
   ASSERT_TRUE(snapshot.ok());
   inventory.RecordFree(a);
-  inventory.RecordAlloc(device::PointerInfo{a, 8192, device::MemoryKind::kDeviceLocal, 0});  // same base and size
+  inventory.RecordAlloc(
+      device::PointerInfo{a, 8192, device::MemoryKind::kDeviceLocal, 0});  // same base and size
   inventory.RecordFree(b);
   inventory.RecordAlloc(device::PointerInfo{b, 4096, device::MemoryKind::kDeviceLocal, 0});  // shrunk
   std::memset(Bytes(a), 0x77, 8192);
@@ -308,7 +312,8 @@ TEST_F(SnapshotTest, DeviceResidentSnapshotIsComparedExactlyWithoutHashing) {
   EXPECT_EQ(stats.dirty_chunks, 1u);
   EXPECT_EQ(stats.bytes_restored, kChunk);
   EXPECT_EQ(Bytes(a)[2 * kChunk + 100], 9);
-  EXPECT_EQ(rig_.platform().FaultsFired(FaultPoint::kHashChunks), 0) << "no hashing when the snapshot is on the device";
+  EXPECT_EQ(rig_.platform().FaultsFired(FaultPoint::kHashChunks), 0)
+      << "no hashing when the snapshot is on the device";
 }
 
 TEST_F(SnapshotTest, DirtyRestoreComparesHashesWhenTheSnapshotIsInHostMemoryOrComparingFails) {

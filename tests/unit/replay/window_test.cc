@@ -145,9 +145,12 @@ TEST_F(ControllerWindowTest, OtherDevicesKeepWorkingDuringTheWindow) {
                        }};
   Kernel replayed{"replayed", [&](const KernelContext& context) {
                     if (context.pass == 1) {
-                      other_ = std::thread([&] { EXPECT_TRUE(platform.Launch(platform.DefaultStream(1), on_device_one).ok()); });
+                      other_ = std::thread([&] {
+                        EXPECT_TRUE(platform.Launch(platform.DefaultStream(1), on_device_one).ok());
+                      });
                       // Device 1 is not in this window: its kernel completes while we wait here.
-                      ran_during_window = ran_future.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+                      ran_during_window =
+                          ran_future.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
                     }
                   }};
   RunReplayed(replayed);

@@ -75,9 +75,10 @@ TEST_F(GpuprofCApiTest, RecordedRangesKeepTheirDomainTimesAndThread) {
   std::vector<std::string> dbs = FinalDbs(dir_ / "out");
   ASSERT_THAT(dbs, SizeIs(1));
   EXPECT_THAT(gpuprof::session::testing::Query(
-                  dbs[0], "SELECT e.endNs - e.startNs, e.globalTid & 4294967295, d.value, m.value, t.name "
-                          "FROM MSTX_EVENTS e JOIN STRING_IDS d ON d.id = e.domainId JOIN STRING_IDS m ON "
-                          "m.id = e.message JOIN ENUM_MSTX_EVENT_TYPE t ON t.id = e.eventType"),
+                  dbs[0],
+                  "SELECT e.endNs - e.startNs, e.globalTid & 4294967295, d.value, m.value, t.name "
+                  "FROM MSTX_EVENTS e JOIN STRING_IDS d ON d.id = e.domainId JOIN STRING_IDS m ON "
+                  "m.id = e.message JOIN ENUM_MSTX_EVENT_TYPE t ON t.id = e.eventType"),
               ElementsAre("250|4242|Module|Linear|start/end"));
 }
 
@@ -268,23 +269,29 @@ TEST_F(GpuprofCApiTest, FrameworkRecordsFillTheSeedTables) {
   std::vector<std::string> dbs = FinalDbs(dir_ / "out");
   ASSERT_THAT(dbs, SizeIs(1));
   using gpuprof::session::testing::Query;
-  EXPECT_THAT(Query(dbs[0], "SELECT s.value FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name ORDER BY p.startNs"),
-              ElementsAre("ProfilerStep#1", "aten::addmm", "AddmmBackward0"));
-  EXPECT_THAT(Query(dbs[0], "SELECT d.value || ' ' || sh.value FROM PYTORCH_API p JOIN STRING_IDS d ON d.id = "
-                            "p.inputDtypes JOIN STRING_IDS sh ON sh.id = p.inputShapes"),
+  EXPECT_THAT(
+      Query(dbs[0],
+            "SELECT s.value FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name ORDER BY p.startNs"),
+      ElementsAre("ProfilerStep#1", "aten::addmm", "AddmmBackward0"));
+  EXPECT_THAT(Query(dbs[0],
+                    "SELECT d.value || ' ' || sh.value FROM PYTORCH_API p JOIN STRING_IDS d ON d.id = "
+                    "p.inputDtypes JOIN STRING_IDS sh ON sh.id = p.inputShapes"),
               ElementsAre("float;float;float [4, 8];[4, 16];[16, 8]"));
   EXPECT_THAT(Query(dbs[0], "SELECT COUNT(*) FROM PYTORCH_CALLCHAINS"), ElementsAre("2"));
   EXPECT_THAT(Query(dbs[0], "SELECT id, startNs - " + std::to_string(t0) + ", endNs - " + std::to_string(t0) +
                                 " FROM STEP_TIME"),
               ElementsAre("1|0|1000"));
   // The pair shares one connection id; the forward op has fwdThreadId 0, the backward one not.
-  EXPECT_THAT(Query(dbs[0], "SELECT COUNT(DISTINCT c.connectionId) FROM PYTORCH_API p JOIN CONNECTION_IDS c ON "
-                            "c.id = p.connectionId WHERE p.sequenceNumber = 7"),
+  EXPECT_THAT(Query(dbs[0],
+                    "SELECT COUNT(DISTINCT c.connectionId) FROM PYTORCH_API p JOIN CONNECTION_IDS c ON "
+                    "c.id = p.connectionId WHERE p.sequenceNumber = 7"),
               ElementsAre("1"));
-  EXPECT_THAT(Query(dbs[0], "SELECT fwdThreadId != 0 FROM PYTORCH_API WHERE sequenceNumber = 7 ORDER BY startNs"),
-              ElementsAre("0", "1"));
-  EXPECT_THAT(Query(dbs[0], "SELECT totalAllocated, totalReserved, totalActive FROM MEMORY_RECORD ORDER BY "
-                            "timestamp"),
+  EXPECT_THAT(
+      Query(dbs[0], "SELECT fwdThreadId != 0 FROM PYTORCH_API WHERE sequenceNumber = 7 ORDER BY startNs"),
+      ElementsAre("0", "1"));
+  EXPECT_THAT(Query(dbs[0],
+                    "SELECT totalAllocated, totalReserved, totalActive FROM MEMORY_RECORD ORDER BY "
+                    "timestamp"),
               ElementsAre("512|2048|512", "0|2048|0"));
   EXPECT_THAT(Query(dbs[0], "SELECT size FROM OP_MEMORY"), ElementsAre("512"));
   EXPECT_THAT(Query(dbs[0], "SELECT endNs - startNs FROM GC_RECORD"), ElementsAre("30"));

@@ -77,7 +77,8 @@ TEST(SessionConfigTest, DeviceIdFromItsVariableElseTheLaunchersLocalRankElseJson
   EXPECT_EQ(ConfigFromEnvironment(Env({}))->device_id, -1);
   EXPECT_EQ(ConfigFromEnvironment(Env({{"LOCAL_RANK", "3"}}))->device_id, 3);
   EXPECT_EQ(ConfigFromEnvironment(Env({{"LOCAL_RANK", "3"}, {"GPUPROF_DEVICE_ID", "1"}}))->device_id, 1);
-  EXPECT_EQ(ConfigFromEnvironment(Env({{"LOCAL_RANK", "gpu3"}}))->device_id, -1) << "the launcher's text is ignored";
+  EXPECT_EQ(ConfigFromEnvironment(Env({{"LOCAL_RANK", "gpu3"}}))->device_id, -1)
+      << "the launcher's text is ignored";
   StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{"LOCAL_RANK", "3"}}));
   ASSERT_TRUE(config.ok());
   ASSERT_TRUE(ApplyJsonConfig("{\"device_id\": 6}", "gpuprof_start", *config).ok());
@@ -182,9 +183,11 @@ TEST(SessionConfigTest, JsonKeysOverrideTheVariablesAndOthersAreKept) {
   EXPECT_EQ(config->rank, 7);
   EXPECT_TRUE(config->follow_children);
   // The given members first, in their order, then every other declared setting in force.
-  EXPECT_THAT(config->ToJson(),
-              ::testing::StartsWith(R"({"output_dir": "/from/json", "rank": 7, "follow_children": true, "record_shapes": true, )"
-                                    R"("activities": ["cpu", "cuda"], "note": "caf\u00e9 \"x\"", )"));
+  EXPECT_THAT(
+      config->ToJson(),
+      ::testing::StartsWith(
+          R"({"output_dir": "/from/json", "rank": 7, "follow_children": true, "record_shapes": true, )"
+          R"("activities": ["cpu", "cuda"], "note": "caf\u00e9 \"x\"", )"));
   EXPECT_THAT(config->ToJson(), HasSubstr(R"("started_by": "api")"));
 }
 
@@ -206,7 +209,8 @@ TEST(SessionConfigTest, ToJsonListsTheResolvedSettingsWhenNoJsonWasGiven) {
   config.rank = 2;
   config.started_by = "injection";
   // Every declared setting with a JSON key, in table order (base/settings.h).
-  EXPECT_THAT(config.ToJson(), ::testing::StartsWith(R"({"output_dir": "/out", "worker_name": "", "rank": 2, )"));
+  EXPECT_THAT(config.ToJson(),
+              ::testing::StartsWith(R"({"output_dir": "/out", "worker_name": "", "rank": 2, )"));
   EXPECT_THAT(config.ToJson(), HasSubstr(R"("follow_children": false, )"));
   EXPECT_THAT(config.ToJson(), HasSubstr(R"("started_by": "injection", )"));
   // Round trip: the stored text is itself an acceptable configuration.
@@ -233,11 +237,15 @@ TEST(SessionConfigTest, ReplayIsOffUnlessAskedAndTakesTheDeclaredDefaults) {
 }
 
 TEST(SessionConfigTest, ReadsWhatGpuprofReplaySets) {
-  StatusOr<SessionConfig> config = ConfigFromEnvironment(
-      Env({{"GPUPROF_REPLAY", "1"}, {"GPUPROF_REPLAY_PASSES", "4"}, {"GPUPROF_REPLAY_KERNEL", "regex:gemm"},
-           {"GPUPROF_REPLAY_SKIP", "2"}, {"GPUPROF_REPLAY_COUNT", "3"}, {"GPUPROF_REPLAY_CACHE_CONTROL", "none"},
-           {"GPUPROF_REPLAY_RESTORE", "full"}, {"GPUPROF_REPLAY_STRICT", "1"},
-           {"GPUPROF_REPLAY_DEVICE_RESERVE_MIB", "512"}}));
+  StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{"GPUPROF_REPLAY", "1"},
+                                                              {"GPUPROF_REPLAY_PASSES", "4"},
+                                                              {"GPUPROF_REPLAY_KERNEL", "regex:gemm"},
+                                                              {"GPUPROF_REPLAY_SKIP", "2"},
+                                                              {"GPUPROF_REPLAY_COUNT", "3"},
+                                                              {"GPUPROF_REPLAY_CACHE_CONTROL", "none"},
+                                                              {"GPUPROF_REPLAY_RESTORE", "full"},
+                                                              {"GPUPROF_REPLAY_STRICT", "1"},
+                                                              {"GPUPROF_REPLAY_DEVICE_RESERVE_MIB", "512"}}));
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   const replay::ReplayOptions options = ReplayOptionsFrom(config->replay);
   EXPECT_EQ(options.passes, 4);
@@ -253,7 +261,8 @@ TEST(SessionConfigTest, ReadsWhatGpuprofReplaySets) {
 TEST(SessionConfigTest, BadReplayValuesNameTheVariable) {
   for (const auto& [variable, value, expected] :
        {std::tuple{"GPUPROF_REPLAY_PASSES", "three", "GPUPROF_REPLAY_PASSES=\"three\""},
-        std::tuple{"GPUPROF_REPLAY_PASSES", "1", "GPUPROF_REPLAY_PASSES=1: the replay passes must be an integer from 2"},
+        std::tuple{"GPUPROF_REPLAY_PASSES", "1",
+                   "GPUPROF_REPLAY_PASSES=1: the replay passes must be an integer from 2"},
         std::tuple{"GPUPROF_REPLAY_PASSES", "1001", "from 2 to 1000"},
         std::tuple{"GPUPROF_REPLAY_CACHE_CONTROL", "some", "expected one of all, none"},
         std::tuple{"GPUPROF_REPLAY_DEVICE_RESERVE_MIB", "-1", "GPUPROF_REPLAY_DEVICE_RESERVE_MIB=-1"},

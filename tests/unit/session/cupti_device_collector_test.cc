@@ -2,11 +2,11 @@
 // up as DB rows. No GPU, no libcuda, no libcupti.
 #include "session/cupti_device_collector.h"
 
-#include <algorithm>
-#include <cstdlib>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
 
 #include "base/logging.h"
 #include "session/session.h"
@@ -253,7 +253,8 @@ TEST_F(CuptiDeviceCollectorTest, ReplayFromTheProgramIsDeclinedWithHowToStartUnl
     fake_ = new FakeCuptiApi;
     fake_->timestamp = 1'000;
     // `gpuprof replay` sets GPUPROF_REPLAY=1 beside its selection or --from-script.
-    if (variable != nullptr) setenv(variable, variable == std::string("GPUPROF_REPLAY_PASSES") ? "3" : "1", 1);
+    if (variable != nullptr)
+      setenv(variable, variable == std::string("GPUPROF_REPLAY_PASSES") ? "3" : "1", 1);
     if (variable != nullptr) setenv("GPUPROF_REPLAY", "1", 1);
     auto session = Start("injection");
     if (variable != nullptr) unsetenv(variable);

@@ -75,7 +75,8 @@ Api Load(const char* path, int mode) {
   api.last_error = Symbol<decltype(api.last_error)>(handle, "gpuprof_last_error");
   api.active = Symbol<decltype(api.active)>(handle, "gpuprof_active_session_v1");
   api.record_gc = Symbol<decltype(api.record_gc)>(handle, "gpuprof_record_gc_event_v1");
-  api.device_correlation = Symbol<decltype(api.device_correlation)>(handle, "gpuprof_get_device_correlation_v1");
+  api.device_correlation =
+      Symbol<decltype(api.device_correlation)>(handle, "gpuprof_get_device_correlation_v1");
   api.configure_replay = Symbol<decltype(api.configure_replay)>(handle, "gpuprof_configure_replay_v1");
   return api;
 }

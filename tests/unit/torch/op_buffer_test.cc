@@ -48,15 +48,21 @@ void TestFormat(std::span<const std::int64_t> words, std::string* shapes, std::s
       if (d > 0) shapes->push_back(',');
       shapes->append(std::to_string(words[i]));
     }
-    dtypes->append(HeaderKind(header) == InputKind::kTensor ? "t" + std::to_string(HeaderDtype(header)) : "-");
+    dtypes->append(HeaderKind(header) == InputKind::kTensor ? "t" + std::to_string(HeaderDtype(header))
+                                                            : "-");
   }
 }
 
 OpBufferSinks SinksInto(Received& received) {
   OpBufferSinks sinks;
   sinks.op = [&received](const gpuprof_torch_op_v1& op) {
-    Received::Op copy{op.name, op.tid, op.start_ns, op.end_ns, op.sequence_number,
-                      op.input_shapes ? op.input_shapes : "<null>", op.input_dtypes ? op.input_dtypes : "<null>",
+    Received::Op copy{op.name,
+                      op.tid,
+                      op.start_ns,
+                      op.end_ns,
+                      op.sequence_number,
+                      op.input_shapes ? op.input_shapes : "<null>",
+                      op.input_dtypes ? op.input_dtypes : "<null>",
                       {}};
     for (std::uint32_t i = 0; i < op.call_stack_depth; ++i) copy.stack.emplace_back(op.call_stack[i]);
     std::lock_guard<std::mutex> lock(received.mu);
@@ -243,7 +249,8 @@ TEST(OpBufferTest, AFullQueueDropsWholeChunksAndCountsThem) {
   buffer.Flush();
   const OpBufferStats stats = buffer.stats();
   EXPECT_GT(stats.dropped_entries, 0u) << "the stalled drain thread let the queue fill";
-  EXPECT_EQ(stats.ops + stats.dropped_entries, static_cast<std::uint64_t>(kOps)) << "every op delivered or counted";
+  EXPECT_EQ(stats.ops + stats.dropped_entries, static_cast<std::uint64_t>(kOps))
+      << "every op delivered or counted";
   EXPECT_EQ(stats.dropped_entries % options.chunk_entries, 0u) << "whole chunks";
 }
 
@@ -281,7 +288,8 @@ TEST(OpBufferTest, ADeliveredChunkIsReusedEmptiedForTheNextOps) {
     const std::vector<std::string> stack =
         big ? std::vector<std::string>{"a.py(1): f", "a.py(2): g"} : std::vector<std::string>{};
     for (int i = 0; i < 3; ++i) {
-      buffer.AddOp(Op(1, round * 10 + i), (big ? "a_long_op_name_" : "op") + std::to_string(round), inputs, stack);
+      buffer.AddOp(Op(1, round * 10 + i), (big ? "a_long_op_name_" : "op") + std::to_string(round), inputs,
+                   stack);
     }
     buffer.AddMemory(Memory(static_cast<std::uint64_t>(round)));
     buffer.Flush();
@@ -297,7 +305,8 @@ TEST(OpBufferTest, ADeliveredChunkIsReusedEmptiedForTheNextOps) {
     EXPECT_EQ(op.name, (big ? "a_long_op_name_" : "op") + std::to_string(round));
     EXPECT_EQ(op.shapes, big ? "2,3,4" : "");
     EXPECT_EQ(op.dtypes, big ? "t6" : "-");
-    EXPECT_EQ(op.stack, big ? std::vector<std::string>({"a.py(1): f", "a.py(2): g"}) : std::vector<std::string>{});
+    EXPECT_EQ(op.stack,
+              big ? std::vector<std::string>({"a.py(1): f", "a.py(2): g"}) : std::vector<std::string>{});
   }
   ASSERT_EQ(received.memory.size(), 10u);
   for (std::size_t i = 0; i < received.memory.size(); ++i) EXPECT_EQ(received.memory[i].bytes, i);
@@ -371,7 +380,8 @@ TEST(OpBufferTest, AForkChildRecordsNothingAndNeverWaitsForTheParentsDrainThread
     return nothing_delivered;
   });
   ASSERT_GE(child, 0);
-  ASSERT_TRUE(ChildExitedCleanly(child, std::chrono::seconds(30))) << "the child delivered records or crashed";
+  ASSERT_TRUE(ChildExitedCleanly(child, std::chrono::seconds(30)))
+      << "the child delivered records or crashed";
   buffer.Flush();
   std::lock_guard<std::mutex> lock(received.mu);
   ASSERT_EQ(received.ops.size(), 1u);

@@ -3,4 +3,3 @@
 #include <cstdio>
 
 __global__ void say(int value) { printf("value %d\n", value); }
-

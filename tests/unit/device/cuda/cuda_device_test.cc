@@ -2,9 +2,9 @@
 // Unavailable naming libcuda.so.1, the one libcuda loader (CudaDriver::Load, which cupti's
 // DriverApi uses too) names what it could not open or resolve, and the SM clock reads 0 (never
 // crashes) where NVML or the device is absent. The GPU behaviour is tested by tests/gpu (label gpu).
+#include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <string>
