@@ -394,7 +394,16 @@ std::string SignalName(int sig) {
 // NAME=VALUE entries for the application: the caller's environment with gpuprof's variables set.
 class ChildEnvironment {
  public:
+  // A later Set of the same name replaces the earlier one (the output directory is set from the
+  // settings, then made absolute): an environment with two entries of one name reads differently
+  // in getenv (the first) and in a shell (the last).
   void Set(std::string name, std::string value) {
+    for (auto& [existing, text] : overrides_) {
+      if (existing == name) {
+        text = std::move(value);
+        return;
+      }
+    }
     overrides_.emplace_back(std::move(name), std::move(value));
   }
 

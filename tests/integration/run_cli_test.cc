@@ -241,6 +241,22 @@ TEST_F(RunCommandTest, EnvironmentReachesTheApplication) {
   EXPECT_EQ(lines[8], "result-file-exists");
 }
 
+// The application's environment holds each variable once: getenv (the session) reads the first
+// of two entries, a shell the last, so a duplicate could hand the session the relative -o.
+TEST_F(RunCommandTest, EachVariableReachesTheApplicationOnce) {
+  CliResult r = Run("run -o out -- /usr/bin/env");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream stream(r.out);
+  int output_dirs = 0;
+  for (std::string line; std::getline(stream, line);) {
+    if (line.rfind("GPUPROF_OUTPUT_DIR=", 0) == 0) {
+      ++output_dirs;
+      EXPECT_EQ(line, "GPUPROF_OUTPUT_DIR=" + dir_ + "/out");
+    }
+  }
+  EXPECT_EQ(output_dirs, 1) << r.out;
+}
+
 TEST_F(RunCommandTest, FollowChildrenFlagIsPassedOn) {
   CliResult r = Run("run --follow-children -- /bin/sh -c 'echo \"$GPUPROF_FOLLOW_CHILDREN\"'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
