@@ -15,8 +15,10 @@
 namespace gpuprof::replay {
 
 enum class RestoreMode : std::uint8_t {
-  kAuto,  // dirty-chunk restore: hash after each pass, write back only chunks that changed (B1)
-  kFull,  // the seed's baseline: every captured byte written back before every pass
+  kAuto,   // dirty-chunk restore: chunks whose hash changed, found on the device in one read (B1)
+  kExact,  // B1 exact: chunks differing byte for byte from a device-resident copy (two reads; host
+           // tiers by hash)
+  kFull,   // the seed's baseline: every captured byte written back before every pass
 };
 
 // The names below are inline, so every component can name replay results from this header alone:
@@ -25,15 +27,20 @@ enum class RestoreMode : std::uint8_t {
 constexpr std::string_view RestoreModeName(RestoreMode mode) noexcept {
   switch (mode) {
     case RestoreMode::kAuto: return "auto";
+    case RestoreMode::kExact: return "exact";
     case RestoreMode::kFull: return "full";
   }
   return "unknown";
 }
 
-// Parses "auto" / "full"; false on anything else.
+// Parses "auto" / "exact" / "full"; false on anything else.
 constexpr bool ParseRestoreMode(std::string_view text, RestoreMode* out) noexcept {
   if (text == "auto") {
     *out = RestoreMode::kAuto;
+    return true;
+  }
+  if (text == "exact") {
+    *out = RestoreMode::kExact;
     return true;
   }
   if (text == "full") {

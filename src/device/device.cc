@@ -37,17 +37,31 @@ std::string_view LaunchKindName(LaunchKind kind) noexcept {
   return "unknown";
 }
 
-Status Device::RestoreRunsFromBacking(DevicePtr dst, const BackingBuffer& src, std::uint64_t src_offset,
-                                      std::span<const ByteRange> runs) {
-  for (const ByteRange& run : runs) {
-    GPUPROF_RETURN_IF_ERROR(RestoreFromBacking(dst + run.offset, src, src_offset + run.offset, run.size));
+bool ParseStorageTier(std::string_view text, StorageTier* out) noexcept {
+  if (text == "device") {
+    *out = StorageTier::kDevice;
+  } else if (text == "pinned-host" || text == "pinned") {
+    *out = StorageTier::kPinnedHost;
+  } else if (text == "pageable-host" || text == "pageable") {
+    *out = StorageTier::kPageableHost;
+  } else if (text == "file") {
+    *out = StorageTier::kFile;
+  } else {
+    return false;
   }
-  return OkStatus();
+  return true;
 }
 
-Status Device::CompareChunks(DevicePtr, const BackingBuffer&, std::uint64_t, std::uint64_t, std::uint64_t,
-                             std::span<std::uint8_t>) {
-  return UnimplementedError("this device backend has no direct snapshot comparison");
+std::string_view ChunkOpName(ChunkOp op) noexcept {
+  switch (op) {
+    case ChunkOp::kCapture: return "capture";
+    case ChunkOp::kRefreshChanged: return "refresh-changed";
+    case ChunkOp::kRestoreChanged: return "restore-changed";
+    case ChunkOp::kRestoreDiffering: return "restore-differing";
+    case ChunkOp::kRestoreAll: return "restore-all";
+    case ChunkOp::kHash: return "hash";
+  }
+  return "unknown";
 }
 
 }  // namespace gpuprof::device

@@ -9,6 +9,7 @@
 // memory as it was or reports what it wrote.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -66,18 +67,73 @@ struct ModuleVariable {
   bool is_constant = false;
 };
 
-// Where a snapshot's bytes live. Replay prefers the fastest tier that fits its budget.
+// Where a snapshot's bytes live (B2). Replay prefers the fastest tier that has room.
 enum class StorageTier : std::uint8_t { kDevice, kPinnedHost, kPageableHost, kFile };
+inline constexpr std::size_t kStorageTierCount = 4;
 
 std::string_view StorageTierName(StorageTier tier) noexcept;
+// "device", "pinned-host" (also "pinned"), "pageable-host" (also "pageable"), "file"; false otherwise.
+bool ParseStorageTier(std::string_view text, StorageTier* out) noexcept;
 
-// Opaque storage for snapshot copies, created by Device::AllocateBacking and owned by the
-// caller (a snapshot region). Released by destruction; must not outlive its Device.
-class BackingBuffer {
- public:
-  virtual ~BackingBuffer() = default;
-  virtual std::uint64_t size() const noexcept = 0;
-  virtual StorageTier tier() const noexcept = 0;
+// Bytes per storage tier, indexed by StorageTier.
+using TierBytes = std::array<std::uint64_t, kStorageTierCount>;
+
+// ---------------------------------------------------------------------------------------------
+// The snapshot arena and the batched operations over it (B1-B3)
+//
+// A device keeps one arena per storage tier: storage for a whole snapshot, kept across replayed
+// launches and grown geometrically, with one saved hash per chunk-sized slot of it. The engine
+// places every region of a snapshot at a chunk-aligned offset of one tier's arena (chunk c of a
+// region at arena_offset o is slot o / chunk_size + c of that tier) and then acts on the whole
+// table at once: RunChunkOp is a fixed number of launches and batched copies on the backend's
+// own stream with at most one host wait, whatever the number of regions or changed chunks. The
+// changed chunks are found on the device and copied there; per-chunk hashes cross to the host
+// only when the caller asks for them, in one copy.
+
+// One region of a snapshot table: device memory [base, base + size) and where its copy lives.
+struct ArenaRegion {
+  DevicePtr base = 0;
+  std::uint64_t size = 0;
+  StorageTier tier = StorageTier::kDevice;
+  std::uint64_t arena_offset = 0;  // in the tier's arena; a multiple of the chunk size
+  friend bool operator==(const ArenaRegion&, const ArenaRegion&) = default;
+};
+
+enum class ChunkOp : std::uint8_t {
+  kCapture,           // every chunk: device -> arena; saved hash := hash of its bytes
+  kRefreshChanged,    // B3: chunks whose hash differs from the saved one: device -> arena, saved := new
+  kRestoreChanged,    // B1: chunks whose hash differs from the saved one: arena -> device
+  kRestoreDiffering,  // B1, exact: device-tier chunks that differ in any byte from their copy
+                      // (host tiers: by hash, as kRestoreChanged): arena -> device
+  kRestoreAll,        // every chunk: arena -> device
+  kHash,              // nothing written (a pass's output hashes)
+};
+
+std::string_view ChunkOpName(ChunkOp op) noexcept;
+
+struct ChunkOpResult {
+  std::uint64_t chunks = 0;         // chunks in the table
+  std::uint64_t copied_chunks = 0;  // chunks written (every chunk for kCapture and kRestoreAll)
+  std::uint64_t copied_bytes = 0;
+};
+
+struct ArenaStats {
+  TierBytes capacity{};          // bytes each tier's arena holds now
+  std::uint64_t generation = 0;  // changes whenever an arena loses its contents (regrown or released)
+  std::uint64_t allocations = 0;   // arena allocations made so far (growths included)
+  std::uint64_t allocation_ns = 0;  // time those took: a one-time cost, shown apart from snapshots
+  std::uint64_t releases = 0;       // ReleaseArena / MakeRoomFor calls that freed something
+};
+
+// How a backend's arena is bounded (B2). Set by the session from the replay settings.
+struct ArenaOptions {
+  // The device-tier arena only grows while this much device memory stays free.
+  std::uint64_t device_reserve_bytes = std::uint64_t{2} << 30;
+  // The pinned host pool's limit (allocated once per process, grown geometrically up to this).
+  std::uint64_t pinned_limit_bytes = std::uint64_t{64} << 30;
+  // Where the file tier's spill file is created (mode 0600, unlinked when released). Empty: the
+  // file tier is unavailable.
+  std::string spill_directory;
 };
 
 // A contiguous byte range relative to some base.
@@ -101,35 +157,34 @@ class Device {
   virtual Status CopyHostToDevice(DevicePtr dst, const void* src, std::uint64_t bytes) = 0;
   virtual Status CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_t bytes) = 0;
 
-  // Storage for `bytes` of snapshot data, in `preferred` or the next slower tier the backend
-  // can provide. ResourceExhausted when nothing fits (the host's bad_alloc included).
-  virtual StatusOr<std::unique_ptr<BackingBuffer>> AllocateBacking(std::uint64_t bytes,
-                                                                   StorageTier preferred) = 0;
-  // device memory [src, src+bytes) -> backing[offset, offset+bytes)
-  virtual Status SaveToBacking(BackingBuffer& dst, std::uint64_t dst_offset, DevicePtr src,
-                               std::uint64_t bytes) = 0;
-  // backing[offset, offset+bytes) -> device memory [dst, dst+bytes)
-  virtual Status RestoreFromBacking(DevicePtr dst, const BackingBuffer& src, std::uint64_t src_offset,
-                                    std::uint64_t bytes) = 0;
-  // Writes each range of `runs` (offsets relative to both `dst` and `src_offset`) back. Backends
-  // with a batched copy override this; the default issues one RestoreFromBacking per run and
-  // stops at the first failure.
-  virtual Status RestoreRunsFromBacking(DevicePtr dst, const BackingBuffer& src, std::uint64_t src_offset,
-                                        std::span<const ByteRange> runs);
-
   // Hashes device memory [src, src+bytes) in chunks of `chunk_size`;
   // out.size() must be base::ChunkCount(bytes, chunk_size). Equal bytes give equal hashes on
   // the same device; the hash function is the backend's own.
   virtual Status HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
                             std::span<std::uint64_t> out) = 0;
 
-  // Exact dirty detection against a device-resident snapshot (B1): dirty[i] = 1 when chunk i of
-  // device memory [current, current+bytes) differs in any byte from saved[offset, offset+bytes),
-  // else 0; dirty.size() must be base::ChunkCount(bytes, chunk_size). Unimplemented when `saved`
-  // is not in StorageTier::kDevice or the backend cannot compare on the device (the default):
-  // callers then compare chunk hashes instead.
-  virtual Status CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset,
-                               std::uint64_t bytes, std::uint64_t chunk_size, std::span<std::uint8_t> dirty);
+  // ---- the snapshot arena (see above) ----
+  // How many bytes `tier`'s arena may hold in all now: what it holds plus what it could still
+  // grow by (kDevice: free device memory above the reserve; kPinnedHost: up to the pool's
+  // limit; kFile: 0 without a spill directory).
+  virtual std::uint64_t ArenaLimit(StorageTier tier) = 0;
+  // Makes each tier's arena hold at least `bytes[tier]`, in slots of `chunk_size` bytes. Growth is
+  // geometric; an arena that grows (or changes chunk size) is reallocated and loses what it held
+  // (arena_stats().generation changes). ResourceExhausted naming the tier when one cannot grow.
+  virtual Status ReserveArena(const TierBytes& bytes, std::uint64_t chunk_size) = 0;
+  // Frees every arena (at exit or when the application needs the memory).
+  virtual void ReleaseArena() = 0;
+  // The application is about to allocate `bytes` of device memory: frees the device-tier arena
+  // when the allocation would not fit beside it. True when something was freed.
+  virtual bool MakeRoomFor(std::uint64_t bytes) = 0;
+  virtual ArenaStats arena_stats() = 0;
+  // Runs `op` over every region of `regions` (placed in arenas that ReserveArena made, with the
+  // same chunk size), batched as described above. `hashes`, when not empty, receives the hash of
+  // each chunk's device bytes as they were before anything was written, in table order (region by
+  // region, chunk by chunk); its size must then be the table's chunk count. On failure nothing is
+  // promised about which chunks were written: callers restore with kRestoreAll, or capture again.
+  virtual StatusOr<ChunkOpResult> RunChunkOp(ChunkOp op, std::span<const ArenaRegion> regions,
+                                             std::uint64_t chunk_size, std::span<std::uint64_t> hashes) = 0;
 
   // Module-scope variables of every module loaded on this device now, addresses and sizes
   // (the bytes are read by whoever snapshots them). Unavailable/Internal when enumeration fails.

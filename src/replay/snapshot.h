@@ -1,23 +1,30 @@
-// Snapshot and restore of one device's replayable memory (rules R7, R8, R10, B1).
+// Snapshot and restore of one device's replayable memory (rules R7, R8, R10, B1-B3).
 //
-// Snapshot::Capture copies every tracked allocation owned by the device and every module-scope
-// variable of every module loaded on it into backing buffers, and records per-chunk hashes of
-// what it copied. Capture never fails fatally: any failure leaves ok() == false with the reason,
-// and the caller must then not replay (R9).
+// A Snapshot belongs to one device and lives as long as the replay engine: it is the engine's
+// record of what the device's snapshot arena (device.h) holds. Capture() brings it up to date
+// with the device's memory now: every tracked allocation owned by the device and every
+// module-scope variable of every module loaded on it (R7). A region seen at the last Capture with
+// the same identity (allocations: base, size and generation, R10; module variables: address,
+// size and module) keeps its place in the arena and only its changed chunks are copied again
+// (B3, found by the batched hash compare on the device); new regions are placed and captured;
+// regions gone since are dropped. Whatever the application did between two replayed launches
+// (its copies, memsets, unreplayed kernels, frees) shows up in the next Capture.
 //
-// After a pass, Inspect() hashes the device's current bytes chunk by chunk: the combination is
-// the pass's output hash (B6) and the differing chunks are what a dirty restore writes back (B1).
-// Restore() writes captured bytes back (all of them in kFull mode; only differing chunks,
-// coalesced into runs, in kAuto mode: found by comparing with the snapshot on the device when it
-// is stored there, else by comparing chunk hashes). Tracked regions are re-validated against the inventory
-// under its read lock, lookup and copy together: a region freed, reallocated (generation changed)
-// or shrunk since capture is skipped with a warning. A failed copy is logged and skipped.
+// After a pass, Restore() writes the captured bytes back with one batched operation over the
+// whole table (kAuto: chunks whose hash changed; kExact: chunks differing byte for byte from a
+// device-resident copy; kFull: everything), hashing the pass's output on the way when asked
+// (B6). Tracked regions are re-validated against the inventory under its read lock, held across
+// the batched operation (R10): a region freed, reallocated or shrunk since capture is left out
+// with a warning. A failed batched restore is retried as a full one; only a failed full restore is
+// reported as failed.
 //
-// Not thread-safe: one snapshot is used by the one thread that holds the device's replay window.
+// Any failure while capturing leaves ok() == false with the reason (the caller then declines,
+// R8/R9) and makes the next Capture a complete one. Nothing here is fatal.
+//
+// Not thread-safe: used only by the thread that holds the device's replay window.
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <memory_resource>
 #include <string>
 #include <vector>
@@ -31,9 +38,9 @@ namespace gpuprof::replay {
 struct SnapshotOptions {
   std::uint64_t chunk_size = 64 * 1024;
   std::uint64_t max_symbol_bytes = 1ull << 30;
-  // B2: the device's own memory first (the backend falls back to pinned, then pageable host
-  // memory when the region does not fit under its reserve).
-  device::StorageTier preferred_tier = device::StorageTier::kDevice;
+  // B2: the fastest tier regions may be placed in; what does not fit goes to the next slower one
+  // (device, pinned host, pageable host, spill file).
+  device::StorageTier fastest_tier = device::StorageTier::kDevice;
 };
 
 enum class RegionSource : std::uint8_t { kAllocation, kModuleVariable };
@@ -43,74 +50,94 @@ struct SnapshotRegion {
   device::DevicePtr base = 0;
   std::uint64_t size = 0;
   std::uint64_t generation = 0;  // kAllocation only
+  std::uint64_t module_id = 0;   // kModuleVariable only
   std::string name;              // kModuleVariable only
-  std::unique_ptr<device::BackingBuffer> backing;
+  device::StorageTier tier = device::StorageTier::kDevice;
+  std::uint64_t arena_offset = 0;
   std::vector<std::uint64_t> chunk_hashes;  // of the captured bytes
 };
 
-// The device's bytes after a pass, as chunk hashes per region (same order as the snapshot).
-struct OutputState {
-  std::vector<std::vector<std::uint64_t>> chunk_hashes;
-  std::uint64_t output_hash = 0;
+// What the last Capture did.
+struct CaptureStats {
+  bool complete = false;            // every region copied in full (first capture, or after a reset)
+  std::uint64_t regions_kept = 0;   // regions carried over from the previous capture (B3)
+  std::uint64_t regions_added = 0;  // regions captured in full
+  std::uint64_t regions_dropped = 0;
+  std::uint64_t chunks_copied = 0;
+  std::uint64_t bytes_copied = 0;
+  std::uint64_t arena_allocation_ns = 0;  // time spent growing the arena in this capture
+  std::uint64_t inventory_ns = 0;         // inventory walk and module-variable enumeration
+  std::uint64_t copy_ns = 0;              // the batched copy and hash operations
 };
 
 struct RestoreStats {
-  std::uint64_t regions_restored = 0;  // regions fully written back (or already clean)
+  std::uint64_t regions_restored = 0;  // regions written back (or already clean)
   std::uint64_t regions_skipped = 0;   // freed / reallocated / shrunk since capture
-  std::uint64_t regions_failed = 0;    // a copy failed
+  std::uint64_t regions_failed = 0;    // regions left unrestored because even a full restore failed
   std::uint64_t bytes_restored = 0;
-  std::uint64_t dirty_chunks = 0;      // kAuto: chunks that differed; kFull: all chunks
-  std::uint64_t runs = 0;              // copies issued after coalescing adjacent chunks
-  std::uint64_t regions_compared = 0;  // kAuto: regions compared exactly with a device-resident snapshot
+  std::uint64_t dirty_chunks = 0;  // chunks written back (every chunk for kFull)
+  std::uint64_t device_ops = 0;    // batched device operations issued (retries included)
+  bool fell_back_to_full = false;  // the first attempt failed and a full restore followed
 };
 
 class Snapshot {
  public:
-  // Captures `device`'s replayable memory. Never fails fatally; check ok().
-  static Snapshot Capture(device::Device& device, const Inventory& inventory, const SnapshotOptions& options);
+  explicit Snapshot(device::Device& device);
+  Snapshot(const Snapshot&) = delete;
+  Snapshot& operator=(const Snapshot&) = delete;
 
-  Snapshot(Snapshot&&) noexcept = default;
-  Snapshot& operator=(Snapshot&&) noexcept = default;
+  // Brings the snapshot up to date with the device's replayable memory (see above). False on an
+  // incomplete snapshot; failure() says why.
+  bool Capture(const Inventory& inventory, const SnapshotOptions& options);
 
-  bool ok() const noexcept { return failure_.empty(); }
-  // Why the snapshot is incomplete ("" when ok()).
+  bool ok() const noexcept { return failure_.empty() && valid_; }
+  // Why the last capture is incomplete ("" when ok()).
   const std::string& failure() const noexcept { return failure_; }
 
   const std::pmr::vector<SnapshotRegion>& regions() const noexcept { return regions_; }
   std::uint64_t total_bytes() const noexcept { return total_bytes_; }
-  // Of total_bytes(), those held in the device's own memory (B2; the rest is in host memory).
-  std::uint64_t device_bytes() const noexcept { return device_bytes_; }
+  // Of total_bytes(), those held in each tier (B2).
+  const device::TierBytes& tier_bytes() const noexcept { return tier_bytes_; }
+  std::uint64_t device_bytes() const noexcept { return tier_bytes_[0]; }
   std::uint64_t chunk_size() const noexcept { return chunk_size_; }
+  std::uint64_t chunk_count() const noexcept { return chunk_count_; }
   std::uint64_t symbols_skipped() const noexcept { return symbols_skipped_; }
   // Hash of the captured bytes (what every pass must see as input).
   std::uint64_t input_hash() const noexcept { return input_hash_; }
+  const CaptureStats& last_capture() const noexcept { return last_capture_; }
 
-  // Hashes the device's current bytes of every region. Tracked regions are re-validated under
-  // the inventory's read lock like Restore; a region gone since capture hashes as empty.
-  StatusOr<OutputState> Inspect(device::Device& device, const Inventory& inventory) const;
+  // The hash of the device's current bytes of every region (a pass's output, B6); a region gone
+  // since capture hashes as empty.
+  StatusOr<std::uint64_t> Inspect(const Inventory& inventory);
 
-  // Writes captured bytes back. In kAuto mode `current` (from Inspect after the pass) decides
-  // which chunks differ; if it is null, kAuto inspects first. Never aborts on a failed region.
-  RestoreStats Restore(device::Device& device, const Inventory& inventory, RestoreMode mode,
-                       const OutputState* current) const;
+  // Writes captured bytes back (see above). When `output_hash` is not null it receives the hash
+  // of the bytes before the restore (the pass's output; 0 when it could not be computed).
+  RestoreStats Restore(const Inventory& inventory, RestoreMode mode, std::uint64_t* output_hash);
+
+  // Forgets what the arena holds: the next Capture copies everything.
+  void Invalidate() noexcept;
 
  private:
-  explicit Snapshot(std::pmr::memory_resource* metadata) : regions_(metadata) {}
-  Status CaptureRegion(device::Device& device, SnapshotRegion region, device::StorageTier tier);
+  bool Fail(std::string why);
+  // The live subset of regions_ as a table (under the inventory's read lock), in regions_ order,
+  // with the index of each entry in regions_.
+  void BuildLiveTable(const Inventory& inventory, std::vector<device::ArenaRegion>* table,
+                      std::vector<std::size_t>* indices, std::uint64_t* skipped) const;
+  std::uint64_t CombineOutput(const std::vector<std::size_t>& indices, std::span<const std::uint64_t> hashes) const;
 
+  device::Device& device_;
   // Allocated from the device's metadata resource, whose failure is an incomplete snapshot (R8).
   std::pmr::vector<SnapshotRegion> regions_;
   std::string failure_;
+  bool valid_ = false;                  // regions_ matches the arena's contents
+  std::uint64_t arena_generation_ = 0;  // the arena's generation when regions_ was last valid
   std::uint64_t total_bytes_ = 0;
-  std::uint64_t device_bytes_ = 0;
+  device::TierBytes tier_bytes_{};
   std::uint64_t chunk_size_ = 0;
+  std::uint64_t chunk_count_ = 0;
   std::uint64_t symbols_skipped_ = 0;
   std::uint64_t input_hash_ = 0;
+  CaptureStats last_capture_;
 };
-
-// Coalesces the indices of differing chunks into byte runs over a region of `region_size`
-// (adjacent chunks merge; the last run is clipped to the region). `dirty` must be sorted.
-std::vector<device::ByteRange> CoalesceDirtyChunks(const std::vector<std::uint64_t>& dirty,
-                                                   std::uint64_t chunk_size, std::uint64_t region_size);
 
 }  // namespace gpuprof::replay
