@@ -50,6 +50,36 @@ constexpr bool ParseRestoreMode(std::string_view text, RestoreMode* out) noexcep
   return false;
 }
 
+// The fastest storage a snapshot may use (B2); what does not fit goes to the next slower one.
+enum class SnapshotStorage : std::uint8_t {
+  kDevice,        // device memory under the reserve, then pinned host, pageable host, spill file
+  kPinnedHost,    // pinned host memory first
+  kPageableHost,  // pageable host memory first
+  kFile,          // a spill file under the output directory only
+};
+
+constexpr std::string_view SnapshotStorageName(SnapshotStorage storage) noexcept {
+  switch (storage) {
+    case SnapshotStorage::kDevice: return "device";
+    case SnapshotStorage::kPinnedHost: return "pinned";
+    case SnapshotStorage::kPageableHost: return "pageable";
+    case SnapshotStorage::kFile: return "file";
+  }
+  return "unknown";
+}
+
+// Parses "device" / "pinned" / "pageable" / "file"; false on anything else.
+constexpr bool ParseSnapshotStorage(std::string_view text, SnapshotStorage* out) noexcept {
+  for (SnapshotStorage s : {SnapshotStorage::kDevice, SnapshotStorage::kPinnedHost, SnapshotStorage::kPageableHost,
+                            SnapshotStorage::kFile}) {
+    if (text == SnapshotStorageName(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
 // Which launches are replayed (Nsight Compute's -k / -s / -c, rule C4).
 struct KernelSelector {
   std::string name;         // empty: every kernel; "regex:PATTERN": ECMAScript regex search;
@@ -61,6 +91,7 @@ struct KernelSelector {
 struct ReplayOptions {
   int passes = 1;  // >= 1; 1 means snapshot-free pass-through
   RestoreMode restore = RestoreMode::kAuto;
+  SnapshotStorage storage = SnapshotStorage::kDevice;  // B2
   std::uint64_t chunk_size = 64 * 1024;         // dirty-detection granularity, > 0
   std::uint64_t max_symbol_bytes = 1ull << 30;  // module variables above this are skipped (R7)
   bool strict = false;                          // decline while kernel-writable untracked memory is live (R6)
@@ -132,6 +163,10 @@ struct ReplayRecord {
   std::uint64_t snapshot_device_bytes =
       0;                          // of snapshot_bytes, held in device memory (B2); the rest in host memory
   std::uint64_t snapshot_ns = 0;  // time to capture
+  // Bytes the capture copied: everything at a first capture, only the changed chunks of regions
+  // kept from the previous replayed launch's snapshot otherwise (B3).
+  std::uint64_t snapshot_copied_bytes = 0;
+  std::uint64_t drain_ns = 0;  // time waiting for the device to drain before the snapshot
   std::uint64_t untracked_writable_bytes = 0;  // live host-mapped/managed/IPC bytes (R6)
 };
 

@@ -169,9 +169,12 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
     {SettingId::kReplayCacheControl, "replay_cache_control", "GPUPROF_REPLAY_CACHE_CONTROL", "", T::kChoice,
      0, 0, "all|none", "all", "--cache-control", kReplayCommand, "all|none",
      "Flush L2 before each pass (all) or not (none)", nullptr},
-    {SettingId::kReplayRestore, "replay_restore", "GPUPROF_REPLAY_RESTORE", "", T::kChoice, 0, 0, "auto|full",
-     "auto", "--restore", kReplayCommand | kDemoCommand, "auto|full",
-     "Restore between passes: write back only the chunks that changed (auto) or every byte (full)", nullptr},
+    {SettingId::kReplayRestore, "replay_restore", "GPUPROF_REPLAY_RESTORE", "", T::kChoice, 0, 0, "auto|exact|full",
+     "auto", "--restore", kReplayCommand | kDemoCommand, "auto|exact|full",
+     "Restore between passes: write back the chunks whose hash changed, found on the device in one read "
+     "(auto), the chunks that differ byte for byte from a device-resident snapshot (exact, two reads), or "
+     "every byte (full)",
+     nullptr},
     {SettingId::kReplayStrict, "replay_strict", "GPUPROF_REPLAY_STRICT", "", T::kBool, 0, 0, "", "0",
      "--strict", kReplayCommand, "", "Decline launches while kernel-writable untracked memory is live",
      nullptr},
@@ -181,6 +184,12 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
     {SettingId::kReplayDeviceReserveMib, "replay_device_reserve_mib", "GPUPROF_REPLAY_DEVICE_RESERVE_MIB", "",
      T::kInt, 0, std::int64_t{1} << 30, "", "2048", "--device-reserve", kReplayCommand, "MIB",
      "MiB of device memory that snapshots leave free; beyond it they go to host memory", nullptr},
+    {SettingId::kReplayStorage, "replay_storage", "GPUPROF_REPLAY_STORAGE", "", T::kChoice, 0, 0,
+     "device|pinned|pageable|file", "device", "--storage", kReplayCommand, "TIER",
+     "Fastest storage for snapshots (B2): device memory under the reserve, then pinned host memory, then "
+     "pageable host memory, then a spill file (mode 0600, deleted at exit) under the output directory; "
+     "what does not fit goes to the next",
+     nullptr},
 }};
 
 constexpr bool RowsInIdOrder() {

@@ -78,6 +78,7 @@ enum class SettingId : std::uint8_t {
   kReplayStrict,
   kReplaySideEffectKernels,
   kReplayDeviceReserveMib,
+  kReplayStorage,
   kCount,  // not a setting
 };
 

@@ -45,7 +45,7 @@ int RunDemoCommand(const DemoFlags& flags, const SettingOptions& settings) {
   // Both already checked against their declared rows (base/settings.h) by the options' checks.
   options.replay.passes = static_cast<int>(base::SettingInt(settings.value(base::SettingId::kReplayPasses)));
   if (!replay::ParseRestoreMode(settings.value(base::SettingId::kReplayRestore), &options.replay.restore)) {
-    return UsageError("--restore must be auto or full", "gpuprof demo --help");
+    return UsageError("--restore must be auto, exact or full", "gpuprof demo --help");
   }
   options.replay.chunk_size = flags.chunk_kib * 1024;
   options.devices = flags.devices;

@@ -14,25 +14,6 @@ namespace gpuprof::replay {
 namespace {
 
 constexpr std::string_view kRegexPrefix = "regex:";
-// Full restores attempted after one that had a failed copy, before the replay is stopped.
-constexpr int kRestoreRetries = 3;
-
-// Restore, then up to kRestoreRetries full restores while some region failed (a failed copy leaves
-// a region holding the previous pass's output). Bytes and dirty chunks add up over the attempts;
-// regions_failed and regions_restored are the last attempt's.
-RestoreStats RestoreWithRetries(const Snapshot& snapshot, device::Device& device, const Inventory& inventory,
-                                RestoreMode mode, const OutputState* current) {
-  RestoreStats restored = snapshot.Restore(device, inventory, mode, current);
-  for (int attempt = 1; restored.regions_failed > 0 && attempt <= kRestoreRetries; ++attempt) {
-    RestoreStats retry = snapshot.Restore(device, inventory, RestoreMode::kFull, nullptr);
-    restored.bytes_restored += retry.bytes_restored;
-    restored.dirty_chunks += retry.dirty_chunks;
-    restored.regions_failed = retry.regions_failed;
-    restored.regions_restored = retry.regions_restored;
-  }
-  return restored;
-}
-
 bool IsCollectiveKernelName(std::string_view name) {
   // NCCL's device kernels are named ncclKernel_*, ncclDevKernel_* (mangled: _Z..nccl...).
   std::string lower(name);
@@ -56,6 +37,10 @@ Controller::Controller(Inventory& inventory, std::vector<device::Device*> device
     : inventory_(inventory),
       devices_(std::move(devices)),
       windows_(std::make_unique<std::shared_mutex[]>(devices_.size())) {
+  snapshots_.reserve(devices_.size());
+  for (device::Device* device : devices_) {
+    snapshots_.push_back(device != nullptr ? std::make_unique<Snapshot>(*device) : nullptr);
+  }
   plans_.push_back(MakePlan(std::move(options)));
   plan_.store(plans_.back().get(), std::memory_order_release);
 }
@@ -257,9 +242,11 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   };
 
   // Everything queued before this launch must land before the snapshot; bounded (R14).
+  const std::int64_t drain_start = base::MonotonicNowNs();
   if (Status drained = device.Synchronize(options.drain_timeout); !drained.ok()) {
     return decline_in_window(DeclineReason::kDrainTimeout, "device did not drain: " + drained.ToString());
   }
+  record.drain_ns = static_cast<std::uint64_t>(base::MonotonicNowNs() - drain_start);
   if (Status prepared = executor.PrepareForSnapshot(); !prepared.ok()) {
     return decline_in_window(DeclineReason::kIncompleteSnapshot,
                              "loading the kernel's module failed: " + prepared.ToString());
@@ -269,31 +256,34 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   SnapshotOptions snapshot_options;
   snapshot_options.chunk_size = options.chunk_size;
   snapshot_options.max_symbol_bytes = options.max_symbol_bytes;
+  snapshot_options.fastest_tier = static_cast<device::StorageTier>(options.storage);
+  Snapshot& snapshot = *snapshots_[static_cast<std::size_t>(device.ordinal())];
   std::int64_t capture_start = base::MonotonicNowNs();
-  Snapshot snapshot = Snapshot::Capture(device, inventory_, snapshot_options);
+  const bool captured = snapshot.Capture(inventory_, snapshot_options);
   record.snapshot_ns = static_cast<std::uint64_t>(base::MonotonicNowNs() - capture_start);
-  if (!snapshot.ok()) return decline_in_window(DeclineReason::kIncompleteSnapshot, snapshot.failure());
+  if (!captured) return decline_in_window(DeclineReason::kIncompleteSnapshot, snapshot.failure());
   record.snapshot_regions = snapshot.regions().size();
   record.snapshot_bytes = snapshot.total_bytes();
   record.snapshot_device_bytes = snapshot.device_bytes();
+  record.snapshot_copied_bytes = snapshot.last_capture().bytes_copied;
 
-  const bool need_output = options.determinism_check || options.restore == RestoreMode::kAuto;
-  std::optional<OutputState> output;
+  // The output of pass p is hashed by the restore before pass p + 1 (one read for both), and the
+  // last pass's by the final inspection or restore.
   for (int pass = 1; pass <= options.passes; ++pass) {
     PassRecord pass_record;
     pass_record.pass = pass;
     if (pass > 1) {
-      RestoreMode mode = output ? options.restore : RestoreMode::kFull;
+      std::uint64_t output_hash = 0;
       // If the copies keep failing, stop: running again on different inputs would both
       // mismeasure and corrupt.
       RestoreStats restored =
-          RestoreWithRetries(snapshot, device, inventory_, mode, output ? &*output : nullptr);
+          snapshot.Restore(inventory_, options.restore, options.determinism_check ? &output_hash : nullptr);
+      record.passes.back().output_hash = output_hash;
       if (restored.regions_failed > 0) {
         record.decline_reason = DeclineReason::kRestoreFailed;
         record.decline_detail = std::to_string(restored.regions_failed) +
                                 " region(s) could not be written back before pass " + std::to_string(pass) +
-                                " after " + std::to_string(kRestoreRetries) +
-                                " retries; replay stopped after pass " + std::to_string(pass - 1);
+                                ", even by full restores; replay stopped after pass " + std::to_string(pass - 1);
         GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail
                             << "; device memory may differ from an unreplayed run";
         break;
@@ -307,6 +297,8 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
     if (!timing.ok()) {
       if (pass == 1) {
         // The application's own launch failed: that is its error to see, not a replay problem.
+        // What it may have written is not what the arena holds any more.
+        snapshot.Invalidate();
         Publish(record);
         return timing.status();
       }
@@ -319,19 +311,34 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
     pass_record.duration_ns = timing->duration_ns;
     pass_record.sm_clock_before_khz = timing->sm_clock_before_khz;
     pass_record.sm_clock_after_khz = timing->sm_clock_after_khz;
-    output.reset();
-    if (need_output && (options.determinism_check || pass < options.passes)) {
-      StatusOr<OutputState> inspected = snapshot.Inspect(device, inventory_);
-      if (inspected.ok()) {
-        output = std::move(inspected).value();
-        pass_record.output_hash = output->output_hash;
-      } else {
-        GPUPROF_LOG(kWarning) << "replay of " << record.kernel_name << ": hashing pass " << pass
-                              << " output failed (" << inspected.status().ToString()
-                              << "); the next restore writes everything back";
+    record.passes.push_back(pass_record);
+  }
+
+  if (executor.original_runs_after_return() && !record.passes.empty()) {
+    // The application's launch runs next, on the inputs every pass saw. Like the restores
+    // between passes, only what the last pass changed is written back.
+    std::uint64_t output_hash = 0;
+    RestoreStats restored =
+        snapshot.Restore(inventory_, options.restore, options.determinism_check ? &output_hash : nullptr);
+    if (record.passes.back().output_hash == 0) record.passes.back().output_hash = output_hash;
+    if (restored.regions_failed > 0) {
+      GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << restored.regions_failed
+                          << " region(s) could not be written back before the application's launch; "
+                             "its results may differ from an unreplayed run";
+      if (record.decline_reason == DeclineReason::kNone) {
+        record.decline_reason = DeclineReason::kRestoreFailed;
+        record.decline_detail = "the final restore before the application's launch failed";
       }
     }
-    record.passes.push_back(pass_record);
+  } else if (options.determinism_check && !record.passes.empty() && record.passes.back().output_hash == 0 &&
+             record.decline_reason == DeclineReason::kNone) {
+    StatusOr<std::uint64_t> inspected = snapshot.Inspect(inventory_);
+    if (inspected.ok()) {
+      record.passes.back().output_hash = *inspected;
+    } else {
+      GPUPROF_LOG(kWarning) << "replay of " << record.kernel_name << ": hashing pass " << record.passes.back().pass
+                            << " output failed (" << inspected.status().ToString() << ")";
+    }
   }
 
   if (options.determinism_check && !record.passes.empty() && record.passes.front().output_hash != 0) {
@@ -347,21 +354,9 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
                             << " wrote different bytes than pass 1 from identical inputs";
     }
   }
-  if (executor.original_runs_after_return() && !record.passes.empty()) {
-    // The application's launch runs next, on the inputs every pass saw. Like the restores
-    // between passes, only what the last pass changed is written back when that is known.
-    RestoreStats restored =
-        RestoreWithRetries(snapshot, device, inventory_, output ? options.restore : RestoreMode::kFull,
-                           output ? &*output : nullptr);
-    if (restored.regions_failed > 0) {
-      GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << restored.regions_failed
-                          << " region(s) could not be written back before the application's launch; "
-                             "its results may differ from an unreplayed run";
-      if (record.decline_reason == DeclineReason::kNone) {
-        record.decline_reason = DeclineReason::kRestoreFailed;
-        record.decline_detail = "the final restore before the application's launch failed";
-      }
-    }
+  if (record.decline_reason != DeclineReason::kNone) {
+    // A stopped replay may have left the arena and the device out of step.
+    snapshot.Invalidate();
   }
   record.replayed = record.decline_reason == DeclineReason::kNone;
   executor.SignalCompletion();

@@ -29,6 +29,8 @@
 
 namespace gpuprof::replay {
 
+class Snapshot;
+
 class Controller {
  public:
   // `devices[i]` is the device of ordinal i; all must outlive the controller. Options must have
@@ -99,6 +101,8 @@ class Controller {
   std::vector<std::unique_ptr<Plan>> plans_;  // every plan made, guarded by plans_mu_; never freed early
   std::atomic<Plan*> plan_{nullptr};          // the one in force (one of plans_)
   std::unique_ptr<std::shared_mutex[]> windows_;
+  // Per device, the snapshot kept across replayed launches (B3); used under the device's window.
+  std::vector<std::unique_ptr<Snapshot>> snapshots_;
   std::atomic<bool> warned_graph_{false};
   base::Synchronized<std::vector<ReplayRecord>> records_;
   base::Synchronized<std::function<void(const ReplayRecord&)>> sink_;

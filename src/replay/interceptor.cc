@@ -65,6 +65,19 @@ device::Device* Interceptor::DeviceFor(int ordinal) const noexcept {
 
 Status Interceptor::WrappedAllocate(RuntimeApiTable& table, const AllocateArgs& args, DevicePtr* out) {
   auto* self = static_cast<Interceptor*>(table.hook_context);
+  if (args.kind == device::MemoryKind::kDeviceLocal && self->inventory_.recording()) {
+    // The application's memory comes first: a snapshot arena in the way is freed (and the next
+    // replayed launch captures in full), never kept at the cost of the application's allocation.
+    Controller* controller = self->controller_.load(std::memory_order_acquire);
+    device::Device* device = self->DeviceFor(args.device);
+    if (controller != nullptr && device != nullptr) {
+      auto window = controller->EnterDeviceShared(args.device);
+      if (device->MakeRoomFor(args.size)) {
+        GPUPROF_LOG(kInfo) << "replay: released the snapshot arena of device " << args.device << " for a "
+                           << args.size << "-byte allocation of the application";
+      }
+    }
+  }
   Status status = self->original_.allocate(table, args, out);
   // R3: with replay off this relaxed load is all the wrapper adds.
   if (!status.ok() || !self->inventory_.recording() || *out == 0) return status;

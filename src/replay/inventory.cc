@@ -54,11 +54,14 @@ std::vector<TrackedAllocation> Inventory::SnapshotInventory(int device) const {
   return out;
 }
 
-void Inventory::WithAllocationLocked(DevicePtr base,
-                                     const std::function<void(const TrackedAllocation*)>& fn) const {
+const TrackedAllocation* Inventory::LockedView::Find(DevicePtr base) const {
+  auto it = tracked_.find(base);
+  return it == tracked_.end() ? nullptr : &it->second;
+}
+
+void Inventory::WithAllocationsLocked(const std::function<void(const LockedView&)>& fn) const {
   auto state = state_.rlock();
-  auto it = state->tracked.find(base);
-  fn(it == state->tracked.end() ? nullptr : &it->second);
+  fn(LockedView(state->tracked));
 }
 
 int Inventory::OwnerOf(DevicePtr base) const {

@@ -61,12 +61,20 @@ class Inventory {
   // Tracked allocations owned by `device`, in address order (empty when finalizing).
   std::vector<TrackedAllocation> SnapshotInventory(int device) const;
 
-  // Looks up the live allocation at `base`, and while still holding the read lock, calls
-  // fn(allocation or nullptr). Restore uses it so a concurrent free cannot slip between the
-  // check and the copy (R10).
-  void WithAllocationLocked(device::DevicePtr base,
-                            const std::function<void(const TrackedAllocation*)>& fn) const;
+  // The tracked allocations as a batch restore sees them: Find(base) is the live allocation at
+  // `base` or null. Valid only inside WithAllocationsLocked's callback.
+  class LockedView {
+   public:
+    const TrackedAllocation* Find(device::DevicePtr base) const;
 
+   private:
+    friend class Inventory;
+    explicit LockedView(const std::map<device::DevicePtr, TrackedAllocation>& tracked) : tracked_(tracked) {}
+    const std::map<device::DevicePtr, TrackedAllocation>& tracked_;
+  };
+  // Calls fn(view) while holding the read lock, so that no free can slip between a restore's
+  // check of its regions and its copies (R10): a concurrent free waits until fn returns.
+  void WithAllocationsLocked(const std::function<void(const LockedView&)>& fn) const;
   // Owning device of the tracked or excluded allocation at `base`, or -1 when unknown.
   int OwnerOf(device::DevicePtr base) const;
 

@@ -1,8 +1,11 @@
 #include "replay/snapshot.h"
 
+#include <algorithm>
+#include <chrono>
+#include <map>
 #include <new>
-#include <optional>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "base/hash.h"
@@ -11,8 +14,18 @@
 namespace gpuprof::replay {
 namespace {
 
-using device::ByteRange;
+using device::ArenaRegion;
+using device::ChunkOp;
 using device::DevicePtr;
+using device::StorageTier;
+using device::TierBytes;
+
+constexpr std::size_t kTiers = device::kStorageTierCount;
+
+std::int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 std::string Hex(DevicePtr p) {
   std::ostringstream out;
@@ -27,126 +40,99 @@ std::string DescribeRegion(const SnapshotRegion& region) {
   return out;
 }
 
-// Hashes one region's current bytes; empty on failure.
-StatusOr<std::vector<std::uint64_t>> HashRegion(device::Device& device, const SnapshotRegion& region,
-                                                std::uint64_t chunk_size) {
-  std::vector<std::uint64_t> hashes(base::ChunkCount(region.size, chunk_size));
-  GPUPROF_RETURN_IF_ERROR(device.HashChunks(region.base, region.size, chunk_size, hashes));
-  return hashes;
+std::uint64_t RoundUp(std::uint64_t bytes, std::uint64_t unit) { return (bytes + unit - 1) / unit * unit; }
+
+// What makes two captures' regions the same region (R10 for allocations).
+using RegionKey = std::tuple<RegionSource, DevicePtr, std::uint64_t, std::uint64_t>;
+RegionKey KeyOf(const SnapshotRegion& region) {
+  return {region.source, region.base, region.size,
+          region.source == RegionSource::kAllocation ? region.generation : region.module_id};
 }
 
-// The chunks of `region` whose device bytes differ from its device-resident snapshot, compared
-// exactly on the device (B1); nullopt when the snapshot is not on the device or comparing failed
-// (the caller then compares hashes).
-std::optional<std::vector<std::uint64_t>> CompareWithSnapshot(device::Device& device,
-                                                              const SnapshotRegion& region,
-                                                              std::uint64_t chunk_size) {
-  if (region.backing == nullptr || region.backing->tier() != device::StorageTier::kDevice)
-    return std::nullopt;
-  std::vector<std::uint8_t> flags(base::ChunkCount(region.size, chunk_size));
-  Status status = device.CompareChunks(region.base, *region.backing, 0, region.size, chunk_size, flags);
-  if (!status.ok()) {
-    GPUPROF_LOG(kDebug) << "restore: comparing " << DescribeRegion(region)
-                        << " with its snapshot failed, comparing hashes instead: " << status.ToString();
-    return std::nullopt;
-  }
-  std::vector<std::uint64_t> dirty;
-  for (std::uint64_t c = 0; c < flags.size(); ++c) {
-    if (flags[c] != 0) dirty.push_back(c);
-  }
-  return dirty;
+ArenaRegion TableEntry(const SnapshotRegion& region) {
+  return ArenaRegion{region.base, region.size, region.tier, region.arena_offset};
 }
 
-// Runs fn() if the tracked region is still the allocation that was captured, holding the
-// inventory's read lock across the check and fn (so a concurrent free waits). Module variables
-// are always present. Returns false when the region was skipped.
-template <typename Fn>
-bool WithLiveRegion(const Inventory& inventory, const SnapshotRegion& region, Fn&& fn) {
-  if (region.source == RegionSource::kModuleVariable) {
-    fn();
-    return true;
+// Places regions into the tiers from `fastest` on: kept regions stay where they are, new ones go
+// after the last used byte of the first tier whose limit has room. False when one fits nowhere.
+bool Place(std::pmr::vector<SnapshotRegion>& regions, const std::vector<bool>& kept, StorageTier fastest,
+           const TierBytes& limit, std::uint64_t chunk_size, TierBytes* end) {
+  *end = TierBytes{};
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    if (!kept[i]) continue;
+    const auto t = static_cast<std::size_t>(regions[i].tier);
+    (*end)[t] = std::max((*end)[t], regions[i].arena_offset + RoundUp(regions[i].size, chunk_size));
   }
-  bool live = false;
-  inventory.WithAllocationLocked(region.base, [&](const TrackedAllocation* allocation) {
-    live = allocation != nullptr && allocation->generation == region.generation &&
-           allocation->size >= region.size;
-    if (live) fn();
-  });
-  return live;
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    if (kept[i]) continue;
+    const std::uint64_t need = RoundUp(regions[i].size, chunk_size);
+    bool placed = false;
+    for (auto t = static_cast<std::size_t>(fastest); t < kTiers && !placed; ++t) {
+      if ((*end)[t] > limit[t] || need > limit[t] - (*end)[t]) continue;
+      regions[i].tier = static_cast<StorageTier>(t);
+      regions[i].arena_offset = (*end)[t];
+      (*end)[t] += need;
+      placed = true;
+    }
+    if (!placed) return false;
+  }
+  return true;
 }
 
 }  // namespace
 
-std::vector<ByteRange> CoalesceDirtyChunks(const std::vector<std::uint64_t>& dirty, std::uint64_t chunk_size,
-                                           std::uint64_t region_size) {
-  std::vector<ByteRange> runs;
-  for (std::uint64_t chunk : dirty) {
-    std::uint64_t offset = chunk * chunk_size;
-    if (offset >= region_size) break;
-    std::uint64_t size = std::min(chunk_size, region_size - offset);
-    if (!runs.empty() && runs.back().offset + runs.back().size == offset) {
-      runs.back().size += size;
-    } else {
-      runs.push_back(ByteRange{offset, size});
-    }
-  }
-  return runs;
+Snapshot::Snapshot(device::Device& device) : device_(device), regions_(device.metadata_resource()) {}
+
+bool Snapshot::Fail(std::string why) {
+  failure_ = std::move(why);
+  Invalidate();
+  GPUPROF_LOG(kDebug) << "snapshot of device " << device_.ordinal() << " incomplete: " << failure_;
+  return false;
 }
 
-Status Snapshot::CaptureRegion(device::Device& device, SnapshotRegion region, device::StorageTier tier) {
-  GPUPROF_ASSIGN_OR_RETURN(region.backing, device.AllocateBacking(region.size, tier));
-  GPUPROF_RETURN_IF_ERROR(device.SaveToBacking(*region.backing, 0, region.base, region.size));
-  // The window is held and the device drained: the bytes just saved are the bytes hashed.
-  GPUPROF_ASSIGN_OR_RETURN(region.chunk_hashes, HashRegion(device, region, chunk_size_));
-  total_bytes_ += region.size;
-  if (region.backing->tier() == device::StorageTier::kDevice) device_bytes_ += region.size;
-  regions_.push_back(std::move(region));
-  return OkStatus();
+void Snapshot::Invalidate() noexcept {
+  valid_ = false;
+  regions_.clear();
+  total_bytes_ = 0;
+  tier_bytes_ = {};
+  chunk_count_ = 0;
+  input_hash_ = 0;
 }
 
-Snapshot Snapshot::Capture(device::Device& device, const Inventory& inventory,
-                           const SnapshotOptions& options) {
-  Snapshot snapshot(device.metadata_resource());
-  snapshot.chunk_size_ = options.chunk_size;
-  auto fail = [&](std::string why) {
-    snapshot.failure_ = std::move(why);
-    GPUPROF_LOG(kDebug) << "snapshot of device " << device.ordinal() << " incomplete: " << snapshot.failure_;
-    return std::move(snapshot);
-  };
-  if (options.chunk_size == 0) return fail("chunk size is 0");
-  if (inventory.finalizing()) return fail("process finalization has begun");
-
+bool Snapshot::Capture(const Inventory& inventory, const SnapshotOptions& options) {
+  failure_.clear();
+  last_capture_ = CaptureStats{};
+  if (options.chunk_size == 0) return Fail("chunk size is 0");
+  if (inventory.finalizing()) return Fail("process finalization has begun");
+  const std::int64_t start = NowNs();
   try {
-    std::vector<TrackedAllocation> allocations = inventory.SnapshotInventory(device.ordinal());
-    StatusOr<std::vector<device::ModuleVariable>> variables = device.EnumerateModuleVariables();
+    std::vector<TrackedAllocation> allocations = inventory.SnapshotInventory(device_.ordinal());
+    StatusOr<std::vector<device::ModuleVariable>> variables = device_.EnumerateModuleVariables();
     if (!variables.ok()) {
       // A __device__ global never discovered is one never restored: passes 2..N would read
       // pass 1's state. Decline rather than replay on different inputs.
-      return fail("module-variable enumeration failed: " + variables.status().ToString());
+      return Fail("module-variable enumeration failed: " + variables.status().ToString());
     }
+    std::pmr::vector<SnapshotRegion> next(device_.metadata_resource());
     try {
-      snapshot.regions_.reserve(allocations.size() + variables->size());
+      next.reserve(allocations.size() + variables->size());
     } catch (const std::bad_alloc&) {
-      return fail("reserving snapshot metadata for " +
-                  std::to_string(allocations.size() + variables->size()) +
+      return Fail("reserving snapshot metadata for " + std::to_string(allocations.size() + variables->size()) +
                   " regions failed (out of host memory)");
     }
-
     for (const TrackedAllocation& allocation : allocations) {
       SnapshotRegion region;
       region.source = RegionSource::kAllocation;
       region.base = allocation.base;
       region.size = allocation.size;
       region.generation = allocation.generation;
-      std::string what = DescribeRegion(region);
-      Status status = snapshot.CaptureRegion(device, std::move(region), options.preferred_tier);
-      if (!status.ok()) return fail("capturing " + what + " failed: " + status.ToString());
+      next.push_back(std::move(region));
     }
-
+    std::uint64_t skipped = 0;
     for (device::ModuleVariable& variable : *variables) {
       if (variable.address == 0 || variable.size == 0) continue;
       if (variable.size > options.max_symbol_bytes) {
-        ++snapshot.symbols_skipped_;
+        ++skipped;
         GPUPROF_LOG(kWarning) << "snapshot: module variable '" << variable.name << "' (" << variable.size
                               << " bytes) is above the " << options.max_symbol_bytes
                               << "-byte cap and is not captured; raise the cap to include it";
@@ -156,111 +142,251 @@ Snapshot Snapshot::Capture(device::Device& device, const Inventory& inventory,
       region.source = RegionSource::kModuleVariable;
       region.base = variable.address;
       region.size = variable.size;
+      region.module_id = variable.module_id;
       region.name = std::move(variable.name);
-      std::string what = DescribeRegion(region);
-      Status status = snapshot.CaptureRegion(device, std::move(region), options.preferred_tier);
-      if (!status.ok()) return fail("capturing " + what + " failed: " + status.ToString());
+      next.push_back(std::move(region));
+    }
+    symbols_skipped_ = skipped;
+    last_capture_.inventory_ns = static_cast<std::uint64_t>(NowNs() - start);
+
+    // B3: carry over what the arena still holds.
+    const device::ArenaStats before = device_.arena_stats();
+    const bool reuse = valid_ && before.generation == arena_generation_ && chunk_size_ == options.chunk_size;
+    std::vector<bool> kept(next.size(), false);
+    if (reuse) {
+      std::map<RegionKey, std::size_t> previous;
+      for (std::size_t i = 0; i < regions_.size(); ++i) previous.emplace(KeyOf(regions_[i]), i);
+      for (std::size_t i = 0; i < next.size(); ++i) {
+        auto it = previous.find(KeyOf(next[i]));
+        if (it == previous.end()) continue;
+        SnapshotRegion& old = regions_[it->second];
+        if (static_cast<std::size_t>(old.tier) < static_cast<std::size_t>(options.fastest_tier)) continue;
+        next[i].tier = old.tier;
+        next[i].arena_offset = old.arena_offset;
+        next[i].chunk_hashes = std::move(old.chunk_hashes);
+        kept[i] = true;
+      }
+    }
+    const std::uint64_t chunk_size = options.chunk_size;
+    std::uint64_t live_bytes = 0;
+    for (const SnapshotRegion& region : next) live_bytes += RoundUp(region.size, chunk_size);
+
+    // B2: place new regions in the fastest tier that has room, growing the arenas; when a tier
+    // cannot grow, cap it at what it holds and lay everything out again.
+    TierBytes limit{};
+    for (std::size_t t = static_cast<std::size_t>(options.fastest_tier); t < kTiers; ++t) {
+      limit[t] = device_.ArenaLimit(static_cast<StorageTier>(t));
+    }
+    TierBytes end{};
+    bool placed = Place(next, kept, options.fastest_tier, limit, chunk_size, &end);
+    std::uint64_t used = 0;
+    for (std::uint64_t e : end) used += e;
+    if (!placed || used > 2 * live_bytes + (std::uint64_t{64} << 20)) {
+      // Fragmented or full: start the arena's layout afresh (every region captured in full).
+      std::fill(kept.begin(), kept.end(), false);
+      placed = Place(next, kept, options.fastest_tier, limit, chunk_size, &end);
+    }
+    Status reserved = OkStatus();
+    for (std::size_t attempt = 0; placed && attempt < kTiers; ++attempt) {
+      reserved = device_.ReserveArena(end, chunk_size);
+      if (reserved.ok()) break;
+      GPUPROF_LOG(kDebug) << "snapshot: " << reserved.ToString() << "; trying slower tiers";
+      // Cap the first tier that had to grow at what it holds now, and lay out again.
+      const device::ArenaStats now = device_.arena_stats();
+      bool capped = false;
+      for (std::size_t t = 0; t < kTiers && !capped; ++t) {
+        if (end[t] > now.capacity[t] && limit[t] > now.capacity[t]) {
+          limit[t] = now.capacity[t];
+          capped = true;
+        }
+      }
+      if (!capped) break;
+      std::fill(kept.begin(), kept.end(), false);
+      placed = Place(next, kept, options.fastest_tier, limit, chunk_size, &end);
+    }
+    if (!placed) {
+      return Fail("no storage tier has room for the snapshot's " + std::to_string(live_bytes) + " bytes in " +
+                  std::to_string(next.size()) + " regions");
+    }
+    if (!reserved.ok()) return Fail("reserving the snapshot arena failed: " + reserved.ToString());
+    const device::ArenaStats after = device_.arena_stats();
+    last_capture_.arena_allocation_ns = after.allocation_ns - before.allocation_ns;
+    for (std::size_t i = 0; i < next.size(); ++i) {
+      // A regrown tier lost what it held.
+      const auto t = static_cast<std::size_t>(next[i].tier);
+      if (kept[i] && after.capacity[t] != before.capacity[t]) kept[i] = false;
     }
 
+    // Two batched operations at most: refresh what was kept, capture what is new.
+    const std::int64_t copy_start = NowNs();
+    std::vector<ArenaRegion> kept_table;
+    std::vector<ArenaRegion> new_table;
+    std::uint64_t kept_chunks = 0;
+    std::uint64_t new_chunks = 0;
+    for (std::size_t i = 0; i < next.size(); ++i) {
+      const std::uint64_t chunks = base::ChunkCount(next[i].size, chunk_size);
+      (kept[i] ? kept_table : new_table).push_back(TableEntry(next[i]));
+      (kept[i] ? kept_chunks : new_chunks) += chunks;
+    }
+    std::vector<std::uint64_t> kept_hashes(kept_chunks);
+    std::vector<std::uint64_t> new_hashes(new_chunks);
+    if (!kept_table.empty()) {
+      StatusOr<device::ChunkOpResult> refreshed =
+          device_.RunChunkOp(ChunkOp::kRefreshChanged, kept_table, chunk_size, kept_hashes);
+      if (!refreshed.ok()) return Fail("refreshing the snapshot failed: " + refreshed.status().ToString());
+      last_capture_.chunks_copied += refreshed->copied_chunks;
+      last_capture_.bytes_copied += refreshed->copied_bytes;
+    }
+    if (!new_table.empty()) {
+      StatusOr<device::ChunkOpResult> captured =
+          device_.RunChunkOp(ChunkOp::kCapture, new_table, chunk_size, new_hashes);
+      if (!captured.ok()) return Fail("capturing " + std::to_string(new_table.size()) +
+                                      " region(s) failed: " + captured.status().ToString());
+      last_capture_.chunks_copied += captured->copied_chunks;
+      last_capture_.bytes_copied += captured->copied_bytes;
+    }
+    last_capture_.copy_ns = static_cast<std::uint64_t>(NowNs() - copy_start);
+
+    // The window is held and the device drained: the bytes just saved are the bytes hashed.
+    std::uint64_t kept_at = 0;
+    std::uint64_t new_at = 0;
+    total_bytes_ = 0;
+    tier_bytes_ = {};
+    chunk_count_ = 0;
     std::vector<std::uint64_t> region_hashes;
-    region_hashes.reserve(snapshot.regions_.size());
-    for (const SnapshotRegion& region : snapshot.regions_) {
+    region_hashes.reserve(next.size());
+    for (std::size_t i = 0; i < next.size(); ++i) {
+      SnapshotRegion& region = next[i];
+      const std::uint64_t chunks = base::ChunkCount(region.size, chunk_size);
+      const std::vector<std::uint64_t>& source = kept[i] ? kept_hashes : new_hashes;
+      std::uint64_t& at = kept[i] ? kept_at : new_at;
+      region.chunk_hashes.assign(source.begin() + static_cast<std::ptrdiff_t>(at),
+                                 source.begin() + static_cast<std::ptrdiff_t>(at + chunks));
+      at += chunks;
       region_hashes.push_back(base::CombineHashes(region.chunk_hashes));
-    }
-    snapshot.input_hash_ = base::CombineHashes(region_hashes);
-  } catch (const std::bad_alloc&) {
-    return fail("out of host memory while building the snapshot");
-  } catch (const std::exception& e) {
-    return fail(std::string("unexpected error while building the snapshot: ") + e.what());
-  }
-  return snapshot;
-}
-
-StatusOr<OutputState> Snapshot::Inspect(device::Device& device, const Inventory& inventory) const {
-  OutputState state;
-  state.chunk_hashes.resize(regions_.size());
-  std::vector<std::uint64_t> region_hashes(regions_.size(), 0);
-  for (std::size_t i = 0; i < regions_.size(); ++i) {
-    const SnapshotRegion& region = regions_[i];
-    Status status = OkStatus();
-    WithLiveRegion(inventory, region, [&] {
-      StatusOr<std::vector<std::uint64_t>> hashes = HashRegion(device, region, chunk_size_);
-      if (!hashes.ok()) {
-        status = hashes.status().WithContext("hashing " + DescribeRegion(region));
-        return;
-      }
-      state.chunk_hashes[i] = std::move(hashes).value();
-      region_hashes[i] = base::CombineHashes(state.chunk_hashes[i]);
-    });
-    GPUPROF_RETURN_IF_ERROR(status);
-  }
-  state.output_hash = base::CombineHashes(region_hashes);
-  return state;
-}
-
-RestoreStats Snapshot::Restore(device::Device& device, const Inventory& inventory, RestoreMode mode,
-                               const OutputState* current) const {
-  RestoreStats stats;
-  for (std::size_t i = 0; i < regions_.size(); ++i) {
-    const SnapshotRegion& region = regions_[i];
-    bool failed = false;
-    bool live = WithLiveRegion(inventory, region, [&] {
-      std::vector<ByteRange> runs;
-      if (mode == RestoreMode::kFull) {
-        runs.push_back(ByteRange{0, region.size});
-        stats.dirty_chunks += region.chunk_hashes.size();
-      } else if (std::optional<std::vector<std::uint64_t>> exact =
-                     CompareWithSnapshot(device, region, chunk_size_)) {
-        // B1: the snapshot is on the device; compared byte for byte, no hash can collide.
-        stats.dirty_chunks += exact->size();
-        ++stats.regions_compared;
-        runs = CoalesceDirtyChunks(*exact, chunk_size_, region.size);
+      total_bytes_ += region.size;
+      tier_bytes_[static_cast<std::size_t>(region.tier)] += region.size;
+      chunk_count_ += chunks;
+      if (kept[i]) {
+        ++last_capture_.regions_kept;
       } else {
-        std::vector<std::uint64_t> hashes;
-        const std::vector<std::uint64_t>* now = nullptr;
-        if (current != nullptr && i < current->chunk_hashes.size() &&
-            current->chunk_hashes[i].size() == region.chunk_hashes.size()) {
-          now = &current->chunk_hashes[i];
-        } else {
-          StatusOr<std::vector<std::uint64_t>> fresh = HashRegion(device, region, chunk_size_);
-          if (fresh.ok()) {
-            hashes = std::move(fresh).value();
-            now = &hashes;
-          }
-        }
-        if (now == nullptr) {
-          // Cannot tell what changed: write the whole region back.
-          runs.push_back(ByteRange{0, region.size});
-          stats.dirty_chunks += region.chunk_hashes.size();
-        } else {
-          std::vector<std::uint64_t> dirty;
-          for (std::uint64_t c = 0; c < region.chunk_hashes.size(); ++c) {
-            if ((*now)[c] != region.chunk_hashes[c]) dirty.push_back(c);
-          }
-          stats.dirty_chunks += dirty.size();
-          runs = CoalesceDirtyChunks(dirty, chunk_size_, region.size);
-        }
+        ++last_capture_.regions_added;
       }
-      Status status = device.RestoreRunsFromBacking(region.base, *region.backing, 0, runs);
-      if (!status.ok()) {
-        failed = true;
-        GPUPROF_LOG(kWarning) << "restore: writing back " << DescribeRegion(region)
-                              << " failed, skipped: " << status.ToString();
-        return;
-      }
-      for (const ByteRange& run : runs) stats.bytes_restored += run.size;
-      stats.runs += runs.size();
-    });
-    if (!live) {
-      ++stats.regions_skipped;
-      GPUPROF_LOG(kWarning) << "restore: " << DescribeRegion(region)
-                            << " was freed, reallocated or shrunk since the snapshot; not written back";
-    } else if (failed) {
-      ++stats.regions_failed;
-    } else {
-      ++stats.regions_restored;
     }
+    last_capture_.regions_dropped = regions_.size() > last_capture_.regions_kept
+                                        ? regions_.size() - last_capture_.regions_kept
+                                        : 0;
+    last_capture_.complete = last_capture_.regions_kept == 0;
+    input_hash_ = base::CombineHashes(region_hashes);
+    regions_ = std::move(next);
+    chunk_size_ = chunk_size;
+    arena_generation_ = after.generation;
+    valid_ = true;
+  } catch (const std::bad_alloc&) {
+    return Fail("out of host memory while building the snapshot");
+  } catch (const std::exception& e) {
+    return Fail(std::string("unexpected error while building the snapshot: ") + e.what());
   }
+  return true;
+}
+
+void Snapshot::BuildLiveTable(const Inventory::LockedView& view, std::vector<ArenaRegion>* table,
+                              std::vector<std::size_t>* indices, std::uint64_t* skipped) const {
+  table->clear();
+  indices->clear();
+  *skipped = 0;
+  for (std::size_t i = 0; i < regions_.size(); ++i) {
+    const SnapshotRegion& region = regions_[i];
+    if (region.source == RegionSource::kAllocation) {
+      const TrackedAllocation* allocation = view.Find(region.base);
+      if (allocation == nullptr || allocation->generation != region.generation || allocation->size < region.size) {
+        ++*skipped;
+        GPUPROF_LOG(kWarning) << "restore: " << DescribeRegion(region)
+                              << " was freed, reallocated or shrunk since the snapshot; not written back";
+        continue;
+      }
+    }
+    table->push_back(TableEntry(region));
+    indices->push_back(i);
+  }
+}
+
+std::uint64_t Snapshot::CombineOutput(const std::vector<std::size_t>& indices,
+                                      std::span<const std::uint64_t> hashes) const {
+  // Regions gone since capture hash as empty, as Inspect always did.
+  std::vector<std::uint64_t> region_hashes(regions_.size(), 0);
+  std::uint64_t at = 0;
+  for (std::size_t index : indices) {
+    const std::uint64_t chunks = base::ChunkCount(regions_[index].size, chunk_size_);
+    region_hashes[index] = base::CombineHashes(hashes.subspan(at, chunks));
+    at += chunks;
+  }
+  return base::CombineHashes(region_hashes);
+}
+
+StatusOr<std::uint64_t> Snapshot::Inspect(const Inventory& inventory) {
+  if (!valid_) return FailedPreconditionError("no complete snapshot to compare with");
+  Status status = OkStatus();
+  std::uint64_t output = 0;
+  inventory.WithAllocationsLocked([&](const Inventory::LockedView& view) {
+    std::vector<ArenaRegion> table;
+    std::vector<std::size_t> indices;
+    std::uint64_t skipped = 0;
+    BuildLiveTable(view, &table, &indices, &skipped);
+    std::uint64_t chunks = 0;
+    for (const ArenaRegion& region : table) chunks += base::ChunkCount(region.size, chunk_size_);
+    std::vector<std::uint64_t> hashes(chunks);
+    StatusOr<device::ChunkOpResult> hashed = device_.RunChunkOp(ChunkOp::kHash, table, chunk_size_, hashes);
+    if (!hashed.ok()) {
+      status = hashed.status().WithContext("hashing the device's bytes");
+      return;
+    }
+    output = CombineOutput(indices, hashes);
+  });
+  GPUPROF_RETURN_IF_ERROR(status);
+  return output;
+}
+
+RestoreStats Snapshot::Restore(const Inventory& inventory, RestoreMode mode, std::uint64_t* output_hash) {
+  RestoreStats stats;
+  if (output_hash != nullptr) *output_hash = 0;
+  if (!valid_) {
+    stats.regions_failed = regions_.size();
+    return stats;
+  }
+  inventory.WithAllocationsLocked([&](const Inventory::LockedView& view) {
+    std::vector<ArenaRegion> table;
+    std::vector<std::size_t> indices;
+    BuildLiveTable(view, &table, &indices, &stats.regions_skipped);
+    std::uint64_t chunks = 0;
+    for (const ArenaRegion& region : table) chunks += base::ChunkCount(region.size, chunk_size_);
+    std::vector<std::uint64_t> hashes(output_hash != nullptr ? chunks : 0);
+    const ChunkOp op = mode == RestoreMode::kFull    ? ChunkOp::kRestoreAll
+                       : mode == RestoreMode::kExact ? ChunkOp::kRestoreDiffering
+                                                     : ChunkOp::kRestoreChanged;
+    ++stats.device_ops;
+    StatusOr<device::ChunkOpResult> restored = device_.RunChunkOp(op, table, chunk_size_, hashes);
+    if (restored.ok() && output_hash != nullptr) *output_hash = CombineOutput(indices, hashes);
+    // A failed batch may have written part of the table: only a complete restore repairs that.
+    constexpr int kFullAttempts = 3;
+    for (int attempt = 0; !restored.ok() && attempt < kFullAttempts; ++attempt) {
+      GPUPROF_LOG(kWarning) << "restore: " << device::ChunkOpName(op) << " of " << table.size()
+                            << " region(s) failed (" << restored.status().ToString()
+                            << "); writing every region back";
+      stats.fell_back_to_full = true;
+      ++stats.device_ops;
+      restored = device_.RunChunkOp(ChunkOp::kRestoreAll, table, chunk_size_, {});
+    }
+    if (!restored.ok()) {
+      GPUPROF_LOG(kWarning) << "restore: writing back " << table.size() << " region(s) failed, skipped: "
+                            << restored.status().ToString();
+      stats.regions_failed = table.size();
+      return;
+    }
+    stats.regions_restored = table.size();
+    stats.dirty_chunks = restored->copied_chunks;
+    stats.bytes_restored = restored->copied_bytes;
+  });
   return stats;
 }
 

@@ -121,7 +121,7 @@ class Snapshot {
   bool Fail(std::string why);
   // The live subset of regions_ as a table (under the inventory's read lock), in regions_ order,
   // with the index of each entry in regions_.
-  void BuildLiveTable(const Inventory& inventory, std::vector<device::ArenaRegion>* table,
+  void BuildLiveTable(const Inventory::LockedView& view, std::vector<device::ArenaRegion>* table,
                       std::vector<std::size_t>* indices, std::uint64_t* skipped) const;
   std::uint64_t CombineOutput(const std::vector<std::size_t>& indices, std::span<const std::uint64_t> hashes) const;
 

@@ -292,13 +292,14 @@ Status SetSetting(SessionConfig& c, SettingId id, std::string_view text, std::st
     case SettingId::kReplayCount: c.replay.count = static_cast<std::uint64_t>(n); break;
     case SettingId::kReplayCacheControl: c.replay.flush_l2 = v == "all"; break;
     case SettingId::kReplayRestore:
-      c.replay.restore = v == "full" ? replay::RestoreMode::kFull : replay::RestoreMode::kAuto;
+      replay::ParseRestoreMode(v, &c.replay.restore);  // checked against the declared choices
       break;
     case SettingId::kReplayStrict: c.replay.strict = on; break;
     case SettingId::kReplaySideEffectKernels: c.replay.side_effect_kernels = on; break;
     case SettingId::kReplayDeviceReserveMib:
       c.replay.device_reserve_bytes = static_cast<std::uint64_t>(n) << 20;
       break;
+    case SettingId::kReplayStorage: replay::ParseSnapshotStorage(v, &c.replay.storage); break;
     case SettingId::kCount: break;
   }
   return OkStatus();
@@ -332,10 +333,11 @@ std::string SettingText(const SessionConfig& c, SettingId id) {
     case SettingId::kReplaySkip: return std::to_string(c.replay.skip);
     case SettingId::kReplayCount: return std::to_string(c.replay.count);
     case SettingId::kReplayCacheControl: return c.replay.flush_l2 ? "all" : "none";
-    case SettingId::kReplayRestore: return c.replay.restore == replay::RestoreMode::kFull ? "full" : "auto";
+    case SettingId::kReplayRestore: return std::string(replay::RestoreModeName(c.replay.restore));
     case SettingId::kReplayStrict: return flag(c.replay.strict);
     case SettingId::kReplaySideEffectKernels: return flag(c.replay.side_effect_kernels);
     case SettingId::kReplayDeviceReserveMib: return std::to_string(c.replay.device_reserve_bytes >> 20);
+    case SettingId::kReplayStorage: return std::string(replay::SnapshotStorageName(c.replay.storage));
     case SettingId::kCount: break;
   }
   return {};
@@ -474,6 +476,7 @@ replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings) {
   options.selector.skip = settings.skip;
   options.selector.count = settings.count;
   options.restore = settings.restore;
+  options.storage = settings.storage;
   options.strict = settings.strict;
   options.replay_side_effect_kernels = settings.side_effect_kernels;
   return options;

@@ -60,6 +60,7 @@ struct ReplaySettings {
   bool strict;
   bool side_effect_kernels;            // C2
   std::uint64_t device_reserve_bytes;  // B2: device memory snapshots leave free
+  replay::SnapshotStorage storage;     // B2: the fastest tier snapshots may use
   bool operator==(const ReplaySettings&) const = default;
 };
 

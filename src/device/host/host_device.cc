@@ -14,23 +14,6 @@
 namespace gpuprof::device::host {
 namespace {
 
-// Snapshot storage. Every tier is host memory here; the tier is a label the engine reads back.
-class HostBackingBuffer final : public BackingBuffer {
- public:
-  HostBackingBuffer(RawBlock block, StorageTier tier) : block_(block), tier_(tier) {}
-  ~HostBackingBuffer() override { ReleaseRaw(block_); }
-  HostBackingBuffer(const HostBackingBuffer&) = delete;
-  HostBackingBuffer& operator=(const HostBackingBuffer&) = delete;
-
-  std::uint64_t size() const noexcept override { return block_.size; }
-  StorageTier tier() const noexcept override { return tier_; }
-  std::uint8_t* data() const noexcept { return static_cast<std::uint8_t*>(block_.data); }
-
- private:
-  RawBlock block_;
-  StorageTier tier_;
-};
-
 // new_delete_resource, except that it throws std::bad_alloc when kMetadataAllocation fires.
 class FaultingMetadataResource final : public std::pmr::memory_resource {
  public:
@@ -56,25 +39,33 @@ std::string FormatDuration(std::chrono::nanoseconds duration) {
   return std::to_string(ns) + " ns";
 }
 
-// The backing range [offset, offset+bytes) must lie inside the buffer.
-Status CheckBackingRange(std::string_view call, const HostBackingBuffer& buffer, std::uint64_t offset,
-                         std::uint64_t bytes) {
-  if (offset > buffer.size() || bytes > buffer.size() - offset) {
-    return InvalidArgumentError(std::string(call) + ": backing range at offset " + std::to_string(offset) +
-                                " " + PlusBytes(bytes) + " exceeds the buffer's " +
-                                std::to_string(buffer.size()) + " bytes");
-  }
-  return OkStatus();
-}
-
 }  // namespace
 
 HostDevice::HostDevice(HostPlatform::Impl& platform, int ordinal)
     : platform_(platform),
       ordinal_(ordinal),
-      metadata_resource_(std::make_unique<FaultingMetadataResource>(platform.faults)) {}
+      metadata_resource_(std::make_unique<FaultingMetadataResource>(platform.faults)),
+      arena_(MakeArena(platform.options.arena)) {}
 
 HostDevice::~HostDevice() = default;
+
+void HostDevice::Count(std::uint64_t calls, std::uint64_t waits, std::uint64_t chunk_ops, std::uint64_t launches) {
+  std::lock_guard<std::mutex> lock(counts_mu_);
+  counts_.calls += calls;
+  counts_.host_waits += waits;
+  counts_.chunk_ops += chunk_ops;
+  counts_.launches += launches;
+}
+
+DeviceCallCounts HostDevice::call_counts() const {
+  std::lock_guard<std::mutex> lock(counts_mu_);
+  return counts_;
+}
+
+void HostDevice::ResetCallCounts() {
+  std::lock_guard<std::mutex> lock(counts_mu_);
+  counts_ = DeviceCallCounts{};
+}
 
 std::string HostDevice::name() const { return "host-device-" + std::to_string(ordinal_); }
 
@@ -95,6 +86,7 @@ StatusOr<PointerInfo> HostDevice::QueryPointer(DevicePtr ptr) {
 }
 
 Status HostDevice::CopyDeviceToHost(void* dst, DevicePtr src, std::uint64_t bytes) {
+  Count(1, 1);
   if (platform_.faults.ShouldFail(FaultPoint::kDeviceToHostCopy)) {
     return InternalError("CopyDeviceToHost: copy of " + Hex(src) + " " + PlusBytes(bytes) +
                          " failed on device " + std::to_string(ordinal_) + " (injected fault)");
@@ -112,6 +104,7 @@ Status HostDevice::CopyDeviceToHost(void* dst, DevicePtr src, std::uint64_t byte
 }
 
 Status HostDevice::CopyHostToDevice(DevicePtr dst, const void* src, std::uint64_t bytes) {
+  Count(1, 1);
   if (bytes == 0) return OkStatus();
   if (src == nullptr) {
     return InvalidArgumentError("CopyHostToDevice: null host source for " + Hex(dst) + " " +
@@ -125,6 +118,7 @@ Status HostDevice::CopyHostToDevice(DevicePtr dst, const void* src, std::uint64_
 }
 
 Status HostDevice::CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_t bytes) {
+  Count(1, 1);
   if (bytes == 0) return OkStatus();
   auto registry = platform_.registry.rlock();
   GPUPROF_RETURN_IF_ERROR(HostPlatform::Impl::CheckDeviceRange(*registry, "CopyDeviceToDevice", "destination",
@@ -135,70 +129,9 @@ Status HostDevice::CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_
   return OkStatus();
 }
 
-StatusOr<std::unique_ptr<BackingBuffer>> HostDevice::AllocateBacking(std::uint64_t bytes,
-                                                                     StorageTier preferred) {
-  const std::string failure = "AllocateBacking: host allocation failed (bad_alloc) for " +
-                              std::to_string(bytes) + " bytes of " + std::string(StorageTierName(preferred)) +
-                              " storage on device " + std::to_string(ordinal_);
-  if (platform_.faults.ShouldFail(FaultPoint::kBackingAllocation)) {
-    return ResourceExhaustedError(failure + " (injected fault)");
-  }
-  // No file tier here: a spill lands in pageable host memory, and the buffer says so.
-  const StorageTier tier = preferred == StorageTier::kFile ? StorageTier::kPageableHost : preferred;
-  const RawBlock block = AllocateRaw(bytes, /*zero_fill=*/false);
-  if (bytes != 0 && block.data == nullptr) return ResourceExhaustedError(failure);
-  try {
-    return std::unique_ptr<BackingBuffer>(std::make_unique<HostBackingBuffer>(block, tier));
-  } catch (const std::bad_alloc&) {
-    ReleaseRaw(block);
-    return ResourceExhaustedError(failure);
-  }
-}
-
-Status HostDevice::SaveToBacking(BackingBuffer& dst, std::uint64_t dst_offset, DevicePtr src,
-                                 std::uint64_t bytes) {
-  if (platform_.faults.ShouldFail(FaultPoint::kSaveCopy)) {
-    return InternalError("SaveToBacking: copy of " + Hex(src) + " " + PlusBytes(bytes) +
-                         " failed on device " + std::to_string(ordinal_) + " (injected fault)");
-  }
-  auto* buffer = dynamic_cast<HostBackingBuffer*>(&dst);
-  if (buffer == nullptr) {
-    return InvalidArgumentError("SaveToBacking: the backing buffer was not made by a host device");
-  }
-  GPUPROF_RETURN_IF_ERROR(CheckBackingRange("SaveToBacking", *buffer, dst_offset, bytes));
-  if (bytes == 0) return OkStatus();
-  auto registry = platform_.registry.rlock();
-  GPUPROF_RETURN_IF_ERROR(
-      HostPlatform::Impl::CheckDeviceRange(*registry, "SaveToBacking", "source", src, bytes, ordinal_));
-  std::memcpy(buffer->data() + dst_offset, ToHost(src), bytes);
-  return OkStatus();
-}
-
-Status HostDevice::RestoreFromBacking(DevicePtr dst, const BackingBuffer& src, std::uint64_t src_offset,
-                                      std::uint64_t bytes) {
-  // Copied out so the hook runs with no lock held (it may free, allocate or copy).
-  const auto hook = *platform_.restore_hook.rlock();
-  if (hook != nullptr) (*hook)(dst);
-  if (platform_.faults.ShouldFail(FaultPoint::kRestoreCopy)) {
-    return InternalError("RestoreFromBacking: copy to " + Hex(dst) + " " + PlusBytes(bytes) +
-                         " failed on device " + std::to_string(ordinal_) +
-                         " (injected fault; nothing written)");
-  }
-  const auto* buffer = dynamic_cast<const HostBackingBuffer*>(&src);
-  if (buffer == nullptr) {
-    return InvalidArgumentError("RestoreFromBacking: the backing buffer was not made by a host device");
-  }
-  GPUPROF_RETURN_IF_ERROR(CheckBackingRange("RestoreFromBacking", *buffer, src_offset, bytes));
-  if (bytes == 0) return OkStatus();
-  auto registry = platform_.registry.rlock();
-  GPUPROF_RETURN_IF_ERROR(HostPlatform::Impl::CheckDeviceRange(*registry, "RestoreFromBacking", "destination",
-                                                               dst, bytes, ordinal_));
-  std::memcpy(ToHost(dst), buffer->data() + src_offset, bytes);
-  return OkStatus();
-}
-
 Status HostDevice::HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
                               std::span<std::uint64_t> out) {
+  Count(1, 1);
   if (platform_.faults.ShouldFail(FaultPoint::kHashChunks)) {
     return InternalError("HashChunks: hashing " + Hex(src) + " " + PlusBytes(bytes) + " failed on device " +
                          std::to_string(ordinal_) + " (injected fault)");
@@ -219,42 +152,6 @@ Status HostDevice::HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t 
   GPUPROF_RETURN_IF_ERROR(
       HostPlatform::Impl::CheckDeviceRange(*registry, "HashChunks", "source", src, bytes, ordinal_));
   base::HashChunks(ToHost(src), bytes, chunk_size, out);
-  return OkStatus();
-}
-
-Status HostDevice::CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset,
-                                 std::uint64_t bytes, std::uint64_t chunk_size,
-                                 std::span<std::uint8_t> dirty) {
-  if (platform_.faults.ShouldFail(FaultPoint::kCompareChunks)) {
-    return InternalError("CompareChunks: comparing " + Hex(current) + " " + PlusBytes(bytes) +
-                         " failed on device " + std::to_string(ordinal_) + " (injected fault)");
-  }
-  const auto* buffer = dynamic_cast<const HostBackingBuffer*>(&saved);
-  if (buffer == nullptr) {
-    return InvalidArgumentError("CompareChunks: the backing buffer was not made by a host device");
-  }
-  if (buffer->tier() != StorageTier::kDevice) {
-    return UnimplementedError("CompareChunks: the snapshot is in " +
-                              std::string(StorageTierName(buffer->tier())) + " storage, not on the device");
-  }
-  if (chunk_size == 0) return InvalidArgumentError("CompareChunks: chunk size 0 for " + Hex(current));
-  const std::size_t chunks = base::ChunkCount(bytes, chunk_size);
-  if (dirty.size() != chunks) {
-    return InvalidArgumentError("CompareChunks: output holds " + std::to_string(dirty.size()) +
-                                " flags but " + std::to_string(chunks) + " chunks are compared");
-  }
-  GPUPROF_RETURN_IF_ERROR(CheckBackingRange("CompareChunks", *buffer, saved_offset, bytes));
-  if (bytes == 0) return OkStatus();
-  auto registry = platform_.registry.rlock();
-  GPUPROF_RETURN_IF_ERROR(
-      HostPlatform::Impl::CheckDeviceRange(*registry, "CompareChunks", "source", current, bytes, ordinal_));
-  const auto* now = static_cast<const std::uint8_t*>(ToHost(current));
-  const std::uint8_t* then = buffer->data() + saved_offset;
-  for (std::size_t i = 0; i < chunks; ++i) {
-    const std::uint64_t offset = i * chunk_size;
-    const std::uint64_t length = std::min(chunk_size, bytes - offset);
-    dirty[i] = std::memcmp(now + offset, then + offset, length) != 0 ? 1 : 0;
-  }
   return OkStatus();
 }
 
@@ -281,6 +178,7 @@ StatusOr<std::vector<ModuleVariable>> HostDevice::EnumerateModuleVariables() {
 }
 
 Status HostDevice::Synchronize(std::chrono::nanoseconds timeout) {
+  Count(1, 1);
   if (platform_.faults.ShouldFail(FaultPoint::kSynchronizeTimeout)) {
     return DeadlineExceededError("Synchronize: device " + std::to_string(ordinal_) +
                                  " did not drain within " + FormatDuration(timeout) + " (injected fault)");

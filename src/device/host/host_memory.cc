@@ -63,7 +63,7 @@ const RegistryEntry* FindContaining(const Registry& registry, DevicePtr ptr, Dev
 
 std::string_view FaultPointName(FaultPoint point) noexcept {
   switch (point) {
-    case FaultPoint::kBackingAllocation: return "backing-allocation";
+    case FaultPoint::kArenaGrowth: return "arena-growth";
     case FaultPoint::kSaveCopy: return "save-copy";
     case FaultPoint::kRestoreCopy: return "restore-copy";
     case FaultPoint::kDeviceToHostCopy: return "device-to-host-copy";
@@ -72,6 +72,8 @@ std::string_view FaultPointName(FaultPoint point) noexcept {
     case FaultPoint::kModuleEnumeration: return "module-enumeration";
     case FaultPoint::kSynchronizeTimeout: return "synchronize-timeout";
     case FaultPoint::kCompareChunks: return "compare-chunks";
+    case FaultPoint::kPinnedPoolExhausted: return "pinned-pool-exhausted";
+    case FaultPoint::kSpillFileWrite: return "spill-file-write";
   }
   return "unknown";
 }

@@ -351,6 +351,15 @@ void HostPlatform::Impl::ReleaseAllocation(DevicePtr base) {
   ReleaseRaw(block);
 }
 
+std::uint64_t HostPlatform::Impl::ApplicationDeviceBytes(int device) const {
+  std::uint64_t bytes = 0;
+  auto locked = registry.rlock();
+  for (const auto& [base, entry] : *locked) {
+    if (entry.owner_device == device && entry.kind == MemoryKind::kDeviceLocal) bytes += entry.block.size;
+  }
+  return bytes;
+}
+
 // ---- Impl: api-table entries --------------------------------------------------------------------
 
 Status HostPlatform::Impl::OriginalAllocate(RuntimeApiTable& table, const AllocateArgs& args,
@@ -397,6 +406,16 @@ Status HostPlatform::Impl::Allocate(const AllocateArgs& args, DevicePtr* out) {
     return InvalidArgumentError(call + ": unknown stream " + std::to_string(args.stream));
   }
   if (args.size == 0) return OkStatus();  // like cudaMalloc(0): success, null pointer
+  if (options.device_memory_bytes != 0 && args.kind == MemoryKind::kDeviceLocal) {
+    const std::uint64_t used = ApplicationDeviceBytes(args.device) +
+                               devices[static_cast<std::size_t>(args.device)]->device_arena_bytes();
+    if (used > options.device_memory_bytes || args.size > options.device_memory_bytes - used) {
+      return ResourceExhaustedError(call + ": out of device memory allocating " + std::to_string(args.size) +
+                                    " bytes on device " + std::to_string(args.device) + " (" +
+                                    std::to_string(used) + " of " + std::to_string(options.device_memory_bytes) +
+                                    " bytes in use)");
+    }
+  }
   RegistryEntry entry;
   entry.block = AllocateRaw(args.size, /*zero_fill=*/true);
   if (entry.block.data == nullptr) {

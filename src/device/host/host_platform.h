@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,15 +77,17 @@ struct ModuleSpec {
 };
 
 enum class FaultPoint : std::uint8_t {
-  kBackingAllocation,   // AllocateBacking fails as if the host allocation threw bad_alloc
-  kSaveCopy,            // SaveToBacking fails
-  kRestoreCopy,         // RestoreFromBacking fails
-  kDeviceToHostCopy,    // CopyDeviceToHost fails
-  kHashChunks,          // HashChunks fails
-  kMetadataAllocation,  // metadata_resource() throws std::bad_alloc
-  kModuleEnumeration,   // EnumerateModuleVariables fails
-  kSynchronizeTimeout,  // Synchronize reports DeadlineExceeded without waiting
-  kCompareChunks,       // CompareChunks fails
+  kArenaGrowth,          // ReserveArena cannot grow a tier's arena (as if the allocation failed)
+  kSaveCopy,             // RunChunkOp kCapture / kRefreshChanged fails after copying half the regions
+  kRestoreCopy,          // a restoring RunChunkOp (the scatter) fails after writing half the regions
+  kDeviceToHostCopy,     // CopyDeviceToHost fails
+  kHashChunks,           // HashChunks and RunChunkOp kHash fail
+  kMetadataAllocation,   // metadata_resource() throws std::bad_alloc
+  kModuleEnumeration,    // EnumerateModuleVariables fails
+  kSynchronizeTimeout,   // Synchronize reports DeadlineExceeded without waiting
+  kCompareChunks,        // RunChunkOp kRestoreDiffering's byte compare fails
+  kPinnedPoolExhausted,  // the pinned pool cannot grow: ArenaLimit(kPinnedHost) is what it holds
+  kSpillFileWrite,       // a write into the spill file fails (as a full disk would)
 };
 
 std::string_view FaultPointName(FaultPoint point) noexcept;
@@ -95,6 +98,21 @@ struct HostPlatformOptions {
   // executable pool (kind kRuntimeInternal) of this size, allocated through the api table when
   // the stream is created and freed through it when the platform is destroyed.
   std::uint64_t stream_pool_bytes = 4096;
+  // Device memory per device (device-local allocations, module variables and the device-tier
+  // arena together); an allocation beyond it fails with ResourceExhausted. 0: unlimited.
+  std::uint64_t device_memory_bytes = 0;
+  // The snapshot arena's bounds (device.h). Every tier is host memory here, but the device tier
+  // counts against device_memory_bytes, and the file tier is a real spill file.
+  ArenaOptions arena{.device_reserve_bytes = 0, .pinned_limit_bytes = std::uint64_t{1} << 40,
+                     .spill_directory = {}};
+};
+
+// Calls the engine made on a HostDevice, for tests that check the batched interface's cost.
+struct DeviceCallCounts {
+  std::uint64_t calls = 0;        // Device methods that touch memory or the device's queue
+  std::uint64_t host_waits = 0;   // of those, how many wait for the device (one per call here)
+  std::uint64_t chunk_ops = 0;    // RunChunkOp calls
+  std::uint64_t launches = 0;     // simulated device launches issued by those calls
 };
 
 class HostPlatform {
@@ -177,26 +195,40 @@ class HostDevice final : public Device {
   Status CopyDeviceToHost(void* dst, DevicePtr src, std::uint64_t bytes) override;
   Status CopyHostToDevice(DevicePtr dst, const void* src, std::uint64_t bytes) override;
   Status CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_t bytes) override;
-  StatusOr<std::unique_ptr<BackingBuffer>> AllocateBacking(std::uint64_t bytes,
-                                                           StorageTier preferred) override;
-  Status SaveToBacking(BackingBuffer& dst, std::uint64_t dst_offset, DevicePtr src,
-                       std::uint64_t bytes) override;
-  Status RestoreFromBacking(DevicePtr dst, const BackingBuffer& src, std::uint64_t src_offset,
-                            std::uint64_t bytes) override;
   Status HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
                     std::span<std::uint64_t> out) override;
-  // Compares against backings made for StorageTier::kDevice (the device-resident tier); others
-  // are Unimplemented, as on a backend whose snapshot lives in host memory.
-  Status CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset,
-                       std::uint64_t bytes, std::uint64_t chunk_size, std::span<std::uint8_t> dirty) override;
+  std::uint64_t ArenaLimit(StorageTier tier) override;
+  Status ReserveArena(const TierBytes& bytes, std::uint64_t chunk_size) override;
+  void ReleaseArena() override;
+  bool MakeRoomFor(std::uint64_t bytes) override;
+  ArenaStats arena_stats() override;
+  // One simulated launch over the whole table (every tier is reachable from it here), one copy of
+  // the counters and, when asked, one of the hashes: one host wait. kRestoreDiffering compares
+  // bytes for device-tier regions.
+  StatusOr<ChunkOpResult> RunChunkOp(ChunkOp op, std::span<const ArenaRegion> regions, std::uint64_t chunk_size,
+                                     std::span<std::uint64_t> hashes) override;
   StatusOr<std::vector<ModuleVariable>> EnumerateModuleVariables() override;
   Status Synchronize(std::chrono::nanoseconds timeout) override;
   std::pmr::memory_resource* metadata_resource() noexcept override;
 
+  DeviceCallCounts call_counts() const;
+  void ResetCallCounts();
+  // Device-tier arena bytes held now (they count against HostPlatformOptions::device_memory_bytes).
+  std::uint64_t device_arena_bytes() const;
+  // The spill file's path while the file tier holds one ("" otherwise).
+  std::string spill_file_path() const;
+
+  struct Arena;
+
  private:
+  void Count(std::uint64_t calls, std::uint64_t waits, std::uint64_t chunk_ops = 0, std::uint64_t launches = 0);
+
   HostPlatform::Impl& platform_;
   int ordinal_;
   std::unique_ptr<std::pmr::memory_resource> metadata_resource_;
+  std::unique_ptr<Arena> arena_;
+  mutable std::mutex counts_mu_;
+  DeviceCallCounts counts_;
 };
 
 }  // namespace gpuprof::device::host

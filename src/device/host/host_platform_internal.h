@@ -79,7 +79,7 @@ const RegistryEntry* FindContaining(const Registry& registry, DevicePtr ptr, Dev
 
 // ---- fault injection ----------------------------------------------------------------------------
 
-inline constexpr std::size_t kFaultPointCount = static_cast<std::size_t>(FaultPoint::kCompareChunks) + 1;
+inline constexpr std::size_t kFaultPointCount = static_cast<std::size_t>(FaultPoint::kSpillFileWrite) + 1;
 
 class FaultInjector {
  public:
@@ -173,6 +173,32 @@ struct ModuleTable {
   ModuleId next_id = 1;
 };
 
+// ---- the snapshot arena -------------------------------------------------------------------------
+
+// One tier's arena of a HostDevice: host memory (or, for StorageTier::kFile, a spill file) plus the
+// saved hash of each chunk-sized slot.
+struct HostArenaTier {
+  RawBlock block;             // kDevice, kPinnedHost, kPageableHost
+  int fd = -1;                // kFile: the spill file, mode 0600
+  std::string path;           // kFile: its name (unlinked when released)
+  std::uint64_t capacity = 0;
+  std::vector<std::uint64_t> saved_hashes;  // one per slot
+};
+
+struct HostDevice::Arena {
+  explicit Arena(ArenaOptions opts) : options(std::move(opts)) {}
+  ~Arena();  // releases every tier
+  void ReleaseTier(StorageTier tier) noexcept;
+
+  const ArenaOptions options;
+  mutable std::mutex mu;  // everything below
+  std::array<HostArenaTier, kStorageTierCount> tiers;
+  std::uint64_t chunk_size = 0;
+  ArenaStats stats;
+};
+
+std::unique_ptr<HostDevice::Arena> MakeArena(const ArenaOptions& options);
+
 // ---- the platform -------------------------------------------------------------------------------
 
 struct HostPlatform::Impl {
@@ -205,6 +231,10 @@ struct HostPlatform::Impl {
   // The device whose memory an application copy or memset writes: the owner of `dst`, else of
   // `src` (a device-to-host copy reads device memory mid-window otherwise), else -1 (host only).
   int WrittenDevice(DevicePtr dst, DevicePtr src) const;
+
+  // Device memory of `device` in use by the application: its device-local allocations and module
+  // variables (the registry's read lock is taken).
+  std::uint64_t ApplicationDeviceBytes(int device) const;
 
   // Unregisters the allocation at `base` and releases its memory (FreeAsync's stream op).
   void ReleaseAllocation(DevicePtr base);
