@@ -1,6 +1,7 @@
 #include "replay/snapshot.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <map>
 #include <new>
@@ -54,28 +55,45 @@ ArenaRegion TableEntry(const SnapshotRegion& region) {
 }
 
 // Places regions into the tiers from `fastest` on: kept regions stay where they are, new ones go
-// after the last used byte of the first tier whose limit has room. False when one fits nowhere.
+// into the first gap (between kept regions, or after the last) of the first tier whose limit has
+// room. `end` receives each tier's last used byte. False when a region fits nowhere.
 bool Place(std::pmr::vector<SnapshotRegion>& regions, const std::vector<bool>& kept, StorageTier fastest,
            const TierBytes& limit, std::uint64_t chunk_size, TierBytes* end) {
-  *end = TierBytes{};
+  // Per tier, the used [begin, end) intervals, sorted.
+  std::array<std::vector<std::pair<std::uint64_t, std::uint64_t>>, kTiers> used;
   for (std::size_t i = 0; i < regions.size(); ++i) {
     if (!kept[i]) continue;
-    const auto t = static_cast<std::size_t>(regions[i].tier);
-    (*end)[t] = std::max((*end)[t], regions[i].arena_offset + RoundUp(regions[i].size, chunk_size));
+    used[static_cast<std::size_t>(regions[i].tier)].emplace_back(
+        regions[i].arena_offset, regions[i].arena_offset + RoundUp(regions[i].size, chunk_size));
   }
+  for (auto& intervals : used) std::sort(intervals.begin(), intervals.end());
   for (std::size_t i = 0; i < regions.size(); ++i) {
     if (kept[i]) continue;
     const std::uint64_t need = RoundUp(regions[i].size, chunk_size);
     bool placed = false;
     for (auto t = static_cast<std::size_t>(fastest); t < kTiers && !placed; ++t) {
-      if ((*end)[t] > limit[t] || need > limit[t] - (*end)[t]) continue;
+      std::vector<std::pair<std::uint64_t, std::uint64_t>>& intervals = used[t];
+      // Gaps are searched only while few regions are kept; a first capture appends.
+      std::uint64_t at = intervals.empty() ? 0 : intervals.back().second;
+      std::size_t insert_at = intervals.size();
+      std::uint64_t previous_end = 0;
+      for (std::size_t k = 0; k < intervals.size(); ++k) {
+        if (intervals[k].first - previous_end >= need) {
+          at = previous_end;
+          insert_at = k;
+          break;
+        }
+        previous_end = intervals[k].second;
+      }
+      if (at > limit[t] || need > limit[t] - at) continue;
       regions[i].tier = static_cast<StorageTier>(t);
-      regions[i].arena_offset = (*end)[t];
-      (*end)[t] += need;
+      regions[i].arena_offset = at;
+      intervals.insert(intervals.begin() + static_cast<std::ptrdiff_t>(insert_at), {at, at + need});
       placed = true;
     }
     if (!placed) return false;
   }
+  for (std::size_t t = 0; t < kTiers; ++t) (*end)[t] = used[t].empty() ? 0 : used[t].back().second;
   return true;
 }
 

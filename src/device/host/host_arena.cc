@@ -38,13 +38,13 @@ std::int64_t NowNs() {
 }
 
 // Reads or writes [offset, offset + bytes) of a tier's arena.
-Status TierWrite(HostArenaTier& tier, FaultInjector& faults, std::uint64_t offset, const void* src,
+Status TierWrite(HostArenaTier& tier, bool inject_failure, std::uint64_t offset, const void* src,
                  std::uint64_t bytes) {
   if (tier.fd < 0) {
     std::memcpy(static_cast<std::uint8_t*>(tier.block.data) + offset, src, bytes);
     return OkStatus();
   }
-  if (faults.ShouldFail(FaultPoint::kSpillFileWrite)) {
+  if (inject_failure) {
     return ResourceExhaustedError("writing the spill file " + tier.path + " failed: " +
                                   base::ErrnoText(ENOSPC) + " (injected fault)");
   }
@@ -280,7 +280,10 @@ StatusOr<ChunkOpResult> HostDevice::RunChunkOp(ChunkOp op, std::span<const Arena
   bool copy_fails = false;
   const bool writes_arena = op == ChunkOp::kCapture || op == ChunkOp::kRefreshChanged;
   if ((op == ChunkOp::kHash && platform_.faults.ShouldFail(FaultPoint::kHashChunks)) ||
-      (op == ChunkOp::kRestoreDiffering && platform_.faults.ShouldFail(FaultPoint::kCompareChunks))) {
+      (op == ChunkOp::kRestoreDiffering &&
+       std::any_of(regions.begin(), regions.end(),
+                   [](const ArenaRegion& r) { return r.tier == StorageTier::kDevice; }) &&
+       platform_.faults.ShouldFail(FaultPoint::kCompareChunks))) {
     return InternalError(call + ": the chunk kernel failed" + where + " (injected fault)");
   }
   if ((writes_arena && platform_.faults.ShouldFail(FaultPoint::kSaveCopy)) ||
@@ -289,6 +292,11 @@ StatusOr<ChunkOpResult> HostDevice::RunChunkOp(ChunkOp op, std::span<const Arena
     copy_fails = true;
   }
 
+  // A full disk fails the op's first write into the spill file.
+  const bool spill_fails = writes_arena &&
+                           std::any_of(regions.begin(), regions.end(),
+                                       [](const ArenaRegion& r) { return r.tier == StorageTier::kFile; }) &&
+                           platform_.faults.ShouldFail(FaultPoint::kSpillFileWrite);
   const auto hook = Restores(op) ? *platform_.restore_hook.rlock() : nullptr;
   std::vector<std::uint8_t> staging;
   std::uint64_t table_chunk = 0;
@@ -333,7 +341,7 @@ StatusOr<ChunkOpResult> HostDevice::RunChunkOp(ChunkOp op, std::span<const Arena
       }
       if (!copy) continue;
       if (writes_arena) {
-        GPUPROF_RETURN_IF_ERROR(TierWrite(t, platform_.faults, region.arena_offset + offset, current, length));
+        GPUPROF_RETURN_IF_ERROR(TierWrite(t, spill_fails, region.arena_offset + offset, current, length));
         saved = hash;
       } else {
         if (hook != nullptr && !hooked) {

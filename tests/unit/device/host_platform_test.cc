@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <memory_resource>
@@ -581,34 +583,150 @@ TEST(HostPlatformTest, StreamPoolsAreAllocatedAndFreedThroughTheApiTable) {
 
 // ---- HostDevice ---------------------------------------------------------------------------------
 
-TEST(HostPlatformTest, BackingRoundTripRestoresSavedBytesAndLabelsTiers) {
-  HostPlatform platform;
+// A temporary directory for spill files, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    char name[] = "/tmp/gpuprof_host_arena_XXXXXX";
+    path_ = ::mkdtemp(name) != nullptr ? name : "";
+  }
+  ~TempDir() {
+    if (!path_.empty()) std::filesystem::remove_all(path_);
+  }
+  const std::string& path() const { return path_; }
+  std::size_t Entries() const {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(path_)) ++n;
+    return n;
+  }
+
+ private:
+  std::string path_;
+};
+
+HostPlatformOptions WithSpillDirectory(const std::string& directory) {
+  HostPlatformOptions options;
+  options.arena.spill_directory = directory;
+  return options;
+}
+
+TEST(HostPlatformTest, ChunkOpsCaptureRefreshAndRestoreInEveryTier) {
+  TempDir spill;
+  HostPlatform platform(WithSpillDirectory(spill.path()));
   HostDevice& device = platform.device(0);
-  StatusOr<DevicePtr> ptr = platform.Malloc(0, 1000);
-  ASSERT_TRUE(IsOk(ptr));
-  ASSERT_TRUE(IsOk(platform.Memset(*ptr, 0x11, 1000)));
-  StatusOr<std::unique_ptr<BackingBuffer>> backing = device.AllocateBacking(1100, StorageTier::kFile);
-  ASSERT_TRUE(IsOk(backing));
-  EXPECT_EQ((*backing)->size(), 1100u);
-  EXPECT_EQ((*backing)->tier(), StorageTier::kPageableHost);
-  StatusOr<std::unique_ptr<BackingBuffer>> pinned = device.AllocateBacking(16, StorageTier::kPinnedHost);
-  ASSERT_TRUE(IsOk(pinned));
-  EXPECT_EQ((*pinned)->tier(), StorageTier::kPinnedHost);
+  constexpr std::uint64_t kChunk = 32;
+  std::vector<ArenaRegion> table;
+  const StorageTier tiers[] = {StorageTier::kDevice, StorageTier::kPinnedHost, StorageTier::kPageableHost,
+                               StorageTier::kFile};
+  for (StorageTier tier : tiers) {
+    StatusOr<DevicePtr> ptr = platform.Malloc(0, 100);  // 4 chunks, the last one short
+    ASSERT_TRUE(IsOk(ptr));
+    ASSERT_TRUE(IsOk(platform.Memset(*ptr, 0x11, 100)));
+    table.push_back(ArenaRegion{*ptr, 100, tier, 128});  // at slot 4 of its tier
+  }
+  ASSERT_TRUE(IsOk(device.ReserveArena({256, 256, 256, 256}, kChunk)));
+  EXPECT_FALSE(device.spill_file_path().empty());
+  std::vector<std::uint64_t> captured(16);
+  StatusOr<ChunkOpResult> capture = device.RunChunkOp(ChunkOp::kCapture, table, kChunk, captured);
+  ASSERT_TRUE(IsOk(capture));
+  EXPECT_EQ(capture->chunks, 16u);
+  EXPECT_EQ(capture->copied_chunks, 16u);
+  EXPECT_EQ(capture->copied_bytes, 400u);
+  EXPECT_EQ(captured[0], base::HashBytes(HostPtr<std::uint8_t>(table[0].base), 32));
+  EXPECT_EQ(captured[3], base::HashBytes(HostPtr<std::uint8_t>(table[0].base) + 96, 4));
 
-  ASSERT_TRUE(IsOk(device.SaveToBacking(**backing, 100, *ptr, 1000)));
-  ASSERT_TRUE(IsOk(platform.Memset(*ptr, 0x22, 1000)));
-  ASSERT_TRUE(IsOk(device.RestoreFromBacking(*ptr + 10, **backing, 110, 500)));
-  EXPECT_EQ(HostPtr<std::uint8_t>(*ptr)[9], 0x22);
-  EXPECT_EQ(HostPtr<std::uint8_t>(*ptr)[10], 0x11);
-  EXPECT_EQ(HostPtr<std::uint8_t>(*ptr)[509], 0x11);
-  EXPECT_EQ(HostPtr<std::uint8_t>(*ptr)[510], 0x22);
+  // The application changes chunk 1 of every region: only those are written back, in every tier.
+  for (const ArenaRegion& region : table) HostPtr<std::uint8_t>(region.base)[40] = 0x99;
+  std::vector<std::uint64_t> before(16);
+  StatusOr<ChunkOpResult> restore = device.RunChunkOp(ChunkOp::kRestoreChanged, table, kChunk, before);
+  ASSERT_TRUE(IsOk(restore));
+  EXPECT_EQ(restore->copied_chunks, 4u);
+  EXPECT_EQ(restore->copied_bytes, 128u);
+  EXPECT_NE(before[1], captured[1]) << "the hashes are those of the bytes before the restore";
+  for (const ArenaRegion& region : table) EXPECT_EQ(HostPtr<std::uint8_t>(region.base)[40], 0x11);
 
-  EXPECT_EQ(device.SaveToBacking(**backing, 200, *ptr, 1000).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(device.RestoreFromBacking(*ptr + 1, **backing, 0, 1000).code(), StatusCode::kInvalidArgument);
-  const ByteRange runs[] = {{0, 10}, {990, 10}};
-  ASSERT_TRUE(IsOk(device.RestoreRunsFromBacking(*ptr, **backing, 100, runs)));
-  EXPECT_EQ(HostPtr<std::uint8_t>(*ptr)[0], 0x11);
-  EXPECT_EQ(HostPtr<std::uint8_t>(*ptr)[999], 0x11);
+  // Refresh: the arena takes the application's change, so a later restore keeps it.
+  for (const ArenaRegion& region : table) HostPtr<std::uint8_t>(region.base)[99] = 0x42;
+  StatusOr<ChunkOpResult> refresh = device.RunChunkOp(ChunkOp::kRefreshChanged, table, kChunk, {});
+  ASSERT_TRUE(IsOk(refresh));
+  EXPECT_EQ(refresh->copied_chunks, 4u);
+  EXPECT_EQ(refresh->copied_bytes, 16u);  // the short last chunks
+  for (const ArenaRegion& region : table) ASSERT_TRUE(IsOk(platform.Memset(region.base, 0, 100)));
+  StatusOr<ChunkOpResult> all = device.RunChunkOp(ChunkOp::kRestoreAll, table, kChunk, {});
+  ASSERT_TRUE(IsOk(all));
+  EXPECT_EQ(all->copied_chunks, 16u);
+  for (const ArenaRegion& region : table) {
+    EXPECT_EQ(HostPtr<std::uint8_t>(region.base)[0], 0x11);
+    EXPECT_EQ(HostPtr<std::uint8_t>(region.base)[99], 0x42);
+  }
+  // Exact: a device-tier change is found by comparing bytes; nothing else differs.
+  HostPtr<std::uint8_t>(table[0].base)[70] = 1;
+  StatusOr<ChunkOpResult> exact = device.RunChunkOp(ChunkOp::kRestoreDiffering, table, kChunk, {});
+  ASSERT_TRUE(IsOk(exact));
+  EXPECT_EQ(exact->copied_chunks, 1u);
+  EXPECT_EQ(HostPtr<std::uint8_t>(table[0].base)[70], 0x11);
+
+  // A table that does not fit its arena, or a wrong chunk size or hash span, is refused.
+  std::vector<ArenaRegion> too_far = {ArenaRegion{table[0].base, 100, StorageTier::kDevice, 224}};
+  EXPECT_EQ(device.RunChunkOp(ChunkOp::kRestoreAll, too_far, kChunk, {}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(device.RunChunkOp(ChunkOp::kHash, table, 64, {}).status().code(), StatusCode::kInvalidArgument);
+  std::vector<std::uint64_t> short_span(3);
+  EXPECT_EQ(device.RunChunkOp(ChunkOp::kHash, table, kChunk, short_span).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(HostPlatformTest, SpillFileIsPrivateAndGoneWhenReleased) {
+  TempDir spill;
+  {
+    HostPlatform platform(WithSpillDirectory(spill.path()));
+    HostDevice& device = platform.device(1);
+    EXPECT_GT(device.ArenaLimit(StorageTier::kFile), 0u);
+    ASSERT_TRUE(IsOk(device.ReserveArena({0, 0, 0, 4096}, 1024)));
+    const std::string path = device.spill_file_path();
+    ASSERT_FALSE(path.empty());
+    EXPECT_EQ(path.rfind(spill.path() + "/", 0), 0u) << path;
+    struct stat info {};
+    ASSERT_EQ(::stat(path.c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0600u) << "never readable by anyone else";
+    device.ReleaseArena();
+    EXPECT_EQ(spill.Entries(), 0u);
+    ASSERT_TRUE(IsOk(device.ReserveArena({0, 0, 0, 4096}, 1024)));
+    EXPECT_EQ(spill.Entries(), 1u);
+  }
+  EXPECT_EQ(spill.Entries(), 0u) << "the platform's end removes the spill file";
+  HostPlatform without;
+  EXPECT_EQ(without.device(0).ArenaLimit(StorageTier::kFile), 0u) << "no spill directory, no file tier";
+}
+
+TEST(HostPlatformTest, ArenaGrowsGeometricallyAndMakeRoomForReleasesTheDeviceTier) {
+  HostPlatformOptions options;
+  options.device_memory_bytes = 1 << 20;
+  HostPlatform platform(options);
+  HostDevice& device = platform.device(0);
+  EXPECT_EQ(device.ArenaLimit(StorageTier::kDevice), 1u << 20);
+  ASSERT_TRUE(IsOk(device.ReserveArena({100 * 1024, 0, 0, 0}, 4096)));
+  const ArenaStats first = device.arena_stats();
+  EXPECT_EQ(first.capacity[0], 102400u);
+  ASSERT_TRUE(IsOk(device.ReserveArena({110 * 1024, 0, 0, 0}, 4096)));
+  const ArenaStats grown = device.arena_stats();
+  EXPECT_EQ(grown.capacity[0], 204800u) << "doubled, not grown by the shortfall";
+  EXPECT_NE(grown.generation, first.generation) << "a regrown arena lost its contents";
+  ASSERT_TRUE(IsOk(device.ReserveArena({150 * 1024, 0, 0, 0}, 4096)));
+  EXPECT_EQ(device.arena_stats().generation, grown.generation) << "no reallocation while it fits";
+  EXPECT_EQ(device.arena_stats().allocations, 2u);
+
+  // The arena counts against the device's memory: an allocation that would not fit beside it
+  // makes room; one that fits leaves it alone.
+  EXPECT_FALSE(device.MakeRoomFor(4096));
+  StatusOr<DevicePtr> blocked = platform.Malloc(0, 900 * 1024);
+  EXPECT_EQ(blocked.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(device.MakeRoomFor(900 * 1024));
+  EXPECT_EQ(device.arena_stats().capacity[0], 0u);
+  EXPECT_EQ(device.arena_stats().releases, 1u);
+  EXPECT_TRUE(IsOk(platform.Malloc(0, 900 * 1024)));
+  EXPECT_EQ(device.ArenaLimit(StorageTier::kDevice), 1024u * 1024 - 900 * 1024);
+  EXPECT_EQ(device.ReserveArena({200 * 1024, 0, 0, 0}, 4096).code(), StatusCode::kResourceExhausted);
 }
 
 TEST(HostPlatformTest, HashChunksMatchesTheBaseHashAndRejectsAMismatchedOutput) {
@@ -625,6 +743,9 @@ TEST(HostPlatformTest, HashChunksMatchesTheBaseHashAndRejectsAMismatchedOutput) 
   EXPECT_EQ(platform.device(1).HashChunks(*ptr, 300, 128, wrong).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(platform.device(1).HashChunks(*ptr, 300, 0, {}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(platform.device(1).HashChunks(*ptr + 1, 300, 128, hashes).code(), StatusCode::kInvalidArgument);
+  platform.InjectFault(FaultPoint::kHashChunks);
+  EXPECT_EQ(platform.device(1).HashChunks(*ptr, 300, 128, hashes).code(), StatusCode::kInternal);
+  EXPECT_EQ(platform.FaultsFired(FaultPoint::kHashChunks), 1);
 }
 
 TEST(HostPlatformTest, MetadataResourceAllocatesUntilItsFaultFires) {
@@ -642,23 +763,30 @@ TEST(HostPlatformTest, MetadataResourceAllocatesUntilItsFaultFires) {
 // ---- fault injection ----------------------------------------------------------------------------
 
 struct FaultFixture {
+  FaultFixture() : platform(WithSpillDirectory(spill.path())) {}
+  TempDir spill;
   HostPlatform platform;
   DevicePtr ptr = 0;
-  std::unique_ptr<BackingBuffer> backing;
   std::vector<std::uint8_t> host = std::vector<std::uint8_t>(64);
+  std::vector<ArenaRegion> Table(StorageTier tier) const { return {ArenaRegion{ptr, 64, tier, 0}}; }
 };
 
 // One call at `point`; true when it succeeded.
 bool CallAt(FaultPoint point, FaultFixture& f) {
   HostDevice& device = f.platform.device(0);
   switch (point) {
-    case FaultPoint::kBackingAllocation: return device.AllocateBacking(64, StorageTier::kPinnedHost).ok();
-    case FaultPoint::kSaveCopy: return device.SaveToBacking(*f.backing, 0, f.ptr, 64).ok();
-    case FaultPoint::kRestoreCopy: return device.RestoreFromBacking(f.ptr, *f.backing, 0, 64).ok();
+    case FaultPoint::kArenaGrowth:
+      device.ReleaseArena();
+      return device.ReserveArena({64, 0, 0, 0}, 32).ok();
+    case FaultPoint::kSaveCopy:
+      return device.RunChunkOp(ChunkOp::kCapture, f.Table(StorageTier::kDevice), 32, {}).ok();
+    case FaultPoint::kRestoreCopy:
+      return device.RunChunkOp(ChunkOp::kRestoreAll, f.Table(StorageTier::kDevice), 32, {}).ok();
     case FaultPoint::kDeviceToHostCopy: return device.CopyDeviceToHost(f.host.data(), f.ptr, 64).ok();
     case FaultPoint::kHashChunks: {
+      // (HashChunks fails at the same point: HashChunksMatchesTheBaseHash covers it.)
       std::vector<std::uint64_t> out(2);
-      return device.HashChunks(f.ptr, 64, 32, out).ok();
+      return device.RunChunkOp(ChunkOp::kHash, f.Table(StorageTier::kDevice), 32, out).ok();
     }
     case FaultPoint::kMetadataAllocation:
       try {
@@ -671,29 +799,28 @@ bool CallAt(FaultPoint point, FaultFixture& f) {
       }
     case FaultPoint::kModuleEnumeration: return device.EnumerateModuleVariables().ok();
     case FaultPoint::kSynchronizeTimeout: return device.Synchronize(1s).ok();
-    case FaultPoint::kCompareChunks: {
-      std::vector<std::uint8_t> dirty(2);
-      return device.CompareChunks(f.ptr, *f.backing, 0, 64, 32, dirty).ok();
-    }
+    case FaultPoint::kCompareChunks:
+      return device.RunChunkOp(ChunkOp::kRestoreDiffering, f.Table(StorageTier::kDevice), 32, {}).ok();
+    case FaultPoint::kPinnedPoolExhausted: return device.ArenaLimit(StorageTier::kPinnedHost) > 64;
+    case FaultPoint::kSpillFileWrite:
+      return device.RunChunkOp(ChunkOp::kCapture, f.Table(StorageTier::kFile), 32, {}).ok();
   }
   return false;
 }
 
 TEST(HostPlatformTest, EveryFaultPointFailsExactlyCountCallsAfterSkip) {
   const FaultPoint points[] = {
-      FaultPoint::kBackingAllocation, FaultPoint::kSaveCopy,           FaultPoint::kRestoreCopy,
+      FaultPoint::kArenaGrowth,       FaultPoint::kSaveCopy,           FaultPoint::kRestoreCopy,
       FaultPoint::kDeviceToHostCopy,  FaultPoint::kHashChunks,         FaultPoint::kMetadataAllocation,
-      FaultPoint::kModuleEnumeration, FaultPoint::kSynchronizeTimeout, FaultPoint::kCompareChunks};
+      FaultPoint::kModuleEnumeration, FaultPoint::kSynchronizeTimeout, FaultPoint::kCompareChunks,
+      FaultPoint::kPinnedPoolExhausted, FaultPoint::kSpillFileWrite};
   for (FaultPoint point : points) {
     SCOPED_TRACE(std::string(FaultPointName(point)));
     FaultFixture f;
     StatusOr<DevicePtr> ptr = f.platform.Malloc(0, 64);
     ASSERT_TRUE(IsOk(ptr));
     f.ptr = *ptr;
-    StatusOr<std::unique_ptr<BackingBuffer>> backing =
-        f.platform.device(0).AllocateBacking(64, StorageTier::kDevice);
-    ASSERT_TRUE(IsOk(backing));
-    f.backing = std::move(backing).value();
+    ASSERT_TRUE(IsOk(f.platform.device(0).ReserveArena({64, 64, 64, 64}, 32)));
 
     EXPECT_TRUE(CallAt(point, f));  // unarmed: calls before InjectFault do not count as skips
     f.platform.InjectFault(point, /*count=*/2, /*skip=*/1);
@@ -725,10 +852,10 @@ TEST(HostPlatformTest, InjectedFaultsReportTheDocumentedCodes) {
   StatusOr<DevicePtr> ptr = platform.Malloc(1, 64);
   ASSERT_TRUE(IsOk(ptr));
 
-  platform.InjectFault(FaultPoint::kBackingAllocation);
-  Status backing = device.AllocateBacking(64, StorageTier::kPinnedHost).status();
-  EXPECT_EQ(backing.code(), StatusCode::kResourceExhausted);
-  EXPECT_THAT(backing.message(), HasSubstr("host allocation failed (bad_alloc)"));
+  platform.InjectFault(FaultPoint::kArenaGrowth);
+  Status growth = device.ReserveArena({0, 64, 0, 0}, 32);
+  EXPECT_EQ(growth.code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(growth.message(), HasSubstr("pinned-host arena of device 1"));
 
   platform.InjectFault(FaultPoint::kModuleEnumeration);
   EXPECT_EQ(device.EnumerateModuleVariables().status().code(), StatusCode::kUnavailable);
@@ -738,80 +865,75 @@ TEST(HostPlatformTest, InjectedFaultsReportTheDocumentedCodes) {
   EXPECT_EQ(sync.code(), StatusCode::kDeadlineExceeded);
   EXPECT_THAT(sync.message(), HasSubstr("device 1"));
 
-  // A failed restore writes nothing.
-  StatusOr<std::unique_ptr<BackingBuffer>> buffer = device.AllocateBacking(64, StorageTier::kDevice);
-  ASSERT_TRUE(IsOk(buffer));
-  ASSERT_TRUE(IsOk(device.SaveToBacking(**buffer, 0, *ptr, 64)));  // zeros
+  // A failed batched restore may leave part of the table written: here the first half.
+  StatusOr<DevicePtr> second = platform.Malloc(1, 64);
+  ASSERT_TRUE(IsOk(second));
+  const std::vector<ArenaRegion> table = {ArenaRegion{*ptr, 64, StorageTier::kDevice, 0},
+                                          ArenaRegion{*second, 64, StorageTier::kDevice, 64}};
+  ASSERT_TRUE(IsOk(device.ReserveArena({128, 0, 0, 0}, 32)));
+  ASSERT_TRUE(IsOk(device.RunChunkOp(ChunkOp::kCapture, table, 32, {})));  // zeros
   ASSERT_TRUE(IsOk(platform.Memset(*ptr, 0xAA, 64)));
+  ASSERT_TRUE(IsOk(platform.Memset(*second, 0xAA, 64)));
   platform.InjectFault(FaultPoint::kRestoreCopy);
-  Status restore = device.RestoreFromBacking(*ptr, **buffer, 0, 64);
-  EXPECT_FALSE(restore.ok());
-  for (int i = 0; i < 64; ++i) ASSERT_EQ(HostPtr<std::uint8_t>(*ptr)[i], 0xAA);
+  StatusOr<ChunkOpResult> restore = device.RunChunkOp(ChunkOp::kRestoreAll, table, 32, {});
+  EXPECT_EQ(restore.status().code(), StatusCode::kInternal);
+  EXPECT_EQ(HostPtr<std::uint8_t>(*ptr)[0], 0);
+  EXPECT_EQ(HostPtr<std::uint8_t>(*second)[0], 0xAA);
 
   platform.InjectFault(FaultPoint::kSaveCopy);
-  EXPECT_FALSE(device.SaveToBacking(**buffer, 0, *ptr, 64).ok());
+  EXPECT_FALSE(device.RunChunkOp(ChunkOp::kRefreshChanged, table, 32, {}).ok());
   platform.InjectFault(FaultPoint::kDeviceToHostCopy);
   std::array<std::uint8_t, 64> host{};
   EXPECT_FALSE(device.CopyDeviceToHost(host.data(), *ptr, 64).ok());
   EXPECT_EQ(host[0], 0);
 }
 
-TEST(HostPlatformTest, CompareChunksFlagsExactlyTheChangedChunksOfADeviceTierSnapshot) {
+TEST(HostPlatformTest, RunChunkOpIsOneCallAndOneWaitWhateverTheTable) {
   HostPlatform platform;
   HostDevice& device = platform.device(0);
-  StatusOr<DevicePtr> ptr = platform.Malloc(0, 100);
-  ASSERT_TRUE(IsOk(ptr));
-  ASSERT_TRUE(IsOk(platform.Memset(*ptr, 3, 100)));
-  StatusOr<std::unique_ptr<BackingBuffer>> on_device = device.AllocateBacking(100, StorageTier::kDevice);
-  ASSERT_TRUE(IsOk(on_device));
-  ASSERT_TRUE(IsOk(device.SaveToBacking(**on_device, 0, *ptr, 100)));
-  HostPtr<std::uint8_t>(*ptr)[45] = 4;  // chunk 1 of [0,32) [32,64) [64,96) [96,100)
-  HostPtr<std::uint8_t>(*ptr)[99] = 4;  // chunk 3, the short one
-  std::vector<std::uint8_t> dirty(4, 7);
-  ASSERT_TRUE(IsOk(device.CompareChunks(*ptr, **on_device, 0, 100, 32, dirty)));
-  EXPECT_EQ(dirty, (std::vector<std::uint8_t>{0, 1, 0, 1}));
-
-  std::vector<std::uint8_t> wrong_size(3);
-  EXPECT_EQ(device.CompareChunks(*ptr, **on_device, 0, 100, 32, wrong_size).code(),
-            StatusCode::kInvalidArgument);
-  StatusOr<std::unique_ptr<BackingBuffer>> on_host = device.AllocateBacking(100, StorageTier::kPinnedHost);
-  ASSERT_TRUE(IsOk(on_host));
-  Status host_tier = device.CompareChunks(*ptr, **on_host, 0, 100, 32, dirty);
-  EXPECT_EQ(host_tier.code(), StatusCode::kUnimplemented);
-  EXPECT_THAT(host_tier.message(), HasSubstr("pinned-host"));
+  std::vector<ArenaRegion> table;
+  for (int i = 0; i < 300; ++i) {
+    StatusOr<DevicePtr> ptr = platform.Malloc(0, 256);
+    ASSERT_TRUE(IsOk(ptr));
+    table.push_back(ArenaRegion{*ptr, 256, StorageTier::kDevice, static_cast<std::uint64_t>(i) * 256});
+  }
+  ASSERT_TRUE(IsOk(device.ReserveArena({300 * 256, 0, 0, 0}, 64)));
+  device.ResetCallCounts();
+  std::vector<std::uint64_t> hashes(1200);
+  ASSERT_TRUE(IsOk(device.RunChunkOp(ChunkOp::kCapture, table, 64, hashes)));
+  const DeviceCallCounts counts = device.call_counts();
+  EXPECT_EQ(counts.calls, 1u);
+  EXPECT_EQ(counts.host_waits, 1u);
+  EXPECT_EQ(counts.chunk_ops, 1u);
+  EXPECT_EQ(counts.launches, 1u);
 }
 
-TEST(HostPlatformTest, RestoreHookRunsWithTheDestinationBeforeEachRestore) {
+TEST(HostPlatformTest, RestoreHookRunsWithEachDestinationBeforeItIsWritten) {
   HostPlatform platform;
   HostDevice& device = platform.device(0);
-  StatusOr<DevicePtr> ptr = platform.Malloc(0, 128);
-  ASSERT_TRUE(IsOk(ptr));
-  StatusOr<std::unique_ptr<BackingBuffer>> buffer = device.AllocateBacking(128, StorageTier::kDevice);
-  ASSERT_TRUE(IsOk(buffer));
-  ASSERT_TRUE(IsOk(device.SaveToBacking(**buffer, 0, *ptr, 128)));
+  StatusOr<DevicePtr> a = platform.Malloc(0, 128);
+  StatusOr<DevicePtr> b = platform.Malloc(0, 128);
+  ASSERT_TRUE(IsOk(a));
+  ASSERT_TRUE(IsOk(b));
+  const std::vector<ArenaRegion> table = {ArenaRegion{*a, 128, StorageTier::kDevice, 0},
+                                          ArenaRegion{*b, 128, StorageTier::kDevice, 128}};
+  ASSERT_TRUE(IsOk(device.ReserveArena({256, 0, 0, 0}, 64)));
+  ASSERT_TRUE(IsOk(device.RunChunkOp(ChunkOp::kCapture, table, 64, {})));
 
   std::vector<DevicePtr> seen;
   std::vector<std::uint8_t> byte_at_hook;
   platform.SetBeforeRestoreCopyHook([&](DevicePtr dst) {
     seen.push_back(dst);
-    byte_at_hook.push_back(*HostPtr<std::uint8_t>(dst));
+    byte_at_hook.push_back(HostPtr<std::uint8_t>(dst)[100]);
   });
-  ASSERT_TRUE(IsOk(platform.Memset(*ptr, 9, 128)));
-  ASSERT_TRUE(IsOk(device.RestoreFromBacking(*ptr + 64, **buffer, 64, 64)));
-  platform.InjectFault(FaultPoint::kRestoreCopy);
-  EXPECT_FALSE(device.RestoreFromBacking(*ptr, **buffer, 0, 64).ok());  // hook still runs
-  EXPECT_EQ(seen, (std::vector<DevicePtr>{*ptr + 64, *ptr}));
+  HostPtr<std::uint8_t>(*b)[100] = 9;  // only b changed
+  ASSERT_TRUE(IsOk(device.RunChunkOp(ChunkOp::kRestoreChanged, table, 64, {})));
+  EXPECT_EQ(seen, (std::vector<DevicePtr>{*b})) << "the hook sees what is written, once per region";
   EXPECT_EQ(byte_at_hook[0], 9);  // before the copy
-
-  // A hook that frees the destination: the restore then fails cleanly instead of writing.
-  platform.SetBeforeRestoreCopyHook([&](DevicePtr dst) { ASSERT_TRUE(IsOk(platform.Free(dst))); });
-  Status freed = device.RestoreFromBacking(*ptr, **buffer, 0, 128);
-  EXPECT_EQ(freed.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(HostPtr<std::uint8_t>(*b)[100], 0);
+  ASSERT_TRUE(IsOk(device.RunChunkOp(ChunkOp::kRestoreAll, table, 64, {})));
+  EXPECT_EQ(seen, (std::vector<DevicePtr>{*b, *a, *b}));
   platform.SetBeforeRestoreCopyHook({});
-  StatusOr<DevicePtr> other = platform.Malloc(0, 128);
-  ASSERT_TRUE(IsOk(other));
-  EXPECT_TRUE(IsOk(device.RestoreFromBacking(*other, **buffer, 0, 128)));
-  EXPECT_EQ(seen.size(), 2u);
 }
 
 // ---- modules ------------------------------------------------------------------------------------

@@ -83,7 +83,8 @@ TEST(InventoryTest, FinalizationStopsRecordingWithoutTakingTheLock) {
   std::shared_future<void> released = release.get_future().share();
   // Another thread holds the inventory's read lock, as a restore does.
   std::thread reader([&] {
-    inventory.WithAllocationLocked(0x1000, [&](const TrackedAllocation*) {
+    inventory.WithAllocationsLocked([&](const Inventory::LockedView& view) {
+      EXPECT_NE(view.Find(0x1000), nullptr);
       holding.count_down();
       released.wait();
     });

@@ -114,9 +114,9 @@ constexpr std::uint64_t kMaxAllocationBytes = std::uint64_t{300} * 1024;
 constexpr std::uint64_t kMaxVariableBytes = std::uint64_t{70} * 1024;
 
 constexpr std::array kInjectablePoints = {
-    FaultPoint::kBackingAllocation,  FaultPoint::kSaveCopy,    FaultPoint::kMetadataAllocation,
+    FaultPoint::kArenaGrowth,        FaultPoint::kSaveCopy,    FaultPoint::kMetadataAllocation,
     FaultPoint::kModuleEnumeration,  FaultPoint::kRestoreCopy, FaultPoint::kHashChunks,
-    FaultPoint::kSynchronizeTimeout,
+    FaultPoint::kSynchronizeTimeout, FaultPoint::kPinnedPoolExhausted,
 };
 
 struct VariablePlan {
@@ -1065,7 +1065,7 @@ TEST(ReplayPropertyTest, ReplayedWorkloadsSeeIdenticalInputsAndLeaveUnreplayedRe
 TEST(ReplayPropertyTest, InjectedFaultsNeverChangeResultsOrRunCounts) { RunProperty(true); }
 
 // Found by this property with two restore-copy faults in one window: the restore before pass 2
-// fails on the first region and its first full retry fails on it again. Transient copy failures
+// fails half-way and its first full retry fails too. Transient copy failures
 // are retried, so every pass still sees identical inputs and the application's result is the
 // unreplayed one. (Copies that never succeed stop the replay with kRestoreFailed: see
 // ControllerTest.RestoreThatKeepsFailingStopsTheReplay.)
@@ -1090,16 +1090,11 @@ TEST(ReplayPropertyTest, RestoreFailingTwiceIsRetriedAndLeavesTheUnreplayedResul
                        ++pb[i];
                      }
                    }};
-  // The restore before pass 2 fails on the first region and writes the second back; its full
-  // retry fails on the first region again.
-  platform.InjectFault(FaultPoint::kRestoreCopy, 1);
-  int restore_copies = 0;
-  platform.SetBeforeRestoreCopyHook([&](DevicePtr) {
-    if (++restore_copies == 2) platform.InjectFault(FaultPoint::kRestoreCopy, 1, /*skip=*/1);
-  });
+  // The batched restore before pass 2 fails half-way (the first region written, the second
+  // not), and so does its first full retry.
+  platform.InjectFault(FaultPoint::kRestoreCopy, 2);
   ASSERT_TRUE(platform.Launch(platform.DefaultStream(0), increment).ok());
   ASSERT_TRUE(platform.DeviceSynchronize(0).ok());
-  platform.SetBeforeRestoreCopyHook({});
 
   std::vector<ReplayRecord> records = rig.controller()->records();
   ASSERT_EQ(records.size(), 1u);
