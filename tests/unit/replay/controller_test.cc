@@ -657,5 +657,81 @@ TEST(ControllerOptionsTest, ValidateOptionsNamesTheBadOption) {
   EXPECT_TRUE(Controller::ValidateOptions(options).ok());
 }
 
+// B3 through the controller: the second replayed launch refreshes only what changed since the
+// first, and the application's writes in between (a copy, a memset, an unreplayed kernel) are in
+// its inputs.
+TEST(ControllerArenaTest, ConsecutiveReplaysReuseTheArenaAndSeeTheApplicationsWritesInBetween) {
+  ReplayRig rig;
+  ReplayOptions options;
+  options.passes = 3;
+  options.chunk_size = 4096;
+  options.selector.name = "in_place_update";
+  rig.Configure(options);
+  auto& platform = rig.platform();
+  constexpr std::size_t kCount = 64 * 1024;  // 256 KiB: 64 chunks
+  StatusOr<DevicePtr> buffer = platform.Malloc(0, kCount * 4);
+  StatusOr<DevicePtr> other = platform.Malloc(0, kCount * 4);
+  ASSERT_TRUE(buffer.ok() && other.ok());
+  for (std::size_t i = 0; i < kCount; ++i) Words(*buffer)[i] = static_cast<std::uint32_t>(i);
+  InputLog log;
+  auto launch = [&](const Kernel& kernel) {
+    ASSERT_TRUE(platform.Launch(platform.DefaultStream(0), kernel).ok());
+    ASSERT_TRUE(platform.DeviceSynchronize(0).ok());
+  };
+  launch(InPlaceUpdate(*buffer, kCount, &log));
+  // In between: a memset of one chunk, a copy into another, an unreplayed kernel writing a word.
+  ASSERT_TRUE(platform.Memset(*buffer + 8 * 4096, 0x5A, 4096).ok());
+  ASSERT_TRUE(platform.Memcpy(*buffer + 20 * 4096, *other, 4096).ok());
+  launch(Kernel{"unreplayed_writer", [b = *buffer](const KernelContext&) { Words(b)[40 * 1024] = 77; }});
+  std::vector<std::uint32_t> expected(Words(*buffer), Words(*buffer) + kCount);
+  for (std::uint32_t& x : expected) x = x * 3 + 1;
+  launch(InPlaceUpdate(*buffer, kCount, &log));
+
+  std::vector<ReplayRecord> records = rig.controller()->records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_TRUE(records[0].replayed);
+  EXPECT_TRUE(records[1].replayed);
+  EXPECT_TRUE(records[1].deterministic);
+  EXPECT_EQ(records[0].snapshot_copied_bytes, 2 * kCount * 4) << "the first capture copies everything";
+  // Every chunk of `buffer` changed (the kernel rewrote all of it): the incremental capture copies
+  // those and none of `other`.
+  EXPECT_EQ(records[1].snapshot_copied_bytes, kCount * 4);
+  EXPECT_EQ(std::vector<std::uint32_t>(Words(*buffer), Words(*buffer) + kCount), expected)
+      << "memory after the second replay is what one unreplayed run leaves";
+}
+
+// The snapshot arena gives way to the application: after a replay, allocating nearly all the
+// device's free memory succeeds, and the next replay captures again from scratch.
+TEST(ControllerArenaTest, ApplicationAllocatingNearlyAllFreeMemoryAfterAReplaySucceeds) {
+  device::host::HostPlatformOptions platform_options;
+  platform_options.device_memory_bytes = std::uint64_t{64} << 20;
+  ReplayRig rig(platform_options);
+  ReplayOptions options;
+  options.passes = 2;
+  options.chunk_size = 64 * 1024;
+  rig.Configure(options);
+  auto& platform = rig.platform();
+  constexpr std::size_t kCount = 4 * 1024 * 1024;  // 16 MiB
+  StatusOr<DevicePtr> buffer = platform.Malloc(0, kCount * 4);
+  ASSERT_TRUE(buffer.ok());
+  InputLog log;
+  ASSERT_TRUE(platform.Launch(platform.DefaultStream(0), InPlaceUpdate(*buffer, kCount, &log)).ok());
+  ASSERT_TRUE(platform.DeviceSynchronize(0).ok());
+  EXPECT_EQ(platform.device(0).device_arena_bytes(), kCount * 4) << "the snapshot sits in device memory";
+  // The application now wants what it sees free: 48 MiB minus a little.
+  StatusOr<DevicePtr> big = platform.Malloc(0, (std::uint64_t{47} << 20));
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ(platform.device(0).device_arena_bytes(), 0u);
+  EXPECT_EQ(platform.device(0).arena_stats().releases, 1u);
+  // The next replay still works, from host memory now that the device is full.
+  ASSERT_TRUE(platform.Launch(platform.DefaultStream(0), InPlaceUpdate(*buffer, kCount, &log)).ok());
+  ASSERT_TRUE(platform.DeviceSynchronize(0).ok());
+  std::vector<ReplayRecord> records = rig.controller()->records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_TRUE(records[1].replayed) << records[1].decline_detail;
+  EXPECT_EQ(records[1].snapshot_copied_bytes, kCount * 4 + (std::uint64_t{47} << 20)) << "all of it, afresh";
+  EXPECT_EQ(records[1].snapshot_device_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace gpuprof::replay
