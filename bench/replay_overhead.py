@@ -623,7 +623,7 @@ def parse_args(argv=None):
                         help="the script of part (d) (default: examples/train_transformer.py)")
     parser.add_argument("--transformer-steps", type=int,
                         help="train_transformer steps in every run of part (d) (default: 10; --quick 2); "
-                             "enough that the higher --counts launches exist (about 250 per step)")
+                             "enough that the higher --counts launches exist (a few hundred per step)")
     parser.add_argument("--counts", type=lambda t: pair(t, "--counts", 1),
                         help="LOW,HIGH: the -c of part (d)'s two runs per tool (default: 20,200; --quick 5,25)")
     parser.add_argument("--pass-pair", type=lambda t: pair(t, "--pass-pair", 2), default=(2, 6),

@@ -34,7 +34,8 @@ sequence 128, batch 4, vocabulary 2048:
                    once (it is not: gradients appear while the backward frees activations), in a few
                    dozen cudaMalloc segments of PyTorch's caching allocator: the device memory a replay
                    snapshot covers. The last line measures it ("memory: ...").
-About 250 kernel launches per step (forward, backward, AdamW's multi-tensor kernels).
+A few hundred kernel launches per step (forward, backward, AdamW's multi-tensor kernels, the NaN fills
+of deterministic mode's uninitialized memory); not yet counted on the GPU.
 
 Output: "device: ...", "config: ...", "model: ...", the step lines, then
 "done: N steps ..., timed_s S" (S: seconds from CUDA being ready to the last step's end, so the
