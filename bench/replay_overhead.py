@@ -45,6 +45,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -60,9 +61,21 @@ NEVER_KERNEL = "gpuprof_bench_no_such_kernel"
 
 
 def run(cmd, timeout):
+    """(CompletedProcess, wall seconds). The command runs in its own process group, and a timeout or
+    an interrupt kills that group: gpuprof's and ncu's application (a grandchild) must not be left
+    running on the GPU. Raises subprocess.TimeoutExpired after the kill."""
     begin = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
-    return proc, time.perf_counter() - begin
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except BaseException:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), time.perf_counter() - begin
 
 
 def app(args, steps):
