@@ -13,15 +13,39 @@
     the kernel durations each tool reports (ncu's gpu__time_duration.sum; gpuprof's median pass),
     for the same kernels by launch order.
 
-    python3 bench/replay_overhead.py --gpuprof BUILD/bin/gpuprof [--steps 200] [--repeats 2]
+(d) Replay's costs on a real training step, examples/train_transformer.py (issue 18), against
+    Nsight Compute on the same launches: the first C launches of every kernel (no -k) replayed by
+      gpuprof replay --passes P -c C      for P in --pass-pair (2, 6) and C in --counts (20, 200)
+      ncu --replay-mode kernel --metrics gpu__time_duration.sum --cache-control all
+          --clock-control none -c C       for C in --counts
+    and the whole example with every kernel replayed (`gpuprof replay --passes 3`, no -c) against
+    the plain run. Each run's time is the example's own `timed_s` (CUDA ready to the last step's
+    end: the 8-13 s of interpreter and CUDA start-up, which differ by seconds from run to run, are
+    left out) and the process wall time. Cost per kernel = (time at C=200 - time at C=20) /
+    (launches at 200 - launches at 20), so the start-up drops out; per extra pass = (cost at 6
+    passes - cost at 2) / 4. Every gpuprof run's losses must be the plain run's, bit for bit, or
+    the run fails. Prints a markdown table with issue 18's targets: <= 2.5 ms per replayed kernel,
+    <= 0.3 ms per extra pass, >= 30x faster than ncu's one-metric replay, every kernel x3 <= 2x
+    the plain run. --out DIR keeps the DBs and logs there and writes DIR/replay_overhead.json
+    (every run's raw timings and the figures).
 
-Prints one table per part, each with the ratio to the peer. Needs torch with CUDA; ncu for (b).
+    python3 bench/replay_overhead.py --gpuprof BUILD/bin/gpuprof [--steps 200] [--repeats 2]
+    python3 bench/replay_overhead.py --gpuprof BUILD/bin/gpuprof --skip-idle --skip-launch --skip-ncu --out DIR
+    python3 bench/replay_overhead.py --gpuprof BUILD/bin/gpuprof --quick      # a small smoke run of every part
+    python3 bench/replay_overhead.py --self-test                              # the arithmetic and table on fakes
+
+Prints one table per part, each with the ratio to the peer. Needs torch with CUDA (without it:
+"replay_overhead: skipped (...)", exit 0); ncu for (b) and (d)'s peer (a row "ncu not found" when
+it is neither on PATH nor /usr/local/cuda/bin/ncu). Exit status 1 when a gpuprof run failed or its
+losses differed from the plain run's.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -37,9 +61,21 @@ NEVER_KERNEL = "gpuprof_bench_no_such_kernel"
 
 
 def run(cmd, timeout):
+    """(CompletedProcess, wall seconds). The command runs in its own process group, and a timeout or
+    an interrupt kills that group: gpuprof's and ncu's application (a grandchild) must not be left
+    running on the GPU. Raises subprocess.TimeoutExpired after the kill."""
     begin = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
-    return proc, time.perf_counter() - begin
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except BaseException:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), time.perf_counter() - begin
 
 
 def app(args, steps):
@@ -144,8 +180,8 @@ def ncu_durations(text):
 
 
 def ncu_part(args, work):
-    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
-    if not os.path.exists(ncu):
+    ncu = find_ncu()
+    if ncu is None:
         print("\n(b) skipped: ncu not found")
         return
     steps = args.ncu_steps
@@ -153,13 +189,18 @@ def ncu_part(args, work):
     if plain.returncode != 0:
         sys.exit(f"replay_overhead: plain run failed:\n{plain.stderr[-2000:]}")
     out_dir = work / "replay_ncu"
+    shutil.rmtree(out_dir, ignore_errors=True)  # an --out directory may hold an earlier run's DB
     ours, ours_wall = run([args.gpuprof, "replay", "--passes", str(args.passes), "-k", "regex:" + args.regex, "-c",
                           str(args.count), "-o", str(out_dir), "--"] + app(args, steps), args.timeout)
     if ours.returncode != 0:
         sys.exit(f"replay_overhead: gpuprof replay failed:\n{(ours.stdout + ours.stderr)[-3000:]}")
-    theirs, theirs_wall = run([ncu, "--replay-mode", "kernel", "--metrics", "gpu__time_duration.sum",
-                               "--clock-control", "none", "-k", "regex:" + args.regex, "-c", str(args.count)]
-                              + app(args, steps), args.timeout)
+    try:
+        theirs, theirs_wall = run([ncu, "--replay-mode", "kernel", "--metrics", "gpu__time_duration.sum",
+                                   "--clock-control", "none", "-k", "regex:" + args.regex, "-c", str(args.count)]
+                                  + app(args, steps), args.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"\n(b) ncu did not finish within {args.timeout:g} s")
+        return
     if theirs.returncode != 0:
         print(f"\n(b) ncu exited {theirs.returncode}; its output:\n{(theirs.stdout + theirs.stderr)[-3000:]}")
         return
@@ -188,28 +229,459 @@ def ncu_part(args, work):
         print(f"  ({len(declined)} matching launches declined by gpuprof; see GPUPROF_REPLAY_KERNEL)")
 
 
-def main():
+# ---- (d) train_transformer: cost per replayed kernel and per extra pass, against ncu -------------
+
+TRANSFORMER = co.REPO / "examples" / "train_transformer.py"
+LOSS_RE = re.compile(r"^step \d+ loss \S+$", re.M)
+TIMED_RE = re.compile(r"^done: .*\btimed_s ([0-9.]+)\s*$", re.M)
+NCU_PROFILED_RE = re.compile(r"^==PROF== Profiling ", re.M)
+
+# Issue 18's targets.
+TARGET_FIXED_MS = 2.5        # cost per replayed kernel
+TARGET_PER_PASS_MS = 0.3     # per extra pass
+TARGET_VS_NCU = 30.0         # ncu's cost per kernel / gpuprof's
+TARGET_WHOLE_RATIO = 2.0     # every kernel replayed x3 / the plain run
+
+
+def find_ncu():
+    """ncu on PATH, else CUDA's default place; None when neither exists."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    return "/usr/local/cuda/bin/ncu" if os.path.exists("/usr/local/cuda/bin/ncu") else None
+
+
+def pair(text, what, minimum):
+    """'20,200' -> (20, 200), increasing, each >= minimum (argparse type)."""
+    try:
+        low, high = (int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what}: expected two integers LOW,HIGH, got {text!r}") from None
+    if not minimum <= low < high:
+        raise argparse.ArgumentTypeError(f"{what}: need {minimum} <= LOW < HIGH, got {text!r}")
+    return low, high
+
+
+def parse_timed_s(stdout):
+    match = TIMED_RE.search(stdout or "")
+    return float(match.group(1)) if match else None
+
+
+def replay_counts(out_dir):
+    """(selected launches, replayed, {declineReason: count}) from the run's DB; None without a DB."""
+    dbs = sorted(Path(out_dir).rglob("*.db"))
+    if not dbs:
+        return None
+    conn = sqlite3.connect(f"file:{dbs[-1]}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT replayed, declineReason, COUNT(*) FROM GPUPROF_REPLAY_KERNEL "
+                            "GROUP BY replayed, declineReason").fetchall()
+    finally:
+        conn.close()
+    selected = sum(n for _, _, n in rows)
+    replayed = sum(n for r, _, n in rows if r == 1)
+    declined = {str(reason): n for r, reason, n in rows if r != 1}
+    return selected, replayed, declined
+
+
+def ncu_profiled(text):
+    """Kernels ncu profiled: its '==PROF== Profiling' lines, else the report's gpu__time_duration rows."""
+    return len(NCU_PROFILED_RE.findall(text or "")) or len(ncu_durations(text or ""))
+
+
+def per_kernel(time_low, time_high, launches_low, launches_high):
+    """Seconds per launch between two runs that differ only in how many launches were replayed."""
+    if None in (time_low, time_high, launches_low, launches_high) or launches_high <= launches_low:
+        return None
+    return (time_high - time_low) / (launches_high - launches_low)
+
+
+def per_extra_pass(cost_low, cost_high, passes_low, passes_high):
+    if cost_low is None or cost_high is None:
+        return None
+    return (cost_high - cost_low) / (passes_high - passes_low)
+
+
+def ratio(numerator, denominator):
+    if numerator is None or denominator is None or denominator <= 0:
+        return None
+    return numerator / denominator
+
+
+def verdict(value, target, at_most=True):
+    if value is None:
+        return "not measured"
+    return "met" if (value <= target if at_most else value >= target) else "NOT met"
+
+
+def ms(seconds):
+    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
+
+
+def secs(seconds):
+    return "-" if seconds is None else f"{seconds:.2f} s"
+
+
+def times(value):
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def faster(value):
+    return "-" if value is None else f"{value:.1f}x faster"
+
+
+def transformer_figures(runs, passes, counts, clock):
+    """The figures from the median run of each variant. runs: {variant key: record}; records have
+    'timed_s', 'wall_s', 'launches' (selected, or ncu's profiled), 'ok'. clock: 'timed_s' or 'wall_s'."""
+    low_c, high_c = counts
+
+    def time_of(key):
+        run = runs.get(key)
+        return run.get(clock) if run and run.get("ok") else None
+
+    def launches_of(key):
+        run = runs.get(key)
+        return run.get("launches") if run and run.get("ok") else None
+
+    cost = {}
+    for p in passes:
+        cost[p] = per_kernel(time_of(("gpuprof", p, low_c)), time_of(("gpuprof", p, high_c)),
+                             launches_of(("gpuprof", p, low_c)), launches_of(("gpuprof", p, high_c)))
+    ncu_cost = per_kernel(time_of(("ncu", low_c)), time_of(("ncu", high_c)),
+                          launches_of(("ncu", low_c)), launches_of(("ncu", high_c)))
+    return {
+        "cost_per_kernel_s": {str(p): cost[p] for p in passes},
+        "per_extra_pass_s": per_extra_pass(cost[passes[0]], cost[passes[1]], passes[0], passes[1]),
+        "ncu_per_kernel_s": ncu_cost,
+        "ncu_over_gpuprof": ratio(ncu_cost, cost[passes[0]]),
+        "whole_s": time_of(("whole",)),
+        "plain_s": time_of(("plain",)),
+        "whole_over_plain": ratio(time_of(("whole",)), time_of(("plain",))),
+    }
+
+
+def transformer_table(timed, wall, passes, counts, ncu_note):
+    """Markdown lines: issue 18's figures from the timed span, with the wall-time versions beside."""
+    low_p, high_p = passes
+    low_c, high_c = counts
+    lines = [
+        "| figure | gpuprof | peer | ratio | target | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    fixed = timed["cost_per_kernel_s"][str(low_p)]
+    lines.append(f"| cost per replayed kernel, --passes {low_p} ((t@{high_c} - t@{low_c}) / launches) | {ms(fixed)} "
+                 f"| - | - | <= {TARGET_FIXED_MS} ms | {verdict(fixed, TARGET_FIXED_MS / 1e3)} |")
+    lines.append(f"| cost per replayed kernel, --passes {high_p} | {ms(timed['cost_per_kernel_s'][str(high_p)])} "
+                 f"| - | - | - | - |")
+    lines.append(f"| per extra pass ((cost@{high_p} - cost@{low_p}) / {high_p - low_p}) | "
+                 f"{ms(timed['per_extra_pass_s'])} | - | - | <= {TARGET_PER_PASS_MS} ms | "
+                 f"{verdict(timed['per_extra_pass_s'], TARGET_PER_PASS_MS / 1e3)} |")
+    lines.append(f"| per kernel vs Nsight Compute's one-metric kernel replay (--passes {low_p}) | {ms(fixed)} | "
+                 f"{ncu_note or 'ncu ' + ms(timed['ncu_per_kernel_s'])} | {faster(timed['ncu_over_gpuprof'])} | "
+                 f">= {TARGET_VS_NCU:g}x faster | "
+                 f"{verdict(timed['ncu_over_gpuprof'], TARGET_VS_NCU, at_most=False)} |")
+    lines.append(f"| every kernel replayed x3, timed span | {secs(timed['whole_s'])} | plain {secs(timed['plain_s'])} "
+                 f"| {times(timed['whole_over_plain'])} | <= {TARGET_WHOLE_RATIO:g}x | "
+                 f"{verdict(timed['whole_over_plain'], TARGET_WHOLE_RATIO)} |")
+    lines.append(f"| every kernel replayed x3, process wall | {secs(wall['whole_s'])} | plain {secs(wall['plain_s'])} "
+                 f"| {times(wall['whole_over_plain'])} | <= {TARGET_WHOLE_RATIO:g}x | "
+                 f"{verdict(wall['whole_over_plain'], TARGET_WHOLE_RATIO)} |")
+    lines.append(f"| (process wall) cost per replayed kernel, --passes {low_p} | "
+                 f"{ms(wall['cost_per_kernel_s'][str(low_p)])} | {ncu_note or 'ncu ' + ms(wall['ncu_per_kernel_s'])} "
+                 f"| {faster(wall['ncu_over_gpuprof'])} | - | - |")
+    lines.append(f"| (process wall) per extra pass | {ms(wall['per_extra_pass_s'])} | - | - | - | - |")
+    return lines
+
+
+def transformer_variants(args, ncu):
+    """(key, label, command prefix or None for plain, needs an -o dir) in run order."""
+    low_c, high_c = args.counts
+    variants = [(("plain",), "plain", [], False)]
+    for p in args.pass_pair:
+        for c in (low_c, high_c):
+            variants.append((("gpuprof", p, c), f"gpuprof replay --passes {p} -c {c}",
+                             [args.gpuprof, "replay", "--passes", str(p), "-c", str(c)], True))
+    if ncu:
+        for c in (low_c, high_c):
+            variants.append((("ncu", c), f"ncu --replay-mode kernel -c {c}",
+                             [ncu, "--replay-mode", "kernel", "--metrics", "gpu__time_duration.sum",
+                              "--cache-control", "all", "--clock-control", "none", "-c", str(c)], False))
+    variants.append((("whole",), "gpuprof replay --passes 3 (every kernel)",
+                     [args.gpuprof, "replay", "--passes", "3"], True))
+    return variants
+
+
+def transformer_run(args, work, key, label, prefix, wants_out, repeat):
+    name = "_".join(str(k) for k in key) + f"_r{repeat}"
+    out_dir = work / name
+    shutil.rmtree(out_dir, ignore_errors=True)  # an --out directory may hold an earlier run's DBs
+    cmd = list(prefix) + (["-o", str(out_dir), "--"] if wants_out else []) + \
+        [args.python, args.transformer_script, "--steps", str(args.transformer_steps)]
+    record = {"variant": label, "repeat": repeat, "command": cmd, "ok": False}
+    try:
+        proc, wall = run(cmd, args.transformer_timeout)
+    except subprocess.TimeoutExpired:
+        record["error"] = f"did not finish within {args.transformer_timeout:g} s"
+        return record
+    (work / f"{name}.log").write_text(f"$ {' '.join(cmd)}\n---- stdout\n{proc.stdout}\n---- stderr\n{proc.stderr}")
+    record.update(rc=proc.returncode, wall_s=wall, timed_s=parse_timed_s(proc.stdout),
+                  losses=LOSS_RE.findall(proc.stdout))
+    if proc.returncode != 0:
+        record["error"] = f"exited {proc.returncode}: {(proc.stdout + proc.stderr)[-1500:]}"
+        return record
+    if key[0] == "ncu":
+        record["launches"] = ncu_profiled(proc.stdout + proc.stderr) or None
+    elif wants_out:
+        counts = replay_counts(out_dir)
+        if counts is None:
+            record["error"] = f"no DB under {out_dir}"
+            return record
+        record["launches"], record["replayed"], record["declined"] = counts
+    record["ok"] = True
+    return record
+
+
+def median_run(records, clock):
+    """The record whose `clock` is the median of the successful ones (the lower middle for an even count)."""
+    good = sorted((r for r in records if r.get("ok") and r.get(clock) is not None), key=lambda r: r[clock])
+    return good[(len(good) - 1) // 2] if good else (records[-1] if records else None)
+
+
+def transformer_part(args, work):
+    """(d). Returns True when every gpuprof run succeeded with the plain run's losses."""
+    ncu = find_ncu()
+    variants = transformer_variants(args, ncu)
+    records = {key: [] for key, _, _, _ in variants}
+    healthy = True
+    print(f"\n(d) examples/train_transformer.py --steps {args.transformer_steps}: replay of the first "
+          f"{args.counts[0]} and {args.counts[1]} launches at --passes {args.pass_pair[0]} and {args.pass_pair[1]}, "
+          f"ncu on the same launches, every kernel x3; {args.repeats} repeat(s), interleaved", flush=True)
+    for repeat in range(args.repeats):
+        shift = repeat % len(variants)
+        for key, label, prefix, wants_out in variants[shift:] + variants[:shift]:
+            record = transformer_run(args, work, key, label, prefix, wants_out, repeat)
+            records[key].append(record)
+            state = "ok" if record["ok"] else "FAILED: " + record.get("error", "?")[:300]
+            extra = ""
+            if record.get("launches") is not None:
+                extra = f", {record['launches']} launches" + (
+                    f" ({record['replayed']} replayed, declined {record['declined'] or 'none'})"
+                    if "replayed" in record else "")
+            print(f"  repeat {repeat + 1} {label:<44} wall {secs(record.get('wall_s'))}, timed "
+                  f"{secs(record.get('timed_s'))}{extra}: {state}", flush=True)
+    plain_losses = next((r["losses"] for r in records[("plain",)] if r.get("ok")), None)
+    if not plain_losses:
+        print("  the plain run failed or printed no loss line: no figures")
+        healthy = False
+    for key, label, _, _ in variants:
+        for record in records[key]:
+            record["losses_match"] = bool(plain_losses) and record.get("losses") == plain_losses
+            if key[0] == "ncu":
+                if record.get("ok") and not record["losses_match"]:
+                    print(f"  note: {label} (repeat {record['repeat'] + 1}) printed other losses than the plain run")
+                continue
+            if key[0] != "plain" and (not record.get("ok") or not record["losses_match"]):
+                healthy = False
+                why = record.get("error") or "LOSSES DIFFER from the plain run's"
+                print(f"  {label} (repeat {record['repeat'] + 1}): {why[:500]}")
+    for key, label, _, _ in variants:
+        if key[0] == "gpuprof":
+            run_ = median_run(records[key], "timed_s")
+            if run_ and run_.get("ok") and run_.get("launches", 0) < key[2]:
+                print(f"  note: {label} replayed only {run_['launches']} launches: the example has fewer than "
+                      f"{key[2]}; raise --transformer-steps")
+    ncu_note = None
+    if ncu is None:
+        ncu_note = "ncu not found"
+    elif not all(r.get("ok") for key in records if key[0] == "ncu" for r in records[key]):
+        failed = next(r for key in records if key[0] == "ncu" for r in records[key] if not r.get("ok"))
+        ncu_note = f"ncu failed ({failed.get('error', '?')[:60].splitlines()[0]})"
+    figures = {}
+    for clock in ("timed_s", "wall_s"):
+        medians = {key: median_run(records[key], clock) for key in records}
+        figures[clock] = transformer_figures(medians, args.pass_pair, args.counts, clock)
+    print()
+    for line in transformer_table(figures["timed_s"], figures["wall_s"], args.pass_pair, args.counts, ncu_note):
+        print(line)
+    print("(timed span: the example's timed_s, CUDA ready to the last step's end; process wall: start to exit. "
+          "Cost per kernel divides by the launches the DB (or ncu) counted between the two -c runs; medians of "
+          f"{args.repeats} repeat(s). ncu is `ncu --replay-mode kernel --metrics gpu__time_duration.sum "
+          "--cache-control all --clock-control none -c C`.)")
+    if not healthy:
+        print("replay_overhead: a gpuprof run failed or its losses differ from the plain run: the figures above "
+              "do not count")
+    if args.out:
+        out = Path(args.out) / "replay_overhead.json"
+        payload = {
+            "script": str(args.transformer_script), "steps": args.transformer_steps, "counts": list(args.counts),
+            "passes": list(args.pass_pair), "repeats": args.repeats, "ncu": ncu, "ncu_note": ncu_note,
+            "healthy": healthy, "figures": figures,
+            "targets": {"per_kernel_ms": TARGET_FIXED_MS, "per_extra_pass_ms": TARGET_PER_PASS_MS,
+                        "vs_ncu": TARGET_VS_NCU, "whole_over_plain": TARGET_WHOLE_RATIO},
+            "runs": [r for key in records for r in records[key]],
+        }
+        out.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+        print(f"raw timings: {out}")
+    return healthy
+
+
+SAMPLE_TRANSFORMER = """device: cuda:0 (NVIDIA H200), torch 2.11.0+cu130
+config: layers 6 d_model 256 heads 4 d_ff 1024 seq 128 batch 4 vocab 2048 batches 8 steps 2 seed 0 determinism strict
+step 1 loss 0x1.f42fd40000000p+2
+step 2 loss 0x1.f348940000000p+2
+done: 2 steps on cuda:0, final loss 7.801, mean step 4.100 ms (steps 2..2), timed_s 1.234
+memory: peak allocated 140.0 MiB in 390 blocks (2000 allocations in all); peak reserved 160.0 MiB in 30 segments
+"""
+SAMPLE_NCU = """==PROF== Connected to process 1234
+==PROF== Profiling "vectorized_elementwise_kernel" - 0: 0%....50%....100% - 1 pass
+==PROF== Profiling "fmha_cutlassF_f32_aligned_64x64_rf_sm80" - 1: 0%....50%....100% - 1 pass
+==PROF== Disconnected from process 1234
+"""
+
+
+def self_test():
+    """The parsing, the arithmetic and the table on made-up runs: no GPU, torch or ncu needed."""
+    assert parse_timed_s(SAMPLE_TRANSFORMER) == 1.234
+    assert parse_timed_s("step 1 loss 0x1p+0\n") is None
+    assert LOSS_RE.findall(SAMPLE_TRANSFORMER) == ["step 1 loss 0x1.f42fd40000000p+2", "step 2 loss 0x1.f348940000000p+2"]
+    assert ncu_profiled(SAMPLE_NCU) == 2
+    assert pair("20,200", "--counts", 1) == (20, 200)
+    for bad in ("200,20", "5", "a,b", "0,3"):
+        try:
+            pair(bad, "--counts", 1)
+        except argparse.ArgumentTypeError:
+            continue
+        raise AssertionError(f"pair accepted {bad!r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "h_1_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler.db"
+        db.parent.mkdir(parents=True)
+        conn = sqlite3.connect(db)
+        conn.execute("CREATE TABLE GPUPROF_REPLAY_KERNEL (id INTEGER PRIMARY KEY, replayed INTEGER, declineReason TEXT)")
+        conn.executemany("INSERT INTO GPUPROF_REPLAY_KERNEL (replayed, declineReason) VALUES (?, ?)",
+                         [(1, None)] * 18 + [(0, "side-effects")] * 2)
+        conn.commit()
+        conn.close()
+        assert replay_counts(tmp) == (20, 18, {"side-effects": 2}), replay_counts(tmp)
+        assert replay_counts(Path(tmp) / "none") is None
+
+    def rec(timed, wall, launches=None, ok=True):
+        return {"timed_s": timed, "wall_s": wall, "launches": launches, "ok": ok}
+
+    runs = {("plain",): rec(10.0, 20.0), ("whole",): rec(15.0, 26.0, 2500),
+            ("gpuprof", 2, 20): rec(10.0, 21.0, 20), ("gpuprof", 2, 200): rec(10.36, 21.9, 200),
+            ("gpuprof", 6, 20): rec(10.0, 21.0, 20), ("gpuprof", 6, 200): rec(10.432, 22.0, 200),
+            ("ncu", 20): rec(12.0, 30.0, 20), ("ncu", 200): rec(120.0, 140.0, 200)}
+    timed = transformer_figures(runs, (2, 6), (20, 200), "timed_s")
+    close = lambda a, b: a is not None and abs(a - b) < 1e-9  # noqa: E731
+    assert close(timed["cost_per_kernel_s"]["2"], 0.002) and close(timed["cost_per_kernel_s"]["6"], 0.0024), timed
+    assert close(timed["per_extra_pass_s"], 0.0001) and close(timed["ncu_per_kernel_s"], 0.6), timed
+    assert close(timed["ncu_over_gpuprof"], 300.0) and close(timed["whole_over_plain"], 1.5), timed
+    wall = transformer_figures(runs, (2, 6), (20, 200), "wall_s")
+    assert close(wall["cost_per_kernel_s"]["2"], 0.005) and close(wall["whole_over_plain"], 1.3), wall
+    table = transformer_table(timed, wall, (2, 6), (20, 200), None)
+    assert table[0].startswith("| figure | gpuprof | peer | ratio | target | verdict |")
+    assert all(line.count("|") == 7 for line in table), table
+    text = "\n".join(table)
+    assert "| 2.000 ms |" in text and "ncu 600.000 ms" in text and "300.0x faster" in text and "NOT met" not in text
+    # A slow replay misses its targets; without ncu the peer says so and the ratio is not measured.
+    runs[("gpuprof", 2, 200)] = rec(11.0, 22.0, 200)
+    runs[("ncu", 20)], runs[("ncu", 200)] = None, None
+    slow = transformer_figures(runs, (2, 6), (20, 200), "timed_s")
+    text = "\n".join(transformer_table(slow, wall, (2, 6), (20, 200), "ncu not found"))
+    assert "NOT met" in text and "| ncu not found |" in text and "not measured" in text, text
+    # A failed run gives no figure rather than a wrong one.
+    runs[("gpuprof", 6, 20)] = rec(None, None, ok=False)
+    assert transformer_figures(runs, (2, 6), (20, 200), "timed_s")["per_extra_pass_s"] is None
+    assert median_run([rec(3.0, 0), rec(1.0, 0), rec(2.0, 0), rec(None, None, ok=False)], "timed_s")["timed_s"] == 2.0
+    assert median_run([rec(3.0, 0), rec(1.0, 0)], "timed_s")["timed_s"] == 1.0
+    args = parse_args(["--gpuprof", "/bin/true", "--quick"])
+    assert (args.transformer_steps, args.counts, args.repeats) == (QUICK["transformer_steps"], QUICK["counts"], 1)
+    args = parse_args(["--gpuprof", "/bin/true", "--quick", "--counts", "10,40", "--repeats", "3"])
+    assert (args.counts, args.repeats) == ((10, 40), 3), args
+    args = parse_args(["--gpuprof", "/bin/true"])
+    assert (args.counts, args.pass_pair, args.transformer_steps) == ((20, 200), (2, 6), 10), args
+    for line in table:
+        print(line)
+    print("replay_overhead: self-test passed")
+    return 0
+
+
+# Defaults, and the smaller ones of --quick (a smoke run of every part); a flag given wins over both.
+DEFAULTS = {"steps": 200, "warmup": 10, "repeats": 2, "ncu_steps": 3, "count": 5, "launches": 200000,
+            "transformer_steps": 10, "counts": (20, 200)}
+QUICK = {"steps": 20, "warmup": 5, "repeats": 1, "ncu_steps": 2, "count": 2, "launches": 20000,
+         "transformer_steps": 2, "counts": (5, 25)}
+
+
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--gpuprof", required=True)
-    parser.add_argument("--python", default=os.environ.get("GPUPROF_TEST_PYTHON", "python3"))
-    parser.add_argument("--script", default=str(co.REPO / "examples" / "train_plain.py"))
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--ncu-steps", type=int, default=3)
+    parser.add_argument("--gpuprof", help="the gpuprof binary (BUILD/bin/gpuprof, BUILD/lib beside it)")
+    parser.add_argument("--python", default=os.environ.get("GPUPROF_TEST_PYTHON", "python3"),
+                        help="interpreter for the examples (default: $GPUPROF_TEST_PYTHON or python3)")
+    parser.add_argument("--script", default=str(co.REPO / "examples" / "train_plain.py"),
+                        help="the script of parts (a) and (b) (default: examples/train_plain.py)")
+    parser.add_argument("--steps", type=int, help="train_plain steps in part (a) (default: 200; --quick 20)")
+    parser.add_argument("--warmup", type=int, help="leading steps dropped in part (a) (default: 10; --quick 5)")
+    parser.add_argument("--repeats", type=int, help="runs of each variant (default: 2; --quick 1)")
+    parser.add_argument("--ncu-steps", type=int, help="train_plain steps in part (b) (default: 3; --quick 2)")
     parser.add_argument("--regex", default="gemm", help="kernels to replay in part (b) (default: gemm)")
-    parser.add_argument("--count", type=int, default=5, help="launches to replay in part (b) (default: 5)")
+    parser.add_argument("--count", type=int, help="launches to replay in part (b) (default: 5; --quick 2)")
     parser.add_argument("--passes", type=int, default=5, help="gpuprof passes in part (b) (default: 5)")
-    parser.add_argument("--timeout", type=float, default=300)
-    parser.add_argument("--launches", type=int, default=200000, help="empty-kernel launches in part (c)")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per run in parts (a)-(c) (default: 300)")
+    parser.add_argument("--launches", type=int,
+                        help="empty-kernel launches in part (c) (default: 200000; --quick 20000)")
     parser.add_argument("--launches-per-step", type=float, default=34.0,
                         help="kernel launches per train_plain step, to express (c) as a share of a step")
-    parser.add_argument("--skip-idle", action="store_true")
-    parser.add_argument("--skip-launch", action="store_true")
-    parser.add_argument("--skip-ncu", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--transformer-script", default=str(TRANSFORMER),
+                        help="the script of part (d) (default: examples/train_transformer.py)")
+    parser.add_argument("--transformer-steps", type=int,
+                        help="train_transformer steps in every run of part (d) (default: 10; --quick 2); "
+                             "enough that the higher --counts launches exist (a few hundred per step)")
+    parser.add_argument("--counts", type=lambda t: pair(t, "--counts", 1),
+                        help="LOW,HIGH: the -c of part (d)'s two runs per tool (default: 20,200; --quick 5,25)")
+    parser.add_argument("--pass-pair", type=lambda t: pair(t, "--pass-pair", 2), default=(2, 6),
+                        help="LOW,HIGH: gpuprof --passes of part (d) (default: 2,6)")
+    parser.add_argument("--transformer-timeout", type=float, default=1800,
+                        help="seconds per run in part (d) (default: 1800; ncu -c 200 is the slow one)")
+    parser.add_argument("--out", help="keep every part's DBs and logs in this directory and write "
+                                      "replay_overhead.json (part (d)'s raw timings and figures) there")
+    parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run of every part")
+    parser.add_argument("--skip-idle", action="store_true", help="leave out part (a)")
+    parser.add_argument("--skip-launch", action="store_true", help="leave out part (c)")
+    parser.add_argument("--skip-ncu", action="store_true", help="leave out part (b)")
+    parser.add_argument("--skip-transformer", action="store_true", help="leave out part (d)")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check the parsing, arithmetic and table on made-up runs, then exit")
+    args = parser.parse_args(argv)
+    for name, value in (QUICK if args.quick else DEFAULTS).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if not args.self_test and not args.gpuprof:
+        parser.error("--gpuprof is required")
+    if args.steps <= args.warmup or args.repeats < 1:
+        parser.error("need --steps > --warmup and --repeats >= 1")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.self_test:
+        return self_test()
+    reason = co.probe_cuda(args.python)
+    if reason:
+        print(f"replay_overhead: skipped ({reason})")
+        return 0
+    args.gpuprof = str(Path(args.gpuprof).resolve())
+    args.transformer_script = str(Path(args.transformer_script).resolve())
+    for path in (args.gpuprof, args.script, args.transformer_script):
+        if not os.path.isfile(path):
+            sys.exit(f"replay_overhead: {path} not found")
+    healthy = True
     with tempfile.TemporaryDirectory(prefix="gpuprof_replay_bench_") as tmp:
         work = Path(tmp)
+        if args.out:
+            work = Path(args.out).resolve()
+            work.mkdir(parents=True, exist_ok=True)
         plain_step_ms = idle_part(args, work) if not args.skip_idle else None
         if not args.skip_launch:
             extra_ns = launch_part(args, work)
@@ -220,7 +692,9 @@ def main():
                       f"{'met' if share <= 1.0 else 'NOT met'} (target <= 1%)")
         if not args.skip_ncu:
             ncu_part(args, work)
-    return 0
+        if not args.skip_transformer:
+            healthy = transformer_part(args, work)
+    return 0 if healthy else 1
 
 
 if __name__ == "__main__":

@@ -14,15 +14,32 @@
 #
 #   bash tools/gpu_check.sh --stage BUILD_DIR STAGE_DIR   # on the development machine
 #
-# --stage copies just what this script uses (bin/gpuprof, lib/*.so, tests/gpu/gpu_test_*) from
-# BUILD_DIR into STAGE_DIR with debug info stripped, a few MiB to carry to the GPU machine in place
-# of the whole build folder; then run `bash tools/gpu_check.sh STAGE_DIR` there.
+# --stage copies just what this script uses (bin/gpuprof, lib/*.so, tests/gpu/gpu_test_*,
+# bench/replay_device_benchmark) from BUILD_DIR into STAGE_DIR with debug info stripped, a few MiB
+# to carry to the GPU machine in place of the whole build folder; then run
+# `bash tools/gpu_check.sh STAGE_DIR` there.
+#
+#   bash tools/gpu_check.sh --device-bench [BUILD_DIR [ARGS...]]   # on the GPU machine, from the root
+#
+# --device-bench runs only BUILD_DIR/bench/replay_device_benchmark (replay's snapshot and restore
+# on GPU 0 against CUPTI's Checkpoint API and the copy floors, bench/README.md); ARGS go to it
+# (--quick, --repeat, --tiers, ...). It dlopens the toolkit's libcheckpoint.so, so
+# /usr/local/cuda/lib64 is added to LD_LIBRARY_PATH. Its exit status is the benchmark's. The normal
+# run (no option) includes its --quick smoke run as one line of the table.
 #
 #   bash tools/gpu_check.sh --overhead [BUILD_DIR [ARGS...]]   # on the GPU machine, from the root
 #
 # --overhead runs only bench/collection_overhead.py (step-time overhead of `gpuprof run` and of
 # torch.profiler on examples/train_plain.py, bench/README.md) with BUILD_DIR/bin/gpuprof; ARGS go
 # to it (--steps, --repeats, ...). Its exit status is the benchmark's.
+#
+#   bash tools/gpu_check.sh --replay-overhead [BUILD_DIR [ARGS...]]   # on the GPU machine, from the root
+#
+# --replay-overhead runs only bench/replay_overhead.py (replay's idle cost on train_plain, and on
+# examples/train_transformer.py its cost per replayed kernel and per extra pass against Nsight
+# Compute's kernel replay, and every kernel replayed x3 against the plain run; bench/README.md)
+# with BUILD_DIR/bin/gpuprof; ARGS go to it (--quick for a smoke run, --skip-idle, --out DIR, ...).
+# Its exit status is the benchmark's.
 #
 # Environment: GPU_CHECK_WORK (default /tmp/gpuprof_gpu_check) holds each case's output and DBs;
 # GPUPROF_TEST_PYTHON picks the interpreter for the Python cases (default: python3).
@@ -49,14 +66,41 @@ if [[ "${1:-}" == "--stage" ]]; then
   rm -f "$to/lib/libgpuprof_torch.so"
   cp -a "$from"/tests/gpu/gpu_test_* "$to/tests/gpu/"
   [[ -x "$from/tests/gpu/chunk_kernels_gpu_test" ]] && cp -a "$from/tests/gpu/chunk_kernels_gpu_test" "$to/tests/gpu/"
+  if [[ -x "$from/bench/replay_device_benchmark" ]]; then
+    mkdir -p "$to/bench"
+    cp -a "$from/bench/replay_device_benchmark" "$to/bench/"
+  else
+    echo "gpu_check: --stage: $from/bench/replay_device_benchmark is missing (not staged); build it with" \
+         "cmake --build --preset gpu --target replay_device_benchmark" >&2
+  fi
   # Debug info is most of the size; the machine-code is what runs there.
   find "$to" -type f -exec strip --strip-debug {} \; 2>/dev/null
   du -sh "$to"
   exit 0
 fi
 
+# The CUPTI Checkpoint library the device benchmark dlopens lives in the toolkit, not in the stage.
+device_bench_env() {
+  LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64" "$@"
+}
+
+if [[ "${1:-}" == "--device-bench" ]]; then
+  bench="${2:-build/gpu}/bench/replay_device_benchmark"
+  if [[ ! -x "$bench" ]]; then
+    echo "gpu_check: $bench not found; build it on the development machine" \
+         "(cmake --build --preset gpu --target replay_device_benchmark) and stage it (--stage)" >&2
+    exit 1
+  fi
+  device_bench_env "$bench" "${@:3}"
+  exit $?
+fi
+
 if [[ "${1:-}" == "--overhead" ]]; then
   exec "${GPUPROF_TEST_PYTHON:-python3}" bench/collection_overhead.py --gpuprof "${2:-build/gpu}/bin/gpuprof" "${@:3}"
+fi
+
+if [[ "${1:-}" == "--replay-overhead" ]]; then
+  exec "${GPUPROF_TEST_PYTHON:-python3}" bench/replay_overhead.py --gpuprof "${2:-build/gpu}/bin/gpuprof" "${@:3}"
 fi
 
 build_dir="${1:-build/gpu}"
@@ -148,6 +192,17 @@ if [[ -f "$build_dir/lib/libgpuprof_torch.so" ]]; then
   record "python tests (tests/python)" "$([[ $rc -eq 0 ]] && echo passed || echo "FAILED (exit $rc)")" "$(since "$start")"
 fi
 
+# ---- 1d. the replay device benchmark's smoke run (bench/README.md): every restore it makes verified --
+if [[ -x "$build_dir/bench/replay_device_benchmark" ]]; then
+  echo
+  echo "==== replay_device_benchmark --quick"
+  start=$(now_ms)
+  device_bench_env "$build_dir/bench/replay_device_benchmark" --quick 2>&1
+  rc=$?
+  record "replay_device_benchmark --quick" "$([[ $rc -eq 0 ]] && echo passed || echo "FAILED (exit $rc)")" \
+    "$(since "$start")"
+fi
+
 # ---- 2. the examples, plain and under `gpuprof run` ---------------------------------------------
 run_example() {  # name, command...
   local name=$1
@@ -188,6 +243,24 @@ if "$python" -c 'import torch' > /dev/null 2>&1; then
     else
       cat "$work/replay_losses.diff"
       record "train_plain replay losses = plain" "FAILED (losses differ)" "0"
+    fi
+  fi
+  # The transformer (fmha_cutlassF/B attention kernels, which reference device printf), plainly and
+  # with every attention launch of its 10 steps replayed: the hex-float losses must be equal bit for
+  # bit. (GpuRunTest.TrainTransformerReplay replays every kernel of 3 steps.)
+  run_example "train_transformer (plain)" "$python" examples/train_transformer.py
+  run_example "train_transformer (gpuprof replay)" "$build_dir/bin/gpuprof" replay --passes 3 \
+    -k regex:fmha_cutlass -o "$work/replay_transformer" -- "$python" examples/train_transformer.py
+  plain_log="$work/train_transformer__plain_.log"
+  replay_log="$work/train_transformer__gpuprof_replay_.log"
+  if [[ -f "$plain_log" && -f "$replay_log" ]]; then
+    if grep -q '^step [0-9]* loss ' "$plain_log" && \
+       diff <(grep '^step [0-9]* loss ' "$plain_log") <(grep '^step [0-9]* loss ' "$replay_log") \
+         > "$work/replay_transformer_losses.diff"; then
+      record "train_transformer losses = plain" "passed" "0"
+    else
+      cat "$work/replay_transformer_losses.diff"
+      record "train_transformer losses = plain" "FAILED (losses differ or missing)" "0"
     fi
   fi
 else

@@ -819,7 +819,53 @@ def expect_replay_two_gpu(c, dbs, program_output):
                  f"snapshot of device 0 holds {r['bytes']} bytes: expected its 4 MiB buffer, not device 1's 64 MiB")
 
 
+def expect_train_transformer_replay(c, dbs, program_output):
+    """examples/train_transformer.py under `gpuprof replay --passes 3` with no selection, so every
+    kernel launch is selected: the memory-efficient attention kernels, one fmha_cutlassF (forward)
+    and one fmha_cutlassB (backward) per block and step, are all replayed 3 times and found
+    deterministic (declineReason NULL). They reference device printf, so a build that declines
+    such kernels by default fails here. run_case.py compares the losses with a plain run."""
+    config = re.search(r"^config: layers (\d+) .*\bsteps (\d+)\b", program_output or "", re.M)
+    c.expect(config is not None, "the program printed no 'config: layers L ... steps N' line")
+    db = one_db(c, dbs, "train_transformer replay")
+    if db is None:
+        return
+    check_common(c, db)
+    rows = db.replay_kernels()
+    replayed = [r for r in rows if r["replayed"] == 1]
+    declined = {}
+    for r in rows:
+        if r["replayed"] != 1:
+            declined[r["decline"]] = declined.get(r["decline"], 0) + 1
+    c.note(f"{len(rows)} selected launches, {len(replayed)} replayed, declined {declined or 'none'}; "
+           f"{len(db.kernels())} kernel rows in TASK (the passes are gpuprof's own, not among them); "
+           f"{sum(1 for r in replayed if r['deterministic'] != 1)} replayed launches flagged nondeterministic")
+    c.expect(len(replayed) > 0, "no launch replayed")
+    expected = int(config.group(1)) * int(config.group(2)) if config else None
+    for family in ("fmha_cutlassF", "fmha_cutlassB"):
+        mine = [r for r in rows if family in (r["name"] or "")]
+        c.note(f"{family}: {len(mine)} launches, names {sorted({r['name'] for r in mine})[:2]}")
+        c.expect(len(mine) > 0, f"no {family} launch in GPUPROF_REPLAY_KERNEL: the memory-efficient attention "
+                                f"kernels did not run (another SDPA backend?)")
+        if expected is not None:
+            c.expect(len(mine) == expected, f"{family}: {len(mine)} launches, expected one per block and step "
+                                            f"({expected})")
+        not_replayed = [r for r in mine if r["replayed"] != 1 or r["decline"] is not None]
+        reasons = sorted({str(r["decline"]) for r in not_replayed})
+        hint = (" (side-effects: this build declines kernels that reference device printf by default)"
+                if "side-effects" in reasons else "")
+        c.expect(not not_replayed, f"{family}: {len(not_replayed)} of {len(mine)} launches not replayed: "
+                                   f"{reasons}{hint}")
+        c.expect(all(len(r["pass_rows"]) == REPLAY_PASSES for r in mine if r["replayed"] == 1),
+                 f"{family}: a replayed launch without {REPLAY_PASSES} pass rows")
+        c.expect(all(p["duration"] > 0 for r in mine for p in r["pass_rows"]), f"{family}: a pass without a duration")
+        flagged = [r["launch_index"] for r in mine if r["replayed"] == 1 and r["deterministic"] != 1]
+        c.expect(not flagged, f"{family}: launches {flagged[:8]} flagged nondeterministic (strict deterministic "
+                              f"algorithms make the attention backward use one key split)")
+
+
 EXPECTATIONS = {
+    "train_transformer_replay": expect_train_transformer_replay,
     "replay_two_gpu": expect_replay_two_gpu,
     "replay_array": expect_replay_array,
     "replay_vmm": expect_replay_vmm,

@@ -10,8 +10,10 @@ not test programs (examples/train_plain.py) run from the repository root, which 
 above this file. A case passes when:
   * `gpuprof run` exits 0 (the program's own exit status: each program checks its results),
   * the DBs that `gpuprof run` reported ("gpuprof: profile DB: PATH") are exactly those on disk,
-  * check_db.py's expectation for the case holds (tests/gpu/check_db.py), and
-  * `gpuprof check` accepts every DB (schema and joins against the format).
+  * check_db.py's expectation for the case holds (tests/gpu/check_db.py),
+  * `gpuprof check` accepts every DB (schema and joins against the format), and
+  * for a case with same_lines_as_plain (TrainTransformerReplay), the command also ran plainly
+    first and the stdout lines matching that pattern (its losses) are the same in both runs.
 Exit status: 0 pass, 1 fail, 77 skipped (the reason printed; CTest's SKIP_RETURN_CODE).
 CTest registers one test per case (tests/gpu/CMakeLists.txt); tools/gpu_check.sh runs them all.
 """
@@ -34,7 +36,7 @@ RUN_TIMEOUT_S = 300
 
 class Case:
     def __init__(self, expectation, program=None, command=None, flags=(), needs_torch=False, args=(),
-                 subcommand="run", needs_torch_hooks=False, min_gpus=1):
+                 subcommand="run", needs_torch_hooks=False, min_gpus=1, same_lines_as_plain=None):
         self.expectation = expectation
         self.program = program        # a test program in BUILD/tests/gpu
         self.command = command        # or a command run from the repository root
@@ -44,6 +46,9 @@ class Case:
         self.args = list(args)        # the program's arguments
         self.subcommand = subcommand  # "run" or "replay"
         self.min_gpus = min_gpus      # skipped on a machine with fewer
+        # A regex: the command also runs plainly first, and the stdout lines it matches must be the
+        # same under gpuprof (a replayed run computes what an unprofiled one does).
+        self.same_lines_as_plain = same_lines_as_plain
 
 
 def replay_case(mode, kernel=None, program="gpu_test_replay", args=None):
@@ -99,6 +104,13 @@ CASES = {
                          command=["python3", "-m", "torch.distributed.run", "--nproc_per_node=2",
                                   "--master_addr=127.0.0.1", "--master_port=29577", "tests/gpu/ddp_two_ranks.py"],
                          flags=["--with-modules"], needs_torch=True, needs_torch_hooks=True, min_gpus=2),
+    # Every kernel of 3 transformer training steps replayed 3 times, the memory-efficient attention
+    # kernels (fmha_cutlassF/B, which reference device printf) among them; the losses, printed as
+    # hex floats, must be a plain run's bit for bit.
+    "TrainTransformerReplay": Case("train_transformer_replay",
+                                   command=["python3", "examples/train_transformer.py", "--steps", "3"],
+                                   flags=["--passes", "3"], subcommand="replay", needs_torch=True,
+                                   same_lines_as_plain=r"^step \d+ loss \S+$"),
     # gpuprof.profile(kernel_replay=...) under `gpuprof replay --from-script` (issue 6).
     "TrainProfiledReplay": Case("train_profiled_replay",
                                 command=["python3", "examples/train_profiled.py", "--device", "cuda", "--steps", "8",
@@ -134,6 +146,47 @@ def gpu_count():
 def dump(title, text):
     print(f"---- {title} ----")
     print(text.rstrip("\n") if text.strip() else "(empty)")
+
+
+def matching_lines(text, pattern):
+    return re.findall(pattern, text or "", re.M)
+
+
+def run_plain(command, pattern, case_dir):
+    """Runs the command without gpuprof; returns the stdout lines matching pattern, or the reason it failed."""
+    print("$ " + " ".join(command) + "   (plain, for comparison)")
+    begin = time.monotonic()
+    try:
+        plain = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, errors="replace",
+                               timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"the plain run did not finish within {RUN_TIMEOUT_S} s"
+    print(f"exit status {plain.returncode} after {time.monotonic() - begin:.1f} s")
+    with open(os.path.join(case_dir, "plain_stdout.txt"), "w", encoding="utf-8") as f:
+        f.write(plain.stdout)
+    if plain.returncode != 0:
+        dump("plain stdout", plain.stdout)
+        dump("plain stderr", plain.stderr)
+        return f"the plain run exited {plain.returncode}"
+    lines = matching_lines(plain.stdout, pattern)
+    if not lines:
+        dump("plain stdout", plain.stdout)
+        return f"the plain run printed no line matching {pattern!r}"
+    return lines
+
+
+def compare_with_plain(plain, profiled, what):
+    """Failures (a list) unless the profiled run printed exactly the plain run's lines."""
+    if profiled == plain:
+        print(f"{what} printed the plain run's {len(plain)} compared lines exactly")
+        return []
+    for i in range(max(len(plain), len(profiled))):
+        mine = profiled[i] if i < len(profiled) else "(missing)"
+        theirs = plain[i] if i < len(plain) else "(missing)"
+        if mine != theirs:
+            return [f"{what} differs from the plain run at compared line {i + 1}: {mine!r}, plain {theirs!r} "
+                    f"({len(profiled)} lines against {len(plain)})"]
+    return []
 
 
 def run_case(name, build_dir, work_dir):
@@ -177,6 +230,12 @@ def run_case(name, build_dir, work_dir):
     out_dir = os.path.join(case_dir, "out")
     shutil.rmtree(case_dir, ignore_errors=True)
     os.makedirs(case_dir)
+    plain_lines = None
+    if case.same_lines_as_plain:
+        plain_lines = run_plain(command, case.same_lines_as_plain, case_dir)
+        if isinstance(plain_lines, str):
+            print(f"FAIL: {name}: {plain_lines}")
+            return 1
     argv = [gpuprof, case.subcommand, "-o", out_dir, *case.flags, "--", *command]
     print("$ " + " ".join(argv))
     begin = time.monotonic()
@@ -207,6 +266,10 @@ def run_case(name, build_dir, work_dir):
                        for line in result.stderr.splitlines() if line.startswith("gpuprof: profile DB: ")})
     if reported != on_disk:
         failures.append(f"`gpuprof run` reported DBs {reported}, but {on_disk} are on disk")
+
+    if plain_lines is not None:
+        failures += compare_with_plain(plain_lines, matching_lines(result.stdout, case.same_lines_as_plain),
+                                       f"`gpuprof {case.subcommand}`")
 
     print(f"---- check_db.py {case.expectation} ----")
     failures += check_db.check(case.expectation, out_dir, result.stdout)

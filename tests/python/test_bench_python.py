@@ -1,15 +1,25 @@
-"""bench/torch_overhead.py's default --python (python_with_torch): the first candidate interpreter
+"""The benchmark scripts' logic that runs without a GPU.
+
+bench/torch_overhead.py's default --python (python_with_torch): the first candidate interpreter
 that can import torch, else an exit that names the interpreters tried and --python. Stand-in
-interpreters are shell scripts whose exit status answers `import torch`, so no torch is needed."""
+interpreters are shell scripts whose exit status answers `import torch`, so no torch is needed.
+
+bench/replay_overhead.py: its --self-test (the cost arithmetic, the markdown table with issue 18's
+targets, the DB and ncu parsing), its flags (--quick, --counts, --pass-pair, --out, ...) and that
+without torch it skips; examples/train_transformer.py's size estimate, which its header documents,
+and its flags, without torch or a GPU."""
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(REPO, "bench"))
 
+import replay_overhead  # noqa: E402
 from torch_overhead import python_with_torch  # noqa: E402
 
 
@@ -44,6 +54,79 @@ class DefaultPythonTest(unittest.TestCase):
         self.assertIn(without, message)
         self.assertNotIn(missing, message)
         self.assertIn("--python", message)
+
+
+def run_script(*argv):
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=300, cwd=REPO)
+
+
+class ReplayOverheadTest(unittest.TestCase):
+    SCRIPT = os.path.join(REPO, "bench", "replay_overhead.py")
+
+    def test_self_test_passes(self):
+        done = run_script(self.SCRIPT, "--self-test")
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("replay_overhead: self-test passed", done.stdout)
+        self.assertIn("| figure | gpuprof | peer | ratio | target | verdict |", done.stdout)
+
+    def test_help_lists_the_transformer_flags(self):
+        done = run_script(self.SCRIPT, "--help")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        for flag in ("--quick", "--counts", "--pass-pair", "--transformer-steps", "--transformer-script",
+                     "--skip-transformer", "--out", "--self-test", "--gpuprof"):
+            self.assertIn(flag, done.stdout)
+
+    def test_quick_shrinks_what_was_not_given_and_defaults_are_the_issues(self):
+        args = replay_overhead.parse_args(["--gpuprof", "g"])
+        self.assertEqual((args.counts, args.pass_pair, args.steps, args.repeats), ((20, 200), (2, 6), 200, 2))
+        args = replay_overhead.parse_args(["--gpuprof", "g", "--quick", "--repeats", "3"])
+        self.assertEqual((args.counts, args.transformer_steps, args.repeats), ((5, 25), 2, 3))
+
+    def test_a_bad_pair_is_a_usage_error(self):
+        done = run_script(self.SCRIPT, "--gpuprof", "g", "--counts", "200,20")
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("--counts", done.stderr)
+        done = run_script(self.SCRIPT, "--gpuprof", "g", "--pass-pair", "1,6")
+        self.assertEqual(done.returncode, 2)
+
+    def test_without_torch_it_skips(self):
+        no_torch = os.path.join(tempfile.mkdtemp(prefix="gpuprof_bench_python_"), "python_without_torch")
+        self.addCleanup(shutil.rmtree, os.path.dirname(no_torch))
+        with open(no_torch, "w") as f:
+            f.write("#!/bin/sh\nexit 1\n")
+        os.chmod(no_torch, 0o755)
+        done = run_script(self.SCRIPT, "--gpuprof", "g", "--python", no_torch)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("replay_overhead: skipped", done.stdout)
+
+    def test_costs_are_differences_between_the_two_counts(self):
+        self.assertAlmostEqual(replay_overhead.per_kernel(10.0, 10.36, 20, 200), 0.002)
+        self.assertIsNone(replay_overhead.per_kernel(10.0, 10.36, 200, 200))
+        self.assertAlmostEqual(replay_overhead.per_extra_pass(0.002, 0.0024, 2, 6), 0.0001)
+        self.assertEqual(replay_overhead.verdict(0.0024, 0.0025), "met")
+        self.assertEqual(replay_overhead.verdict(29.0, 30.0, at_most=False), "NOT met")
+        self.assertEqual(replay_overhead.verdict(None, 1.0), "not measured")
+
+
+class TrainTransformerTest(unittest.TestCase):
+    SCRIPT = os.path.join(REPO, "examples", "train_transformer.py")
+
+    def test_estimate_of_the_defaults_is_the_headers(self):
+        done = run_script(self.SCRIPT, "--estimate-only")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("config: layers 6 d_model 256 heads 4 d_ff 1024 seq 128 batch 4 vocab 2048", done.stdout)
+        self.assertIn("5,820,416 parameters in 77 tensors", done.stdout)
+        self.assertIn("estimate 145.3 MiB", done.stdout)
+
+    def test_sizes_are_flags_and_checked(self):
+        done = run_script(self.SCRIPT, "--estimate-only", "--layers", "2", "--d-model", "128", "--heads", "2",
+                          "--steps", "4")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("config: layers 2 d_model 128 heads 2", done.stdout)
+        self.assertIn("steps 4", done.stdout)
+        done = run_script(self.SCRIPT, "--d-model", "250", "--heads", "4")
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("not a multiple of --heads", done.stderr)
 
 
 if __name__ == "__main__":
