@@ -224,7 +224,8 @@ typedef struct gpuprof_replay_config_v1 {
   uint64_t skip;         /* matching launches let through before the first replayed one */
   uint64_t count;        /* launches replayed at most; 0: no limit */
   uint32_t flush_l2;     /* 1: L2 flushed before each pass; 0: not */
-  uint32_t restore_full; /* 0: restore only the chunks a pass changed; 1: everything */
+  uint32_t restore_full; /* 0: the chunks a pass changed, by hash (auto); 1: everything (full);
+                          2: the chunks differing byte for byte (exact) */
   uint32_t strict;       /* 1: decline while kernel-writable untracked memory is live */
 } gpuprof_replay_config_v1;
 

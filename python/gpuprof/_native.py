@@ -70,8 +70,9 @@ class _Native:
         h.gpuprof_torch_disable_v1.argtypes = []
         h.gpuprof_torch_ops_dropped_v1.restype = ctypes.c_uint64
 
-    def configure_replay(self, passes, kernel=None, skip=0, count=0, flush_l2=True, restore_full=False, strict=False):
-        """gpuprof_configure_replay_v1; passes == 1 pauses. Returns the status (last_error() says why)."""
+    def configure_replay(self, passes, kernel=None, skip=0, count=0, flush_l2=True, restore_full=0, strict=False):
+        """gpuprof_configure_replay_v1; passes == 1 pauses; restore_full 0 auto, 1 full, 2 exact.
+        Returns the status (last_error() says why)."""
         config = _ReplayConfig(ctypes.sizeof(_ReplayConfig), passes, kernel.encode("utf-8") if kernel else None,
                                skip, count, int(flush_l2), int(restore_full), int(strict))
         return self.core.gpuprof_configure_replay_v1(ctypes.byref(config))

@@ -57,7 +57,7 @@ class KernelReplay:
     function name, "regex:PATTERN" or None (every kernel); `skip` matching launches run unreplayed
     first; at most `count` launches are replayed per recording (0: no limit); `cache_control`
     "all" flushes L2 before each pass, "none" does not; `restore` "auto" writes back only what a
-    pass changed, "full" everything; `strict` declines launches while kernel-writable untracked
+    pass changed (by chunk hash), "exact" what differs byte for byte, "full" everything; `strict` declines launches while kernel-writable untracked
     memory is live.
 
     Replay needs device memory tracked from the start of the process: run the program with
@@ -388,7 +388,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         # stop the program it profiles.
         r = self.kernel_replay
         status = n.configure_replay(r.passes, r.kernel, r.skip, r.count, r.cache_control == "all",
-                                    r.restore == "full", r.strict)
+                                    {"full": 1, "exact": 2}.get(r.restore, 0), r.strict)
         if status == _native.GPUPROF_OK:
             self.replaying = True
             return

@@ -484,7 +484,9 @@ CallResult ProcessSession::ConfigureReplay(const gpuprof_replay_config_v1& confi
   }
   options.selector.skip = config.skip;
   options.selector.count = config.count;
-  options.restore = config.restore_full != 0 ? replay::RestoreMode::kFull : replay::RestoreMode::kAuto;
+  options.restore = config.restore_full == 1   ? replay::RestoreMode::kFull
+                    : config.restore_full == 2 ? replay::RestoreMode::kExact
+                                               : replay::RestoreMode::kAuto;
   options.strict = config.strict != 0;
   if (Status valid = replay::Controller::ValidateOptions(options); !valid.ok()) return FromStatus(valid);
 
