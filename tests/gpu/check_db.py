@@ -725,6 +725,47 @@ def expect_replayed(c, rows, kernel, launches, deterministic=True):
             c.expect(any(p["matches"] == 0 for p in r["pass_rows"]), f"{kernel}: no pass marked as differing")
 
 
+def expect_replay_arena_many_regions(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay_arena many_regions")
+    expect_replayed(c, rows, "strided_update", 2)
+    for r in rows:
+        c.expect(r["regions"] >= 4096, f"strided_update: {r['regions']} snapshot regions, expected >= 4096")
+        later = [p for p in r["pass_rows"] if p["pass"] > 1]
+        c.expect(all(p["bytes_restored"] > 0 for p in later), "strided_update: a later pass restored nothing")
+
+
+def expect_replay_arena_between(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay_arena between")
+    expect_replayed(c, rows, "in_place_update", 2)
+
+
+def expect_replay_arena_realloc(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay_arena realloc")
+    expect_replayed(c, rows, "in_place_update", 2)
+
+
+def expect_replay_arena_spill(c, dbs, program_output):
+    db, rows = replay_rows(c, dbs, "replay_arena spill")
+    mine = [r for r in rows if r["name"] == "in_place_update"]
+    c.expect(len(mine) == 2, f"in_place_update: expected 2 replay rows, found {len(mine)}")
+    for r in mine:
+        c.expect(r["replayed"] == 1, f"in_place_update launch {r['launch_index']} not replayed: {r['decline']}")
+        c.expect(r["bytes"] > 0 and r["device_bytes"] == 0,
+                 f"in_place_update: {r['device_bytes']} of {r['bytes']} snapshot bytes on the device, "
+                 "expected none with --storage file")
+    c.expect(re.search(r"spill file .*gpuprof-spill.* mode 600", program_output or "") is not None,
+             "the program saw no spill file of mode 600")
+    if db is not None:
+        out_dir = os.path.dirname(db.path)
+        left = [n for n in os.listdir(out_dir) if "gpuprof-spill" in n]
+        c.expect(not left, f"spill file(s) left in the output directory: {left}")
+
+
+def expect_replay_arena_fill_after(c, dbs, program_output):
+    _, rows = replay_rows(c, dbs, "replay_arena fill_after")
+    expect_replayed(c, rows, "big_update", 1)
+
+
 def expect_replay_inplace(c, dbs, program_output):
     _, rows = replay_rows(c, dbs, "replay inplace")
     expect_replayed(c, rows, "in_place_update", 2)
@@ -874,6 +915,11 @@ EXPECTATIONS = {
     "replay_cross_library": expect_replay_cross_library,
     "replay_cublas": expect_replay_cublas,
     "replay_inplace": expect_replay_inplace,
+    "replay_arena_many_regions": expect_replay_arena_many_regions,
+    "replay_arena_between": expect_replay_arena_between,
+    "replay_arena_realloc": expect_replay_arena_realloc,
+    "replay_arena_spill": expect_replay_arena_spill,
+    "replay_arena_fill_after": expect_replay_arena_fill_after,
     "replay_counter": expect_replay_counter,
     "replay_constant": expect_replay_constant,
     "replay_async": expect_replay_async,

@@ -83,6 +83,20 @@ CASES = {
                                            args=["cross_module"]),
     "ReplayOtherLibraryGlobal": replay_case("cross_library", "ptx_bump", program="gpu_test_replay_driver",
                                             args=["cross_library"]),
+    # The batched engine's arena (issue 18): 4,096 regions, the application's writes between two
+    # replayed launches, a reallocation at the same address, the spill-file tier, and the arena
+    # giving way to the application.
+    "ReplayManyRegions": replay_case("arena_many_regions", "strided_update", program="gpu_test_replay_arena",
+                                     args=["many_regions"]),
+    "ReplayWritesBetweenLaunches": replay_case("arena_between", "in_place_update", program="gpu_test_replay_arena",
+                                               args=["between"]),
+    "ReplayReallocatedBuffer": replay_case("arena_realloc", "in_place_update", program="gpu_test_replay_arena",
+                                           args=["realloc"]),
+    "ReplaySpillFile": Case("replay_arena_spill", program="gpu_test_replay_arena", args=["spill"],
+                            flags=["--passes", "3", "-k", "in_place_update", "--storage", "file"],
+                            subcommand="replay"),
+    "ReplayArenaGivesWay": replay_case("arena_fill_after", "big_update", program="gpu_test_replay_arena",
+                                       args=["fill_after"]),
     "ReplayCublasBetaOne": replay_case("cublas", "regex:gemm|Kernel", program="gpu_test_replay_cublas"),
     "TrainPlain": Case("train_plain",
                        command=["python3", "examples/train_plain.py", "--steps", "3", "--device", "cuda"],
