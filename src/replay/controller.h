@@ -20,6 +20,7 @@
 #include <regex>
 #include <shared_mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "base/synchronized.h"
@@ -100,6 +101,7 @@ class Controller {
   std::atomic<Plan*> plan_{nullptr};          // the one in force (one of plans_)
   std::unique_ptr<std::shared_mutex[]> windows_;
   std::atomic<bool> warned_graph_{false};
+  base::Synchronized<std::unordered_set<std::string>> printf_warned_;  // kernels warned about (C2)
   base::Synchronized<std::vector<ReplayRecord>> records_;
   base::Synchronized<std::function<void(const ReplayRecord&)>> sink_;
 };
