@@ -10,7 +10,8 @@ not test programs (examples/train_plain.py) run from the repository root, which 
 above this file. A case passes when:
   * `gpuprof run` exits 0 (the program's own exit status: each program checks its results),
   * the DBs that `gpuprof run` reported ("gpuprof: profile DB: PATH") are exactly those on disk,
-  * check_db.py's expectation for the case holds (tests/gpu/check_db.py), and
+  * check_db.py's expectation for the case holds (tests/gpu/check_db.py),
+  * each of the case's stderr_has texts is on gpuprof's stderr exactly once (a once-only warning), and
   * `gpuprof check` accepts every DB (schema and joins against the format).
 Exit status: 0 pass, 1 fail, 77 skipped (the reason printed; CTest's SKIP_RETURN_CODE).
 CTest registers one test per case (tests/gpu/CMakeLists.txt); tools/gpu_check.sh runs them all.
@@ -34,7 +35,7 @@ RUN_TIMEOUT_S = 300
 
 class Case:
     def __init__(self, expectation, program=None, command=None, flags=(), needs_torch=False, args=(),
-                 subcommand="run", needs_torch_hooks=False, min_gpus=1):
+                 subcommand="run", needs_torch_hooks=False, min_gpus=1, stderr_has=()):
         self.expectation = expectation
         self.program = program        # a test program in BUILD/tests/gpu
         self.command = command        # or a command run from the repository root
@@ -44,15 +45,17 @@ class Case:
         self.args = list(args)        # the program's arguments
         self.subcommand = subcommand  # "run" or "replay"
         self.min_gpus = min_gpus      # skipped on a machine with fewer
+        self.stderr_has = list(stderr_has)  # texts on gpuprof's stderr exactly once (its warnings)
 
 
-def replay_case(mode, kernel=None, program="gpu_test_replay", args=None):
-    """`gpuprof replay --passes 3 [-k KERNEL] -- PROGRAM ARGS` (check_db.REPLAY_PASSES); ARGS
-    defaults to [MODE] for gpu_test_replay, else none."""
-    flags = ["--passes", "3"] + (["-k", kernel] if kernel else [])
+def replay_case(mode, kernel=None, program="gpu_test_replay", args=None, flags=(), stderr_has=()):
+    """`gpuprof replay --passes 3 [-k KERNEL] [FLAGS] -- PROGRAM ARGS` (check_db.REPLAY_PASSES);
+    ARGS defaults to [MODE] for gpu_test_replay, else none."""
+    flags = ["--passes", "3"] + (["-k", kernel] if kernel else []) + list(flags)
     if args is None:
         args = [mode] if program == "gpu_test_replay" else []
-    return Case("replay_" + mode, program=program, args=args, flags=flags, subcommand="replay")
+    return Case("replay_" + mode, program=program, args=args, flags=flags, subcommand="replay",
+                stderr_has=stderr_has)
 
 
 # CTest names are GpuRunTest.<key>.
@@ -68,7 +71,12 @@ CASES = {
     "ReplayStreamOrdered": replay_case("async", "in_place_update"),
     "ReplayGraphAndCapture": replay_case("graph"),
     "ReplayGlobaltimer": replay_case("timer", "write_globaltimer"),
-    "ReplayPrintfDeclined": replay_case("printf", "say_hello", program="gpu_test_replay_printf"),
+    # Rule C2: device printf replayed by default, with one warning; declined when the option is off.
+    "ReplayPrintf": replay_case("printf", "say_hello", program="gpu_test_replay_printf",
+                                stderr_has=["replaying say_hello, which uses device printf: a message it prints "
+                                            "repeats once per pass"]),
+    "ReplayPrintfDeclinedWhenOff": replay_case("printf_off", "say_hello", program="gpu_test_replay_printf",
+                                               flags=["--no-replay-printf-kernels"]),
     "ReplayFreeOnAnotherThread": replay_case("free_thread", "slow_update"),
     "ReplayCudaArrayDeclined": replay_case("array", "in_place_update"),
     "ReplayTwoGpusSnapshotsOneDevice": replay_case("two_gpu", "in_place_update"),
@@ -210,6 +218,9 @@ def run_case(name, build_dir, work_dir):
 
     print(f"---- check_db.py {case.expectation} ----")
     failures += check_db.check(case.expectation, out_dir, result.stdout)
+    for text in case.stderr_has:
+        if result.stderr.count(text) != 1:
+            failures.append(f"gpuprof's stderr has {result.stderr.count(text)} lines with {text!r}, expected one")
 
     for db in on_disk:
         checked = subprocess.run([gpuprof, "check", db], capture_output=True, text=True, errors="replace")
