@@ -227,6 +227,12 @@ typedef struct gpuprof_replay_config_v1 {
   uint32_t restore_full; /* 0: the chunks a pass changed, by hash (auto); 1: everything (full);
                           2: the chunks differing byte for byte (exact) */
   uint32_t strict;       /* 1: decline while kernel-writable untracked memory is live */
+  uint32_t reserved;     /* 0; the padding of the first version of this struct (48 bytes) */
+  /* Appended (rule C2); a caller whose size stops short of one gets its setting's default
+   * (replay_printf_kernels 1, replay_malloc_kernels 0, replay_with_live_arrays 0). */
+  uint32_t printf_kernels;   /* 1: replay kernels that use device printf; 0: decline them */
+  uint32_t malloc_kernels;   /* 1: replay kernels that use device malloc/free; 0: decline them */
+  uint32_t with_live_arrays; /* 1: replay while CUDA arrays exist; 0: decline every launch then */
 } gpuprof_replay_config_v1;
 
 /* Returns GPUPROF_OK, GPUPROF_ERROR_INVALID_ARGUMENT (the message names the field),

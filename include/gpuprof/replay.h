@@ -96,7 +96,10 @@ struct ReplayOptions {
   std::uint64_t max_symbol_bytes = 1ull << 30;  // module variables above this are skipped (R7)
   bool strict = false;                          // decline while kernel-writable untracked memory is live (R6)
   bool determinism_check = true;                // hash every pass's output and compare (B6)
-  bool replay_side_effect_kernels = false;      // replay printf/malloc kernels anyway (C2)
+  // C2: each decides one kind of side effect replay would repeat or could not undo.
+  bool replay_printf_kernels = true;     // kernels that call device printf (each pass prints again)
+  bool replay_malloc_kernels = false;    // kernels that call device malloc/free
+  bool replay_with_live_arrays = false;  // launches while CUDA arrays (not snapshotted) exist
   std::chrono::nanoseconds drain_timeout = std::chrono::seconds(10);  // R14
   KernelSelector selector;
 };

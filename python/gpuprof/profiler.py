@@ -57,8 +57,12 @@ class KernelReplay:
     function name, "regex:PATTERN" or None (every kernel); `skip` matching launches run unreplayed
     first; at most `count` launches are replayed per recording (0: no limit); `cache_control`
     "all" flushes L2 before each pass, "none" does not; `restore` "auto" writes back only what a
-    pass changed (by chunk hash), "exact" what differs byte for byte, "full" everything; `strict` declines launches while kernel-writable untracked
-    memory is live.
+    pass changed (by chunk hash), "exact" what differs byte for byte, "full" everything; `strict`
+    declines launches while kernel-writable untracked memory is live. Side effects replay would
+    repeat (rule C2): `printf_kernels` replays kernels that use device printf (the default; what
+    they print repeats once per pass, and one warning says so), `malloc_kernels` kernels that use
+    device malloc/free, and `with_live_arrays` launches while CUDA arrays exist (writes to arrays
+    are not undone); each declined otherwise.
 
     Replay needs device memory tracked from the start of the process: run the program with
     `gpuprof replay --from-script -- python3 script.py`. Otherwise the profile records without
@@ -69,14 +73,18 @@ class KernelReplay:
     # the table, so the program is held to what `gpuprof replay` accepts.
     _SETTINGS = (("passes", "replay_passes"), ("kernel", "replay_kernel"), ("skip", "replay_skip"),
                  ("count", "replay_count"), ("cache_control", "replay_cache_control"),
-                 ("restore", "replay_restore"), ("strict", "replay_strict"))
+                 ("restore", "replay_restore"), ("strict", "replay_strict"),
+                 ("printf_kernels", "replay_printf_kernels"), ("malloc_kernels", "replay_malloc_kernels"),
+                 ("with_live_arrays", "replay_with_live_arrays"))
 
     def __init__(self, passes=None, kernel=None, skip=None, count=None, cache_control=None, restore=None,
-                 strict=None):
+                 strict=None, printf_kernels=None, malloc_kernels=None, with_live_arrays=None):
         from . import _settings
 
         given = {"passes": passes, "kernel": kernel, "skip": skip, "count": count,
-                 "cache_control": cache_control, "restore": restore, "strict": strict}
+                 "cache_control": cache_control, "restore": restore, "strict": strict,
+                 "printf_kernels": printf_kernels, "malloc_kernels": malloc_kernels,
+                 "with_live_arrays": with_live_arrays}
         for name, key in self._SETTINGS:
             value = given[name]
             if value is None:
@@ -101,7 +109,9 @@ class KernelReplay:
 
     def __repr__(self):
         return (f"KernelReplay(passes={self.passes}, kernel={self.kernel!r}, skip={self.skip}, count={self.count}, "
-                f"cache_control={self.cache_control!r}, restore={self.restore!r}, strict={self.strict})")
+                f"cache_control={self.cache_control!r}, restore={self.restore!r}, strict={self.strict}, "
+                f"printf_kernels={self.printf_kernels}, malloc_kernels={self.malloc_kernels}, "
+                f"with_live_arrays={self.with_live_arrays})")
 
 
 class db_handler:  # noqa: N801  (named like torch.profiler.tensorboard_trace_handler)
@@ -388,7 +398,8 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         # stop the program it profiles.
         r = self.kernel_replay
         status = n.configure_replay(r.passes, r.kernel, r.skip, r.count, r.cache_control == "all",
-                                    {"full": 1, "exact": 2}.get(r.restore, 0), r.strict)
+                                    {"full": 1, "exact": 2}.get(r.restore, 0), r.strict, r.printf_kernels,
+                                    r.malloc_kernels, r.with_live_arrays)
         if status == _native.GPUPROF_OK:
             self.replaying = True
             return

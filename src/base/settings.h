@@ -76,7 +76,9 @@ enum class SettingId : std::uint8_t {
   kReplayCacheControl,
   kReplayRestore,
   kReplayStrict,
-  kReplaySideEffectKernels,
+  kReplayPrintfKernels,
+  kReplayMallocKernels,
+  kReplayWithLiveArrays,
   kReplayDeviceReserveMib,
   kReplayStorage,
   kCount,  // not a setting

@@ -44,10 +44,12 @@ namespace {
 namespace fs = std::filesystem;
 
 // What `gpuprof replay`'s --from-script leaves to the program (and so excludes on the command line).
-constexpr std::array<base::SettingId, 7> kReplaySelection = {
-    base::SettingId::kReplayPasses, base::SettingId::kReplayKernel,       base::SettingId::kReplaySkip,
-    base::SettingId::kReplayCount,  base::SettingId::kReplayCacheControl, base::SettingId::kReplayRestore,
-    base::SettingId::kReplayStrict};
+constexpr std::array<base::SettingId, 10> kReplaySelection = {
+    base::SettingId::kReplayPasses,        base::SettingId::kReplayKernel,
+    base::SettingId::kReplaySkip,          base::SettingId::kReplayCount,
+    base::SettingId::kReplayCacheControl,  base::SettingId::kReplayRestore,
+    base::SettingId::kReplayStrict,        base::SettingId::kReplayPrintfKernels,
+    base::SettingId::kReplayMallocKernels, base::SettingId::kReplayWithLiveArrays};
 constexpr const char* kInjectLibraryName = "libgpuprof_inject.so";
 constexpr const char* kInjectLibraryEnv = "GPUPROF_INJECT_LIBRARY";
 constexpr const char* kRootPidEnv = "GPUPROF_ROOT_PID";
@@ -586,9 +588,13 @@ everything back. Snapshots are kept in device memory while --device-reserve MiB 
 pinned host memory, then pageable); the DB's snapshotDeviceBytes says where they went. --strict declines launches while host-mapped, managed or IPC memory is live
 (writes to it cannot be undone).
 
-Declined launches (graph launches, launches into a capturing stream, device printf/malloc
-kernels, a device that does not drain) run once, unreplayed; the reason is in the DB and in one
-warning line.
+Kernels that use device printf are replayed, and what they print repeats once per pass (one
+warning per kernel says so; --no-replay-printf-kernels declines them). Kernels that use device
+malloc/free, and every launch while CUDA arrays exist (their writes cannot be undone), are declined
+unless --replay-malloc-kernels or --replay-with-live-arrays.
+
+Declined launches (graph launches, launches into a capturing stream, the side effects above, a
+device that does not drain) run once, unreplayed; the reason is in the DB and in one warning line.
 
 --from-script leaves the choice to the program: nothing is replayed until it calls
 gpuprof.profile(kernel_replay=gpuprof.KernelReplay(passes=..., kernel=...)), and only while that

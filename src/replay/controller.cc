@@ -22,6 +22,19 @@ bool IsCollectiveKernelName(std::string_view name) {
   return lower.find("nccl") != std::string::npos;
 }
 
+// How a message names the setting that changes a C2 default: its `gpuprof replay` option, its
+// variable and its gpuprof.KernelReplay argument (the JSON key without "replay_"), all from the
+// setting's row, at `on` ("--replay-malloc-kernels=1 (GPUPROF_REPLAY_MALLOC_KERNELS=1,
+// gpuprof.KernelReplay(malloc_kernels=True))").
+std::string SettingHint(base::SettingId id, bool on) {
+  const base::SettingSpec& spec = base::Spec(id);
+  constexpr std::string_view kKeyPrefix = "replay_";
+  const std::string value = on ? "1" : "0";
+  return std::string(spec.cli.substr(0, spec.cli.find(','))) + "=" + value + " (" + std::string(spec.env) +
+         "=" + value + ", gpuprof.KernelReplay(" + std::string(spec.json_key.substr(kKeyPrefix.size())) +
+         "=" + (on ? "True" : "False") + "))";
+}
+
 std::string JoinPasses(const std::vector<int>& passes) {
   std::string out;
   for (int pass : passes) {
@@ -190,18 +203,23 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
                    "submission holds " + std::to_string(request.dispatch_count) +
                        " dispatches; only single-kernel launches are replayed");
   }
-  if (!options.replay_side_effect_kernels && (request.uses_device_printf || request.uses_device_malloc)) {
-    return decline(
-        DeclineReason::kSideEffects,
-        std::string("kernel uses device ") + (request.uses_device_printf ? "printf" : "malloc") +
-            ", whose effects replay would repeat; pass the replay-side-effects option to replay anyway");
+  // C2: each kind of side effect has its own setting, named in the reason.
+  if (request.uses_device_printf && !options.replay_printf_kernels) {
+    return decline(DeclineReason::kSideEffects,
+                   "kernel uses device printf, whose output replay would repeat; pass " +
+                       SettingHint(base::SettingId::kReplayPrintfKernels, true) + " to replay it anyway");
   }
-  if (!options.replay_side_effect_kernels && request.live_arrays > 0) {
-    return decline(
-        DeclineReason::kIncompleteSnapshot,
-        std::to_string(request.live_arrays) +
-            " CUDA array(s) exist on the device and are not snapshotted, so writes to them could not be "
-            "undone; pass the replay-side-effects option to replay anyway");
+  if (request.uses_device_malloc && !options.replay_malloc_kernels) {
+    return decline(DeclineReason::kSideEffects,
+                   "kernel uses device malloc, whose effects replay would repeat; pass " +
+                       SettingHint(base::SettingId::kReplayMallocKernels, true) + " to replay it anyway");
+  }
+  if (request.live_arrays > 0 && !options.replay_with_live_arrays) {
+    return decline(DeclineReason::kIncompleteSnapshot,
+                   std::to_string(request.live_arrays) +
+                       " CUDA array(s) exist on the device and are not snapshotted, so writes to them could "
+                       "not be undone; pass " +
+                       SettingHint(base::SettingId::kReplayWithLiveArrays, true) + " to replay anyway");
   }
   if (request.peer_access) {
     return decline(
@@ -221,6 +239,12 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
           std::to_string(untracked) +
               " bytes of host-mapped/managed/IPC memory are live and cannot be restored (strict mode)");
     }
+  }
+  if (request.uses_device_printf && printf_warned_.wlock()->insert(request.kernel_name).second) {
+    GPUPROF_LOG(kWarning) << "replaying " << request.kernel_name
+                          << ", which uses device printf: a message it prints repeats once per pass; pass "
+                          << SettingHint(base::SettingId::kReplayPrintfKernels, false)
+                          << " to decline it (this warning is shown once per kernel)";
   }
   return Replay(*device, std::move(record), executor, options);
 }

@@ -20,6 +20,7 @@
 #include <regex>
 #include <shared_mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "base/synchronized.h"
@@ -104,6 +105,7 @@ class Controller {
   // Per device, the snapshot kept across replayed launches (B3); used under the device's window.
   std::vector<std::unique_ptr<Snapshot>> snapshots_;
   std::atomic<bool> warned_graph_{false};
+  base::Synchronized<std::unordered_set<std::string>> printf_warned_;  // kernels warned about (C2)
   base::Synchronized<std::vector<ReplayRecord>> records_;
   base::Synchronized<std::function<void(const ReplayRecord&)>> sink_;
 };

@@ -295,7 +295,9 @@ Status SetSetting(SessionConfig& c, SettingId id, std::string_view text, std::st
       replay::ParseRestoreMode(v, &c.replay.restore);  // checked against the declared choices
       break;
     case SettingId::kReplayStrict: c.replay.strict = on; break;
-    case SettingId::kReplaySideEffectKernels: c.replay.side_effect_kernels = on; break;
+    case SettingId::kReplayPrintfKernels: c.replay.printf_kernels = on; break;
+    case SettingId::kReplayMallocKernels: c.replay.malloc_kernels = on; break;
+    case SettingId::kReplayWithLiveArrays: c.replay.with_live_arrays = on; break;
     case SettingId::kReplayDeviceReserveMib:
       c.replay.device_reserve_bytes = static_cast<std::uint64_t>(n) << 20;
       break;
@@ -335,7 +337,9 @@ std::string SettingText(const SessionConfig& c, SettingId id) {
     case SettingId::kReplayCacheControl: return c.replay.flush_l2 ? "all" : "none";
     case SettingId::kReplayRestore: return std::string(replay::RestoreModeName(c.replay.restore));
     case SettingId::kReplayStrict: return flag(c.replay.strict);
-    case SettingId::kReplaySideEffectKernels: return flag(c.replay.side_effect_kernels);
+    case SettingId::kReplayPrintfKernels: return flag(c.replay.printf_kernels);
+    case SettingId::kReplayMallocKernels: return flag(c.replay.malloc_kernels);
+    case SettingId::kReplayWithLiveArrays: return flag(c.replay.with_live_arrays);
     case SettingId::kReplayDeviceReserveMib: return std::to_string(c.replay.device_reserve_bytes >> 20);
     case SettingId::kReplayStorage: return std::string(replay::SnapshotStorageName(c.replay.storage));
     case SettingId::kCount: break;
@@ -478,7 +482,9 @@ replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings) {
   options.restore = settings.restore;
   options.storage = settings.storage;
   options.strict = settings.strict;
-  options.replay_side_effect_kernels = settings.side_effect_kernels;
+  options.replay_printf_kernels = settings.printf_kernels;
+  options.replay_malloc_kernels = settings.malloc_kernels;
+  options.replay_with_live_arrays = settings.with_live_arrays;
   return options;
 }
 

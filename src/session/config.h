@@ -58,7 +58,9 @@ struct ReplaySettings {
   bool flush_l2;  // --cache-control all (B7)
   replay::RestoreMode restore;
   bool strict;
-  bool side_effect_kernels;            // C2
+  bool printf_kernels;                 // C2: replay kernels that call device printf
+  bool malloc_kernels;                 // C2: ... device malloc/free
+  bool with_live_arrays;               // C2: replay while CUDA arrays exist
   std::uint64_t device_reserve_bytes;  // B2: device memory snapshots leave free
   replay::SnapshotStorage storage;     // B2: the fastest tier snapshots may use
   bool operator==(const ReplaySettings&) const = default;

@@ -488,6 +488,23 @@ CallResult ProcessSession::ConfigureReplay(const gpuprof_replay_config_v1& confi
                     : config.restore_full == 2 ? replay::RestoreMode::kExact
                                                : replay::RestoreMode::kAuto;
   options.strict = config.strict != 0;
+  // The C2 fields were appended to the struct: one that the caller's size stops short of is not
+  // read, and the setting's declared default applies.
+  static_assert(offsetof(gpuprof_replay_config_v1, printf_kernels) == 48,
+                "the C2 fields start after the 48 bytes of the first struct (its padding is `reserved`)");
+  const auto flag = [&](std::uint32_t gpuprof_replay_config_v1::*field, base::SettingId id) {
+    static const gpuprof_replay_config_v1 probe{};
+    const auto end = static_cast<std::size_t>(reinterpret_cast<const char*>(&(probe.*field)) -
+                                              reinterpret_cast<const char*>(&probe)) +
+                     sizeof(std::uint32_t);
+    return config.size >= end ? config.*field != 0 : base::Spec(id).default_value == "1";
+  };
+  options.replay_printf_kernels =
+      flag(&gpuprof_replay_config_v1::printf_kernels, base::SettingId::kReplayPrintfKernels);
+  options.replay_malloc_kernels =
+      flag(&gpuprof_replay_config_v1::malloc_kernels, base::SettingId::kReplayMallocKernels);
+  options.replay_with_live_arrays =
+      flag(&gpuprof_replay_config_v1::with_live_arrays, base::SettingId::kReplayWithLiveArrays);
   if (Status valid = replay::Controller::ValidateOptions(options); !valid.ok()) return FromStatus(valid);
 
   Target target;

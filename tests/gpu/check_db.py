@@ -168,9 +168,10 @@ class ProfileDb:
         """GPUPROF_REPLAY_KERNEL rows (docs/db_gpuprof_tables.md) with their passes."""
         if "GPUPROF_REPLAY_KERNEL" not in self.tables:
             return []
-        rows = self.query("SELECT id, deviceId, name, launchIndex, replayed, declineReason, passes, deterministic, "
-                          "snapshotRegions, snapshotBytes, snapshotDeviceBytes FROM GPUPROF_REPLAY_KERNEL ORDER BY id")
-        keys = ("id", "device", "name_id", "launch_index", "replayed", "decline", "passes", "deterministic",
+        rows = self.query("SELECT id, deviceId, name, launchIndex, replayed, declineReason, declineDetail, passes, "
+                          "deterministic, snapshotRegions, snapshotBytes, snapshotDeviceBytes FROM GPUPROF_REPLAY_KERNEL "
+                          "ORDER BY id")
+        keys = ("id", "device", "name_id", "launch_index", "replayed", "decline", "detail", "passes", "deterministic",
                 "regions", "bytes", "device_bytes")
         out = [dict(zip(keys, r)) for r in rows]
         for k in out:
@@ -802,12 +803,31 @@ def expect_replay_timer(c, dbs, program_output):
     expect_replayed(c, rows, "write_globaltimer", 1, deterministic=False)
 
 
+PRINTF_MESSAGE = "hello from the device"  # what say_hello prints (tests/gpu/replay_printf.cu)
+
+
 def expect_replay_printf(c, dbs, program_output):
+    """C2: device printf is replayed by default; the message repeats once per pass, and once more
+    for the application's own launch, which runs after the passes (run_case.py checks the warning)."""
     _, rows = replay_rows(c, dbs, "replay printf")
+    expect_replayed(c, rows, "say_hello", 1)
+    printed = (program_output or "").count(PRINTF_MESSAGE)
+    c.expect(printed == REPLAY_PASSES + 1,
+             f"say_hello printed {printed} times, expected {REPLAY_PASSES + 1} ({REPLAY_PASSES} passes and the "
+             f"application's launch)")
+
+
+def expect_replay_printf_off(c, dbs, program_output):
+    """`--no-replay-printf-kernels`: declined, run once, and the reason names the option."""
+    _, rows = replay_rows(c, dbs, "replay printf_off")
     mine = [r for r in rows if r["name"] == "say_hello"]
     c.expect(len(mine) == 1 and mine[0]["replayed"] == 0 and mine[0]["decline"] == "side-effects",
              f"say_hello: expected one launch declined for side-effects, found "
              f"{[(r['replayed'], r['decline']) for r in mine]}")
+    c.expect(all("--replay-printf-kernels=1" in (r["detail"] or "") for r in mine),
+             f"say_hello: the decline detail does not name --replay-printf-kernels=1: {[r['detail'] for r in mine]}")
+    printed = (program_output or "").count(PRINTF_MESSAGE)
+    c.expect(printed == 1, f"say_hello printed {printed} times, expected once (declined)")
 
 
 def expect_replay_free_thread(c, dbs, program_output):
@@ -821,6 +841,9 @@ def expect_replay_array(c, dbs, program_output):
     c.expect(len(mine) == 1 and mine[0]["replayed"] == 0 and mine[0]["decline"] == "incomplete-snapshot",
              f"in_place_update with a CUDA array live: expected one launch declined incomplete-snapshot, found "
              f"{[(r['replayed'], r['decline']) for r in mine]}")
+    c.expect(all("--replay-with-live-arrays=1" in (r["detail"] or "") for r in mine),
+             f"in_place_update: the decline detail does not name --replay-with-live-arrays=1: "
+             f"{[r['detail'] for r in mine]}")
 
 
 def expect_replay_vmm(c, dbs, program_output):
@@ -926,6 +949,7 @@ EXPECTATIONS = {
     "replay_graph": expect_replay_graph,
     "replay_timer": expect_replay_timer,
     "replay_printf": expect_replay_printf,
+    "replay_printf_off": expect_replay_printf_off,
     "replay_free_thread": expect_replay_free_thread,
     "kernels": expect_kernels,
     "memcpy": expect_memcpy,

@@ -11,6 +11,7 @@ above this file. A case passes when:
   * `gpuprof run` exits 0 (the program's own exit status: each program checks its results),
   * the DBs that `gpuprof run` reported ("gpuprof: profile DB: PATH") are exactly those on disk,
   * check_db.py's expectation for the case holds (tests/gpu/check_db.py),
+  * each of the case's stderr_has texts is on gpuprof's stderr exactly once (a once-only warning),
   * `gpuprof check` accepts every DB (schema and joins against the format), and
   * for a case with same_lines_as_plain (TrainTransformerReplay), the command also ran plainly
     first and the stdout lines matching that pattern (its losses) are the same in both runs.
@@ -36,7 +37,7 @@ RUN_TIMEOUT_S = 300
 
 class Case:
     def __init__(self, expectation, program=None, command=None, flags=(), needs_torch=False, args=(),
-                 subcommand="run", needs_torch_hooks=False, min_gpus=1, same_lines_as_plain=None):
+                 subcommand="run", needs_torch_hooks=False, min_gpus=1, stderr_has=(), same_lines_as_plain=None):
         self.expectation = expectation
         self.program = program        # a test program in BUILD/tests/gpu
         self.command = command        # or a command run from the repository root
@@ -46,18 +47,20 @@ class Case:
         self.args = list(args)        # the program's arguments
         self.subcommand = subcommand  # "run" or "replay"
         self.min_gpus = min_gpus      # skipped on a machine with fewer
+        self.stderr_has = list(stderr_has)  # texts on gpuprof's stderr exactly once (its warnings)
         # A regex: the command also runs plainly first, and the stdout lines it matches must be the
         # same under gpuprof (a replayed run computes what an unprofiled one does).
         self.same_lines_as_plain = same_lines_as_plain
 
 
-def replay_case(mode, kernel=None, program="gpu_test_replay", args=None):
-    """`gpuprof replay --passes 3 [-k KERNEL] -- PROGRAM ARGS` (check_db.REPLAY_PASSES); ARGS
-    defaults to [MODE] for gpu_test_replay, else none."""
-    flags = ["--passes", "3"] + (["-k", kernel] if kernel else [])
+def replay_case(mode, kernel=None, program="gpu_test_replay", args=None, flags=(), stderr_has=()):
+    """`gpuprof replay --passes 3 [-k KERNEL] [FLAGS] -- PROGRAM ARGS` (check_db.REPLAY_PASSES);
+    ARGS defaults to [MODE] for gpu_test_replay, else none."""
+    flags = ["--passes", "3"] + (["-k", kernel] if kernel else []) + list(flags)
     if args is None:
         args = [mode] if program == "gpu_test_replay" else []
-    return Case("replay_" + mode, program=program, args=args, flags=flags, subcommand="replay")
+    return Case("replay_" + mode, program=program, args=args, flags=flags, subcommand="replay",
+                stderr_has=stderr_has)
 
 
 # CTest names are GpuRunTest.<key>.
@@ -73,7 +76,12 @@ CASES = {
     "ReplayStreamOrdered": replay_case("async", "in_place_update"),
     "ReplayGraphAndCapture": replay_case("graph"),
     "ReplayGlobaltimer": replay_case("timer", "write_globaltimer"),
-    "ReplayPrintfDeclined": replay_case("printf", "say_hello", program="gpu_test_replay_printf"),
+    # Rule C2: device printf replayed by default, with one warning; declined when the option is off.
+    "ReplayPrintf": replay_case("printf", "say_hello", program="gpu_test_replay_printf",
+                                stderr_has=["replaying say_hello, which uses device printf: a message it prints "
+                                            "repeats once per pass"]),
+    "ReplayPrintfDeclinedWhenOff": replay_case("printf_off", "say_hello", program="gpu_test_replay_printf",
+                                               flags=["--no-replay-printf-kernels"]),
     "ReplayFreeOnAnotherThread": replay_case("free_thread", "slow_update"),
     "ReplayCudaArrayDeclined": replay_case("array", "in_place_update"),
     "ReplayTwoGpusSnapshotsOneDevice": replay_case("two_gpu", "in_place_update"),
@@ -287,6 +295,9 @@ def run_case(name, build_dir, work_dir):
 
     print(f"---- check_db.py {case.expectation} ----")
     failures += check_db.check(case.expectation, out_dir, result.stdout)
+    for text in case.stderr_has:
+        if result.stderr.count(text) != 1:
+            failures.append(f"gpuprof's stderr has {result.stderr.count(text)} lines with {text!r}, expected one")
 
     for db in on_disk:
         checked = subprocess.run([gpuprof, "check", db], capture_output=True, text=True, errors="replace")

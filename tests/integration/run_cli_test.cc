@@ -165,16 +165,17 @@ TEST_F(RunCommandTest, InjectLibraryBesideTheExecutableIsFound) {
 // `gpuprof replay` is `gpuprof run` with kernel replay configured: its flags reach the injected
 // session as GPUPROF_REPLAY_* variables (cupti/replay_hook.h reads them).
 TEST_F(RunCommandTest, ReplayFlagsReachTheApplicationAsVariables) {
-  CliResult r =
-      Run("replay --passes 4 -k regex:gemm -s 2 -c 3 --cache-control none --restore full --strict "
-          "--device-reserve 512 "
-          "-o out -- "
-          "/bin/sh -c 'echo "
-          "\"$GPUPROF_REPLAY_PASSES|$GPUPROF_REPLAY_KERNEL|$GPUPROF_REPLAY_SKIP|$GPUPROF_REPLAY_COUNT|"
-          "$GPUPROF_REPLAY_CACHE_CONTROL|$GPUPROF_REPLAY_RESTORE|$GPUPROF_REPLAY_STRICT|$GPUPROF_LOG_LEVEL|"
-          "$GPUPROF_REPLAY_DEVICE_RESERVE_MIB|$GPUPROF_OUTPUT_DIR\"'");
+  CliResult r = Run(
+      "replay --passes 4 -k regex:gemm -s 2 -c 3 --cache-control none --restore full --strict "
+      "--no-replay-printf-kernels --replay-malloc-kernels --replay-with-live-arrays=1 --device-reserve 512 "
+      "-o out -- "
+      "/bin/sh -c 'echo "
+      "\"$GPUPROF_REPLAY_PASSES|$GPUPROF_REPLAY_KERNEL|$GPUPROF_REPLAY_SKIP|$GPUPROF_REPLAY_COUNT|"
+      "$GPUPROF_REPLAY_CACHE_CONTROL|$GPUPROF_REPLAY_RESTORE|$GPUPROF_REPLAY_STRICT|$GPUPROF_LOG_LEVEL|"
+      "$GPUPROF_REPLAY_PRINTF_KERNELS|$GPUPROF_REPLAY_MALLOC_KERNELS|$GPUPROF_REPLAY_WITH_LIVE_ARRAYS|"
+      "$GPUPROF_REPLAY_DEVICE_RESERVE_MIB|$GPUPROF_OUTPUT_DIR\"'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "4|regex:gemm|2|3|none|full|1|info|512|" + dir_ + "/out\n");
+  EXPECT_EQ(r.out, "4|regex:gemm|2|3|none|full|1|info|0|1|1|512|" + dir_ + "/out\n");
   EXPECT_THAT(r.err, HasSubstr("gpuprof: replaying 'regex:gemm', 4 passes per launch, at most 3 launches"));
 }
 
@@ -182,10 +183,11 @@ TEST_F(RunCommandTest, ReplayDefaultsAndTheUsersLogLevel) {
   CliResult r =
       Run("replay -- /bin/sh -c 'echo \"$GPUPROF_REPLAY_PASSES|$GPUPROF_REPLAY_KERNEL|"
           "$GPUPROF_REPLAY_CACHE_CONTROL|$GPUPROF_REPLAY_RESTORE|$GPUPROF_LOG_LEVEL|"
+          "$GPUPROF_REPLAY_PRINTF_KERNELS|$GPUPROF_REPLAY_MALLOC_KERNELS|$GPUPROF_REPLAY_WITH_LIVE_ARRAYS|"
           "$GPUPROF_REPLAY_DEVICE_RESERVE_MIB\"; exit 5'",
           "GPUPROF_LOG_LEVEL=warning");
   EXPECT_EQ(r.exit_code, 5) << "the application's exit status, as for run";
-  EXPECT_EQ(r.out, "5||all|auto|warning|2048\n");
+  EXPECT_EQ(r.out, "5||all|auto|warning|1|0|0|2048\n");
   EXPECT_THAT(r.err, HasSubstr("replaying every kernel"));
 }
 
@@ -208,7 +210,8 @@ TEST_F(RunCommandTest, ReplayHelpDescribesSelectionAndDeclines) {
   EXPECT_EQ(r.exit_code, 0);
   for (const char* text :
        {"--passes", "-k,--kernel-name", "regex:PATTERN", "-s,--launch-skip", "-c,--launch-count",
-        "--cache-control", "--restore", "--strict", "Declined launches"}) {
+        "--cache-control", "--restore", "--strict", "--replay-printf-kernels", "--no-replay-printf-kernels",
+        "--replay-malloc-kernels", "--replay-with-live-arrays", "Declined launches"}) {
     EXPECT_THAT(r.out, HasSubstr(text));
   }
 }
@@ -295,13 +298,17 @@ TEST_F(RunCommandTest, CudaTraceReachesTheApplicationAndBadListsAreUsageErrors) 
 TEST_F(RunCommandTest, ReplayFromScriptArmsTheChildAndFollowsChildrenWhenAsked) {
   CliResult r =
       Run("replay --from-script --follow-children -- /bin/sh -c "
-          "'echo \"$GPUPROF_REPLAY_FROM_SCRIPT|$GPUPROF_FOLLOW_CHILDREN|$GPUPROF_REPLAY_PASSES\"'");
+          "'echo \"$GPUPROF_REPLAY_FROM_SCRIPT|$GPUPROF_FOLLOW_CHILDREN|$GPUPROF_REPLAY_PASSES|"
+          "$GPUPROF_REPLAY_PRINTF_KERNELS\"'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "1|1|\n") << "armed, children followed, no command-line selection";
+  EXPECT_EQ(r.out, "1|1||\n") << "armed, children followed, no command-line selection";
   EXPECT_THAT(r.err, HasSubstr("replay armed; the program chooses what to replay"));
   CliResult both = Run("replay --from-script -k gemm -- /bin/true");
   EXPECT_NE(both.exit_code, 0);
   EXPECT_THAT(both.err, HasSubstr("--from-script excludes --kernel-name"));
+  CliResult malloc_kernels = Run("replay --from-script --replay-malloc-kernels -- /bin/true");
+  EXPECT_NE(malloc_kernels.exit_code, 0) << "gpuprof.KernelReplay(malloc_kernels=...) decides";
+  EXPECT_THAT(malloc_kernels.err, HasSubstr("--from-script excludes --replay-malloc-kernels"));
 }
 
 TEST_F(RunCommandTest, NvtxInjectionNamesAnInjectionLibraryWithTheNvtxEntryPoint) {

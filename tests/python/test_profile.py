@@ -479,6 +479,20 @@ class ProfileTest(unittest.TestCase):
             gpuprof.KernelReplay(restore="partial")
         with self.assertRaisesRegex(ValueError, "count"):
             gpuprof.KernelReplay(count=-1)
+        with self.assertRaisesRegex(ValueError, "printf_kernels"):
+            gpuprof.KernelReplay(printf_kernels="sometimes")
+
+    def test_kernel_replay_side_effect_arguments_are_the_declared_settings(self):
+        # Rule C2: device printf is replayed by default, device malloc and live CUDA arrays declined;
+        # each has its own argument, the setting of the same name (replay_printf_kernels ...).
+        import gpuprof
+        replay = gpuprof.KernelReplay()
+        self.assertEqual((replay.printf_kernels, replay.malloc_kernels, replay.with_live_arrays),
+                         (True, False, False))
+        replay = gpuprof.KernelReplay(printf_kernels=False, malloc_kernels="on", with_live_arrays=1)
+        self.assertEqual((replay.printf_kernels, replay.malloc_kernels, replay.with_live_arrays),
+                         (False, True, True))
+        self.assertIn("printf_kernels=False, malloc_kernels=True, with_live_arrays=True", repr(replay))
 
 
 def torch_version():

@@ -177,7 +177,9 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
   EXPECT_EQ(replay.restore, expected[SettingId::kReplayRestore] == "full" ? replay::RestoreMode::kFull
                                                                           : replay::RestoreMode::kAuto);
   EXPECT_EQ(replay.strict, expected[SettingId::kReplayStrict] == "1");
-  EXPECT_EQ(replay.replay_side_effect_kernels, expected[SettingId::kReplaySideEffectKernels] == "1");
+  EXPECT_EQ(replay.replay_printf_kernels, expected[SettingId::kReplayPrintfKernels] == "1");
+  EXPECT_EQ(replay.replay_malloc_kernels, expected[SettingId::kReplayMallocKernels] == "1");
+  EXPECT_EQ(replay.replay_with_live_arrays, expected[SettingId::kReplayWithLiveArrays] == "1");
   EXPECT_EQ(config->replay.flush_l2, expected[SettingId::kReplayCacheControl] == "all");
   EXPECT_EQ(config->replay.device_reserve_bytes,
             static_cast<std::uint64_t>(base::SettingInt(expected[SettingId::kReplayDeviceReserveMib])) << 20);

@@ -537,19 +537,88 @@ TEST_F(ControllerTest, PendingWorkOnOtherStreamsLandsBeforeTheSnapshot) {
   EXPECT_EQ(Words(buffer)[0], 22u) << "pass inputs were the drained (written) bytes";
 }
 
-TEST_F(ControllerTest, CollectiveAndSideEffectKernelsAreDeclinedByDefault) {
+TEST_F(ControllerTest, CollectiveAndDeviceMallocKernelsAreDeclinedByDefault) {
   Configure(3);
   DevicePtr buffer = AllocWords(0, 16);
   InputLog log;
   LaunchAndWait(InPlaceUpdate(buffer, 16, &log, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
-  Kernel printer = InPlaceUpdate(buffer, 16, &log, "printer");
-  printer.uses_device_printf = true;
-  LaunchAndWait(printer);
+  Kernel allocator = InPlaceUpdate(buffer, 16, &log, "allocator");
+  allocator.uses_device_malloc = true;
+  LaunchAndWait(allocator);
   EXPECT_EQ(log.runs(), 2);
   auto records = Records();
   ASSERT_EQ(records.size(), 2u);
   EXPECT_EQ(records[0].decline_reason, DeclineReason::kCollectiveKernel);
   EXPECT_EQ(records[1].decline_reason, DeclineReason::kSideEffects);
+  EXPECT_NE(records[1].decline_detail.find("device malloc"), std::string::npos) << records[1].decline_detail;
+  EXPECT_NE(records[1].decline_detail.find("--replay-malloc-kernels=1 (GPUPROF_REPLAY_MALLOC_KERNELS=1, "
+                                           "gpuprof.KernelReplay(malloc_kernels=True))"),
+            std::string::npos)
+      << records[1].decline_detail;
+}
+
+TEST_F(ControllerTest, DeviceMallocKernelsAreReplayedWhenAsked) {
+  ReplayOptions options;
+  options.passes = 3;
+  options.replay_malloc_kernels = true;
+  Configure(options);
+  DevicePtr buffer = AllocWords(0, 16);
+  InputLog log;
+  Kernel allocator = InPlaceUpdate(buffer, 16, &log, "allocator");
+  allocator.uses_device_malloc = true;
+  LaunchAndWait(allocator);
+  EXPECT_EQ(log.runs(), 3);
+  EXPECT_TRUE(Records().at(0).replayed);
+}
+
+TEST_F(ControllerTest, PrintfKernelsAreReplayedByDefaultWithOneWarningPerKernel) {
+  Configure(3);
+  DevicePtr buffer = AllocWords(0, 16);
+  InputLog log;
+  InputLog other_log;
+  base::ScopedLogCapture warnings;
+  Kernel printer = InPlaceUpdate(buffer, 16, &log, "printer");
+  printer.uses_device_printf = true;
+  Kernel other_printer = InPlaceUpdate(buffer, 16, &other_log, "other_printer");
+  other_printer.uses_device_printf = true;
+  LaunchAndWait(printer);
+  LaunchAndWait(printer);
+  LaunchAndWait(other_printer);
+  EXPECT_EQ(log.runs(), 6) << "two launches, 3 passes each";
+  EXPECT_EQ(other_log.runs(), 3);
+  for (const ReplayRecord& record : Records()) EXPECT_TRUE(record.replayed) << record.kernel_name;
+  EXPECT_EQ(
+      warnings.Count("replaying printer, which uses device printf: a message it prints repeats once per "
+                     "pass; pass --replay-printf-kernels=0 (GPUPROF_REPLAY_PRINTF_KERNELS=0, "
+                     "gpuprof.KernelReplay(printf_kernels=False)) to decline it"),
+      1)
+      << "once per kernel name, not per launch";
+  EXPECT_EQ(warnings.Count("replaying other_printer, which uses device printf"), 1);
+  EXPECT_EQ(warnings.Count("replay declined"), 0);
+}
+
+TEST_F(ControllerTest, PrintfKernelsAreDeclinedWhenTheOptionIsOff) {
+  ReplayOptions options;
+  options.passes = 3;
+  options.replay_printf_kernels = false;
+  Configure(options);
+  DevicePtr buffer = AllocWords(0, 16);
+  InputLog log;
+  base::ScopedLogCapture warnings;
+  Kernel printer = InPlaceUpdate(buffer, 16, &log, "printer");
+  printer.uses_device_printf = true;
+  LaunchAndWait(printer);
+  EXPECT_EQ(log.runs(), 1) << "declined: one ordinary run";
+  auto records = Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_FALSE(records[0].replayed);
+  EXPECT_EQ(records[0].decline_reason, DeclineReason::kSideEffects);
+  EXPECT_NE(records[0].decline_detail.find("device printf"), std::string::npos) << records[0].decline_detail;
+  EXPECT_NE(records[0].decline_detail.find("--replay-printf-kernels=1 (GPUPROF_REPLAY_PRINTF_KERNELS=1, "
+                                           "gpuprof.KernelReplay(printf_kernels=True))"),
+            std::string::npos)
+      << records[0].decline_detail;
+  EXPECT_EQ(warnings.Count("which uses device printf"), 0) << "declined, so nothing repeats";
 }
 
 TEST_F(ControllerTest, LiveCudaArraysAndPeerAccessDeclineUnlessAsked) {
@@ -568,6 +637,10 @@ TEST_F(ControllerTest, LiveCudaArraysAndPeerAccessDeclineUnlessAsked) {
   EXPECT_EQ(records[0].decline_reason, DeclineReason::kIncompleteSnapshot);
   EXPECT_NE(records[0].decline_detail.find("2 CUDA array(s)"), std::string::npos)
       << records[0].decline_detail;
+  EXPECT_NE(records[0].decline_detail.find("--replay-with-live-arrays=1 (GPUPROF_REPLAY_WITH_LIVE_ARRAYS=1, "
+                                           "gpuprof.KernelReplay(with_live_arrays=True))"),
+            std::string::npos)
+      << records[0].decline_detail;
   EXPECT_EQ(records[1].decline_reason, DeclineReason::kIncompleteSnapshot);
   EXPECT_NE(records[1].decline_detail.find("peer access"), std::string::npos) << records[1].decline_detail;
 }
@@ -575,7 +648,7 @@ TEST_F(ControllerTest, LiveCudaArraysAndPeerAccessDeclineUnlessAsked) {
 TEST_F(ControllerTest, LiveCudaArraysAreReplayedAnywayWhenAsked) {
   ReplayOptions options;
   options.passes = 3;
-  options.replay_side_effect_kernels = true;
+  options.replay_with_live_arrays = true;
   Configure(options);
   DevicePtr buffer = AllocWords(0, 16);
   InputLog log;
@@ -585,17 +658,34 @@ TEST_F(ControllerTest, LiveCudaArraysAreReplayedAnywayWhenAsked) {
   EXPECT_EQ(log.runs(), 3);
 }
 
-TEST_F(ControllerTest, SideEffectKernelsAreReplayedWhenAsked) {
+TEST_F(ControllerTest, EachSideEffectOptionCoversOnlyItsOwnKind) {
   ReplayOptions options;
   options.passes = 3;
-  options.replay_side_effect_kernels = true;
+  options.replay_printf_kernels = false;
+  options.replay_malloc_kernels = true;
+  options.replay_with_live_arrays = true;
   Configure(options);
   DevicePtr buffer = AllocWords(0, 16);
-  InputLog log;
-  Kernel printer = InPlaceUpdate(buffer, 16, &log, "printer");
+  InputLog printer_log;
+  InputLog allocator_log;
+  InputLog arrays_log;
+  Kernel printer = InPlaceUpdate(buffer, 16, &printer_log, "printer");
   printer.uses_device_printf = true;
   LaunchAndWait(printer);
-  EXPECT_EQ(log.runs(), 3);
+  Kernel allocator = InPlaceUpdate(buffer, 16, &allocator_log, "allocator");
+  allocator.uses_device_malloc = true;
+  LaunchAndWait(allocator);
+  Kernel with_arrays = InPlaceUpdate(buffer, 16, &arrays_log, "reads_a_texture");
+  with_arrays.live_arrays = 1;
+  LaunchAndWait(with_arrays);
+  EXPECT_EQ(printer_log.runs(), 1) << "printf off: declined though the other two are on";
+  EXPECT_EQ(allocator_log.runs(), 3);
+  EXPECT_EQ(arrays_log.runs(), 3);
+  auto records = Records();
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].decline_reason, DeclineReason::kSideEffects);
+  EXPECT_TRUE(records[1].replayed);
+  EXPECT_TRUE(records[2].replayed);
 }
 
 TEST_F(ControllerTest, SelectorMatchesByNameOrRegexAndHonoursSkipAndCount) {

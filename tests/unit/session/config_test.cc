@@ -245,6 +245,9 @@ TEST(SessionConfigTest, ReadsWhatGpuprofReplaySets) {
                                                               {"GPUPROF_REPLAY_CACHE_CONTROL", "none"},
                                                               {"GPUPROF_REPLAY_RESTORE", "full"},
                                                               {"GPUPROF_REPLAY_STRICT", "1"},
+                                                              {"GPUPROF_REPLAY_PRINTF_KERNELS", "0"},
+                                                              {"GPUPROF_REPLAY_MALLOC_KERNELS", "1"},
+                                                              {"GPUPROF_REPLAY_WITH_LIVE_ARRAYS", "1"},
                                                               {"GPUPROF_REPLAY_DEVICE_RESERVE_MIB", "512"}}));
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   const replay::ReplayOptions options = ReplayOptionsFrom(config->replay);
@@ -255,7 +258,22 @@ TEST(SessionConfigTest, ReadsWhatGpuprofReplaySets) {
   EXPECT_FALSE(config->replay.flush_l2);
   EXPECT_EQ(options.restore, replay::RestoreMode::kFull);
   EXPECT_TRUE(options.strict);
+  EXPECT_FALSE(options.replay_printf_kernels);
+  EXPECT_TRUE(options.replay_malloc_kernels);
+  EXPECT_TRUE(options.replay_with_live_arrays);
   EXPECT_EQ(config->replay.device_reserve_bytes, std::uint64_t{512} << 20);
+}
+
+// C2: device printf is replayed by default; device malloc and live CUDA arrays are declined.
+TEST(SessionConfigTest, SideEffectDefaultsReplayPrintfOnly) {
+  const replay::ReplayOptions options = ReplayOptionsFrom(ConfigFromEnvironment(Env({}))->replay);
+  EXPECT_TRUE(options.replay_printf_kernels);
+  EXPECT_FALSE(options.replay_malloc_kernels);
+  EXPECT_FALSE(options.replay_with_live_arrays);
+  const replay::ReplayOptions engine_defaults;
+  EXPECT_EQ(engine_defaults.replay_printf_kernels, options.replay_printf_kernels);
+  EXPECT_EQ(engine_defaults.replay_malloc_kernels, options.replay_malloc_kernels);
+  EXPECT_EQ(engine_defaults.replay_with_live_arrays, options.replay_with_live_arrays);
 }
 
 TEST(SessionConfigTest, BadReplayValuesNameTheVariable) {
