@@ -48,7 +48,9 @@ if [[ "${1:-}" == "--stage" ]]; then
   # The PyTorch hooks are built on the GPU machine against its torch (step 0 below), never carried.
   rm -f "$to/lib/libgpuprof_torch.so"
   cp -a "$from"/tests/gpu/gpu_test_* "$to/tests/gpu/"
-  [[ -x "$from/tests/gpu/chunk_kernels_gpu_test" ]] && cp -a "$from/tests/gpu/chunk_kernels_gpu_test" "$to/tests/gpu/"
+  for gtest in chunk_kernels_gpu_test cuda_device_gpu_test; do
+    [[ -x "$from/tests/gpu/$gtest" ]] && cp -a "$from/tests/gpu/$gtest" "$to/tests/gpu/"
+  done
   # Debug info is most of the size; the machine-code is what runs there.
   find "$to" -type f -exec strip --strip-debug {} \; 2>/dev/null
   du -sh "$to"
@@ -125,8 +127,8 @@ for case in "${cases[@]}"; do
   record "GpuRunTest.$case" "$result" "$elapsed"
 done
 
-# ---- 1b. gtest programs with the gpu label (device-side chunk hashing, B1) ------------------------
-for gtest in "$build_dir"/tests/gpu/chunk_kernels_gpu_test; do
+# ---- 1b. gtest programs with the gpu label (chunk kernels and CudaDevice's arena, B1-B3) ---------
+for gtest in "$build_dir"/tests/gpu/chunk_kernels_gpu_test "$build_dir"/tests/gpu/cuda_device_gpu_test; do
   [[ -x "$gtest" ]] || continue
   name=$(basename "$gtest")
   echo
