@@ -195,8 +195,8 @@ class ChunkKernelsGpuTest : public ::testing::Test {
     CUdeviceptr device_counters = 0;
     GPUPROF_CU_ASSERT(cu_->MemAlloc(&device_table, table.size() * sizeof(ChunkOpRegion)));
     GPUPROF_CU_ASSERT(cu_->MemcpyHtoD(device_table, table.data(), table.size() * sizeof(ChunkOpRegion)));
-    GPUPROF_CU_ASSERT(cu_->MemAlloc(&device_counters, 2 * sizeof(std::uint64_t)));
-    GPUPROF_CU_ASSERT(cu_->MemsetD8(device_counters, 0, 2 * sizeof(std::uint64_t)));
+    GPUPROF_CU_ASSERT(cu_->MemAlloc(&device_counters, kChunkOpCounters * sizeof(std::uint64_t)));
+    GPUPROF_CU_ASSERT(cu_->MemsetD8(device_counters, 0, kChunkOpCounters * sizeof(std::uint64_t)));
     if (want_hashes) {
       GPUPROF_CU_ASSERT(cu_->MemAlloc(&device_hashes, chunks * sizeof(std::uint64_t)));
       GPUPROF_CU_ASSERT(cu_->MemsetD8(device_hashes, 0, chunks * sizeof(std::uint64_t)));
@@ -221,10 +221,10 @@ class ChunkKernelsGpuTest : public ::testing::Test {
     GPUPROF_CU_ASSERT(
         cu_->LaunchKernel(op_, blocks, 1, 1, kChunkKernelBlockSize, 1, 1, 0, nullptr, args, nullptr));
     GPUPROF_CU_ASSERT(cu_->CtxSynchronize());
-    std::uint64_t counters[2] = {};
+    std::uint64_t counters[kChunkOpCounters] = {};
     GPUPROF_CU_ASSERT(cu_->MemcpyDtoH(counters, device_counters, sizeof(counters)));
-    out->copied_chunks = counters[0];
-    out->copied_bytes = counters[1];
+    out->copied_chunks = counters[kChunkOpCopiedChunks];
+    out->copied_bytes = counters[kChunkOpCopiedBytes];
     out->hashes.clear();
     out->flags.clear();
     if (want_hashes) {

@@ -20,11 +20,12 @@
 //     first_chunk, so the launch does not depend on how the bytes are split into regions.
 //
 // Launch contract: blockDim = (256, 1, 1) (kChunkKernelBlockSize), no dynamic shared memory, any
-// gridDim.x >= 1 (each block walks chunks blockIdx.x, blockIdx.x + gridDim.x, ...). Best: min(chunks,
+// gridDim.x >= 1 (gpuprof_hash_chunks: each block walks chunks blockIdx.x, blockIdx.x + gridDim.x,
+// ...; gpuprof_chunk_op: blocks take chunks from a work counter, see there). Best: min(chunks,
 // SMs x resident blocks per SM from cuOccupancyMaxActiveBlocksPerMultiprocessor): small chunks are
-// bound by how many are in flight, so a grid-stride loop over resident blocks beat one block per
-// chunk for them and tied for large ones (bench/README.md has the figures). With another block
-// size the kernels return without writing anything.
+// bound by how many are in flight, so a loop over resident blocks beat one block per chunk for them
+// and tied for large ones (bench/README.md has the figures). With another block size the kernels
+// return without writing anything.
 // Any address alignment works; 16-byte-aligned chunk starts take the vector paths.
 //
 // The hash is defined in chunk_hash_reference.h, and ChunkHashReference (chunk_hash_reference.cc)
@@ -51,6 +52,9 @@ constexpr unsigned kWarps = kBlockSize / kWarpSize;
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
 // 16-byte units each thread loads before using them: loads in flight hide memory latency.
 constexpr unsigned kUnroll = 4;
+// gpuprof_chunk_op hands out work in tickets of at least this many bytes (one chunk if larger), so
+// that small chunks do not make the ticket counter the bottleneck.
+constexpr unsigned long long kTicketBytes = 64 * 1024;
 
 __device__ __forceinline__ unsigned long long Rotl(unsigned long long x, int r) {
   return (x << r) | (x >> (64 - r));
@@ -300,6 +304,71 @@ __device__ __forceinline__ ChunkPlace Locate(const ChunkOpRegion* regions, unsig
   return place;
 }
 
+// Chunk `chunk` of the table, by the whole block. Every decision (hash it? copy it? which way?)
+// depends only on values all threads of the block share (the region, the op, the block-wide hash
+// or compare), so the block stays converged and every thread takes the same barriers. Thread 0
+// alone reads the chunk's saved hash and compares; the barrier that broadcasts its verdict
+// (__syncthreads_or) also orders that read before thread 0 replaces the saved hash.
+// Not inlined: inlined into the ticket loop, its values and the loop's overflow 64 registers
+// (ptxas -v for sm_90 spilled); as a call, neither spills, for a call per chunk.
+__device__ __noinline__ void ProcessChunk(const ChunkOpRegion* regions, unsigned region_count,
+                                          unsigned long long chunk, unsigned long long chunk_size,
+                                          unsigned op, unsigned long long* hashes, unsigned char* flags,
+                                          unsigned long long* counters) {
+  using namespace gpuprof::device::cuda;
+  const unsigned t = threadIdx.x;
+  const ChunkPlace place = Locate(regions, region_count, chunk, chunk_size);
+  if (place.length == 0) return;  // a malformed table: never built by CudaDevice
+
+  // kRestoreAll hashes only when asked to; kRestoreDiffering compares device-tier bytes directly.
+  const bool compare_bytes = op == kChunkOpRestoreDiffering && place.access == kChunkAccessDevice;
+  const bool needs_hash = hashes != nullptr || (op != kChunkOpRestoreAll && !compare_bytes);
+  const unsigned long long hash = needs_hash ? BlockChunkHash(place.current, place.length) : 0;
+  if (hashes != nullptr && t == 0) hashes[chunk] = hash;
+
+  bool copy_chunk = false;
+  bool to_arena = false;  // device -> arena (capture, refresh); else arena -> device
+  switch (op) {
+    case kChunkOpCapture:
+      copy_chunk = true;
+      to_arena = true;
+      if (t == 0) *place.saved = hash;
+      break;
+    case kChunkOpRefreshChanged:
+      copy_chunk = __syncthreads_or(t == 0 && hash != *place.saved) != 0;
+      to_arena = true;
+      if (copy_chunk && t == 0) *place.saved = hash;
+      break;
+    case kChunkOpRestoreChanged: copy_chunk = __syncthreads_or(t == 0 && hash != *place.saved) != 0; break;
+    case kChunkOpRestoreDiffering:
+      copy_chunk = compare_bytes ? BlockBytesDiffer(place.current, place.copy, place.length)
+                                 : __syncthreads_or(t == 0 && hash != *place.saved) != 0;
+      break;
+    case kChunkOpRestoreAll: copy_chunk = true; break;
+    default: break;  // kChunkOpHash
+  }
+
+  if (place.access == kChunkAccessHost) {
+    // The kernel cannot reach the copy: the host copies this region's chunks after the launch, and
+    // needs to know which only for the ops that choose (capture and restore-all copy every chunk).
+    if (flags != nullptr && t == 0 &&
+        (op == kChunkOpRefreshChanged || op == kChunkOpRestoreChanged || op == kChunkOpRestoreDiffering)) {
+      flags[chunk] = copy_chunk ? 1 : 0;
+    }
+    return;
+  }
+  if (!copy_chunk) return;
+  if (to_arena) {
+    BlockCopy(place.copy, place.current, place.length);
+  } else {
+    BlockCopy(place.current, place.copy, place.length);
+  }
+  if (t == 0) {
+    atomicAdd(counters + kChunkOpCopiedChunks, 1ull);
+    atomicAdd(counters + kChunkOpCopiedBytes, place.length);
+  }
+}
+
 }  // namespace
 
 // 8 blocks per SM (32 registers): more chunks in flight, which small chunks are bound by (faster
@@ -317,11 +386,12 @@ extern "C" __global__ void __launch_bounds__(kBlockSize, 8)
   }
 }
 
-// One block per chunk at a time. Every decision (hash it? copy it? which way?) depends only on
-// values all threads of the block share (the region, the op, the block-wide hash or compare), so
-// the block stays converged and every thread takes the same barriers. Thread 0 alone reads the
-// chunk's saved hash and compares; the barrier that broadcasts its verdict (__syncthreads_or) also
-// orders that read before thread 0 replaces the saved hash.
+// Blocks take the table's chunks from a shared ticket counter (counters[kChunkOpNextTicket]), a
+// ticket being kTicketBytes' worth of consecutive chunks, rather than by a fixed grid stride: the
+// chunks to copy cost more than the others, and a fixed stride that shares a factor with the
+// pattern of changed chunks (every 16th chunk changed, and 16 dividing 4 x 132 blocks) would give
+// all the copies to a few blocks. Thread 0 asks for the next ticket as the block starts on the
+// current one, and publishes it at the end, so the atomic's latency hides behind the work.
 // 4 blocks per SM (64 registers): the copy and compare paths keep more values live than the hash
 // alone, and at 32 registers (8 blocks, as gpuprof_hash_chunks) ptxas spills; for 64 KiB chunks
 // 4 and 8 resident blocks hash equally fast (bench/README.md).
@@ -334,58 +404,27 @@ extern "C" __global__ void __launch_bounds__(kBlockSize, 4)
       region_count == 0) {
     return;
   }
+  __shared__ unsigned long long tickets[2];  // this ticket and the next, alternately
   const unsigned t = threadIdx.x;
-  for (unsigned long long chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
-    const ChunkPlace place = Locate(regions, region_count, chunk, chunk_size);
-    if (place.length == 0) continue;  // a malformed table: never built by CudaDevice
-    const bool host_copies = place.access == kChunkAccessHost;  // the kernel cannot reach the copy
-
-    // kRestoreAll hashes only when asked to; kRestoreDiffering compares device-tier bytes directly.
-    const bool compare_bytes = op == kChunkOpRestoreDiffering && place.access == kChunkAccessDevice;
-    const bool needs_hash = hashes != nullptr || (op != kChunkOpRestoreAll && !compare_bytes);
-    const unsigned long long hash = needs_hash ? BlockChunkHash(place.current, place.length) : 0;
-    if (hashes != nullptr && t == 0) hashes[chunk] = hash;
-
-    bool copy_chunk = false;
-    bool to_arena = false;  // device -> arena (capture, refresh); else arena -> device
-    switch (op) {
-      case kChunkOpCapture:
-        copy_chunk = true;
-        to_arena = true;
-        if (t == 0) *place.saved = hash;
-        break;
-      case kChunkOpRefreshChanged:
-        copy_chunk = __syncthreads_or(t == 0 && hash != *place.saved) != 0;
-        to_arena = true;
-        if (copy_chunk && t == 0) *place.saved = hash;
-        break;
-      case kChunkOpRestoreChanged: copy_chunk = __syncthreads_or(t == 0 && hash != *place.saved) != 0; break;
-      case kChunkOpRestoreDiffering:
-        copy_chunk = compare_bytes ? BlockBytesDiffer(place.current, place.copy, place.length)
-                                   : __syncthreads_or(t == 0 && hash != *place.saved) != 0;
-        break;
-      case kChunkOpRestoreAll: copy_chunk = true; break;
-      default: break;  // kChunkOpHash
+  const unsigned long long per_ticket = chunk_size >= kTicketBytes ? 1 : kTicketBytes / chunk_size;
+  const unsigned long long ticket_count = ChunkCount(chunks, per_ticket);
+  unsigned slot = 0;
+  if (t == 0) tickets[0] = atomicAdd(counters + kChunkOpNextTicket, 1ull);
+  __syncthreads();
+  for (;;) {
+    const unsigned long long ticket = tickets[slot];
+    if (ticket >= ticket_count) break;  // the same value in every thread: the block leaves together
+    unsigned long long next = 0;
+    if (t == 0) next = atomicAdd(counters + kChunkOpNextTicket, 1ull);  // used only at the end
+    const unsigned long long first = ticket * per_ticket;
+    const unsigned long long end = chunks - first < per_ticket ? chunks : first + per_ticket;
+    for (unsigned long long chunk = first; chunk < end; ++chunk) {
+      ProcessChunk(regions, region_count, chunk, chunk_size, op, hashes, flags, counters);
     }
-
-    if (host_copies) {
-      // The host copies this region's chunks after the launch; it needs to know which only for the
-      // ops that choose (capture and restore-all copy every chunk).
-      if (flags != nullptr && t == 0 &&
-          (op == kChunkOpRefreshChanged || op == kChunkOpRestoreChanged || op == kChunkOpRestoreDiffering)) {
-        flags[chunk] = copy_chunk ? 1 : 0;
-      }
-      continue;
-    }
-    if (!copy_chunk) continue;
-    if (to_arena) {
-      BlockCopy(place.copy, place.current, place.length);
-    } else {
-      BlockCopy(place.current, place.copy, place.length);
-    }
-    if (t == 0) {
-      atomicAdd(counters, 1ull);
-      atomicAdd(counters + 1, place.length);
-    }
+    // Every thread has read tickets[slot] above before anyone passes this barrier, so the slot is
+    // free for the ticket after next.
+    if (t == 0) tickets[slot ^ 1] = next;
+    __syncthreads();
+    slot ^= 1;
   }
 }

@@ -16,8 +16,9 @@
 //   flags: one byte per chunk of the table; written only for kChunkAccessHost regions under
 //     kChunkOpRefreshChanged, kChunkOpRestoreChanged and kChunkOpRestoreDiffering (1: the host
 //     must copy the chunk, 0: not). May be null when the table has no such region.
-//   counters: two u64 the kernel adds to (atomically): [0] chunks copied by the kernel, [1] their
-//     bytes. The caller zeroes them before the launch.
+//   counters: kChunkOpCounters u64, zeroed by the caller before the launch, that the kernel adds to
+//     atomically: [kChunkOpCopiedChunks] chunks the kernel copied, [kChunkOpCopiedBytes] their
+//     bytes, [kChunkOpNextTicket] the work counter its blocks take chunks from (internal).
 #pragma once
 
 namespace gpuprof::device::cuda {
@@ -31,6 +32,14 @@ enum ChunkOpCode : unsigned {
                                  // other accesses: as kChunkOpRestoreChanged
   kChunkOpRestoreAll = 4,        // copy arena -> device
   kChunkOpHash = 5,              // nothing written but `hashes`
+};
+
+// The counters block (see above).
+enum ChunkOpCounter : unsigned {
+  kChunkOpCopiedChunks = 0,
+  kChunkOpCopiedBytes = 1,
+  kChunkOpNextTicket = 2,
+  kChunkOpCounters = 4,  // the block's size in u64 (one spare, for 32-byte alignment)
 };
 
 // How the kernel reaches a region's arena copy.

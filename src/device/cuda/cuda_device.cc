@@ -861,22 +861,25 @@ StatusOr<ChunkOpResult> CudaDevice::RunChunkOp(ChunkOp op, std::span<const Arena
   for (std::size_t i = 0; i < regions.size(); ++i) {
     const ArenaRegion& region = regions[i];
     if (region.size == 0) continue;
-    const std::string where = what + ": region " + std::to_string(i) + " (" + std::to_string(region.size) +
-                              " bytes at " + std::to_string(region.base) + ")";
+    // Only a failure pays for the message (a table may have thousands of regions).
+    auto where = [&] {
+      return what + ": region " + std::to_string(i) + " (" + std::to_string(region.size) + " bytes at " +
+             std::to_string(region.base) + ")";
+    };
     if (TierIndex(region.tier) >= kStorageTierCount)
-      return InvalidArgumentError(where + ": no such storage tier");
+      return InvalidArgumentError(where() + ": no such storage tier");
     const Arena& arena = arenas_[TierIndex(region.tier)];
     if (region.arena_offset % chunk_size != 0) {
-      return InvalidArgumentError(where + ": arena offset " + std::to_string(region.arena_offset) +
+      return InvalidArgumentError(where() + ": arena offset " + std::to_string(region.arena_offset) +
                                   " is not a multiple of the chunk size");
     }
     if (region.arena_offset > arena.capacity || region.size > arena.capacity - region.arena_offset) {
-      return FailedPreconditionError(where + ": arena offset " + std::to_string(region.arena_offset) +
+      return FailedPreconditionError(where() + ": arena offset " + std::to_string(region.arena_offset) +
                                      " is past the end of the " + TierName(region.tier) + "-tier arena (" +
                                      std::to_string(arena.capacity) + " bytes; released or never reserved?)");
     }
     if (region.base > std::numeric_limits<std::uint64_t>::max() - region.size) {
-      return InvalidArgumentError(where + ": the region wraps around the address space");
+      return InvalidArgumentError(where() + ": the region wraps around the address space");
     }
     if (region.tier == StorageTier::kPageableHost || region.tier == StorageTier::kFile) {
       host_regions.push_back({region.base, region.size, region.tier, region.arena_offset, total_chunks});
@@ -897,13 +900,13 @@ StatusOr<ChunkOpResult> CudaDevice::RunChunkOp(ChunkOp op, std::span<const Arena
   GPUPROF_RETURN_IF_ERROR(LoadChunkKernels().WithContext(what));
 
   // One buffer, mirrored on the device and in pinned memory:
-  //   [table | counters (2 u64) | hashes (when asked) | flags (when host tiers choose)]
+  //   [table | counters (chunk_op_abi.h) | hashes (when asked) | flags (when host tiers choose)]
   // table and counters go up in one copy; counters and hashes come back in one, flags in another.
   const bool want_hashes = !hashes.empty();
   const bool want_flags = !host_regions.empty() && OpChooses(op);
   const std::uint64_t table_offset = 0;
   const std::uint64_t counters_offset = entries * sizeof(ChunkOpRegion);
-  const std::uint64_t hashes_offset = counters_offset + 2 * sizeof(std::uint64_t);
+  const std::uint64_t hashes_offset = counters_offset + kChunkOpCounters * sizeof(std::uint64_t);
   const std::uint64_t flags_offset = hashes_offset + (want_hashes ? total_chunks * sizeof(std::uint64_t) : 0);
   const std::uint64_t buffer_bytes = flags_offset + (want_flags ? total_chunks : 0);
   GPUPROF_RETURN_IF_ERROR(EnsureOpBuffers(buffer_bytes).WithContext(what));
@@ -939,8 +942,7 @@ StatusOr<ChunkOpResult> CudaDevice::RunChunkOp(ChunkOp op, std::span<const Arena
     first_chunk += ChunksOf(region.size, chunk_size);
   }
   auto* counters = reinterpret_cast<std::uint64_t*>(host + counters_offset);
-  counters[0] = 0;
-  counters[1] = 0;
+  std::fill(counters, counters + kChunkOpCounters, std::uint64_t{0});
 
   // From the first enqueue on, a failure must still wait for what was enqueued: the buffers are
   // reused (or freed) by the next call.
@@ -980,8 +982,8 @@ StatusOr<ChunkOpResult> CudaDevice::RunChunkOp(ChunkOp op, std::span<const Arena
   if (r != CUDA_SUCCESS) return driver_.Check("cuStreamSynchronize", r).WithContext(what);
 
   if (want_hashes) std::memcpy(hashes.data(), host + hashes_offset, total_chunks * sizeof(std::uint64_t));
-  result.copied_chunks = counters[0];
-  result.copied_bytes = counters[1];
+  result.copied_chunks = counters[kChunkOpCopiedChunks];
+  result.copied_bytes = counters[kChunkOpCopiedBytes];
   if (!host_regions.empty() && op != ChunkOp::kHash) {
     GPUPROF_RETURN_IF_ERROR(
         CopyHostTierChunks(op, host_regions, want_flags ? host + flags_offset : nullptr, chunk_size, &result)
