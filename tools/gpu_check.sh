@@ -65,7 +65,9 @@ if [[ "${1:-}" == "--stage" ]]; then
   # The PyTorch hooks are built on the GPU machine against its torch (step 0 below), never carried.
   rm -f "$to/lib/libgpuprof_torch.so"
   cp -a "$from"/tests/gpu/gpu_test_* "$to/tests/gpu/"
-  [[ -x "$from/tests/gpu/chunk_kernels_gpu_test" ]] && cp -a "$from/tests/gpu/chunk_kernels_gpu_test" "$to/tests/gpu/"
+  for gtest in chunk_kernels_gpu_test cuda_device_gpu_test; do
+    [[ -x "$from/tests/gpu/$gtest" ]] && cp -a "$from/tests/gpu/$gtest" "$to/tests/gpu/"
+  done
   if [[ -x "$from/bench/replay_device_benchmark" ]]; then
     mkdir -p "$to/bench"
     cp -a "$from/bench/replay_device_benchmark" "$to/bench/"
@@ -169,8 +171,8 @@ for case in "${cases[@]}"; do
   record "GpuRunTest.$case" "$result" "$elapsed"
 done
 
-# ---- 1b. gtest programs with the gpu label (device-side chunk hashing, B1) ------------------------
-for gtest in "$build_dir"/tests/gpu/chunk_kernels_gpu_test; do
+# ---- 1b. gtest programs with the gpu label (chunk kernels and CudaDevice's arena, B1-B3) ---------
+for gtest in "$build_dir"/tests/gpu/chunk_kernels_gpu_test "$build_dir"/tests/gpu/cuda_device_gpu_test; do
   [[ -x "$gtest" ]] || continue
   name=$(basename "$gtest")
   echo

@@ -22,6 +22,21 @@ using device::cuda::CudaDriver;
 // Window locks taken at an API entry and dropped at its exit, per thread (entries nest rarely).
 thread_local std::vector<std::shared_lock<std::shared_mutex>> held_windows;
 
+// The allocation calls that make device memory: at their entry the snapshot arena makes room
+// (MakeRoomForAllocation), and each entry pushes one (maybe empty) window lock that its exit pops.
+bool AllocatesDeviceMemory(CUpti_CallbackId cbid) noexcept {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 std::string KernelFunctionName(const char* mangled) {
@@ -177,25 +192,36 @@ class LazyCudaDevice final : public device::Device {
     GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
     return real->CopyDeviceToDevice(dst, src, bytes);
   }
-  StatusOr<std::unique_ptr<device::BackingBuffer>> AllocateBacking(std::uint64_t bytes,
-                                                                   device::StorageTier preferred) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->AllocateBacking(bytes, preferred);
-  }
-  Status SaveToBacking(device::BackingBuffer& dst, std::uint64_t dst_offset, device::DevicePtr src,
-                       std::uint64_t bytes) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->SaveToBacking(dst, dst_offset, src, bytes);
-  }
-  Status RestoreFromBacking(device::DevicePtr dst, const device::BackingBuffer& src, std::uint64_t src_offset,
-                            std::uint64_t bytes) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->RestoreFromBacking(dst, src, src_offset, bytes);
-  }
   Status HashChunks(device::DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
                     std::span<std::uint64_t> out) override {
     GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
     return real->HashChunks(src, bytes, chunk_size, out);
+  }
+  std::uint64_t ArenaLimit(device::StorageTier tier) override {
+    StatusOr<CudaDevice*> real = Real();
+    return real.ok() ? (*real)->ArenaLimit(tier) : 0;
+  }
+  Status ReserveArena(const device::TierBytes& bytes, std::uint64_t chunk_size) override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->ReserveArena(bytes, chunk_size);
+  }
+  // A device that was never set up holds no arena: these three do not set it up.
+  void ReleaseArena() override {
+    if (CudaDevice* real = hook_.ExistingDeviceAt(ordinal_); real != nullptr) real->ReleaseArena();
+  }
+  bool MakeRoomFor(std::uint64_t bytes) override {
+    CudaDevice* real = hook_.ExistingDeviceAt(ordinal_);
+    return real != nullptr && real->MakeRoomFor(bytes);
+  }
+  device::ArenaStats arena_stats() override {
+    CudaDevice* real = hook_.ExistingDeviceAt(ordinal_);
+    return real != nullptr ? real->arena_stats() : device::ArenaStats{};
+  }
+  StatusOr<device::ChunkOpResult> RunChunkOp(device::ChunkOp op, std::span<const device::ArenaRegion> regions,
+                                             std::uint64_t chunk_size,
+                                             std::span<std::uint64_t> hashes) override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->RunChunkOp(op, regions, chunk_size, hashes);
   }
   StatusOr<std::vector<device::ModuleVariable>> EnumerateModuleVariables() override {
     GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
@@ -264,6 +290,12 @@ CudaDevice* CudaReplayHook::DeviceAt(int ordinal) noexcept {
   return devices_[index].get();
 }
 
+CudaDevice* CudaReplayHook::ExistingDeviceAt(int ordinal) noexcept {
+  if (ordinal < 0 || static_cast<std::size_t>(ordinal) >= devices_.size()) return nullptr;
+  std::lock_guard<std::mutex> lock(devices_mu_);
+  return devices_[static_cast<std::size_t>(ordinal)].get();
+}
+
 CudaDevice* CudaReplayHook::DeviceOfCurrentContext() noexcept {
   CUdevice device = 0;
   if (driver_ == nullptr || driver_->CtxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
@@ -293,7 +325,92 @@ void CudaReplayHook::RecordDeviceMemory(CudaDevice& device, CUdeviceptr ptr, std
   inventory_.RecordAlloc(info);
 }
 
+void CudaReplayHook::MakeRoomForAllocation(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
+  std::shared_lock<std::shared_mutex> window;  // stays empty unless the arena holds device memory
+  try {
+    if (EnsureDevices() && !inventory_.finalizing()) {
+      const void* p = call.functionParams;
+      CudaDevice* device = nullptr;
+      std::uint64_t bytes = 0;
+      CUstream stream = nullptr;
+      bool stream_ordered = false;
+      switch (cbid) {
+        case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+          bytes = static_cast<const cuMemAlloc_v2_params*>(p)->bytesize;
+          break;
+        case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+          // The pitch is not known yet; each row rounds up by less than the alignment (512 bytes).
+          auto* a = static_cast<const cuMemAllocPitch_v2_params*>(p);
+          bytes = (static_cast<std::uint64_t>(a->WidthInBytes) + 512) * a->Height;
+          break;
+        }
+        case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
+          auto* a = static_cast<const cuMemAllocAsync_params*>(p);
+          bytes = a->bytesize;
+          stream = a->hStream;
+          stream_ordered = true;
+          break;
+        }
+        case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
+          auto* a = static_cast<const cuMemAllocFromPoolAsync_params*>(p);
+          bytes = a->bytesize;
+          stream = a->hStream;
+          stream_ordered = true;
+          break;
+        }
+        case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
+          // Physical memory for the VMM (PyTorch's expandable segments): the device is the
+          // allocation's location, not the current context's.
+          auto* a = static_cast<const cuMemCreate_params*>(p);
+          bytes = a->size;
+          if (a->prop != nullptr && a->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+            device = ExistingDeviceAt(a->prop->location.id);
+          }
+          break;
+        }
+        default: break;
+      }
+      if (cbid != CUPTI_DRIVER_TRACE_CBID_cuMemCreate) device = DeviceOf(call.context);
+      // Past the device lookup, one relaxed load for almost every allocation: no device-tier arena.
+      if (device != nullptr && device->device_arena_bytes() != 0 && bytes > 0) {
+        bool capturing = false;
+        if (stream_ordered) {
+          // Into a capturing stream the call adds a graph node and allocates nothing now.
+          ScopedInternalWork internal;
+          CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+          capturing = driver_->StreamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
+                      capture != CU_STREAM_CAPTURE_STATUS_NONE;
+        }
+        if (!capturing) {
+          window = controller_->EnterDeviceShared(device->ordinal());
+          device->MakeRoomFor(bytes);
+        }
+      }
+    }
+  } catch (...) {
+  }
+  try {
+    held_windows.push_back(std::move(window));
+  } catch (...) {
+  }
+}
+
 void CudaReplayHook::OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
+  const bool makes_device_memory = AllocatesDeviceMemory(cbid);
+  if (call.callbackSite == CUPTI_API_ENTER) {
+    if (makes_device_memory) MakeRoomForAllocation(cbid, call);
+    return;
+  }
+  // The window the entry took (maybe none) is dropped once the allocation is recorded, so that no
+  // replay window opens between the two.
+  struct DropEntryWindow {
+    bool held;
+    ~DropEntryWindow() {
+      if (held && !held_windows.empty()) held_windows.pop_back();
+    }
+  } drop_entry_window{makes_device_memory};
   if (call.callbackSite != CUPTI_API_EXIT || call.functionReturnValue == nullptr ||
       *static_cast<const CUresult*>(call.functionReturnValue) != CUDA_SUCCESS) {
     return;
@@ -331,6 +448,7 @@ void CudaReplayHook::OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& ca
       RecordDeviceMemory(*device, *a->dptr, a->bytesize);
       break;
     }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: break;  // memory without an address: cuMemMap records it
     case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
       auto* a = static_cast<const cuMemMap_params*>(p);
       device::PointerInfo info{a->ptr, a->size, device::MemoryKind::kDeviceLocal, device->ordinal()};
@@ -614,6 +732,7 @@ void CudaReplayHook::OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate:
     case CUPTI_DRIVER_TRACE_CBID_cuMemMap:
     case CUPTI_DRIVER_TRACE_CBID_cuIpcOpenMemHandle_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: OnAlloc(cbid, call); return;

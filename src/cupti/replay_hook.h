@@ -4,6 +4,11 @@
 // The subscriber hands it every driver-API entry and exit that is not gpuprof's own work:
 // - allocations (cuMemAlloc, pitch, managed, stream-ordered and pool allocations, VMM cuMemMap)
 //   are classified through the CudaDevice and recorded in the replay::Inventory at exit (R1, B4);
+//   at the entry of those that make device memory (cuMemAlloc, pitch, stream-ordered, pool, VMM
+//   cuMemCreate) the device's snapshot arena is freed when the allocation would not fit beside it
+//   (Device::MakeRoomFor, B2). That entry holds the device's replay window shared until the call
+//   returns, as a free does, so the arena is never freed under a replay and no replay regrows it
+//   before the allocation is made; it costs one relaxed load while the arena holds no device memory;
 // - frees (cuMemFree, cuMemFreeAsync, cuMemUnmap) are recorded at entry, before the memory goes
 //   (R10), and hold the device's replay window shared until their exit (R13);
 // - kernel launches (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and their
@@ -79,6 +84,8 @@ class CudaReplayHook final : public DriverApiObserver {
   bool EnsureDevices() noexcept;
   device::cuda::CudaDevice* DeviceOfCurrentContext() noexcept;
   void OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  // The entry of an allocation that makes device memory (see above); pushes one held window.
+  void MakeRoomForAllocation(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   // CUDA arrays (C2) and peer access (R14) per device.
@@ -96,6 +103,8 @@ class CudaReplayHook final : public DriverApiObserver {
   const device::cuda::CudaDriver* driver_ = nullptr;
   // Device `ordinal`, made at its first use (null when it could not be set up). Thread-safe.
   device::cuda::CudaDevice* DeviceAt(int ordinal) noexcept;
+  // Device `ordinal` if it was set up already (never sets it up); null otherwise. Thread-safe.
+  device::cuda::CudaDevice* ExistingDeviceAt(int ordinal) noexcept;
   friend class LazyCudaDevice;
   std::mutex devices_mu_;
   std::vector<std::unique_ptr<device::cuda::CudaDevice>> devices_;  // by ordinal; guarded by devices_mu_

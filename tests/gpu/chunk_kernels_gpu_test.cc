@@ -1,7 +1,10 @@
-// The chunk kernels (rule B1) on a real GPU, loaded the way CudaDevice loads them: the embedded
-// PTX through cuModuleLoadData, launched with cuLaunchKernel. Every device hash must equal
-// ChunkHashReference of the same bytes on the host, whatever the size, chunk size, alignment and
-// grid; gpuprof_compare_chunks must flag exactly the chunks that differ.
+// The chunk kernels (rules B1-B3) on a real GPU, loaded the way CudaDevice loads them: the embedded
+// PTX through cuModuleLoadData, launched with cuLaunchKernel. Every device hash, from
+// gpuprof_hash_chunks or gpuprof_chunk_op, must equal ChunkHashReference of the same bytes on the
+// host, whatever the size, chunk size, alignment, grid and split into regions; gpuprof_chunk_op
+// must copy exactly the chunks its op selects (byte compare, saved hashes) and flag the chunks of
+// regions it cannot reach. CudaDevice's use of it (arena tiers, the host copies) is tested by
+// cuda_device_gpu_test.cc.
 //
 // Label gpu: needs a GPU. libcuda.so.1 is opened with dlopen, as gpuprof itself does, so that the
 // binary starts (and CTest lists its cases) on machines without a driver; there every case skips.
@@ -12,13 +15,16 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device/cuda/chunk_hash_reference.h"
 #include "device/cuda/chunk_kernels_ptx.h"
+#include "device/cuda/chunk_op_abi.h"
 
 namespace gpuprof::device::cuda {
 namespace {
@@ -124,7 +130,7 @@ class ChunkKernelsGpuTest : public ::testing::Test {
     ASSERT_EQ(load, CUDA_SUCCESS) << "cu_->ModuleLoadDataEx(kChunkKernelsPtx): " << CuErrorText(load) << "\n"
                                   << log;
     GPUPROF_CU_ASSERT(cu_->ModuleGetFunction(&hash_, module_, kHashChunksKernelName));
-    GPUPROF_CU_ASSERT(cu_->ModuleGetFunction(&compare_, module_, kCompareChunksKernelName));
+    GPUPROF_CU_ASSERT(cu_->ModuleGetFunction(&op_, module_, kChunkOpKernelName));
   }
 
   void TearDown() override {
@@ -166,27 +172,87 @@ class ChunkKernelsGpuTest : public ::testing::Test {
     GPUPROF_CU_ASSERT(cu_->MemFree(device_out));
   }
 
-  void CompareOnDevice(CUdeviceptr a, CUdeviceptr b, std::uint64_t bytes, std::uint64_t chunk_size,
-                       unsigned grid, std::vector<std::uint32_t>* dirty) {
-    const std::uint64_t chunks = ChunkCount(bytes, chunk_size);
-    dirty->assign(chunks, 0);
-    CUdeviceptr device_dirty = 0;
-    GPUPROF_CU_ASSERT(cu_->MemAlloc(&device_dirty, chunks * sizeof(std::uint32_t)));
-    // 0xAB..: every flag must be written, clean ones included.
-    GPUPROF_CU_ASSERT(cu_->MemsetD8(device_dirty, 0xAB, chunks * sizeof(std::uint32_t)));
-    unsigned long long a_arg = a;
-    unsigned long long b_arg = b;
-    unsigned long long bytes_arg = bytes;
+  // What one gpuprof_chunk_op launch reported.
+  struct OpOutput {
+    std::vector<std::uint64_t> hashes;  // when asked for
+    std::vector<std::uint8_t> flags;    // when asked for
+    std::uint64_t copied_chunks = 0;
+    std::uint64_t copied_bytes = 0;
+  };
+
+  // gpuprof_chunk_op over `table` (first_chunk filled in here) with `grid` blocks (0: one per
+  // chunk).
+  void OpOnDevice(std::vector<ChunkOpRegion> table, std::uint64_t chunk_size, ChunkOpCode op, unsigned grid,
+                  bool want_hashes, bool want_flags, OpOutput* out) {
+    std::uint64_t chunks = 0;
+    for (ChunkOpRegion& region : table) {
+      region.first_chunk = chunks;
+      chunks += ChunkCount(region.size, chunk_size);
+    }
+    CUdeviceptr device_table = 0;
+    CUdeviceptr device_hashes = 0;
+    CUdeviceptr device_flags = 0;
+    CUdeviceptr device_counters = 0;
+    GPUPROF_CU_ASSERT(cu_->MemAlloc(&device_table, table.size() * sizeof(ChunkOpRegion)));
+    GPUPROF_CU_ASSERT(cu_->MemcpyHtoD(device_table, table.data(), table.size() * sizeof(ChunkOpRegion)));
+    GPUPROF_CU_ASSERT(cu_->MemAlloc(&device_counters, kChunkOpCounters * sizeof(std::uint64_t)));
+    GPUPROF_CU_ASSERT(cu_->MemsetD8(device_counters, 0, kChunkOpCounters * sizeof(std::uint64_t)));
+    if (want_hashes) {
+      GPUPROF_CU_ASSERT(cu_->MemAlloc(&device_hashes, chunks * sizeof(std::uint64_t)));
+      GPUPROF_CU_ASSERT(cu_->MemsetD8(device_hashes, 0, chunks * sizeof(std::uint64_t)));
+    }
+    if (want_flags) {
+      GPUPROF_CU_ASSERT(cu_->MemAlloc(&device_flags, chunks));
+      // 0xAB: every flag of a host-copied region must be written, clean ones included.
+      GPUPROF_CU_ASSERT(cu_->MemsetD8(device_flags, 0xAB, chunks));
+    }
+    unsigned long long table_arg = device_table;
+    auto count_arg = static_cast<unsigned>(table.size());
+    unsigned long long chunks_arg = chunks;
     unsigned long long chunk_arg = chunk_size;
-    unsigned long long dirty_arg = device_dirty;
-    void* args[] = {&a_arg, &b_arg, &bytes_arg, &chunk_arg, &dirty_arg};
+    unsigned op_arg = op;
+    unsigned long long hashes_arg = device_hashes;
+    unsigned long long flags_arg = device_flags;
+    unsigned long long counters_arg = device_counters;
+    void* args[] = {&table_arg, &count_arg,  &chunks_arg, &chunk_arg,
+                    &op_arg,    &hashes_arg, &flags_arg,  &counters_arg};
     const unsigned blocks =
         grid != 0 ? grid : static_cast<unsigned>(std::min<std::uint64_t>(chunks, 1u << 30));
     GPUPROF_CU_ASSERT(
-        cu_->LaunchKernel(compare_, blocks, 1, 1, kChunkKernelBlockSize, 1, 1, 0, nullptr, args, nullptr));
+        cu_->LaunchKernel(op_, blocks, 1, 1, kChunkKernelBlockSize, 1, 1, 0, nullptr, args, nullptr));
     GPUPROF_CU_ASSERT(cu_->CtxSynchronize());
-    GPUPROF_CU_ASSERT(cu_->MemcpyDtoH(dirty->data(), device_dirty, chunks * sizeof(std::uint32_t)));
-    GPUPROF_CU_ASSERT(cu_->MemFree(device_dirty));
+    std::uint64_t counters[kChunkOpCounters] = {};
+    GPUPROF_CU_ASSERT(cu_->MemcpyDtoH(counters, device_counters, sizeof(counters)));
+    out->copied_chunks = counters[kChunkOpCopiedChunks];
+    out->copied_bytes = counters[kChunkOpCopiedBytes];
+    out->hashes.clear();
+    out->flags.clear();
+    if (want_hashes) {
+      out->hashes.resize(chunks);
+      GPUPROF_CU_ASSERT(cu_->MemcpyDtoH(out->hashes.data(), device_hashes, chunks * sizeof(std::uint64_t)));
+      GPUPROF_CU_ASSERT(cu_->MemFree(device_hashes));
+    }
+    if (want_flags) {
+      out->flags.resize(chunks);
+      GPUPROF_CU_ASSERT(cu_->MemcpyDtoH(out->flags.data(), device_flags, chunks));
+      GPUPROF_CU_ASSERT(cu_->MemFree(device_flags));
+    }
+    GPUPROF_CU_ASSERT(cu_->MemFree(device_counters));
+    GPUPROF_CU_ASSERT(cu_->MemFree(device_table));
+  }
+
+  // Inverts the byte at `offset` of device memory at `base`, whose bytes are `contents` now: a
+  // change that is never a no-op.
+  void FlipByte(CUdeviceptr base, std::size_t offset, const std::vector<std::byte>& contents) {
+    const std::byte flipped = ~contents.at(offset);
+    GPUPROF_CU_ASSERT(cu_->MemcpyHtoD(base + offset, &flipped, 1));
+  }
+
+  std::vector<std::byte> Download(CUdeviceptr src, std::size_t size) {
+    std::vector<std::byte> bytes(size);
+    const CUresult result = cu_->MemcpyDtoH(bytes.data(), src, size);
+    EXPECT_EQ(result, CUDA_SUCCESS) << "cuMemcpyDtoH: " << CuErrorText(result);
+    return bytes;
   }
 
   const Driver* cu_ = &LoadDriver();
@@ -194,7 +260,7 @@ class ChunkKernelsGpuTest : public ::testing::Test {
   CUcontext context_ = nullptr;
   CUmodule module_ = nullptr;
   CUfunction hash_ = nullptr;
-  CUfunction compare_ = nullptr;
+  CUfunction op_ = nullptr;
 };
 
 TEST_F(ChunkKernelsGpuTest, DeviceHashesEqualHostReference) {
@@ -249,70 +315,190 @@ TEST_F(ChunkKernelsGpuTest, HashesIndependentOfGridAndChunkAlignment) {
   GPUPROF_CU_ASSERT(cu_->MemFree(base));
 }
 
-TEST_F(ChunkKernelsGpuTest, CompareFlagsExactlyTheChangedChunks) {
+// One table of regions of odd sizes and alignments: each chunk's hash is the reference hash of its
+// bytes, in table order, whatever the grid.
+TEST_F(ChunkKernelsGpuTest, ChunkOpHashesEqualHostReferenceInTableOrder) {
+  const std::uint64_t chunk_size = 4096;
+  const std::size_t sizes[] = {1, 4099, 65536 + 7, 3 * 1024 * 1024 + 5, 4096};
+  const std::size_t offsets[] = {0, 3, 8, 0, 5};
+  std::vector<std::vector<std::byte>> contents;
+  std::vector<CUdeviceptr> bases;
+  std::vector<ChunkOpRegion> table;
+  CUdeviceptr saved = 0;  // kHash never reads saved hashes, but they must point somewhere
+  GPUPROF_CU_ASSERT(cu_->MemAlloc(&saved, 4096 * sizeof(std::uint64_t)));
+  for (std::size_t i = 0; i < std::size(sizes); ++i) {
+    contents.push_back(RandomBytes(sizes[i], 100 + i));
+    CUdeviceptr base = 0;
+    CUdeviceptr at = 0;
+    ASSERT_NO_FATAL_FAILURE(Upload(contents.back(), offsets[i], &base, &at));
+    bases.push_back(base);
+    table.push_back({at, sizes[i], 0, saved, 0, kChunkAccessDevice, 0});
+  }
+  std::vector<std::uint64_t> expected;
+  for (const std::vector<std::byte>& bytes : contents) {
+    for (std::size_t begin = 0; begin < bytes.size(); begin += chunk_size) {
+      const std::size_t length = std::min<std::size_t>(chunk_size, bytes.size() - begin);
+      expected.push_back(ChunkHashReference(std::span(bytes).subspan(begin, length)));
+    }
+  }
+  for (unsigned grid : {0u, 1u, 7u}) {
+    OpOutput out;
+    ASSERT_NO_FATAL_FAILURE(OpOnDevice(table, chunk_size, kChunkOpHash, grid, true, false, &out));
+    EXPECT_EQ(out.hashes, expected) << "grid " << grid;
+    EXPECT_EQ(out.copied_chunks, 0u);
+  }
+  for (CUdeviceptr base : bases) GPUPROF_CU_ASSERT(cu_->MemFree(base));
+  GPUPROF_CU_ASSERT(cu_->MemFree(saved));
+}
+
+// kRestoreDiffering on a device-resident copy compares bytes: it writes back exactly the chunks
+// that differ, whatever the saved hashes say, through the vector, word and byte paths.
+TEST_F(ChunkKernelsGpuTest, ChunkOpRestoreDifferingCopiesExactlyTheChangedChunks) {
   const std::size_t size = 10 * 1024 * 1024 + 13;
   const std::uint64_t chunk_size = 65536;
   const std::uint64_t chunks = ChunkCount(size, chunk_size);
-  const std::vector<std::byte> a = RandomBytes(size, 11);
-  std::vector<std::byte> b = a;
+  const std::vector<std::byte> saved_bytes = RandomBytes(size, 11);
+  std::vector<std::byte> current_bytes = saved_bytes;
   // One bit in the first byte of chunk 0, the last byte of a middle chunk, and the ragged last
   // chunk's last byte (the per-thread tail path).
-  const std::uint64_t changed[] = {0, chunks / 2, chunks - 1};
-  b.at(0) ^= std::byte{0x01};
-  b.at((chunks / 2 + 1) * chunk_size - 1) ^= std::byte{0x80};
-  b.at(size - 1) ^= std::byte{0x10};
+  current_bytes.at(0) ^= std::byte{0x01};
+  current_bytes.at((chunks / 2 + 1) * chunk_size - 1) ^= std::byte{0x80};
+  current_bytes.at(size - 1) ^= std::byte{0x10};
+  const std::uint64_t changed_bytes = 2 * chunk_size + (size - (chunks - 1) * chunk_size);
 
-  for (std::size_t offset : {std::size_t{0}, std::size_t{3}}) {
-    CUdeviceptr a_base = 0;
-    CUdeviceptr b_base = 0;
-    CUdeviceptr a_at = 0;
-    CUdeviceptr b_at = 0;
-    ASSERT_NO_FATAL_FAILURE(Upload(a, offset, &a_base, &a_at));
-    ASSERT_NO_FATAL_FAILURE(Upload(b, offset, &b_base, &b_at));
+  CUdeviceptr saved = 0;  // all zero: the hashes would call every chunk changed
+  GPUPROF_CU_ASSERT(cu_->MemAlloc(&saved, chunks * sizeof(std::uint64_t)));
+  GPUPROF_CU_ASSERT(cu_->MemsetD8(saved, 0, chunks * sizeof(std::uint64_t)));
+  // 0/0: 16-byte aligned; 8/0: 8-byte words; 3/5: bytes.
+  const std::pair<std::size_t, std::size_t> offsets[] = {{0, 0}, {8, 0}, {3, 5}};
+  for (const auto& [current_offset, copy_offset] : offsets) {
     for (unsigned grid : {0u, 5u}) {
-      std::vector<std::uint32_t> dirty;
-      ASSERT_NO_FATAL_FAILURE(CompareOnDevice(a_at, b_at, size, chunk_size, grid, &dirty));
-      std::vector<std::uint32_t> expected(chunks, 0);
-      for (std::uint64_t i : changed) expected[i] = 1;
-      EXPECT_EQ(dirty, expected) << "offset " << offset << " grid " << grid;
-
-      ASSERT_NO_FATAL_FAILURE(CompareOnDevice(a_at, a_at, size, chunk_size, grid, &dirty));
-      EXPECT_EQ(dirty, std::vector<std::uint32_t>(chunks, 0)) << "a against itself, offset " << offset;
+      CUdeviceptr copy_base = 0;
+      CUdeviceptr current_base = 0;
+      CUdeviceptr copy = 0;
+      CUdeviceptr current = 0;
+      ASSERT_NO_FATAL_FAILURE(Upload(saved_bytes, copy_offset, &copy_base, &copy));
+      ASSERT_NO_FATAL_FAILURE(Upload(current_bytes, current_offset, &current_base, &current));
+      OpOutput out;
+      ASSERT_NO_FATAL_FAILURE(OpOnDevice({{current, size, copy, saved, 0, kChunkAccessDevice, 0}}, chunk_size,
+                                         kChunkOpRestoreDiffering, grid, true, false, &out));
+      EXPECT_EQ(out.copied_chunks, 3u)
+          << "offsets " << current_offset << "/" << copy_offset << " grid " << grid;
+      EXPECT_EQ(out.copied_bytes, changed_bytes);
+      EXPECT_TRUE(Download(current, size) == saved_bytes) << "restored bytes differ from the copy";
+      // The hashes are of the bytes before the restore.
+      ASSERT_EQ(out.hashes.size(), chunks);
+      EXPECT_EQ(out.hashes[0], ChunkHashReference(std::span(current_bytes).subspan(0, chunk_size)));
+      // Nothing differs any more.
+      ASSERT_NO_FATAL_FAILURE(OpOnDevice({{current, size, copy, saved, 0, kChunkAccessDevice, 0}}, chunk_size,
+                                         kChunkOpRestoreDiffering, grid, false, false, &out));
+      EXPECT_EQ(out.copied_chunks, 0u);
+      GPUPROF_CU_ASSERT(cu_->MemFree(copy_base));
+      GPUPROF_CU_ASSERT(cu_->MemFree(current_base));
     }
-    // The hashes see the same three chunks.
-    std::vector<std::uint64_t> hash_a;
-    std::vector<std::uint64_t> hash_b;
-    ASSERT_NO_FATAL_FAILURE(HashOnDevice(a_at, size, chunk_size, 0, &hash_a));
-    ASSERT_NO_FATAL_FAILURE(HashOnDevice(b_at, size, chunk_size, 0, &hash_b));
-    for (std::uint64_t i = 0; i < chunks; ++i) {
-      const bool is_changed = std::find(std::begin(changed), std::end(changed), i) != std::end(changed);
-      EXPECT_EQ(hash_a[i] != hash_b[i], is_changed) << "chunk " << i << " offset " << offset;
-    }
-    GPUPROF_CU_ASSERT(cu_->MemFree(a_base));
-    GPUPROF_CU_ASSERT(cu_->MemFree(b_base));
   }
+  GPUPROF_CU_ASSERT(cu_->MemFree(saved));
 }
 
-// Mismatched alignment between a and b (one 16-byte aligned, one not) takes the bytewise path.
-TEST_F(ChunkKernelsGpuTest, CompareWithDifferentAlignments) {
-  const std::size_t size = 1024 * 1024 + 7;
+// kCapture copies every chunk and saves its hash; kRestoreChanged then writes back the chunks whose
+// hash no longer matches, and kRefreshChanged copies changed chunks the other way.
+TEST_F(ChunkKernelsGpuTest, ChunkOpCaptureRestoreAndRefreshFollowSavedHashes) {
+  const std::size_t size = 2 * 1024 * 1024 + 100;
+  const std::uint64_t chunk_size = 16384;
+  const std::uint64_t chunks = ChunkCount(size, chunk_size);
+  const std::vector<std::byte> original = RandomBytes(size, 21);
+  CUdeviceptr current_base = 0;
+  CUdeviceptr current = 0;
+  CUdeviceptr copy = 0;
+  CUdeviceptr saved = 0;
+  ASSERT_NO_FATAL_FAILURE(Upload(original, 0, &current_base, &current));
+  GPUPROF_CU_ASSERT(cu_->MemAlloc(&copy, chunks * chunk_size));
+  GPUPROF_CU_ASSERT(cu_->MemAlloc(&saved, chunks * sizeof(std::uint64_t)));
+  const std::vector<ChunkOpRegion> table = {{current, size, copy, saved, 0, kChunkAccessDevice, 0}};
+
+  OpOutput out;
+  ASSERT_NO_FATAL_FAILURE(OpOnDevice(table, chunk_size, kChunkOpCapture, 0, false, false, &out));
+  EXPECT_EQ(out.copied_chunks, chunks);
+  EXPECT_EQ(out.copied_bytes, size);
+  EXPECT_TRUE(Download(copy, size) == original);
+  std::vector<std::uint64_t> saved_hashes(chunks);
+  GPUPROF_CU_ASSERT(cu_->MemcpyDtoH(saved_hashes.data(), saved, chunks * sizeof(std::uint64_t)));
+  for (std::uint64_t i = 0; i < chunks; ++i) {
+    const std::size_t length = std::min<std::size_t>(chunk_size, size - i * chunk_size);
+    ASSERT_EQ(saved_hashes[i], ChunkHashReference(std::span(original).subspan(i * chunk_size, length))) << i;
+  }
+
+  // Two chunks change (the last one ragged); restore brings back exactly those.
+  ASSERT_NO_FATAL_FAILURE(FlipByte(current, 5 * chunk_size + 7, original));
+  ASSERT_NO_FATAL_FAILURE(FlipByte(current, size - 2, original));
+  ASSERT_NO_FATAL_FAILURE(OpOnDevice(table, chunk_size, kChunkOpRestoreChanged, 3, false, false, &out));
+  EXPECT_EQ(out.copied_chunks, 2u);
+  EXPECT_EQ(out.copied_bytes, chunk_size + (size - (chunks - 1) * chunk_size));
+  EXPECT_TRUE(Download(current, size) == original);
+  ASSERT_NO_FATAL_FAILURE(OpOnDevice(table, chunk_size, kChunkOpRestoreChanged, 3, false, false, &out));
+  EXPECT_EQ(out.copied_chunks, 0u);
+
+  // A change refreshed into the copy is what the next restore brings back.
+  ASSERT_NO_FATAL_FAILURE(FlipByte(current, 9 * chunk_size, original));
+  const std::vector<std::byte> refreshed = Download(current, size);
+  ASSERT_NO_FATAL_FAILURE(OpOnDevice(table, chunk_size, kChunkOpRefreshChanged, 0, false, false, &out));
+  EXPECT_EQ(out.copied_chunks, 1u);
+  GPUPROF_CU_ASSERT(cu_->MemsetD8(current, 0, size));
+  ASSERT_NO_FATAL_FAILURE(OpOnDevice(table, chunk_size, kChunkOpRestoreAll, 0, false, false, &out));
+  EXPECT_EQ(out.copied_chunks, chunks);
+  EXPECT_TRUE(Download(current, size) == refreshed);
+
+  GPUPROF_CU_ASSERT(cu_->MemFree(saved));
+  GPUPROF_CU_ASSERT(cu_->MemFree(copy));
+  GPUPROF_CU_ASSERT(cu_->MemFree(current_base));
+}
+
+// A region whose copy the kernel cannot reach (pageable host, file): the kernel copies nothing,
+// flags each of its chunks (1: changed) and, refreshing, updates the saved hashes of the changed
+// ones; a reachable region in the same table is copied as usual.
+TEST_F(ChunkKernelsGpuTest, ChunkOpFlagsTheChunksOfHostCopiedRegions) {
   const std::uint64_t chunk_size = 4096;
-  const std::vector<std::byte> a = RandomBytes(size, 13);
-  std::vector<std::byte> b = a;
-  b.at(5 * chunk_size + 17) ^= std::byte{0x04};
-  CUdeviceptr a_base = 0;
-  CUdeviceptr b_base = 0;
-  CUdeviceptr a_at = 0;
-  CUdeviceptr b_at = 0;
-  ASSERT_NO_FATAL_FAILURE(Upload(a, 0, &a_base, &a_at));
-  ASSERT_NO_FATAL_FAILURE(Upload(b, 5, &b_base, &b_at));
-  std::vector<std::uint32_t> dirty;
-  ASSERT_NO_FATAL_FAILURE(CompareOnDevice(a_at, b_at, size, chunk_size, 0, &dirty));
-  std::vector<std::uint32_t> expected(ChunkCount(size, chunk_size), 0);
-  expected[5] = 1;
-  EXPECT_EQ(dirty, expected);
-  GPUPROF_CU_ASSERT(cu_->MemFree(a_base));
-  GPUPROF_CU_ASSERT(cu_->MemFree(b_base));
+  const std::size_t size = 40 * 4096 + 1;
+  const std::uint64_t chunks = ChunkCount(size, chunk_size);
+  const std::vector<std::byte> bytes = RandomBytes(size, 31);
+  CUdeviceptr host_region_base = 0;
+  CUdeviceptr host_region = 0;
+  CUdeviceptr device_region_base = 0;
+  CUdeviceptr device_region = 0;
+  CUdeviceptr copy = 0;
+  CUdeviceptr saved = 0;  // slots [0, chunks) for the host-copied region, [chunks, 2 chunks) for the other
+  ASSERT_NO_FATAL_FAILURE(Upload(bytes, 0, &host_region_base, &host_region));
+  ASSERT_NO_FATAL_FAILURE(Upload(bytes, 0, &device_region_base, &device_region));
+  GPUPROF_CU_ASSERT(cu_->MemAlloc(&copy, chunks * chunk_size));
+  GPUPROF_CU_ASSERT(cu_->MemAlloc(&saved, 2 * chunks * sizeof(std::uint64_t)));
+  const std::vector<ChunkOpRegion> table = {
+      {host_region, size, 0, saved, 0, kChunkAccessHost, 0},
+      {device_region, size, copy, saved + chunks * sizeof(std::uint64_t), 0, kChunkAccessDevice, 0}};
+
+  OpOutput out;
+  ASSERT_NO_FATAL_FAILURE(OpOnDevice(table, chunk_size, kChunkOpCapture, 0, false, false, &out));
+  EXPECT_EQ(out.copied_chunks, chunks) << "only the reachable region is copied by the kernel";
+  ASSERT_NO_FATAL_FAILURE(FlipByte(host_region, 3 * chunk_size, bytes));
+  ASSERT_NO_FATAL_FAILURE(FlipByte(host_region, size - 1, bytes));
+  ASSERT_NO_FATAL_FAILURE(OpOnDevice(table, chunk_size, kChunkOpRefreshChanged, 0, false, true, &out));
+  EXPECT_EQ(out.copied_chunks, 0u);
+  std::vector<std::uint8_t> expected(chunks, 0);
+  expected[3] = 1;
+  expected[chunks - 1] = 1;
+  EXPECT_EQ(
+      std::vector<std::uint8_t>(out.flags.begin(), out.flags.begin() + static_cast<std::ptrdiff_t>(chunks)),
+      expected);
+  // The saved hashes now describe the changed bytes: nothing is flagged any more.
+  ASSERT_NO_FATAL_FAILURE(OpOnDevice(table, chunk_size, kChunkOpRestoreChanged, 0, false, true, &out));
+  EXPECT_EQ(
+      std::vector<std::uint8_t>(out.flags.begin(), out.flags.begin() + static_cast<std::ptrdiff_t>(chunks)),
+      std::vector<std::uint8_t>(chunks, 0));
+  EXPECT_EQ(out.copied_chunks, 0u);
+
+  GPUPROF_CU_ASSERT(cu_->MemFree(saved));
+  GPUPROF_CU_ASSERT(cu_->MemFree(copy));
+  GPUPROF_CU_ASSERT(cu_->MemFree(device_region_base));
+  GPUPROF_CU_ASSERT(cu_->MemFree(host_region_base));
 }
 
 }  // namespace

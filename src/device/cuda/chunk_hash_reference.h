@@ -33,7 +33,7 @@
 
 namespace gpuprof::device::cuda {
 
-// blockDim.x that both kernels require (one thread per two hash lanes).
+// blockDim.x that the kernels require (one thread per two hash lanes).
 inline constexpr unsigned kChunkKernelBlockSize = 256;
 // Lanes of the hash partition: word w is folded into lane w % kChunkHashLanes.
 inline constexpr unsigned kChunkHashLanes = 2 * kChunkKernelBlockSize;
@@ -41,11 +41,12 @@ inline constexpr unsigned kChunkHashLanes = 2 * kChunkKernelBlockSize;
 // Entry points in kChunkKernelsPtx (chunk_kernels_ptx.h), for cuModuleGetFunction.
 // gpuprof_hash_chunks(const u8* src, u64 bytes, u64 chunk_size, u64* out)
 inline constexpr char kHashChunksKernelName[] = "gpuprof_hash_chunks";
-// gpuprof_compare_chunks(const u8* a, const u8* b, u64 bytes, u64 chunk_size, u32* dirty)
-inline constexpr char kCompareChunksKernelName[] = "gpuprof_compare_chunks";
+// gpuprof_chunk_op(const ChunkOpRegion* regions, u32 region_count, u64 chunks, u64 chunk_size, u32 op,
+//                  u64* hashes, u8* flags, u64* counters): chunk_op_abi.h
+inline constexpr char kChunkOpKernelName[] = "gpuprof_chunk_op";
 
-// The hash of one chunk (any length, 0 included), bit-exact with gpuprof_hash_chunks's out[i] for
-// a chunk with these bytes.
+// The hash of one chunk (any length, 0 included), bit-exact with gpuprof_hash_chunks's out[i] (and
+// gpuprof_chunk_op's hashes[i]) for a chunk with these bytes.
 std::uint64_t ChunkHashReference(std::span<const std::byte> chunk) noexcept;
 
 }  // namespace gpuprof::device::cuda

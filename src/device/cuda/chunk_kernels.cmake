@@ -1,5 +1,6 @@
-# The chunk hashing/comparison kernels (rule B1) as PTX embedded in a C++ array, plus the host
-# reference of the hash: library gpuprof_chunk_kernels (gpuprof::chunk_kernels).
+# The chunk kernels (rules B1-B3: the chunk hash and the batched snapshot operation) as PTX
+# embedded in a C++ array, plus the host reference of the hash and the kernel's parameter block
+# (chunk_op_abi.h): library gpuprof_chunk_kernels (gpuprof::chunk_kernels).
 #
 # nvcc is run directly (-ptx for compute_75, which the driver JIT-compiles for the GPU it runs on,
 # sm_90 included), so no CUDA language is enabled and nothing links libcudart or libcuda;
@@ -49,7 +50,7 @@ add_custom_command(
   OUTPUT "${gpuprof_chunk_kernels_ptx}"
   COMMAND "${CUDAToolkit_NVCC_EXECUTABLE}" -ptx -arch=compute_75 -lineinfo
           -o chunk_kernels.ptx "${CMAKE_CURRENT_LIST_DIR}/chunk_kernels.cu"
-  DEPENDS "${CMAKE_CURRENT_LIST_DIR}/chunk_kernels.cu"
+  DEPENDS "${CMAKE_CURRENT_LIST_DIR}/chunk_kernels.cu" "${CMAKE_CURRENT_LIST_DIR}/chunk_op_abi.h"
   WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}"
   COMMENT "nvcc -ptx chunk_kernels.cu (compute_75)"
   VERBATIM)
@@ -64,6 +65,7 @@ add_custom_command(
 add_library(gpuprof_chunk_kernels STATIC
   "${gpuprof_chunk_kernels_ptx_cc}"
   "${CMAKE_CURRENT_LIST_DIR}/chunk_kernels_ptx.h"
+  "${CMAKE_CURRENT_LIST_DIR}/chunk_op_abi.h"
   "${CMAKE_CURRENT_LIST_DIR}/chunk_hash_reference.cc"
   "${CMAKE_CURRENT_LIST_DIR}/chunk_hash_reference.h")
 add_library(gpuprof::chunk_kernels ALIAS gpuprof_chunk_kernels)

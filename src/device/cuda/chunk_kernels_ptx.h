@@ -1,6 +1,6 @@
 // The chunk kernels (chunk_kernels.cu) as PTX text, generated at build time by chunk_kernels.cmake.
 // Pass kChunkKernelsPtx to cuModuleLoadData; the entry points are named in chunk_hash_reference.h
-// (kHashChunksKernelName, kCompareChunksKernelName). Static storage, immutable, any thread.
+// (kHashChunksKernelName, kChunkOpKernelName). Static storage, immutable, any thread.
 #pragma once
 
 #include <cstddef>

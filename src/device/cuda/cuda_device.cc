@@ -1,20 +1,50 @@
 #include "device/cuda/cuda_device.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <future>
-#include <new>
+#include <limits>
+#include <system_error>
 #include <thread>
 
+#include "base/clock.h"
+#include "base/errno_text.h"
 #include "base/logging.h"
 #include "device/cuda/chunk_hash_reference.h"
 #include "device/cuda/chunk_kernels_ptx.h"
+#include "device/cuda/chunk_op_abi.h"
 #include "device/cuda/scoped_internal_work.h"
 
 namespace gpuprof::device::cuda {
 namespace {
+
+// The table layout RunChunkOp writes and gpuprof_chunk_op reads (chunk_op_abi.h).
+static_assert(sizeof(ChunkOpRegion) == 48 && alignof(ChunkOpRegion) == 8, "ChunkOpRegion's layout changed");
+static_assert(offsetof(ChunkOpRegion, first_chunk) == 32 && offsetof(ChunkOpRegion, access) == 40,
+              "ChunkOpRegion's layout changed");
+static_assert(sizeof(CUdeviceptr) == sizeof(unsigned long long), "device pointers are 64-bit");
+
+// MakeRoomFor frees the device tier unless the application's allocation leaves at least this much
+// free beside it: the driver and the allocation's own rounding need some room.
+constexpr std::uint64_t kMakeRoomSlackBytes = std::uint64_t{64} << 20;
+// The file tier leaves this much of its filesystem free.
+constexpr std::uint64_t kSpillFreeMarginBytes = std::uint64_t{1} << 30;
+// Pinned mirror of RunChunkOp's table and results: allocated in multiples of this.
+constexpr std::uint64_t kOpBufferGranule = std::uint64_t{64} << 10;
+// cuCtxSynchronize is waited for at most this long, whatever the caller asks (and the deadline
+// arithmetic of a wait of nanoseconds::max() would overflow).
+constexpr std::chrono::hours kLongestDrainWait{24};
 
 // gpuprof's own driver work on this thread, in `context`: invisible to the profile (C1).
 class InternalScope {
@@ -36,51 +66,265 @@ class InternalScope {
   bool pushed_ = false;
 };
 
-class CudaBacking final : public BackingBuffer {
- public:
-  CudaBacking(const CudaDriver& driver, StorageTier tier, std::uint64_t size, CUdeviceptr device_ptr,
-              void* host)
-      : driver_(driver), tier_(tier), size_(size), device_ptr_(device_ptr), host_(host) {}
-  ~CudaBacking() override {
-    ScopedInternalWork internal;
-    switch (tier_) {
-      case StorageTier::kDevice: driver_.MemFree(device_ptr_); break;
-      case StorageTier::kPinnedHost: driver_.MemFreeHost(host_); break;
-      default: ::operator delete(host_); break;
-    }
+std::size_t TierIndex(StorageTier tier) noexcept { return static_cast<std::size_t>(tier); }
+
+std::string TierName(StorageTier tier) { return std::string(StorageTierName(tier)); }
+
+// x rounded up to a multiple of m (m > 0); false when that overflows.
+bool RoundUp(std::uint64_t x, std::uint64_t m, std::uint64_t* out) noexcept {
+  const std::uint64_t remainder = x % m;
+  if (remainder == 0) {
+    *out = x;
+    return true;
   }
-  std::uint64_t size() const noexcept override { return size_; }
-  StorageTier tier() const noexcept override { return tier_; }
-  CUdeviceptr device_ptr() const noexcept { return device_ptr_; }
-  void* host() const noexcept { return host_; }
+  if (x > std::numeric_limits<std::uint64_t>::max() - (m - remainder)) return false;
+  *out = x + (m - remainder);
+  return true;
+}
+
+std::uint64_t RoundDown(std::uint64_t x, std::uint64_t m) noexcept { return x - x % m; }
+
+std::uint64_t ChunksOf(std::uint64_t bytes, std::uint64_t chunk_size) noexcept {
+  return bytes / chunk_size + (bytes % chunk_size != 0 ? 1 : 0);
+}
+
+std::uint64_t SaturatingAdd(std::uint64_t a, std::uint64_t b) noexcept {
+  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max()
+                                                           : a + b;
+}
+
+// Host memory the kernel could still hand out without swapping: /proc/meminfo's MemAvailable,
+// else the free pages. 0 when neither can be read.
+std::uint64_t HostMemoryAvailable() noexcept {
+  if (std::FILE* meminfo = std::fopen("/proc/meminfo", "re"); meminfo != nullptr) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof(line), meminfo) != nullptr) {
+      found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    }
+    std::fclose(meminfo);
+    if (found) return static_cast<std::uint64_t>(kib) * 1024;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
+}
+
+// Bytes an unprivileged writer may still put into the filesystem holding `directory`; 0 when it
+// cannot be asked.
+std::uint64_t FileSpaceAvailable(const std::string& directory) noexcept {
+  struct statvfs fs {};
+  if (statvfs(directory.c_str(), &fs) != 0) return 0;
+  return static_cast<std::uint64_t>(fs.f_bavail) * static_cast<std::uint64_t>(fs.f_frsize);
+}
+
+// pwrite/pread of exactly `bytes` (they may transfer less per call, or be interrupted).
+Status WriteFully(int fd, const void* data, std::uint64_t bytes, std::uint64_t offset) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = pwrite(fd, p, bytes, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return ResourceExhaustedError("writing the file-tier arena (spill file) at offset " +
+                                    std::to_string(offset) + ": " + base::ErrnoText(n < 0 ? errno : EIO));
+    }
+    p += n;
+    bytes -= static_cast<std::uint64_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return OkStatus();
+}
+
+Status ReadFully(int fd, void* data, std::uint64_t bytes, std::uint64_t offset) {
+  auto* p = static_cast<unsigned char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = pread(fd, p, bytes, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return InternalError("reading the file-tier arena (spill file) at offset " + std::to_string(offset) +
+                           ": " + base::ErrnoText(errno));
+    }
+    if (n == 0) {
+      return DataLossError("reading the file-tier arena (spill file): it ends before offset " +
+                           std::to_string(offset));
+    }
+    p += n;
+    bytes -= static_cast<std::uint64_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return OkStatus();
+}
+
+ChunkOpCode KernelOpCode(ChunkOp op) noexcept {
+  switch (op) {
+    case ChunkOp::kCapture: return kChunkOpCapture;
+    case ChunkOp::kRefreshChanged: return kChunkOpRefreshChanged;
+    case ChunkOp::kRestoreChanged: return kChunkOpRestoreChanged;
+    case ChunkOp::kRestoreDiffering: return kChunkOpRestoreDiffering;
+    case ChunkOp::kRestoreAll: return kChunkOpRestoreAll;
+    case ChunkOp::kHash: return kChunkOpHash;
+  }
+  return kChunkOpHash;
+}
+
+// The ops whose host-tier chunks the kernel chooses (the others copy every chunk, or none).
+bool OpChooses(ChunkOp op) noexcept {
+  return op == ChunkOp::kRefreshChanged || op == ChunkOp::kRestoreChanged || op == ChunkOp::kRestoreDiffering;
+}
+
+bool OpCopiesToArena(ChunkOp op) noexcept {
+  return op == ChunkOp::kCapture || op == ChunkOp::kRefreshChanged;
+}
+
+// Moves runs of bytes between device memory and a host-side arena (pageable memory or the spill
+// file) through the pinned staging buffer: the slow path of RunChunkOp. Runs are packed into the
+// staging buffer until it is full; then one stream wait, and the staged bytes are written to
+// their destination (to the arena: memcpy/pwrite after the wait; to the device: the buffer is
+// reused only after the wait). Finish() flushes what is left. On the private stream, under the
+// device's mutex.
+class StagedHostCopier {
+ public:
+  StagedHostCopier(const CudaDriver& driver, CUstream stream, void* staging, std::uint64_t staging_bytes,
+                   bool to_arena)
+      : driver_(driver),
+        stream_(stream),
+        staging_(static_cast<unsigned char*>(staging)),
+        staging_bytes_(staging_bytes),
+        to_arena_(to_arena) {}
+
+  // One run: device [device, device + bytes) <-> the arena (`host` memory, or `fd` when host is
+  // null) at `arena_offset`.
+  Status Add(CUdeviceptr device, void* host, int fd, std::uint64_t arena_offset, std::uint64_t bytes) {
+    while (bytes > 0) {
+      if (used_ == staging_bytes_) GPUPROF_RETURN_IF_ERROR(Flush());
+      const std::uint64_t piece = std::min(bytes, staging_bytes_ - used_);
+      unsigned char* staged = staging_ + used_;
+      if (to_arena_) {
+        GPUPROF_RETURN_IF_ERROR(driver_.Check("cuMemcpyDtoHAsync(host-tier arena)",
+                                              driver_.MemcpyDtoHAsync(staged, device, piece, stream_)));
+        pending_.push_back({host, fd, arena_offset, used_, piece});
+      } else {
+        if (host != nullptr) {
+          std::memcpy(staged, static_cast<const unsigned char*>(host) + arena_offset, piece);
+        } else {
+          GPUPROF_RETURN_IF_ERROR(ReadFully(fd, staged, piece, arena_offset));
+        }
+        GPUPROF_RETURN_IF_ERROR(driver_.Check("cuMemcpyHtoDAsync(host-tier arena)",
+                                              driver_.MemcpyHtoDAsync(device, staged, piece, stream_)));
+      }
+      used_ += piece;
+      device += piece;
+      arena_offset += piece;
+      bytes -= piece;
+    }
+    return OkStatus();
+  }
+
+  Status Finish() { return Flush(); }
 
  private:
+  struct Pending {  // staged bytes still to be written to the arena
+    void* host;
+    int fd;
+    std::uint64_t arena_offset;
+    std::uint64_t staging_offset;
+    std::uint64_t bytes;
+  };
+
+  Status Flush() {
+    if (used_ == 0) return OkStatus();
+    GPUPROF_RETURN_IF_ERROR(driver_.Check("cuStreamSynchronize", driver_.StreamSynchronize(stream_)));
+    for (const Pending& p : pending_) {
+      const unsigned char* staged = staging_ + p.staging_offset;
+      if (p.host != nullptr) {
+        std::memcpy(static_cast<unsigned char*>(p.host) + p.arena_offset, staged, p.bytes);
+      } else {
+        GPUPROF_RETURN_IF_ERROR(WriteFully(p.fd, staged, p.bytes, p.arena_offset));
+      }
+    }
+    pending_.clear();
+    used_ = 0;
+    return OkStatus();
+  }
+
   const CudaDriver& driver_;
-  StorageTier tier_;
-  std::uint64_t size_;
-  CUdeviceptr device_ptr_;
-  void* host_;
+  CUstream stream_;
+  unsigned char* staging_;
+  std::uint64_t staging_bytes_;
+  bool to_arena_;
+  std::uint64_t used_ = 0;
+  std::vector<Pending> pending_;
 };
 
 }  // namespace
 
+// Requests from Synchronize to the helper thread that calls cuCtxSynchronize. A drain started
+// after request r was made covers it: `finished >= r` means every piece of work queued before
+// request r was made has completed.
+struct CudaDevice::DrainState {
+  const CudaDriver* driver = nullptr;
+  CUcontext context = nullptr;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool thread_started = false;     // guarded by mu, as is everything below
+  bool stop = false;               // the device is gone: the helper exits after its current drain
+  std::uint64_t requested = 0;     // requests made
+  std::uint64_t started = 0;       // requests covered by the drain in progress (or the last one)
+  std::uint64_t finished = 0;      // requests covered by finished drains
+  CUresult result = CUDA_SUCCESS;  // of the last finished drain
+  bool abandoned = false;          // a caller stopped waiting for a drain that has not finished
+  std::int64_t drain_started_ns = 0;
+
+  static void Run(const std::shared_ptr<DrainState>& state) {
+    DrainState& s = *state;
+    std::unique_lock<std::mutex> lock(s.mu);
+    for (;;) {
+      s.cv.wait(lock, [&s] { return s.stop || s.requested > s.started; });
+      if (s.stop) return;
+      const std::uint64_t covers = s.requested;
+      s.started = covers;
+      s.drain_started_ns = base::MonotonicNowNs();
+      lock.unlock();
+      CUresult result = CUDA_SUCCESS;
+      {
+        InternalScope scope(*s.driver, s.context);
+        result = scope.ok() ? s.driver->CtxSynchronize() : CUDA_ERROR_INVALID_CONTEXT;
+      }
+      lock.lock();
+      s.finished = covers;
+      s.result = result;
+      s.abandoned = false;
+      s.cv.notify_all();
+    }
+  }
+};
+
 CudaDevice::CudaDevice(const CudaDriver& driver, int ordinal, CudaDeviceOptions options)
-    : driver_(driver), ordinal_(ordinal), options_(options) {}
+    : driver_(driver),
+      ordinal_(ordinal),
+      options_(std::move(options)),
+      drain_(std::make_shared<DrainState>()) {
+  drain_->driver = &driver_;
+}
 
 StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(const CudaDriver& driver, int ordinal,
                                                          CudaDeviceOptions options) {
-  std::unique_ptr<CudaDevice> device(new CudaDevice(driver, ordinal, options));
+  std::unique_ptr<CudaDevice> device(new CudaDevice(driver, ordinal, std::move(options)));
   GPUPROF_RETURN_IF_ERROR(device->Init().WithContext("CUDA device " + std::to_string(ordinal)));
   return device;
 }
 
 Status CudaDevice::Init() {
   ScopedInternalWork internal;
+  if (options_.staging_bytes == 0) return InvalidArgumentError("CudaDeviceOptions::staging_bytes is 0");
   GPUPROF_RETURN_IF_ERROR(driver_.Check("cuDeviceGet", driver_.DeviceGet(&device_, ordinal_)));
   char name[256] = {};
   if (driver_.DeviceGetName(name, sizeof(name) - 1, device_) == CUDA_SUCCESS) name_ = name;
   GPUPROF_RETURN_IF_ERROR(
       driver_.Check("cuDevicePrimaryCtxRetain", driver_.DevicePrimaryCtxRetain(&context_, device_)));
+  drain_->context = context_;
   char pci[64] = {};
   sm_clock_ = std::make_unique<SmClock>(
       driver_.DeviceGetPCIBusId(pci, sizeof(pci) - 1, device_) == CUDA_SUCCESS ? std::string(pci)
@@ -103,12 +347,23 @@ Status CudaDevice::Init() {
 }
 
 CudaDevice::~CudaDevice() {
+  {
+    // A helper stuck in cuCtxSynchronize exits when the driver returns; it holds its own state.
+    std::lock_guard<std::mutex> lock(drain_->mu);
+    drain_->stop = true;
+    drain_->cv.notify_all();
+  }
   // The driver may already be shutting down at process exit: best effort, no checks.
   if (context_ == nullptr) return;
   InternalScope scope(driver_, context_);
+  std::lock_guard<std::mutex> lock(mu_);
+  // Even without the context: the pageable mapping and the spill file are the host's.
+  for (std::size_t tier = 0; tier < kStorageTierCount; ++tier) FreeArena(static_cast<StorageTier>(tier));
   if (!scope.ok()) return;
   if (l2_scratch_ != 0) driver_.MemFree(l2_scratch_);
   if (hashes_ != 0) driver_.MemFree(hashes_);
+  if (op_device_ != 0) driver_.MemFree(op_device_);
+  if (op_host_ != nullptr) driver_.MemFreeHost(op_host_);
   if (staging_ != nullptr) driver_.MemFreeHost(staging_);
 }
 
@@ -165,92 +420,45 @@ Status CudaDevice::CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_
   return Copy("cuMemcpyDtoDAsync", driver_.MemcpyDtoDAsync(dst, src, bytes, stream_));
 }
 
-StatusOr<std::unique_ptr<BackingBuffer>> CudaDevice::AllocateBacking(std::uint64_t bytes,
-                                                                     StorageTier preferred) {
-  InternalScope scope(driver_, context_);
-  if (preferred == StorageTier::kDevice) {
-    size_t free_bytes = 0;
-    size_t total_bytes = 0;
-    if (driver_.MemGetInfo(&free_bytes, &total_bytes) == CUDA_SUCCESS &&
-        free_bytes > options_.device_reserve_bytes && bytes <= free_bytes - options_.device_reserve_bytes) {
-      CUdeviceptr ptr = 0;
-      if (driver_.MemAlloc(&ptr, bytes) == CUDA_SUCCESS) {
-        return std::unique_ptr<BackingBuffer>(
-            new CudaBacking(driver_, StorageTier::kDevice, bytes, ptr, nullptr));
-      }
-    }
-    preferred = StorageTier::kPinnedHost;
-  }
-  if (preferred == StorageTier::kPinnedHost) {
-    void* host = nullptr;
-    if (driver_.MemHostAlloc(&host, bytes, 0) == CUDA_SUCCESS) {
-      return std::unique_ptr<BackingBuffer>(
-          new CudaBacking(driver_, StorageTier::kPinnedHost, bytes, 0, host));
-    }
-  }
-  void* host = ::operator new(bytes, std::nothrow);
-  if (host == nullptr) {
-    return ResourceExhaustedError("no device, pinned or pageable memory for a " + std::to_string(bytes) +
-                                  "-byte snapshot region");
-  }
-  return std::unique_ptr<BackingBuffer>(new CudaBacking(driver_, StorageTier::kPageableHost, bytes, 0, host));
-}
-
-Status CudaDevice::SaveToBacking(BackingBuffer& dst, std::uint64_t dst_offset, DevicePtr src,
-                                 std::uint64_t bytes) {
-  auto& backing = static_cast<CudaBacking&>(dst);
-  std::lock_guard<std::mutex> lock(mu_);
-  InternalScope scope(driver_, context_);
-  if (backing.tier() == StorageTier::kDevice) {
-    return Copy("cuMemcpyDtoDAsync(save)",
-                driver_.MemcpyDtoDAsync(backing.device_ptr() + dst_offset, src, bytes, stream_));
-  }
-  return Copy("cuMemcpyDtoHAsync(save)",
-              driver_.MemcpyDtoHAsync(static_cast<char*>(backing.host()) + dst_offset, src, bytes, stream_));
-}
-
-Status CudaDevice::RestoreFromBacking(DevicePtr dst, const BackingBuffer& src, std::uint64_t src_offset,
-                                      std::uint64_t bytes) {
-  const auto& backing = static_cast<const CudaBacking&>(src);
-  std::lock_guard<std::mutex> lock(mu_);
-  InternalScope scope(driver_, context_);
-  if (backing.tier() == StorageTier::kDevice) {
-    return Copy("cuMemcpyDtoDAsync(restore)",
-                driver_.MemcpyDtoDAsync(dst, backing.device_ptr() + src_offset, bytes, stream_));
-  }
-  return Copy(
-      "cuMemcpyHtoDAsync(restore)",
-      driver_.MemcpyHtoDAsync(dst, static_cast<const char*>(backing.host()) + src_offset, bytes, stream_));
-}
-
 Status CudaDevice::LoadChunkKernels() {
-  if (hash_kernel_ != nullptr) return OkStatus();
+  if (hash_kernel_ != nullptr && op_kernel_ != nullptr) return OkStatus();
   if (chunk_kernels_failed_) return UnavailableError("the chunk kernels did not load earlier");
   CUmodule module = nullptr;
   CUresult result = driver_.ModuleLoadData(&module, kChunkKernelsPtx);
   if (result == CUDA_SUCCESS)
     result = driver_.ModuleGetFunction(&hash_kernel_, module, kHashChunksKernelName);
-  if (result == CUDA_SUCCESS)
-    result = driver_.ModuleGetFunction(&compare_kernel_, module, kCompareChunksKernelName);
+  if (result == CUDA_SUCCESS) result = driver_.ModuleGetFunction(&op_kernel_, module, kChunkOpKernelName);
   if (result != CUDA_SUCCESS) {
     chunk_kernels_failed_ = true;
     hash_kernel_ = nullptr;
-    compare_kernel_ = nullptr;
-    return UnavailableError(driver_.Error("loading the chunk-hash kernels", result));
+    op_kernel_ = nullptr;
+    return UnavailableError(driver_.Error("loading the chunk kernels", result));
   }
   int sms = 0;
   if (driver_.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_) != CUDA_SUCCESS ||
       sms <= 0) {
     sms = 1;
   }
-  hash_grid_limit_ = static_cast<std::uint64_t>(sms) * 8;
+  // The launch contract's grid: SMs x resident blocks (chunk_kernels.cu). The kernels' launch
+  // bounds ask for 8 and 4 resident blocks; those are the fallbacks when the driver cannot say.
+  auto resident = [&](CUfunction kernel, int fallback) {
+    int blocks = 0;
+    if (driver_.OccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks, kernel, static_cast<int>(kChunkKernelBlockSize), 0) != CUDA_SUCCESS ||
+        blocks <= 0) {
+      blocks = fallback;
+    }
+    return static_cast<std::uint64_t>(sms) * static_cast<std::uint64_t>(blocks);
+  };
+  hash_grid_limit_ = resident(hash_kernel_, 8);
+  op_grid_limit_ = resident(op_kernel_, 4);
   return OkStatus();
 }
 
 Status CudaDevice::HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
                               std::span<std::uint64_t> out) {
   if (chunk_size == 0) return InvalidArgumentError("HashChunks: chunk_size is 0");
-  const std::uint64_t chunks = bytes == 0 ? 0 : (bytes + chunk_size - 1) / chunk_size;
+  const std::uint64_t chunks = bytes == 0 ? 0 : ChunksOf(bytes, chunk_size);
   if (out.size() < chunks) return InvalidArgumentError("HashChunks: output span too small");
   if (chunks == 0) return OkStatus();
   std::lock_guard<std::mutex> lock(mu_);
@@ -304,43 +512,519 @@ Status CudaDevice::EnsureKernelOutput(std::uint64_t bytes) {
   return OkStatus();
 }
 
-Status CudaDevice::CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset,
-                                 std::uint64_t bytes, std::uint64_t chunk_size,
-                                 std::span<std::uint8_t> dirty) {
-  const auto& backing = static_cast<const CudaBacking&>(saved);
-  if (backing.tier() != StorageTier::kDevice) {
-    return UnimplementedError(std::string("CompareChunks: the snapshot is in ") +
-                              std::string(StorageTierName(backing.tier())) + " storage, not on the device");
+Status CudaDevice::EnsureOpBuffers(std::uint64_t bytes) {
+  if (bytes <= op_capacity_) return OkStatus();
+  const std::uint64_t doubled =
+      op_capacity_ <= std::numeric_limits<std::uint64_t>::max() / 2 ? 2 * op_capacity_ : 0;
+  std::uint64_t capacity = 0;
+  if (!RoundUp(std::max(bytes, doubled), kOpBufferGranule, &capacity)) {
+    return ResourceExhaustedError("RunChunkOp: a " + std::to_string(bytes) +
+                                  "-byte table does not fit in memory");
   }
-  if (chunk_size == 0) return InvalidArgumentError("CompareChunks: chunk_size is 0");
-  const std::uint64_t chunks = bytes == 0 ? 0 : (bytes + chunk_size - 1) / chunk_size;
-  if (dirty.size() != chunks) return InvalidArgumentError("CompareChunks: output span has the wrong size");
-  if (saved_offset > backing.size() || bytes > backing.size() - saved_offset) {
-    return InvalidArgumentError("CompareChunks: range exceeds the snapshot buffer");
+  // Nothing is in flight on the private stream here: every operation waits for its work before
+  // it returns (or, failing, before it lets go of mu_).
+  if (op_device_ != 0) driver_.MemFree(op_device_);
+  if (op_host_ != nullptr) driver_.MemFreeHost(op_host_);
+  op_device_ = 0;
+  op_host_ = nullptr;
+  op_capacity_ = 0;
+  CUdeviceptr device = 0;
+  if (CUresult r = driver_.MemAlloc(&device, capacity); r != CUDA_SUCCESS) {
+    return ResourceExhaustedError(driver_.Error("cuMemAlloc(RunChunkOp table)", r) + " for " +
+                                  std::to_string(capacity) + " bytes");
   }
-  if (chunks == 0) return OkStatus();
-  std::lock_guard<std::mutex> lock(mu_);
-  InternalScope scope(driver_, context_);
-  GPUPROF_RETURN_IF_ERROR(LoadChunkKernels());
-  const std::uint64_t flag_bytes = chunks * sizeof(std::uint32_t);
-  GPUPROF_RETURN_IF_ERROR(EnsureKernelOutput(flag_bytes));
-  CUdeviceptr a = current;
-  CUdeviceptr b = backing.device_ptr() + saved_offset;
-  unsigned long long length = bytes;
-  unsigned long long chunk = chunk_size;
-  CUdeviceptr flags = hashes_;
-  void* params[] = {&a, &b, &length, &chunk, &flags};
-  const auto grid = static_cast<unsigned>(std::min(chunks, hash_grid_limit_));
-  GPUPROF_RETURN_IF_ERROR(
-      driver_.Check("launching the chunk-compare kernel",
-                    driver_.LaunchKernel(compare_kernel_, grid, 1, 1, kChunkKernelBlockSize, 1, 1, 0, stream_,
-                                         params, nullptr)));
-  std::vector<std::uint32_t> host_flags(chunks);
-  GPUPROF_RETURN_IF_ERROR(Copy("cuMemcpyDtoHAsync(dirty flags)",
-                               driver_.MemcpyDtoHAsync(host_flags.data(), hashes_, flag_bytes, stream_)));
-  for (std::uint64_t i = 0; i < chunks; ++i) dirty[i] = host_flags[i] != 0 ? 1 : 0;
+  void* host = nullptr;
+  if (CUresult r = driver_.MemHostAlloc(&host, capacity, 0); r != CUDA_SUCCESS) {
+    driver_.MemFree(device);
+    return ResourceExhaustedError(driver_.Error("cuMemHostAlloc(RunChunkOp table)", r) + " for " +
+                                  std::to_string(capacity) + " bytes");
+  }
+  op_device_ = device;
+  op_host_ = host;
+  op_capacity_ = capacity;
   return OkStatus();
 }
+
+// ---- the snapshot arena ----
+
+std::uint64_t CudaDevice::ArenaLimit(StorageTier tier) {
+  std::lock_guard<std::mutex> lock(mu_);
+  InternalScope scope(driver_, context_);
+  return ArenaLimitLocked(tier);
+}
+
+std::uint64_t CudaDevice::ArenaLimitLocked(StorageTier tier) {
+  if (TierIndex(tier) >= kStorageTierCount) return 0;
+  const std::uint64_t held = arenas_[TierIndex(tier)].capacity;
+  switch (tier) {
+    case StorageTier::kDevice: {
+      size_t free_bytes = 0;
+      size_t total_bytes = 0;
+      if (driver_.MemGetInfo(&free_bytes, &total_bytes) != CUDA_SUCCESS) return held;
+      const std::uint64_t above_reserve =
+          free_bytes > options_.device_reserve_bytes ? free_bytes - options_.device_reserve_bytes : 0;
+      return SaturatingAdd(held, above_reserve);
+    }
+    case StorageTier::kPinnedHost: return std::max(held, options_.pinned_limit_bytes);
+    case StorageTier::kPageableHost: return SaturatingAdd(held, HostMemoryAvailable() / 2);
+    case StorageTier::kFile: {
+      if (options_.spill_directory.empty()) return 0;
+      const std::uint64_t space = FileSpaceAvailable(options_.spill_directory);
+      return SaturatingAdd(held, space > kSpillFreeMarginBytes ? space - kSpillFreeMarginBytes : 0);
+    }
+  }
+  return 0;
+}
+
+Status CudaDevice::ReserveArena(const TierBytes& bytes, std::uint64_t chunk_size) {
+  if (chunk_size == 0) return InvalidArgumentError("ReserveArena: chunk_size is 0");
+  std::lock_guard<std::mutex> lock(mu_);
+  InternalScope scope(driver_, context_);
+  if (!scope.ok()) return InternalError("ReserveArena: cuCtxPushCurrent failed");
+  if (chunk_size != arena_chunk_size_) {
+    // Slots change size: every saved hash is void. Start over in the new chunk size.
+    bool freed = false;
+    for (std::size_t tier = 0; tier < kStorageTierCount; ++tier) {
+      freed = FreeArena(static_cast<StorageTier>(tier)) || freed;
+    }
+    if (freed) ++arena_stats_.generation;
+    arena_chunk_size_ = chunk_size;
+  }
+  for (std::size_t tier = 0; tier < kStorageTierCount; ++tier) {
+    if (bytes[tier] > arenas_[tier].capacity) {
+      GPUPROF_RETURN_IF_ERROR(GrowArena(static_cast<StorageTier>(tier), bytes[tier]));
+    }
+  }
+  return OkStatus();
+}
+
+Status CudaDevice::GrowArena(StorageTier tier, std::uint64_t bytes) {
+  const std::uint64_t chunk = arena_chunk_size_;
+  Arena& arena = arenas_[TierIndex(tier)];
+  const std::string what = TierName(tier) + "-tier arena";
+  std::uint64_t need = 0;
+  if (!RoundUp(bytes, chunk, &need) || need / chunk > std::numeric_limits<std::uint64_t>::max() / 8) {
+    return ResourceExhaustedError(what + ": " + std::to_string(bytes) + " bytes cannot be addressed");
+  }
+  const std::uint64_t old = arena.capacity;
+  // Geometric growth, in whole chunks (old is a multiple of chunk, so 2 * old is too).
+  std::uint64_t grown = std::max(need, old <= std::numeric_limits<std::uint64_t>::max() / 2 ? 2 * old : need);
+  const std::int64_t start_ns = base::MonotonicNowNs();
+
+  switch (tier) {
+    case StorageTier::kDevice: {
+      size_t free_bytes = 0;
+      size_t total_bytes = 0;
+      if (CUresult r = driver_.MemGetInfo(&free_bytes, &total_bytes); r != CUDA_SUCCESS) {
+        return InternalError(driver_.Error("cuMemGetInfo", r) + " (growing the " + what + ")");
+      }
+      // The old block and its hashes are freed first: they count as free for the new ones.
+      const std::uint64_t available =
+          SaturatingAdd(free_bytes, old == 0 ? 0 : old + old / chunk * sizeof(std::uint64_t));
+      const std::uint64_t usable =
+          available > options_.device_reserve_bytes ? available - options_.device_reserve_bytes : 0;
+      // A capacity c costs c bytes plus c / chunk saved hashes.
+      const std::uint64_t most = usable / (chunk + sizeof(std::uint64_t)) * chunk;
+      if (need > most) {
+        return ResourceExhaustedError(what + ": " + std::to_string(need) + " bytes needed, " +
+                                      std::to_string(most) + " available above the " +
+                                      std::to_string(options_.device_reserve_bytes) + "-byte device reserve");
+      }
+      grown = std::min(grown, most);
+      if (FreeArena(tier)) ++arena_stats_.generation;
+      CUdeviceptr block = 0;
+      CUresult r = driver_.MemAlloc(&block, grown);
+      if (r != CUDA_SUCCESS && grown > need) {
+        grown = need;
+        r = driver_.MemAlloc(&block, grown);
+      }
+      if (r != CUDA_SUCCESS) {
+        return ResourceExhaustedError(driver_.Error("cuMemAlloc", r) + " for the " + what + " (" +
+                                      std::to_string(grown) + " bytes)");
+      }
+      arena.device = block;
+      break;
+    }
+    case StorageTier::kPinnedHost: {
+      const std::uint64_t limit = RoundDown(options_.pinned_limit_bytes, chunk);
+      if (need > limit) {
+        return ResourceExhaustedError(what + ": " + std::to_string(need) +
+                                      " bytes needed, the pinned pool's limit is " +
+                                      std::to_string(options_.pinned_limit_bytes));
+      }
+      grown = std::min(grown, limit);
+      if (FreeArena(tier)) ++arena_stats_.generation;
+      // DEVICEMAP: the chunk kernel reads and writes it through its device address (zero-copy);
+      // PORTABLE: pinned for every context, not only the primary one that allocates it.
+      constexpr unsigned kFlags = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE;
+      void* host = nullptr;
+      CUresult r = driver_.MemHostAlloc(&host, grown, kFlags);
+      if (r != CUDA_SUCCESS && grown > need) {
+        grown = need;
+        r = driver_.MemHostAlloc(&host, grown, kFlags);
+      }
+      if (r != CUDA_SUCCESS) {
+        return ResourceExhaustedError(driver_.Error("cuMemHostAlloc(DEVICEMAP | PORTABLE)", r) + " for the " +
+                                      what + " (" + std::to_string(grown) + " bytes)");
+      }
+      CUdeviceptr mapped = 0;
+      if (r = driver_.MemHostGetDevicePointer(&mapped, host, 0); r != CUDA_SUCCESS) {
+        driver_.MemFreeHost(host);
+        return InternalError(driver_.Error("cuMemHostGetDevicePointer", r) + " for the " + what);
+      }
+      arena.host = host;
+      arena.device = mapped;
+      break;
+    }
+    case StorageTier::kPageableHost: {
+      const std::uint64_t limit = ArenaLimitLocked(tier);
+      if (need > limit) {
+        return ResourceExhaustedError(what + ": " + std::to_string(need) + " bytes needed, about " +
+                                      std::to_string(limit) + " available");
+      }
+      grown = std::min(grown, std::max(need, RoundDown(limit, chunk)));
+      if (FreeArena(tier)) ++arena_stats_.generation;
+      // Anonymous pages: zero and untouched until a capture writes them, and returned to the
+      // system whole by munmap.
+      void* host = mmap(nullptr, grown, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (host == MAP_FAILED && grown > need) {
+        grown = need;
+        host = mmap(nullptr, grown, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      }
+      if (host == MAP_FAILED) {
+        return ResourceExhaustedError(what + ": mmap of " + std::to_string(grown) +
+                                      " bytes failed: " + base::ErrnoText(errno));
+      }
+      arena.host = host;
+      break;
+    }
+    case StorageTier::kFile: {
+      if (options_.spill_directory.empty()) {
+        return ResourceExhaustedError(what + ": no spill directory is configured");
+      }
+      const std::uint64_t limit = ArenaLimitLocked(tier);
+      if (need > limit) {
+        return ResourceExhaustedError(what + ": " + std::to_string(need) + " bytes needed, " +
+                                      std::to_string(limit) + " available in " + options_.spill_directory);
+      }
+      grown = std::min(grown, std::max(need, RoundDown(limit, chunk)));
+      // The file is kept and only lengthened; its saved hashes are made anew, so what it held is
+      // forgotten all the same.
+      int fd = arena.fd;
+      arena.fd = -1;
+      if (FreeArena(tier)) ++arena_stats_.generation;
+      if (fd < 0) GPUPROF_RETURN_IF_ERROR(CreateSpillFile(&fd));
+      int truncated = ftruncate(fd, static_cast<off_t>(grown));
+      if (truncated != 0 && grown > need) {
+        grown = need;
+        truncated = ftruncate(fd, static_cast<off_t>(grown));
+      }
+      if (truncated != 0) {
+        const int err = errno;
+        close(fd);
+        return ResourceExhaustedError(what + ": cannot make the spill file " + std::to_string(grown) +
+                                      " bytes long: " + base::ErrnoText(err));
+      }
+      arena.fd = fd;
+      break;
+    }
+  }
+
+  // Every tier's saved hashes, one per slot, on the device (the kernel compares and updates them).
+  const std::uint64_t hash_bytes = grown / chunk * sizeof(std::uint64_t);
+  CUdeviceptr saved = 0;
+  CUresult r = driver_.MemAlloc(&saved, hash_bytes);
+  if (r == CUDA_SUCCESS) r = driver_.MemsetD8Async(saved, 0, hash_bytes, stream_);
+  if (r != CUDA_SUCCESS) {
+    if (saved != 0) driver_.MemFree(saved);
+    arena.capacity = grown;  // so that FreeArena releases the block just made
+    FreeArena(tier);
+    ++arena_stats_.generation;
+    return ResourceExhaustedError(driver_.Error("cuMemAlloc/cuMemsetD8Async", r) + " for the " + what +
+                                  "'s " + std::to_string(hash_bytes) + " bytes of saved hashes");
+  }
+  arena.saved_hashes = saved;
+  arena.capacity = grown;
+  if (tier == StorageTier::kDevice) device_arena_bytes_.store(grown, std::memory_order_relaxed);
+  ++arena_stats_.allocations;
+  arena_stats_.allocation_ns +=
+      static_cast<std::uint64_t>(std::max<std::int64_t>(0, base::MonotonicNowNs() - start_ns));
+  return OkStatus();
+}
+
+Status CudaDevice::CreateSpillFile(int* fd) {
+  // mkostemp opens with O_RDWR | O_CREAT | O_EXCL and mode 0600: a fresh file nobody else can read,
+  // never one that an attacker placed there. It is unlinked at once, so it vanishes with the
+  // last descriptor, at exit or crash alike.
+  std::string path = options_.spill_directory;
+  if (path.back() != '/') path += '/';
+  path += "gpuprof-spill-" + std::to_string(getpid()) + "-" + std::to_string(ordinal_) + "-XXXXXX";
+  std::vector<char> name(path.begin(), path.end());
+  name.push_back('\0');
+  const int created = mkostemp(name.data(), O_CLOEXEC);
+  if (created < 0) {
+    return ResourceExhaustedError("file-tier arena: cannot create a spill file in " +
+                                  options_.spill_directory + ": " + base::ErrnoText(errno));
+  }
+  if (unlink(name.data()) != 0) {
+    const int err = errno;
+    close(created);
+    return InternalError(std::string("file-tier arena: cannot unlink the spill file ") + name.data() + ": " +
+                         base::ErrnoText(err));
+  }
+  *fd = created;
+  return OkStatus();
+}
+
+bool CudaDevice::FreeArena(StorageTier tier) {
+  Arena& arena = arenas_[TierIndex(tier)];
+  const bool held = arena.capacity != 0 || arena.fd >= 0;
+  if (arena.saved_hashes != 0) driver_.MemFree(arena.saved_hashes);
+  switch (tier) {
+    case StorageTier::kDevice:
+      if (arena.device != 0) driver_.MemFree(arena.device);
+      device_arena_bytes_.store(0, std::memory_order_relaxed);
+      break;
+    case StorageTier::kPinnedHost:
+      if (arena.host != nullptr) driver_.MemFreeHost(arena.host);
+      break;
+    case StorageTier::kPageableHost:
+      if (arena.host != nullptr) munmap(arena.host, arena.capacity);
+      break;
+    case StorageTier::kFile:
+      if (arena.fd >= 0) close(arena.fd);
+      break;
+  }
+  arena = Arena{};
+  return held;
+}
+
+void CudaDevice::ReleaseArena() {
+  std::lock_guard<std::mutex> lock(mu_);
+  InternalScope scope(driver_, context_);
+  bool freed = false;
+  for (std::size_t tier = 0; tier < kStorageTierCount; ++tier) {
+    freed = FreeArena(static_cast<StorageTier>(tier)) || freed;
+  }
+  if (freed) {
+    ++arena_stats_.generation;
+    ++arena_stats_.releases;
+  }
+}
+
+bool CudaDevice::MakeRoomFor(std::uint64_t bytes) {
+  if (device_arena_bytes() == 0) return false;  // the common case: one load, no lock
+  std::lock_guard<std::mutex> lock(mu_);
+  InternalScope scope(driver_, context_);
+  if (arenas_[TierIndex(StorageTier::kDevice)].capacity == 0) return false;
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  if (driver_.MemGetInfo(&free_bytes, &total_bytes) != CUDA_SUCCESS) return false;
+  if (free_bytes >= SaturatingAdd(bytes, kMakeRoomSlackBytes)) return false;
+  const std::uint64_t released = arenas_[TierIndex(StorageTier::kDevice)].capacity;
+  FreeArena(StorageTier::kDevice);
+  ++arena_stats_.generation;
+  ++arena_stats_.releases;
+  GPUPROF_LOG(kInfo) << "device " << ordinal_ << ": released the " << released
+                     << "-byte device-tier snapshot arena for an application allocation of " << bytes
+                     << " bytes";
+  return true;
+}
+
+ArenaStats CudaDevice::arena_stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ArenaStats stats = arena_stats_;
+  for (std::size_t tier = 0; tier < kStorageTierCount; ++tier) stats.capacity[tier] = arenas_[tier].capacity;
+  return stats;
+}
+
+// ---- RunChunkOp ----
+
+StatusOr<ChunkOpResult> CudaDevice::RunChunkOp(ChunkOp op, std::span<const ArenaRegion> regions,
+                                               std::uint64_t chunk_size, std::span<std::uint64_t> hashes) {
+  const std::string what = "RunChunkOp(" + std::string(ChunkOpName(op)) + ")";
+  if (chunk_size == 0) return InvalidArgumentError(what + ": chunk_size is 0");
+  std::lock_guard<std::mutex> lock(mu_);
+  InternalScope scope(driver_, context_);
+  if (!scope.ok()) return InternalError(what + ": cuCtxPushCurrent failed");
+
+  // Check the table and count its chunks (chunk_op_abi.h's first_chunk), before anything runs.
+  const bool any_bytes =
+      std::any_of(regions.begin(), regions.end(), [](const ArenaRegion& r) { return r.size != 0; });
+  if (any_bytes && chunk_size != arena_chunk_size_) {
+    return FailedPreconditionError(what + ": chunk size " + std::to_string(chunk_size) + ", the arena's is " +
+                                   std::to_string(arena_chunk_size_) + " (ReserveArena first)");
+  }
+  std::uint64_t total_chunks = 0;
+  std::uint64_t entries = 0;
+  std::vector<HostCopyRegion> host_regions;
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    const ArenaRegion& region = regions[i];
+    if (region.size == 0) continue;
+    // Only a failure pays for the message (a table may have thousands of regions).
+    auto where = [&] {
+      return what + ": region " + std::to_string(i) + " (" + std::to_string(region.size) + " bytes at " +
+             std::to_string(region.base) + ")";
+    };
+    if (TierIndex(region.tier) >= kStorageTierCount)
+      return InvalidArgumentError(where() + ": no such storage tier");
+    const Arena& arena = arenas_[TierIndex(region.tier)];
+    if (region.arena_offset % chunk_size != 0) {
+      return InvalidArgumentError(where() + ": arena offset " + std::to_string(region.arena_offset) +
+                                  " is not a multiple of the chunk size");
+    }
+    if (region.arena_offset > arena.capacity || region.size > arena.capacity - region.arena_offset) {
+      return FailedPreconditionError(where() + ": arena offset " + std::to_string(region.arena_offset) +
+                                     " is past the end of the " + TierName(region.tier) + "-tier arena (" +
+                                     std::to_string(arena.capacity) + " bytes; released or never reserved?)");
+    }
+    if (region.base > std::numeric_limits<std::uint64_t>::max() - region.size) {
+      return InvalidArgumentError(where() + ": the region wraps around the address space");
+    }
+    if (region.tier == StorageTier::kPageableHost || region.tier == StorageTier::kFile) {
+      host_regions.push_back({region.base, region.size, region.tier, region.arena_offset, total_chunks});
+    }
+    total_chunks += ChunksOf(region.size, chunk_size);
+    ++entries;
+  }
+  if (!hashes.empty() && hashes.size() != total_chunks) {
+    return InvalidArgumentError(what + ": " + std::to_string(hashes.size()) + " hashes for a table of " +
+                                std::to_string(total_chunks) + " chunks");
+  }
+  ChunkOpResult result;
+  result.chunks = total_chunks;
+  if (total_chunks == 0) return result;
+  if (entries > std::numeric_limits<unsigned>::max()) {
+    return InvalidArgumentError(what + ": " + std::to_string(entries) + " regions in one table");
+  }
+  GPUPROF_RETURN_IF_ERROR(LoadChunkKernels().WithContext(what));
+
+  // One buffer, mirrored on the device and in pinned memory:
+  //   [table | counters (chunk_op_abi.h) | hashes (when asked) | flags (when host tiers choose)]
+  // table and counters go up in one copy; counters and hashes come back in one, flags in another.
+  const bool want_hashes = !hashes.empty();
+  const bool want_flags = !host_regions.empty() && OpChooses(op);
+  const std::uint64_t table_offset = 0;
+  const std::uint64_t counters_offset = entries * sizeof(ChunkOpRegion);
+  const std::uint64_t hashes_offset = counters_offset + kChunkOpCounters * sizeof(std::uint64_t);
+  const std::uint64_t flags_offset = hashes_offset + (want_hashes ? total_chunks * sizeof(std::uint64_t) : 0);
+  const std::uint64_t buffer_bytes = flags_offset + (want_flags ? total_chunks : 0);
+  GPUPROF_RETURN_IF_ERROR(EnsureOpBuffers(buffer_bytes).WithContext(what));
+
+  auto* host = static_cast<unsigned char*>(op_host_);
+  auto* table = reinterpret_cast<ChunkOpRegion*>(host + table_offset);
+  std::uint64_t first_chunk = 0;
+  std::size_t entry = 0;
+  for (const ArenaRegion& region : regions) {
+    if (region.size == 0) continue;
+    const Arena& arena = arenas_[TierIndex(region.tier)];
+    ChunkOpRegion& e = table[entry++];
+    e.base = region.base;
+    e.size = region.size;
+    e.saved = arena.saved_hashes + region.arena_offset / chunk_size * sizeof(std::uint64_t);
+    e.first_chunk = first_chunk;
+    e.reserved = 0;
+    switch (region.tier) {
+      case StorageTier::kDevice:
+        e.access = kChunkAccessDevice;
+        e.copy = arena.device + region.arena_offset;
+        break;
+      case StorageTier::kPinnedHost:
+        e.access = kChunkAccessMapped;
+        e.copy = arena.device + region.arena_offset;  // the pinned block's mapped address
+        break;
+      case StorageTier::kPageableHost:
+      case StorageTier::kFile:
+        e.access = kChunkAccessHost;
+        e.copy = 0;
+        break;
+    }
+    first_chunk += ChunksOf(region.size, chunk_size);
+  }
+  auto* counters = reinterpret_cast<std::uint64_t*>(host + counters_offset);
+  std::fill(counters, counters + kChunkOpCounters, std::uint64_t{0});
+
+  // From the first enqueue on, a failure must still wait for what was enqueued: the buffers are
+  // reused (or freed) by the next call.
+  auto fail = [&](Status status) {
+    driver_.StreamSynchronize(stream_);
+    return status.WithContext(what);
+  };
+  CUresult r = driver_.MemcpyHtoDAsync(op_device_, host, hashes_offset, stream_);
+  if (r != CUDA_SUCCESS) return fail(driver_.Check("cuMemcpyHtoDAsync(table)", r));
+  CUdeviceptr table_arg = op_device_ + table_offset;
+  auto count_arg = static_cast<unsigned>(entries);
+  unsigned long long chunks_arg = total_chunks;
+  unsigned long long chunk_arg = chunk_size;
+  unsigned op_arg = KernelOpCode(op);
+  CUdeviceptr hashes_arg = want_hashes ? op_device_ + hashes_offset : 0;
+  CUdeviceptr flags_arg = want_flags ? op_device_ + flags_offset : 0;
+  CUdeviceptr counters_arg = op_device_ + counters_offset;
+  void* params[] = {&table_arg, &count_arg,  &chunks_arg, &chunk_arg,
+                    &op_arg,    &hashes_arg, &flags_arg,  &counters_arg};
+  const auto grid = static_cast<unsigned>(
+      std::min({total_chunks, op_grid_limit_, static_cast<std::uint64_t>(std::numeric_limits<int>::max())}));
+  r = driver_.LaunchKernel(op_kernel_, grid, 1, 1, kChunkKernelBlockSize, 1, 1, 0, stream_, params, nullptr);
+  if (r != CUDA_SUCCESS) return fail(driver_.Check("cuLaunchKernel(gpuprof_chunk_op)", r));
+  r = driver_.MemcpyDtoHAsync(host + counters_offset, op_device_ + counters_offset,
+                              flags_offset - counters_offset, stream_);
+  if (r != CUDA_SUCCESS) return fail(driver_.Check("cuMemcpyDtoHAsync(counters, hashes)", r));
+  if (want_flags) {
+    // Only the span of chunks the host regions cover.
+    const std::uint64_t begin = host_regions.front().first_chunk;
+    const std::uint64_t end =
+        host_regions.back().first_chunk + ChunksOf(host_regions.back().size, chunk_size);
+    r = driver_.MemcpyDtoHAsync(host + flags_offset + begin, op_device_ + flags_offset + begin, end - begin,
+                                stream_);
+    if (r != CUDA_SUCCESS) return fail(driver_.Check("cuMemcpyDtoHAsync(flags)", r));
+  }
+  r = driver_.StreamSynchronize(stream_);
+  if (r != CUDA_SUCCESS) return driver_.Check("cuStreamSynchronize", r).WithContext(what);
+
+  if (want_hashes) std::memcpy(hashes.data(), host + hashes_offset, total_chunks * sizeof(std::uint64_t));
+  result.copied_chunks = counters[kChunkOpCopiedChunks];
+  result.copied_bytes = counters[kChunkOpCopiedBytes];
+  if (!host_regions.empty() && op != ChunkOp::kHash) {
+    GPUPROF_RETURN_IF_ERROR(
+        CopyHostTierChunks(op, host_regions, want_flags ? host + flags_offset : nullptr, chunk_size, &result)
+            .WithContext(what));
+  }
+  return result;
+}
+
+Status CudaDevice::CopyHostTierChunks(ChunkOp op, std::span<const HostCopyRegion> regions,
+                                      const std::uint8_t* flags, std::uint64_t chunk_size,
+                                      ChunkOpResult* result) {
+  StagedHostCopier copier(driver_, stream_, staging_, options_.staging_bytes, OpCopiesToArena(op));
+  Status status;
+  for (const HostCopyRegion& region : regions) {
+    const Arena& arena = arenas_[TierIndex(region.tier)];
+    void* host = region.tier == StorageTier::kPageableHost ? arena.host : nullptr;
+    const std::uint64_t chunks = ChunksOf(region.size, chunk_size);
+    auto wanted = [&](std::uint64_t k) { return flags == nullptr || flags[region.first_chunk + k] != 0; };
+    // Runs of adjacent chunks to copy: [run, c).
+    std::uint64_t c = 0;
+    while (c < chunks && status.ok()) {
+      if (!wanted(c)) {
+        ++c;
+        continue;
+      }
+      const std::uint64_t run = c;
+      while (c < chunks && wanted(c)) ++c;
+      const std::uint64_t offset = run * chunk_size;
+      const std::uint64_t bytes = std::min(c * chunk_size, region.size) - offset;
+      status = copier.Add(region.base + offset, host, arena.fd, region.arena_offset + offset, bytes);
+      result->copied_chunks += c - run;
+      result->copied_bytes += bytes;
+    }
+    if (!status.ok()) break;
+  }
+  if (status.ok()) status = copier.Finish();
+  if (!status.ok()) driver_.StreamSynchronize(stream_);  // staging is reused by the next call
+  return status;
+}
+
+// ---- module variables, synchronization, caches ----
 
 void CudaDevice::RegisterModuleVariables(const std::vector<ModuleVariable>& variables) {
   std::lock_guard<std::mutex> lock(variables_mu_);
@@ -362,24 +1046,35 @@ StatusOr<std::vector<ModuleVariable>> CudaDevice::EnumerateModuleVariables() {
 }
 
 Status CudaDevice::Synchronize(std::chrono::nanoseconds timeout) {
-  // cuCtxSynchronize cannot be bounded: run it beside and wait at most `timeout`. A device that
-  // never drains leaves the helper blocked in the driver; the launch is declined meanwhile (R14).
-  auto done = std::make_shared<std::promise<CUresult>>();
-  std::future<CUresult> result = done->get_future();
-  try {
-    std::thread([this, done] {
-      InternalScope scope(driver_, context_);
-      done->set_value(driver_.CtxSynchronize());
-    }).detach();
-  } catch (const std::system_error& e) {
-    return UnavailableError(std::string("cannot start the drain thread: ") + e.what());
+  // cuCtxSynchronize cannot be bounded: the helper thread calls it, and this waits at most
+  // `timeout`. A device that never drains leaves the helper blocked in the driver; until it
+  // returns, every call fails at once (R14: the launch is declined, never hangs).
+  DrainState& s = *drain_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  if (s.abandoned) {
+    const std::int64_t running_ms = (base::MonotonicNowNs() - s.drain_started_ns) / 1000000;
+    return DeadlineExceededError("device " + std::to_string(ordinal_) +
+                                 " has not drained: an earlier drain " + "is still waiting after " +
+                                 std::to_string(running_ms) + " ms");
   }
-  if (result.wait_for(timeout) != std::future_status::ready) {
+  if (!s.thread_started) {
+    try {
+      std::thread([state = drain_] { DrainState::Run(state); }).detach();
+    } catch (const std::system_error& e) {
+      return UnavailableError(std::string("cannot start the drain thread: ") + e.what());
+    }
+    s.thread_started = true;
+  }
+  const std::uint64_t ticket = ++s.requested;
+  s.cv.notify_all();
+  const auto wait = std::min<std::chrono::nanoseconds>(timeout, kLongestDrainWait);
+  if (!s.cv.wait_for(lock, wait, [&s, ticket] { return s.finished >= ticket; })) {
+    s.abandoned = true;
     return DeadlineExceededError(
         "device " + std::to_string(ordinal_) + " did not drain within " +
         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) + " ms");
   }
-  return driver_.Check("cuCtxSynchronize", result.get());
+  return driver_.Check("cuCtxSynchronize", s.result);
 }
 
 Status CudaDevice::FlushL2(CUstream stream) {

@@ -6,24 +6,45 @@
 // inventory never see it (C1).
 //
 // - QueryPointer: cuPointerGetAttributes (range start/size, memory type, managed, ordinal).
-// - Backing (B2): device memory while the footprint stays under the free memory minus
-//   `device_reserve_bytes`, else pinned host, else pageable host, else ResourceExhausted.
-// - HashChunks (B1): the chunk-hash kernel of chunk_kernels.cu on the private stream, only the
-//   hashes copied back; where its PTX does not load, the same hash (ChunkHashReference) on the
-//   host over pinned staging copies, so hashes never depend on which path ran.
-// - CompareChunks (B1): the exact compare kernel against a device-tier backing; one flag per
-//   chunk copied back. Host-tier backings: Unimplemented (the snapshot then compares hashes).
+// - The snapshot arena (B2), one per storage tier, kept until released, grown geometrically
+//   (max(need, 2x what it held), in whole chunks):
+//     kDevice       one cuMemAlloc block, grown only while `device_reserve_bytes` stays free;
+//     kPinnedHost   one cuMemHostAlloc(DEVICEMAP | PORTABLE) block up to `pinned_limit_bytes`,
+//                   reached by the kernel through its mapped device address (zero-copy);
+//     kPageableHost one anonymous mmap;
+//     kFile         one spill file in `spill_directory`, created 0600 with O_EXCL and unlinked at
+//                   once (nothing is left behind, even after a crash), read and written with
+//                   pread/pwrite.
+//   Every tier's saved chunk hashes live on the device (one u64 per slot), where the kernel
+//   reads and writes them. MakeRoomFor frees the device tier when an application allocation
+//   would not fit beside it.
+// - RunChunkOp (B1, B3): one launch of gpuprof_chunk_op (chunk_kernels.cu) over the whole table on
+//   the private stream, after one upload of the table; counters and (when asked) the hashes come
+//   back in one copy, and the call waits once. The kernel copies device- and pinned-tier chunks
+//   itself. Pageable and file tiers are out of the kernel's reach: it hashes their chunks and
+//   flags the ones to copy, and the host then copies those (adjacent chunks coalesced into runs)
+//   through pinned staging: the slow path, several copies and waits per staging buffer's worth.
+// - HashChunks (B1): gpuprof_hash_chunks on the private stream, only the hashes copied back; where
+//   the PTX does not load, the same hash (ChunkHashReference) on the host over pinned staging
+//   copies, so hashes never depend on which path ran. (RunChunkOp has no host fallback: it is
+//   Unavailable when the kernels do not load.)
 // - EnumerateModuleVariables: the module variables registered through RegisterModuleVariables
 //   (the replay hook resolves them for every module loaded on the device, R7) and not yet
 //   unregistered by the module's unload.
-// - Synchronize: cuCtxSynchronize on a helper thread, waited for at most `timeout` (R14).
+// - Synchronize: cuCtxSynchronize on a helper thread (started at the first call, then reused),
+//   waited for at most `timeout` (R14). While a drain that a caller gave up on is still running,
+//   later calls fail with DeadlineExceeded at once instead of queueing behind it.
 // - SmClockKhz: NVML's current SM clock (C3), found by the device's PCI bus id.
 //
-// Thread-safety: all methods may be called from any thread.
+// Errors: every driver failure is a Status naming the call and the driver's error; nothing
+// aborts. Thread-safety: all methods may be called from any thread; one mutex serializes the
+// private stream, the staging buffers and the arena.
 #pragma once
 
 #include <cuda.h>
 
+#include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,16 +56,20 @@
 
 namespace gpuprof::device::cuda {
 
-struct CudaDeviceOptions {
-  // Device-tier backing is used only while this much device memory stays free (B2).
-  std::uint64_t device_reserve_bytes = std::uint64_t{2} << 30;
-  std::uint64_t staging_bytes = std::uint64_t{64} << 20;  // pinned staging for host hashing
+// The arena's bounds (device.h's ArenaOptions: device_reserve_bytes, pinned_limit_bytes,
+// spill_directory) plus the CUDA backend's own buffer.
+struct CudaDeviceOptions : ArenaOptions {
+  // Pinned staging: the host-hash fallback and the pageable and file tiers' copies.
+  std::uint64_t staging_bytes = std::uint64_t{64} << 20;
 };
 
 class CudaDevice final : public Device {
  public:
+  // `driver` must outlive the device and its drain helper (CudaDriver::Get's table lives for the
+  // process). Unavailable/Internal naming the failed call when the device cannot be set up.
   static StatusOr<std::unique_ptr<CudaDevice>> Create(const CudaDriver& driver, int ordinal,
                                                       CudaDeviceOptions options = {});
+  // Frees the arena and the buffers, best effort (the driver may be shutting down at exit).
   ~CudaDevice() override;
 
   int ordinal() const noexcept override { return ordinal_; }
@@ -53,18 +78,31 @@ class CudaDevice final : public Device {
   Status CopyDeviceToHost(void* dst, DevicePtr src, std::uint64_t bytes) override;
   Status CopyHostToDevice(DevicePtr dst, const void* src, std::uint64_t bytes) override;
   Status CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_t bytes) override;
-  StatusOr<std::unique_ptr<BackingBuffer>> AllocateBacking(std::uint64_t bytes,
-                                                           StorageTier preferred) override;
-  Status SaveToBacking(BackingBuffer& dst, std::uint64_t dst_offset, DevicePtr src,
-                       std::uint64_t bytes) override;
-  Status RestoreFromBacking(DevicePtr dst, const BackingBuffer& src, std::uint64_t src_offset,
-                            std::uint64_t bytes) override;
   Status HashChunks(DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
                     std::span<std::uint64_t> out) override;
-  Status CompareChunks(DevicePtr current, const BackingBuffer& saved, std::uint64_t saved_offset,
-                       std::uint64_t bytes, std::uint64_t chunk_size, std::span<std::uint8_t> dirty) override;
+
+  // kDevice: what the arena holds plus the free device memory above the reserve; kPinnedHost: the
+  // pool's limit; kPageableHost: what it holds plus half the host memory available now
+  // (/proc/meminfo MemAvailable); kFile: what it holds plus the spill directory's free space less
+  // 1 GiB, 0 without a spill directory.
+  std::uint64_t ArenaLimit(StorageTier tier) override;
+  Status ReserveArena(const TierBytes& bytes, std::uint64_t chunk_size) override;
+  void ReleaseArena() override;
+  // Frees the device tier (and its saved hashes) when less than `bytes` + 64 MiB of device memory
+  // is free. Cheap when the device tier holds nothing: one atomic load.
+  bool MakeRoomFor(std::uint64_t bytes) override;
+  ArenaStats arena_stats() override;
+  StatusOr<ChunkOpResult> RunChunkOp(ChunkOp op, std::span<const ArenaRegion> regions,
+                                     std::uint64_t chunk_size, std::span<std::uint64_t> hashes) override;
+
   StatusOr<std::vector<ModuleVariable>> EnumerateModuleVariables() override;
   Status Synchronize(std::chrono::nanoseconds timeout) override;
+
+  // Bytes the device-tier arena holds now, without locking: the replay hook asks it at every
+  // application allocation to decide whether MakeRoomFor is worth a call.
+  std::uint64_t device_arena_bytes() const noexcept {
+    return device_arena_bytes_.load(std::memory_order_relaxed);
+  }
 
   // Adds module variables (deduplicated by address) for EnumerateModuleVariables.
   void RegisterModuleVariables(const std::vector<ModuleVariable>& variables);
@@ -81,12 +119,45 @@ class CudaDevice final : public Device {
   const CudaDriver& driver() const noexcept { return driver_; }
 
  private:
+  // One tier's arena: `capacity` bytes (a multiple of the arena's chunk size), and the saved hash
+  // of each of its capacity / chunk_size slots in device memory.
+  struct Arena {
+    std::uint64_t capacity = 0;
+    CUdeviceptr device = 0;        // kDevice: the block; kPinnedHost: the block's mapped address
+    void* host = nullptr;          // kPinnedHost: cuMemHostAlloc; kPageableHost: mmap
+    int fd = -1;                   // kFile: the (unlinked) spill file
+    CUdeviceptr saved_hashes = 0;  // capacity / chunk_size u64
+  };
+  // A region of a RunChunkOp table whose copy the host makes (pageable and file tiers).
+  struct HostCopyRegion {
+    DevicePtr base = 0;
+    std::uint64_t size = 0;
+    StorageTier tier = StorageTier::kPageableHost;
+    std::uint64_t arena_offset = 0;
+    std::uint64_t first_chunk = 0;  // in the table
+  };
+  // Drain requests for the helper thread; shared with it, so it may outlive the device.
+  struct DrainState;
+
   CudaDevice(const CudaDriver& driver, int ordinal, CudaDeviceOptions options);
   Status Init();
   Status Copy(const char* what, CUresult result);
   Status LoadChunkKernels();  // under mu_
-  // Device scratch of at least `bytes` for kernel outputs (hashes, dirty flags); under mu_.
+  // Device scratch of at least `bytes` for HashChunks' output; under mu_.
   Status EnsureKernelOutput(std::uint64_t bytes);
+  // RunChunkOp's table and results buffers (device and pinned, one layout) of at least `bytes`;
+  // under mu_.
+  Status EnsureOpBuffers(std::uint64_t bytes);
+  // The arena (all under mu_, with the context current).
+  std::uint64_t ArenaLimitLocked(StorageTier tier);
+  Status GrowArena(StorageTier tier, std::uint64_t bytes);
+  bool FreeArena(StorageTier tier);  // true when it held something; counts nothing
+  Status CreateSpillFile(int* fd);
+  // The pageable and file tiers' part of RunChunkOp, after the kernel: copies the chunks `flags`
+  // marks (every chunk for kCapture and kRestoreAll; `flags` is indexed by table chunk) between
+  // the device and the arena through pinned staging, and counts them into `result`.
+  Status CopyHostTierChunks(ChunkOp op, std::span<const HostCopyRegion> regions, const std::uint8_t* flags,
+                            std::uint64_t chunk_size, ChunkOpResult* result);
 
   const CudaDriver& driver_;
   const int ordinal_;
@@ -95,19 +166,28 @@ class CudaDevice final : public Device {
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
-  std::mutex mu_;  // serializes the private stream and staging
+  std::mutex mu_;  // serializes the private stream, the staging and op buffers and the arena
   void* staging_ = nullptr;
   CUfunction hash_kernel_ = nullptr;  // guarded by mu_
-  CUfunction compare_kernel_ = nullptr;
+  CUfunction op_kernel_ = nullptr;    // guarded by mu_
   bool chunk_kernels_failed_ = false;
-  std::uint64_t hash_grid_limit_ = 1;
-  CUdeviceptr hashes_ = 0;  // per-chunk kernel output (hashes or dirty flags), grown as needed
+  std::uint64_t hash_grid_limit_ = 1;  // SMs x resident blocks of each kernel
+  std::uint64_t op_grid_limit_ = 1;
+  CUdeviceptr hashes_ = 0;  // HashChunks' output, grown as needed
   std::uint64_t hashes_capacity_ = 0;
+  CUdeviceptr op_device_ = 0;  // RunChunkOp: table, counters, hashes, flags (guarded by mu_)
+  void* op_host_ = nullptr;    // its pinned mirror
+  std::uint64_t op_capacity_ = 0;
+  std::array<Arena, kStorageTierCount> arenas_;       // by StorageTier; guarded by mu_
+  std::uint64_t arena_chunk_size_ = 0;                // guarded by mu_; 0 before the first ReserveArena
+  ArenaStats arena_stats_;                            // guarded by mu_ (capacity filled in when read)
+  std::atomic<std::uint64_t> device_arena_bytes_{0};  // arenas_[kDevice].capacity
   CUdeviceptr l2_scratch_ = 0;
   std::uint64_t l2_scratch_bytes_ = 0;
   std::unique_ptr<SmClock> sm_clock_;
   std::mutex variables_mu_;
   std::vector<ModuleVariable> variables_;  // guarded by variables_mu_
+  std::shared_ptr<DrainState> drain_;
 };
 
 }  // namespace gpuprof::device::cuda

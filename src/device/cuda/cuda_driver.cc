@@ -75,6 +75,7 @@ StatusOr<CudaDriver> CudaDriver::Load(const std::vector<std::string>& candidates
   GPUPROF_RESOLVE(MemFree, cuMemFree);
   GPUPROF_RESOLVE(MemHostAlloc, cuMemHostAlloc);
   GPUPROF_RESOLVE(MemFreeHost, cuMemFreeHost);
+  GPUPROF_RESOLVE(MemHostGetDevicePointer, cuMemHostGetDevicePointer);
   GPUPROF_RESOLVE(MemcpyDtoHAsync, cuMemcpyDtoHAsync);
   GPUPROF_RESOLVE(MemcpyHtoDAsync, cuMemcpyHtoDAsync);
   GPUPROF_RESOLVE(MemcpyDtoDAsync, cuMemcpyDtoDAsync);
@@ -97,6 +98,7 @@ StatusOr<CudaDriver> CudaDriver::Load(const std::vector<std::string>& candidates
   GPUPROF_RESOLVE(LaunchKernel, cuLaunchKernel);
   GPUPROF_RESOLVE(LaunchKernelEx, cuLaunchKernelEx);
   GPUPROF_RESOLVE(KernelGetFunction, cuKernelGetFunction);
+  GPUPROF_RESOLVE(OccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor);
   GPUPROF_RESOLVE(DeviceGetPCIBusId, cuDeviceGetPCIBusId);
   GPUPROF_RESOLVE(ModuleGetFunctionCount, cuModuleGetFunctionCount);
   GPUPROF_RESOLVE(ModuleEnumerateFunctions, cuModuleEnumerateFunctions);

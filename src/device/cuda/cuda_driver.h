@@ -44,6 +44,7 @@ struct CudaDriver {
   CUresult (*MemFree)(CUdeviceptr) = nullptr;
   CUresult (*MemHostAlloc)(void**, size_t, unsigned) = nullptr;
   CUresult (*MemFreeHost)(void*) = nullptr;
+  CUresult (*MemHostGetDevicePointer)(CUdeviceptr*, void*, unsigned) = nullptr;
   CUresult (*MemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
   CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
@@ -67,6 +68,7 @@ struct CudaDriver {
                            CUstream, void**, void**) = nullptr;
   CUresult (*LaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*KernelGetFunction)(CUfunction*, CUkernel) = nullptr;
+  CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t) = nullptr;
   CUresult (*DeviceGetPCIBusId)(char*, int, CUdevice) = nullptr;
   // Naming the kernels and globals of loaded modules and libraries (R7).
   CUresult (*ModuleGetFunctionCount)(unsigned*, CUmodule) = nullptr;

@@ -4,7 +4,7 @@
 // flushes, replay passes 2..N, device queries) are gpuprof's, not the application's:
 //
 //   { device::cuda::ScopedInternalWork internal;  // CUDA calls below are gpuprof's
-//     device.CopyToBackingBuffer(...); }
+//     device.RunChunkOp(...); }
 //
 // CudaDevice opens one around every driver call it makes; the CUPTI layer asks Active() in its
 // API-entry callback and keeps the call's records out of the profile and the inventory

@@ -107,9 +107,9 @@ TEST(ChunkHashReferenceTest, PtxHasBothEntryPoints) {
   ASSERT_GT(ptx.size(), 0u);
   EXPECT_EQ(ptx.size(), kChunkKernelsPtxSize);
   EXPECT_NE(ptx.find(std::string(".entry ") + kHashChunksKernelName), std::string_view::npos);
-  EXPECT_NE(ptx.find(std::string(".entry ") + kCompareChunksKernelName), std::string_view::npos);
+  EXPECT_NE(ptx.find(std::string(".entry ") + kChunkOpKernelName), std::string_view::npos);
   EXPECT_NE(ptx.find(".entry gpuprof_hash_chunks"), std::string_view::npos);
-  EXPECT_NE(ptx.find(".entry gpuprof_compare_chunks"), std::string_view::npos);
+  EXPECT_NE(ptx.find(".entry gpuprof_chunk_op"), std::string_view::npos);
   // JIT-compiled from the oldest target CUDA 13 supports, so one PTX serves every GPU it runs on.
   EXPECT_NE(ptx.find(".target sm_75"), std::string_view::npos);
 }
