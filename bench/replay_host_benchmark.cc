@@ -262,7 +262,8 @@ int Run(const Flags& flags) {
   snapshot_options.chunk_size = chunk_size;
   std::optional<Snapshot> snapshot;
   snapshot.emplace(device);
-  GPUPROF_CHECK(snapshot->Capture(rig.inventory(), snapshot_options)) << "snapshot incomplete: " << snapshot->failure();
+  GPUPROF_CHECK(snapshot->Capture(rig.inventory(), snapshot_options))
+      << "snapshot incomplete: " << snapshot->failure();
   std::vector<double> capture_ms;
   for (std::size_t r = 0; r < repeat; ++r) {
     snapshot->Invalidate();  // capture everything again

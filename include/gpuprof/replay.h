@@ -70,8 +70,8 @@ constexpr std::string_view SnapshotStorageName(SnapshotStorage storage) noexcept
 
 // Parses "device" / "pinned" / "pageable" / "file"; false on anything else.
 constexpr bool ParseSnapshotStorage(std::string_view text, SnapshotStorage* out) noexcept {
-  for (SnapshotStorage s : {SnapshotStorage::kDevice, SnapshotStorage::kPinnedHost, SnapshotStorage::kPageableHost,
-                            SnapshotStorage::kFile}) {
+  for (SnapshotStorage s : {SnapshotStorage::kDevice, SnapshotStorage::kPinnedHost,
+                            SnapshotStorage::kPageableHost, SnapshotStorage::kFile}) {
     if (text == SnapshotStorageName(s)) {
       *out = s;
       return true;
@@ -92,10 +92,10 @@ struct ReplayOptions {
   int passes = 1;  // >= 1; 1 means snapshot-free pass-through
   RestoreMode restore = RestoreMode::kAuto;
   SnapshotStorage storage = SnapshotStorage::kDevice;  // B2
-  std::uint64_t chunk_size = 64 * 1024;         // dirty-detection granularity, > 0
-  std::uint64_t max_symbol_bytes = 1ull << 30;  // module variables above this are skipped (R7)
-  bool strict = false;                          // decline while kernel-writable untracked memory is live (R6)
-  bool determinism_check = true;                // hash every pass's output and compare (B6)
+  std::uint64_t chunk_size = 64 * 1024;                // dirty-detection granularity, > 0
+  std::uint64_t max_symbol_bytes = 1ull << 30;         // module variables above this are skipped (R7)
+  bool strict = false;            // decline while kernel-writable untracked memory is live (R6)
+  bool determinism_check = true;  // hash every pass's output and compare (B6)
   // C2: each decides one kind of side effect replay would repeat or could not undo.
   bool replay_printf_kernels = true;     // kernels that call device printf (each pass prints again)
   bool replay_malloc_kernels = false;    // kernels that call device malloc/free
@@ -169,7 +169,7 @@ struct ReplayRecord {
   // Bytes the capture copied: everything at a first capture, only the changed chunks of regions
   // kept from the previous replayed launch's snapshot otherwise (B3).
   std::uint64_t snapshot_copied_bytes = 0;
-  std::uint64_t drain_ns = 0;  // time waiting for the device to drain before the snapshot
+  std::uint64_t drain_ns = 0;                  // time waiting for the device to drain before the snapshot
   std::uint64_t untracked_writable_bytes = 0;  // live host-mapped/managed/IPC bytes (R6)
 };
 

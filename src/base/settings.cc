@@ -169,8 +169,8 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
     {SettingId::kReplayCacheControl, "replay_cache_control", "GPUPROF_REPLAY_CACHE_CONTROL", "", T::kChoice,
      0, 0, "all|none", "all", "--cache-control", kReplayCommand, "all|none",
      "Flush L2 before each pass (all) or not (none)", nullptr},
-    {SettingId::kReplayRestore, "replay_restore", "GPUPROF_REPLAY_RESTORE", "", T::kChoice, 0, 0, "auto|exact|full",
-     "auto", "--restore", kReplayCommand | kDemoCommand, "auto|exact|full",
+    {SettingId::kReplayRestore, "replay_restore", "GPUPROF_REPLAY_RESTORE", "", T::kChoice, 0, 0,
+     "auto|exact|full", "auto", "--restore", kReplayCommand | kDemoCommand, "auto|exact|full",
      "Restore between passes: write back the chunks whose hash changed, found on the device in one read "
      "(auto), the chunks that differ byte for byte from a device-resident snapshot (exact, two reads), or "
      "every byte (full)",

@@ -118,9 +118,9 @@ struct ChunkOpResult {
 };
 
 struct ArenaStats {
-  TierBytes capacity{};          // bytes each tier's arena holds now
-  std::uint64_t generation = 0;  // changes whenever an arena loses its contents (regrown or released)
-  std::uint64_t allocations = 0;   // arena allocations made so far (growths included)
+  TierBytes capacity{};             // bytes each tier's arena holds now
+  std::uint64_t generation = 0;     // changes whenever an arena loses its contents (regrown or released)
+  std::uint64_t allocations = 0;    // arena allocations made so far (growths included)
   std::uint64_t allocation_ns = 0;  // time those took: a one-time cost, shown apart from snapshots
   std::uint64_t releases = 0;       // ReleaseArena / MakeRoomFor calls that freed something
 };

@@ -307,7 +307,8 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
         record.decline_reason = DeclineReason::kRestoreFailed;
         record.decline_detail = std::to_string(restored.regions_failed) +
                                 " region(s) could not be written back before pass " + std::to_string(pass) +
-                                ", even by full restores; replay stopped after pass " + std::to_string(pass - 1);
+                                ", even by full restores; replay stopped after pass " +
+                                std::to_string(pass - 1);
         GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail
                             << "; device memory may differ from an unreplayed run";
         break;
@@ -360,8 +361,9 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
     if (inspected.ok()) {
       record.passes.back().output_hash = *inspected;
     } else {
-      GPUPROF_LOG(kWarning) << "replay of " << record.kernel_name << ": hashing pass " << record.passes.back().pass
-                            << " output failed (" << inspected.status().ToString() << ")";
+      GPUPROF_LOG(kWarning) << "replay of " << record.kernel_name << ": hashing pass "
+                            << record.passes.back().pass << " output failed ("
+                            << inspected.status().ToString() << ")";
     }
   }
 

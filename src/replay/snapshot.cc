@@ -24,7 +24,8 @@ using device::TierBytes;
 constexpr std::size_t kTiers = device::kStorageTierCount;
 
 std::int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -135,7 +136,8 @@ bool Snapshot::Capture(const Inventory& inventory, const SnapshotOptions& option
     try {
       next.reserve(allocations.size() + variables->size());
     } catch (const std::bad_alloc&) {
-      return Fail("reserving snapshot metadata for " + std::to_string(allocations.size() + variables->size()) +
+      return Fail("reserving snapshot metadata for " +
+                  std::to_string(allocations.size() + variables->size()) +
                   " regions failed (out of host memory)");
     }
     for (const TrackedAllocation& allocation : allocations) {
@@ -258,8 +260,9 @@ bool Snapshot::Capture(const Inventory& inventory, const SnapshotOptions& option
     if (!new_table.empty()) {
       StatusOr<device::ChunkOpResult> captured =
           device_.RunChunkOp(ChunkOp::kCapture, new_table, chunk_size, new_hashes);
-      if (!captured.ok()) return Fail("capturing " + std::to_string(new_table.size()) +
-                                      " region(s) failed: " + captured.status().ToString());
+      if (!captured.ok())
+        return Fail("capturing " + std::to_string(new_table.size()) +
+                    " region(s) failed: " + captured.status().ToString());
       last_capture_.chunks_copied += captured->copied_chunks;
       last_capture_.bytes_copied += captured->copied_bytes;
     }
@@ -291,9 +294,8 @@ bool Snapshot::Capture(const Inventory& inventory, const SnapshotOptions& option
         ++last_capture_.regions_added;
       }
     }
-    last_capture_.regions_dropped = regions_.size() > last_capture_.regions_kept
-                                        ? regions_.size() - last_capture_.regions_kept
-                                        : 0;
+    last_capture_.regions_dropped =
+        regions_.size() > last_capture_.regions_kept ? regions_.size() - last_capture_.regions_kept : 0;
     last_capture_.complete = last_capture_.regions_kept == 0;
     input_hash_ = base::CombineHashes(region_hashes);
     regions_ = std::move(next);
@@ -317,7 +319,8 @@ void Snapshot::BuildLiveTable(const Inventory::LockedView& view, std::vector<Are
     const SnapshotRegion& region = regions_[i];
     if (region.source == RegionSource::kAllocation) {
       const TrackedAllocation* allocation = view.Find(region.base);
-      if (allocation == nullptr || allocation->generation != region.generation || allocation->size < region.size) {
+      if (allocation == nullptr || allocation->generation != region.generation ||
+          allocation->size < region.size) {
         ++*skipped;
         GPUPROF_LOG(kWarning) << "restore: " << DescribeRegion(region)
                               << " was freed, reallocated or shrunk since the snapshot; not written back";
@@ -396,8 +399,8 @@ RestoreStats Snapshot::Restore(const Inventory& inventory, RestoreMode mode, std
       restored = device_.RunChunkOp(ChunkOp::kRestoreAll, table, chunk_size_, {});
     }
     if (!restored.ok()) {
-      GPUPROF_LOG(kWarning) << "restore: writing back " << table.size() << " region(s) failed, skipped: "
-                            << restored.status().ToString();
+      GPUPROF_LOG(kWarning) << "restore: writing back " << table.size()
+                            << " region(s) failed, skipped: " << restored.status().ToString();
       stats.regions_failed = table.size();
       return;
     }

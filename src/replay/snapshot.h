@@ -123,7 +123,8 @@ class Snapshot {
   // with the index of each entry in regions_.
   void BuildLiveTable(const Inventory::LockedView& view, std::vector<device::ArenaRegion>* table,
                       std::vector<std::size_t>* indices, std::uint64_t* skipped) const;
-  std::uint64_t CombineOutput(const std::vector<std::size_t>& indices, std::span<const std::uint64_t> hashes) const;
+  std::uint64_t CombineOutput(const std::vector<std::size_t>& indices,
+                              std::span<const std::uint64_t> hashes) const;
 
   device::Device& device_;
   // Allocated from the device's metadata resource, whose failure is an incomplete snapshot (R8).

@@ -71,11 +71,13 @@ CuptiLoaders DefaultCuptiLoaders() {
 }
 
 CuptiDeviceCollector::CuptiDeviceCollector(CuptiLoaders loaders, cupti::SubscriberOptions options,
-                                           bool started_by_injection, ReplaySettings replay)
+                                           bool started_by_injection, ReplaySettings replay,
+                                           std::string spill_directory)
     : loaders_(std::move(loaders)),
       options_(std::move(options)),
       started_by_injection_(started_by_injection),
-      replay_settings_(std::move(replay)) {}
+      replay_settings_(std::move(replay)),
+      spill_directory_(std::move(spill_directory)) {}
 
 CuptiDeviceCollector::~CuptiDeviceCollector() { Stop(); }
 
@@ -102,6 +104,7 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
     replay_settings->options = ReplayOptionsFrom(replay_settings_);
     replay_settings->flush_l2 = replay_settings_.flush_l2;
     replay_settings->device.device_reserve_bytes = replay_settings_.device_reserve_bytes;
+    replay_settings->device.spill_directory = spill_directory_;
     replay_settings->from_script = replay_settings_.from_script;
     if (Status valid = replay::Controller::ValidateOptions(replay_settings->options); !valid.ok()) {
       GPUPROF_LOG(kError) << "replay off: " << valid.message();
@@ -268,8 +271,8 @@ DeviceCollectorFactory CuptiDeviceCollectorFactory(CuptiLoaders loaders) {
     options.nvtx = config.cuda_trace.nvtx;
     options.launch_api_callbacks = config.cuda_trace.launches;
     return std::unique_ptr<DeviceCollector>(std::make_unique<CuptiDeviceCollector>(
-        loaders, std::move(options), /*started_by_injection=*/config.started_by == "injection",
-        config.replay));
+        loaders, std::move(options), /*started_by_injection=*/config.started_by == "injection", config.replay,
+        config.output_dir));
   };
 }
 

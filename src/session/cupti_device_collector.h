@@ -50,8 +50,10 @@ class CuptiDeviceCollector final : public DeviceCollector {
   // `started_by_injection`: the session starts from InitializeInjection (`gpuprof run` or
   // `gpuprof replay`). Then Devices() does not query the driver for NPU_INFO (the driver is inside
   // cuInit and must not be called back). `replay`: kernel replay's settings (off unless enabled).
+  // `spill_directory`: where a snapshot that fits nowhere faster spills (B2's file tier; the
+  // session's output directory); empty: no file tier.
   CuptiDeviceCollector(CuptiLoaders loaders, cupti::SubscriberOptions options, bool started_by_injection,
-                       ReplaySettings replay = SessionConfig().replay);
+                       ReplaySettings replay = SessionConfig().replay, std::string spill_directory = {});
   ~CuptiDeviceCollector() override;
 
   std::vector<std::pair<std::int32_t, std::string>> Devices() override;
@@ -69,6 +71,7 @@ class CuptiDeviceCollector final : public DeviceCollector {
   cupti::SubscriberOptions options_;
   bool started_by_injection_;
   ReplaySettings replay_settings_;
+  std::string spill_directory_;
   bool replay_from_script_ = false;  // `gpuprof replay --from-script`: the program configures replay
   std::unique_ptr<cupti::CudaReplayHook> replay_hook_;  // before subscriber_: outlives its callbacks
   std::unique_ptr<cupti::CuptiSubscriber> subscriber_;

@@ -45,7 +45,8 @@ __global__ void strided_update(unsigned* const* ptrs, const unsigned* words, int
 
 // Grid-stride x = x*3+1 over a footprint above 2^31 words.
 __global__ void big_update(unsigned* x, unsigned long long n) {
-  for (unsigned long long i = blockIdx.x * 256ull + threadIdx.x; i < n; i += gridDim.x * 256ull) x[i] = x[i] * 3u + 1u;
+  for (unsigned long long i = blockIdx.x * 256ull + threadIdx.x; i < n; i += gridDim.x * 256ull)
+    x[i] = x[i] * 3u + 1u;
 }
 
 namespace {
@@ -82,14 +83,17 @@ int ManyRegions() {
     words[r] = (32u << 10) / 4u + static_cast<unsigned>(rng() % ((224u << 10) / 4u));
     GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&ptrs[r], words[r] * sizeof(unsigned)));
     want[r] = Iota(words[r], static_cast<unsigned>(r));
-    GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(ptrs[r], want[r].data(), words[r] * sizeof(unsigned), cudaMemcpyHostToDevice));
+    GPUPROF_TEST_CUDA_CHECK(
+        cudaMemcpy(ptrs[r], want[r].data(), words[r] * sizeof(unsigned), cudaMemcpyHostToDevice));
   }
   unsigned** device_ptrs = nullptr;
   unsigned* device_words = nullptr;
   GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&device_ptrs, kRegions * sizeof(unsigned*)));
   GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&device_words, kRegions * sizeof(unsigned)));
-  GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(device_ptrs, ptrs.data(), kRegions * sizeof(unsigned*), cudaMemcpyHostToDevice));
-  GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(device_words, words.data(), kRegions * sizeof(unsigned), cudaMemcpyHostToDevice));
+  GPUPROF_TEST_CUDA_CHECK(
+      cudaMemcpy(device_ptrs, ptrs.data(), kRegions * sizeof(unsigned*), cudaMemcpyHostToDevice));
+  GPUPROF_TEST_CUDA_CHECK(
+      cudaMemcpy(device_words, words.data(), kRegions * sizeof(unsigned), cudaMemcpyHostToDevice));
   for (int l = 0; l < 2; ++l) {
     strided_update<<<1024, 256>>>(device_ptrs, device_words, kRegions);
     for (int r = 0; r < kRegions; ++r) {
@@ -100,7 +104,8 @@ int ManyRegions() {
   }
   for (int r = 0; r < kRegions; ++r) {
     std::vector<unsigned> got(words[r]);
-    GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(got.data(), ptrs[r], words[r] * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    GPUPROF_TEST_CUDA_CHECK(
+        cudaMemcpy(got.data(), ptrs[r], words[r] * sizeof(unsigned), cudaMemcpyDeviceToHost));
     Expect(got, want[r], "many_regions");
     GPUPROF_TEST_CUDA_CHECK(cudaFree(ptrs[r]));
   }
@@ -117,7 +122,8 @@ int Between() {
   Update(want);
   // The application's own writes between the two replayed launches.
   std::vector<unsigned> patch(4096, 0xABCD0123u);
-  GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(x + 100000, patch.data(), patch.size() * sizeof(unsigned), cudaMemcpyHostToDevice));
+  GPUPROF_TEST_CUDA_CHECK(
+      cudaMemcpy(x + 100000, patch.data(), patch.size() * sizeof(unsigned), cudaMemcpyHostToDevice));
   for (std::size_t i = 0; i < patch.size(); ++i) want[100000 + i] = patch[i];
   GPUPROF_TEST_CUDA_CHECK(cudaMemset(x + 3000000, 0x7F, 65536 * sizeof(unsigned)));
   for (std::size_t i = 0; i < 65536; ++i) want[3000000 + i] = 0x7F7F7F7Fu;
@@ -209,8 +215,8 @@ int FillAfter() {
   size_t free_after = 0;
   GPUPROF_TEST_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
   const std::size_t want = free_before - kWords * sizeof(unsigned) - (std::size_t{3} << 29);
-  std::printf("gpuprof-test: free before %zu MiB, after the replay %zu MiB, allocating %zu MiB\n", free_before >> 20,
-              free_after >> 20, want >> 20);
+  std::printf("gpuprof-test: free before %zu MiB, after the replay %zu MiB, allocating %zu MiB\n",
+              free_before >> 20, free_after >> 20, want >> 20);
   void* big = nullptr;
   cudaError_t result = cudaMalloc(&big, want);
   if (result != cudaSuccess) {

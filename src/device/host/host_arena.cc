@@ -33,7 +33,8 @@ std::uint64_t RoundUp(std::uint64_t bytes, std::uint64_t unit) noexcept {
 }
 
 std::int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -45,14 +46,15 @@ Status TierWrite(HostArenaTier& tier, bool inject_failure, std::uint64_t offset,
     return OkStatus();
   }
   if (inject_failure) {
-    return ResourceExhaustedError("writing the spill file " + tier.path + " failed: " +
-                                  base::ErrnoText(ENOSPC) + " (injected fault)");
+    return ResourceExhaustedError("writing the spill file " + tier.path +
+                                  " failed: " + base::ErrnoText(ENOSPC) + " (injected fault)");
   }
   const auto* p = static_cast<const std::uint8_t*>(src);
   while (bytes > 0) {
     const ssize_t n = ::pwrite(tier.fd, p, bytes, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return InternalError("writing the spill file " + tier.path + " failed: " + base::ErrnoText(errno));
+    if (n <= 0)
+      return InternalError("writing the spill file " + tier.path + " failed: " + base::ErrnoText(errno));
     p += n;
     offset += static_cast<std::uint64_t>(n);
     bytes -= static_cast<std::uint64_t>(n);
@@ -69,7 +71,8 @@ Status TierRead(const HostArenaTier& tier, std::uint64_t offset, void* dst, std:
   while (bytes > 0) {
     const ssize_t n = ::pread(tier.fd, p, bytes, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return InternalError("reading the spill file " + tier.path + " failed: " + base::ErrnoText(errno));
+    if (n <= 0)
+      return InternalError("reading the spill file " + tier.path + " failed: " + base::ErrnoText(errno));
     p += n;
     offset += static_cast<std::uint64_t>(n);
     bytes -= static_cast<std::uint64_t>(n);
@@ -129,7 +132,8 @@ std::uint64_t HostDevice::ArenaLimit(StorageTier tier) {
 
 Status HostDevice::ReserveArena(const TierBytes& bytes, std::uint64_t chunk_size) {
   Count(1, 1);
-  if (chunk_size == 0) return InvalidArgumentError("ReserveArena: chunk size 0 (device " + std::to_string(ordinal_) + ")");
+  if (chunk_size == 0)
+    return InvalidArgumentError("ReserveArena: chunk size 0 (device " + std::to_string(ordinal_) + ")");
   std::lock_guard<std::mutex> lock(arena_->mu);
   Arena& arena = *arena_;
   const bool rechunk = arena.chunk_size != chunk_size;
@@ -144,8 +148,9 @@ Status HostDevice::ReserveArena(const TierBytes& bytes, std::uint64_t chunk_size
     }
     const std::uint64_t capacity = std::max(need, RoundUp(2 * t.capacity, chunk_size));
     const std::int64_t start = NowNs();
-    const std::string what = "ReserveArena: growing the " + std::string(StorageTierName(tier)) + " arena of device " +
-                             std::to_string(ordinal_) + " to " + std::to_string(capacity) + " bytes";
+    const std::string what = "ReserveArena: growing the " + std::string(StorageTierName(tier)) +
+                             " arena of device " + std::to_string(ordinal_) + " to " +
+                             std::to_string(capacity) + " bytes";
     if (platform_.faults.ShouldFail(FaultPoint::kArenaGrowth)) {
       return ResourceExhaustedError(what + " failed (injected fault)");
     }
@@ -161,10 +166,12 @@ Status HostDevice::ReserveArena(const TierBytes& bytes, std::uint64_t chunk_size
       if (arena.options.spill_directory.empty()) {
         return FailedPreconditionError(what + " failed: no spill directory is set");
       }
-      std::string path = arena.options.spill_directory + "/gpuprof-spill-" + std::to_string(::getpid()) + "-dev" +
-                         std::to_string(ordinal_) + "-XXXXXX";
+      std::string path = arena.options.spill_directory + "/gpuprof-spill-" + std::to_string(::getpid()) +
+                         "-dev" + std::to_string(ordinal_) + "-XXXXXX";
       const int fd = ::mkstemp(path.data());  // mode 0600
-      if (fd < 0) return ResourceExhaustedError(what + " failed: cannot create " + path + ": " + base::ErrnoText(errno));
+      if (fd < 0)
+        return ResourceExhaustedError(what + " failed: cannot create " + path + ": " +
+                                      base::ErrnoText(errno));
       if (::ftruncate(fd, static_cast<off_t>(capacity)) != 0) {
         const int error = errno;
         ::close(fd);
@@ -252,8 +259,8 @@ StatusOr<ChunkOpResult> HostDevice::RunChunkOp(ChunkOp op, std::span<const Arena
   std::lock_guard<std::mutex> lock(arena_->mu);
   Arena& arena = *arena_;
   if (chunk_size == 0 || chunk_size != arena.chunk_size) {
-    return InvalidArgumentError(call + ": chunk size " + std::to_string(chunk_size) + " is not the arena's (" +
-                                std::to_string(arena.chunk_size) + ")" + where);
+    return InvalidArgumentError(call + ": chunk size " + std::to_string(chunk_size) +
+                                " is not the arena's (" + std::to_string(arena.chunk_size) + ")" + where);
   }
   std::uint64_t chunks = 0;
   for (const ArenaRegion& region : regions) {
@@ -268,8 +275,8 @@ StatusOr<ChunkOpResult> HostDevice::RunChunkOp(ChunkOp op, std::span<const Arena
     chunks += base::ChunkCount(region.size, chunk_size);
   }
   if (!hashes.empty() && hashes.size() != chunks) {
-    return InvalidArgumentError(call + ": the hash output holds " + std::to_string(hashes.size()) + " entries but the table has " +
-                                std::to_string(chunks) + " chunks" + where);
+    return InvalidArgumentError(call + ": the hash output holds " + std::to_string(hashes.size()) +
+                                " entries but the table has " + std::to_string(chunks) + " chunks" + where);
   }
   ChunkOpResult result;
   result.chunks = chunks;
@@ -303,8 +310,8 @@ StatusOr<ChunkOpResult> HostDevice::RunChunkOp(ChunkOp op, std::span<const Arena
   for (std::size_t r = 0; r < regions.size(); ++r) {
     const ArenaRegion& region = regions[r];
     if (copy_fails && r == stop_after) {
-      return InternalError(call + ": copying failed after " + std::to_string(r) + " of " + std::to_string(regions.size()) +
-                           " regions" + where + " (injected fault)");
+      return InternalError(call + ": copying failed after " + std::to_string(r) + " of " +
+                           std::to_string(regions.size()) + " regions" + where + " (injected fault)");
     }
     {
       auto registry = platform_.registry.rlock();
@@ -332,7 +339,9 @@ StatusOr<ChunkOpResult> HostDevice::RunChunkOp(ChunkOp op, std::span<const Arena
         case ChunkOp::kRestoreChanged: copy = hash != saved; break;
         case ChunkOp::kRestoreDiffering:
           if (region.tier == StorageTier::kDevice) {
-            copy = std::memcmp(current, static_cast<std::uint8_t*>(t.block.data) + region.arena_offset + offset, length) != 0;
+            copy =
+                std::memcmp(current, static_cast<std::uint8_t*>(t.block.data) + region.arena_offset + offset,
+                            length) != 0;
           } else {
             copy = hash != saved;
           }

@@ -49,7 +49,8 @@ HostDevice::HostDevice(HostPlatform::Impl& platform, int ordinal)
 
 HostDevice::~HostDevice() = default;
 
-void HostDevice::Count(std::uint64_t calls, std::uint64_t waits, std::uint64_t chunk_ops, std::uint64_t launches) {
+void HostDevice::Count(std::uint64_t calls, std::uint64_t waits, std::uint64_t chunk_ops,
+                       std::uint64_t launches) {
   std::lock_guard<std::mutex> lock(counts_mu_);
   counts_.calls += calls;
   counts_.host_waits += waits;

@@ -412,8 +412,8 @@ Status HostPlatform::Impl::Allocate(const AllocateArgs& args, DevicePtr* out) {
     if (used > options.device_memory_bytes || args.size > options.device_memory_bytes - used) {
       return ResourceExhaustedError(call + ": out of device memory allocating " + std::to_string(args.size) +
                                     " bytes on device " + std::to_string(args.device) + " (" +
-                                    std::to_string(used) + " of " + std::to_string(options.device_memory_bytes) +
-                                    " bytes in use)");
+                                    std::to_string(used) + " of " +
+                                    std::to_string(options.device_memory_bytes) + " bytes in use)");
     }
   }
   RegistryEntry entry;

@@ -21,8 +21,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -103,16 +103,16 @@ struct HostPlatformOptions {
   std::uint64_t device_memory_bytes = 0;
   // The snapshot arena's bounds (device.h). Every tier is host memory here, but the device tier
   // counts against device_memory_bytes, and the file tier is a real spill file.
-  ArenaOptions arena{.device_reserve_bytes = 0, .pinned_limit_bytes = std::uint64_t{1} << 40,
-                     .spill_directory = {}};
+  ArenaOptions arena{
+      .device_reserve_bytes = 0, .pinned_limit_bytes = std::uint64_t{1} << 40, .spill_directory = {}};
 };
 
 // Calls the engine made on a HostDevice, for tests that check the batched interface's cost.
 struct DeviceCallCounts {
-  std::uint64_t calls = 0;        // Device methods that touch memory or the device's queue
-  std::uint64_t host_waits = 0;   // of those, how many wait for the device (one per call here)
-  std::uint64_t chunk_ops = 0;    // RunChunkOp calls
-  std::uint64_t launches = 0;     // simulated device launches issued by those calls
+  std::uint64_t calls = 0;       // Device methods that touch memory or the device's queue
+  std::uint64_t host_waits = 0;  // of those, how many wait for the device (one per call here)
+  std::uint64_t chunk_ops = 0;   // RunChunkOp calls
+  std::uint64_t launches = 0;    // simulated device launches issued by those calls
 };
 
 class HostPlatform {
@@ -205,8 +205,8 @@ class HostDevice final : public Device {
   // One simulated launch over the whole table (every tier is reachable from it here), one copy of
   // the counters and, when asked, one of the hashes: one host wait. kRestoreDiffering compares
   // bytes for device-tier regions.
-  StatusOr<ChunkOpResult> RunChunkOp(ChunkOp op, std::span<const ArenaRegion> regions, std::uint64_t chunk_size,
-                                     std::span<std::uint64_t> hashes) override;
+  StatusOr<ChunkOpResult> RunChunkOp(ChunkOp op, std::span<const ArenaRegion> regions,
+                                     std::uint64_t chunk_size, std::span<std::uint64_t> hashes) override;
   StatusOr<std::vector<ModuleVariable>> EnumerateModuleVariables() override;
   Status Synchronize(std::chrono::nanoseconds timeout) override;
   std::pmr::memory_resource* metadata_resource() noexcept override;
@@ -221,7 +221,8 @@ class HostDevice final : public Device {
   struct Arena;
 
  private:
-  void Count(std::uint64_t calls, std::uint64_t waits, std::uint64_t chunk_ops = 0, std::uint64_t launches = 0);
+  void Count(std::uint64_t calls, std::uint64_t waits, std::uint64_t chunk_ops = 0,
+             std::uint64_t launches = 0);
 
   HostPlatform::Impl& platform_;
   int ordinal_;

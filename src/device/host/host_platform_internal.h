@@ -178,9 +178,9 @@ struct ModuleTable {
 // One tier's arena of a HostDevice: host memory (or, for StorageTier::kFile, a spill file) plus the
 // saved hash of each chunk-sized slot.
 struct HostArenaTier {
-  RawBlock block;             // kDevice, kPinnedHost, kPageableHost
-  int fd = -1;                // kFile: the spill file, mode 0600
-  std::string path;           // kFile: its name (unlinked when released)
+  RawBlock block;    // kDevice, kPinnedHost, kPageableHost
+  int fd = -1;       // kFile: the spill file, mode 0600
+  std::string path;  // kFile: its name (unlinked when released)
   std::uint64_t capacity = 0;
   std::vector<std::uint64_t> saved_hashes;  // one per slot
 };

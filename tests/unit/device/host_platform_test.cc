@@ -775,9 +775,7 @@ struct FaultFixture {
 bool CallAt(FaultPoint point, FaultFixture& f) {
   HostDevice& device = f.platform.device(0);
   switch (point) {
-    case FaultPoint::kArenaGrowth:
-      device.ReleaseArena();
-      return device.ReserveArena({64, 0, 0, 0}, 32).ok();
+    case FaultPoint::kArenaGrowth: device.ReleaseArena(); return device.ReserveArena({64, 0, 0, 0}, 32).ok();
     case FaultPoint::kSaveCopy:
       return device.RunChunkOp(ChunkOp::kCapture, f.Table(StorageTier::kDevice), 32, {}).ok();
     case FaultPoint::kRestoreCopy:
@@ -810,9 +808,9 @@ bool CallAt(FaultPoint point, FaultFixture& f) {
 
 TEST(HostPlatformTest, EveryFaultPointFailsExactlyCountCallsAfterSkip) {
   const FaultPoint points[] = {
-      FaultPoint::kArenaGrowth,       FaultPoint::kSaveCopy,           FaultPoint::kRestoreCopy,
-      FaultPoint::kDeviceToHostCopy,  FaultPoint::kHashChunks,         FaultPoint::kMetadataAllocation,
-      FaultPoint::kModuleEnumeration, FaultPoint::kSynchronizeTimeout, FaultPoint::kCompareChunks,
+      FaultPoint::kArenaGrowth,         FaultPoint::kSaveCopy,           FaultPoint::kRestoreCopy,
+      FaultPoint::kDeviceToHostCopy,    FaultPoint::kHashChunks,         FaultPoint::kMetadataAllocation,
+      FaultPoint::kModuleEnumeration,   FaultPoint::kSynchronizeTimeout, FaultPoint::kCompareChunks,
       FaultPoint::kPinnedPoolExhausted, FaultPoint::kSpillFileWrite};
   for (FaultPoint point : points) {
     SCOPED_TRACE(std::string(FaultPointName(point)));

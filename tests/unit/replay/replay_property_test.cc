@@ -114,8 +114,9 @@ constexpr std::uint64_t kMaxAllocationBytes = std::uint64_t{300} * 1024;
 constexpr std::uint64_t kMaxVariableBytes = std::uint64_t{70} * 1024;
 
 constexpr std::array kInjectablePoints = {
-    FaultPoint::kArenaGrowth,        FaultPoint::kSaveCopy,    FaultPoint::kMetadataAllocation,
-    FaultPoint::kModuleEnumeration,  FaultPoint::kRestoreCopy, FaultPoint::kHashChunks,
+    FaultPoint::kArenaGrowth,        FaultPoint::kSaveCopy,
+    FaultPoint::kMetadataAllocation, FaultPoint::kModuleEnumeration,
+    FaultPoint::kRestoreCopy,        FaultPoint::kHashChunks,
     FaultPoint::kSynchronizeTimeout, FaultPoint::kPinnedPoolExhausted,
 };
 

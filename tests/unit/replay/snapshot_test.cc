@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
-#include <memory>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -45,13 +45,13 @@ class SnapshotTest : public ::testing::Test {
   }
 
   // A fresh snapshot (a first, complete capture) of `device`.
-  std::unique_ptr<Snapshot> Capture(int device = 0, std::uint64_t chunk = 4096, std::uint64_t max_symbol = 1ull << 30,
+  std::unique_ptr<Snapshot> Capture(int device = 0, std::uint64_t chunk = 4096,
+                                    std::uint64_t max_symbol = 1ull << 30,
                                     device::StorageTier tier = device::StorageTier::kDevice) {
     auto snapshot = std::make_unique<Snapshot>(rig_.device(device));
     snapshot->Capture(rig_.inventory(), Options(chunk, max_symbol, tier));
     return snapshot;
   }
-
 
   ReplayRig rig_;
 };
