@@ -174,8 +174,8 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
             static_cast<std::uint64_t>(base::SettingInt(expected[SettingId::kReplaySkip])));
   EXPECT_EQ(replay.selector.count,
             static_cast<std::uint64_t>(base::SettingInt(expected[SettingId::kReplayCount])));
-  EXPECT_EQ(replay.restore, expected[SettingId::kReplayRestore] == "full" ? replay::RestoreMode::kFull
-                                                                          : replay::RestoreMode::kAuto);
+  EXPECT_EQ(replay::RestoreModeName(replay.restore), expected[SettingId::kReplayRestore]);
+  EXPECT_EQ(replay::SnapshotStorageName(replay.storage), expected[SettingId::kReplayStorage]);
   EXPECT_EQ(replay.strict, expected[SettingId::kReplayStrict] == "1");
   EXPECT_EQ(replay.replay_printf_kernels, expected[SettingId::kReplayPrintfKernels] == "1");
   EXPECT_EQ(replay.replay_malloc_kernels, expected[SettingId::kReplayMallocKernels] == "1");
