@@ -1371,20 +1371,11 @@ void PrintRegionComparison(const WorkloadFigures& many, const WorkloadFigures& f
 
 // ---------------------------------------------------------------------------------------------
 
-// CudaDeviceOptions takes the arena's bounds (device.h's ArenaOptions) directly or, once the
-// batched arena reaches CudaDevice, maybe as a nested ArenaOptions: set them through whichever
-// form the header has.
-template <typename Options>
-void SetArenaBounds(Options& options, std::uint64_t device_reserve, std::uint64_t pinned_limit) {
-  if constexpr (requires(Options & o) { o.arena.device_reserve_bytes; }) {
-    options.arena.device_reserve_bytes = device_reserve;
-    options.arena.pinned_limit_bytes = std::max(options.arena.pinned_limit_bytes, pinned_limit);
-  } else {
-    options.device_reserve_bytes = device_reserve;
-    if constexpr (requires(Options & o) { o.pinned_limit_bytes; }) {
-      options.pinned_limit_bytes = std::max(options.pinned_limit_bytes, pinned_limit);
-    }
-  }
+// The arena's bounds (CudaDeviceOptions is device.h's ArenaOptions plus staging).
+void SetArenaBounds(device::cuda::CudaDeviceOptions& options, std::uint64_t device_reserve,
+                    std::uint64_t pinned_limit) {
+  options.device_reserve_bytes = device_reserve;
+  options.pinned_limit_bytes = std::max(options.pinned_limit_bytes, pinned_limit);
 }
 
 int Run(const Flags& flags) {
