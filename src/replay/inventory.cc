@@ -16,6 +16,7 @@ void Inventory::RecordAlloc(const device::PointerInfo& info) noexcept {
       // happened before recording began). The new allocation replaces it with a new generation.
       state->tracked[info.base] =
           TrackedAllocation{info.base, info.size, state->next_generation++, info.owner_device};
+      ++state->tracked_version;
       return;
     }
     auto& counts = state->excluded[static_cast<std::size_t>(info.kind)];
@@ -35,7 +36,10 @@ void Inventory::RecordAlloc(const device::PointerInfo& info) noexcept {
 void Inventory::RecordFree(DevicePtr base) noexcept {
   if (!recording() || finalizing()) return;
   auto state = state_.wlock();
-  if (state->tracked.erase(base) > 0) return;
+  if (state->tracked.erase(base) > 0) {
+    ++state->tracked_version;
+    return;
+  }
   auto it = state->excluded_live.find(base);
   if (it == state->excluded_live.end()) return;
   auto& counts = state->excluded[static_cast<std::size_t>(it->second.kind)];
@@ -44,10 +48,11 @@ void Inventory::RecordFree(DevicePtr base) noexcept {
   state->excluded_live.erase(it);
 }
 
-std::vector<TrackedAllocation> Inventory::SnapshotInventory(int device) const {
+std::vector<TrackedAllocation> Inventory::SnapshotInventory(int device, std::uint64_t* version) const {
   std::vector<TrackedAllocation> out;
   if (finalizing()) return out;
   auto state = state_.rlock();
+  if (version != nullptr) *version = state->tracked_version;
   for (const auto& [base, allocation] : state->tracked) {
     if (allocation.owner_device == device) out.push_back(allocation);
   }
@@ -61,7 +66,7 @@ const TrackedAllocation* Inventory::LockedView::Find(DevicePtr base) const {
 
 void Inventory::WithAllocationsLocked(const std::function<void(const LockedView&)>& fn) const {
   auto state = state_.rlock();
-  fn(LockedView(state->tracked));
+  fn(LockedView(state->tracked, state->tracked_version));
 }
 
 int Inventory::OwnerOf(DevicePtr base) const {

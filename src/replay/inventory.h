@@ -58,19 +58,25 @@ class Inventory {
   // recording; unknown bases are ignored (allocations made before recording began).
   void RecordFree(device::DevicePtr base) noexcept;
 
-  // Tracked allocations owned by `device`, in address order (empty when finalizing).
-  std::vector<TrackedAllocation> SnapshotInventory(int device) const;
+  // Tracked allocations owned by `device`, in address order (empty when finalizing). `version`,
+  // when given, receives the tracked set's version (LockedView::version) at that moment.
+  std::vector<TrackedAllocation> SnapshotInventory(int device, std::uint64_t* version = nullptr) const;
 
   // The tracked allocations as a batch restore sees them: Find(base) is the live allocation at
   // `base` or null. Valid only inside WithAllocationsLocked's callback.
   class LockedView {
    public:
     const TrackedAllocation* Find(device::DevicePtr base) const;
+    // Changes with every recorded allocation or free of tracked memory: equal versions, the same
+    // tracked set.
+    std::uint64_t version() const noexcept { return version_; }
 
    private:
     friend class Inventory;
-    explicit LockedView(const std::map<device::DevicePtr, TrackedAllocation>& tracked) : tracked_(tracked) {}
+    LockedView(const std::map<device::DevicePtr, TrackedAllocation>& tracked, std::uint64_t version)
+        : tracked_(tracked), version_(version) {}
     const std::map<device::DevicePtr, TrackedAllocation>& tracked_;
+    std::uint64_t version_;
   };
   // Calls fn(view) while holding the read lock, so that no free can slip between a restore's
   // check of its regions and its copies (R10): a concurrent free waits until fn returns.
@@ -96,6 +102,7 @@ class Inventory {
     std::array<ExcludedCounts, kKindCount> excluded{};
     std::uint64_t untracked_writable_live = 0;
     std::uint64_t next_generation = 1;
+    std::uint64_t tracked_version = 0;
   };
 
   std::atomic<bool> recording_{false};

@@ -98,6 +98,12 @@ bool Place(std::pmr::vector<SnapshotRegion>& regions, const std::vector<bool>& k
   return true;
 }
 
+std::uint64_t ChunksOf(const std::vector<ArenaRegion>& table, std::uint64_t chunk_size) {
+  std::uint64_t chunks = 0;
+  for (const ArenaRegion& region : table) chunks += base::ChunkCount(region.size, chunk_size);
+  return chunks;
+}
+
 }  // namespace
 
 Snapshot::Snapshot(device::Device& device) : device_(device), regions_(device.metadata_resource()) {}
@@ -112,6 +118,7 @@ bool Snapshot::Fail(std::string why) {
 void Snapshot::Invalidate() noexcept {
   valid_ = false;
   regions_.clear();
+  table_.clear();
   total_bytes_ = 0;
   tier_bytes_ = {};
   chunk_count_ = 0;
@@ -125,7 +132,9 @@ bool Snapshot::Capture(const Inventory& inventory, const SnapshotOptions& option
   if (inventory.finalizing()) return Fail("process finalization has begun");
   const std::int64_t start = NowNs();
   try {
-    std::vector<TrackedAllocation> allocations = inventory.SnapshotInventory(device_.ordinal());
+    std::uint64_t inventory_version = 0;
+    std::vector<TrackedAllocation> allocations =
+        inventory.SnapshotInventory(device_.ordinal(), &inventory_version);
     StatusOr<std::vector<device::ModuleVariable>> variables = device_.EnumerateModuleVariables();
     if (!variables.ok()) {
       // A __device__ global never discovered is one never restored: passes 2..N would read
@@ -174,12 +183,23 @@ bool Snapshot::Capture(const Inventory& inventory, const SnapshotOptions& option
     const bool reuse = valid_ && before.generation == arena_generation_ && chunk_size_ == options.chunk_size;
     std::vector<bool> kept(next.size(), false);
     if (reuse) {
+      // Mostly nothing was allocated or freed since: the same regions in the same order. Else
+      // match them by identity.
+      bool same_order = next.size() == regions_.size();
+      for (std::size_t i = 0; same_order && i < next.size(); ++i)
+        same_order = KeyOf(next[i]) == KeyOf(regions_[i]);
       std::map<RegionKey, std::size_t> previous;
-      for (std::size_t i = 0; i < regions_.size(); ++i) previous.emplace(KeyOf(regions_[i]), i);
+      if (!same_order) {
+        for (std::size_t i = 0; i < regions_.size(); ++i) previous.emplace(KeyOf(regions_[i]), i);
+      }
       for (std::size_t i = 0; i < next.size(); ++i) {
-        auto it = previous.find(KeyOf(next[i]));
-        if (it == previous.end()) continue;
-        SnapshotRegion& old = regions_[it->second];
+        std::size_t match = i;
+        if (!same_order) {
+          auto it = previous.find(KeyOf(next[i]));
+          if (it == previous.end()) continue;
+          match = it->second;
+        }
+        SnapshotRegion& old = regions_[match];
         if (static_cast<std::size_t>(old.tier) < static_cast<std::size_t>(options.fastest_tier)) continue;
         next[i].tier = old.tier;
         next[i].arena_offset = old.arena_offset;
@@ -274,8 +294,10 @@ bool Snapshot::Capture(const Inventory& inventory, const SnapshotOptions& option
     total_bytes_ = 0;
     tier_bytes_ = {};
     chunk_count_ = 0;
-    std::vector<std::uint64_t> region_hashes;
-    region_hashes.reserve(next.size());
+    std::vector<std::uint64_t> all_hashes;
+    all_hashes.reserve(kept_chunks + new_chunks);
+    table_.clear();
+    table_.reserve(next.size());
     for (std::size_t i = 0; i < next.size(); ++i) {
       SnapshotRegion& region = next[i];
       const std::uint64_t chunks = base::ChunkCount(region.size, chunk_size);
@@ -284,7 +306,8 @@ bool Snapshot::Capture(const Inventory& inventory, const SnapshotOptions& option
       region.chunk_hashes.assign(source.begin() + static_cast<std::ptrdiff_t>(at),
                                  source.begin() + static_cast<std::ptrdiff_t>(at + chunks));
       at += chunks;
-      region_hashes.push_back(base::CombineHashes(region.chunk_hashes));
+      all_hashes.insert(all_hashes.end(), region.chunk_hashes.begin(), region.chunk_hashes.end());
+      table_.push_back(TableEntry(region));
       total_bytes_ += region.size;
       tier_bytes_[static_cast<std::size_t>(region.tier)] += region.size;
       chunk_count_ += chunks;
@@ -297,7 +320,8 @@ bool Snapshot::Capture(const Inventory& inventory, const SnapshotOptions& option
     last_capture_.regions_dropped =
         regions_.size() > last_capture_.regions_kept ? regions_.size() - last_capture_.regions_kept : 0;
     last_capture_.complete = last_capture_.regions_kept == 0;
-    input_hash_ = base::CombineHashes(region_hashes);
+    input_hash_ = base::CombineHashes(all_hashes);
+    inventory_version_ = inventory_version;
     regions_ = std::move(next);
     chunk_size_ = chunk_size;
     arena_generation_ = after.generation;
@@ -332,37 +356,24 @@ void Snapshot::BuildLiveTable(const Inventory::LockedView& view, std::vector<Are
   }
 }
 
-std::uint64_t Snapshot::CombineOutput(const std::vector<std::size_t>& indices,
-                                      std::span<const std::uint64_t> hashes) const {
-  // Regions gone since capture hash as empty, as Inspect always did.
-  std::vector<std::uint64_t> region_hashes(regions_.size(), 0);
-  std::uint64_t at = 0;
-  for (std::size_t index : indices) {
-    const std::uint64_t chunks = base::ChunkCount(regions_[index].size, chunk_size_);
-    region_hashes[index] = base::CombineHashes(hashes.subspan(at, chunks));
-    at += chunks;
-  }
-  return base::CombineHashes(region_hashes);
-}
-
 StatusOr<std::uint64_t> Snapshot::Inspect(const Inventory& inventory) {
   if (!valid_) return FailedPreconditionError("no complete snapshot to compare with");
   Status status = OkStatus();
   std::uint64_t output = 0;
   inventory.WithAllocationsLocked([&](const Inventory::LockedView& view) {
-    std::vector<ArenaRegion> table;
+    std::vector<ArenaRegion> live;
     std::vector<std::size_t> indices;
     std::uint64_t skipped = 0;
-    BuildLiveTable(view, &table, &indices, &skipped);
-    std::uint64_t chunks = 0;
-    for (const ArenaRegion& region : table) chunks += base::ChunkCount(region.size, chunk_size_);
-    std::vector<std::uint64_t> hashes(chunks);
+    const bool all_live = view.version() == inventory_version_;
+    if (!all_live) BuildLiveTable(view, &live, &indices, &skipped);
+    const std::vector<ArenaRegion>& table = all_live ? table_ : live;
+    std::vector<std::uint64_t> hashes(all_live ? chunk_count_ : ChunksOf(table, chunk_size_));
     StatusOr<device::ChunkOpResult> hashed = device_.RunChunkOp(ChunkOp::kHash, table, chunk_size_, hashes);
     if (!hashed.ok()) {
       status = hashed.status().WithContext("hashing the device's bytes");
       return;
     }
-    output = CombineOutput(indices, hashes);
+    output = base::CombineHashes(hashes);
   });
   GPUPROF_RETURN_IF_ERROR(status);
   return output;
@@ -376,18 +387,19 @@ RestoreStats Snapshot::Restore(const Inventory& inventory, RestoreMode mode, std
     return stats;
   }
   inventory.WithAllocationsLocked([&](const Inventory::LockedView& view) {
-    std::vector<ArenaRegion> table;
+    std::vector<ArenaRegion> live;
     std::vector<std::size_t> indices;
-    BuildLiveTable(view, &table, &indices, &stats.regions_skipped);
-    std::uint64_t chunks = 0;
-    for (const ArenaRegion& region : table) chunks += base::ChunkCount(region.size, chunk_size_);
-    std::vector<std::uint64_t> hashes(output_hash != nullptr ? chunks : 0);
+    const bool all_live = view.version() == inventory_version_;
+    if (!all_live) BuildLiveTable(view, &live, &indices, &stats.regions_skipped);
+    const std::vector<ArenaRegion>& table = all_live ? table_ : live;
+    std::vector<std::uint64_t> hashes(
+        output_hash != nullptr ? (all_live ? chunk_count_ : ChunksOf(table, chunk_size_)) : 0);
     const ChunkOp op = mode == RestoreMode::kFull    ? ChunkOp::kRestoreAll
                        : mode == RestoreMode::kExact ? ChunkOp::kRestoreDiffering
                                                      : ChunkOp::kRestoreChanged;
     ++stats.device_ops;
     StatusOr<device::ChunkOpResult> restored = device_.RunChunkOp(op, table, chunk_size_, hashes);
-    if (restored.ok() && output_hash != nullptr) *output_hash = CombineOutput(indices, hashes);
+    if (restored.ok() && output_hash != nullptr) *output_hash = base::CombineHashes(hashes);
     // A failed batch may have written part of the table: only a complete restore repairs that.
     constexpr int kFullAttempts = 3;
     for (int attempt = 0; !restored.ok() && attempt < kFullAttempts; ++attempt) {

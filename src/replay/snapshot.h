@@ -102,7 +102,8 @@ class Snapshot {
   std::uint64_t chunk_size() const noexcept { return chunk_size_; }
   std::uint64_t chunk_count() const noexcept { return chunk_count_; }
   std::uint64_t symbols_skipped() const noexcept { return symbols_skipped_; }
-  // Hash of the captured bytes (what every pass must see as input).
+  // Hash of the captured bytes (what every pass must see as input): of every chunk hash, in table
+  // order. A pass's output hash is the same function of the live regions' chunks.
   std::uint64_t input_hash() const noexcept { return input_hash_; }
   const CaptureStats& last_capture() const noexcept { return last_capture_; }
 
@@ -123,12 +124,14 @@ class Snapshot {
   // with the index of each entry in regions_.
   void BuildLiveTable(const Inventory::LockedView& view, std::vector<device::ArenaRegion>* table,
                       std::vector<std::size_t>* indices, std::uint64_t* skipped) const;
-  std::uint64_t CombineOutput(const std::vector<std::size_t>& indices,
-                              std::span<const std::uint64_t> hashes) const;
 
   device::Device& device_;
   // Allocated from the device's metadata resource, whose failure is an incomplete snapshot (R8).
   std::pmr::vector<SnapshotRegion> regions_;
+  // regions_ as the device's table, and the inventory's version it was captured at: while the
+  // version holds, every region is live and restores use the table as it is (no lookups).
+  std::vector<device::ArenaRegion> table_;
+  std::uint64_t inventory_version_ = 0;
   std::string failure_;
   bool valid_ = false;                  // regions_ matches the arena's contents
   std::uint64_t arena_generation_ = 0;  // the arena's generation when regions_ was last valid

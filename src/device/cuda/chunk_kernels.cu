@@ -54,7 +54,7 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 constexpr unsigned kUnroll = 4;
 // gpuprof_chunk_op hands out work in tickets of at least this many bytes (one chunk if larger), so
 // that small chunks do not make the ticket counter the bottleneck.
-constexpr unsigned long long kTicketBytes = 64 * 1024;
+constexpr unsigned long long kTicketBytes = 256 * 1024;
 
 __device__ __forceinline__ unsigned long long Rotl(unsigned long long x, int r) {
   return (x << r) | (x >> (64 - r));
@@ -102,8 +102,14 @@ __device__ __forceinline__ unsigned long long Address(const void* p) {
 // Thread t owns lanes 2t and 2t+1, i.e. the two words of every 16-byte unit u with u % 256 == t,
 // which is what lets it load whole 16-byte vectors and still follow the shape-independent
 // partition.
-__device__ __forceinline__ unsigned long long BlockChunkHash(const unsigned char* p,
-                                                             unsigned long long length) {
+//
+// kCopy: the 16-byte vectors loaded for the hash are also stored to `copy_to` (16-byte aligned, like
+// p), so a capture reads its source once; returns false in `copied` when the alignment did not allow
+// it (the caller copies then).
+template <bool kCopy>
+__device__ __forceinline__ unsigned long long BlockChunkHashImpl(const unsigned char* p,
+                                                                 unsigned long long length,
+                                                                 unsigned char* copy_to, bool* copied) {
   __shared__ unsigned long long warp_results[kWarps];
   __shared__ unsigned long long block_result;
   const unsigned t = threadIdx.x;
@@ -115,14 +121,21 @@ __device__ __forceinline__ unsigned long long BlockChunkHash(const unsigned char
   unsigned long long acc1 = LaneSeed(2 * t + 1);
   unsigned long long u = t;
   const unsigned long long address = Address(p);
+  const bool store = kCopy && address % 16 == 0 && Address(copy_to) % 16 == 0;
+  if (kCopy) *copied = store;
   if (address % 16 == 0) {
     const ulonglong2* v = reinterpret_cast<const ulonglong2*>(p);
+    ulonglong2* out = reinterpret_cast<ulonglong2*>(copy_to);
     // Streaming loads (evict first): the hashed memory is not reused by this kernel, and the
     // application's L2 contents should suffer as little as possible.
     for (; u + (kUnroll - 1) * kBlockSize < units; u += kUnroll * kBlockSize) {
       ulonglong2 x[kUnroll];
 #pragma unroll
       for (unsigned k = 0; k < kUnroll; ++k) x[k] = __ldcs(v + u + k * kBlockSize);
+      if (kCopy && store) {
+#pragma unroll
+        for (unsigned k = 0; k < kUnroll; ++k) __stcs(out + u + k * kBlockSize, x[k]);
+      }
 #pragma unroll
       for (unsigned k = 0; k < kUnroll; ++k) {
         acc0 = Round(acc0, x[k].x);
@@ -131,6 +144,7 @@ __device__ __forceinline__ unsigned long long BlockChunkHash(const unsigned char
     }
     for (; u < units; u += kBlockSize) {
       const ulonglong2 x = __ldcs(v + u);
+      if (kCopy && store) __stcs(out + u, x);
       acc0 = Round(acc0, x.x);
       acc1 = Round(acc1, x.y);
     }
@@ -149,6 +163,9 @@ __device__ __forceinline__ unsigned long long BlockChunkHash(const unsigned char
   // The last 0..15 bytes: words 2*units (lane 2t) and 2*units+1 (lane 2t+1) of thread
   // units % 256, each the last word of its lane.
   const unsigned remainder = static_cast<unsigned>(length - 16 * units);
+  if (kCopy && store) {
+    for (unsigned i = t; i < remainder; i += kBlockSize) copy_to[16 * units + i] = p[16 * units + i];
+  }
   if (remainder != 0 && t == units % kBlockSize) {
     const unsigned char* tail = p + 16 * units;
     acc0 = Round(acc0, LoadBytes(tail, remainder < 8 ? remainder : 8));
@@ -178,6 +195,11 @@ __device__ __forceinline__ unsigned long long BlockChunkHash(const unsigned char
   // is written again only after the next call's first barrier, which every thread reaches only
   // after reading it here.
   return block_result;
+}
+
+__device__ __forceinline__ unsigned long long BlockChunkHash(const unsigned char* p,
+                                                             unsigned long long length) {
+  return BlockChunkHashImpl<false>(p, length, nullptr, nullptr);
 }
 
 // True in every thread when the `length` bytes at a and b differ in any byte (exact). Every thread
@@ -287,9 +309,19 @@ struct ChunkPlace {
   unsigned access;            // the region's ChunkAccess
 };
 
+// `hint`: the region of the block's previous chunk (consecutive chunks mostly share a region, or
+// are in the next one), updated; a miss searches.
 __device__ __forceinline__ ChunkPlace Locate(const ChunkOpRegion* regions, unsigned region_count,
-                                             unsigned long long chunk, unsigned long long chunk_size) {
-  const ChunkOpRegion& region = regions[FindRegion(regions, region_count, chunk)];
+                                             unsigned long long chunk, unsigned long long chunk_size,
+                                             unsigned* hint) {
+  unsigned r = *hint;
+  const auto holds = [&](unsigned i) {
+    return i < region_count && regions[i].first_chunk <= chunk &&
+           (i + 1 == region_count || chunk < regions[i + 1].first_chunk);
+  };
+  if (!holds(r)) r = holds(r + 1) ? r + 1 : FindRegion(regions, region_count, chunk);
+  *hint = r;
+  const ChunkOpRegion& region = regions[r];
   const unsigned long long index = chunk - region.first_chunk;  // the chunk within its region
   const unsigned long long begin = index * chunk_size;
   ChunkPlace place;
@@ -314,16 +346,21 @@ __device__ __forceinline__ ChunkPlace Locate(const ChunkOpRegion* regions, unsig
 __device__ __noinline__ void ProcessChunk(const ChunkOpRegion* regions, unsigned region_count,
                                           unsigned long long chunk, unsigned long long chunk_size,
                                           unsigned op, unsigned long long* hashes, unsigned char* flags,
-                                          unsigned long long* counters) {
+                                          unsigned long long* counters, unsigned* hint) {
   using namespace gpuprof::device::cuda;
   const unsigned t = threadIdx.x;
-  const ChunkPlace place = Locate(regions, region_count, chunk, chunk_size);
+  const ChunkPlace place = Locate(regions, region_count, chunk, chunk_size, hint);
   if (place.length == 0) return;  // a malformed table: never built by CudaDevice
 
   // kRestoreAll hashes only when asked to; kRestoreDiffering compares device-tier bytes directly.
   const bool compare_bytes = op == kChunkOpRestoreDiffering && place.access == kChunkAccessDevice;
   const bool needs_hash = hashes != nullptr || (op != kChunkOpRestoreAll && !compare_bytes);
-  const unsigned long long hash = needs_hash ? BlockChunkHash(place.current, place.length) : 0;
+  // A capture into memory the kernel reaches stores the vectors it hashes: one read of the source.
+  bool captured = false;
+  const unsigned long long hash =
+      op == kChunkOpCapture && place.access != kChunkAccessHost
+          ? BlockChunkHashImpl<true>(place.current, place.length, place.copy, &captured)
+          : (needs_hash ? BlockChunkHash(place.current, place.length) : 0);
   if (hashes != nullptr && t == 0) hashes[chunk] = hash;
 
   bool copy_chunk = false;
@@ -358,7 +395,9 @@ __device__ __noinline__ void ProcessChunk(const ChunkOpRegion* regions, unsigned
     return;
   }
   if (!copy_chunk) return;
-  if (to_arena) {
+  if (captured) {
+    // Written while hashing.
+  } else if (to_arena) {
     BlockCopy(place.copy, place.current, place.length);
   } else {
     BlockCopy(place.current, place.copy, place.length);
@@ -409,6 +448,7 @@ extern "C" __global__ void __launch_bounds__(kBlockSize, 4)
   const unsigned long long per_ticket = chunk_size >= kTicketBytes ? 1 : kTicketBytes / chunk_size;
   const unsigned long long ticket_count = ChunkCount(chunks, per_ticket);
   unsigned slot = 0;
+  unsigned hint = 0;  // the region of the previous chunk (Locate)
   if (t == 0) tickets[0] = atomicAdd(counters + kChunkOpNextTicket, 1ull);
   __syncthreads();
   for (;;) {
@@ -419,7 +459,7 @@ extern "C" __global__ void __launch_bounds__(kBlockSize, 4)
     const unsigned long long first = ticket * per_ticket;
     const unsigned long long end = chunks - first < per_ticket ? chunks : first + per_ticket;
     for (unsigned long long chunk = first; chunk < end; ++chunk) {
-      ProcessChunk(regions, region_count, chunk, chunk_size, op, hashes, flags, counters);
+      ProcessChunk(regions, region_count, chunk, chunk_size, op, hashes, flags, counters, &hint);
     }
     // Every thread has read tickets[slot] above before anyone passes this barrier, so the slot is
     // free for the ticket after next.
