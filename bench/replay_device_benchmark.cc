@@ -27,6 +27,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -1378,6 +1379,70 @@ void SetArenaBounds(device::cuda::CudaDeviceOptions& options, std::uint64_t devi
   options.pinned_limit_bytes = std::max(options.pinned_limit_bytes, pinned_limit);
 }
 
+// The fixed path of one replayed launch, step by step, each the median of 1,000 calls on an idle
+// device (item 4 of issue 18: what a small kernel's replay costs beyond its passes): the drain,
+// one SM clock read (two per pass, C3), the L2 flush (one per pass, B7), one batched chunk op on a
+// one-chunk table (one per pass and per capture), and an event pair around a pass.
+void PrintFixedPath(device::cuda::CudaDevice& device) {
+  constexpr int kCalls = 1000;
+  const device::cuda::CudaDriver& d = device.driver();
+  CUstream stream = nullptr;
+  CudaCheck(cudaStreamCreateWithFlags(reinterpret_cast<cudaStream_t*>(&stream), cudaStreamNonBlocking),
+            "cudaStreamCreate");
+  void* one = nullptr;
+  CudaCheck(cudaMalloc(&one, kChunk), "cudaMalloc(one chunk)");
+  device.ReleaseArena();
+  const Status reserved = device.ReserveArena({kChunk, 0, 0, 0}, kChunk);
+  const std::vector<device::ArenaRegion> table = {
+      device::ArenaRegion{reinterpret_cast<device::DevicePtr>(one), kChunk, StorageTier::kDevice, 0}};
+  auto median_us = [&](auto&& fn) {
+    std::vector<double> ms;
+    ms.reserve(kCalls);
+    for (int i = 0; i < kCalls; ++i) ms.push_back(TimedMs(fn));
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2] * 1000.0;
+  };
+  const double drain = median_us([&] { (void)device.Synchronize(std::chrono::seconds(10)); });
+  const double clock = median_us([&] { (void)device.SmClockKhz(); });
+  const double flush = median_us([&] {
+    (void)device.FlushL2(stream);
+    d.StreamSynchronize(stream);
+  });
+  const double chunk_op =
+      reserved.ok()
+          ? median_us([&] { (void)device.RunChunkOp(device::ChunkOp::kRestoreChanged, table, kChunk, {}); })
+          : -1;
+  const double events = median_us([&] {
+    CUevent start = nullptr;
+    CUevent end = nullptr;
+    d.EventCreate(&start, CU_EVENT_DEFAULT);
+    d.EventCreate(&end, CU_EVENT_DEFAULT);
+    d.EventRecord(start, stream);
+    d.EventRecord(end, stream);
+    d.EventSynchronize(end);
+    d.EventDestroy(start);
+    d.EventDestroy(end);
+  });
+  StatusOr<std::array<CUevent, 2>> pass_events = device.PassEvents();
+  const double reused = pass_events.ok() ? median_us([&] {
+    d.EventRecord((*pass_events)[0], stream);
+    d.EventRecord((*pass_events)[1], stream);
+    d.EventSynchronize((*pass_events)[1]);
+  })
+                                         : -1;
+  std::printf(
+      "\nfixed path per call (median of %d, idle device): drain (Synchronize) %.1f us; SM clock read (NVML) "
+      "%.1f us "
+      "(2 per pass); L2 flush + wait %.1f us (1 per pass); chunk op on a 1-chunk table %.1f us (1 per pass); "
+      "event pair recorded and waited %.1f us with the device's reused events (1 per pass), %.1f us created "
+      "and "
+      "destroyed each time\n",
+      kCalls, drain, clock, flush, chunk_op, reused, events);
+  device.ReleaseArena();
+  CudaCheck(cudaFree(one), "cudaFree(one chunk)");
+  CudaCheck(cudaStreamDestroy(reinterpret_cast<cudaStream_t>(stream)), "cudaStreamDestroy");
+}
+
 int Run(const Flags& flags) {
   CudaCheck(cudaSetDevice(0), "cudaSetDevice(0)");
   CudaCheck(cudaFree(nullptr), "cudaFree(0) (creating the primary context)");
@@ -1474,6 +1539,7 @@ int Run(const Flags& flags) {
     PrintRegionComparison(workloads[1], workloads[2], flags.regions == kTargetRegions);
   std::printf("\n");
   for (const WorkloadFigures& w : workloads) PrintStages(w);
+  PrintFixedPath(device);
   std::printf("\n%s\n",
               all_ok ? "every gpuprof figure verified (Inspect hash == input hash, independent footprint "
                        "hash == the captured bytes' hash, rewritten chunks restored)"

@@ -106,13 +106,9 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
     const CudaDriver& d = device_.driver();
     ScopedInternalWork internal;
     if (hook_.flush_l2_.load(std::memory_order_relaxed)) GPUPROF_RETURN_IF_ERROR(device_.FlushL2(stream_));
-    CUevent start = nullptr;
-    CUevent end = nullptr;
-    GPUPROF_RETURN_IF_ERROR(d.Check("cuEventCreate", d.EventCreate(&start, CU_EVENT_DEFAULT)));
-    if (CUresult r = d.EventCreate(&end, CU_EVENT_DEFAULT); r != CUDA_SUCCESS) {
-      d.EventDestroy(start);
-      return d.Check("cuEventCreate", r);
-    }
+    GPUPROF_ASSIGN_OR_RETURN(const auto events, device_.PassEvents());
+    const CUevent start = events[0];
+    const CUevent end = events[1];
     const std::uint32_t clock_before = device_.SmClockKhz();  // C3
     Status status = d.Check("cuEventRecord", d.EventRecord(start, stream_));
     if (status.ok()) status = d.Check("launch (replay pass)", launch_());
@@ -120,8 +116,6 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
     if (status.ok()) status = d.Check("cuEventSynchronize", d.EventSynchronize(end));
     float ms = 0;
     if (status.ok()) status = d.Check("cuEventElapsedTime", d.EventElapsedTime(&ms, start, end));
-    d.EventDestroy(start);
-    d.EventDestroy(end);
     GPUPROF_RETURN_IF_ERROR(status);
     device::PassTiming timing;
     timing.duration_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);

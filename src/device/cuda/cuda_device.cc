@@ -361,6 +361,9 @@ CudaDevice::~CudaDevice() {
   for (std::size_t tier = 0; tier < kStorageTierCount; ++tier) FreeArena(static_cast<StorageTier>(tier));
   if (!scope.ok()) return;
   if (l2_scratch_ != 0) driver_.MemFree(l2_scratch_);
+  for (CUevent event : pass_events_) {
+    if (event != nullptr) driver_.EventDestroy(event);
+  }
   if (hashes_ != 0) driver_.MemFree(hashes_);
   if (op_device_ != 0) driver_.MemFree(op_device_);
   if (op_host_ != nullptr) driver_.MemFreeHost(op_host_);
@@ -1075,6 +1078,20 @@ Status CudaDevice::Synchronize(std::chrono::nanoseconds timeout) {
         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) + " ms");
   }
   return driver_.Check("cuCtxSynchronize", s.result);
+}
+
+StatusOr<std::array<CUevent, 2>> CudaDevice::PassEvents() {
+  std::lock_guard<std::mutex> lock(events_mu_);
+  if (pass_events_[0] == nullptr || pass_events_[1] == nullptr) {
+    InternalScope scope(driver_, context_);
+    if (!scope.ok()) return InternalError("PassEvents: cuCtxPushCurrent failed");
+    for (CUevent& event : pass_events_) {
+      if (event == nullptr)
+        GPUPROF_RETURN_IF_ERROR(
+            driver_.Check("cuEventCreate", driver_.EventCreate(&event, CU_EVENT_DEFAULT)));
+    }
+  }
+  return pass_events_;
 }
 
 Status CudaDevice::FlushL2(CUstream stream) {

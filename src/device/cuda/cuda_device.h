@@ -115,6 +115,10 @@ class CudaDevice final : public Device {
   // Writes `bytes` of scratch device memory, evicting the L2 cache (B7). Bytes: 2x the L2 size.
   Status FlushL2(CUstream stream);
 
+  // The start and end events that time a replay pass (C3), made at the first call and reused: the
+  // caller holds the device's replay window, so one pass at a time uses them.
+  StatusOr<std::array<CUevent, 2>> PassEvents();
+
   CUcontext context() const noexcept { return context_; }
   const CudaDriver& driver() const noexcept { return driver_; }
 
@@ -185,6 +189,8 @@ class CudaDevice final : public Device {
   CUdeviceptr l2_scratch_ = 0;
   std::uint64_t l2_scratch_bytes_ = 0;
   std::unique_ptr<SmClock> sm_clock_;
+  std::mutex events_mu_;
+  std::array<CUevent, 2> pass_events_{};  // guarded by events_mu_; null until PassEvents
   std::mutex variables_mu_;
   std::vector<ModuleVariable> variables_;  // guarded by variables_mu_
   std::shared_ptr<DrainState> drain_;
