@@ -750,13 +750,14 @@ Status CudaDevice::GrowArena(StorageTier tier, std::uint64_t bytes) {
   arena.capacity = grown;
   if (tier == StorageTier::kDevice) device_arena_bytes_.store(grown, std::memory_order_relaxed);
   ++arena_stats_.allocations;
-  const auto took_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, base::MonotonicNowNs() - start_ns));
+  const auto took_ns =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(0, base::MonotonicNowNs() - start_ns));
   arena_stats_.allocation_ns += took_ns;
   if (tier != StorageTier::kDevice) {
     // Host arenas are slow to make (pinning 8 GiB takes seconds) and kept for the process: say so
     // once per growth, so a first replayed launch's time is not a mystery.
-    GPUPROF_LOG(kInfo) << "replay: the " << TierName(tier) << " snapshot arena of device " << ordinal_ << " grew to "
-                       << (grown >> 20) << " MiB in " << took_ns / 1000000
+    GPUPROF_LOG(kInfo) << "replay: the " << TierName(tier) << " snapshot arena of device " << ordinal_
+                       << " grew to " << (grown >> 20) << " MiB in " << took_ns / 1000000
                        << " ms (a one-time cost: it is kept and reused by later replayed launches)";
   }
   return OkStatus();
