@@ -47,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_args.h"
 #include "db/profile_writer.h"
 #include "db/profile_writer_internal.h"
 #include "trace/records.h"
@@ -113,70 +114,34 @@ void PrintUsage(std::FILE* out) {
       GPUPROF_DB_WRITER_PEER_SCRIPT);
 }
 
-bool ParseUint(std::string_view text, std::uint64_t* out) {
-  if (text.empty()) return false;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-  return ec == std::errc() && ptr == end;
-}
-
-// Accepts "--name value" and "--name=value". Returns false (after printing why) on bad input.
+// "--name value" and "--name=value" (bench_args.h). Returns false (after printing why) on bad input.
 bool ParseFlags(int argc, char** argv, Flags* flags, bool* help) {
-  std::vector<std::string_view> args(argv + 1, argv + argc);
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      *help = true;
-      return true;
-    }
-    if (arg == "--keep") {
-      flags->keep = true;
-      continue;
-    }
-    if (arg == "--no-peer") {
-      flags->no_peer = true;
-      continue;
-    }
-    if (arg == "--with-api-calls") {
-      flags->with_api_calls = true;
-      continue;
-    }
-    std::string_view name = arg;
-    std::optional<std::string_view> value;
-    if (std::size_t eq = arg.find('='); eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    std::uint64_t* number = nullptr;
-    std::string* text = nullptr;
-    if (name == "--rows") number = &flags->rows;
-    if (name == "--batch") number = &flags->batch;
-    if (name == "--seed") number = &flags->seed;
-    if (name == "--repeats") number = &flags->repeats;
-    if (name == "--out-dir") text = &flags->out_dir;
-    if (name == "--peer-script") text = &flags->peer_script;
-    if (number == nullptr && text == nullptr) {
-      std::fprintf(stderr, "db_writer_benchmark: unknown argument '%.*s' (try --help)\n",
-                   static_cast<int>(arg.size()), arg.data());
-      return false;
-    }
-    if (!value) {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "db_writer_benchmark: %.*s needs a value\n", static_cast<int>(name.size()),
-                     name.data());
-        return false;
-      }
-      value = args[++i];
-    }
-    if (text != nullptr) {
-      *text = std::string(*value);
-    } else if (!ParseUint(*value, number)) {
-      std::fprintf(stderr, "db_writer_benchmark: %.*s expects a non-negative integer, got '%.*s'\n",
-                   static_cast<int>(name.size()), name.data(), static_cast<int>(value->size()),
-                   value->data());
-      return false;
-    }
-  }
+  const bool parsed = ParseArgs(
+      "db_writer_benchmark", argc, argv,
+      [](std::string_view name) {
+        return name == "--keep" || name == "--no-peer" || name == "--with-api-calls";
+      },
+      [&](std::string_view name) {
+        if (name == "--keep") flags->keep = true;
+        if (name == "--no-peer") flags->no_peer = true;
+        if (name == "--with-api-calls") flags->with_api_calls = true;
+      },
+      [&](std::string_view name, std::string_view value) -> OptionResult {
+        std::uint64_t* number = nullptr;
+        if (name == "--rows") number = &flags->rows;
+        if (name == "--batch") number = &flags->batch;
+        if (name == "--seed") number = &flags->seed;
+        if (name == "--repeats") number = &flags->repeats;
+        if (number != nullptr) return ParseUint(value, number) ? "" : "a non-negative integer";
+        std::string* text = nullptr;
+        if (name == "--out-dir") text = &flags->out_dir;
+        if (name == "--peer-script") text = &flags->peer_script;
+        if (text == nullptr) return std::nullopt;
+        *text = std::string(value);
+        return "";
+      },
+      help);
+  if (!parsed || *help) return parsed;
   if (flags->rows == 0 || flags->batch == 0) {
     std::fprintf(stderr, "db_writer_benchmark: --rows and --batch must be > 0\n");
     return false;

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "base/hash.h"
+#include "bench_args.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_driver.h"
 #include "device/device.h"
@@ -228,28 +229,6 @@ void PrintUsage(std::FILE* out) {
       "failed or the setup failed, 2 on bad arguments.\n");
 }
 
-bool ParseUint(std::string_view text, std::uint64_t* out) {
-  if (text.empty() || text.front() == '-') return false;
-  const std::string copy(text);
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long value = std::strtoull(copy.c_str(), &end, 10);
-  if (errno != 0 || end != copy.c_str() + copy.size()) return false;
-  *out = value;
-  return true;
-}
-
-bool ParseDouble(std::string_view text, double* out) {
-  if (text.empty()) return false;
-  const std::string copy(text);
-  char* end = nullptr;
-  errno = 0;
-  const double value = std::strtod(copy.c_str(), &end);
-  if (errno != 0 || end != copy.c_str() + copy.size() || !(value > 0.0)) return false;
-  *out = value;
-  return true;
-}
-
 bool ParseTiers(std::string_view text, Flags* flags) {
   flags->tier_device = false;
   flags->tier_host = false;
@@ -268,78 +247,49 @@ bool ParseTiers(std::string_view text, Flags* flags) {
   return flags->tier_device || flags->tier_host;
 }
 
-// Accepts "--name value" and "--name=value"; --quick's sizes apply to the flags not given.
+// "--name value" and "--name=value" (bench_args.h); --quick's sizes apply to the flags not given.
 bool ParseFlags(int argc, char** argv, Flags* flags, bool* help) {
-  std::vector<std::string_view> args(argv + 1, argv + argc);
   bool footprint_set = false;
   bool regions_set = false;
   bool repeat_set = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      *help = true;
-      return true;
-    }
-    if (arg == "--quick") {
-      flags->quick = true;
-      continue;
-    }
-    if (arg == "--no-cupti") {
-      flags->cupti = false;
-      continue;
-    }
-    if (arg == "--cupti-transfer") {
-      flags->cupti_transfer = true;
-      continue;
-    }
-    std::string_view name = arg;
-    std::optional<std::string_view> value;
-    if (const std::size_t eq = arg.find('='); eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    const bool known = name == "--footprint-gib" || name == "--allocations" || name == "--regions" ||
-                       name == "--repeat" || name == "--slow-repeat" || name == "--tiers" ||
-                       name == "--device-reserve-mib";
-    if (!known) {
-      std::fprintf(stderr, "replay_device_benchmark: unknown argument '%.*s' (try --help)\n",
-                   static_cast<int>(arg.size()), arg.data());
-      return false;
-    }
-    if (!value) {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "replay_device_benchmark: %.*s needs a value\n", static_cast<int>(name.size()),
-                     name.data());
-        return false;
-      }
-      value = args[++i];
-    }
-    bool ok = false;
-    if (name == "--footprint-gib") {
-      ok = ParseDouble(*value, &flags->footprint_gib);
-      footprint_set = true;
-    } else if (name == "--allocations") {
-      ok = ParseUint(*value, &flags->allocations) && flags->allocations > 0;
-    } else if (name == "--regions") {
-      ok = ParseUint(*value, &flags->regions);
-      regions_set = true;
-    } else if (name == "--repeat") {
-      ok = ParseUint(*value, &flags->repeat) && flags->repeat > 0;
-      repeat_set = true;
-    } else if (name == "--slow-repeat") {
-      ok = ParseUint(*value, &flags->slow_repeat) && flags->slow_repeat > 0;
-    } else if (name == "--tiers") {
-      ok = ParseTiers(*value, flags);
-    } else if (name == "--device-reserve-mib") {
-      ok = ParseUint(*value, &flags->device_reserve_mib);
-    }
-    if (!ok) {
-      std::fprintf(stderr, "replay_device_benchmark: bad value '%.*s' for %.*s (try --help)\n",
-                   static_cast<int>(value->size()), value->data(), static_cast<int>(name.size()),
-                   name.data());
-      return false;
-    }
-  }
+  const bool parsed = ParseArgs(
+      "replay_device_benchmark", argc, argv,
+      [](std::string_view name) {
+        return name == "--quick" || name == "--no-cupti" || name == "--cupti-transfer";
+      },
+      [&](std::string_view name) {
+        if (name == "--quick") flags->quick = true;
+        if (name == "--no-cupti") flags->cupti = false;
+        if (name == "--cupti-transfer") flags->cupti_transfer = true;
+      },
+      [&](std::string_view name, std::string_view value) -> OptionResult {
+        if (name == "--footprint-gib") {
+          footprint_set = true;
+          return ParsePositiveDouble(value, &flags->footprint_gib) ? "" : "a positive number";
+        }
+        if (name == "--allocations") {
+          return ParseUint(value, &flags->allocations) && flags->allocations > 0 ? "" : "a positive integer";
+        }
+        if (name == "--regions") {
+          regions_set = true;
+          return ParseUint(value, &flags->regions) ? "" : "a non-negative integer";
+        }
+        if (name == "--repeat") {
+          repeat_set = true;
+          return ParseUint(value, &flags->repeat) && flags->repeat > 0 ? "" : "a positive integer";
+        }
+        if (name == "--slow-repeat") {
+          return ParseUint(value, &flags->slow_repeat) && flags->slow_repeat > 0 ? "" : "a positive integer";
+        }
+        if (name == "--tiers")
+          return ParseTiers(value, flags) ? "" : "device, host or both (comma-separated)";
+        if (name == "--device-reserve-mib") {
+          return ParseUint(value, &flags->device_reserve_mib) ? "" : "a non-negative integer";
+        }
+        return std::nullopt;
+      },
+      help);
+  if (!parsed || *help) return parsed;
   if (flags->quick) {
     if (!footprint_set) flags->footprint_gib = 0.25;
     if (!regions_set) flags->regions = 256;

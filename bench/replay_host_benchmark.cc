@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "bench_args.h"
 #include "device/host/host_platform.h"
 #include "fakes/replay_rig.h"
 #include "gpuprof/replay.h"
@@ -77,53 +78,21 @@ void PrintUsage(std::FILE* out) {
       "GB/s (footprint / time); bytes the dirty restore wrote back; speedup = full ms / dirty ms.\n");
 }
 
-bool ParseUint(std::string_view text, std::uint64_t* out) {
-  if (text.empty()) return false;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-  return ec == std::errc() && ptr == end;
-}
-
-// Accepts "--name value" and "--name=value". Returns false (after printing why) on bad input.
+// "--name value" and "--name=value" (bench_args.h). Returns false (after printing why) on bad input.
 bool ParseFlags(int argc, char** argv, Flags* flags, bool* help) {
-  std::vector<std::string_view> args(argv + 1, argv + argc);
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      *help = true;
-      return true;
-    }
-    std::string_view name = arg;
-    std::optional<std::string_view> value;
-    if (std::size_t eq = arg.find('='); eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    std::uint64_t* target = nullptr;
-    if (name == "--footprint-mib") target = &flags->footprint_mib;
-    if (name == "--chunk-kib") target = &flags->chunk_kib;
-    if (name == "--repeat") target = &flags->repeat;
-    if (name == "--seed") target = &flags->seed;
-    if (target == nullptr) {
-      std::fprintf(stderr, "replay_host_benchmark: unknown argument '%.*s' (try --help)\n",
-                   static_cast<int>(arg.size()), arg.data());
-      return false;
-    }
-    if (!value) {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "replay_host_benchmark: %.*s needs a value\n", static_cast<int>(name.size()),
-                     name.data());
-        return false;
-      }
-      value = args[++i];
-    }
-    if (!ParseUint(*value, target)) {
-      std::fprintf(stderr, "replay_host_benchmark: %.*s expects a non-negative integer, got '%.*s'\n",
-                   static_cast<int>(name.size()), name.data(), static_cast<int>(value->size()),
-                   value->data());
-      return false;
-    }
-  }
+  const bool parsed = ParseArgs(
+      "replay_host_benchmark", argc, argv, [](std::string_view) { return false; }, [](std::string_view) {},
+      [&](std::string_view name, std::string_view value) -> OptionResult {
+        std::uint64_t* target = nullptr;
+        if (name == "--footprint-mib") target = &flags->footprint_mib;
+        if (name == "--chunk-kib") target = &flags->chunk_kib;
+        if (name == "--repeat") target = &flags->repeat;
+        if (name == "--seed") target = &flags->seed;
+        if (target == nullptr) return std::nullopt;
+        return ParseUint(value, target) ? "" : "a non-negative integer";
+      },
+      help);
+  if (!parsed || *help) return parsed;
   if (flags->footprint_mib == 0 || flags->chunk_kib == 0 || flags->repeat == 0) {
     std::fprintf(stderr, "replay_host_benchmark: --footprint-mib, --chunk-kib and --repeat must be > 0\n");
     return false;
