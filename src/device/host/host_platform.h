@@ -169,7 +169,7 @@ class HostPlatform {
   void ClearFaults();
   // How many injected faults at `point` actually fired.
   int FaultsFired(FaultPoint point) const;
-  // Runs `hook(dst)` on the calling thread just before each RestoreFromBacking copy (a test uses
+  // Runs `hook(dst)` on the calling thread just before a restoring RunChunkOp writes a region (a test uses
   // it to race a free against a restore). Pass an empty function to remove it.
   void SetBeforeRestoreCopyHook(std::function<void(DevicePtr dst)> hook);
   // Makes every op queued on `stream` after this call wait until ReleaseStream (a device that

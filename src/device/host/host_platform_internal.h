@@ -29,7 +29,7 @@ namespace gpuprof::device::host {
 
 // ---- raw memory ---------------------------------------------------------------------------------
 
-// Device allocations, module variables and backing buffers are host memory: 256-byte aligned,
+// Device allocations, module variables and the snapshot arena are host memory: 256-byte aligned,
 // zero-filled operator new below this size (so ASan sees use-after-free), and an untouched
 // MAP_NORESERVE mapping at or above it (a > 1 GiB variable costs no resident memory).
 inline constexpr std::uint64_t kMmapThreshold = std::uint64_t{256} << 20;
@@ -41,7 +41,7 @@ struct RawBlock {
   bool mapped = false;  // mmap'ed (released with munmap) rather than operator new
 };
 
-// Null data on failure (never throws). `zero_fill` is false for backing buffers, which are
+// Null data on failure (never throws). `zero_fill` is false for the arena, whose bytes are
 // always overwritten before they are read.
 RawBlock AllocateRaw(std::uint64_t size, bool zero_fill) noexcept;
 void ReleaseRaw(const RawBlock& block) noexcept;
