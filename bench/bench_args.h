@@ -22,14 +22,15 @@ using OptionResult = std::optional<std::string_view>;
 // holds is passed to on_switch; any other "--name[=value]" takes its value (after '=' or the next
 // argument) and is passed to on_value. On an unknown argument, a missing value or a refused one,
 // prints one line naming `program` and the argument, and returns false.
-inline bool ParseArgs(std::string_view program, int argc, char** argv,
-                      const std::function<bool(std::string_view name)>& is_switch,
-                      const std::function<void(std::string_view name)>& on_switch,
-                      const std::function<OptionResult(std::string_view name, std::string_view value)>& on_value,
-                      bool* help) {
+inline bool ParseArgs(
+    std::string_view program, int argc, char** argv,
+    const std::function<bool(std::string_view name)>& is_switch,
+    const std::function<void(std::string_view name)>& on_switch,
+    const std::function<OptionResult(std::string_view name, std::string_view value)>& on_value, bool* help) {
   const std::vector<std::string_view> args(argv + 1, argv + argc);
   const auto fail = [&](const std::string& why) {
-    std::fprintf(stderr, "%.*s: %s (try --help)\n", static_cast<int>(program.size()), program.data(), why.c_str());
+    std::fprintf(stderr, "%.*s: %s (try --help)\n", static_cast<int>(program.size()), program.data(),
+                 why.c_str());
     return false;
   };
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -59,7 +60,8 @@ inline bool ParseArgs(std::string_view program, int argc, char** argv,
     const OptionResult result = on_value(name, *value);
     if (!result.has_value()) return fail("unknown argument '" + std::string(name) + "'");
     if (!result->empty()) {
-      return fail(std::string(name) + " expects " + std::string(*result) + ", got '" + std::string(*value) + "'");
+      return fail(std::string(name) + " expects " + std::string(*result) + ", got '" + std::string(*value) +
+                  "'");
     }
   }
   return true;
