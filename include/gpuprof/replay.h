@@ -169,7 +169,6 @@ struct ReplayRecord {
   // Bytes the capture copied: everything at a first capture, only the changed chunks of regions
   // kept from the previous replayed launch's snapshot otherwise (B3).
   std::uint64_t snapshot_copied_bytes = 0;
-  std::uint64_t drain_ns = 0;                  // time waiting for the device to drain before the snapshot
   std::uint64_t untracked_writable_bytes = 0;  // live host-mapped/managed/IPC bytes (R6)
 };
 

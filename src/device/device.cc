@@ -37,21 +37,6 @@ std::string_view LaunchKindName(LaunchKind kind) noexcept {
   return "unknown";
 }
 
-bool ParseStorageTier(std::string_view text, StorageTier* out) noexcept {
-  if (text == "device") {
-    *out = StorageTier::kDevice;
-  } else if (text == "pinned-host" || text == "pinned") {
-    *out = StorageTier::kPinnedHost;
-  } else if (text == "pageable-host" || text == "pageable") {
-    *out = StorageTier::kPageableHost;
-  } else if (text == "file") {
-    *out = StorageTier::kFile;
-  } else {
-    return false;
-  }
-  return true;
-}
-
 std::string_view ChunkOpName(ChunkOp op) noexcept {
   switch (op) {
     case ChunkOp::kCapture: return "capture";

@@ -72,8 +72,6 @@ enum class StorageTier : std::uint8_t { kDevice, kPinnedHost, kPageableHost, kFi
 inline constexpr std::size_t kStorageTierCount = 4;
 
 std::string_view StorageTierName(StorageTier tier) noexcept;
-// "device", "pinned-host" (also "pinned"), "pageable-host" (also "pageable"), "file"; false otherwise.
-bool ParseStorageTier(std::string_view text, StorageTier* out) noexcept;
 
 // Bytes per storage tier, indexed by StorageTier.
 using TierBytes = std::array<std::uint64_t, kStorageTierCount>;

@@ -14,6 +14,13 @@ namespace gpuprof::replay {
 namespace {
 
 constexpr std::string_view kRegexPrefix = "regex:";
+static_assert(static_cast<int>(SnapshotStorage::kDevice) == static_cast<int>(device::StorageTier::kDevice) &&
+                  static_cast<int>(SnapshotStorage::kPinnedHost) ==
+                      static_cast<int>(device::StorageTier::kPinnedHost) &&
+                  static_cast<int>(SnapshotStorage::kPageableHost) ==
+                      static_cast<int>(device::StorageTier::kPageableHost) &&
+                  static_cast<int>(SnapshotStorage::kFile) == static_cast<int>(device::StorageTier::kFile),
+              "SnapshotStorage must name the storage tiers in device.h's order");
 bool IsCollectiveKernelName(std::string_view name) {
   // NCCL's device kernels are named ncclKernel_*, ncclDevKernel_* (mangled: _Z..nccl...).
   std::string lower(name);
@@ -266,11 +273,9 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   };
 
   // Everything queued before this launch must land before the snapshot; bounded (R14).
-  const std::int64_t drain_start = base::MonotonicNowNs();
   if (Status drained = device.Synchronize(options.drain_timeout); !drained.ok()) {
     return decline_in_window(DeclineReason::kDrainTimeout, "device did not drain: " + drained.ToString());
   }
-  record.drain_ns = static_cast<std::uint64_t>(base::MonotonicNowNs() - drain_start);
   if (Status prepared = executor.PrepareForSnapshot(); !prepared.ok()) {
     return decline_in_window(DeclineReason::kIncompleteSnapshot,
                              "loading the kernel's module failed: " + prepared.ToString());
@@ -280,6 +285,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   SnapshotOptions snapshot_options;
   snapshot_options.chunk_size = options.chunk_size;
   snapshot_options.max_symbol_bytes = options.max_symbol_bytes;
+  // replay.h's SnapshotStorage names device.h's tiers in the same order (asserted below).
   snapshot_options.fastest_tier = static_cast<device::StorageTier>(options.storage);
   Snapshot& snapshot = *snapshots_[static_cast<std::size_t>(device.ordinal())];
   std::int64_t capture_start = base::MonotonicNowNs();

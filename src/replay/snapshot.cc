@@ -335,9 +335,8 @@ bool Snapshot::Capture(const Inventory& inventory, const SnapshotOptions& option
 }
 
 void Snapshot::BuildLiveTable(const Inventory::LockedView& view, std::vector<ArenaRegion>* table,
-                              std::vector<std::size_t>* indices, std::uint64_t* skipped) const {
+                              std::uint64_t* skipped) const {
   table->clear();
-  indices->clear();
   *skipped = 0;
   for (std::size_t i = 0; i < regions_.size(); ++i) {
     const SnapshotRegion& region = regions_[i];
@@ -352,7 +351,6 @@ void Snapshot::BuildLiveTable(const Inventory::LockedView& view, std::vector<Are
       }
     }
     table->push_back(TableEntry(region));
-    indices->push_back(i);
   }
 }
 
@@ -362,10 +360,9 @@ StatusOr<std::uint64_t> Snapshot::Inspect(const Inventory& inventory) {
   std::uint64_t output = 0;
   inventory.WithAllocationsLocked([&](const Inventory::LockedView& view) {
     std::vector<ArenaRegion> live;
-    std::vector<std::size_t> indices;
     std::uint64_t skipped = 0;
     const bool all_live = view.version() == inventory_version_;
-    if (!all_live) BuildLiveTable(view, &live, &indices, &skipped);
+    if (!all_live) BuildLiveTable(view, &live, &skipped);
     const std::vector<ArenaRegion>& table = all_live ? table_ : live;
     std::vector<std::uint64_t> hashes(all_live ? chunk_count_ : ChunksOf(table, chunk_size_));
     StatusOr<device::ChunkOpResult> hashed = device_.RunChunkOp(ChunkOp::kHash, table, chunk_size_, hashes);
@@ -388,9 +385,8 @@ RestoreStats Snapshot::Restore(const Inventory& inventory, RestoreMode mode, std
   }
   inventory.WithAllocationsLocked([&](const Inventory::LockedView& view) {
     std::vector<ArenaRegion> live;
-    std::vector<std::size_t> indices;
     const bool all_live = view.version() == inventory_version_;
-    if (!all_live) BuildLiveTable(view, &live, &indices, &stats.regions_skipped);
+    if (!all_live) BuildLiveTable(view, &live, &stats.regions_skipped);
     const std::vector<ArenaRegion>& table = all_live ? table_ : live;
     std::vector<std::uint64_t> hashes(
         output_hash != nullptr ? (all_live ? chunk_count_ : ChunksOf(table, chunk_size_)) : 0);

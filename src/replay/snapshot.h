@@ -120,10 +120,10 @@ class Snapshot {
 
  private:
   bool Fail(std::string why);
-  // The live subset of regions_ as a table (under the inventory's read lock), in regions_ order,
-  // with the index of each entry in regions_.
+  // The live subset of regions_ as a table (under the inventory's read lock), in regions_ order;
+  // `skipped` counts the regions left out.
   void BuildLiveTable(const Inventory::LockedView& view, std::vector<device::ArenaRegion>* table,
-                      std::vector<std::size_t>* indices, std::uint64_t* skipped) const;
+                      std::uint64_t* skipped) const;
 
   device::Device& device_;
   // Allocated from the device's metadata resource, whose failure is an incomplete snapshot (R8).

@@ -219,7 +219,8 @@ void HostDevice::ReleaseArena() {
 
 bool HostDevice::MakeRoomFor(std::uint64_t bytes) {
   const std::uint64_t total = platform_.options.device_memory_bytes;
-  if (total == 0) return false;
+  // Every application allocation asks: only a device-tier arena makes the registry walk worth it.
+  if (total == 0 || device_arena_bytes() == 0) return false;
   const std::uint64_t application = platform_.ApplicationDeviceBytes(ordinal_);
   std::lock_guard<std::mutex> lock(arena_->mu);
   HostArenaTier& t = arena_->tiers[TierIndex(StorageTier::kDevice)];
@@ -305,7 +306,6 @@ StatusOr<ChunkOpResult> HostDevice::RunChunkOp(ChunkOp op, std::span<const Arena
                                        [](const ArenaRegion& r) { return r.tier == StorageTier::kFile; }) &&
                            platform_.faults.ShouldFail(FaultPoint::kSpillFileWrite);
   const auto hook = Restores(op) ? *platform_.restore_hook.rlock() : nullptr;
-  std::vector<std::uint8_t> staging;
   std::uint64_t table_chunk = 0;
   for (std::size_t r = 0; r < regions.size(); ++r) {
     const ArenaRegion& region = regions[r];
@@ -357,13 +357,7 @@ StatusOr<ChunkOpResult> HostDevice::RunChunkOp(ChunkOp op, std::span<const Arena
           (*hook)(region.base);
           hooked = true;
         }
-        if (t.fd >= 0) {
-          staging.resize(length);
-          GPUPROF_RETURN_IF_ERROR(TierRead(t, region.arena_offset + offset, staging.data(), length));
-          std::memcpy(current, staging.data(), length);
-        } else {
-          GPUPROF_RETURN_IF_ERROR(TierRead(t, region.arena_offset + offset, current, length));
-        }
+        GPUPROF_RETURN_IF_ERROR(TierRead(t, region.arena_offset + offset, current, length));
       }
       ++result.copied_chunks;
       result.copied_bytes += length;
