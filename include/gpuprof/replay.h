@@ -170,6 +170,10 @@ struct ReplayRecord {
   // kept from the previous replayed launch's snapshot otherwise (B3).
   std::uint64_t snapshot_copied_bytes = 0;
   std::uint64_t untracked_writable_bytes = 0;  // live host-mapped/managed/IPC bytes (R6)
+  // Time the replay held the launch: drain, capture, every pass, the restores and hashes between
+  // them and the final restore; what replay adds to the application's wall time for this launch
+  // (0 for declines decided before the window).
+  std::uint64_t replay_ns = 0;
 };
 
 }  // namespace gpuprof::replay

@@ -63,7 +63,7 @@ CREATE TABLE IF NOT EXISTS OVERLAP_ANALYSIS (id INTEGER PRIMARY KEY, deviceId IN
 
 -- [gpuprof-tables]
 -- gpuprof's own tables (docs/db_gpuprof_tables.md), created in every profile.
-CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_KERNEL (id INTEGER PRIMARY KEY, timestampNs INTEGER, globalTid INTEGER, deviceId INTEGER, name INTEGER, connectionId INTEGER, launchIndex INTEGER, replayed INTEGER, declineReason TEXT, declineDetail TEXT, restoreMode TEXT, passes INTEGER, deterministic INTEGER, snapshotRegions INTEGER, snapshotBytes INTEGER, snapshotNs INTEGER, untrackedWritableBytes INTEGER, snapshotDeviceBytes INTEGER);
+CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_KERNEL (id INTEGER PRIMARY KEY, timestampNs INTEGER, globalTid INTEGER, deviceId INTEGER, name INTEGER, connectionId INTEGER, launchIndex INTEGER, replayed INTEGER, declineReason TEXT, declineDetail TEXT, restoreMode TEXT, passes INTEGER, deterministic INTEGER, snapshotRegions INTEGER, snapshotBytes INTEGER, snapshotNs INTEGER, untrackedWritableBytes INTEGER, snapshotDeviceBytes INTEGER, replayNs INTEGER);
 CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_PASS (kernelId INTEGER, pass INTEGER, startNs INTEGER, durationNs INTEGER, smClockBeforeKhz INTEGER, smClockAfterKhz INTEGER, bytesRestored INTEGER, regionsRestored INTEGER, dirtyChunks INTEGER, outputHash INTEGER, matchesPass1 INTEGER);
 
 -- [format-indexes]

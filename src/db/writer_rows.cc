@@ -19,9 +19,10 @@ RowSink::RowSink(Connection conn, std::size_t batch_rows, SharedStrings& strings
 Status RowSink::Prepare() {
   GPUPROF_ASSIGN_OR_RETURN(string_ids_, Statement::Prepare(conn_, "INSERT INTO STRING_IDS VALUES (?1, ?2)"));
   GPUPROF_ASSIGN_OR_RETURN(
-      replay_kernel_, Statement::Prepare(conn_,
-                                         "INSERT INTO GPUPROF_REPLAY_KERNEL VALUES (?1, ?2, ?3, ?4, "
-                                         "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"));
+      replay_kernel_,
+      Statement::Prepare(conn_,
+                         "INSERT INTO GPUPROF_REPLAY_KERNEL VALUES (?1, ?2, ?3, ?4, "
+                         "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"));
   GPUPROF_RETURN_IF_ERROR(pytorch_api_.Prepare(conn_, kInsertApiHead, kInsertApiRow));
   GPUPROF_RETURN_IF_ERROR(callchains_.Prepare(conn_, "INSERT INTO PYTORCH_CALLCHAINS VALUES ", "(?,?,?)"));
   // OR IGNORE: a repeated correlation id (a collector bug) must not stop the whole profile; it
@@ -252,6 +253,7 @@ Status RowSink::WriteRecord(trace::ReplayResult& result) {
   k.BindU64(16, r.snapshot_ns);
   k.BindU64(17, r.untracked_writable_bytes);
   k.BindU64(18, r.snapshot_device_bytes);
+  k.BindU64(19, r.replay_ns);
   GPUPROF_RETURN_IF_ERROR(k.Run());
   ++rows_;
   ++rows_in_txn_;

@@ -258,6 +258,8 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
 
 Status Controller::Replay(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor,
                           const ReplayOptions& options) {
+  const std::int64_t replay_start = base::MonotonicNowNs();
+  auto held_ns = [replay_start] { return static_cast<std::uint64_t>(base::MonotonicNowNs() - replay_start); };
   std::unique_lock<std::shared_mutex> window(windows_[static_cast<std::size_t>(device.ordinal())]);
 
   // Declines decided inside the window run once while still holding it (R9).
@@ -268,6 +270,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
                           << " (" << DeclineReasonName(reason) << "): " << record.decline_detail
                           << "; it runs once";
     Status status = executor.RunOriginal();
+    record.replay_ns = held_ns();
     Publish(record);
     return status;
   };
@@ -330,6 +333,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
         // The application's own launch failed: that is its error to see, not a replay problem.
         // What it may have written is not what the arena holds any more.
         snapshot.Invalidate();
+        record.replay_ns = held_ns();
         Publish(record);
         return timing.status();
       }
@@ -392,6 +396,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   }
   record.replayed = record.decline_reason == DeclineReason::kNone;
   executor.SignalCompletion();
+  record.replay_ns = held_ns();
   Publish(record);
   return OkStatus();
 }

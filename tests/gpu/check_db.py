@@ -169,10 +169,11 @@ class ProfileDb:
         if "GPUPROF_REPLAY_KERNEL" not in self.tables:
             return []
         rows = self.query("SELECT id, deviceId, name, launchIndex, replayed, declineReason, declineDetail, passes, "
-                          "deterministic, snapshotRegions, snapshotBytes, snapshotDeviceBytes FROM GPUPROF_REPLAY_KERNEL "
+                          "deterministic, snapshotRegions, snapshotBytes, snapshotDeviceBytes, snapshotNs, replayNs "
+                          "FROM GPUPROF_REPLAY_KERNEL "
                           "ORDER BY id")
         keys = ("id", "device", "name_id", "launch_index", "replayed", "decline", "detail", "passes", "deterministic",
-                "regions", "bytes", "device_bytes")
+                "regions", "bytes", "device_bytes", "snapshot_ns", "replay_ns")
         out = [dict(zip(keys, r)) for r in rows]
         for k in out:
             k["name"] = self.text(k["name_id"])
@@ -716,6 +717,11 @@ def expect_replayed(c, rows, kernel, launches, deterministic=True):
         c.expect(all((p["clock_before"] or 0) > 0 and (p["clock_after"] or 0) > 0 for p in r["pass_rows"]),
                  f"{kernel}: a pass without its SM clocks (C3, NVML)")
         c.expect(r["bytes"] > 0, f"{kernel}: the snapshot captured no bytes")
+        # replayNs spans the capture and every pass's kernel.
+        kernels_ns = sum(p["duration"] or 0 for p in r["pass_rows"])
+        c.expect((r["replay_ns"] or 0) >= (r["snapshot_ns"] or 0) + kernels_ns,
+                 f"{kernel} launch {r['launch_index']}: replayNs {r['replay_ns']} below the capture "
+                 f"({r['snapshot_ns']} ns) plus the passes' kernels ({kernels_ns} ns)")
         # B2: the test programs' footprints fit the device tier (2 GiB reserve on a 141 GB GPU).
         c.expect(r["device_bytes"] == r["bytes"],
                  f"{kernel}: {r['device_bytes']} of {r['bytes']} snapshot bytes on the device, expected all")

@@ -246,25 +246,26 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
   const std::int64_t main_tid = (std::int64_t{o.pid} << 32) | o.pid;
   // (id, timestampNs, globalTid, deviceId, name, connectionId, launchIndex, replayed, declineReason,
   //  declineDetail, restoreMode, passes, deterministic, snapshotRegions, snapshotBytes, snapshotNs,
-  //  untracked, snapshotDeviceBytes)
+  //  untracked, snapshotDeviceBytes, replayNs)
   GPUPROF_RETURN_IF_ERROR(
       db.Insert("GPUPROF_REPLAY_KERNEL",
                 {std::int64_t{1}, us(175), main_tid, std::int64_t{0}, std::int64_t{kGemmKernel},
                  std::int64_t{101}, std::int64_t{0}, std::int64_t{1}, nullptr, nullptr, std::string("auto"),
                  std::int64_t{3}, std::int64_t{1}, std::int64_t{2}, std::int64_t{8192}, std::int64_t{5000},
-                 std::int64_t{0}, std::int64_t{8192}}));
-  GPUPROF_RETURN_IF_ERROR(db.Insert(
-      "GPUPROF_REPLAY_KERNEL",
-      {std::int64_t{2}, us(1115), main_tid, std::int64_t{0}, std::int64_t{kReluKernel}, std::int64_t{103},
-       std::int64_t{1}, std::int64_t{0}, std::string("graph-launch"),
-       std::string("launched from a CUDA graph"), std::string("auto"), std::int64_t{1}, std::int64_t{1},
-       std::int64_t{0}, std::int64_t{0}, std::int64_t{0}, std::int64_t{0}, std::int64_t{0}}));
+                 std::int64_t{0}, std::int64_t{8192}, std::int64_t{41000}}));
+  GPUPROF_RETURN_IF_ERROR(
+      db.Insert("GPUPROF_REPLAY_KERNEL",
+                {std::int64_t{2}, us(1115), main_tid, std::int64_t{0}, std::int64_t{kReluKernel},
+                 std::int64_t{103}, std::int64_t{1}, std::int64_t{0}, std::string("graph-launch"),
+                 std::string("launched from a CUDA graph"), std::string("auto"), std::int64_t{1},
+                 std::int64_t{1}, std::int64_t{0}, std::int64_t{0}, std::int64_t{0}, std::int64_t{0},
+                 std::int64_t{0}, std::int64_t{0}}));
   GPUPROF_RETURN_IF_ERROR(
       db.Insert("GPUPROF_REPLAY_KERNEL",
                 {std::int64_t{3}, us(745), main_tid, std::int64_t{0}, std::int64_t{kGemmBwdKernel},
                  std::int64_t{104}, std::int64_t{2}, std::int64_t{1}, nullptr, nullptr, std::string("auto"),
                  std::int64_t{2}, std::int64_t{0}, std::int64_t{1}, std::int64_t{4096}, std::int64_t{3000},
-                 std::int64_t{0}, std::int64_t{0}}));
+                 std::int64_t{0}, std::int64_t{0}, std::int64_t{24000}}));
   // (kernelId, pass, startNs, durationNs, smClockBefore, smClockAfter, bytesRestored, regionsRestored,
   //  dirtyChunks, outputHash, matchesPass1). The declined launch ran once: one pass, no hash.
   struct Pass {

@@ -166,8 +166,8 @@ TEST_F(ProfileWriterSchemaTest, GpuprofTablesColumns) {
                   "name INTEGER 0", "connectionId INTEGER 0", "launchIndex INTEGER 0", "replayed INTEGER 0",
                   "declineReason TEXT 0", "declineDetail TEXT 0", "restoreMode TEXT 0", "passes INTEGER 0",
                   "deterministic INTEGER 0", "snapshotRegions INTEGER 0", "snapshotBytes INTEGER 0",
-                  "snapshotNs INTEGER 0", "untrackedWritableBytes INTEGER 0",
-                  "snapshotDeviceBytes INTEGER 0"));
+                  "snapshotNs INTEGER 0", "untrackedWritableBytes INTEGER 0", "snapshotDeviceBytes INTEGER 0",
+                  "replayNs INTEGER 0"));
   EXPECT_THAT(Query(*suite_db, "SELECT name || ' ' || type FROM pragma_table_info('GPUPROF_REPLAY_PASS')"),
               ElementsAre("kernelId INTEGER", "pass INTEGER", "startNs INTEGER", "durationNs INTEGER",
                           "smClockBeforeKhz INTEGER", "smClockAfterKhz INTEGER", "bytesRestored INTEGER",

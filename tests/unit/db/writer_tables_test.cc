@@ -181,14 +181,14 @@ TEST_F(ProfileWriterTablesTest, ReplayKernelRowPerReplayedOrDeclinedLaunch) {
       Q("SELECT k.id, k.timestampNs, k.globalTid, k.deviceId, n.value, k.connectionId, k.launchIndex, "
         "k.replayed, "
         "k.declineReason, k.declineDetail, k.restoreMode, k.passes, k.deterministic, k.snapshotRegions, "
-        "k.snapshotBytes, k.snapshotNs, k.untrackedWritableBytes, k.snapshotDeviceBytes FROM "
+        "k.snapshotBytes, k.snapshotNs, k.untrackedWritableBytes, k.snapshotDeviceBytes, k.replayNs FROM "
         "GPUPROF_REPLAY_KERNEL k "
         "JOIN STRING_IDS n ON n.id = k.name ORDER BY k.id"),
-      ElementsAre(
-          std::string("0|2000|") + kTid101 +
-              "|0|void gemm_kernel<float>(float*, int)|11|0|1|NULL|NULL|auto|2|0|2|1048576|5000|0|524288",
-          std::string("1|6000|") + kTid102 +
-              "|0|bwd_kernel|NULL|1|0|graph-launch|launched from a CUDA graph|auto|1|1|0|0|0|0|0"));
+      ElementsAre(std::string("0|2000|") + kTid101 +
+                      "|0|void gemm_kernel<float>(float*, "
+                      "int)|11|0|1|NULL|NULL|auto|2|0|2|1048576|5000|0|524288|7000",
+                  std::string("1|6000|") + kTid102 +
+                      "|0|bwd_kernel|NULL|1|0|graph-launch|launched from a CUDA graph|auto|1|1|0|0|0|0|0|0"));
 }
 
 TEST_F(ProfileWriterTablesTest, ReplayPassRowsWithOutputHashAsTwosComplement) {

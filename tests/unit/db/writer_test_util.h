@@ -272,6 +272,7 @@ inline std::vector<std::vector<trace::Record>> SyntheticRun() {
   replayed.record.snapshot_bytes = 1 << 20;
   replayed.record.snapshot_device_bytes = 1 << 19;
   replayed.record.snapshot_ns = 5000;
+  replayed.record.replay_ns = 7000;
   replayed.record.deterministic = false;
   replayed.record.mismatched_passes = {2};
   replayed.record.passes = {

@@ -285,6 +285,26 @@ TEST_F(ControllerTest, ReplaysAnInPlaceUpdateWithIdenticalInputsEveryPass) {
   EXPECT_EQ(records[0].snapshot_bytes, kCount * sizeof(std::uint32_t));
 }
 
+// replay_ns is what replay added to the application's launch: it spans every pass (each sleeps
+// 2 ms here) and the capture, and is 0 for a launch declined before the drain.
+TEST_F(ControllerTest, ReplayTimeSpansTheCaptureAndEveryPass) {
+  Configure(3);
+  constexpr std::size_t kCount = 1024;
+  DevicePtr buffer = AllocWords(0, kCount, 1);
+  InputLog log;
+  Kernel update = InPlaceUpdate(buffer, kCount, &log);
+  Kernel slow{"slow_update", [body = update.body](const KernelContext& context) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                body(context);
+              }};
+  LaunchAndWait(slow);
+  auto records = Records();
+  ASSERT_EQ(records.size(), 1u);
+  ASSERT_TRUE(records[0].replayed);
+  EXPECT_GE(records[0].replay_ns, 3u * 2'000'000u) << "three passes of 2 ms each ran inside the replay";
+  EXPECT_GT(records[0].replay_ns, records[0].snapshot_ns);
+}
+
 TEST_F(ControllerTest, DeviceCounterIncrementIsUndoneBetweenPasses) {
   Configure(3);
   ModuleSpec spec;
@@ -343,6 +363,7 @@ TEST_F(ControllerTest, GraphLaunchRunsOnceAndWarnsOncePerProcess) {
   auto records = Records();
   ASSERT_EQ(records.size(), 2u);
   EXPECT_EQ(records[1].decline_reason, DeclineReason::kGraphLaunch);
+  EXPECT_EQ(records[1].replay_ns, 0u) << "declined before the drain: replay held nothing";
 }
 
 TEST_F(ControllerTest, LaunchIntoACapturingStreamIsDeclined) {
