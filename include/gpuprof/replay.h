@@ -80,6 +80,34 @@ constexpr bool ParseSnapshotStorage(std::string_view text, SnapshotStorage* out)
   return false;
 }
 
+// C3: whether gpuprof changes clocks for the passes. kNone (the default) never touches them;
+// kBase locks SM and memory clocks to base through NVML when asked and permitted, and restores them.
+enum class ClockControl : std::uint8_t {
+  kNone,
+  kBase,
+};
+
+constexpr std::string_view ClockControlName(ClockControl control) noexcept {
+  switch (control) {
+    case ClockControl::kNone: return "none";
+    case ClockControl::kBase: return "base";
+  }
+  return "unknown";
+}
+
+// Parses "none" / "base"; false on anything else.
+constexpr bool ParseClockControl(std::string_view text, ClockControl* out) noexcept {
+  if (text == "none") {
+    *out = ClockControl::kNone;
+    return true;
+  }
+  if (text == "base") {
+    *out = ClockControl::kBase;
+    return true;
+  }
+  return false;
+}
+
 // Which launches are replayed (Nsight Compute's -k / -s / -c, rule C4).
 struct KernelSelector {
   std::string name;         // empty: every kernel; "regex:PATTERN": ECMAScript regex search;
@@ -102,6 +130,21 @@ struct ReplayOptions {
   bool replay_with_live_arrays = false;  // launches while CUDA arrays (not snapshotted) exist
   std::chrono::nanoseconds drain_timeout = std::chrono::seconds(10);  // R14
   KernelSelector selector;
+  // Hardware counters (issue 19): the metrics to collect over counter passes that follow the
+  // timing passes, in Nsight Compute's names, sections and sets already expanded
+  // (replay/metric_catalog.h), each once, in order. Empty: no counter passes. launch__* names are
+  // supplied from the launch itself and need no pass.
+  std::vector<std::string> metrics;
+  int max_counter_passes = 128;  // a metric list needing more passes is refused, with the reason
+  ClockControl clock_control = ClockControl::kNone;  // C3; recorded per launch
+};
+
+// One metric's value for one replayed launch.
+struct MetricValue {
+  std::string name;  // Nsight Compute's name, e.g. "dram__bytes_read.sum"
+  std::string unit;  // "byte", "%", "inst", "cycle", "nsecond", ...; empty when it has none
+  double value = 0;
+  int passes = 0;  // counter passes this metric needs on its own (0: from the launch, no pass)
 };
 
 enum class DeclineReason : std::uint8_t {
@@ -174,6 +217,15 @@ struct ReplayRecord {
   // them and the final restore; what replay adds to the application's wall time for this launch
   // (0 for declines decided before the window).
   std::uint64_t replay_ns = 0;
+  // Hardware counters (issue 19). Counter passes come after the timing passes and are not in
+  // `passes`; `counter_status` is empty when every asked metric has a value (or none was asked),
+  // else why some or all have none (not permitted, held by another tool, unknown metric, ...),
+  // naming the fix. A launch without counters is still replayed and timed.
+  std::vector<MetricValue> metrics;
+  int counter_passes = 0;
+  std::string counter_status;
+  ClockControl clock_control = ClockControl::kNone;  // C3 policy in force for the passes
+  bool caches_flushed = false;                       // B7: L2 flushed before each pass
 };
 
 }  // namespace gpuprof::replay

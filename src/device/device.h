@@ -225,6 +225,19 @@ struct LaunchRequest {
   bool peer_access = false;
 };
 
+// What the launch itself says about its shape, for Nsight Compute's launch__* metrics (no
+// counter pass needed). Zero where the backend does not know.
+struct LaunchShape {
+  std::uint32_t grid[3] = {0, 0, 0};
+  std::uint32_t block[3] = {0, 0, 0};
+  std::uint32_t registers_per_thread = 0;
+  std::uint64_t static_shared_bytes = 0;   // per block
+  std::uint64_t dynamic_shared_bytes = 0;  // per block
+  std::uint32_t active_blocks_per_sm = 0;  // the occupancy API's answer for this shape
+  std::uint32_t max_warps_per_sm = 0;      // the device's limit (theoretical occupancy's denominator)
+  std::uint32_t sm_count = 0;
+};
+
 // Per-pass timing that a backend measures.
 struct PassTiming {
   std::uint64_t duration_ns = 0;
@@ -260,6 +273,14 @@ class LaunchExecutor {
   // snapshot after the last pass, so that the application's launch reads the inputs it would
   // have read unprofiled and leaves the state one unreplayed run leaves.
   virtual bool original_runs_after_return() const noexcept { return false; }
+
+  // True when each pass starts with the L2 cache flushed (B7, --cache-control all).
+  virtual bool flushes_caches() const noexcept { return false; }
+
+  // The launch's shape (grid, block, registers, shared memory, occupancy) for launch__* metrics.
+  virtual StatusOr<LaunchShape> DescribeLaunch() {
+    return UnimplementedError("this backend does not describe launches");
+  }
 };
 
 // ---------------------------------------------------------------------------------------------

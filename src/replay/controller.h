@@ -26,6 +26,7 @@
 #include "base/synchronized.h"
 #include "device/device.h"
 #include "gpuprof/replay.h"
+#include "replay/counter_backend.h"
 #include "replay/inventory.h"
 
 namespace gpuprof::replay {
@@ -74,6 +75,11 @@ class Controller {
 
   // The options in force (valid for the controller's life).
   const ReplayOptions& options() const noexcept;
+
+  // The backend that collects hardware counters when the options ask for metrics (issue 19);
+  // without one, a launch asked for counters is replayed and timed, and its counter_status says
+  // why it has none. Set before the first launch; not thread-safe against Dispatch.
+  void SetCounterBackend(std::shared_ptr<CounterBackend> backend);
 
  private:
   struct Selection {

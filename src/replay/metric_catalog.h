@@ -1,0 +1,53 @@
+// Nsight Compute's names for what `gpuprof replay --metrics / --section / --set` collects: the
+// sections (SpeedOfLight, MemoryWorkloadAnalysis, ComputeWorkloadAnalysis, Occupancy, LaunchStats,
+// ...) with the metric lists ncu's section files use, the sets (basic, full), and the launch__*
+// attributes gpuprof supplies from the launch itself (no counter pass). No CUDA: the CLI, the
+// session's configuration and the controller all use it.
+//
+// Thread-safety: the tables are immutable; every function is pure.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "device/device.h"
+#include "gpuprof/replay.h"
+#include "gpuprof/status.h"
+
+namespace gpuprof::replay {
+
+struct SectionSpec {
+  std::string_view name;   // "SpeedOfLight", as ncu's --section takes it
+  std::string_view title;  // "GPU Speed Of Light Throughput"
+  std::span<const std::string_view> metrics;
+};
+
+// Every section gpuprof knows, in ncu's order.
+std::span<const SectionSpec> Sections() noexcept;
+// By name (case-sensitive, as ncu); nullptr when unknown.
+const SectionSpec* FindSection(std::string_view name) noexcept;
+// The sections of a set ("basic", "full"); empty for an unknown set.
+std::vector<std::string_view> SetSections(std::string_view set);
+
+// The ordered, de-duplicated metric list for a request: the sections of `set`, then `sections`,
+// then `metrics` (each a comma list; empty: nothing from it). InvalidArgument naming the unknown
+// section or set and listing the known ones. Metric names are checked for form only here
+// (unit__counter.rollup, letters, digits, '_' and '.'); whether the GPU has them is the backend's.
+StatusOr<std::vector<std::string>> ExpandMetricRequest(std::string_view metrics, std::string_view sections,
+                                                       std::string_view set);
+
+// True for the launch__* attributes (and the theoretical occupancy) gpuprof supplies itself.
+bool IsLaunchMetric(std::string_view name) noexcept;
+// Every launch metric's name, for --query-metrics and suggestions.
+std::span<const std::string_view> LaunchMetricNames() noexcept;
+// The value of a launch metric for `shape`, with its unit and passes 0; NotFound for another name.
+StatusOr<MetricValue> LaunchMetric(std::string_view name, const device::LaunchShape& shape);
+
+// Up to `limit` names from `known` nearest to `name` (edit distance, then shared prefix), for
+// "unknown metric X; did you mean ...".
+std::vector<std::string> NearestMetricNames(std::string_view name, std::span<const std::string> known,
+                                            std::size_t limit = 3);
+
+}  // namespace gpuprof::replay
