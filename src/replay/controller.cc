@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/logging.h"
 #include "base/settings.h"
+#include "replay/metric_catalog.h"
 #include "replay/snapshot.h"
 
 namespace gpuprof::replay {
@@ -107,6 +108,13 @@ Status Controller::ValidateOptions(const ReplayOptions& options) {
     return InvalidArgumentError("the drain timeout must be positive (got " +
                                 std::to_string(options.drain_timeout.count()) + " ns)");
   }
+  if (options.max_counter_passes < 1) {
+    return InvalidArgumentError("the counter pass cap must be at least 1 (got " +
+                                std::to_string(options.max_counter_passes) + ")");
+  }
+  for (const std::string& metric : options.metrics) {
+    if (metric.empty()) return InvalidArgumentError("an empty metric name in the metric list");
+  }
   // The selector's own check (C4), the one the CLI and the session apply to -k.
   const StatusOr<std::string> kernel =
       base::ParseSettingText(base::Spec(base::SettingId::kReplayKernel), options.selector.name, "-k");
@@ -116,6 +124,10 @@ Status Controller::ValidateOptions(const ReplayOptions& options) {
 std::shared_lock<std::shared_mutex> Controller::EnterDeviceShared(int device) {
   if (device < 0 || static_cast<std::size_t>(device) >= devices_.size()) return {};
   return std::shared_lock<std::shared_mutex>(windows_[static_cast<std::size_t>(device)]);
+}
+
+void Controller::SetCounterBackend(std::shared_ptr<CounterBackend> backend) {
+  counter_backend_ = std::move(backend);
 }
 
 void Controller::SetRecordSink(std::function<void(const ReplayRecord&)> sink) {
@@ -262,6 +274,9 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   auto held_ns = [replay_start] { return static_cast<std::uint64_t>(base::MonotonicNowNs() - replay_start); };
   std::unique_lock<std::shared_mutex> window(windows_[static_cast<std::size_t>(device.ordinal())]);
 
+  record.clock_control = options.clock_control;
+  record.caches_flushed = executor.flushes_caches();
+
   // Declines decided inside the window run once while still holding it (R9).
   auto decline_in_window = [&](DeclineReason reason, std::string detail) {
     record.decline_reason = reason;
@@ -349,6 +364,12 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
     record.passes.push_back(pass_record);
   }
 
+  if (!options.metrics.empty() && record.decline_reason == DeclineReason::kNone &&
+      !CollectMetrics(device, snapshot, record, executor, options)) {
+    GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail;
+  }
+  if (!record.counter_status.empty()) WarnNoCounters(record);
+
   if (executor.original_runs_after_return() && !record.passes.empty()) {
     // The application's launch runs next, on the inputs every pass saw. Like the restores
     // between passes, only what the last pass changed is written back.
@@ -399,6 +420,144 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   record.replay_ns = held_ns();
   Publish(record);
   return OkStatus();
+}
+
+bool Controller::CollectMetrics(device::Device& device, Snapshot& snapshot, ReplayRecord& record,
+                                device::LaunchExecutor& executor, const ReplayOptions& options) {
+  static_cast<void>(device);
+  // Launch metrics come from the launch itself; the rest from counter passes, in one list.
+  std::vector<std::string> counted;
+  bool launch_metrics = false;
+  for (const std::string& name : options.metrics) {
+    if (IsLaunchMetric(name)) {
+      launch_metrics = true;
+    } else {
+      counted.push_back(name);
+    }
+  }
+  std::vector<MetricValue> from_launch;
+  std::vector<MetricValue> from_counters;
+  std::vector<std::string> problems;
+  if (launch_metrics) {
+    StatusOr<device::LaunchShape> shape = executor.DescribeLaunch();
+    if (!shape.ok()) {
+      problems.push_back("launch attributes unavailable: " + shape.status().message());
+    } else {
+      for (const std::string& name : options.metrics) {
+        if (!IsLaunchMetric(name)) continue;
+        StatusOr<MetricValue> value = LaunchMetric(name, *shape);
+        if (value.ok()) {
+          from_launch.push_back(*std::move(value));
+        } else {
+          problems.push_back(value.status().message());
+        }
+      }
+    }
+  }
+
+  bool healthy = true;
+  if (!counted.empty()) {
+    if (counter_backend_ == nullptr) {
+      problems.push_back(
+          "no counter backend: hardware counters need the CUDA build of gpuprof with CUPTI's "
+          "profiling API");
+    } else if (StatusOr<CounterPlan> plan = counter_backend_->Plan(record.device, counted); !plan.ok()) {
+      problems.push_back(plan.status().message());
+    } else if (plan->passes > options.max_counter_passes) {
+      problems.push_back("the metrics need " + std::to_string(plan->passes) +
+                         " counter passes, more than the " + std::to_string(options.max_counter_passes) +
+                         " allowed; ask for fewer metrics");
+    } else if (StatusOr<std::unique_ptr<CounterCollection>> collection =
+                   counter_backend_->Begin(record.device, counted);
+               !collection.ok()) {
+      problems.push_back(collection.status().message());
+    } else {
+      // Every counter pass starts from the inputs every timing pass saw. A backend that keeps
+      // asking is stopped a little past its plan.
+      const int limit = std::max(plan->passes, 1) + 2;
+      bool submitted = false;
+      std::string failure;
+      while (!submitted && record.counter_passes < limit) {
+        std::uint64_t output_hash = 0;
+        RestoreStats restored =
+            snapshot.Restore(inventory_, options.restore, options.determinism_check ? &output_hash : nullptr);
+        if (record.counter_passes == 0 && !record.passes.empty() && record.passes.back().output_hash == 0) {
+          record.passes.back().output_hash = output_hash;  // the last timing pass's output
+        }
+        if (restored.regions_failed > 0) {
+          record.decline_reason = DeclineReason::kRestoreFailed;
+          record.decline_detail = std::to_string(restored.regions_failed) +
+                                  " region(s) could not be written back before counter pass " +
+                                  std::to_string(record.counter_passes + 1) + "; replay stopped";
+          healthy = false;
+          break;
+        }
+        if (Status begun = (*collection)->BeginPass(); !begun.ok()) {
+          failure = begun.message();
+          break;
+        }
+        StatusOr<device::PassTiming> ran = executor.RunPass(options.passes + record.counter_passes + 1);
+        ++record.counter_passes;
+        if (!ran.ok()) {
+          record.decline_reason = DeclineReason::kLaunchFailed;
+          record.decline_detail = "counter pass " + std::to_string(record.counter_passes) +
+                                  " failed to launch: " + ran.status().ToString();
+          healthy = false;
+          break;
+        }
+        StatusOr<bool> ended = (*collection)->EndPass();
+        if (!ended.ok()) {
+          failure = ended.status().message();
+          break;
+        }
+        submitted = *ended;
+      }
+      if (healthy && failure.empty() && !submitted) {
+        failure = "the counter backend still wanted passes after " + std::to_string(record.counter_passes) +
+                  " (planned " + std::to_string(plan->passes) + ")";
+      }
+      if (healthy && failure.empty()) {
+        StatusOr<std::vector<MetricValue>> values = (*collection)->Finish();
+        if (!values.ok()) {
+          failure = values.status().message();
+        } else {
+          from_counters = *std::move(values);
+          for (std::size_t i = 0; i < from_counters.size() && i < plan->metric_passes.size(); ++i) {
+            if (from_counters[i].passes == 0) from_counters[i].passes = plan->metric_passes[i];
+            if (from_counters[i].unit.empty() && i < plan->units.size())
+              from_counters[i].unit = plan->units[i];
+          }
+        }
+      }
+      if (!failure.empty()) problems.push_back(failure);
+    }
+  }
+
+  // In the order asked.
+  for (const std::string& name : options.metrics) {
+    for (std::vector<MetricValue>* source : {&from_launch, &from_counters}) {
+      auto it =
+          std::find_if(source->begin(), source->end(), [&](const MetricValue& v) { return v.name == name; });
+      if (it != source->end()) {
+        record.metrics.push_back(std::move(*it));
+        source->erase(it);
+        break;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    if (i > 0) record.counter_status += "; ";
+    record.counter_status += problems[i];
+  }
+  return healthy;
+}
+
+void Controller::WarnNoCounters(const ReplayRecord& record) {
+  if (!counter_warned_.wlock()->insert(record.counter_status).second) return;
+  GPUPROF_LOG(kWarning)
+      << "replay of " << record.kernel_name << " on device " << record.device << ": no hardware counters ("
+      << record.counter_status
+      << "); the launch is still replayed and timed (this warning is shown once per reason)";
 }
 
 }  // namespace gpuprof::replay

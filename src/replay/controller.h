@@ -101,6 +101,12 @@ class Controller {
   Status Replay(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor,
                 const ReplayOptions& options);
   void Publish(const ReplayRecord& record);
+  // The counter passes and launch metrics of one replayed launch (issue 19), after its timing
+  // passes; fills record.metrics, counter_passes and counter_status. False when a restore or a
+  // pass failed and the replay must stop (record's decline set).
+  bool CollectMetrics(device::Device& device, Snapshot& snapshot, ReplayRecord& record,
+                      device::LaunchExecutor& executor, const ReplayOptions& options);
+  void WarnNoCounters(const ReplayRecord& record);
 
   Inventory& inventory_;
   std::vector<device::Device*> devices_;
@@ -111,7 +117,9 @@ class Controller {
   // Per device, the snapshot kept across replayed launches (B3); used under the device's window.
   std::vector<std::unique_ptr<Snapshot>> snapshots_;
   std::atomic<bool> warned_graph_{false};
-  base::Synchronized<std::unordered_set<std::string>> printf_warned_;  // kernels warned about (C2)
+  std::shared_ptr<CounterBackend> counter_backend_;                     // set before the first launch
+  base::Synchronized<std::unordered_set<std::string>> counter_warned_;  // counter_status texts warned about
+  base::Synchronized<std::unordered_set<std::string>> printf_warned_;   // kernels warned about (C2)
   base::Synchronized<std::vector<ReplayRecord>> records_;
   base::Synchronized<std::function<void(const ReplayRecord&)>> sink_;
 };

@@ -1,6 +1,6 @@
 // The counter backend: hardware counters over replay passes (issue 19), behind an interface of its
 // own so the controller and everything above it run on the host with a fake
-// (tests/unit/replay/fake_counter_backend.h). The CUDA one is cupti/range_profiler_backend.*:
+// (tests/fakes/fake_counter_backend.h). The CUDA one is cupti/range_profiler_backend.*:
 // CUPTI's Profiler Host API for the configuration and evaluation, and the Range Profiler in user
 // replay mode, so the controller's own passes are the passes CUPTI asks for.
 //

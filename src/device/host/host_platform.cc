@@ -109,6 +109,14 @@ class HostLaunchExecutor final : public LaunchExecutor {
     return timing;
   }
 
+  StatusOr<LaunchShape> DescribeLaunch() override {
+    if (kernels_.empty() || !kernels_.front().shape.has_value()) {
+      return UnimplementedError("host kernel '" + (kernels_.empty() ? std::string() : kernels_.front().name) +
+                                "' was launched without a shape");
+    }
+    return *kernels_.front().shape;
+  }
+
   // Each call signals once: the signal's count exposes a caller that signals twice.
   void SignalCompletion() override {
     if (signal_ != nullptr) signal_->Signal();

@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,8 @@ struct Kernel {
   // Simulated device state a real backend reports with the launch (device.h LaunchRequest).
   std::uint32_t live_arrays = 0;
   bool peer_access = false;
+  // What DescribeLaunch reports (launch__* metrics); nullopt: the executor does not describe it.
+  std::optional<LaunchShape> shape;
 };
 
 // A completion signal the application may attach to a launch (like an HSA completion signal or a
