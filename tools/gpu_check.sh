@@ -41,6 +41,11 @@
 # with BUILD_DIR/bin/gpuprof; ARGS go to it (--quick for a smoke run, --skip-idle, --out DIR, ...).
 # Its exit status is the benchmark's.
 #
+#   bash tools/gpu_check.sh --counter-overhead [BUILD_DIR [ARGS...]]   # on the GPU machine, from the root
+#
+# --counter-overhead runs only bench/counter_overhead.py (hardware counters with --set basic on
+# examples/train_transformer.py against ncu --set basic, issue 19; bench/README.md); ARGS go to it.
+#
 # Environment: GPU_CHECK_WORK (default /tmp/gpuprof_gpu_check) holds each case's output and DBs;
 # GPUPROF_TEST_PYTHON picks the interpreter for the Python cases (default: python3).
 # Exit status: 0 when nothing failed (skips allowed), 1 otherwise.
@@ -103,6 +108,10 @@ fi
 
 if [[ "${1:-}" == "--replay-overhead" ]]; then
   exec "${GPUPROF_TEST_PYTHON:-python3}" bench/replay_overhead.py --gpuprof "${2:-build/gpu}/bin/gpuprof" "${@:3}"
+fi
+
+if [[ "${1:-}" == "--counter-overhead" ]]; then
+  exec "${GPUPROF_TEST_PYTHON:-python3}" bench/counter_overhead.py --gpuprof "${2:-build/gpu}/bin/gpuprof" "${@:3}"
 fi
 
 build_dir="${1:-build/gpu}"

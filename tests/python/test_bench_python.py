@@ -7,7 +7,10 @@ interpreters are shell scripts whose exit status answers `import torch`, so no t
 bench/replay_overhead.py: its --self-test (the cost arithmetic, the markdown table with issue 18's
 targets, the DB and ncu parsing), its flags (--quick, --counts, --pass-pair, --out, ...) and that
 without torch it skips; examples/train_transformer.py's size estimate, which its header documents,
-and its flags, without torch or a GPU."""
+and its flags, without torch or a GPU.
+
+bench/counter_overhead.py (issue 19): its --self-test (cost per kernel against ncu --set basic, the
+table, the DB's counter columns) and that it needs --gpuprof."""
 
 import os
 import shutil
@@ -58,6 +61,21 @@ class DefaultPythonTest(unittest.TestCase):
 
 def run_script(*argv):
     return subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=300, cwd=REPO)
+
+
+class CounterOverheadTest(unittest.TestCase):
+    SCRIPT = os.path.join(REPO, "bench", "counter_overhead.py")
+
+    def test_self_test_passes(self):
+        done = run_script(self.SCRIPT, "--self-test")
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("counter_overhead: self-test passed", done.stdout)
+        self.assertIn(">= 20x faster", done.stdout)
+
+    def test_needs_gpuprof_unless_self_testing(self):
+        done = run_script(self.SCRIPT)
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertIn("--gpuprof is required", done.stderr)
 
 
 class ReplayOverheadTest(unittest.TestCase):
