@@ -28,13 +28,18 @@ struct SectionSpec {
 std::span<const SectionSpec> Sections() noexcept;
 // By name (case-sensitive, as ncu); nullptr when unknown.
 const SectionSpec* FindSection(std::string_view name) noexcept;
-// The sections of a set ("basic", "full"); empty for an unknown set.
+// The sections of a set ("basic", "full"), in Sections()' order; empty for an unknown set.
 std::vector<std::string_view> SetSections(std::string_view set);
+// Every set's name ("basic", "full").
+std::span<const std::string_view> SetNames() noexcept;
+// Whether `name` has Nsight Compute's metric form (see ExpandMetricRequest).
+bool IsMetricName(std::string_view name) noexcept;
 
 // The ordered, de-duplicated metric list for a request: the sections of `set`, then `sections`,
 // then `metrics` (each a comma list; empty: nothing from it). InvalidArgument naming the unknown
-// section or set and listing the known ones. Metric names are checked for form only here
-// (unit__counter.rollup, letters, digits, '_' and '.'); whether the GPU has them is the backend's.
+// section or set and listing the known ones (names are case-sensitive; an empty list entry is an
+// error). Metric names are checked for form only here (unit__counter[.rollup[.submetric]]: letters,
+// digits, '_' and '.'); whether the GPU has them is the backend's.
 StatusOr<std::vector<std::string>> ExpandMetricRequest(std::string_view metrics, std::string_view sections,
                                                        std::string_view set);
 
@@ -42,11 +47,13 @@ StatusOr<std::vector<std::string>> ExpandMetricRequest(std::string_view metrics,
 bool IsLaunchMetric(std::string_view name) noexcept;
 // Every launch metric's name, for --query-metrics and suggestions.
 std::span<const std::string_view> LaunchMetricNames() noexcept;
-// The value of a launch metric for `shape`, with its unit and passes 0; NotFound for another name.
+// The value of a launch metric for `shape`, with its unit and passes 0; NotFound for another name,
+// Unavailable when `shape` lacks what the metric needs (a field the backend left 0).
+// launch__occupancy_limit_warps and sm__maximum_warps_per_active_cycle_pct assume 32-thread warps.
 StatusOr<MetricValue> LaunchMetric(std::string_view name, const device::LaunchShape& shape);
 
-// Up to `limit` names from `known` nearest to `name` (edit distance, then shared prefix), for
-// "unknown metric X; did you mean ...".
+// Up to `limit` names from `known` nearest to `name` (edit distance, then the longer shared prefix,
+// then alphabetical; `name` itself is left out), for "unknown metric X; did you mean ...".
 std::vector<std::string> NearestMetricNames(std::string_view name, std::span<const std::string> known,
                                             std::size_t limit = 3);
 
