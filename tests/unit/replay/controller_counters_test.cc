@@ -51,10 +51,6 @@ class ControllerCountersTest : public ::testing::Test {
     backend_ = std::make_shared<FakeCounterBackend>();
     backend_->metrics["dram__bytes_read.sum"] = {"byte", 2, 1.5e9};
     backend_->metrics["smsp__inst_executed.sum"] = {"inst", 1, 4096};
-    auto ptr = rig_.platform().Malloc(0, kCount * sizeof(std::uint32_t));
-    ASSERT_TRUE(ptr.ok());
-    buffer_ = *ptr;
-    for (std::size_t i = 0; i < kCount; ++i) Words()[i] = static_cast<std::uint32_t>(i);
   }
 
   std::uint32_t* Words() { return reinterpret_cast<std::uint32_t*>(buffer_); }
@@ -67,6 +63,11 @@ class ControllerCountersTest : public ::testing::Test {
     options.clock_control = ClockControl::kNone;
     Controller& controller = rig_.Configure(options);
     if (with_backend) controller.SetCounterBackend(backend_);
+    // Allocated once recording is on, so the snapshot tracks it.
+    auto ptr = rig_.platform().Malloc(0, kCount * sizeof(std::uint32_t));
+    EXPECT_TRUE(ptr.ok());
+    buffer_ = ptr.ok() ? *ptr : 0;
+    for (std::size_t i = 0; i < kCount; ++i) Words()[i] = static_cast<std::uint32_t>(i);
     return controller;
   }
 
