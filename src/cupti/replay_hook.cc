@@ -199,7 +199,8 @@ CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
     : options_(std::move(settings.options)),
       flush_l2_(settings.flush_l2),
       device_options_(settings.device),
-      sink_(std::move(sink)) {
+      sink_(std::move(sink)),
+      make_counter_backend_(std::move(settings.make_counter_backend)) {
   inventory_.EnableRecording(true);
 }
 
@@ -210,6 +211,7 @@ void CudaReplayHook::BeginFinalization() noexcept { inventory_.BeginFinalization
 Status CudaReplayHook::Configure(const replay::ReplayOptions& options, bool flush_l2) noexcept {
   try {
     if (!EnsureDevices()) return UnavailableError("no CUDA device could be set up for replay");
+    if (!options.metrics.empty()) EnsureCounterBackend();
     GPUPROF_RETURN_IF_ERROR(controller_->Reconfigure(options));
     flush_l2_.store(flush_l2, std::memory_order_relaxed);
     // The cached selector verdicts (FunctionInfo::matches) were the old selector's.
@@ -321,12 +323,36 @@ bool CudaReplayHook::EnsureDevices() noexcept {
       }
       controller_ = std::make_unique<replay::Controller>(inventory_, raw, options_);
       controller_->SetRecordSink(sink_);
+      if (!options_.metrics.empty()) EnsureCounterBackend();
     } catch (const std::exception& e) {
       GPUPROF_LOG(kWarning) << "replay off: " << e.what();
       controller_.reset();
     }
   });
   return controller_ != nullptr;
+}
+
+void CudaReplayHook::EnsureCounterBackend() noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(counter_backend_mu_);
+    if (counter_backend_tried_ || controller_ == nullptr) return;
+    counter_backend_tried_ = true;
+    if (!make_counter_backend_) {
+      GPUPROF_LOG(kWarning) << "replay: no hardware counters (this session has no counter backend); launches "
+                               "are replayed and timed without them";
+      return;
+    }
+    ScopedInternalWork internal;
+    StatusOr<std::shared_ptr<replay::CounterBackend>> backend = make_counter_backend_();
+    if (!backend.ok()) {
+      GPUPROF_LOG(kWarning) << "replay: no hardware counters: " << backend.status().message()
+                            << "; launches are replayed and timed without them";
+      return;
+    }
+    controller_->SetCounterBackend(*std::move(backend));
+  } catch (const std::exception& e) {
+    GPUPROF_LOG(kWarning) << "replay: no hardware counters: " << e.what();
+  }
 }
 
 CudaDevice* CudaReplayHook::DeviceAt(int ordinal) noexcept {

@@ -114,6 +114,7 @@ class Controller {
   base::Synchronized<std::unordered_set<std::string>> printf_warned_;  // kernels warned about (C2)
   base::Synchronized<std::vector<ReplayRecord>> records_;
   base::Synchronized<std::function<void(const ReplayRecord&)>> sink_;
+  std::shared_ptr<CounterBackend> counter_backend_;  // issue 19; set by SetCounterBackend
 };
 
 }  // namespace gpuprof::replay
