@@ -69,6 +69,33 @@ struct CuptiTable {
   decltype(&cuptiActivityFlushPeriod) activity_flush_period = nullptr;
   decltype(&cuptiActivityPushExternalCorrelationId) push_external_correlation_id = nullptr;
   decltype(&cuptiActivityPopExternalCorrelationId) pop_external_correlation_id = nullptr;
+  // The counter group (optional; `counter_missing` names what this CUPTI lacks).
+  decltype(&cuptiProfilerInitialize) profiler_initialize = nullptr;
+  decltype(&cuptiDeviceGetChipName) device_get_chip_name = nullptr;
+  decltype(&cuptiProfilerHostInitialize) host_initialize = nullptr;
+  decltype(&cuptiProfilerHostDeinitialize) host_deinitialize = nullptr;
+  decltype(&cuptiProfilerHostGetBaseMetrics) host_get_base_metrics = nullptr;
+  decltype(&cuptiProfilerHostGetSubMetrics) host_get_sub_metrics = nullptr;
+  decltype(&cuptiProfilerHostGetMetricProperties) host_get_metric_properties = nullptr;
+  decltype(&cuptiProfilerHostConfigAddMetrics) host_config_add_metrics = nullptr;
+  decltype(&cuptiProfilerHostGetConfigImageSize) host_get_config_image_size = nullptr;
+  decltype(&cuptiProfilerHostGetConfigImage) host_get_config_image = nullptr;
+  decltype(&cuptiProfilerHostGetNumOfPasses) host_get_num_of_passes = nullptr;
+  decltype(&cuptiProfilerHostEvaluateToGpuValues) host_evaluate_to_gpu_values = nullptr;
+  decltype(&cuptiRangeProfilerEnable) range_enable = nullptr;
+  decltype(&cuptiRangeProfilerDisable) range_disable = nullptr;
+  decltype(&cuptiRangeProfilerGetCounterDataSize) range_get_counter_data_size = nullptr;
+  decltype(&cuptiRangeProfilerCounterDataImageInitialize) range_counter_data_image_initialize = nullptr;
+  decltype(&cuptiRangeProfilerSetConfig) range_set_config = nullptr;
+  decltype(&cuptiRangeProfilerStart) range_start = nullptr;
+  decltype(&cuptiRangeProfilerStop) range_stop = nullptr;
+  decltype(&cuptiRangeProfilerPushRange) range_push_range = nullptr;
+  decltype(&cuptiRangeProfilerPopRange) range_pop_range = nullptr;
+  decltype(&cuptiRangeProfilerDecodeData) range_decode_data = nullptr;
+  decltype(&cuptiRangeProfilerGetCounterDataInfo) range_get_counter_data_info = nullptr;
+  decltype(&cuptiRangeProfilerCounterDataGetRangeInfo) range_counter_data_get_range_info = nullptr;
+  std::string library;
+  std::string counter_missing;
 };
 
 class LoadedCuptiApi final : public CuptiApi {
@@ -124,6 +151,92 @@ class LoadedCuptiApi final : public CuptiApi {
   CUptiResult ActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
                                                std::uint64_t* last_id) override {
     return t_.pop_external_correlation_id(kind, last_id);
+  }
+
+  Status CounterApiStatus() override {
+    if (t_.counter_missing.empty()) return OkStatus();
+    return UnavailableError("hardware counters unavailable: " + t_.library + " lacks " + t_.counter_missing +
+                            " (CUPTI's Profiler Host and Range Profiler APIs, CUDA 13)");
+  }
+  // Each counter entry is null only when CounterApiStatus() is not OK; callers check it first,
+  // and a null entry still answers NOT_SUPPORTED rather than crashing.
+  template <typename Fn, typename Params>
+  static CUptiResult Call(Fn fn, Params* params) {
+    return fn != nullptr ? fn(params) : CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  CUptiResult ProfilerInitialize(CUpti_Profiler_Initialize_Params* p) override {
+    return Call(t_.profiler_initialize, p);
+  }
+  CUptiResult DeviceGetChipName(CUpti_Device_GetChipName_Params* p) override {
+    return Call(t_.device_get_chip_name, p);
+  }
+  CUptiResult HostInitialize(CUpti_Profiler_Host_Initialize_Params* p) override {
+    return Call(t_.host_initialize, p);
+  }
+  CUptiResult HostDeinitialize(CUpti_Profiler_Host_Deinitialize_Params* p) override {
+    return Call(t_.host_deinitialize, p);
+  }
+  CUptiResult HostGetBaseMetrics(CUpti_Profiler_Host_GetBaseMetrics_Params* p) override {
+    return Call(t_.host_get_base_metrics, p);
+  }
+  CUptiResult HostGetSubMetrics(CUpti_Profiler_Host_GetSubMetrics_Params* p) override {
+    return Call(t_.host_get_sub_metrics, p);
+  }
+  CUptiResult HostGetMetricProperties(CUpti_Profiler_Host_GetMetricProperties_Params* p) override {
+    return Call(t_.host_get_metric_properties, p);
+  }
+  CUptiResult HostConfigAddMetrics(CUpti_Profiler_Host_ConfigAddMetrics_Params* p) override {
+    return Call(t_.host_config_add_metrics, p);
+  }
+  CUptiResult HostGetConfigImageSize(CUpti_Profiler_Host_GetConfigImageSize_Params* p) override {
+    return Call(t_.host_get_config_image_size, p);
+  }
+  CUptiResult HostGetConfigImage(CUpti_Profiler_Host_GetConfigImage_Params* p) override {
+    return Call(t_.host_get_config_image, p);
+  }
+  CUptiResult HostGetNumOfPasses(CUpti_Profiler_Host_GetNumOfPasses_Params* p) override {
+    return Call(t_.host_get_num_of_passes, p);
+  }
+  CUptiResult HostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToGpuValues_Params* p) override {
+    return Call(t_.host_evaluate_to_gpu_values, p);
+  }
+  CUptiResult RangeProfilerEnable(CUpti_RangeProfiler_Enable_Params* p) override {
+    return Call(t_.range_enable, p);
+  }
+  CUptiResult RangeProfilerDisable(CUpti_RangeProfiler_Disable_Params* p) override {
+    return Call(t_.range_disable, p);
+  }
+  CUptiResult RangeProfilerGetCounterDataSize(CUpti_RangeProfiler_GetCounterDataSize_Params* p) override {
+    return Call(t_.range_get_counter_data_size, p);
+  }
+  CUptiResult RangeProfilerCounterDataImageInitialize(
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params* p) override {
+    return Call(t_.range_counter_data_image_initialize, p);
+  }
+  CUptiResult RangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_Params* p) override {
+    return Call(t_.range_set_config, p);
+  }
+  CUptiResult RangeProfilerStart(CUpti_RangeProfiler_Start_Params* p) override {
+    return Call(t_.range_start, p);
+  }
+  CUptiResult RangeProfilerStop(CUpti_RangeProfiler_Stop_Params* p) override {
+    return Call(t_.range_stop, p);
+  }
+  CUptiResult RangeProfilerPushRange(CUpti_RangeProfiler_PushRange_Params* p) override {
+    return Call(t_.range_push_range, p);
+  }
+  CUptiResult RangeProfilerPopRange(CUpti_RangeProfiler_PopRange_Params* p) override {
+    return Call(t_.range_pop_range, p);
+  }
+  CUptiResult RangeProfilerDecodeData(CUpti_RangeProfiler_DecodeData_Params* p) override {
+    return Call(t_.range_decode_data, p);
+  }
+  CUptiResult RangeProfilerGetCounterDataInfo(CUpti_RangeProfiler_GetCounterDataInfo_Params* p) override {
+    return Call(t_.range_get_counter_data_info, p);
+  }
+  CUptiResult RangeProfilerCounterDataGetRangeInfo(
+      CUpti_RangeProfiler_CounterData_GetRangeInfo_Params* p) override {
+    return Call(t_.range_counter_data_get_range_info, p);
   }
 
  private:
@@ -209,6 +322,38 @@ StatusOr<std::unique_ptr<CuptiApi>> LoadCuptiApi(const std::vector<std::string>&
   Resolve(lib.handle, "cuptiActivityFlushPeriod", t.activity_flush_period, missing);
   Resolve(lib.handle, "cuptiActivityPushExternalCorrelationId", t.push_external_correlation_id, missing);
   Resolve(lib.handle, "cuptiActivityPopExternalCorrelationId", t.pop_external_correlation_id, missing);
+  // Counters are optional: a CUPTI without them still traces (CounterApiStatus names the gap).
+  t.library = lib.name;
+  Resolve(lib.handle, "cuptiProfilerInitialize", t.profiler_initialize, t.counter_missing);
+  Resolve(lib.handle, "cuptiDeviceGetChipName", t.device_get_chip_name, t.counter_missing);
+  Resolve(lib.handle, "cuptiProfilerHostInitialize", t.host_initialize, t.counter_missing);
+  Resolve(lib.handle, "cuptiProfilerHostDeinitialize", t.host_deinitialize, t.counter_missing);
+  Resolve(lib.handle, "cuptiProfilerHostGetBaseMetrics", t.host_get_base_metrics, t.counter_missing);
+  Resolve(lib.handle, "cuptiProfilerHostGetSubMetrics", t.host_get_sub_metrics, t.counter_missing);
+  Resolve(lib.handle, "cuptiProfilerHostGetMetricProperties", t.host_get_metric_properties,
+          t.counter_missing);
+  Resolve(lib.handle, "cuptiProfilerHostConfigAddMetrics", t.host_config_add_metrics, t.counter_missing);
+  Resolve(lib.handle, "cuptiProfilerHostGetConfigImageSize", t.host_get_config_image_size, t.counter_missing);
+  Resolve(lib.handle, "cuptiProfilerHostGetConfigImage", t.host_get_config_image, t.counter_missing);
+  Resolve(lib.handle, "cuptiProfilerHostGetNumOfPasses", t.host_get_num_of_passes, t.counter_missing);
+  Resolve(lib.handle, "cuptiProfilerHostEvaluateToGpuValues", t.host_evaluate_to_gpu_values,
+          t.counter_missing);
+  Resolve(lib.handle, "cuptiRangeProfilerEnable", t.range_enable, t.counter_missing);
+  Resolve(lib.handle, "cuptiRangeProfilerDisable", t.range_disable, t.counter_missing);
+  Resolve(lib.handle, "cuptiRangeProfilerGetCounterDataSize", t.range_get_counter_data_size,
+          t.counter_missing);
+  Resolve(lib.handle, "cuptiRangeProfilerCounterDataImageInitialize", t.range_counter_data_image_initialize,
+          t.counter_missing);
+  Resolve(lib.handle, "cuptiRangeProfilerSetConfig", t.range_set_config, t.counter_missing);
+  Resolve(lib.handle, "cuptiRangeProfilerStart", t.range_start, t.counter_missing);
+  Resolve(lib.handle, "cuptiRangeProfilerStop", t.range_stop, t.counter_missing);
+  Resolve(lib.handle, "cuptiRangeProfilerPushRange", t.range_push_range, t.counter_missing);
+  Resolve(lib.handle, "cuptiRangeProfilerPopRange", t.range_pop_range, t.counter_missing);
+  Resolve(lib.handle, "cuptiRangeProfilerDecodeData", t.range_decode_data, t.counter_missing);
+  Resolve(lib.handle, "cuptiRangeProfilerGetCounterDataInfo", t.range_get_counter_data_info,
+          t.counter_missing);
+  Resolve(lib.handle, "cuptiRangeProfilerCounterDataGetRangeInfo", t.range_counter_data_get_range_info,
+          t.counter_missing);
   if (!missing.empty()) {
     // The handle stays open (see the header): another part of the process may share it.
     return UnavailableError("CUPTI unavailable: " + lib.name + " lacks " + missing +

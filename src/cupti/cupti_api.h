@@ -21,6 +21,10 @@
 
 #include <cuda.h>
 #include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
 
 #include <cstdint>
 #include <memory>
@@ -67,6 +71,86 @@ class CuptiApi {
                                                         std::uint64_t id) = 0;
   virtual CUptiResult ActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
                                                        std::uint64_t* last_id) = 0;
+
+  // --- Hardware counters (issue 19): the Profiler Host API (cupti_profiler_host.h), the Range
+  // Profiler (cupti_range_profiler.h) and the two target calls they need. An optional group: a
+  // CUPTI that lacks any of them still traces, and CounterApiStatus() says why counters are off.
+  // The defaults (for fakes that do not profile) answer CUPTI_ERROR_NOT_SUPPORTED.
+  virtual Status CounterApiStatus() { return UnavailableError("hardware counters: not in this CUPTI table"); }
+  virtual CUptiResult ProfilerInitialize(CUpti_Profiler_Initialize_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult DeviceGetChipName(CUpti_Device_GetChipName_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult HostInitialize(CUpti_Profiler_Host_Initialize_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult HostDeinitialize(CUpti_Profiler_Host_Deinitialize_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult HostGetBaseMetrics(CUpti_Profiler_Host_GetBaseMetrics_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult HostGetSubMetrics(CUpti_Profiler_Host_GetSubMetrics_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult HostGetMetricProperties(CUpti_Profiler_Host_GetMetricProperties_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult HostConfigAddMetrics(CUpti_Profiler_Host_ConfigAddMetrics_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult HostGetConfigImageSize(CUpti_Profiler_Host_GetConfigImageSize_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult HostGetConfigImage(CUpti_Profiler_Host_GetConfigImage_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult HostGetNumOfPasses(CUpti_Profiler_Host_GetNumOfPasses_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult HostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToGpuValues_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult RangeProfilerEnable(CUpti_RangeProfiler_Enable_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult RangeProfilerDisable(CUpti_RangeProfiler_Disable_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult RangeProfilerGetCounterDataSize(CUpti_RangeProfiler_GetCounterDataSize_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult RangeProfilerCounterDataImageInitialize(
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult RangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult RangeProfilerStart(CUpti_RangeProfiler_Start_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult RangeProfilerStop(CUpti_RangeProfiler_Stop_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult RangeProfilerPushRange(CUpti_RangeProfiler_PushRange_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult RangeProfilerPopRange(CUpti_RangeProfiler_PopRange_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult RangeProfilerDecodeData(CUpti_RangeProfiler_DecodeData_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult RangeProfilerGetCounterDataInfo(CUpti_RangeProfiler_GetCounterDataInfo_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult RangeProfilerCounterDataGetRangeInfo(
+      CUpti_RangeProfiler_CounterData_GetRangeInfo_Params*) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
 };
 
 class DriverApi {

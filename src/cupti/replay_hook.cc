@@ -66,11 +66,58 @@ std::string KernelFunctionName(const char* mangled) {
 // ScopedInternalWork; the application's own launch runs after the callback returns.
 class CudaLaunchExecutor final : public device::LaunchExecutor {
  public:
+  // `shape` carries the launch's grid, block and dynamic shared memory; DescribeLaunch adds the rest.
   CudaLaunchExecutor(CudaReplayHook& hook, CudaDevice& device, CUfunction function, CUstream stream,
-                     std::function<CUresult()> launch)
-      : hook_(hook), device_(device), function_(function), stream_(stream), launch_(std::move(launch)) {}
+                     std::function<CUresult()> launch, const device::LaunchShape& shape)
+      : hook_(hook),
+        device_(device),
+        function_(function),
+        stream_(stream),
+        launch_(std::move(launch)),
+        shape_(shape) {}
 
   Status RunOriginal() override { return OkStatus(); }
+  bool flushes_caches() const noexcept override { return hook_.flush_l2_.load(std::memory_order_relaxed); }
+
+  // launch__* metrics (issue 19): the function's attributes and the occupancy API's answer for
+  // this block size and dynamic shared memory, read in the launch's context (current here).
+  StatusOr<device::LaunchShape> DescribeLaunch() override {
+    if (function_ == nullptr) return FailedPreconditionError("no kernel function to describe (graph launch)");
+    const CudaDriver& d = device_.driver();
+    ScopedInternalWork internal;
+    device::LaunchShape shape = shape_;
+    int value = 0;
+    GPUPROF_RETURN_IF_ERROR(d.Check("cuFuncGetAttribute(NUM_REGS)",
+                                    d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, function_)));
+    shape.registers_per_thread = static_cast<std::uint32_t>(value);
+    GPUPROF_RETURN_IF_ERROR(
+        d.Check("cuFuncGetAttribute(SHARED_SIZE_BYTES)",
+                d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function_)));
+    shape.static_shared_bytes = static_cast<std::uint64_t>(value);
+    const std::uint64_t threads =
+        static_cast<std::uint64_t>(shape.block[0]) * shape.block[1] * shape.block[2];
+    if (threads > 0 && threads <= 1024) {
+      GPUPROF_RETURN_IF_ERROR(d.Check(
+          "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+          d.OccupancyMaxActiveBlocksPerMultiprocessor(&value, function_, static_cast<int>(threads),
+                                                      static_cast<size_t>(shape.dynamic_shared_bytes))));
+      shape.active_blocks_per_sm = static_cast<std::uint32_t>(value);
+    }
+    CUdevice dev = 0;
+    GPUPROF_RETURN_IF_ERROR(d.Check("cuDeviceGet", d.DeviceGet(&dev, device_.ordinal())));
+    GPUPROF_RETURN_IF_ERROR(
+        d.Check("cuDeviceGetAttribute(MAX_THREADS_PER_MULTIPROCESSOR)",
+                d.DeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev)));
+    int warp = 32;
+    if (d.DeviceGetAttribute(&warp, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev) != CUDA_SUCCESS || warp <= 0)
+      warp = 32;
+    shape.max_warps_per_sm = static_cast<std::uint32_t>(value / warp);
+    GPUPROF_RETURN_IF_ERROR(
+        d.Check("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)",
+                d.DeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)));
+    shape.sm_count = static_cast<std::uint32_t>(value);
+    return shape;
+  }
   bool original_runs_after_return() const noexcept override { return true; }
   void SignalCompletion() override {}
 
@@ -130,14 +177,30 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
   CUfunction function_;
   CUstream stream_;
   std::function<CUresult()> launch_;
+  device::LaunchShape shape_;
 };
+
+// The grid, block and dynamic shared memory of a launch's parameters.
+template <typename Params>
+device::LaunchShape ShapeOf(const Params& p) {
+  device::LaunchShape shape;
+  shape.grid[0] = p.gridDimX;
+  shape.grid[1] = p.gridDimY;
+  shape.grid[2] = p.gridDimZ;
+  shape.block[0] = p.blockDimX;
+  shape.block[1] = p.blockDimY;
+  shape.block[2] = p.blockDimZ;
+  shape.dynamic_shared_bytes = p.sharedMemBytes;
+  return shape;
+}
 
 CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
                                std::function<void(const replay::ReplayRecord&)> sink)
     : options_(std::move(settings.options)),
       flush_l2_(settings.flush_l2),
       device_options_(settings.device),
-      sink_(std::move(sink)) {
+      sink_(std::move(sink)),
+      make_counter_backend_(std::move(settings.make_counter_backend)) {
   inventory_.EnableRecording(true);
 }
 
@@ -148,6 +211,7 @@ void CudaReplayHook::BeginFinalization() noexcept { inventory_.BeginFinalization
 Status CudaReplayHook::Configure(const replay::ReplayOptions& options, bool flush_l2) noexcept {
   try {
     if (!EnsureDevices()) return UnavailableError("no CUDA device could be set up for replay");
+    if (!options.metrics.empty()) EnsureCounterBackend();
     GPUPROF_RETURN_IF_ERROR(controller_->Reconfigure(options));
     flush_l2_.store(flush_l2, std::memory_order_relaxed);
     // The cached selector verdicts (FunctionInfo::matches) were the old selector's.
@@ -259,12 +323,36 @@ bool CudaReplayHook::EnsureDevices() noexcept {
       }
       controller_ = std::make_unique<replay::Controller>(inventory_, raw, options_);
       controller_->SetRecordSink(sink_);
+      if (!options_.metrics.empty()) EnsureCounterBackend();
     } catch (const std::exception& e) {
       GPUPROF_LOG(kWarning) << "replay off: " << e.what();
       controller_.reset();
     }
   });
   return controller_ != nullptr;
+}
+
+void CudaReplayHook::EnsureCounterBackend() noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(counter_backend_mu_);
+    if (counter_backend_tried_ || controller_ == nullptr) return;
+    counter_backend_tried_ = true;
+    if (!make_counter_backend_) {
+      GPUPROF_LOG(kWarning) << "replay: no hardware counters (this session has no counter backend); launches "
+                               "are replayed and timed without them";
+      return;
+    }
+    ScopedInternalWork internal;
+    StatusOr<std::shared_ptr<replay::CounterBackend>> backend = make_counter_backend_();
+    if (!backend.ok()) {
+      GPUPROF_LOG(kWarning) << "replay: no hardware counters: " << backend.status().message()
+                            << "; launches are replayed and timed without them";
+      return;
+    }
+    controller_->SetCounterBackend(*std::move(backend));
+  } catch (const std::exception& e) {
+    GPUPROF_LOG(kWarning) << "replay: no hardware counters: " << e.what();
+  }
 }
 
 CudaDevice* CudaReplayHook::DeviceAt(int ordinal) noexcept {
@@ -665,10 +753,12 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     return;
   }
   std::function<CUresult()> launch;
+  device::LaunchShape shape;
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
       cuLaunchKernel_params copy = *static_cast<const cuLaunchKernel_params*>(call.functionParams);
+      shape = ShapeOf(copy);
       launch = [&d, copy] {
         return d.LaunchKernel(copy.f, copy.gridDimX, copy.gridDimY, copy.gridDimZ, copy.blockDimX,
                               copy.blockDimY, copy.blockDimZ, copy.sharedMemBytes, copy.hStream,
@@ -680,6 +770,7 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
       cuLaunchCooperativeKernel_params copy =
           *static_cast<const cuLaunchCooperativeKernel_params*>(call.functionParams);
+      shape = ShapeOf(copy);
       launch = [&d, copy] {
         CUlaunchAttribute attribute{};
         attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
@@ -702,13 +793,14 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
       cuLaunchKernelEx_params copy = *static_cast<const cuLaunchKernelEx_params*>(call.functionParams);
+      if (copy.config != nullptr) shape = ShapeOf(*copy.config);
       launch = [&d, copy] { return d.LaunchKernelEx(copy.config, copy.f, copy.kernelParams, copy.extra); };
       break;
     }
     default: launch = [] { return CUDA_SUCCESS; }; break;  // graphs: declined, never run by us
   }
   CudaLaunchExecutor executor(*this, *device, info != nullptr ? info->resolved : nullptr, stream,
-                              std::move(launch));
+                              std::move(launch), shape);
   Status status = controller_->Dispatch(request, executor);
   if (!status.ok()) {
     GPUPROF_LOG(kWarning) << "replay of " << request.kernel_name << ": " << status.message()

@@ -60,6 +60,10 @@ struct CudaReplaySettings {
   // `gpuprof replay --from-script`: track from the start, replay nothing until the program
   // configures replay itself (gpuprof.profile(kernel_replay=...), CudaReplayHook::Configure).
   bool from_script = false;
+  // Makes the hardware-counter backend (issue 19); called at most once, at the first moment the
+  // options ask for metrics (the first launch, or a Configure with metrics). Empty, or a failure:
+  // one warning naming the reason, and replay goes on without counters.
+  std::function<StatusOr<std::shared_ptr<replay::CounterBackend>>()> make_counter_backend;
 };
 
 class CudaReplayHook final : public DriverApiObserver {
@@ -82,6 +86,8 @@ class CudaReplayHook final : public DriverApiObserver {
 
  private:
   bool EnsureDevices() noexcept;
+  // Gives the controller a counter backend, once (see CudaReplaySettings::make_counter_backend).
+  void EnsureCounterBackend() noexcept;
   device::cuda::CudaDevice* DeviceOfCurrentContext() noexcept;
   void OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   // The entry of an allocation that makes device memory (see above); pushes one held window.
@@ -111,6 +117,9 @@ class CudaReplayHook final : public DriverApiObserver {
   std::vector<bool> device_failed_;                                 // guarded by devices_mu_
   std::vector<std::unique_ptr<device::Device>> proxies_;            // the controller's devices
   std::unique_ptr<replay::Controller> controller_;
+  std::function<StatusOr<std::shared_ptr<replay::CounterBackend>>()> make_counter_backend_;
+  std::mutex counter_backend_mu_;
+  bool counter_backend_tried_ = false;  // guarded by counter_backend_mu_
 
   struct DeviceState {
     std::uint32_t arrays = 0;  // live CUDA arrays (and mipmapped arrays) on the device

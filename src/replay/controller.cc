@@ -127,7 +127,7 @@ std::shared_lock<std::shared_mutex> Controller::EnterDeviceShared(int device) {
 }
 
 void Controller::SetCounterBackend(std::shared_ptr<CounterBackend> backend) {
-  counter_backend_ = std::move(backend);
+  *counter_backend_.wlock() = std::move(backend);
 }
 
 void Controller::SetRecordSink(std::function<void(const ReplayRecord&)> sink) {
@@ -456,19 +456,20 @@ bool Controller::CollectMetrics(device::Device& device, Snapshot& snapshot, Repl
   }
 
   bool healthy = true;
+  const std::shared_ptr<CounterBackend> backend = *counter_backend_.rlock();
   if (!counted.empty()) {
-    if (counter_backend_ == nullptr) {
+    if (backend == nullptr) {
       problems.push_back(
           "no counter backend: hardware counters need the CUDA build of gpuprof with CUPTI's "
           "profiling API");
-    } else if (StatusOr<CounterPlan> plan = counter_backend_->Plan(record.device, counted); !plan.ok()) {
+    } else if (StatusOr<CounterPlan> plan = backend->Plan(record.device, counted); !plan.ok()) {
       problems.push_back(plan.status().message());
     } else if (plan->passes > options.max_counter_passes) {
       problems.push_back("the metrics need " + std::to_string(plan->passes) +
                          " counter passes, more than the " + std::to_string(options.max_counter_passes) +
                          " allowed; ask for fewer metrics");
     } else if (StatusOr<std::unique_ptr<CounterCollection>> collection =
-                   counter_backend_->Begin(record.device, counted);
+                   backend->Begin(record.device, counted);
                !collection.ok()) {
       problems.push_back(collection.status().message());
     } else {

@@ -78,7 +78,7 @@ class Controller {
 
   // The backend that collects hardware counters when the options ask for metrics (issue 19);
   // without one, a launch asked for counters is replayed and timed, and its counter_status says
-  // why it has none. Set before the first launch; not thread-safe against Dispatch.
+  // why it has none. Thread-safe: a launch already replaying keeps the backend it started with.
   void SetCounterBackend(std::shared_ptr<CounterBackend> backend);
 
  private:
@@ -117,9 +117,9 @@ class Controller {
   // Per device, the snapshot kept across replayed launches (B3); used under the device's window.
   std::vector<std::unique_ptr<Snapshot>> snapshots_;
   std::atomic<bool> warned_graph_{false};
-  std::shared_ptr<CounterBackend> counter_backend_;                     // set before the first launch
-  base::Synchronized<std::unordered_set<std::string>> counter_warned_;  // counter_status texts warned about
-  base::Synchronized<std::unordered_set<std::string>> printf_warned_;   // kernels warned about (C2)
+  base::Synchronized<std::shared_ptr<CounterBackend>> counter_backend_;  // may be set while launches run
+  base::Synchronized<std::unordered_set<std::string>> counter_warned_;   // counter_status texts warned about
+  base::Synchronized<std::unordered_set<std::string>> printf_warned_;    // kernels warned about (C2)
   base::Synchronized<std::vector<ReplayRecord>> records_;
   base::Synchronized<std::function<void(const ReplayRecord&)>> sink_;
 };

@@ -11,7 +11,9 @@
 #include "base/clock.h"
 #include "base/logging.h"
 #include "cupti/internal_work.h"
+#include "cupti/range_profiler_backend.h"
 #include "cupti/replay_hook.h"
+#include "device/cuda/cuda_driver.h"
 #include "session/config.h"
 #include "session/process.h"
 
@@ -55,6 +57,34 @@ void PointNvtxAtCupti() {
   }
 }
 
+// The hardware-counter backend for replay (issue 19), made when the options first ask for
+// metrics. The launch's context is the one current on the launching thread (the hook's callbacks
+// run there); GPUPROF_REPLAY_COUNTER_RANGE=user switches CUPTI's auto range for a user range.
+StatusOr<std::shared_ptr<replay::CounterBackend>> MakeCounterBackend(std::shared_ptr<cupti::CuptiApi> api) {
+  GPUPROF_ASSIGN_OR_RETURN(const device::cuda::CudaDriver* driver, device::cuda::CudaDriver::Get());
+  cupti::RangeProfilerOptions options;
+  if (const char* range = std::getenv("GPUPROF_REPLAY_COUNTER_RANGE"); range != nullptr && range[0] != '\0') {
+    GPUPROF_ASSIGN_OR_RETURN(options.range, cupti::ParseCounterRange(range));
+  }
+  options.context_of = [driver](int device) -> StatusOr<CUcontext> {
+    CUcontext context = nullptr;
+    GPUPROF_RETURN_IF_ERROR(driver->Check("cuCtxGetCurrent", driver->CtxGetCurrent(&context)));
+    if (context == nullptr) return FailedPreconditionError("no current CUDA context for counters");
+    CUdevice current = 0;
+    CUdevice wanted = 0;
+    GPUPROF_RETURN_IF_ERROR(driver->Check("cuCtxGetDevice", driver->CtxGetDevice(&current)));
+    GPUPROF_RETURN_IF_ERROR(driver->Check("cuDeviceGet", driver->DeviceGet(&wanted, device)));
+    if (current != wanted) {
+      return FailedPreconditionError("the current CUDA context is not device " + std::to_string(device) +
+                                     "'s");
+    }
+    return context;
+  };
+  GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<cupti::RangeProfilerBackend> backend,
+                           cupti::MakeRangeProfilerBackend(std::move(api), std::move(options)));
+  return std::shared_ptr<replay::CounterBackend>(std::move(backend));
+}
+
 }  // namespace
 
 std::string LoadedObjectPath(std::string_view prefix) {
@@ -96,7 +126,9 @@ std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::Devices(
 
 Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
   if (!loaders_.cupti) return UnavailableError("CUPTI unavailable: no loader");
-  GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<cupti::CuptiApi> api, loaders_.cupti());
+  GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<cupti::CuptiApi> loaded, loaders_.cupti());
+  std::shared_ptr<cupti::CuptiApi> api(std::move(loaded));  // the subscriber's, and the counters'
+
   // Kernel replay when `gpuprof replay` (GPUPROF_REPLAY=1) asks for it.
   std::optional<cupti::CudaReplaySettings> replay_settings;
   if (replay_settings_.enabled) {
@@ -106,6 +138,7 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
     replay_settings->device.device_reserve_bytes = replay_settings_.device_reserve_bytes;
     replay_settings->device.spill_directory = spill_directory_;
     replay_settings->from_script = replay_settings_.from_script;
+    replay_settings->make_counter_backend = [api] { return MakeCounterBackend(api); };
     if (Status valid = replay::Controller::ValidateOptions(replay_settings->options); !valid.ok()) {
       GPUPROF_LOG(kError) << "replay off: " << valid.message();
       replay_settings.reset();
@@ -160,8 +193,7 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
     for (trace::Record& record : records) static_cast<void>(sink(std::move(record)));
   };
   GPUPROF_ASSIGN_OR_RETURN(subscriber_,
-                           cupti::CuptiSubscriber::Start(std::shared_ptr<cupti::CuptiApi>(std::move(api)),
-                                                         std::move(sink), options_));
+                           cupti::CuptiSubscriber::Start(std::move(api), std::move(sink), options_));
   if (options_.nvtx) PointNvtxAtCupti();
   return OkStatus();
 }

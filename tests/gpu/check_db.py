@@ -934,7 +934,115 @@ def expect_train_transformer_replay(c, dbs, program_output):
                               f"algorithms make the attention backward use one key split)")
 
 
+# ---- Hardware counters over replay passes (issue 19) -------------------------------------------
+
+def replay_metrics(db):
+    """kernelId -> {name: (value, unit, passes)} from GPUPROF_REPLAY_METRIC(kernelId, name, unit, value,
+    passes); name and unit are STRING_IDS ids."""
+    out = {}
+    if "GPUPROF_REPLAY_METRIC" not in db.tables:
+        return out
+    for kernel_id, name_id, unit_id, value, passes in db.query(
+            "SELECT kernelId, name, unit, value, passes FROM GPUPROF_REPLAY_METRIC ORDER BY kernelId"):
+        out.setdefault(kernel_id, {})[db.text(name_id)] = (value, db.text(unit_id), passes)
+    return out
+
+
+def counter_status(db, kernel_id):
+    """The replay row's counter status (why it has no counters), when the DB stores one."""
+    columns = [r[1] for r in db.query("PRAGMA table_info(GPUPROF_REPLAY_KERNEL)")]
+    for column in ("counterStatus", "counter_status", "counterDetail"):
+        if column in columns:
+            row = db.query(f"SELECT {column} FROM GPUPROF_REPLAY_KERNEL WHERE id = ?", kernel_id)
+            if row and row[0][0] is not None:
+                value = row[0][0]
+                return db.text(value) if isinstance(value, int) else str(value)
+    return "(no counter status column)"
+
+
+def expect_replay_counters(c, dbs, program_output):
+    db, rows = replay_rows(c, dbs, "replay_counters")
+    if db is None:
+        return
+    c.expect("GPUPROF_REPLAY_METRIC" in db.tables, "no GPUPROF_REPLAY_METRIC table")
+    metrics = replay_metrics(db)
+    launches = [f for what, f in parse_program_output(program_output) if what == "launch"]
+
+    def values_of(kernel):
+        """The metric rows of each replayed launch of `kernel`, in launch order; a launch without them
+        fails with its full counter status."""
+        out = []
+        for r in sorted((r for r in rows if r["name"] == kernel), key=lambda r: r["launch_index"]):
+            c.expect(r["replayed"] == 1, f"{kernel} launch {r['launch_index']} not replayed: {r['decline']} "
+                                         f"{r['detail']}")
+            got = metrics.get(r["id"], {})
+            c.expect(bool(got), f"{kernel} launch {r['launch_index']}: no counter values; counter status: "
+                                f"{counter_status(db, r['id'])}")
+            out.append(got)
+        return out
+
+    def value(got, name):
+        return got[name][0] if name in got else None
+
+    # stream_copy: bytes within 2% of what it copied.
+    copied = [int(f["bytes"]) for f in launches if f.get("kernel") == "stream_copy"]
+    c.expect(len(copied) == 1, f"expected one stream_copy line, found {len(copied)}")
+    copy_values = values_of("stream_copy")
+    c.expect(len(copy_values) == 1, f"stream_copy: {len(copy_values)} replayed launches, expected 1")
+    if copied and copy_values:
+        for name in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
+            got = value(copy_values[0], name)
+            c.expect(got is not None, f"stream_copy: no {name}")
+            if got is not None:
+                c.note(f"stream_copy {name} = {got:.0f} (copied {copied[0]})")
+                c.expect(abs(got - copied[0]) <= 0.02 * copied[0],
+                         f"stream_copy: {name} = {got:.0f}, not within 2% of {copied[0]}")
+                unit = copy_values[0][name][1]
+                c.expect(unit in ("byte", "bytes", "B"), f"stream_copy: {name} unit {unit!r}")
+                c.expect((copy_values[0][name][2] or 0) >= 1, f"stream_copy: {name} needs no pass?")
+
+    # fma_loop: the same count in both launches of each K, and linear in K.
+    ks = [int(f["k"]) for f in launches if f.get("kernel") == "fma_loop"]
+    fma_values = values_of("fma_loop")
+    c.expect(len(fma_values) == len(ks) == 6, f"fma_loop: {len(fma_values)} replayed launches, "
+                                              f"{len(ks)} printed, expected 6")
+    if len(fma_values) == len(ks) == 6:
+        inst = [value(v, "smsp__inst_executed.sum") for v in fma_values]
+        c.note(f"fma_loop smsp__inst_executed.sum by k: {list(zip(ks, inst))}")
+        if all(i is not None for i in inst):
+            for a in range(0, 6, 2):
+                c.expect(inst[a] == inst[a + 1], f"fma_loop k={ks[a]}: {inst[a]} then {inst[a + 1]} instructions")
+            c.expect(inst[4] - inst[2] == inst[2] - inst[0],
+                     f"fma_loop: instructions not linear in k ({inst[0]}, {inst[2]}, {inst[4]})")
+            warps = int(launches[[f.get("kernel") for f in launches].index("fma_loop")]["warps"])
+            c.expect(inst[2] - inst[0] >= ks[0] * warps,
+                     f"fma_loop: {inst[2] - inst[0]} instructions for {ks[0]} more FMAs in {warps} warps")
+        else:
+            c.expect(False, "fma_loop: a launch without smsp__inst_executed.sum")
+
+    # fixed_grid: launch__* exact.
+    grid = [f for f in launches if f.get("kernel") == "fixed_grid"]
+    grid_values = values_of("fixed_grid")
+    c.expect(len(grid_values) == 1 and len(grid) == 1, "fixed_grid: expected one replayed launch")
+    if grid_values and grid:
+        c.expect(value(grid_values[0], "launch__grid_size") == int(grid[0]["grid_size"]),
+                 f"fixed_grid: launch__grid_size {value(grid_values[0], 'launch__grid_size')}, "
+                 f"expected {grid[0]['grid_size']}")
+        c.expect(value(grid_values[0], "launch__block_size") == int(grid[0]["block_size"]),
+                 f"fixed_grid: launch__block_size {value(grid_values[0], 'launch__block_size')}, "
+                 f"expected {grid[0]['block_size']}")
+        passes = grid_values[0].get("launch__grid_size", (None, None, None))[2]
+        c.expect(passes == 0, f"fixed_grid: launch__grid_size has passes {passes}, expected 0 (no counter pass)")
+
+    # Counter passes are gpuprof's own work (C1): the application's TASK rows hold each kernel once.
+    kernels = [k["name"] for k in db.kernels()]
+    for name, launched in (("stream_copy", 1), ("fma_loop", 6), ("fixed_grid", 1)):
+        seen = sum(1 for k in kernels if kernel_matches(k, name))
+        c.expect(seen == launched, f"{name}: {seen} TASK rows, expected {launched} (counter passes leaked?)")
+
+
 EXPECTATIONS = {
+    "replay_counters": expect_replay_counters,
     "train_transformer_replay": expect_train_transformer_replay,
     "replay_two_gpu": expect_replay_two_gpu,
     "replay_array": expect_replay_array,

@@ -85,6 +85,11 @@ CASES = {
     "ReplayFreeOnAnotherThread": replay_case("free_thread", "slow_update"),
     "ReplayCudaArrayDeclined": replay_case("array", "in_place_update"),
     "ReplayTwoGpusSnapshotsOneDevice": replay_case("two_gpu", "in_place_update"),
+    # Issue 19: hardware counters over replay passes (GPUPROF_REPLAY_METRIC).
+    "ReplayCounters": Case("replay_counters", program="gpu_test_replay_counters", subcommand="replay",
+                           flags=["--passes", "3", "--metrics",
+                                  "dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum,"
+                                  "launch__grid_size,launch__block_size"]),
     "ReplayVmmBuffer": replay_case("vmm", "vmm_update", program="gpu_test_replay_driver", args=["vmm"]),
     "ReplayPtxModuleGlobal": replay_case("ptx", "ptx_count", program="gpu_test_replay_driver", args=["ptx"]),
     "ReplayOtherModuleGlobal": replay_case("cross_module", "bump_through", program="gpu_test_replay_driver",

@@ -99,6 +99,7 @@ StatusOr<CudaDriver> CudaDriver::Load(const std::vector<std::string>& candidates
   GPUPROF_RESOLVE(LaunchKernelEx, cuLaunchKernelEx);
   GPUPROF_RESOLVE(KernelGetFunction, cuKernelGetFunction);
   GPUPROF_RESOLVE(OccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor);
+  GPUPROF_RESOLVE(FuncGetAttribute, cuFuncGetAttribute);
   GPUPROF_RESOLVE(DeviceGetPCIBusId, cuDeviceGetPCIBusId);
   GPUPROF_RESOLVE(ModuleGetFunctionCount, cuModuleGetFunctionCount);
   GPUPROF_RESOLVE(ModuleEnumerateFunctions, cuModuleEnumerateFunctions);

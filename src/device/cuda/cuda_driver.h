@@ -69,6 +69,7 @@ struct CudaDriver {
   CUresult (*LaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*KernelGetFunction)(CUfunction*, CUkernel) = nullptr;
   CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t) = nullptr;
+  CUresult (*FuncGetAttribute)(int*, CUfunction_attribute, CUfunction) = nullptr;  // launch__* (issue 19)
   CUresult (*DeviceGetPCIBusId)(char*, int, CUdevice) = nullptr;
   // Naming the kernels and globals of loaded modules and libraries (R7).
   CUresult (*ModuleGetFunctionCount)(unsigned*, CUmodule) = nullptr;

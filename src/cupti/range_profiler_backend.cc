@@ -1,0 +1,618 @@
+#include "cupti/range_profiler_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <set>
+
+#include "cupti/internal_work.h"
+#include "replay/metric_catalog.h"
+
+namespace gpuprof::cupti {
+
+namespace {
+
+// A CUPTI parameter struct, zeroed, with its size set (CUPTI checks the size for the version).
+template <typename Params>
+Params MakeParams(std::size_t size) {
+  Params params{};
+  params.structSize = size;
+  return params;
+}
+
+}  // namespace
+
+struct RangeProfilerBackend::HostObject {
+  CuptiApi* api = nullptr;
+  CUpti_Profiler_Host_Object* object = nullptr;
+  std::mutex mu;  // CUPTI does not say a host object may be used from two threads at once
+
+  HostObject() = default;
+  HostObject(const HostObject&) = delete;
+  HostObject& operator=(const HostObject&) = delete;
+  ~HostObject() {
+    if (object == nullptr) return;
+    auto params = MakeParams<CUpti_Profiler_Host_Deinitialize_Params>(
+        CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+    params.pHostObject = object;
+    static_cast<void>(api->HostDeinitialize(&params));
+  }
+};
+
+struct RangeProfilerBackend::CachedPlan {
+  std::string chip;
+  std::vector<std::string> metrics;
+  std::vector<std::uint8_t> config_image;
+  std::shared_ptr<HostObject> host;  // configured with `metrics`; evaluates their values
+  replay::CounterPlan plan;
+};
+
+namespace {
+
+std::string Join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) {
+    if (!out.empty()) out += ',';
+    out += name;
+  }
+  return out;
+}
+
+std::vector<const char*> CStrings(const std::vector<std::string>& names) {
+  std::vector<const char*> out;
+  out.reserve(names.size());
+  for (const std::string& name : names) out.push_back(name.c_str());
+  return out;
+}
+
+// One collection: the Range Profiler enabled on the launch's context for one launch.
+class RangeProfilerCollection final : public replay::CounterCollection {
+ public:
+  RangeProfilerCollection(std::shared_ptr<CuptiApi> api,
+                          std::shared_ptr<const RangeProfilerBackend::CachedPlan> plan, CounterRange range)
+      : api_(std::move(api)), plan_(std::move(plan)), range_(range) {}
+
+  ~RangeProfilerCollection() override { static_cast<void>(Release()); }
+
+  RangeProfilerCollection(const RangeProfilerCollection&) = delete;
+  RangeProfilerCollection& operator=(const RangeProfilerCollection&) = delete;
+
+  Status Enable(CUcontext context) {
+    ScopedInternalWork internal;
+    auto enable =
+        MakeParams<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+    enable.ctx = context;
+    GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerEnable(&enable), "cuptiRangeProfilerEnable"));
+    object_ = enable.pRangeProfilerObject;
+    if (object_ == nullptr) return InternalError("cuptiRangeProfilerEnable returned no profiler object");
+
+    names_ = CStrings(plan_->metrics);
+    auto size = MakeParams<CUpti_RangeProfiler_GetCounterDataSize_Params>(
+        CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+    size.pRangeProfilerObject = object_;
+    size.pMetricNames = names_.data();
+    size.numMetrics = names_.size();
+    size.maxNumOfRanges = 1;  // one launch, one range
+    size.maxNumRangeTreeNodes = 1;
+    GPUPROF_RETURN_IF_ERROR(
+        Check(api_->RangeProfilerGetCounterDataSize(&size), "cuptiRangeProfilerGetCounterDataSize"));
+    if (size.counterDataSize == 0)
+      return InternalError("cuptiRangeProfilerGetCounterDataSize returned 0 bytes");
+    counter_data_.assign(size.counterDataSize, 0);
+
+    auto init = MakeParams<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
+        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+    init.pRangeProfilerObject = object_;
+    init.counterDataSize = counter_data_.size();
+    init.pCounterData = counter_data_.data();
+    GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerCounterDataImageInitialize(&init),
+                                  "cuptiRangeProfilerCounterDataImageInitialize"));
+
+    auto config =
+        MakeParams<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
+    config.pRangeProfilerObject = object_;
+    config.configSize = plan_->config_image.size();
+    config.pConfig = plan_->config_image.data();
+    config.counterDataImageSize = counter_data_.size();
+    config.pCounterDataImage = counter_data_.data();
+    config.range = range_ == CounterRange::kAuto ? CUPTI_AutoRange : CUPTI_UserRange;
+    config.replayMode = CUPTI_UserReplay;  // gpuprof's own passes are the replays
+    config.maxRangesPerPass = 1;
+    config.numNestingLevels = 1;
+    config.minNestingLevel = 1;
+    config.passIndex = 0;
+    config.targetNestingLevel = 1;
+    return Check(api_->RangeProfilerSetConfig(&config), "cuptiRangeProfilerSetConfig");
+  }
+
+  Status BeginPass() override {
+    if (object_ == nullptr) return FailedPreconditionError("counter collection already finished");
+    ScopedInternalWork internal;
+    auto start = MakeParams<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+    start.pRangeProfilerObject = object_;
+    GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerStart(&start), "cuptiRangeProfilerStart"));
+    started_ = true;
+    if (range_ == CounterRange::kUser) {
+      auto push =
+          MakeParams<CUpti_RangeProfiler_PushRange_Params>(CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE);
+      push.pRangeProfilerObject = object_;
+      push.pRangeName = "gpuprof";
+      GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerPushRange(&push), "cuptiRangeProfilerPushRange"));
+      pushed_ = true;
+    }
+    return OkStatus();
+  }
+
+  StatusOr<bool> EndPass() override {
+    if (!started_) return FailedPreconditionError("EndPass without BeginPass");
+    ScopedInternalWork internal;
+    if (pushed_) {
+      pushed_ = false;
+      auto pop =
+          MakeParams<CUpti_RangeProfiler_PopRange_Params>(CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
+      pop.pRangeProfilerObject = object_;
+      GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerPopRange(&pop), "cuptiRangeProfilerPopRange"));
+    }
+    started_ = false;
+    auto stop = MakeParams<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+    stop.pRangeProfilerObject = object_;
+    GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerStop(&stop), "cuptiRangeProfilerStop"));
+    ++passes_;
+    return stop.isAllPassSubmitted != 0;
+  }
+
+  StatusOr<std::vector<replay::MetricValue>> Finish() override {
+    if (object_ == nullptr) return FailedPreconditionError("counter collection already finished");
+    ScopedInternalWork internal;
+    Status status = Evaluate();
+    // Disable whatever happened: the context must not stay in profiling mode.
+    Status released = Release();
+    GPUPROF_RETURN_IF_ERROR(status);
+    GPUPROF_RETURN_IF_ERROR(released);
+    return std::move(values_);
+  }
+
+ private:
+  Status Check(CUptiResult result, std::string_view call) {
+    if (result == CUPTI_SUCCESS) return OkStatus();
+    return CounterStatus(result, call, CuptiErrorString(*api_, result));
+  }
+
+  Status Evaluate() {
+    auto decode =
+        MakeParams<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
+    decode.pRangeProfilerObject = object_;
+    GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData"));
+    if (decode.numOfRangeDropped > 0) {
+      return InternalError("cuptiRangeProfilerDecodeData dropped " +
+                           std::to_string(decode.numOfRangeDropped) + " range(s) after " +
+                           std::to_string(passes_) +
+                           " pass(es): more than the replayed kernel ran between Start and Stop");
+    }
+    auto info = MakeParams<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
+        CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+    info.pCounterDataImage = counter_data_.data();
+    info.counterDataImageSize = counter_data_.size();
+    GPUPROF_RETURN_IF_ERROR(
+        Check(api_->RangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo"));
+    if (info.numTotalRanges < 1) {
+      return InternalError("the counter data holds no range after " + std::to_string(passes_) +
+                           " pass(es): no kernel ran between cuptiRangeProfilerStart and Stop");
+    }
+    std::vector<double> values(plan_->metrics.size(), 0.0);
+    {
+      std::lock_guard<std::mutex> lock(plan_->host->mu);
+      auto evaluate = MakeParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
+          CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+      evaluate.pHostObject = plan_->host->object;
+      evaluate.pCounterDataImage = counter_data_.data();
+      evaluate.counterDataImageSize = counter_data_.size();
+      evaluate.rangeIndex = 0;
+      evaluate.ppMetricNames = names_.data();
+      evaluate.numMetrics = names_.size();
+      evaluate.pMetricValues = values.data();
+      GPUPROF_RETURN_IF_ERROR(
+          Check(api_->HostEvaluateToGpuValues(&evaluate), "cuptiProfilerHostEvaluateToGpuValues"));
+    }
+    values_.clear();
+    for (std::size_t i = 0; i < plan_->metrics.size(); ++i) {
+      replay::MetricValue value;
+      value.name = plan_->metrics[i];
+      value.unit = i < plan_->plan.units.size() ? plan_->plan.units[i] : std::string();
+      value.value = values[i];
+      value.passes = i < plan_->plan.metric_passes.size() ? plan_->plan.metric_passes[i] : 0;
+      values_.push_back(std::move(value));
+    }
+    return OkStatus();
+  }
+
+  // Stops an open pass and disables the profiler; idempotent.
+  Status Release() noexcept {
+    if (object_ == nullptr) return OkStatus();
+    ScopedInternalWork internal;
+    if (pushed_) {
+      auto pop =
+          MakeParams<CUpti_RangeProfiler_PopRange_Params>(CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
+      pop.pRangeProfilerObject = object_;
+      static_cast<void>(api_->RangeProfilerPopRange(&pop));
+      pushed_ = false;
+    }
+    if (started_) {
+      auto stop = MakeParams<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+      stop.pRangeProfilerObject = object_;
+      static_cast<void>(api_->RangeProfilerStop(&stop));
+      started_ = false;
+    }
+    auto disable =
+        MakeParams<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+    disable.pRangeProfilerObject = object_;
+    object_ = nullptr;
+    const CUptiResult result = api_->RangeProfilerDisable(&disable);
+    if (result == CUPTI_SUCCESS) return OkStatus();
+    try {
+      return Check(result, "cuptiRangeProfilerDisable");
+    } catch (...) {
+      return InternalError("cuptiRangeProfilerDisable failed");
+    }
+  }
+
+  std::shared_ptr<CuptiApi> api_;
+  std::shared_ptr<const RangeProfilerBackend::CachedPlan> plan_;
+  CounterRange range_;
+  CUpti_RangeProfiler_Object* object_ = nullptr;
+  std::vector<const char*> names_;
+  std::vector<std::uint8_t> counter_data_;  // SetConfig keeps a pointer to it: lives as long as object_
+  bool started_ = false;
+  bool pushed_ = false;
+  int passes_ = 0;
+  std::vector<replay::MetricValue> values_;
+};
+
+}  // namespace
+
+StatusOr<CounterRange> ParseCounterRange(std::string_view text) {
+  if (text == "auto") return CounterRange::kAuto;
+  if (text == "user") return CounterRange::kUser;
+  return InvalidArgumentError("counter range '" + std::string(text) + "': expected auto or user");
+}
+
+Status CounterStatus(CUptiResult result, std::string_view call, std::string_view error_string,
+                     std::string_view context) {
+  if (result == CUPTI_SUCCESS) return OkStatus();
+  std::string message = std::string(call) + " failed: " + std::string(error_string);
+  if (!context.empty()) message += " (" + std::string(context) + ")";
+  switch (result) {
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+      return FailedPreconditionError(
+          message +
+          ". The NVIDIA driver restricts GPU performance counters to admin users (its "
+          "NVreg_RestrictProfilingToAdminUsers / RmProfilingAdminOnly setting). Either run as root (or "
+          "with CAP_SYS_ADMIN), or set the module option NVreg_RestrictProfilingToAdminUsers=0 (e.g. "
+          "`options nvidia NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d/) and reload the "
+          "driver or reboot; see https://developer.nvidia.com/ERR_NVGPUCTRPERM");
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+      return FailedPreconditionError(message +
+                                     ". The hypervisor does not allow profiling on this virtual GPU; enable "
+                                     "profiling for the vGPU on the host (see the vGPU documentation)");
+    case CUPTI_ERROR_HARDWARE_BUSY:
+      return UnavailableError(message +
+                              ". Another client holds the GPU's performance counters: a second profiler "
+                              "(Nsight Compute, Nsight Systems with GPU metrics, another gpuprof) or DCGM's "
+                              "profiling module. Stop it, or pause DCGM with `dcgmi profile --pause` (and "
+                              "`dcgmi profile --resume` afterwards)");
+    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
+      return UnimplementedError(message +
+                                ". Hardware counters are not supported on a MIG instance: run on a whole "
+                                "GPU (MIG disabled)");
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+      return UnimplementedError(message + ". Hardware counters are not supported on this virtualized GPU");
+    case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
+      return UnimplementedError(message +
+                                ". Hardware counters are not allowed in confidential computing mode");
+    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED:
+      return UnimplementedError(message + ". Hardware counters are not supported on this device");
+    case CUPTI_ERROR_NOT_SUPPORTED:
+      return UnimplementedError(message +
+                                ". Hardware counters are not supported here (a MIG instance, an MPS client, "
+                                "a GPU older than Turing or a driver older than the CUDA 13 CUPTI need are "
+                                "not supported)");
+    case CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED:
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      return UnavailableError(message + ". Another profiling API or tool is active in this process");
+    case CUPTI_ERROR_NOT_INITIALIZED:
+    case CUPTI_ERROR_INVALID_DEVICE:
+      return UnavailableError(message + ". No usable GPU or driver for counters");
+    default: return InternalError(message);
+  }
+}
+
+Status UnknownMetricStatus(std::string_view name, std::string_view chip, std::span<const std::string> known) {
+  std::string message = "unknown metric '" + std::string(name) + "' on " + std::string(chip);
+  const std::vector<std::string> nearest = replay::NearestMetricNames(name, known);
+  if (!nearest.empty()) {
+    message += "; nearest known: ";
+    for (std::size_t i = 0; i < nearest.size(); ++i) {
+      if (i > 0) message += ", ";
+      message += nearest[i];
+    }
+  }
+  message += " (`gpuprof replay --query-metrics` lists them all)";
+  return NotFoundError(std::move(message));
+}
+
+RangeProfilerBackend::RangeProfilerBackend(std::shared_ptr<CuptiApi> api, RangeProfilerOptions options)
+    : api_(std::move(api)), options_(std::move(options)) {}
+
+RangeProfilerBackend::~RangeProfilerBackend() = default;
+
+Status RangeProfilerBackend::Fail(CUptiResult result, std::string_view call, std::string_view context) {
+  return CounterStatus(result, call, CuptiErrorString(*api_, result), context);
+}
+
+StatusOr<std::string> RangeProfilerBackend::ChipName(int device) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = chips_.find(device); it != chips_.end()) return it->second;
+  }
+  std::string chip;
+  if (options_.chip_of) {
+    GPUPROF_ASSIGN_OR_RETURN(chip, options_.chip_of(device));
+  } else {
+    ScopedInternalWork internal;
+    auto params = MakeParams<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
+    params.deviceIndex = static_cast<std::size_t>(device);
+    const CUptiResult result = api_->DeviceGetChipName(&params);
+    if (result != CUPTI_SUCCESS)
+      return Fail(result, "cuptiDeviceGetChipName", "device " + std::to_string(device));
+    if (params.pChipName == nullptr) return InternalError("cuptiDeviceGetChipName returned no name");
+    chip = params.pChipName;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  chips_[device] = chip;
+  return chip;
+}
+
+StatusOr<std::shared_ptr<RangeProfilerBackend::HostObject>> RangeProfilerBackend::NewHostObject(
+    const std::string& chip) {
+  auto host = std::make_shared<HostObject>();
+  host->api = api_.get();
+  auto params =
+      MakeParams<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+  params.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  params.pChipName = chip.c_str();
+  params.pCounterAvailabilityImage = nullptr;  // chips of this CUPTI's release need none
+  const CUptiResult result = api_->HostInitialize(&params);
+  if (result != CUPTI_SUCCESS) return Fail(result, "cuptiProfilerHostInitialize", "chip " + chip);
+  if (params.pHostObject == nullptr)
+    return InternalError("cuptiProfilerHostInitialize returned no host object");
+  host->object = params.pHostObject;
+  return host;
+}
+
+StatusOr<RangeProfilerBackend::HostObject*> RangeProfilerBackend::PropertiesObject(const std::string& chip) {
+  if (auto it = properties_.find(chip); it != properties_.end()) return it->second.get();
+  GPUPROF_ASSIGN_OR_RETURN(std::shared_ptr<HostObject> host, NewHostObject(chip));
+  HostObject* raw = host.get();
+  properties_[chip] = std::move(host);
+  return raw;
+}
+
+StatusOr<std::vector<replay::MetricInfo>> RangeProfilerBackend::ListChipMetrics(const std::string& chip) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = metric_lists_.find(chip); it != metric_lists_.end()) return it->second;
+  GPUPROF_ASSIGN_OR_RETURN(HostObject * host, PropertiesObject(chip));
+  std::vector<replay::MetricInfo> out;
+  for (CUpti_MetricType type :
+       {CUPTI_METRIC_TYPE_COUNTER, CUPTI_METRIC_TYPE_RATIO, CUPTI_METRIC_TYPE_THROUGHPUT}) {
+    auto base = MakeParams<CUpti_Profiler_Host_GetBaseMetrics_Params>(
+        CUpti_Profiler_Host_GetBaseMetrics_Params_STRUCT_SIZE);
+    base.pHostObject = host->object;
+    base.metricType = type;
+    CUptiResult result = api_->HostGetBaseMetrics(&base);
+    if (result != CUPTI_SUCCESS) return Fail(result, "cuptiProfilerHostGetBaseMetrics", "chip " + chip);
+    for (std::size_t i = 0; i < base.numMetrics; ++i) {
+      if (base.ppMetricNames == nullptr || base.ppMetricNames[i] == nullptr) continue;
+      const std::string name = base.ppMetricNames[i];
+      auto properties = MakeParams<CUpti_Profiler_Host_GetMetricProperties_Params>(
+          CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE);
+      properties.pHostObject = host->object;
+      properties.pMetricName = name.c_str();
+      std::string description;
+      std::string unit;
+      if (api_->HostGetMetricProperties(&properties) == CUPTI_SUCCESS) {
+        if (properties.pDescription != nullptr) description = properties.pDescription;
+        if (properties.pDimUnit != nullptr) unit = properties.pDimUnit;
+      }
+      auto subs = MakeParams<CUpti_Profiler_Host_GetSubMetrics_Params>(
+          CUpti_Profiler_Host_GetSubMetrics_Params_STRUCT_SIZE);
+      subs.pHostObject = host->object;
+      subs.metricType = type;
+      subs.pMetricName = name.c_str();
+      result = api_->HostGetSubMetrics(&subs);
+      if (result != CUPTI_SUCCESS || subs.numOfSubmetrics == 0 || subs.ppSubMetrics == nullptr) {
+        out.push_back({name, unit, description});
+        continue;
+      }
+      for (std::size_t k = 0; k < subs.numOfSubmetrics; ++k) {
+        if (subs.ppSubMetrics[k] == nullptr) continue;
+        std::string full = name + subs.ppSubMetrics[k];  // submetrics carry their leading '.'
+        // The dimension changes with the submetric (.pct_of_peak_* is a percent, .per_second a
+        // rate): derived from the base unit rather than one properties call per name (~150k).
+        std::string sub = subs.ppSubMetrics[k];
+        std::string full_unit = unit;
+        if (sub.find(".pct") != std::string::npos) {
+          full_unit = "percent";
+        } else if (sub.find(".ratio") != std::string::npos) {
+          full_unit = "";
+        } else if (sub.find(".per_second") != std::string::npos) {
+          full_unit = unit + "/second";
+        } else if (sub.find(".per_cycle") != std::string::npos) {
+          full_unit = unit + "/cycle";
+        }
+        out.push_back({std::move(full), std::move(full_unit), description});
+      }
+    }
+  }
+  metric_lists_[chip] = out;
+  return out;
+}
+
+StatusOr<std::vector<replay::MetricInfo>> RangeProfilerBackend::ListMetrics(int device) {
+  GPUPROF_ASSIGN_OR_RETURN(const std::string chip, ChipName(device));
+  return ListChipMetrics(chip);
+}
+
+Status RangeProfilerBackend::Configure(HostObject& host, const std::vector<std::string>& metrics,
+                                       std::vector<std::uint8_t>& image, int& passes) {
+  std::vector<const char*> names = CStrings(metrics);
+  auto add = MakeParams<CUpti_Profiler_Host_ConfigAddMetrics_Params>(
+      CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+  add.pHostObject = host.object;
+  add.ppMetricNames = names.data();
+  add.numMetrics = names.size();
+  CUptiResult result = api_->HostConfigAddMetrics(&add);
+  if (result != CUPTI_SUCCESS) return Fail(result, "cuptiProfilerHostConfigAddMetrics", Join(metrics));
+  auto size = MakeParams<CUpti_Profiler_Host_GetConfigImageSize_Params>(
+      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
+  size.pHostObject = host.object;
+  result = api_->HostGetConfigImageSize(&size);
+  if (result != CUPTI_SUCCESS) return Fail(result, "cuptiProfilerHostGetConfigImageSize");
+  if (size.configImageSize == 0) return InternalError("cuptiProfilerHostGetConfigImageSize returned 0 bytes");
+  image.assign(size.configImageSize, 0);
+  auto get = MakeParams<CUpti_Profiler_Host_GetConfigImage_Params>(
+      CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
+  get.pHostObject = host.object;
+  get.configImageSize = image.size();
+  get.pConfigImage = image.data();
+  result = api_->HostGetConfigImage(&get);
+  if (result != CUPTI_SUCCESS) return Fail(result, "cuptiProfilerHostGetConfigImage");
+  auto count = MakeParams<CUpti_Profiler_Host_GetNumOfPasses_Params>(
+      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
+  count.configImageSize = image.size();
+  count.pConfigImage = image.data();
+  result = api_->HostGetNumOfPasses(&count);
+  if (result != CUPTI_SUCCESS) return Fail(result, "cuptiProfilerHostGetNumOfPasses");
+  passes = static_cast<int>(count.numOfPasses);
+  return OkStatus();
+}
+
+StatusOr<int> RangeProfilerBackend::SingleMetricPasses(const std::string& chip, const std::string& metric) {
+  if (auto it = single_passes_.find({chip, metric}); it != single_passes_.end()) return it->second;
+  // A host object takes one configuration (a second ConfigAddMetrics after GetConfigImage fails),
+  // so each metric's own count needs an object of its own (~5 ms each on the build machine).
+  GPUPROF_ASSIGN_OR_RETURN(std::shared_ptr<HostObject> host, NewHostObject(chip));
+  std::vector<std::uint8_t> image;
+  int passes = 0;
+  GPUPROF_RETURN_IF_ERROR(Configure(*host, {metric}, image, passes));
+  single_passes_[{chip, metric}] = passes;
+  return passes;
+}
+
+StatusOr<std::shared_ptr<const RangeProfilerBackend::CachedPlan>> RangeProfilerBackend::PlanFor(
+    int device, const std::vector<std::string>& metrics) {
+  if (metrics.empty()) return InvalidArgumentError("no metrics to plan");
+  GPUPROF_RETURN_IF_ERROR(api_->CounterApiStatus());
+  GPUPROF_ASSIGN_OR_RETURN(const std::string chip, ChipName(device));
+  const std::pair<std::string, std::string> key{chip, Join(metrics)};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+  }
+  ScopedInternalWork internal;
+  auto plan = std::make_shared<CachedPlan>();
+  plan->chip = chip;
+  plan->metrics = metrics;
+  std::string unknown;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    GPUPROF_ASSIGN_OR_RETURN(HostObject * properties_host, PropertiesObject(chip));
+    for (const std::string& metric : metrics) {
+      auto properties = MakeParams<CUpti_Profiler_Host_GetMetricProperties_Params>(
+          CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE);
+      properties.pHostObject = properties_host->object;
+      properties.pMetricName = metric.c_str();
+      const CUptiResult result = api_->HostGetMetricProperties(&properties);
+      if (result == CUPTI_ERROR_INVALID_METRIC_NAME) {
+        unknown = metric;
+        break;
+      }
+      if (result != CUPTI_SUCCESS) return Fail(result, "cuptiProfilerHostGetMetricProperties", metric);
+      plan->plan.units.emplace_back(properties.pDimUnit != nullptr ? properties.pDimUnit : "");
+    }
+  }
+  if (!unknown.empty()) {
+    std::vector<std::string> known;
+    if (StatusOr<std::vector<replay::MetricInfo>> list = ListChipMetrics(chip); list.ok()) {
+      known.reserve(list->size());
+      for (replay::MetricInfo& info : *list) known.push_back(std::move(info.name));
+    }
+    return UnknownMetricStatus(unknown, chip, known);
+  }
+  GPUPROF_ASSIGN_OR_RETURN(plan->host, NewHostObject(chip));
+  GPUPROF_RETURN_IF_ERROR(Configure(*plan->host, metrics, plan->config_image, plan->plan.passes));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& metric : metrics) {
+    GPUPROF_ASSIGN_OR_RETURN(const int passes, SingleMetricPasses(chip, metric));
+    plan->plan.metric_passes.push_back(passes);
+  }
+  plans_[key] = plan;
+  return std::shared_ptr<const CachedPlan>(std::move(plan));
+}
+
+StatusOr<replay::CounterPlan> RangeProfilerBackend::Plan(int device,
+                                                         const std::vector<std::string>& metrics) {
+  try {
+    GPUPROF_ASSIGN_OR_RETURN(std::shared_ptr<const CachedPlan> plan, PlanFor(device, metrics));
+    return plan->plan;
+  } catch (const std::exception& e) {
+    return InternalError(std::string("planning counters: ") + e.what());
+  }
+}
+
+StatusOr<std::unique_ptr<replay::CounterCollection>> RangeProfilerBackend::Begin(
+    int device, const std::vector<std::string>& metrics) {
+  try {
+    GPUPROF_ASSIGN_OR_RETURN(std::shared_ptr<const CachedPlan> plan, PlanFor(device, metrics));
+    if (!options_.context_of) return FailedPreconditionError("counter collection needs the launch's context");
+    GPUPROF_ASSIGN_OR_RETURN(CUcontext context, options_.context_of(device));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!profiler_initialized_) {
+        ScopedInternalWork internal;
+        auto params =
+            MakeParams<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+        const CUptiResult result = api_->ProfilerInitialize(&params);
+        if (result != CUPTI_SUCCESS) return Fail(result, "cuptiProfilerInitialize");
+        profiler_initialized_ = true;
+      }
+    }
+    auto collection = std::make_unique<RangeProfilerCollection>(api_, std::move(plan), options_.range);
+    GPUPROF_RETURN_IF_ERROR(collection->Enable(context));
+    return std::unique_ptr<replay::CounterCollection>(std::move(collection));
+  } catch (const std::exception& e) {
+    return InternalError(std::string("starting counter collection: ") + e.what());
+  }
+}
+
+StatusOr<std::unique_ptr<RangeProfilerBackend>> MakeRangeProfilerBackend(std::shared_ptr<CuptiApi> api,
+                                                                         RangeProfilerOptions options) {
+  if (api == nullptr) return InvalidArgumentError("no CUPTI table");
+  GPUPROF_RETURN_IF_ERROR(api->CounterApiStatus());
+  return std::make_unique<RangeProfilerBackend>(std::move(api), std::move(options));
+}
+
+StatusOr<std::vector<replay::MetricInfo>> QueryMetrics(int device, std::string_view chip) {
+  GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<CuptiApi> loaded, LoadCuptiApi());
+  RangeProfilerOptions options;
+  if (!chip.empty()) {
+    options.chip_of = [name = std::string(chip)](int) -> StatusOr<std::string> { return name; };
+  }
+  GPUPROF_ASSIGN_OR_RETURN(
+      std::unique_ptr<RangeProfilerBackend> backend,
+      MakeRangeProfilerBackend(std::shared_ptr<CuptiApi>(std::move(loaded)), std::move(options)));
+  return backend->ListMetrics(device);
+}
+
+}  // namespace gpuprof::cupti

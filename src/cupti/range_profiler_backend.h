@@ -1,0 +1,131 @@
+// Hardware counters over gpuprof's replay passes (issue 19), through CUPTI's current profiling
+// API: the Profiler Host API (cupti_profiler_host.h) plans and evaluates, the Range Profiler
+// (cupti_range_profiler.h) collects in user replay mode, so the controller's counter passes are the
+// passes CUPTI asks for (replay/counter_backend.h says how the controller drives it).
+//
+// Per chip (cuptiDeviceGetChipName), the backend keeps: one host object for metric properties
+// (validation and units), the metric list (enumerated at the first ListMetrics or unknown name),
+// and per metric list a plan: the config image, its pass count and each metric's own pass count
+// (a config with that metric alone). Nothing of this needs a GPU: with a chip name ("GH100") the
+// host API works on a machine without a driver (QueryMetrics, the host-API test).
+//
+// Per launch (Begin): cuptiRangeProfilerEnable on the launch's context, a counter data image for
+// one range, SetConfig (user replay, auto range by default, one range per pass, one nesting
+// level); BeginPass = Start (+ PushRange in user-range mode), EndPass = (PopRange +) Stop, whose
+// isAllPassSubmitted ends the loop; Finish = DecodeData, one range, EvaluateToGpuValues, Disable.
+// Enable/Disable per launch rather than once per context: while enabled in auto-range mode CUPTI
+// serializes the context's kernels (CUPTI docs, "auto range"), which must not happen to the
+// application's own launches between replayed ones; the cost (an Enable, a counter data image
+// and a SetConfig per replayed launch) is not measured here (no GPU on the build machine).
+//
+// Auto range (default) makes range 0 the first kernel after Start: the replayed kernel. The cache
+// flush before it (a memset) is not a kernel and is not measured; its dirty lines are written back
+// during the kernel, up to one L2 of dram__bytes_write. User range (GPUPROF_REPLAY_COUNTER_RANGE=user)
+// measures everything between Push and Pop, the flush included.
+//
+// Errors are Status values naming the fix (CounterStatus): nothing here throws, and every CUPTI
+// call runs under ScopedInternalWork (C1), so the counter passes' records stay gpuprof's.
+//
+// Thread-safety: the backend is thread-safe (one mutex over its caches; the controller calls it
+// for one device at a time, for different devices concurrently). A collection is not.
+#pragma once
+
+#include <cuda.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cupti/cupti_api.h"
+#include "gpuprof/status.h"
+#include "replay/counter_backend.h"
+
+namespace gpuprof::cupti {
+
+// Every metric `chip` supports ("GH100": the host API alone, no GPU needed), or, with an empty
+// chip, device `device`'s (needs the driver). Loads CUPTI itself.
+StatusOr<std::vector<replay::MetricInfo>> QueryMetrics(int device, std::string_view chip);
+
+enum class CounterRange {
+  kAuto,  // CUPTI_AutoRange: range 0 is the first kernel after Start
+  kUser,  // CUPTI_UserRange: PushRange/PopRange around the pass
+};
+
+// "auto" or "user"; InvalidArgument otherwise.
+StatusOr<CounterRange> ParseCounterRange(std::string_view text);
+
+struct RangeProfilerOptions {
+  CounterRange range = CounterRange::kAuto;
+  // The context a launch on `device` runs in (the hook's callback thread has it current). Needed
+  // by Begin only; Plan and ListMetrics work without it.
+  std::function<StatusOr<CUcontext>(int device)> context_of;
+  // The chip of `device`, instead of cuptiDeviceGetChipName (tests; QueryMetrics with a chip).
+  std::function<StatusOr<std::string>(int device)> chip_of;
+};
+
+// The Status for a failed counter call, naming what the user can do (pure; unit-tested):
+// INSUFFICIENT_PRIVILEGES -> the driver's RmProfilingAdminOnly / NVreg_RestrictProfilingToAdminUsers
+// setting and the two ways out; HARDWARE_BUSY -> another profiler or DCGM (`dcgmi profile
+// --pause`); MIG, vGPU, confidential computing, CMP, WSL, NOT_SUPPORTED -> not supported (MIG and
+// MPS named); anything else "<call> failed: <error string>". `error_string` is CUPTI's text for
+// `result` (CuptiErrorString); `context` is appended in parentheses.
+Status CounterStatus(CUptiResult result, std::string_view call, std::string_view error_string,
+                     std::string_view context = {});
+
+// "unknown metric 'X' on GH100; nearest: a, b, c" (NotFound); `known` may be empty.
+Status UnknownMetricStatus(std::string_view name, std::string_view chip, std::span<const std::string> known);
+
+class RangeProfilerBackend final : public replay::CounterBackend {
+ public:
+  // `api` must have an OK CounterApiStatus() (MakeRangeProfilerBackend checks).
+  RangeProfilerBackend(std::shared_ptr<CuptiApi> api, RangeProfilerOptions options);
+  ~RangeProfilerBackend() override;
+  RangeProfilerBackend(const RangeProfilerBackend&) = delete;
+  RangeProfilerBackend& operator=(const RangeProfilerBackend&) = delete;
+
+  StatusOr<replay::CounterPlan> Plan(int device, const std::vector<std::string>& metrics) override;
+  StatusOr<std::unique_ptr<replay::CounterCollection>> Begin(
+      int device, const std::vector<std::string>& metrics) override;
+  StatusOr<std::vector<replay::MetricInfo>> ListMetrics(int device) override;
+
+  // The chip name of `device` (cached).
+  StatusOr<std::string> ChipName(int device);
+  // Every metric of `chip`: base metric + rollup/submetric, with unit and description (cached).
+  StatusOr<std::vector<replay::MetricInfo>> ListChipMetrics(const std::string& chip);
+
+  struct HostObject;  // a CUPTI host object (cupti_profiler_host.h), deinitialized when dropped
+  struct CachedPlan;
+
+ private:
+  StatusOr<std::shared_ptr<HostObject>> NewHostObject(const std::string& chip);
+  // The chip's properties object (callers hold mu_).
+  StatusOr<HostObject*> PropertiesObject(const std::string& chip);
+  StatusOr<std::shared_ptr<const CachedPlan>> PlanFor(int device, const std::vector<std::string>& metrics);
+  StatusOr<int> SingleMetricPasses(const std::string& chip, const std::string& metric);
+  // One host object configured with `metrics`: the config image and its pass count.
+  Status Configure(HostObject& host, const std::vector<std::string>& metrics,
+                   std::vector<std::uint8_t>& image, int& passes);
+  Status Fail(CUptiResult result, std::string_view call, std::string_view context = {});
+
+  std::shared_ptr<CuptiApi> api_;
+  RangeProfilerOptions options_;
+  std::mutex mu_;  // guards everything below
+  bool profiler_initialized_ = false;
+  std::map<int, std::string> chips_;
+  std::map<std::string, std::shared_ptr<HostObject>> properties_;
+  std::map<std::string, std::vector<replay::MetricInfo>> metric_lists_;
+  std::map<std::pair<std::string, std::string>, int> single_passes_;                        // (chip, metric)
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const CachedPlan>> plans_;  // (chip, list)
+};
+
+// Unavailable (CounterApiStatus's message) when `api` lacks the counter entry points.
+StatusOr<std::unique_ptr<RangeProfilerBackend>> MakeRangeProfilerBackend(std::shared_ptr<CuptiApi> api,
+                                                                         RangeProfilerOptions options);
+
+}  // namespace gpuprof::cupti
