@@ -38,6 +38,13 @@ inline constexpr const char kFixtureCounterStatus[] =
     "NVreg_RestrictProfilingToAdminUsers=0";
 inline constexpr int kFixtureMstxRanges = 1;
 inline constexpr int kFixtureMstxMarkers = 1;
+// Turns a fixture DB into one written before hardware counters: no GPUPROF_REPLAY_METRIC and none
+// of GPUPROF_REPLAY_KERNEL's counter columns (ExecSql).
+inline constexpr const char kFixtureBeforeCountersSql[] =
+    "DROP TABLE GPUPROF_REPLAY_METRIC; ALTER TABLE GPUPROF_REPLAY_KERNEL DROP COLUMN counterPasses; "
+    "ALTER TABLE GPUPROF_REPLAY_KERNEL DROP COLUMN counterStatus; "
+    "ALTER TABLE GPUPROF_REPLAY_KERNEL DROP COLUMN clockControl; "
+    "ALTER TABLE GPUPROF_REPLAY_KERNEL DROP COLUMN cacheControl;";
 // An op name with a quote, a backslash, a tab, a control byte and an invalid UTF-8 byte.
 inline constexpr const char kFixtureWeirdOpName[] = "weird \"op\"\\\t\x01\xff";
 
