@@ -1,6 +1,7 @@
 #include "cli/db_commands.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -177,6 +178,105 @@ void PrintGc(std::ostream& out, const db::ProfileStats& stats) {
       << Ms(stats.gc_max_ns) << " ms\n";
 }
 
+// ---- Speed of light: the hardware counters of the replayed launches ----------------------------
+
+// The Speed-of-Light lines: Nsight Compute's names of the metrics they show.
+struct SolLine {
+  std::string_view label;
+  std::string_view metric;
+  bool only_when_present;  // omitted, not "-", when the group lacks it
+};
+constexpr SolLine kSolLines[] = {
+    {"compute (SM) throughput", "sm__throughput.avg.pct_of_peak_sustained_elapsed", false},
+    {"memory throughput", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", false},
+    {"DRAM read", "dram__bytes_read.sum", false},
+    {"DRAM write", "dram__bytes_write.sum", false},
+    {"achieved occupancy", "sm__warps_active.avg.pct_of_peak_sustained_active", false},
+    {"theoretical occupancy", "sm__maximum_warps_per_active_cycle_pct", true},
+};
+constexpr std::string_view kDurationMetric = "gpu__time_duration.sum";
+constexpr std::size_t kSolLabelWidth = 25;
+
+// Nanoseconds per `unit` for the time units metrics use; 0 for any other unit.
+double NanosecondsPer(std::string_view unit) {
+  if (unit == "nsecond") return 1;
+  if (unit == "usecond") return 1e3;
+  if (unit == "msecond") return 1e6;
+  if (unit == "second") return 1e9;
+  return 0;
+}
+
+// One value in its unit: times in µs, bytes in KiB/MiB/..., percentages with one decimal.
+std::string MetricText(double value, const std::string& unit) {
+  if (const double ns = NanosecondsPer(unit); ns > 0) return Us(value * ns) + " µs";
+  if (unit == "byte") return Bytes(static_cast<std::int64_t>(value + 0.5));
+  if (unit == "%") return Fixed(value, 1) + " %";
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.4g", value);
+  return unit.empty() ? std::string(text) : std::string(text) + " " + ShortName(unit);
+}
+
+// The mean, and the range when the launches differ.
+std::string MetricSummary(const db::ReplayMetricStat& metric) {
+  std::string text = MetricText(metric.mean, metric.unit);
+  if (metric.launches > 1 && metric.min != metric.max) {
+    text += "  (min–max " + MetricText(metric.min, metric.unit) + " – " +
+            MetricText(metric.max, metric.unit) + ", " + std::to_string(metric.launches) + " launches)";
+  }
+  return text;
+}
+
+void SolRow(std::ostream& out, std::string_view label, const std::string& value) {
+  out << "    " << label << std::string(kSolLabelWidth - std::min(kSolLabelWidth, label.size()), ' ') << value
+      << "\n";
+}
+
+std::string Joined(const std::vector<std::string>& values) {
+  std::string text;
+  for (const std::string& value : values) text += (text.empty() ? "" : "/") + ShortName(value);
+  return text;
+}
+
+void PrintSpeedOfLight(std::ostream& out, const db::ProfileStats& stats) {
+  out << "Speed of light (hardware counters of replayed launches: mean over the launches; "
+      << stats.replay_counters.size() << " of " << stats.replay_counter_groups << " kernel/device groups)\n";
+  for (const db::ReplayCounterStat& group : stats.replay_counters) {
+    out << "  " << ShortName(group.kernel) << "  (device " << group.device << ", "
+        << group.launches_with_metrics << " of " << group.launches << " replayed launch"
+        << (group.launches == 1 ? "" : "es") << " with counters";
+    if (!group.clock_controls.empty()) out << "; clock control " << Joined(group.clock_controls);
+    if (!group.cache_controls.empty()) out << "; cache control " << Joined(group.cache_controls);
+    out << ")\n";
+    if (const db::ReplayMetricStat* duration = group.Find(kDurationMetric); duration != nullptr) {
+      SolRow(out, "duration", MetricSummary(*duration));
+    } else if (group.pass_count > 0) {
+      std::string text = Us(group.pass_mean_ns) + " µs (replay passes";
+      if (group.pass_min_ns != group.pass_max_ns) {
+        text += ", min–max " + Us(static_cast<double>(group.pass_min_ns)) + " – " +
+                Us(static_cast<double>(group.pass_max_ns)) + " µs";
+      }
+      SolRow(out, "duration", text + ")");
+    } else {
+      SolRow(out, "duration", "-");
+    }
+    if (group.launches_with_metrics > 0) {
+      for (const SolLine& line : kSolLines) {
+        const db::ReplayMetricStat* metric = group.Find(line.metric);
+        if (metric == nullptr && line.only_when_present) continue;
+        SolRow(out, line.label, metric == nullptr ? "-" : MetricSummary(*metric));
+      }
+    }
+    if (group.launches_without_counters > 0) {
+      out << "    no counters: " << ShortName(group.counter_status);
+      if (group.launches_without_counters < group.launches) {
+        out << " (" << group.launches_without_counters << " of " << group.launches << " launches)";
+      }
+      out << "\n";
+    }
+  }
+  out << "  (every value: gpuprof stats --csv)\n";
+}
+
 }  // namespace
 
 void PrintReplayStats(std::ostream& out, const db::ProfileStats& stats) {
@@ -225,6 +325,11 @@ void PrintReplayStats(std::ostream& out, const db::ProfileStats& stats) {
                     decline.reason.empty() ? "-" : ShortName(decline.reason), ShortName(decline.kernel)});
     }
     table.Print(out, "  ");
+  }
+  // Only when there are counters: a DB without them (older, or none asked) prints as before.
+  if (!stats.replay_counters.empty()) {
+    out << "\n";
+    PrintSpeedOfLight(out, stats);
   }
 }
 
@@ -398,6 +503,73 @@ int RunStats(const std::string& path, std::size_t top, std::ostream& out, std::o
   return exit_code;
 }
 
+// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break.
+void AppendCsvField(std::string* line, std::string_view field) {
+  if (field.find_first_of(",\"\r\n") == std::string_view::npos) {
+    line->append(field);
+    return;
+  }
+  line->push_back('"');
+  for (char c : field) {
+    if (c == '"') line->push_back('"');
+    line->push_back(c);
+  }
+  line->push_back('"');
+}
+
+// The shortest text that reads back as the same double.
+std::string ExactNumber(double value) {
+  char text[32];
+  auto result = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, result.ptr);
+}
+
+constexpr std::string_view kMetricCsvHeader = "rank,kernelId,kernel,launchIndex,metric,unit,value,passes";
+
+// `stats --csv`: every GPUPROF_REPLAY_METRIC row of every DB under PATH, one header.
+int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err) {
+  std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
+  if (!resolved.has_value()) return kExitFailure;
+  int exit_code = kExitOk;
+  out << kMetricCsvHeader << "\n";
+  for (const db::ProfileDbFile& file : resolved->dbs) {
+    StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(file.path);
+    if (!reader.ok()) {
+      PrintError(err, reader.status());
+      exit_code = kExitFailure;
+      continue;
+    }
+    std::string line;
+    std::string absent;
+    Status status = db::ForEachReplayMetric(
+        **reader,
+        [&](const db::ReplayMetricRow& row) {
+          std::optional<std::int64_t> rank = row.rank;
+          if (!rank.has_value() || *rank < 0) rank = file.rank;
+          line.clear();
+          if (rank.has_value()) line += std::to_string(*rank);
+          line += "," + std::to_string(row.kernel_id) + ",";
+          AppendCsvField(&line, row.kernel);
+          line += "," + std::to_string(row.launch_index) + ",";
+          AppendCsvField(&line, row.metric);
+          line += ",";
+          AppendCsvField(&line, row.unit);
+          line += ",";
+          if (row.value.has_value()) line += ExactNumber(*row.value);
+          line += "," + std::to_string(row.passes) + "\n";
+          out << line;
+        },
+        &absent);
+    if (!status.ok()) {
+      PrintError(err, status);
+      exit_code = kExitFailure;
+      continue;
+    }
+    if (!absent.empty()) err << "gpuprof: note: " << file.path << ": " << absent << "; no counter values\n";
+  }
+  return exit_code;
+}
+
 int RunExport(const std::string& path, const std::string& format, const std::string& output,
               std::ostream& out, std::ostream& err) {
   std::vector<std::string_view> formats = db::ExportFormats();
@@ -463,14 +635,21 @@ DbCommands::DbCommands(CLI::App& app) {
       "directories (one DB per rank)";
   stats_ = app.add_subcommand(
       "stats",
-      "Summarize a profile: top ops (total and self time), top kernels, peak memory, steps, GC, replay. "
+      "Summarize a profile: top ops (total and self time), top kernels, peak memory, steps, GC, replay "
+      "(with a Speed-of-Light block per kernel when hardware counters were collected). "
       "For a directory of rank DBs, first a cluster summary: per rank the step times and the split of "
       "step time into compute, communication not overlapped with compute, and idle; per step the "
       "slowest rank and the spread");
   stats_->add_option("PATH", stats_path_, path_help)->required();
-  stats_->add_option("--top", top_, "Rows per table")
-      ->check(CLI::Range(std::size_t{1}, kMaxTop))
-      ->capture_default_str();
+  CLI::Option* top = stats_->add_option("--top", top_, "Rows per table")
+                         ->check(CLI::Range(std::size_t{1}, kMaxTop))
+                         ->capture_default_str();
+  stats_
+      ->add_flag("--csv", csv_,
+                 "Instead of the summary, print the hardware-counter values of the replayed launches as CSV, "
+                 "one row per launch and metric: rank,kernelId,kernel,launchIndex,metric,unit,value,passes "
+                 "(passes 0: taken from the launch, no counter pass); every row, so not with --top")
+      ->excludes(top);
 
   export_ = app.add_subcommand(
       "export",
@@ -495,7 +674,8 @@ std::string DbCommands::HelpCommand() const {
 }
 
 int DbCommands::Run(std::ostream& out, std::ostream& err) const {
-  if (stats_->parsed()) return RunStats(stats_path_, top_, out, err);
+  if (stats_->parsed())
+    return csv_ ? RunStatsCsv(stats_path_, out, err) : RunStats(stats_path_, top_, out, err);
   if (export_->parsed()) return RunExport(export_path_, format_, output_, out, err);
   if (check_->parsed()) return RunCheck(check_path_, out, err);
   return kExitUsage;

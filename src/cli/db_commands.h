@@ -44,6 +44,7 @@ class DbCommands {
   CLI::App* check_ = nullptr;
   std::string stats_path_;
   std::size_t top_ = 15;
+  bool csv_ = false;
   std::string export_path_;
   std::string format_ = "perfetto";
   std::string output_;

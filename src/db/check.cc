@@ -159,6 +159,8 @@ const std::vector<StringReference> kStringReferences = {
     {"COMMUNICATION_OP", "opName", false},
     {"COMMUNICATION_OP", "groupName", true},
     {"GPUPROF_REPLAY_KERNEL", "name", false},
+    {"GPUPROF_REPLAY_METRIC", "name", false},
+    {"GPUPROF_REPLAY_METRIC", "unit", false},  // NULL when the metric has no unit
 };
 
 std::string Describe(const ColumnInfo& column) {
@@ -508,20 +510,28 @@ class Checker {
     return OkStatus();
   }
 
-  // docs/db_gpuprof_tables.md: every pass row belongs to a kernel row, and a kernel row's
-  // `passes` is its number of pass rows.
+  // A GPUPROF_REPLAY_PASS or GPUPROF_REPLAY_METRIC `table` whose kernelId values all have a kernel row.
+  Status CheckKernelIds(std::string_view table) {
+    GPUPROF_ASSIGN_OR_RETURN(bool usable, Has(table, {"kernelId"}));
+    if (!usable) return OkStatus();
+    return ReportCount(table,
+                       "SELECT COUNT(*), MIN(v) FROM (SELECT kernelId AS v FROM " + Quoted(table) +
+                           " EXCEPT SELECT id FROM GPUPROF_REPLAY_KERNEL)",
+                       [](std::int64_t n, const std::string& example) {
+                         return std::to_string(n) +
+                                " kernelId value(s) with no GPUPROF_REPLAY_KERNEL row (e.g. " + example + ")";
+                       });
+  }
+
+  // docs/db_gpuprof_tables.md: every pass and metric row belongs to a kernel row, and a kernel
+  // row's `passes` is its number of pass rows. GPUPROF_REPLAY_METRIC is optional (older DBs).
   Status CheckReplayTables() {
     GPUPROF_ASSIGN_OR_RETURN(bool kernels, Has("GPUPROF_REPLAY_KERNEL", {"id", "passes"}));
+    if (!kernels) return OkStatus();
+    GPUPROF_RETURN_IF_ERROR(CheckKernelIds("GPUPROF_REPLAY_METRIC"));
     GPUPROF_ASSIGN_OR_RETURN(bool passes, Has("GPUPROF_REPLAY_PASS", {"kernelId"}));
-    if (!kernels || !passes) return OkStatus();
-    GPUPROF_RETURN_IF_ERROR(ReportCount(
-        "GPUPROF_REPLAY_PASS",
-        "SELECT COUNT(*), MIN(v) FROM (SELECT kernelId AS v FROM GPUPROF_REPLAY_PASS EXCEPT SELECT id FROM "
-        "GPUPROF_REPLAY_KERNEL)",
-        [](std::int64_t n, const std::string& example) {
-          return std::to_string(n) + " kernelId value(s) with no GPUPROF_REPLAY_KERNEL row (e.g. " + example +
-                 ")";
-        }));
+    if (!passes) return OkStatus();
+    GPUPROF_RETURN_IF_ERROR(CheckKernelIds("GPUPROF_REPLAY_PASS"));
     return ReportCount(
         "GPUPROF_REPLAY_KERNEL",
         "SELECT COUNT(*), MIN(k.id) FROM GPUPROF_REPLAY_KERNEL k LEFT JOIN (SELECT kernelId, COUNT(*) AS n "

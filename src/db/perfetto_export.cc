@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <type_traits>
 #include <utility>
 
 #include "base/errno_text.h"
@@ -177,8 +179,33 @@ class Event {
     first_field_ = false;
     return *this;
   }
+  // A nested object inside args ("args":{"metrics":{...}}), closed by EndObject.
+  Event& BeginObject(std::string_view key) { return BeginArgsLike(key); }
+  Event& EndObject() { return EndArgs(); }
+  // A number under a key from the DB (escaped); JSON has no NaN or infinity: those become null.
+  Event& Double(std::string_view key_text, double value) {
+    if (!first_field_) out_->push_back(',');
+    first_field_ = false;
+    base::AppendJsonString(out_, key_text);
+    out_->push_back(':');
+    if (!std::isfinite(value)) {
+      out_->append("null");
+      return *this;
+    }
+    char text[32];
+    auto result = std::to_chars(text, text + sizeof(text), value);
+    out_->append(text, result.ptr);
+    return *this;
+  }
 
  private:
+  Event& BeginArgsLike(std::string_view key) {
+    Key(key);
+    out_->push_back('{');
+    first_field_ = true;
+    return *this;
+  }
+
   void Key(std::string_view key) {
     if (!first_field_) out_->push_back(',');
     first_field_ = false;
@@ -374,6 +401,85 @@ std::pair<std::string, std::string> StringJoin(const Schema& schema, const std::
   return {alias + ".value", " LEFT JOIN STRING_IDS " + alias + " ON " + alias + ".id = " + id_expr};
 }
 
+// ---- A replayed launch's hardware counters, as slice args ----------------------------------------
+
+// Looks up one launch's GPUPROF_REPLAY_METRIC rows (through GpuprofReplayMetricIndex) and its
+// counterStatus, for the slices of that launch: what is read per slice is one launch's metrics,
+// so memory stays bounded. A DB without the table or the column (written before hardware
+// counters) adds nothing.
+class ReplayCounters {
+ public:
+  Status Prepare(const ProfileReader& reader, const Schema& schema) {
+    *this = {};
+    if (!schema.Has("GPUPROF_REPLAY_KERNEL", "id")) return OkStatus();
+    if (schema.HasAll("GPUPROF_REPLAY_METRIC", {"kernelId", "name", "unit", "value"})) {
+      auto [name, name_join] = StringJoin(schema, "m.name", "mn");
+      auto [unit, unit_join] = StringJoin(schema, "m.unit", "mu");
+      GPUPROF_ASSIGN_OR_RETURN(
+          metrics_, reader.Prepare("SELECT " + name + ", " + unit + ", m.value FROM GPUPROF_REPLAY_METRIC m" +
+                                   name_join + unit_join + " WHERE m.kernelId = ?1 ORDER BY m.rowid"));
+      has_metrics_ = true;
+    }
+    if (schema.Has("GPUPROF_REPLAY_KERNEL", "counterStatus")) {
+      GPUPROF_ASSIGN_OR_RETURN(
+          status_, reader.Prepare("SELECT counterStatus FROM GPUPROF_REPLAY_KERNEL WHERE id = ?1 AND "
+                                  "counterStatus IS NOT NULL AND counterStatus != ''"));
+      has_status_ = true;
+    }
+    return OkStatus();
+  }
+
+  // An SQL condition on GPUPROF_REPLAY_KERNEL's columns: the launches with something to add; ""
+  // when no launch can have any.
+  std::string LaunchFilter(const Schema& schema) const {
+    std::string filter;
+    if (has_metrics_) filter = "id IN (SELECT kernelId FROM GPUPROF_REPLAY_METRIC)";
+    if (has_status_ && schema.Has("GPUPROF_REPLAY_KERNEL", "counterStatus")) {
+      filter +=
+          (filter.empty() ? "" : " OR ") + std::string("(counterStatus IS NOT NULL AND counterStatus != '')");
+    }
+    return filter;
+  }
+
+  // Adds "counter status" (when set) and "metrics": {"<name> (<unit>)": value, ...} (when any) to
+  // the args being written.
+  Status AppendArgs(std::int64_t kernel_id, Event* event) {
+    if (has_status_) {
+      status_.Reset();
+      status_.BindInt(1, kernel_id);
+      GPUPROF_ASSIGN_OR_RETURN(bool row, status_.Step());
+      if (row) event->Str("counter status", status_.Text(0));
+    }
+    if (!has_metrics_) return OkStatus();
+    metrics_.Reset();
+    metrics_.BindInt(1, kernel_id);
+    bool any = false;
+    std::string key;
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, metrics_.Step());
+      if (!row) break;
+      if (metrics_.IsNull(2)) continue;  // a NaN the writer was given
+      if (!any) event->BeginObject("metrics");
+      any = true;
+      key.assign(metrics_.IsNull(0) ? std::string_view("[unnamed metric]") : metrics_.Text(0));
+      if (!metrics_.IsNull(1) && !metrics_.Text(1).empty()) {
+        key.append(" (");
+        key.append(metrics_.Text(1));
+        key.append(")");
+      }
+      event->Double(key, metrics_.Double(2));
+    }
+    if (any) event->EndObject();
+    return OkStatus();
+  }
+
+ private:
+  Query metrics_;
+  Query status_;
+  bool has_metrics_ = false;
+  bool has_status_ = false;
+};
+
 // ---- The exporter --------------------------------------------------------------------------------
 
 class Exporter {
@@ -384,9 +490,11 @@ class Exporter {
   Status ExportDb(const ProfileReader& reader, DbContext& db) {
     GPUPROF_ASSIGN_OR_RETURN(
         Schema schema,
-        Schema::Load(reader, {"STRING_IDS", "PYTORCH_API", "CANN_API", "TASK", "COMPUTE_TASK_INFO",
-                              "MEMCPY_INFO", "ENUM_MEMCPY_OPERATION", "CONNECTION_IDS", "MEMORY_RECORD",
-                              "MSTX_EVENTS", "GC_RECORD", "GPUPROF_REPLAY_KERNEL", "GPUPROF_REPLAY_PASS"}));
+        Schema::Load(reader,
+                     {"STRING_IDS", "PYTORCH_API", "CANN_API", "TASK", "COMPUTE_TASK_INFO", "MEMCPY_INFO",
+                      "ENUM_MEMCPY_OPERATION", "CONNECTION_IDS", "MEMORY_RECORD", "MSTX_EVENTS", "GC_RECORD",
+                      "GPUPROF_REPLAY_KERNEL", "GPUPROF_REPLAY_PASS", "GPUPROF_REPLAY_METRIC"}));
+    GPUPROF_RETURN_IF_ERROR(counters_.Prepare(reader, schema));
     GPUPROF_RETURN_IF_ERROR(ExportOps(reader, schema, db));
     GPUPROF_RETURN_IF_ERROR(ExportApiCalls(reader, schema, db));
     GPUPROF_RETURN_IF_ERROR(ExportTasks(reader, schema, db));
@@ -396,6 +504,7 @@ class Exporter {
     GPUPROF_RETURN_IF_ERROR(ExportMstx(reader, schema, db));
     GPUPROF_RETURN_IF_ERROR(ExportGc(reader, schema, db));
     GPUPROF_RETURN_IF_ERROR(ExportReplay(reader, schema, db));
+    counters_ = {};  // its statements belong to this DB's reader
     return OkStatus();
   }
 
@@ -414,14 +523,19 @@ class Exporter {
     return false;
   }
 
-  // Runs `sql`, calling `row(query)` per row and flushing the buffer as it fills.
+  // Runs `sql`, calling `row(query)` per row (which may return a Status that stops the stream) and
+  // flushing the buffer as it fills.
   template <typename RowFn>
   Status Stream(const ProfileReader& reader, const std::string& sql, RowFn row) {
     GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare(sql));
     while (true) {
       GPUPROF_ASSIGN_OR_RETURN(bool has_row, query.Step());
       if (!has_row) break;
-      row(query);
+      if constexpr (std::is_same_v<decltype(row(query)), Status>) {
+        GPUPROF_RETURN_IF_ERROR(row(query));
+      } else {
+        row(query);
+      }
       GPUPROF_RETURN_IF_ERROR(file_->MaybeFlush());
     }
     return OkStatus();
@@ -524,7 +638,20 @@ class Exporter {
     } else {
       select += ", NULL, NULL";
     }
-    return Stream(reader, select + from, [&](const Query& q) {
+    // The replayed launch (pass 1 is the application's own execution) whose counters go into the
+    // kernel's args: one id per connectionId, so no task row is repeated.
+    const std::string counter_filter = counters_.LaunchFilter(schema);
+    if (!counter_filter.empty() && schema.Has("GPUPROF_REPLAY_KERNEL", "connectionId") &&
+        schema.Has("TASK", "connectionId")) {
+      select += ", rk.rid";
+      from +=
+          " LEFT JOIN (SELECT connectionId AS cid, MIN(id) AS rid FROM GPUPROF_REPLAY_KERNEL WHERE "
+          "connectionId IS NOT NULL AND replayed != 0 AND (" +
+          counter_filter + ") GROUP BY connectionId) rk ON rk.cid = t.connectionId";
+    } else {
+      select += ", NULL";
+    }
+    return Stream(reader, select + from, [&](const Query& q) -> Status {
       const std::uint32_t pid = tracks_.DevicePid(db, q.Int(2));
       const auto stream = static_cast<std::uint32_t>(q.Int(3));
       tracks_.Thread(pid, stream, "stream");
@@ -549,8 +676,10 @@ class Exporter {
       if (!q.IsNull(8)) event.Str("block", q.Text(8));
       if (!q.IsNull(9)) event.Int("blocks", q.Int(9));
       if (!q.IsNull(10)) event.Int("bytes", q.Int(10));
+      if (!q.IsNull(6) && !q.IsNull(12)) GPUPROF_RETURN_IF_ERROR(counters_.AppendArgs(q.Int(12), &event));
       event.EndArgs();
       ++summary_->slices;
+      return OkStatus();
     });
   }
 
@@ -717,8 +846,8 @@ class Exporter {
           schema.Col("GPUPROF_REPLAY_PASS", "p", "outputHash") + ", " +
           schema.Col("GPUPROF_REPLAY_KERNEL", "k", "launchIndex") + ", " +
           schema.Col("GPUPROF_REPLAY_PASS", "p", "matchesPass1") +
-          " FROM GPUPROF_REPLAY_PASS p JOIN GPUPROF_REPLAY_KERNEL k ON k.id = p.kernelId" + kernel_join;
-      GPUPROF_RETURN_IF_ERROR(Stream(reader, sql, [&](const Query& q) {
+          ", k.id FROM GPUPROF_REPLAY_PASS p JOIN GPUPROF_REPLAY_KERNEL k ON k.id = p.kernelId" + kernel_join;
+      auto pass_slice = [&](const Query& q) -> Status {
         const std::uint32_t pid = tracks_.DevicePid(db, q.Int(3));
         tracks_.Thread(pid, kReplayTid, "replay");
         std::string name(q.Text(4));
@@ -736,9 +865,14 @@ class Exporter {
         if (!q.IsNull(6)) event.Int("dirty chunks", q.Int(6));
         if (!q.IsNull(7)) event.Str("output hash", HexId(static_cast<std::uint64_t>(q.Int(7))));
         if (!q.IsNull(9)) event.Str("matches pass 1", q.Int(9) != 0 ? "yes" : "no");
+        // The launch's counters on its first pass too: a launch whose kernel slice is not in TASK
+        // (no correlation id) still shows them.
+        if (q.Int(2) == 1) GPUPROF_RETURN_IF_ERROR(counters_.AppendArgs(q.Int(10), &event));
         event.EndArgs();
         ++summary_->slices;
-      }));
+        return OkStatus();
+      };
+      GPUPROF_RETURN_IF_ERROR(Stream(reader, sql, pass_slice));
     } else if (schema.HasTable("GPUPROF_REPLAY_PASS")) {
       summary_->notes.push_back(db.label +
                                 ": GPUPROF_REPLAY_PASS lacks columns this export reads; passes not exported");
@@ -770,6 +904,7 @@ class Exporter {
   std::int64_t base_;
   ExportSummary* summary_;
   Tracks tracks_;
+  ReplayCounters counters_;
   bool first_event_ = true;
   std::uint64_t next_flow_id_ = 0;
   std::uint64_t next_async_id_ = 0;

@@ -10,6 +10,12 @@
 // async slices, MSTX markers instants. Every string goes through base::AppendJsonString (base/json.h):
 // a name with control characters or invalid UTF-8 still gives valid JSON.
 //
+// Hardware counters (GPUPROF_REPLAY_METRIC): a replayed launch's values go into the args of its
+// kernel slice (the TASK row of pass 1, by connectionId) and of its "[pass 1]" replay slice, as
+// "metrics": {"<name> (<unit>)": value, ...} (numbers, so trace processor queries can compare them;
+// the unit suffix is left out for a metric without one), with "counter status" when the launch has
+// no or only some counters. A DB without the table or the counter columns exports as before.
+//
 // Timestamps are microseconds with three decimals, relative to `time_base_ns` (the earliest
 // session start, floored to a whole second; written to otherData): trace viewers parse ts as a
 // double, which cannot hold epoch microseconds to the nanosecond, but holds hours of relative
@@ -17,8 +23,9 @@
 //
 // Memory: every table is read with one statement, row by row, into a buffered writer; joins and
 // sorts run in SQLite (out of core). What is kept is bounded by the number of processes, threads
-// and streams. The output is written to "<output>.tmp.<pid>" and renamed over `output_path` only
-// when complete; on any error the temporary file is removed and `output_path` is untouched.
+// and streams (a launch's metrics are looked up per slice through GpuprofReplayMetricIndex). The output is
+// written to "<output>.tmp.<pid>" and renamed over `output_path` only when complete; on any error the
+// temporary file is removed and `output_path` is untouched.
 //
 // Thread-safety: none needed (a free function; opens its own readers).
 #pragma once

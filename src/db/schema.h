@@ -34,7 +34,8 @@ std::span<const std::string_view> SchemaTableNames();
 // META_DATA.
 Status CreateSchema(const Connection& conn);
 
-// TaskIndex, CommunicationTaskIndex (the format's) and GPUPROF_REPLAY_PASS's kernel index
+// TaskIndex, CommunicationTaskIndex (the format's) and the kernel indexes of GPUPROF_REPLAY_PASS and
+// GPUPROF_REPLAY_METRIC
 // (IF NOT EXISTS: harmless to call again).
 Status CreateIndexes(const Connection& conn);
 

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <utility>
 
@@ -139,6 +140,8 @@ void Statement::BindInt(int index, std::int64_t value) noexcept { sqlite3_bind_i
 
 void Statement::BindNull(int index) noexcept { sqlite3_bind_null(stmt_, index); }
 
+void Statement::BindDouble(int index, double value) noexcept { sqlite3_bind_double(stmt_, index, value); }
+
 void Statement::BindText(int index, std::string_view text) noexcept {
   sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
 }
@@ -214,16 +217,20 @@ Status BatchInserter::Prepare(const Connection& conn, std::string_view head, std
   pending_ = 0;
   base_ = 0;
   nulls_[0] = 0;
+  reals_[0] = 0;
   return OkStatus();
 }
 
 void BatchInserter::BindRow(Statement& statement, int first_param, int row) noexcept {
   const std::int64_t* values = &values_[static_cast<std::size_t>(row) * columns_];
   std::uint32_t nulls = nulls_[row];
+  std::uint32_t reals = reals_[row];
   for (std::size_t c = 0; c < columns_; ++c) {
     int param = first_param + static_cast<int>(c);
     if ((nulls >> c) & 1u) {
       statement.BindNull(param);
+    } else if ((reals >> c) & 1u) {
+      statement.BindDouble(param, std::bit_cast<double>(values[c]));
     } else {
       statement.BindInt(param, values[c]);
     }
@@ -235,6 +242,7 @@ Status BatchInserter::WriteFull() {
   pending_ = 0;
   base_ = 0;
   nulls_[0] = 0;
+  reals_[0] = 0;
   GPUPROF_RETURN_IF_ERROR(multi_.Run());
   ignored_ +=
       static_cast<std::uint64_t>(rows_per_statement_ - sqlite3_changes(sqlite3_db_handle(multi_.get())));
@@ -251,6 +259,7 @@ Status BatchInserter::Flush() {
     ignored_ += static_cast<std::uint64_t>(1 - sqlite3_changes(sqlite3_db_handle(single_.get())));
   }
   nulls_[0] = 0;
+  reals_[0] = 0;
   return OkStatus();
 }
 

@@ -9,6 +9,7 @@
 // open their files with SQLITE_OPEN_NOMUTEX for that reason).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -118,6 +119,7 @@ class Statement {
   // Stores a u64 as its two's complement i64 (SQLite integers are signed 64-bit).
   void BindU64(int index, std::uint64_t value) noexcept { BindInt(index, static_cast<std::int64_t>(value)); }
   void BindNull(int index) noexcept;
+  void BindDouble(int index, double value) noexcept;         // NaN is stored as NULL (SQLite's rule)
   void BindText(int index, std::string_view text) noexcept;  // copied
   // Binds text that stays valid until the statement is reset (no copy).
   void BindStaticText(int index, std::string_view text) noexcept;
@@ -159,8 +161,9 @@ class Statement {
 
 // Inserts rows into one table many at a time through a multi-row `INSERT ... VALUES (...),(...)`:
 // one sqlite3_step per ~400 bound values (32 rows of 11 columns, 192 rows of 2) instead of one per
-// row, which is most of SQLite's per-row cost for narrow integer rows. Rows are buffered as 64-bit integers
-// plus a NULL mask; Flush() writes the remainder through a one-row statement.
+// row, which is most of SQLite's per-row cost for narrow integer rows. Rows are buffered as 64-bit words
+// (integers, or a double's bits) plus a NULL mask and a REAL mask; Flush() writes the remainder
+// through a one-row statement.
 //
 //   inserter.Set(0, start_ns); inserter.SetNull(3); ...; GPUPROF_RETURN_IF_ERROR(inserter.Push());
 //
@@ -179,6 +182,11 @@ class BatchInserter {
   }
   void SetU64(int column, std::uint64_t value) noexcept { Set(column, static_cast<std::int64_t>(value)); }
   void SetNull(int column) noexcept { nulls_[pending_] |= 1u << column; }
+  // Bound as REAL (SetNull and Set reset nothing: set each column of a row once).
+  void SetDouble(int column, double value) noexcept {
+    Set(column, std::bit_cast<std::int64_t>(value));
+    reals_[pending_] |= 1u << column;
+  }
   template <typename T>
   void SetOptional(int column, const std::optional<T>& value) noexcept {
     if (value.has_value()) {
@@ -194,6 +202,7 @@ class BatchInserter {
     base_ += columns_;
     if (pending_ == rows_per_statement_) return WriteFull();
     nulls_[pending_] = 0;
+    reals_[pending_] = 0;
     return OkStatus();
   }
 
@@ -220,6 +229,7 @@ class BatchInserter {
   std::size_t base_ = 0;
   std::vector<std::int64_t> values_;
   std::uint32_t nulls_[kMaxRowsPerStatement] = {};
+  std::uint32_t reals_[kMaxRowsPerStatement] = {};
   std::uint64_t ignored_ = 0;
 };
 

@@ -370,7 +370,217 @@ Status ReadReplay(const ProfileReader& reader, std::size_t top, ProfileStats* st
   return OkStatus();
 }
 
+// A STRING_IDS-resolved text for the id column `column` ("" for NULL; the id as text when it does
+// not resolve), as {select expression, join}. `alias` names the join.
+std::pair<std::string, std::string> ResolvedName(bool has_strings, const std::string& column,
+                                                 const std::string& alias) {
+  if (!has_strings) return {"COALESCE(CAST(" + column + " AS TEXT), '')", ""};
+  return {"COALESCE(" + alias + ".value, CAST(" + column + " AS TEXT), '')",
+          " LEFT JOIN STRING_IDS " + alias + " ON " + alias + ".id = " + column};
+}
+
+// The Speed-of-Light inputs: per replayed (kernel, device) group with counters or a counterStatus,
+// every metric's mean/min/max over its launches, the pass durations, the first status and the
+// clock and cache policies. Each part is one GROUP BY (or a stream sorted by SQLite); what is kept is
+// bounded by the groups and their distinct metric names.
+Status ReadReplayCounters(const ProfileReader& reader, std::size_t top, ProfileStats* stats) {
+  GPUPROF_ASSIGN_OR_RETURN(
+      bool kernels, reader.HasColumns("GPUPROF_REPLAY_KERNEL", {"id", "deviceId", "name", "replayed"}));
+  if (!kernels) {
+    stats->replay_counters_absent = stats->replay_absent;
+    return OkStatus();
+  }
+  GPUPROF_ASSIGN_OR_RETURN(bool metrics,
+                           reader.HasColumns("GPUPROF_REPLAY_METRIC", {"kernelId", "name", "unit", "value"}));
+  GPUPROF_ASSIGN_OR_RETURN(bool status, reader.HasColumns("GPUPROF_REPLAY_KERNEL", {"counterStatus"}));
+  GPUPROF_ASSIGN_OR_RETURN(bool policies,
+                           reader.HasColumns("GPUPROF_REPLAY_KERNEL", {"clockControl", "cacheControl"}));
+  if (!metrics && !status) {
+    stats->replay_counters_absent =
+        reader.HasTable("GPUPROF_REPLAY_METRIC")
+            ? "GPUPROF_REPLAY_METRIC lacks some of the columns kernelId, name, unit, value"
+            : "no GPUPROF_REPLAY_METRIC table (a DB written before hardware counters)";
+    return OkStatus();
+  }
+  const bool has_strings = reader.HasTable("STRING_IDS");
+  auto [kname, kjoin] = ResolvedName(has_strings, "k.name", "s");
+  const std::string has_metrics =
+      metrics ? "EXISTS (SELECT 1 FROM GPUPROF_REPLAY_METRIC m WHERE m.kernelId = k.id)" : "0";
+  const std::string has_status = status ? "(k.counterStatus IS NOT NULL AND k.counterStatus != '')" : "0";
+
+  using Key = std::pair<std::string, std::int64_t>;
+  std::map<Key, std::size_t> index;  // (kernel, device) -> position in stats->replay_counters
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query groups,
+      reader.Prepare("SELECT kname, dev, COUNT(*) AS n, SUM(hm), SUM(hs) FROM (SELECT " + kname +
+                     " AS kname, k.deviceId AS dev, " + has_metrics + " AS hm, " + has_status +
+                     " AS hs FROM GPUPROF_REPLAY_KERNEL k" + kjoin +
+                     " WHERE k.replayed != 0) GROUP BY kname, dev HAVING SUM(hm) > 0 OR SUM(hs) > 0 "
+                     "ORDER BY n DESC, kname, dev"));
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, groups.Step());
+    if (!row) break;
+    ++stats->replay_counter_groups;
+    if (stats->replay_counters.size() >= top) continue;
+    ReplayCounterStat stat;
+    stat.kernel = std::string(groups.Text(0));
+    stat.device = groups.Int(1);
+    stat.launches = static_cast<std::uint64_t>(groups.Int(2));
+    stat.launches_with_metrics = static_cast<std::uint64_t>(groups.Int(3));
+    stat.launches_without_counters = static_cast<std::uint64_t>(groups.Int(4));
+    index[{stat.kernel, stat.device}] = stats->replay_counters.size();
+    stats->replay_counters.push_back(std::move(stat));
+  }
+  if (index.empty()) {
+    stats->replay_counters_absent = "no replayed launch has hardware counters (none were asked)";
+    return OkStatus();
+  }
+  auto find = [&](const Query& q) -> ReplayCounterStat* {
+    auto it = index.find({std::string(q.Text(0)), q.Int(1)});
+    return it == index.end() ? nullptr : &stats->replay_counters[it->second];
+  };
+
+  if (metrics) {
+    auto [mname, mjoin] = ResolvedName(has_strings, "m.name", "mn");
+    auto [munit, ujoin] = ResolvedName(has_strings, "m.unit", "mu");
+    GPUPROF_ASSIGN_OR_RETURN(
+        Query values,
+        reader.Prepare("SELECT kname, dev, mname, munit, COUNT(DISTINCT kid), AVG(v), MIN(v), MAX(v) FROM "
+                       "(SELECT " +
+                       kname + " AS kname, k.deviceId AS dev, " + mname + " AS mname, " + munit +
+                       " AS munit, m.kernelId AS kid, m.value AS v FROM GPUPROF_REPLAY_METRIC m JOIN "
+                       "GPUPROF_REPLAY_KERNEL k ON k.id = m.kernelId" +
+                       kjoin + mjoin + ujoin +
+                       " WHERE k.replayed != 0 AND m.value IS NOT NULL) GROUP BY kname, dev, mname, munit "
+                       "ORDER BY kname, dev, mname, munit"));
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, values.Step());
+      if (!row) break;
+      ReplayCounterStat* stat = find(values);
+      if (stat == nullptr) continue;
+      stat->metrics.push_back({std::string(values.Text(2)), std::string(values.Text(3)),
+                               static_cast<std::uint64_t>(values.Int(4)), values.Double(5), values.Double(6),
+                               values.Double(7)});
+    }
+  }
+
+  GPUPROF_ASSIGN_OR_RETURN(bool passes, reader.HasColumns("GPUPROF_REPLAY_PASS", {"kernelId", "durationNs"}));
+  if (passes) {
+    GPUPROF_ASSIGN_OR_RETURN(
+        Query durations,
+        reader.Prepare("SELECT kname, dev, COUNT(*), AVG(d), MIN(d), MAX(d) FROM (SELECT " + kname +
+                       " AS kname, k.deviceId AS dev, p.durationNs AS d FROM GPUPROF_REPLAY_PASS p JOIN "
+                       "GPUPROF_REPLAY_KERNEL k ON k.id = p.kernelId" +
+                       kjoin + " WHERE k.replayed != 0) GROUP BY kname, dev"));
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, durations.Step());
+      if (!row) break;
+      ReplayCounterStat* stat = find(durations);
+      if (stat == nullptr) continue;
+      stat->pass_count = static_cast<std::uint64_t>(durations.Int(2));
+      stat->pass_mean_ns = durations.Double(3);
+      stat->pass_min_ns = durations.Int(4);
+      stat->pass_max_ns = durations.Int(5);
+    }
+  }
+
+  if (status) {
+    // The first launch's status per group: rows arrive by id, so the first seen is kept.
+    GPUPROF_ASSIGN_OR_RETURN(
+        Query statuses,
+        reader.Prepare("SELECT " + kname + ", k.deviceId, k.counterStatus FROM " + "GPUPROF_REPLAY_KERNEL k" +
+                       kjoin + " WHERE k.replayed != 0 AND " + has_status + " ORDER BY k.id"));
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, statuses.Step());
+      if (!row) break;
+      ReplayCounterStat* stat = find(statuses);
+      if (stat != nullptr && stat->counter_status.empty())
+        stat->counter_status = std::string(statuses.Text(2));
+    }
+  }
+
+  if (policies) {
+    GPUPROF_ASSIGN_OR_RETURN(Query controls,
+                             reader.Prepare("SELECT DISTINCT " + kname +
+                                            " AS kname, k.deviceId AS dev, COALESCE(k.clockControl, ''), "
+                                            "COALESCE(k.cacheControl, '') FROM GPUPROF_REPLAY_KERNEL k" +
+                                            kjoin + " WHERE k.replayed != 0"));
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, controls.Step());
+      if (!row) break;
+      ReplayCounterStat* stat = find(controls);
+      if (stat == nullptr) continue;
+      for (auto [list, column] : {std::pair{&stat->clock_controls, 2}, std::pair{&stat->cache_controls, 3}}) {
+        std::string value(controls.Text(column));
+        if (!value.empty() && std::find(list->begin(), list->end(), value) == list->end()) {
+          list->push_back(std::move(value));
+        }
+      }
+    }
+    for (ReplayCounterStat& stat : stats->replay_counters) {
+      std::sort(stat.clock_controls.begin(), stat.clock_controls.end());
+      std::sort(stat.cache_controls.begin(), stat.cache_controls.end());
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
+
+const ReplayMetricStat* ReplayCounterStat::Find(std::string_view name) const {
+  for (const ReplayMetricStat& metric : metrics) {
+    if (metric.name == name) return &metric;
+  }
+  return nullptr;
+}
+
+Status ForEachReplayMetric(const ProfileReader& reader,
+                           const std::function<void(const ReplayMetricRow&)>& row, std::string* absent) {
+  absent->clear();
+  GPUPROF_ASSIGN_OR_RETURN(bool metrics,
+                           reader.HasColumns("GPUPROF_REPLAY_METRIC", {"kernelId", "name", "unit", "value"}));
+  if (!metrics) {
+    *absent =
+        reader.HasTable("GPUPROF_REPLAY_METRIC")
+            ? "GPUPROF_REPLAY_METRIC lacks some of the columns kernelId, name, unit, value"
+            : "no GPUPROF_REPLAY_METRIC table (a DB written before hardware counters, or without replay)";
+    return OkStatus();
+  }
+  GPUPROF_ASSIGN_OR_RETURN(bool kernels, reader.HasColumns("GPUPROF_REPLAY_KERNEL", {"id", "name"}));
+  GPUPROF_ASSIGN_OR_RETURN(bool launch_index, reader.HasColumns("GPUPROF_REPLAY_KERNEL", {"launchIndex"}));
+  GPUPROF_ASSIGN_OR_RETURN(bool passes, reader.HasColumns("GPUPROF_REPLAY_METRIC", {"passes"}));
+  const bool has_strings = reader.HasTable("STRING_IDS");
+  auto [kname, kjoin] = ResolvedName(has_strings, "k.name", "s");
+  auto [mname, mjoin] = ResolvedName(has_strings, "m.name", "mn");
+  auto [munit, ujoin] = ResolvedName(has_strings, "m.unit", "mu");
+  std::string sql = "SELECT m.kernelId, " + (kernels ? kname : std::string("''")) + ", " +
+                    (kernels && launch_index ? std::string("k.launchIndex") : std::string("NULL")) + ", " +
+                    mname + ", " + munit + ", m.value, " + (passes ? "m.passes" : "NULL") +
+                    " FROM GPUPROF_REPLAY_METRIC m";
+  if (kernels) sql += " LEFT JOIN GPUPROF_REPLAY_KERNEL k ON k.id = m.kernelId" + kjoin;
+  sql += mjoin + ujoin + " ORDER BY m.kernelId, m.rowid";
+  GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare(sql));
+  ReplayMetricRow out;
+  GPUPROF_ASSIGN_OR_RETURN(bool rank_map, reader.HasColumns("RANK_DEVICE_MAP", {"rankId"}));
+  if (rank_map) {
+    GPUPROF_ASSIGN_OR_RETURN(Query rank, reader.Prepare("SELECT rankId FROM RANK_DEVICE_MAP LIMIT 1"));
+    GPUPROF_ASSIGN_OR_RETURN(bool has_rank, rank.Step());
+    if (has_rank) out.rank = rank.OptionalInt(0);
+  }
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool has_row, query.Step());
+    if (!has_row) break;
+    out.kernel_id = query.Int(0);
+    out.kernel = std::string(query.Text(1));
+    out.launch_index = query.Int(2);
+    out.metric = std::string(query.Text(3));
+    out.unit = std::string(query.Text(4));
+    out.value = query.IsNull(5) ? std::nullopt : std::optional<double>(query.Double(5));
+    out.passes = query.Int(6);
+    row(out);
+  }
+  return OkStatus();
+}
 
 // ---- SelfTimeSweep --------------------------------------------------------------------------------
 
@@ -458,6 +668,7 @@ StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOpti
   GPUPROF_RETURN_IF_ERROR(ReadSteps(reader, options.top, &stats));
   GPUPROF_RETURN_IF_ERROR(ReadGc(reader, &stats));
   GPUPROF_RETURN_IF_ERROR(ReadReplay(reader, options.top, &stats));
+  GPUPROF_RETURN_IF_ERROR(ReadReplayCounters(reader, options.top, &stats));
   return stats;
 }
 

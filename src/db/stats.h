@@ -10,8 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -116,6 +118,41 @@ struct ReplayDeclineStat {
   std::uint64_t launches = 0;
 };
 
+// One metric of a replayed kernel group (GPUPROF_REPLAY_METRIC): its values over the group's
+// launches that have it.
+struct ReplayMetricStat {
+  std::string name;  // Nsight Compute's name, e.g. "dram__bytes_read.sum"
+  std::string unit;  // "" when it has none
+  std::uint64_t launches = 0;
+  double mean = 0;
+  double min = 0;
+  double max = 0;
+};
+
+// The hardware counters of one replayed (kernel, device) group, for the Speed-of-Light block of
+// `gpuprof stats`. Groups with metric rows or a counterStatus are listed.
+struct ReplayCounterStat {
+  std::string kernel;
+  std::int64_t device = 0;
+  std::uint64_t launches = 0;               // replayed launches of the group
+  std::uint64_t launches_with_metrics = 0;  // of them, those with GPUPROF_REPLAY_METRIC rows
+  std::vector<ReplayMetricStat> metrics;    // by name
+  // Pass durations of the group's replayed launches (the duration when gpu__time_duration.sum is
+  // absent); pass_count 0 when there are none.
+  std::uint64_t pass_count = 0;
+  double pass_mean_ns = 0;
+  std::int64_t pass_min_ns = 0;
+  std::int64_t pass_max_ns = 0;
+  // Launches whose counterStatus is set, and the status of the first of them (by id).
+  std::uint64_t launches_without_counters = 0;
+  std::string counter_status;
+  std::vector<std::string> clock_controls;  // distinct clockControl values, sorted ("none", "base")
+  std::vector<std::string> cache_controls;  // distinct cacheControl values, sorted ("all", "none")
+
+  // The metric named `name`, or null.
+  const ReplayMetricStat* Find(std::string_view name) const;
+};
+
 struct ProfileStats {
   std::string path;
   std::optional<std::int64_t> rank;    // RANK_DEVICE_MAP
@@ -159,6 +196,13 @@ struct ProfileStats {
   std::uint64_t replay_decline_groups = 0;
   std::vector<ReplayDeclineStat> replay_declines;
   std::string replay_absent;
+
+  // Hardware counters per replayed group (GPUPROF_REPLAY_METRIC and the counter columns of
+  // GPUPROF_REPLAY_KERNEL); empty for a DB without them (written before issue 19) or without
+  // counters asked, `replay_counters_absent` saying which.
+  std::uint64_t replay_counter_groups = 0;
+  std::vector<ReplayCounterStat> replay_counters;  // the top ones by launches, as `replay`
+  std::string replay_counters_absent;
 };
 
 struct StatsOptions {
@@ -166,6 +210,26 @@ struct StatsOptions {
 };
 
 StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOptions& options);
+
+// ---- Raw hardware-counter values ---------------------------------------------------------------
+
+// One GPUPROF_REPLAY_METRIC row with its launch (`gpuprof stats --csv`).
+struct ReplayMetricRow {
+  std::optional<std::int64_t> rank;  // RANK_DEVICE_MAP.rankId, when the DB has one
+  std::int64_t kernel_id = 0;        // GPUPROF_REPLAY_KERNEL.id
+  std::string kernel;                // the kernel name
+  std::int64_t launch_index = 0;
+  std::string metric;
+  std::string unit;             // "" when it has none
+  std::optional<double> value;  // none: NULL (a NaN the writer was given)
+  std::int64_t passes = 0;
+};
+
+// Calls `row` for every metric row, by kernelId then rowid (the order they were recorded), streaming.
+// A DB without GPUPROF_REPLAY_METRIC (older, or no replay) calls nothing and returns why in `absent`
+// ("" when the table is there, rows or not).
+Status ForEachReplayMetric(const ProfileReader& reader,
+                           const std::function<void(const ReplayMetricRow&)>& row, std::string* absent);
 
 // ---- CUDA runtime API time ---------------------------------------------------------------------
 

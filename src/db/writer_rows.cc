@@ -22,7 +22,8 @@ Status RowSink::Prepare() {
       replay_kernel_,
       Statement::Prepare(conn_,
                          "INSERT INTO GPUPROF_REPLAY_KERNEL VALUES (?1, ?2, ?3, ?4, "
-                         "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"));
+                         "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
+                         "?22, ?23)"));
   GPUPROF_RETURN_IF_ERROR(pytorch_api_.Prepare(conn_, kInsertApiHead, kInsertApiRow));
   GPUPROF_RETURN_IF_ERROR(callchains_.Prepare(conn_, "INSERT INTO PYTORCH_CALLCHAINS VALUES ", "(?,?,?)"));
   // OR IGNORE: a repeated correlation id (a collector bug) must not stop the whole profile; it
@@ -37,6 +38,8 @@ Status RowSink::Prepare() {
   GPUPROF_RETURN_IF_ERROR(mstx_.Prepare(conn_, "INSERT INTO MSTX_EVENTS VALUES ", "(?,?,?,?,?,?,?,?,?,?)"));
   GPUPROF_RETURN_IF_ERROR(
       replay_pass_.Prepare(conn_, "INSERT INTO GPUPROF_REPLAY_PASS VALUES ", "(?,?,?,?,?,?,?,?,?,?,?)"));
+  GPUPROF_RETURN_IF_ERROR(
+      replay_metric_.Prepare(conn_, "INSERT INTO GPUPROF_REPLAY_METRIC VALUES ", "(?,?,?,?,?)"));
   GPUPROF_RETURN_IF_ERROR(
       memory_record_.Prepare(conn_, "INSERT INTO MEMORY_RECORD VALUES ", "(?,?,?,?,?,?,?)"));
   GPUPROF_RETURN_IF_ERROR(
@@ -254,6 +257,14 @@ Status RowSink::WriteRecord(trace::ReplayResult& result) {
   k.BindU64(17, r.untracked_writable_bytes);
   k.BindU64(18, r.snapshot_device_bytes);
   k.BindU64(19, r.replay_ns);
+  k.BindInt(20, r.counter_passes);
+  if (r.counter_status.empty()) {
+    k.BindNull(21);
+  } else {
+    k.BindStaticText(21, r.counter_status);
+  }
+  k.BindStaticText(22, replay::ClockControlName(r.clock_control));
+  k.BindStaticText(23, r.caches_flushed ? "all" : "none");
   GPUPROF_RETURN_IF_ERROR(k.Run());
   ++rows_;
   ++rows_in_txn_;
@@ -279,6 +290,23 @@ Status RowSink::WriteRecord(trace::ReplayResult& result) {
       p.Set(10, mismatched ? 0 : 1);
     }
     GPUPROF_RETURN_IF_ERROR(Pushed(p));
+  }
+
+  for (const replay::MetricValue& metric : r.metrics) {
+    // Names and units repeat across launches: STRING_IDS holds each once (device space).
+    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t metric_id, Id(StringSpace::kDevice, metric.name));
+    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t unit_id, Id(StringSpace::kDevice, metric.unit));
+    BatchInserter& m = replay_metric_;
+    m.SetU64(0, kernel_id);
+    m.SetU64(1, metric_id);
+    if (unit_id == kInvalidStringId) {
+      m.SetNull(2);  // no unit
+    } else {
+      m.SetU64(2, unit_id);
+    }
+    m.SetDouble(3, metric.value);
+    m.Set(4, metric.passes);
+    GPUPROF_RETURN_IF_ERROR(Pushed(m));
   }
   return OkStatus();
 }

@@ -156,6 +156,92 @@ TEST_F(DbCliTest, StatsPrintsEveryTableForAFixtureRun) {
               ::testing::ElementsAre("0", "1", "graph-launch", "relu_kernel"));
 }
 
+TEST_F(DbCliTest, StatsPrintsASpeedOfLightBlockPerReplayedKernelWithCounters) {
+  CliResult result = Run("stats " + ShellQuote(db_));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(
+      Section(result.out, "Speed of light"),
+      ::testing::ElementsAre(
+          "Speed of light (hardware counters of replayed launches: mean over the launches; 2 of 2 "
+          "kernel/device groups)",
+          "  gemm_bwd_kernel  (device 0, 0 of 1 replayed launch with counters; clock control none; cache "
+          "control all)",
+          "    duration                 105.0 µs (replay passes, min–max 100.0 – 110.0 µs)",
+          std::string("    no counters: ") + fixture::kFixtureCounterStatus,
+          "  gemm_kernel<float>  (device 0, 1 of 1 replayed launch with counters; clock control base; cache "
+          "control all)",
+          "    duration                 99.5 µs", "    compute (SM) throughput  61.2 %",
+          "    memory throughput        40.5 %", "    DRAM read                1 MiB",
+          "    DRAM write               512 KiB", "    achieved occupancy       47.5 %",
+          "  (every value: gpuprof stats --csv)"));
+}
+
+TEST_F(DbCliTest, StatsSpeedOfLightShowsRangesMissingMetricsAndTheoreticalOccupancy) {
+  // A second gemm launch (id 4): another SM throughput, a theoretical occupancy, no DRAM counters,
+  // no duration; and a launch of gemm_bwd whose counters worked.
+  ASSERT_TRUE(
+      fixture::ExecSql(db_,
+                       "INSERT INTO GPUPROF_REPLAY_KERNEL (id, deviceId, name, replayed, launchIndex, "
+                       "passes, clockControl, cacheControl) VALUES (4, 0, 5, 1, 3, 0, 'none', 'all'), "
+                       "(5, 0, 9, 1, 4, 0, 'none', 'all');"
+                       "INSERT INTO STRING_IDS VALUES (30, 'sm__maximum_warps_per_active_cycle_pct');"
+                       "INSERT INTO GPUPROF_REPLAY_METRIC VALUES (4, 14, 21, 70.0, 1), "
+                       "(4, 30, 21, 50.0, 0), (5, 16, 22, 2048.0, 1);")
+          .ok());
+  CliResult result = Run("stats " + ShellQuote(db_));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::vector<std::string> sol = Section(result.out, "Speed of light");
+  EXPECT_THAT(
+      sol, ::testing::Contains("    compute (SM) throughput  65.6 %  (min–max 61.2 % – 70.0 %, 2 launches)"));
+  EXPECT_THAT(sol, ::testing::Contains("    theoretical occupancy    50.0 %"));
+  EXPECT_THAT(sol,
+              ::testing::Contains(
+                  "  gemm_kernel<float>  (device 0, 2 of 2 replayed launches with counters; clock control "
+                  "base/none; cache control all)"));
+  // gemm_bwd: one launch with counters, one without; its missing metrics print "-".
+  EXPECT_THAT(sol, ::testing::Contains("    DRAM read                2 KiB"));
+  EXPECT_THAT(sol, ::testing::Contains("    DRAM write               -"));
+  EXPECT_THAT(sol, ::testing::Contains(std::string("    no counters: ") + fixture::kFixtureCounterStatus +
+                                       " (1 of 2 launches)"));
+}
+
+TEST_F(DbCliTest, StatsCsvPrintsEveryMetricRow) {
+  // A kernel name that needs CSV quoting.
+  ASSERT_TRUE(
+      fixture::ExecSql(db_, "UPDATE STRING_IDS SET value = 'gemm<float>(float*, int \"q\")' WHERE id = 5;")
+          .ok());
+  CliResult result = Run("stats --csv " + ShellQuote(run_dir_));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  const std::string kernel = "0,1,\"gemm<float>(float*, int \"\"q\"\")\",0,";
+  EXPECT_EQ(result.out, "rank,kernelId,kernel,launchIndex,metric,unit,value,passes\n" + kernel +
+                            "gpu__time_duration.sum,nsecond,99500,1\n" + kernel +
+                            "sm__throughput.avg.pct_of_peak_sustained_elapsed,%,61.25,1\n" + kernel +
+                            "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,%,40.5,2\n" +
+                            kernel + "dram__bytes_read.sum,byte,1048576,1\n" + kernel +
+                            "dram__bytes_write.sum,byte,524288,1\n" + kernel +
+                            "sm__warps_active.avg.pct_of_peak_sustained_active,%,47.5,1\n" + kernel +
+                            "launch__grid_size,,128,0\n");
+  EXPECT_EQ(Run("stats --csv --top 3 " + ShellQuote(db_)).exit_code, 2);  // --top does not apply
+  CliResult help = Run("stats --help");
+  EXPECT_THAT(help.out, HasSubstr("--csv"));
+  EXPECT_THAT(help.out, HasSubstr("rank,kernelId,kernel,launchIndex,metric,unit,value,passes"));
+}
+
+TEST_F(DbCliTest, StatsOfADbWrittenBeforeCountersIsAsBefore) {
+  CliResult now = Run("stats " + ShellQuote(db_));
+  ASSERT_TRUE(fixture::ExecSql(db_, fixture::kFixtureBeforeCountersSql).ok());
+  CliResult before = Run("stats " + ShellQuote(db_));
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_THAT(before.out, Not(HasSubstr("Speed of light")));
+  EXPECT_EQ(Section(before.out, "Kernel replay"), Section(now.out, "Kernel replay"));
+  EXPECT_EQ(Section(before.out, "Launches not replayed"), Section(now.out, "Launches not replayed"));
+  CliResult csv = Run("stats --csv " + ShellQuote(db_));
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out, "rank,kernelId,kernel,launchIndex,metric,unit,value,passes\n");
+  EXPECT_THAT(csv.err, HasSubstr("no GPUPROF_REPLAY_METRIC table"));
+}
+
 TEST_F(DbCliTest, StatsCoversEveryRankOfADirectory) {
   fixture::FixtureOptions rank1;
   rank1.rank = 1;
@@ -343,7 +429,7 @@ TEST_F(DbCliTest, MissingPathArgumentIsAUsageError) {
 TEST_F(DbCliTest, CheckOnTheFixtureIsOk) {
   CliResult result = Run("check " + ShellQuote(run_dir_));
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
-  EXPECT_THAT(result.out, ::testing::MatchesRegex("ok: " + db_ + " \\(31 tables, [0-9]+ rows\\)\n"));
+  EXPECT_THAT(result.out, ::testing::MatchesRegex("ok: " + db_ + " \\(32 tables, [0-9]+ rows\\)\n"));
 }
 
 TEST_F(DbCliTest, CheckPrintsOneLinePerProblemAndFails) {

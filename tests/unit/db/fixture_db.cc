@@ -14,7 +14,7 @@
 namespace gpuprof::db::fixture {
 namespace {
 
-using Value = std::variant<std::nullptr_t, std::int64_t, std::string>;
+using Value = std::variant<std::nullptr_t, std::int64_t, double, std::string>;
 
 // A fixture file through db's SQLite wrapper (sqlite_util.h); errors say "fixture".
 class Db {
@@ -36,6 +36,8 @@ class Db {
       const int index = static_cast<int>(i) + 1;
       if (const auto* number = std::get_if<std::int64_t>(&values[i])) {
         insert->BindInt(index, *number);
+      } else if (const auto* real = std::get_if<double>(&values[i])) {
+        insert->BindDouble(index, *real);
       } else if (const auto* text = std::get_if<std::string>(&values[i])) {
         insert->BindText(index, *text);
       } else {
@@ -69,6 +71,17 @@ enum StringId : std::int64_t {
   kGemmBwd = 10,
   kGrid = 11,
   kBlock = 12,
+  // GPUPROF_REPLAY_METRIC's names and units (WriteReplayRows).
+  kDuration = 13,
+  kSmThroughput = 14,
+  kMemoryThroughput = 15,
+  kDramRead = 16,
+  kDramWrite = 17,
+  kAchievedOccupancy = 18,
+  kGridSize = 19,
+  kNsecond = 20,
+  kPercent = 21,
+  kByte = 22,
 };
 enum FwString : std::int64_t {
   kStep1 = kFw + 0,
@@ -246,26 +259,76 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
   const std::int64_t main_tid = (std::int64_t{o.pid} << 32) | o.pid;
   // (id, timestampNs, globalTid, deviceId, name, connectionId, launchIndex, replayed, declineReason,
   //  declineDetail, restoreMode, passes, deterministic, snapshotRegions, snapshotBytes, snapshotNs,
-  //  untracked, snapshotDeviceBytes, replayNs)
-  GPUPROF_RETURN_IF_ERROR(
-      db.Insert("GPUPROF_REPLAY_KERNEL",
-                {std::int64_t{1}, us(175), main_tid, std::int64_t{0}, std::int64_t{kGemmKernel},
-                 std::int64_t{101}, std::int64_t{0}, std::int64_t{1}, nullptr, nullptr, std::string("auto"),
-                 std::int64_t{3}, std::int64_t{1}, std::int64_t{2}, std::int64_t{8192}, std::int64_t{5000},
-                 std::int64_t{0}, std::int64_t{8192}, std::int64_t{41000}}));
-  GPUPROF_RETURN_IF_ERROR(
-      db.Insert("GPUPROF_REPLAY_KERNEL",
-                {std::int64_t{2}, us(1115), main_tid, std::int64_t{0}, std::int64_t{kReluKernel},
-                 std::int64_t{103}, std::int64_t{1}, std::int64_t{0}, std::string("graph-launch"),
-                 std::string("launched from a CUDA graph"), std::string("auto"), std::int64_t{1},
-                 std::int64_t{1}, std::int64_t{0}, std::int64_t{0}, std::int64_t{0}, std::int64_t{0},
-                 std::int64_t{0}, std::int64_t{0}}));
-  GPUPROF_RETURN_IF_ERROR(
-      db.Insert("GPUPROF_REPLAY_KERNEL",
-                {std::int64_t{3}, us(745), main_tid, std::int64_t{0}, std::int64_t{kGemmBwdKernel},
-                 std::int64_t{104}, std::int64_t{2}, std::int64_t{1}, nullptr, nullptr, std::string("auto"),
-                 std::int64_t{2}, std::int64_t{0}, std::int64_t{1}, std::int64_t{4096}, std::int64_t{3000},
-                 std::int64_t{0}, std::int64_t{0}, std::int64_t{24000}}));
+  //  untracked, snapshotDeviceBytes, replayNs, counterPasses, counterStatus, clockControl, cacheControl)
+  GPUPROF_RETURN_IF_ERROR(db.Insert("GPUPROF_REPLAY_KERNEL", {std::int64_t{1},
+                                                              us(175),
+                                                              main_tid,
+                                                              std::int64_t{0},
+                                                              std::int64_t{kGemmKernel},
+                                                              std::int64_t{101},
+                                                              std::int64_t{0},
+                                                              std::int64_t{1},
+                                                              nullptr,
+                                                              nullptr,
+                                                              std::string("auto"),
+                                                              std::int64_t{3},
+                                                              std::int64_t{1},
+                                                              std::int64_t{2},
+                                                              std::int64_t{8192},
+                                                              std::int64_t{5000},
+                                                              std::int64_t{0},
+                                                              std::int64_t{8192},
+                                                              std::int64_t{41000},
+                                                              std::int64_t{4},
+                                                              nullptr,
+                                                              std::string("base"),
+                                                              std::string("all")}));
+  GPUPROF_RETURN_IF_ERROR(db.Insert("GPUPROF_REPLAY_KERNEL", {std::int64_t{2},
+                                                              us(1115),
+                                                              main_tid,
+                                                              std::int64_t{0},
+                                                              std::int64_t{kReluKernel},
+                                                              std::int64_t{103},
+                                                              std::int64_t{1},
+                                                              std::int64_t{0},
+                                                              std::string("graph-launch"),
+                                                              std::string("launched from a CUDA graph"),
+                                                              std::string("auto"),
+                                                              std::int64_t{1},
+                                                              std::int64_t{1},
+                                                              std::int64_t{0},
+                                                              std::int64_t{0},
+                                                              std::int64_t{0},
+                                                              std::int64_t{0},
+                                                              std::int64_t{0},
+                                                              std::int64_t{0},
+                                                              std::int64_t{0},
+                                                              nullptr,
+                                                              std::string("none"),
+                                                              std::string("none")}));
+  GPUPROF_RETURN_IF_ERROR(db.Insert("GPUPROF_REPLAY_KERNEL", {std::int64_t{3},
+                                                              us(745),
+                                                              main_tid,
+                                                              std::int64_t{0},
+                                                              std::int64_t{kGemmBwdKernel},
+                                                              std::int64_t{104},
+                                                              std::int64_t{2},
+                                                              std::int64_t{1},
+                                                              nullptr,
+                                                              nullptr,
+                                                              std::string("auto"),
+                                                              std::int64_t{2},
+                                                              std::int64_t{0},
+                                                              std::int64_t{1},
+                                                              std::int64_t{4096},
+                                                              std::int64_t{3000},
+                                                              std::int64_t{0},
+                                                              std::int64_t{0},
+                                                              std::int64_t{24000},
+                                                              std::int64_t{0},
+                                                              std::string(kFixtureCounterStatus),
+                                                              std::string("none"),
+                                                              std::string("all")}));
   // (kernelId, pass, startNs, durationNs, smClockBefore, smClockAfter, bytesRestored, regionsRestored,
   //  dirtyChunks, outputHash, matchesPass1). The declined launch ran once: one pass, no hash.
   struct Pass {
@@ -284,6 +347,39 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
         "GPUPROF_REPLAY_PASS", {p.kernel, p.pass, us(p.start_us), p.duration_ns, std::int64_t{1980000},
                                 std::int64_t{1980000}, p.restored, std::int64_t{p.restored > 0 ? 1 : 0},
                                 std::int64_t{p.restored / 2048}, p.hash, p.matches}));
+  }
+
+  // The gemm launch's counters (kernel 3 has none: counterStatus says why; kernel 2 was declined).
+  const std::pair<std::int64_t, std::string> strings[] = {
+      {kDuration, "gpu__time_duration.sum"},
+      {kSmThroughput, "sm__throughput.avg.pct_of_peak_sustained_elapsed"},
+      {kMemoryThroughput, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"},
+      {kDramRead, "dram__bytes_read.sum"},
+      {kDramWrite, "dram__bytes_write.sum"},
+      {kAchievedOccupancy, "sm__warps_active.avg.pct_of_peak_sustained_active"},
+      {kGridSize, "launch__grid_size"},
+      {kNsecond, "nsecond"},
+      {kPercent, "%"},
+      {kByte, "byte"}};
+  for (const auto& [id, value] : strings) GPUPROF_RETURN_IF_ERROR(db.Insert("STRING_IDS", {id, value}));
+  // (kernelId, name, unit, value, passes)
+  struct Metric {
+    std::int64_t name;
+    Value unit;
+    double value;
+    std::int64_t passes;
+  };
+  const Metric metrics[] = {{kDuration, std::int64_t{kNsecond}, 99500.0, 1},
+                            {kSmThroughput, std::int64_t{kPercent}, 61.25, 1},
+                            {kMemoryThroughput, std::int64_t{kPercent}, 40.5, 2},
+                            {kDramRead, std::int64_t{kByte}, 1048576.0, 1},
+                            {kDramWrite, std::int64_t{kByte}, 524288.0, 1},
+                            {kAchievedOccupancy, std::int64_t{kPercent}, 47.5, 1},
+                            {kGridSize, nullptr, 128.0, 0}};
+  static_assert(sizeof(metrics) / sizeof(metrics[0]) == kFixtureReplayMetrics);
+  for (const Metric& m : metrics) {
+    GPUPROF_RETURN_IF_ERROR(
+        db.Insert("GPUPROF_REPLAY_METRIC", {std::int64_t{1}, m.name, m.unit, m.value, m.passes}));
   }
   return OkStatus();
 }

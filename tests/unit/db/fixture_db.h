@@ -15,7 +15,7 @@ namespace gpuprof::db::fixture {
 
 struct FixtureOptions {
   bool with_rows = true;           // false: every table created and left empty (no enum/meta rows)
-  bool with_replay_tables = true;  // GPUPROF_REPLAY_KERNEL / GPUPROF_REPLAY_PASS
+  bool with_replay_tables = true;  // GPUPROF_REPLAY_KERNEL / _PASS / _METRIC
   std::int32_t rank = 0;
   std::uint32_t pid = 4242;
   std::int64_t base_ns = 1'700'000'000'123'456'789;
@@ -30,9 +30,21 @@ inline constexpr int kFixtureTaskFlows = 5;  // op -> device task links
 inline constexpr int kFixtureOpFlows = 1;    // forward -> backward pairs
 inline constexpr int kFixtureMemoryRecords = 3;
 inline constexpr int kFixtureGcPauses = 2;
-inline constexpr int kFixtureReplayPasses = 6;  // 3 + 2 replayed, 1 of the declined launch
+inline constexpr int kFixtureReplayPasses = 6;   // 3 + 2 replayed, 1 of the declined launch
+inline constexpr int kFixtureReplayMetrics = 7;  // of the gemm launch (kernel 1), one launch__ metric
+// GPUPROF_REPLAY_KERNEL.counterStatus of the replayed gemm_bwd_kernel launch (kernel 3).
+inline constexpr const char kFixtureCounterStatus[] =
+    "counters not permitted (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): run as root or set "
+    "NVreg_RestrictProfilingToAdminUsers=0";
 inline constexpr int kFixtureMstxRanges = 1;
 inline constexpr int kFixtureMstxMarkers = 1;
+// Turns a fixture DB into one written before hardware counters: no GPUPROF_REPLAY_METRIC and none
+// of GPUPROF_REPLAY_KERNEL's counter columns (ExecSql).
+inline constexpr const char kFixtureBeforeCountersSql[] =
+    "DROP TABLE GPUPROF_REPLAY_METRIC; ALTER TABLE GPUPROF_REPLAY_KERNEL DROP COLUMN counterPasses; "
+    "ALTER TABLE GPUPROF_REPLAY_KERNEL DROP COLUMN counterStatus; "
+    "ALTER TABLE GPUPROF_REPLAY_KERNEL DROP COLUMN clockControl; "
+    "ALTER TABLE GPUPROF_REPLAY_KERNEL DROP COLUMN cacheControl;";
 // An op name with a quote, a backslash, a tab, a control byte and an invalid UTF-8 byte.
 inline constexpr const char kFixtureWeirdOpName[] = "weird \"op\"\\\t\x01\xff";
 

@@ -57,7 +57,7 @@ class CheckTest : public ::testing::Test {
 
 TEST_F(CheckTest, FixtureBuiltFromTheSpecDdlIsClean) {
   EXPECT_THAT(Problems(""), ElementsAre());
-  EXPECT_EQ(report_.tables, 31u);  // 29 format tables (no optional device tables) + 2 GPUPROF_*
+  EXPECT_EQ(report_.tables, 32u);  // 29 format tables (no optional device tables) + 3 GPUPROF_*
   EXPECT_GT(report_.rows, 50u);
 }
 
@@ -184,6 +184,24 @@ TEST_F(CheckTest, ReplayTablesFollowTheirDocumentation) {
   EXPECT_THAT(Problems("", no_replay), ElementsAre());  // optional: a run without replay has none
 }
 
+TEST_F(CheckTest, ReplayMetricRowsReferToKernelRowsAndStrings) {
+  EXPECT_THAT(
+      Problems("INSERT INTO GPUPROF_REPLAY_METRIC VALUES (42, 13, 20, 1.0, 1);"
+               "UPDATE GPUPROF_REPLAY_METRIC SET unit = 888888 WHERE name = 14;"
+               "DROP INDEX GpuprofReplayMetricIndex;"),
+      ElementsAre("GPUPROF_REPLAY_METRIC: index GpuprofReplayMetricIndex (kernelId) missing",
+                  "GPUPROF_REPLAY_METRIC: 1 distinct unit value(s) not in STRING_IDS (e.g. 888888)",
+                  "GPUPROF_REPLAY_METRIC: 1 kernelId value(s) with no GPUPROF_REPLAY_KERNEL row (e.g. 42)"));
+  EXPECT_THAT(Problems("ALTER TABLE GPUPROF_REPLAY_KERNEL DROP COLUMN cacheControl;"),
+              ElementsAre("GPUPROF_REPLAY_KERNEL: column 23 missing: expected 'cacheControl TEXT'"));
+}
+
+// A DB written before hardware counters: no GPUPROF_REPLAY_METRIC, no counter columns. The table is
+// optional; the missing columns are reported as for any older GPUPROF_REPLAY_KERNEL.
+TEST_F(CheckTest, DbWithoutTheMetricTableNeedsNone) {
+  EXPECT_THAT(Problems("DROP TABLE GPUPROF_REPLAY_METRIC;"), ElementsAre());
+}
+
 TEST(FormatProblemTest, DbTableProblem) {
   EXPECT_EQ(FormatProblem("/p/x.db", {"TASK", "index TaskIndex (startNs, globalTaskId) missing"}),
             "/p/x.db: TASK: index TaskIndex (startNs, globalTaskId) missing");
@@ -193,7 +211,7 @@ TEST(ExpectedTablesTest, CoversTheSpecDdl) {
   std::size_t required = 0;
   for (const ExpectedTable& table : ExpectedTables()) required += table.required ? 1 : 0;
   EXPECT_EQ(required, 29u);
-  EXPECT_EQ(ExpectedTables().size(), 36u);  // + 5 optional device tables + 2 GPUPROF_* tables
+  EXPECT_EQ(ExpectedTables().size(), 37u);  // + 5 optional device tables + 3 GPUPROF_* tables
 }
 
 }  // namespace

@@ -202,6 +202,64 @@ TEST_F(PerfettoExportTest, EveryOpTaskFlowCounterAndTrackIsThere) {
   EXPECT_TRUE(summary.notes.empty());
 }
 
+// The launch's hardware counters on its kernel slice (TASK, joined by connectionId) and on its
+// first replay pass; a launch without counters carries its counterStatus instead.
+TEST_F(PerfettoExportTest, ReplayedKernelSlicesCarryTheirMetricsAndCounterStatus) {
+  const std::string db = dir_ + "/ascend_pytorch_profiler_0.db";
+  ASSERT_TRUE(fixture::WriteFixtureDb(db).ok());
+  std::vector<JsonValue> events = ExportAndParse({{db, 0}});
+  ASSERT_FALSE(events.empty());
+  auto slice = [&](const std::string& cat, const std::string& name) -> const JsonValue* {
+    for (const JsonValue* event : Select(events, "X", cat)) {
+      if (event->Str("name") == name) return event;
+    }
+    return nullptr;
+  };
+  for (const JsonValue* gemm :
+       {slice("kernel", "gemm_kernel<float>"), slice("gpuprof_replay", "gemm_kernel<float> [pass 1]")}) {
+    ASSERT_NE(gemm, nullptr);
+    const JsonValue* metrics = gemm->Find("args")->Find("metrics");
+    ASSERT_NE(metrics, nullptr);
+    EXPECT_EQ(metrics->object.size(), static_cast<std::size_t>(fixture::kFixtureReplayMetrics));
+    EXPECT_EQ(metrics->NumText("dram__bytes_read.sum (byte)"), "1048576");
+    EXPECT_EQ(metrics->NumText("sm__throughput.avg.pct_of_peak_sustained_elapsed (%)"), "61.25");
+    EXPECT_EQ(metrics->NumText("launch__grid_size"), "128");  // no unit, no suffix
+    EXPECT_EQ(gemm->Find("args")->Find("counter status"), nullptr);
+  }
+  const JsonValue* later_pass = slice("gpuprof_replay", "gemm_kernel<float> [pass 2]");
+  ASSERT_NE(later_pass, nullptr);
+  EXPECT_EQ(later_pass->Find("args")->Find("metrics"), nullptr);  // once per launch
+  for (const JsonValue* bwd :
+       {slice("kernel", "gemm_bwd_kernel"), slice("gpuprof_replay", "gemm_bwd_kernel [pass 1]")}) {
+    ASSERT_NE(bwd, nullptr);
+    EXPECT_EQ(bwd->Find("args")->Str("counter status"), fixture::kFixtureCounterStatus);
+    EXPECT_EQ(bwd->Find("args")->Find("metrics"), nullptr);
+  }
+  // Kernels that were not replayed get neither.
+  for (const JsonValue* kernel : Select(events, "X", "kernel")) {
+    if (kernel->Str("name") != "relu_kernel") continue;
+    EXPECT_EQ(kernel->Find("args")->Find("metrics"), nullptr);
+    EXPECT_EQ(kernel->Find("args")->Find("counter status"), nullptr);
+  }
+}
+
+TEST_F(PerfettoExportTest, DbWrittenBeforeCountersExportsAsBefore) {
+  const std::string db = dir_ + "/ascend_pytorch_profiler_0.db";
+  ASSERT_TRUE(fixture::WriteFixtureDb(db).ok());
+  ASSERT_TRUE(fixture::ExecSql(db, fixture::kFixtureBeforeCountersSql).ok());
+  ExportSummary summary;
+  std::vector<JsonValue> events = ExportAndParse({{db, 0}}, &summary);
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(summary.notes.empty());
+  EXPECT_EQ(Select(events, "X", "gpuprof_replay").size(),
+            static_cast<std::size_t>(fixture::kFixtureReplayPasses));
+  for (const JsonValue* event : Select(events, "X")) {
+    if (event->Find("args") == nullptr) continue;  // GC pauses have none
+    EXPECT_EQ(event->Find("args")->Find("metrics"), nullptr);
+    EXPECT_EQ(event->Find("args")->Find("counter status"), nullptr);
+  }
+}
+
 TEST_F(PerfettoExportTest, RanksBecomeSeparateProcessesEvenWithTheSamePid) {
   fixture::FixtureOptions rank1;
   rank1.rank = 1;

@@ -19,6 +19,7 @@
 namespace gpuprof::db {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr std::int64_t kUs = 1000;
@@ -298,6 +299,123 @@ TEST_F(StatsTest, FixtureKernelsMemoryStepsGcAndReplay) {
   ASSERT_EQ(stats.replay_declines.size(), 1u);
   EXPECT_EQ(stats.replay_declines[0].kernel, "relu_kernel");
   EXPECT_EQ(stats.replay_declines[0].reason, "graph-launch");
+}
+
+TEST_F(StatsTest, ReplayCountersPerGroupWithStatusAndPolicies) {
+  ProfileStats stats = Compute({});
+  EXPECT_EQ(stats.replay_counters_absent, "");
+  EXPECT_EQ(stats.replay_counter_groups, 2u);
+  ASSERT_EQ(stats.replay_counters.size(), 2u);
+  const ReplayCounterStat& gemm = stats.replay_counters[0].kernel == "gemm_kernel<float>"
+                                      ? stats.replay_counters[0]
+                                      : stats.replay_counters[1];
+  const ReplayCounterStat& bwd = stats.replay_counters[0].kernel == "gemm_kernel<float>"
+                                     ? stats.replay_counters[1]
+                                     : stats.replay_counters[0];
+  EXPECT_EQ(gemm.launches, 1u);
+  EXPECT_EQ(gemm.launches_with_metrics, 1u);
+  EXPECT_EQ(gemm.launches_without_counters, 0u);
+  EXPECT_EQ(gemm.metrics.size(), static_cast<std::size_t>(fixture::kFixtureReplayMetrics));
+  const ReplayMetricStat* dram = gemm.Find("dram__bytes_read.sum");
+  ASSERT_NE(dram, nullptr);
+  EXPECT_EQ(dram->unit, "byte");
+  EXPECT_EQ(dram->launches, 1u);
+  EXPECT_DOUBLE_EQ(dram->mean, 1048576.0);
+  const ReplayMetricStat* grid = gemm.Find("launch__grid_size");
+  ASSERT_NE(grid, nullptr);
+  EXPECT_EQ(grid->unit, "");  // NULL unit
+  EXPECT_EQ(gemm.Find("sm__maximum_warps_per_active_cycle_pct"), nullptr);
+  EXPECT_THAT(gemm.clock_controls, ElementsAre("base"));
+  EXPECT_THAT(gemm.cache_controls, ElementsAre("all"));
+  EXPECT_EQ(gemm.pass_count, 3u);
+  EXPECT_DOUBLE_EQ(gemm.pass_mean_ns, 100000.0);
+
+  EXPECT_EQ(bwd.launches, 1u);
+  EXPECT_EQ(bwd.launches_with_metrics, 0u);
+  EXPECT_EQ(bwd.launches_without_counters, 1u);
+  EXPECT_EQ(bwd.counter_status, fixture::kFixtureCounterStatus);
+  EXPECT_TRUE(bwd.metrics.empty());
+  EXPECT_EQ(bwd.pass_count, 2u);
+  EXPECT_DOUBLE_EQ(bwd.pass_mean_ns, 105000.0);
+  EXPECT_EQ(bwd.pass_min_ns, 100 * kUs);
+  EXPECT_EQ(bwd.pass_max_ns, 110 * kUs);
+  EXPECT_THAT(bwd.clock_controls, ElementsAre("none"));
+}
+
+TEST_F(StatsTest, ReplayCountersAreMeansOverTheGroupsLaunches) {
+  // A second gemm launch (id 4) with two of the metrics and another clock policy.
+  ProfileStats stats = Compute(
+      {}, 15,
+      "INSERT INTO GPUPROF_REPLAY_KERNEL (id, deviceId, name, replayed, launchIndex, passes, clockControl, "
+      "cacheControl) VALUES (4, 0, 5, 1, 3, 0, 'none', 'all');"
+      "INSERT INTO GPUPROF_REPLAY_METRIC VALUES (4, 14, 21, 70.0, 1), (4, 16, 22, 3145728.0, 1);");
+  const ReplayCounterStat* gemm = nullptr;
+  for (const ReplayCounterStat& group : stats.replay_counters) {
+    if (group.kernel == "gemm_kernel<float>") gemm = &group;
+  }
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ(gemm->launches, 2u);
+  EXPECT_EQ(gemm->launches_with_metrics, 2u);
+  const ReplayMetricStat* sm = gemm->Find("sm__throughput.avg.pct_of_peak_sustained_elapsed");
+  ASSERT_NE(sm, nullptr);
+  EXPECT_EQ(sm->launches, 2u);
+  EXPECT_DOUBLE_EQ(sm->mean, 65.625);
+  EXPECT_DOUBLE_EQ(sm->min, 61.25);
+  EXPECT_DOUBLE_EQ(sm->max, 70.0);
+  EXPECT_EQ(gemm->Find("gpu__time_duration.sum")->launches, 1u);  // only the first launch has it
+  EXPECT_THAT(gemm->clock_controls, ElementsAre("base", "none"));
+}
+
+TEST_F(StatsTest, DbWithoutCountersReadsAsBefore) {
+  ProfileStats before = Compute({}, 15, fixture::kFixtureBeforeCountersSql);
+  EXPECT_TRUE(before.replay_counters.empty());
+  EXPECT_EQ(before.replay_counter_groups, 0u);
+  EXPECT_THAT(before.replay_counters_absent, HasSubstr("no GPUPROF_REPLAY_METRIC table"));
+  ProfileStats now = Compute({});
+  EXPECT_EQ(before.replay_absent, now.replay_absent);
+  ASSERT_EQ(before.replay.size(), now.replay.size());
+  for (std::size_t i = 0; i < now.replay.size(); ++i) {
+    EXPECT_EQ(before.replay[i].kernel, now.replay[i].kernel);
+    EXPECT_EQ(before.replay[i].passes, now.replay[i].passes);
+    EXPECT_EQ(before.replay[i].median_ns, now.replay[i].median_ns);
+  }
+  EXPECT_EQ(before.replay_declines.size(), now.replay_declines.size());
+  // Counters asked of no launch: the table is there and empty.
+  ProfileStats none = Compute(
+      {}, 15, "DELETE FROM GPUPROF_REPLAY_METRIC; UPDATE GPUPROF_REPLAY_KERNEL SET counterStatus = NULL;");
+  EXPECT_TRUE(none.replay_counters.empty());
+  EXPECT_THAT(none.replay_counters_absent, HasSubstr("no replayed launch has hardware counters"));
+}
+
+TEST_F(StatsTest, ForEachReplayMetricStreamsTheRawRows) {
+  std::unique_ptr<ProfileReader> reader = OpenFixture({}, "");
+  ASSERT_NE(reader, nullptr);
+  std::vector<std::string> rows;
+  std::string absent = "not cleared";
+  Status status = ForEachReplayMetric(
+      *reader,
+      [&](const ReplayMetricRow& row) {
+        rows.push_back(std::to_string(row.rank.value_or(-9)) + "|" + std::to_string(row.kernel_id) + "|" +
+                       row.kernel + "|" + std::to_string(row.launch_index) + "|" + row.metric + "|" +
+                       row.unit + "|" + (row.value.has_value() ? std::to_string(*row.value) : "NULL") + "|" +
+                       std::to_string(row.passes));
+      },
+      &absent);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(absent, "");
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(fixture::kFixtureReplayMetrics));
+  EXPECT_EQ(rows.front(), "0|1|gemm_kernel<float>|0|gpu__time_duration.sum|nsecond|99500.000000|1");
+  EXPECT_EQ(rows.back(), "0|1|gemm_kernel<float>|0|launch__grid_size||128.000000|0");
+
+  reader.reset();
+  std::unique_ptr<ProfileReader> old = OpenFixture({}, fixture::kFixtureBeforeCountersSql);
+  ASSERT_NE(old, nullptr);
+  rows.clear();
+  ASSERT_TRUE(ForEachReplayMetric(
+                  *old, [&](const ReplayMetricRow& row) { rows.push_back(row.metric); }, &absent)
+                  .ok());
+  EXPECT_TRUE(rows.empty());
+  EXPECT_THAT(absent, HasSubstr("no GPUPROF_REPLAY_METRIC table"));
 }
 
 TEST_F(StatsTest, EveryTableEmptyGivesReasonsNotErrors) {

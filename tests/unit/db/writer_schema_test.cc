@@ -167,12 +167,16 @@ TEST_F(ProfileWriterSchemaTest, GpuprofTablesColumns) {
                   "declineReason TEXT 0", "declineDetail TEXT 0", "restoreMode TEXT 0", "passes INTEGER 0",
                   "deterministic INTEGER 0", "snapshotRegions INTEGER 0", "snapshotBytes INTEGER 0",
                   "snapshotNs INTEGER 0", "untrackedWritableBytes INTEGER 0", "snapshotDeviceBytes INTEGER 0",
-                  "replayNs INTEGER 0"));
+                  "replayNs INTEGER 0", "counterPasses INTEGER 0", "counterStatus TEXT 0",
+                  "clockControl TEXT 0", "cacheControl TEXT 0"));
   EXPECT_THAT(Query(*suite_db, "SELECT name || ' ' || type FROM pragma_table_info('GPUPROF_REPLAY_PASS')"),
               ElementsAre("kernelId INTEGER", "pass INTEGER", "startNs INTEGER", "durationNs INTEGER",
                           "smClockBeforeKhz INTEGER", "smClockAfterKhz INTEGER", "bytesRestored INTEGER",
                           "regionsRestored INTEGER", "dirtyChunks INTEGER", "outputHash INTEGER",
                           "matchesPass1 INTEGER"));
+  EXPECT_THAT(
+      Query(*suite_db, "SELECT name || ' ' || type FROM pragma_table_info('GPUPROF_REPLAY_METRIC')"),
+      ElementsAre("kernelId INTEGER", "name INTEGER", "unit INTEGER", "value REAL", "passes INTEGER"));
 }
 
 TEST_F(ProfileWriterSchemaTest, IndexesMatchTheSpecAndExistAfterFinalize) {
@@ -184,6 +188,8 @@ TEST_F(ProfileWriterSchemaTest, IndexesMatchTheSpecAndExistAfterFinalize) {
   }
   EXPECT_THAT(Query(*suite_db, "SELECT name FROM pragma_index_info('GpuprofReplayPassIndex')"),
               ElementsAre("kernelId", "pass"));
+  EXPECT_THAT(Query(*suite_db, "SELECT name FROM pragma_index_info('GpuprofReplayMetricIndex')"),
+              ElementsAre("kernelId"));
 }
 
 TEST_F(ProfileWriterSchemaTest, SpecEnumRows) {

@@ -184,11 +184,38 @@ TEST_F(ProfileWriterTablesTest, ReplayKernelRowPerReplayedOrDeclinedLaunch) {
         "k.snapshotBytes, k.snapshotNs, k.untrackedWritableBytes, k.snapshotDeviceBytes, k.replayNs FROM "
         "GPUPROF_REPLAY_KERNEL k "
         "JOIN STRING_IDS n ON n.id = k.name ORDER BY k.id"),
-      ElementsAre(std::string("0|2000|") + kTid101 +
-                      "|0|void gemm_kernel<float>(float*, "
-                      "int)|11|0|1|NULL|NULL|auto|2|0|2|1048576|5000|0|524288|7000",
-                  std::string("1|6000|") + kTid102 +
-                      "|0|bwd_kernel|NULL|1|0|graph-launch|launched from a CUDA graph|auto|1|1|0|0|0|0|0|0"));
+      ElementsAre(
+          std::string("0|2000|") + kTid101 +
+              "|0|void gemm_kernel<float>(float*, "
+              "int)|11|0|1|NULL|NULL|auto|2|0|2|1048576|5000|0|524288|7000",
+          std::string("1|6000|") + kTid102 +
+              "|0|bwd_kernel|NULL|1|0|graph-launch|launched from a CUDA graph|auto|1|1|0|0|0|0|0|0",
+          std::string("2|6200|") + kTid102 + "|0|bwd_kernel|NULL|2|1|NULL|NULL|auto|1|1|0|0|0|0|0|0"));
+}
+
+TEST_F(ProfileWriterTablesTest, ReplayKernelCounterColumns) {
+  EXPECT_THAT(
+      Q("SELECT id, counterPasses, counterStatus, clockControl, cacheControl FROM GPUPROF_REPLAY_KERNEL "
+        "ORDER BY id"),
+      ElementsAre("0|3|NULL|base|all", "1|0|NULL|none|none",
+                  "2|0|counters not permitted (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): run as root or set "
+                  "NVreg_RestrictProfilingToAdminUsers=0|none|all"));
+}
+
+TEST_F(ProfileWriterTablesTest, ReplayMetricRowsWithStringIdsAndRealValues) {
+  EXPECT_THAT(Q("SELECT m.kernelId, n.value, COALESCE(u.value, 'NULL'), m.value, typeof(m.value), m.passes "
+                "FROM GPUPROF_REPLAY_METRIC m JOIN STRING_IDS n ON n.id = m.name "
+                "LEFT JOIN STRING_IDS u ON u.id = m.unit ORDER BY m.rowid"),
+              ElementsAre("0|dram__bytes_read.sum|byte|1500000000.0|real|1",
+                          "0|sm__throughput.avg.pct_of_peak_sustained_elapsed|%|61.25|real|2",
+                          "0|launch__grid_size|NULL|8.0|real|0"));
+  // A metric without a unit stores NULL, not the empty string's id.
+  EXPECT_EQ(QueryOne(*suite_db, "SELECT COUNT(*) FROM GPUPROF_REPLAY_METRIC WHERE unit IS NULL"), "1");
+  // The documented join (docs/db_gpuprof_tables.md).
+  EXPECT_THAT(Q("SELECT s.value, k.launchIndex, n.value, m.value FROM GPUPROF_REPLAY_METRIC m "
+                "JOIN GPUPROF_REPLAY_KERNEL k ON k.id = m.kernelId JOIN STRING_IDS s ON s.id = k.name "
+                "JOIN STRING_IDS n ON n.id = m.name WHERE n.value = 'dram__bytes_read.sum'"),
+              ElementsAre("void gemm_kernel<float>(float*, int)|0|dram__bytes_read.sum|1500000000.0"));
 }
 
 TEST_F(ProfileWriterTablesTest, ReplayPassRowsWithOutputHashAsTwosComplement) {
@@ -198,7 +225,7 @@ TEST_F(ProfileWriterTablesTest, ReplayPassRowsWithOutputHashAsTwosComplement) {
         "printf('%016x', outputHash) END, matchesPass1 FROM GPUPROF_REPLAY_PASS ORDER BY kernelId, pass"),
       ElementsAre("0|1|2000|500|1980000|1980000|0|0|0|0123456789abcdef|1",
                   "0|2|2600|480|1980000|1965000|65536|1|1|fedcba9876543210|0",
-                  "1|1|6000|100|0|0|0|0|0|NULL|NULL"));
+                  "1|1|6000|100|0|0|0|0|0|NULL|NULL", "2|1|6200|90|0|0|0|0|0|NULL|NULL"));
   EXPECT_EQ(QueryOne(*suite_db, "SELECT outputHash FROM GPUPROF_REPLAY_PASS WHERE kernelId = 0 AND pass = 2"),
             "-81985529216486896");
 }
@@ -226,11 +253,13 @@ TEST_F(ProfileWriterTablesTest, StringIdsSpacesPerProducer) {
   constexpr const char* kDevice = "id >= 0 AND id < 268435456";
   constexpr const char* kFramework = "id >= 268435456 AND id < 536870912";
   constexpr const char* kMemory = "id >= 536870912 AND id < 805306368";
-  EXPECT_THAT(Q(std::string("SELECT value FROM STRING_IDS WHERE ") + kDevice),
-              UnorderedElementsAre("cudaLaunchKernel", "launch", "cudaMemcpyAsync", "cudaStreamSynchronize",
-                                   "KERNEL", "MEMCPY_ASYNC", "MEMSET", "void gemm_kernel<float>(float*, int)",
-                                   "gemm_kernel", "4,2,1", "128,1,1", "bwd_kernel", "1,1,1", "32,1,1",
-                                   "checkpoint", "default", "Linear", "Module"));
+  EXPECT_THAT(
+      Q(std::string("SELECT value FROM STRING_IDS WHERE ") + kDevice),
+      UnorderedElementsAre("cudaLaunchKernel", "launch", "cudaMemcpyAsync", "cudaStreamSynchronize", "KERNEL",
+                           "MEMCPY_ASYNC", "MEMSET", "void gemm_kernel<float>(float*, int)", "gemm_kernel",
+                           "4,2,1", "128,1,1", "bwd_kernel", "1,1,1", "32,1,1", "checkpoint", "default",
+                           "Linear", "Module", "dram__bytes_read.sum", "byte",
+                           "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "launch__grid_size"));
   EXPECT_THAT(Q(std::string("SELECT value FROM STRING_IDS WHERE ") + kFramework),
               UnorderedElementsAre("ProfilerStep#3", "nn.Module: Linear_0", "aten::linear", "float;\r\nfloat",
                                    "8,16;\r\n16,32", "model.py(12): forward", "train.py(40): step",

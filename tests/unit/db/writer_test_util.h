@@ -114,7 +114,8 @@ inline std::string QueryOne(const std::string& db_path, const std::string& sql) 
 //   tid 102  LinearBackward0 [5000, 6000] seq 7, backward (fwd thread 101)
 //              cudaLaunchKernel [5100, 5150] corr 13 -> bwd kernel
 //   memset corr 15 with no launch; allocator events out of time order; one GC pause; two marks;
-//   one replayed kernel (2 passes) and one declined launch.
+//   one replayed kernel (2 passes, 3 metrics, one of them launch__), one declined launch and one
+//   replayed launch whose counters were refused (counter_status).
 inline std::vector<std::vector<trace::Record>> SyntheticRun() {
   using trace::ApiCall;
   using trace::DeviceTask;
@@ -278,6 +279,13 @@ inline std::vector<std::vector<trace::Record>> SyntheticRun() {
   replayed.record.passes = {
       replay::PassRecord{1, 2000, 500, 1980000, 1980000, 0, 0, 0, 0x0123456789abcdefull},
       replay::PassRecord{2, 2600, 480, 1980000, 1965000, 65536, 1, 1, 0xfedcba9876543210ull}};
+  replayed.record.counter_passes = 3;
+  replayed.record.clock_control = replay::ClockControl::kBase;
+  replayed.record.caches_flushed = true;
+  replayed.record.metrics = {
+      replay::MetricValue{"dram__bytes_read.sum", "byte", 1.5e9, 1},
+      replay::MetricValue{"sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", 61.25, 2},
+      replay::MetricValue{"launch__grid_size", "", 8, 0}};  // from the launch: no unit, no pass
   memory.emplace_back(replayed);
   trace::ReplayResult declined;
   declined.time_ns = 6000;
@@ -289,6 +297,19 @@ inline std::vector<std::vector<trace::Record>> SyntheticRun() {
   declined.record.decline_detail = "launched from a CUDA graph";
   declined.record.passes = {replay::PassRecord{1, 6000, 100, 0, 0, 0, 0, 0, 0}};
   memory.emplace_back(declined);
+  trace::ReplayResult no_counters;  // replayed and timed, but the counters were refused
+  no_counters.time_ns = 6200;
+  no_counters.pid = 100;
+  no_counters.tid = 102;
+  no_counters.record.launch_index = 2;
+  no_counters.record.kernel_name = "bwd_kernel";
+  no_counters.record.replayed = true;
+  no_counters.record.passes = {replay::PassRecord{1, 6200, 90, 0, 0, 0, 0, 0, 0}};
+  no_counters.record.caches_flushed = true;
+  no_counters.record.counter_status =
+      "counters not permitted (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): run as root or set "
+      "NVreg_RestrictProfilingToAdminUsers=0";
+  memory.emplace_back(no_counters);
 
   std::vector<std::vector<trace::Record>> batches;
   batches.push_back(std::move(host));
