@@ -44,12 +44,19 @@ namespace {
 namespace fs = std::filesystem;
 
 // What `gpuprof replay`'s --from-script leaves to the program (and so excludes on the command line).
-constexpr std::array<base::SettingId, 10> kReplaySelection = {
-    base::SettingId::kReplayPasses,        base::SettingId::kReplayKernel,
-    base::SettingId::kReplaySkip,          base::SettingId::kReplayCount,
-    base::SettingId::kReplayCacheControl,  base::SettingId::kReplayRestore,
-    base::SettingId::kReplayStrict,        base::SettingId::kReplayPrintfKernels,
-    base::SettingId::kReplayMallocKernels, base::SettingId::kReplayWithLiveArrays};
+constexpr std::array<base::SettingId, 13> kReplaySelection = {base::SettingId::kReplayPasses,
+                                                              base::SettingId::kReplayKernel,
+                                                              base::SettingId::kReplaySkip,
+                                                              base::SettingId::kReplayCount,
+                                                              base::SettingId::kReplayCacheControl,
+                                                              base::SettingId::kReplayRestore,
+                                                              base::SettingId::kReplayStrict,
+                                                              base::SettingId::kReplayPrintfKernels,
+                                                              base::SettingId::kReplayMallocKernels,
+                                                              base::SettingId::kReplayWithLiveArrays,
+                                                              base::SettingId::kReplayMetrics,
+                                                              base::SettingId::kReplaySection,
+                                                              base::SettingId::kReplaySet};
 constexpr const char* kInjectLibraryName = "libgpuprof_inject.so";
 constexpr const char* kInjectLibraryEnv = "GPUPROF_INJECT_LIBRARY";
 constexpr const char* kRootPidEnv = "GPUPROF_ROOT_PID";
