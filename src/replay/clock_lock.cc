@@ -22,8 +22,10 @@ std::string NoPermissionFix(int device, std::uint32_t sm_mhz, std::uint32_t memo
 std::string Why(const ClockCallResult& result) {
   switch (result.code) {
     case ClockCallCode::kOk: return "ok";
-    case ClockCallCode::kNoPermission: return "not permitted" + (result.message.empty() ? "" : " (" + result.message + ")");
-    case ClockCallCode::kNotSupported: return "not supported on this GPU" + (result.message.empty() ? "" : " (" + result.message + ")");
+    case ClockCallCode::kNoPermission:
+      return "not permitted" + (result.message.empty() ? "" : " (" + result.message + ")");
+    case ClockCallCode::kNotSupported:
+      return "not supported on this GPU" + (result.message.empty() ? "" : " (" + result.message + ")");
     case ClockCallCode::kError: return result.message.empty() ? std::string("failed") : result.message;
   }
   return "failed";
@@ -36,18 +38,21 @@ ClockLock::ClockLock(ClockApi* api, int device, ClockControl control) : api_(api
   const std::string prefix = "--clock-control base: GPU " + std::to_string(device) + ": ";
   const std::string unchanged = "; the passes run at the clocks as they are";
   if (api_ == nullptr) {
-    Warn(prefix + "NVML is not available in this process (the CUDA build of gpuprof and libnvidia-ml.so.1 are "
-                  "needed)" +
+    Warn(prefix +
+         "NVML is not available in this process (the CUDA build of gpuprof and libnvidia-ml.so.1 are "
+         "needed)" +
          unchanged);
     return;
   }
   if (ClockCallResult base = api_->BaseClocks(device, &sm_mhz_, &memory_mhz_); !base.ok() || sm_mhz_ == 0) {
-    Warn(prefix + "cannot read the base clocks: " + (base.ok() ? "NVML reported 0 MHz" : Why(base)) + unchanged);
+    Warn(prefix + "cannot read the base clocks: " + (base.ok() ? "NVML reported 0 MHz" : Why(base)) +
+         unchanged);
     return;
   }
   if (ClockCallResult sm = api_->LockSmClocks(device, sm_mhz_, sm_mhz_); !sm.ok()) {
     Warn(prefix + "cannot lock the SM clock at " + std::to_string(sm_mhz_) + " MHz: " + Why(sm) + unchanged +
-         (sm.code == ClockCallCode::kNoPermission ? ". " + NoPermissionFix(device, sm_mhz_, memory_mhz_) : ""));
+         (sm.code == ClockCallCode::kNoPermission ? ". " + NoPermissionFix(device, sm_mhz_, memory_mhz_)
+                                                  : ""));
     return;
   }
   sm_locked_ = true;
@@ -56,7 +61,8 @@ ClockLock::ClockLock(ClockApi* api, int device, ClockControl control) : api_(api
     Release();
     Warn(prefix + "cannot lock the memory clock at " + std::to_string(memory_mhz_) + " MHz: " + Why(memory) +
          "; the SM clock was reset too" + unchanged +
-         (memory.code == ClockCallCode::kNoPermission ? ". " + NoPermissionFix(device, sm_mhz_, memory_mhz_) : ""));
+         (memory.code == ClockCallCode::kNoPermission ? ". " + NoPermissionFix(device, sm_mhz_, memory_mhz_)
+                                                      : ""));
     return;
   }
   memory_locked_ = true;

@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/logging.h"
 #include "cupti/internal_work.h"
+#include "cupti/range_profiler_backend.h"
 #include "cupti/replay_hook.h"
 #include "session/config.h"
 #include "session/process.h"
@@ -277,5 +278,17 @@ DeviceCollectorFactory CuptiDeviceCollectorFactory(CuptiLoaders loaders) {
 }
 
 DeviceCollectorFactory DefaultDeviceCollectorFactory() { return CuptiDeviceCollectorFactory(); }
+
+StatusOr<std::vector<replay::MetricInfo>> QueryDeviceMetrics(int device, std::string_view chip) {
+#if GPUPROF_HAVE_RANGE_PROFILER
+  return cupti::QueryMetrics(device, chip);
+#else
+  (void)device;
+  (void)chip;
+  return UnavailableError(
+      "hardware counters need gpuprof's CUPTI counter backend (cupti/range_profiler_backend.cc), which this "
+      "CUDA build of libgpuprof.so does not have yet");
+#endif
+}
 
 }  // namespace gpuprof::session

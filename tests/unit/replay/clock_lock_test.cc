@@ -38,7 +38,8 @@ class FakeClockApi : public ClockApi {
     return {};
   }
   ClockCallResult LockSmClocks(int device, std::uint32_t min_mhz, std::uint32_t max_mhz) override {
-    calls.push_back("lock sm " + std::to_string(device) + " " + std::to_string(min_mhz) + "," + std::to_string(max_mhz));
+    calls.push_back("lock sm " + std::to_string(device) + " " + std::to_string(min_mhz) + "," +
+                    std::to_string(max_mhz));
     if (sm_result.ok()) locked_sm = min_mhz;
     return sm_result;
   }
@@ -83,8 +84,8 @@ TEST(ClockLockTest, BaseLocksSmAndMemoryToBaseAndRestoresOnDestruction) {
   }
   EXPECT_EQ(nvml.locked_sm, 0u);
   EXPECT_EQ(nvml.locked_memory, 0u);
-  EXPECT_THAT(nvml.calls, ElementsAre("base 1", "lock sm 1 1590,1590", "lock memory 1 3201,3201", "reset memory 1",
-                                      "reset sm 1"));
+  EXPECT_THAT(nvml.calls, ElementsAre("base 1", "lock sm 1 1590,1590", "lock memory 1 3201,3201",
+                                      "reset memory 1", "reset sm 1"));
 }
 
 TEST(ClockLockTest, ReleaseRestoresOnceAndDestructionDoesNotRepeatIt) {
@@ -112,7 +113,8 @@ TEST(ClockLockTest, NotPermittedWarnsNamingTheFixAndLeavesTheClocksAlone) {
   }
   EXPECT_EQ(nvml.locked_sm, 0u);
   EXPECT_EQ(nvml.locked_memory, 0u);
-  EXPECT_THAT(nvml.calls, ElementsAre("base 0", "lock sm 0 1590,1590")) << "nothing was locked, nothing to reset";
+  EXPECT_THAT(nvml.calls, ElementsAre("base 0", "lock sm 0 1590,1590"))
+      << "nothing was locked, nothing to reset";
   EXPECT_EQ(log.Count("--clock-control base"), 1);
 }
 
@@ -126,7 +128,8 @@ TEST(ClockLockTest, MemoryLockFailingAfterSmResetsTheSmClock) {
     EXPECT_THAT(lock.warning(), HasSubstr("memory clock"));
     EXPECT_THAT(lock.warning(), HasSubstr("the SM clock was reset too"));
   }
-  EXPECT_THAT(nvml.calls, ElementsAre("base 0", "lock sm 0 1590,1590", "lock memory 0 3201,3201", "reset sm 0"));
+  EXPECT_THAT(nvml.calls,
+              ElementsAre("base 0", "lock sm 0 1590,1590", "lock memory 0 3201,3201", "reset sm 0"));
 
   FakeClockApi unsupported;
   unsupported.memory_result = {ClockCallCode::kNotSupported, ""};
