@@ -175,6 +175,13 @@ TEST(MetricCatalogTest, LaunchMetricsComeFromTheShape) {
     EXPECT_TRUE(IsMetricName(name)) << name;
     value(name);
   }
+  const std::vector<MetricInfo> infos = LaunchMetricInfos();
+  ASSERT_EQ(infos.size(), LaunchMetricNames().size());
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    EXPECT_EQ(infos[i].name, LaunchMetricNames()[i]);
+    EXPECT_EQ(infos[i].unit, value(infos[i].name).unit) << infos[i].name;
+    EXPECT_FALSE(infos[i].description.empty()) << infos[i].name;
+  }
   EXPECT_FALSE(IsLaunchMetric("dram__bytes_read.sum"));
   EXPECT_EQ(LaunchMetric("dram__bytes_read.sum", shape).status().code(), StatusCode::kNotFound);
 
