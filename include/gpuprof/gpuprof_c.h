@@ -88,7 +88,10 @@ typedef enum gpuprof_status {
    * not follow children). gpuprof_start starts a session of its own. */
   GPUPROF_ERROR_FORK_CHILD = 7,
   /* An unexpected internal failure (out of memory, a thread that could not start). */
-  GPUPROF_ERROR_INTERNAL = 8
+  GPUPROF_ERROR_INTERNAL = 8,
+  /* What the call needs is not in this build or process: hardware counters without the CUDA build
+   * of libgpuprof.so, CUPTI or a device; the message names what is missing. */
+  GPUPROF_ERROR_UNAVAILABLE = 9
 } gpuprof_status;
 
 /* Longest message gpuprof_mark and gpuprof_range_start accept, in bytes. */
@@ -265,6 +268,20 @@ GPUPROF_API const char* gpuprof_status_string(int status) GPUPROF_NOEXCEPT;
 GPUPROF_API const char* gpuprof_settings_json_v1(void) GPUPROF_NOEXCEPT;
 GPUPROF_API int gpuprof_check_setting_v1(const char* key, const char* text, char* out,
                                          size_t out_size) GPUPROF_NOEXCEPT;
+
+/* ---- Hardware counters (issue 19), for `gpuprof replay --query-metrics` ----
+ *
+ * gpuprof_query_metrics_v1(device, chip, out, out_size, out_required) lists the metrics the
+ * counter backend (CUPTI's Profiler Host API) offers for CUDA device `device`, or, when `chip` is
+ * neither NULL nor empty, for that chip ("GH100") without a device, as a JSON array of objects
+ * {"name", "unit", "description"}; gpuprof's launch__* metrics (replay/metric_catalog.h) are not
+ * in it. The text, NUL-terminated, is copied into `out` when it fits in out_size bytes;
+ * *out_required (when not NULL) is set to the bytes it needs, NUL included, on success and when
+ * `out` is too small (GPUPROF_ERROR_INVALID_ARGUMENT: call again with a buffer that size).
+ * GPUPROF_ERROR_UNAVAILABLE when this library was built without CUDA or CUPTI cannot answer,
+ * with gpuprof_last_error() saying why. Needs no running session. */
+GPUPROF_API int gpuprof_query_metrics_v1(int device, const char* chip, char* out, size_t out_size,
+                                         size_t* out_required) GPUPROF_NOEXCEPT;
 
 /* ---- Between copies of libgpuprof.so in one process (not for applications) ----
  *

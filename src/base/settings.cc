@@ -95,6 +95,45 @@ Status CheckDirectory(std::string_view canonical, std::string_view origin) {
   return OkStatus();
 }
 
+bool IsMetricWordChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// --metrics: a comma list of Nsight Compute metric names, unit__counter[.rollup[.submetric]]. The
+// same form replay::ExpandMetricRequest checks (base cannot see the catalog; the two are held
+// equal by MetricCatalogTest.SettingsRowsAgreeWithTheCatalog); whether the GPU has the metric is
+// the counter backend's to say.
+Status CheckMetricList(std::string_view canonical, std::string_view origin) {
+  if (canonical.empty()) return OkStatus();
+  for (std::string_view name : SettingListWords(canonical)) {
+    bool ok = !name.empty() && ((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z'));
+    const std::size_t first_dot = name.find('.');
+    const std::string_view head = name.substr(0, first_dot);
+    const std::size_t unit_end = head.find("__");
+    ok = ok && unit_end != std::string_view::npos && unit_end > 0 && unit_end + 2 < head.size() &&
+         std::all_of(head.begin(), head.end(), IsMetricWordChar);
+    if (ok && first_dot != std::string_view::npos) {
+      std::string_view rest = name.substr(first_dot + 1);
+      while (ok) {
+        const std::size_t dot = rest.find('.');
+        const std::string_view part = rest.substr(0, dot);
+        ok = !part.empty() && std::all_of(part.begin(), part.end(), IsMetricWordChar);
+        if (dot == std::string_view::npos) break;
+        rest.remove_prefix(dot + 1);
+      }
+    }
+    if (!ok) {
+      return Invalid(
+          origin, canonical,
+          (name.empty() ? std::string("an empty entry") : JsonQuote(name) + " is not a metric name") +
+              "; expected a comma list of Nsight Compute metric names, "
+              "unit__counter[.rollup[.submetric]], e.g. dram__bytes_read.sum,gpu__time_duration.sum "
+              "(gpuprof replay --query-metrics lists them)");
+    }
+  }
+  return OkStatus();
+}
+
 using T = SettingType;
 
 // The table. Rows are in SettingId order (checked at compile time below).
@@ -197,6 +236,34 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
      "Fastest storage for snapshots (B2): device memory under the reserve, then pinned host memory, then "
      "pageable host memory, then a spill file (mode 0600, deleted at exit) under the output directory; "
      "what does not fit goes to the next",
+     nullptr},
+    {SettingId::kReplayMetrics, "replay_metrics", "GPUPROF_REPLAY_METRICS", "", T::kString, 0, 0, "", "",
+     "--metrics", kReplayCommand, "LIST",
+     "Hardware counters to collect over extra counter passes of each replayed launch: a comma list of Nsight "
+     "Compute metric names (e.g. dram__bytes_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed); "
+     "launch__* metrics need no pass (default: none; docs/metrics.md)",
+     &CheckMetricList},
+    // The choices are replay/metric_catalog.cc's section names (base cannot see the catalog;
+    // MetricCatalogTest.SettingsRowsAgreeWithTheCatalog holds them equal).
+    {SettingId::kReplaySection, "replay_section", "GPUPROF_REPLAY_SECTION", "", T::kList, 0, 0,
+     "SpeedOfLight|ComputeWorkloadAnalysis|MemoryWorkloadAnalysis|SchedulerStats|LaunchStats|Occupancy|"
+     "WorkloadDistribution",
+     "", "--section", kReplayCommand, "LIST",
+     "Nsight Compute sections whose metrics to collect, a comma list (case matters), e.g. "
+     "SpeedOfLight,Occupancy (default: none)",
+     nullptr},
+    {SettingId::kReplaySet, "replay_set", "GPUPROF_REPLAY_SET", "", T::kChoice, 0, 0, "none|basic|full",
+     "none", "--set", kReplayCommand, "none|basic|full",
+     "Nsight Compute section set to collect: basic (SpeedOfLight, LaunchStats, Occupancy, "
+     "WorkloadDistribution), "
+     "full (every section) or none; unlike ncu, the default collects no counters",
+     nullptr},
+    {SettingId::kReplayClockControl, "replay_clock_control", "GPUPROF_REPLAY_CLOCK_CONTROL", "", T::kChoice,
+     0, 0, "none|base", "none", "--clock-control", kReplayCommand, "none|base",
+     "Leave the GPU clocks as they are (none), or lock SM and memory clocks to base through NVML for the "
+     "passes "
+     "and restore them after (base; NVML allows it to root only: otherwise a warning and clocks unchanged). "
+     "Unlike ncu, the default is none",
      nullptr},
 }};
 
@@ -335,6 +402,7 @@ StatusOr<std::string> ParseSettingText(const SettingSpec& spec, std::string_view
       break;
     }
     case T::kList: {
+      if (text.empty() && spec.default_value.empty()) break;  // the empty list, where it is the default
       const std::vector<std::string_view> choices = SettingChoices(spec);
       std::vector<std::string> seen;
       for (std::string_view word : SettingListWords(text)) {

@@ -14,9 +14,9 @@
 // A new setting is a new row here plus the one place in session/config.cc that stores it.
 //
 // Values are text with one dialect: booleans are 0/1, false/true or off/on (any case), integers
-// are decimal, lists are comma separated. ParseSettingText checks a text against its row and
-// returns it in canonical form (booleans "1"/"0", lists re-joined), so what the CLI hands the
-// application is exactly what the session accepts.
+// are decimal, lists are comma separated (a list whose default is empty accepts the empty list).
+// ParseSettingText checks a text against its row and returns it in canonical form (booleans "1"/"0", lists
+// re-joined), so what the CLI hands the application is exactly what the session accepts.
 //
 // Thread-safety: the table is immutable (constant-initialized); every function here is pure.
 #pragma once
@@ -81,6 +81,10 @@ enum class SettingId : std::uint8_t {
   kReplayWithLiveArrays,
   kReplayDeviceReserveMib,
   kReplayStorage,
+  kReplayMetrics,
+  kReplaySection,
+  kReplaySet,
+  kReplayClockControl,
   kCount,  // not a setting
 };
 

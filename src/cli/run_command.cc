@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -30,6 +31,7 @@
 #include "cli/cli11.h"
 #include "cli/db_commands.h"
 #include "cli/exit_codes.h"
+#include "cli/query_metrics.h"
 #include "cli/report.h"
 #include "cli/setting_options.h"
 #include "db/profile_reader.h"
@@ -44,13 +46,21 @@ namespace {
 namespace fs = std::filesystem;
 
 // What `gpuprof replay`'s --from-script leaves to the program (and so excludes on the command line).
-constexpr std::array<base::SettingId, 10> kReplaySelection = {
-    base::SettingId::kReplayPasses,        base::SettingId::kReplayKernel,
-    base::SettingId::kReplaySkip,          base::SettingId::kReplayCount,
-    base::SettingId::kReplayCacheControl,  base::SettingId::kReplayRestore,
-    base::SettingId::kReplayStrict,        base::SettingId::kReplayPrintfKernels,
-    base::SettingId::kReplayMallocKernels, base::SettingId::kReplayWithLiveArrays};
+constexpr std::array<base::SettingId, 13> kReplaySelection = {base::SettingId::kReplayPasses,
+                                                              base::SettingId::kReplayKernel,
+                                                              base::SettingId::kReplaySkip,
+                                                              base::SettingId::kReplayCount,
+                                                              base::SettingId::kReplayCacheControl,
+                                                              base::SettingId::kReplayRestore,
+                                                              base::SettingId::kReplayStrict,
+                                                              base::SettingId::kReplayPrintfKernels,
+                                                              base::SettingId::kReplayMallocKernels,
+                                                              base::SettingId::kReplayWithLiveArrays,
+                                                              base::SettingId::kReplayMetrics,
+                                                              base::SettingId::kReplaySection,
+                                                              base::SettingId::kReplaySet};
 constexpr const char* kInjectLibraryName = "libgpuprof_inject.so";
+constexpr const char* kSessionLibraryName = "libgpuprof.so";
 constexpr const char* kInjectLibraryEnv = "GPUPROF_INJECT_LIBRARY";
 constexpr const char* kRootPidEnv = "GPUPROF_ROOT_PID";
 constexpr const char* kNvtxInjectionEnv = "NVTX_INJECTION64_PATH";
@@ -596,12 +606,24 @@ unless --replay-malloc-kernels or --replay-with-live-arrays.
 Declined launches (graph launches, launches into a capturing stream, the side effects above, a
 device that does not drain) run once, unreplayed; the reason is in the DB and in one warning line.
 
+Hardware counters (Nsight Compute's names; docs/metrics.md): --metrics LIST, --section LIST and
+--set basic|full choose metrics, collected over extra counter passes after the timed passes (each
+pass on the same restored inputs); the DB keeps them per launch. The launch__* metrics (grid, block,
+registers, shared memory, theoretical occupancy) come from the launch and need no pass. Nothing is
+collected by default. Counters need profiling permission (root, or the driver's
+RmProfilingAdminOnly=0); without it the launches are still replayed and timed, and the reason is
+recorded. --query-metrics lists the names (--chip GH100 for a chip, --json for JSON) and runs no
+application. --clock-control base locks SM and memory clocks to base for the passes (root only;
+otherwise a warning and the clocks as they are); the default none never changes them.
+
 --from-script leaves the choice to the program: nothing is replayed until it calls
 gpuprof.profile(kernel_replay=gpuprof.KernelReplay(passes=..., kernel=...)), and only while that
 profile records (python/README.md).
 
 Example: gpuprof replay --passes 5 -k regex:gemm -c 3 -- python3 examples/train_plain.py --steps 5
          gpuprof replay --from-script -- python3 examples/train_profiled.py --replay-kernel regex:gemm
+         gpuprof replay -k regex:gemm -c 1 --section SpeedOfLight,MemoryWorkloadAnalysis,Occupancy -- ./app
+         gpuprof replay --query-metrics --chip GH100
 )";
 
 }  // namespace
@@ -615,6 +637,28 @@ RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
   if (replay_) {
     CLI::Option* from_script = settings_->option(SettingId::kReplayFromScript);
     for (SettingId id : kReplaySelection) from_script->excludes(settings_->option(id));
+    CLI::Option* query =
+        run_->add_flag("--query-metrics", query_metrics_,
+                       "List the metrics --metrics can name (the launch metrics, and the counter "
+                       "metrics the GPU offers, through libgpuprof.so and CUPTI), then exit; "
+                       "runs no application");
+    run_->add_option("--chip", chip_,
+                     "With --query-metrics: list the counter metrics of this chip (e.g. GH100) instead of a "
+                     "device's")
+        ->type_name("CHIP")
+        ->needs(query);
+    run_->add_option("--query-device", query_device_,
+                     "With --query-metrics: the CUDA device whose counter metrics to list (default: 0)")
+        ->check(CLI::NonNegativeNumber)
+        ->type_name("N")
+        ->needs(query);
+    run_->add_flag("--json", json_, "With --query-metrics: print one JSON object instead of tables")
+        ->needs(query);
+    run_->add_flag(
+            "--csv", csv_,
+            "After the run, print each replayed launch's metric values as CSV (kernel, launch, metric, "
+            "unit, value) on stdout (not yet: the DB reader does not read them; it says so)")
+        ->excludes(query);
   }
   run_->footer(replay_ ? kReplayFooter : kRunFooter);
 }
@@ -648,8 +692,30 @@ std::vector<std::string> RunCommand::ApplicationArguments() const {
 
 bool RunCommand::parsed() const { return run_->parsed(); }
 
+int RunCommand::QueryMetrics(std::ostream& report) const {
+  QueryMetricsOptions options;
+  options.device = query_device_;
+  options.chip = chip_;
+  options.json = json_;
+  StatusOr<std::vector<replay::MetricInfo>> counters = UnavailableError("");
+  // libgpuprof.so sits beside the injection library (<build or install>/lib).
+  if (StatusOr<std::string> inject = ResolveInjectLibrary(); inject.ok()) {
+    options.library = (fs::path(*inject).parent_path() / kSessionLibraryName).string();
+    counters = QueryCounterMetrics(options);
+  } else {
+    counters = inject.status();
+  }
+  PrintMetrics(std::cout, options, counters);
+  if (!counters.ok()) {
+    report << "gpuprof: error: no counter metrics listed: " << counters.status().message() << "\n";
+    return kExitFailure;
+  }
+  return 0;
+}
+
 int RunCommand::Run(std::ostream& report) const {
   using base::SettingId;
+  if (replay_ && query_metrics_) return QueryMetrics(report);
   const std::vector<std::string> app_argv = ApplicationArguments();
   if (app_argv.empty()) {
     report << "gpuprof: error: no application given: gpuprof " << name() << " [flags] [--] APP [ARGS...]\n"
@@ -774,6 +840,13 @@ int RunCommand::Run(std::ostream& report) const {
   for (const std::string& db_path : dbs) {
     PrintDbSummary(report, db_path);
     if (replay_) PrintReplaySummary(report, db_path);
+  }
+  if (csv_) {
+    // TODO(issue 19): print kernel,launch,metric,unit,value rows here from the DB's
+    // GPUPROF_REPLAY_METRIC table once db's reader exposes it (the DB side of issue 19).
+    report
+        << "gpuprof: --csv: this build's DB reader does not read the replayed launches' metric values yet; "
+           "nothing printed\n";
   }
   if (dbs.size() > 1) {
     report << "gpuprof: " << dbs.size() << " profile DBs written under " << out_dir_text << "\n"

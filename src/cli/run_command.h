@@ -55,12 +55,16 @@ class RunCommand {
   int SplitArguments(int argc, char** argv);
 
   bool parsed() const;
-  // Runs the application and reports on `report`; the exit status described above.
+  // Runs the application and reports on `report`; the exit status described above. With
+  // `replay --query-metrics` runs nothing: prints the metrics on stdout (0; 1 when the counter
+  // backend could not list its metrics, after the launch metrics).
   int Run(std::ostream& report) const;
 
  private:
   const char* name() const noexcept { return replay_ ? "replay" : "run"; }
 
+  // `replay --query-metrics`.
+  int QueryMetrics(std::ostream& report) const;
   // The application's command line: what CLI11 left, then what followed `--`.
   std::vector<std::string> ApplicationArguments() const;
 
@@ -69,6 +73,12 @@ class RunCommand {
   std::unique_ptr<SettingOptions> settings_;  // the declared settings this command offers
   bool separator_ = false;                    // argv had a `--` after the subcommand
   std::vector<std::string> after_separator_;
+  // replay only: --query-metrics lists metrics instead of running an application.
+  bool query_metrics_ = false;
+  std::string chip_;
+  int query_device_ = 0;
+  bool json_ = false;
+  bool csv_ = false;  // print the replayed launches' metric values as CSV after the run
 };
 
 }  // namespace gpuprof::cli

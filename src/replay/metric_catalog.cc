@@ -100,17 +100,21 @@ constexpr std::array kSetNames = {"basic"sv, "full"sv};
 struct LaunchMetricSpec {
   std::string_view name;
   std::string_view unit;
+  std::string_view description;
 };
 constexpr std::array<LaunchMetricSpec, 9> kLaunchMetrics = {{
-    {"launch__grid_size", "block"},
-    {"launch__block_size", "thread"},
-    {"launch__thread_count", "thread"},
-    {"launch__registers_per_thread", "register/thread"},
-    {"launch__shared_mem_per_block_static", "byte/block"},
-    {"launch__shared_mem_per_block_dynamic", "byte/block"},
-    {"launch__waves_per_multiprocessor", ""},
-    {"launch__occupancy_limit_warps", "block"},
-    {"sm__maximum_warps_per_active_cycle_pct", "%"},
+    {"launch__grid_size", "block", "Blocks in the grid (from the launch)"},
+    {"launch__block_size", "thread", "Threads per block (from the launch)"},
+    {"launch__thread_count", "thread", "Threads in the grid: grid size times block size (from the launch)"},
+    {"launch__registers_per_thread", "register/thread", "Registers each thread of the kernel uses"},
+    {"launch__shared_mem_per_block_static", "byte/block", "Static shared memory per block"},
+    {"launch__shared_mem_per_block_dynamic", "byte/block",
+     "Dynamic shared memory per block (from the launch)"},
+    {"launch__waves_per_multiprocessor", "",
+     "Grid blocks over the blocks all SMs hold at once (resident blocks per SM times SMs)"},
+    {"launch__occupancy_limit_warps", "block", "Blocks per SM the SM's warp limit allows"},
+    {"sm__maximum_warps_per_active_cycle_pct", "%",
+     "Theoretical occupancy: warps of the resident blocks over the SM's warp limit"},
 }};
 
 constexpr std::array<std::string_view, kLaunchMetrics.size()> LaunchNames() {
@@ -270,6 +274,15 @@ bool IsLaunchMetric(std::string_view name) noexcept {
 }
 
 std::span<const std::string_view> LaunchMetricNames() noexcept { return kLaunchMetricNames; }
+
+std::vector<MetricInfo> LaunchMetricInfos() {
+  std::vector<MetricInfo> infos;
+  infos.reserve(kLaunchMetrics.size());
+  for (const LaunchMetricSpec& spec : kLaunchMetrics) {
+    infos.push_back({std::string(spec.name), std::string(spec.unit), std::string(spec.description)});
+  }
+  return infos;
+}
 
 StatusOr<MetricValue> LaunchMetric(std::string_view name, const device::LaunchShape& shape) {
   const auto spec = std::find_if(kLaunchMetrics.begin(), kLaunchMetrics.end(),

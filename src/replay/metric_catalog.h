@@ -15,6 +15,7 @@
 #include "device/device.h"
 #include "gpuprof/replay.h"
 #include "gpuprof/status.h"
+#include "replay/counter_backend.h"
 
 namespace gpuprof::replay {
 
@@ -47,6 +48,8 @@ StatusOr<std::vector<std::string>> ExpandMetricRequest(std::string_view metrics,
 bool IsLaunchMetric(std::string_view name) noexcept;
 // Every launch metric's name, for --query-metrics and suggestions.
 std::span<const std::string_view> LaunchMetricNames() noexcept;
+// The launch metrics with their units and descriptions, in LaunchMetricNames()' order.
+std::vector<MetricInfo> LaunchMetricInfos();
 // The value of a launch metric for `shape`, with its unit and passes 0; NotFound for another name,
 // Unavailable when `shape` lacks what the metric needs (a field the backend left 0).
 // launch__occupancy_limit_warps and sm__maximum_warps_per_active_cycle_pct assume 32-thread warps.

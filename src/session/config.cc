@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/check.h"
+#include "replay/metric_catalog.h"
 
 namespace gpuprof::session {
 namespace {
@@ -302,6 +303,22 @@ Status SetSetting(SessionConfig& c, SettingId id, std::string_view text, std::st
       c.replay.device_reserve_bytes = static_cast<std::uint64_t>(n) << 20;
       break;
     case SettingId::kReplayStorage: replay::ParseSnapshotStorage(v, &c.replay.storage); break;
+    case SettingId::kReplayMetrics:
+    case SettingId::kReplaySection:
+    case SettingId::kReplaySet: {
+      // The catalog has the last word on names (the table's rows only mirror it).
+      const bool metrics = id == SettingId::kReplayMetrics;
+      const bool sections = id == SettingId::kReplaySection;
+      const StatusOr<std::vector<std::string>> expanded = replay::ExpandMetricRequest(
+          metrics ? v : "", sections ? v : "", metrics || sections || v == "none" ? "" : v);
+      if (!expanded.ok()) {
+        return InvalidArgumentError(std::string(origin) + "=" + JsonQuote(v) + ": " +
+                                    expanded.status().message());
+      }
+      (metrics ? c.replay.metrics : sections ? c.replay.sections : c.replay.set) = v;
+      break;
+    }
+    case SettingId::kReplayClockControl: replay::ParseClockControl(v, &c.replay.clock_control); break;
     case SettingId::kCount: break;
   }
   return OkStatus();
@@ -342,6 +359,10 @@ std::string SettingText(const SessionConfig& c, SettingId id) {
     case SettingId::kReplayWithLiveArrays: return flag(c.replay.with_live_arrays);
     case SettingId::kReplayDeviceReserveMib: return std::to_string(c.replay.device_reserve_bytes >> 20);
     case SettingId::kReplayStorage: return std::string(replay::SnapshotStorageName(c.replay.storage));
+    case SettingId::kReplayMetrics: return c.replay.metrics;
+    case SettingId::kReplaySection: return c.replay.sections;
+    case SettingId::kReplaySet: return c.replay.set;
+    case SettingId::kReplayClockControl: return std::string(replay::ClockControlName(c.replay.clock_control));
     case SettingId::kCount: break;
   }
   return {};
@@ -485,6 +506,15 @@ replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings) {
   options.replay_printf_kernels = settings.printf_kernels;
   options.replay_malloc_kernels = settings.malloc_kernels;
   options.replay_with_live_arrays = settings.with_live_arrays;
+  // Each part was checked when it was stored (SetSetting), so the whole expands.
+  StatusOr<std::vector<std::string>> metrics = replay::ExpandMetricRequest(
+      settings.metrics, settings.sections, settings.set == "none" ? "" : settings.set);
+  if (metrics.ok()) {
+    options.metrics = std::move(*metrics);
+  } else {
+    GPUPROF_LOG(kWarning) << "no hardware counters: " << metrics.status().message();
+  }
+  options.clock_control = settings.clock_control;
   return options;
 }
 

@@ -63,6 +63,12 @@ struct ReplaySettings {
   bool with_live_arrays;               // C2: replay while CUDA arrays exist
   std::uint64_t device_reserve_bytes;  // B2: device memory snapshots leave free
   replay::SnapshotStorage storage;     // B2: the fastest tier snapshots may use
+  // Hardware counters (issue 19), as given: a comma list of metric names, a comma list of section
+  // names, and the set ("none", "basic", "full"). ReplayOptionsFrom expands them.
+  std::string metrics;
+  std::string sections;
+  std::string set;
+  replay::ClockControl clock_control;  // C3
   bool operator==(const ReplaySettings&) const = default;
 };
 
@@ -140,7 +146,8 @@ Status ApplyJsonConfig(std::string_view json, std::string_view origin, SessionCo
 // Checks the combination (e.g. a non-empty output directory, a positive flush interval).
 Status ValidateConfig(const SessionConfig& config);
 
-// The replay engine's options for `settings` (selector, passes, restore, strict, C2).
+// The replay engine's options for `settings` (selector, passes, restore, strict, C2, the expanded
+// metric list of replay/metric_catalog.h and the clock control).
 replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings);
 
 }  // namespace gpuprof::session

@@ -310,4 +310,8 @@ DeviceCollectorFactory CuptiDeviceCollectorFactory(CuptiLoaders loaders) {
 
 DeviceCollectorFactory DefaultDeviceCollectorFactory() { return CuptiDeviceCollectorFactory(); }
 
+StatusOr<std::vector<replay::MetricInfo>> QueryDeviceMetrics(int device, std::string_view chip) {
+  return cupti::QueryMetrics(device, chip);
+}
+
 }  // namespace gpuprof::session

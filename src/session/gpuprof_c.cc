@@ -306,6 +306,7 @@ GPUPROF_API const char* gpuprof_status_string(int status) noexcept {
     case GPUPROF_ERROR_RECORD_DROPPED: return "GPUPROF_ERROR_RECORD_DROPPED";
     case GPUPROF_ERROR_FORK_CHILD: return "GPUPROF_ERROR_FORK_CHILD";
     case GPUPROF_ERROR_INTERNAL: return "GPUPROF_ERROR_INTERNAL";
+    case GPUPROF_ERROR_UNAVAILABLE: return "GPUPROF_ERROR_UNAVAILABLE";
     default: return "GPUPROF_UNKNOWN_STATUS";
   }
 }
@@ -339,6 +340,39 @@ GPUPROF_API int gpuprof_check_setting_v1(const char* key, const char* text, char
         if (canonical->size() + 1 > out_size)
           return {GPUPROF_ERROR_INVALID_ARGUMENT, "the value is too long"};
         std::memcpy(out, canonical->c_str(), canonical->size() + 1);
+        return {};
+      });
+}
+
+GPUPROF_API int gpuprof_query_metrics_v1(int device, const char* chip, char* out, size_t out_size,
+                                         size_t* out_required) noexcept {
+  using gpuprof::session::CallResult;
+  return gpuprof::session::Run(
+      [&] {
+        return "gpuprof_query_metrics_v1(" + std::to_string(device) +
+               (chip != nullptr && *chip != '\0' ? ", " + gpuprof::session::Excerpt(chip) : std::string()) +
+               ")";
+      },
+      [&]() -> CallResult {
+        if (out == nullptr && out_size != 0)
+          return {GPUPROF_ERROR_INVALID_ARGUMENT, "out is NULL but out_size is not 0"};
+        if (device < 0 && (chip == nullptr || *chip == '\0'))
+          return {GPUPROF_ERROR_INVALID_ARGUMENT, "device must be >= 0 (or a chip given)"};
+        gpuprof::StatusOr<std::vector<gpuprof::replay::MetricInfo>> metrics =
+            gpuprof::session::QueryDeviceMetrics(device, chip == nullptr ? "" : chip);
+        if (!metrics.ok()) {
+          return {metrics.status().code() == gpuprof::StatusCode::kUnavailable ? GPUPROF_ERROR_UNAVAILABLE
+                                                                               : GPUPROF_ERROR_INTERNAL,
+                  metrics.status().message()};
+        }
+        const std::string json = gpuprof::session::MetricsJson(*metrics);
+        if (out_required != nullptr) *out_required = json.size() + 1;
+        if (json.size() + 1 > out_size) {
+          return {GPUPROF_ERROR_INVALID_ARGUMENT, "out holds " + std::to_string(out_size) +
+                                                      " bytes; the list needs " +
+                                                      std::to_string(json.size() + 1)};
+        }
+        std::memcpy(out, json.c_str(), json.size() + 1);
         return {};
       });
 }

@@ -6,4 +6,10 @@ namespace gpuprof::session {
 
 DeviceCollectorFactory DefaultDeviceCollectorFactory() { return {}; }
 
+StatusOr<std::vector<replay::MetricInfo>> QueryDeviceMetrics(int /*device*/, std::string_view /*chip*/) {
+  return UnavailableError(
+      "hardware counters need the CUDA build of gpuprof (libgpuprof.so built with GPUPROF_ENABLE_CUDA) and "
+      "libcupti; this libgpuprof.so was built without CUDA");
+}
+
 }  // namespace gpuprof::session

@@ -13,6 +13,7 @@
 #include <new>
 #include <utility>
 
+#include "base/json.h"
 #include "base/logging.h"
 #include "base/settings.h"
 #include "db/sqlite_fork_guard.h"
@@ -694,6 +695,16 @@ void ProcessSession::ChildAfterFork() noexcept {
     state.starts = 0;
   }
   ReleaseForkLocks();
+}
+
+std::string MetricsJson(const std::vector<replay::MetricInfo>& metrics) {
+  std::string out = "[";
+  for (const replay::MetricInfo& metric : metrics) {
+    if (out.size() > 1) out += ",\n ";
+    out += "{\"name\": " + base::JsonQuote(metric.name) + ", \"unit\": " + base::JsonQuote(metric.unit) +
+           ", \"description\": " + base::JsonQuote(metric.description) + "}";
+  }
+  return out + "]";
 }
 
 }  // namespace gpuprof::session

@@ -31,6 +31,7 @@
 
 #include "base/synchronized.h"
 #include "gpuprof/gpuprof_c.h"
+#include "replay/counter_backend.h"
 #include "session/device_collector.h"
 #include "session/session.h"
 #include "trace/records.h"
@@ -46,6 +47,13 @@ struct CallResult {
 // The device collector factory of this build: the CUPTI subscriber with GPUPROF_ENABLE_CUDA,
 // none otherwise.
 DeviceCollectorFactory DefaultDeviceCollectorFactory();
+
+// The metrics the counter backend of this build offers for `device` (or, `chip` not empty, for that
+// chip): CUPTI's with GPUPROF_ENABLE_CUDA (cupti/range_profiler_backend.h); otherwise Unavailable,
+// saying that hardware counters need the CUDA build.
+StatusOr<std::vector<replay::MetricInfo>> QueryDeviceMetrics(int device, std::string_view chip);
+// `metrics` as gpuprof_query_metrics_v1's JSON array.
+std::string MetricsJson(const std::vector<replay::MetricInfo>& metrics);
 
 class ProcessSession {
  public:

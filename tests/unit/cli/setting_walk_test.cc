@@ -13,6 +13,7 @@
 #include "base/settings.h"
 #include "cli/cli11.h"
 #include "cli/setting_options.h"
+#include "replay/metric_catalog.h"
 #include "session/config.h"
 #include "session/session.h"
 #include "unit/session/session_test_util.h"
@@ -39,11 +40,14 @@ std::string OtherValue(const SettingSpec& spec, const TempDir& dir) {
         if (choice != spec.default_value) return std::string(choice);
       }
       break;
-    case SettingType::kList: return "runtime,nvtx";
+    case SettingType::kList:
+      if (spec.id == SettingId::kReplaySection) return "Occupancy,SpeedOfLight";
+      return "runtime,nvtx";
     case SettingType::kString:
       if (spec.id == SettingId::kOutputDir) return dir / "walk_out";
       if (spec.id == SettingId::kResultFile) return dir / "results";
       if (spec.id == SettingId::kReplayKernel) return "regex:walk.*";
+      if (spec.id == SettingId::kReplayMetrics) return "dram__bytes_read.sum,walk__er.sum";
       return "walker";
   }
   ADD_FAILURE() << spec.json_key << ": no other value";
@@ -181,6 +185,14 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
   EXPECT_EQ(replay.replay_malloc_kernels, expected[SettingId::kReplayMallocKernels] == "1");
   EXPECT_EQ(replay.replay_with_live_arrays, expected[SettingId::kReplayWithLiveArrays] == "1");
   EXPECT_EQ(config->replay.flush_l2, expected[SettingId::kReplayCacheControl] == "all");
+  EXPECT_EQ(replay::ClockControlName(replay.clock_control), expected[SettingId::kReplayClockControl]);
+  // The metrics: the set's sections, then --section's, then --metrics, each once (metric_catalog.h).
+  StatusOr<std::vector<std::string>> metrics =
+      replay::ExpandMetricRequest(expected[SettingId::kReplayMetrics], expected[SettingId::kReplaySection],
+                                  expected[SettingId::kReplaySet]);
+  ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
+  EXPECT_EQ(replay.metrics, *metrics);
+  EXPECT_EQ(replay.metrics.back(), "walk__er.sum");
   EXPECT_EQ(config->replay.device_reserve_bytes,
             static_cast<std::uint64_t>(base::SettingInt(expected[SettingId::kReplayDeviceReserveMib])) << 20);
 

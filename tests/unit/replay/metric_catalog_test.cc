@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/settings.h"
+
 namespace gpuprof::replay {
 namespace {
 
@@ -173,6 +175,13 @@ TEST(MetricCatalogTest, LaunchMetricsComeFromTheShape) {
     EXPECT_TRUE(IsMetricName(name)) << name;
     value(name);
   }
+  const std::vector<MetricInfo> infos = LaunchMetricInfos();
+  ASSERT_EQ(infos.size(), LaunchMetricNames().size());
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    EXPECT_EQ(infos[i].name, LaunchMetricNames()[i]);
+    EXPECT_EQ(infos[i].unit, value(infos[i].name).unit) << infos[i].name;
+    EXPECT_FALSE(infos[i].description.empty()) << infos[i].name;
+  }
   EXPECT_FALSE(IsLaunchMetric("dram__bytes_read.sum"));
   EXPECT_EQ(LaunchMetric("dram__bytes_read.sum", shape).status().code(), StatusCode::kNotFound);
 
@@ -207,6 +216,27 @@ TEST(MetricCatalogTest, NearestNamesAreByEditDistanceThenSharedPrefix) {
   EXPECT_EQ(NearestMetricNames("x", known).size(), 3u);
   EXPECT_TRUE(NearestMetricNames("x", {}).empty());
   EXPECT_TRUE(NearestMetricNames("x", known, 0).empty());
+}
+
+// base/settings.cc cannot see the catalog, so its --section choices, --set choices and --metrics
+// form check mirror it; they must say the same.
+TEST(MetricCatalogTest, SettingsRowsAgreeWithTheCatalog) {
+  std::vector<std::string_view> sections;
+  for (const SectionSpec& section : Sections()) sections.push_back(section.name);
+  EXPECT_EQ(base::SettingChoices(base::Spec(base::SettingId::kReplaySection)), sections);
+
+  std::vector<std::string_view> sets = {"none"};
+  sets.insert(sets.end(), SetNames().begin(), SetNames().end());
+  EXPECT_EQ(base::SettingChoices(base::Spec(base::SettingId::kReplaySet)), sets);
+
+  const base::SettingSpec& metrics = base::Spec(base::SettingId::kReplayMetrics);
+  for (std::string_view list :
+       {"dram__bytes_read.sum", "a__b,c__d.e.f", "launch__grid_size", "", "dram_bytes.sum", "__x", "x__",
+        "x__y.", "x__y..z", "x__y,", ",x__y", "x__y z", "9x__y", "x-y__z", "regex:x__y",
+        "x__y.sum,gpu__time_duration.sum"}) {
+    EXPECT_EQ(base::ParseSettingText(metrics, list, "--metrics").ok(), ExpandMetricRequest(list, "", "").ok())
+        << "\"" << list << "\"";
+  }
 }
 
 }  // namespace

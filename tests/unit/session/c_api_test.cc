@@ -184,6 +184,7 @@ TEST_F(GpuprofCApiTest, StatusStringsNameEveryCode) {
   EXPECT_STREQ(gpuprof_status_string(GPUPROF_OK), "GPUPROF_OK");
   EXPECT_STREQ(gpuprof_status_string(GPUPROF_ERROR_FORK_CHILD), "GPUPROF_ERROR_FORK_CHILD");
   EXPECT_STREQ(gpuprof_status_string(GPUPROF_ERROR_INTERNAL), "GPUPROF_ERROR_INTERNAL");
+  EXPECT_STREQ(gpuprof_status_string(GPUPROF_ERROR_UNAVAILABLE), "GPUPROF_ERROR_UNAVAILABLE");
   EXPECT_STREQ(gpuprof_status_string(99), "GPUPROF_UNKNOWN_STATUS");
   EXPECT_STREQ(gpuprof_status_string(-1), "GPUPROF_UNKNOWN_STATUS");
 }
@@ -375,6 +376,27 @@ TEST_F(GpuprofCApiTest, FrameworkRecordsWithoutASessionSayNoneIsRunning) {
   gc.start_ns = 1'700'000'000'000'000'000;
   gc.end_ns = gc.start_ns + 5;
   EXPECT_EQ(gpuprof_record_gc_event_v1(&gc), GPUPROF_ERROR_NOT_STARTED);
+}
+
+// Issue 19: --query-metrics asks the library; a build without CUDA says what is needed.
+TEST_F(GpuprofCApiTest, QueryMetricsChecksArgumentsAndNamesTheCudaBuildWhenItHasNoBackend) {
+  char out[64] = {};
+  size_t required = 0;
+  EXPECT_EQ(gpuprof_query_metrics_v1(-1, nullptr, out, sizeof(out), &required),
+            GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("gpuprof_query_metrics_v1(-1)"));
+  EXPECT_EQ(gpuprof_query_metrics_v1(0, nullptr, nullptr, 8, &required), GPUPROF_ERROR_INVALID_ARGUMENT);
+#ifndef GPUPROF_TEST_HAVE_CUDA
+  EXPECT_EQ(gpuprof_query_metrics_v1(0, nullptr, out, sizeof(out), &required), GPUPROF_ERROR_UNAVAILABLE);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("GPUPROF_ENABLE_CUDA"));
+#elif !GPUPROF_TEST_HAVE_RANGE_PROFILER
+  EXPECT_EQ(gpuprof_query_metrics_v1(0, nullptr, out, sizeof(out), &required), GPUPROF_ERROR_UNAVAILABLE);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("counter backend"));
+#endif
+#if !defined(GPUPROF_TEST_HAVE_CUDA) || !GPUPROF_TEST_HAVE_RANGE_PROFILER
+  EXPECT_EQ(gpuprof_query_metrics_v1(0, "GH100", out, sizeof(out), &required), GPUPROF_ERROR_UNAVAILABLE);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("\"GH100\""));
+#endif
 }
 
 }  // namespace

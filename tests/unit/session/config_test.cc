@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <tuple>
@@ -264,6 +265,37 @@ TEST(SessionConfigTest, ReadsWhatGpuprofReplaySets) {
   EXPECT_EQ(config->replay.device_reserve_bytes, std::uint64_t{512} << 20);
 }
 
+// Issue 19: the set, the sections and the metrics become one metric list; C3's clock control.
+TEST(SessionConfigTest, CounterSettingsBecomeTheEnginesMetricList) {
+  StatusOr<SessionConfig> config =
+      ConfigFromEnvironment(Env({{"GPUPROF_REPLAY_METRICS", "dram__bytes_read.sum,my__own.sum"},
+                                 {"GPUPROF_REPLAY_SECTION", "LaunchStats"},
+                                 {"GPUPROF_REPLAY_SET", "basic"},
+                                 {"GPUPROF_REPLAY_CLOCK_CONTROL", "base"}}));
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  const replay::ReplayOptions options = ReplayOptionsFrom(config->replay);
+  EXPECT_EQ(options.clock_control, replay::ClockControl::kBase);
+  ASSERT_FALSE(options.metrics.empty());
+  EXPECT_EQ(options.metrics.front(), "sm__throughput.avg.pct_of_peak_sustained_elapsed")
+      << "basic's SpeedOfLight first";
+  EXPECT_EQ(options.metrics.back(), "my__own.sum");
+  EXPECT_EQ(std::count(options.metrics.begin(), options.metrics.end(), "launch__grid_size"), 1)
+      << "LaunchStats is in basic already";
+
+  // The defaults collect nothing and leave the clocks alone.
+  const replay::ReplayOptions defaults = ReplayOptionsFrom(ConfigFromEnvironment(Env({}))->replay);
+  EXPECT_TRUE(defaults.metrics.empty());
+  EXPECT_EQ(defaults.clock_control, replay::ClockControl::kNone);
+  EXPECT_EQ(SettingText(*ConfigFromEnvironment(Env({})), base::SettingId::kReplaySet), "none");
+
+  // Through the JSON configuration as well (gpuprof_start's argument).
+  SessionConfig json;
+  ASSERT_TRUE(ApplyJsonConfig(R"({"replay_section": "Occupancy", "replay_set": "none"})", "test", json).ok());
+  EXPECT_EQ(ReplayOptionsFrom(json.replay).metrics.front(), "sm__maximum_warps_per_active_cycle_pct");
+  Status bad = ApplyJsonConfig(R"({"replay_set": "huge"})", "test", json);
+  EXPECT_THAT(bad.message(), HasSubstr("replay_set"));
+}
+
 // C2: device printf is replayed by default; device malloc and live CUDA arrays are declined.
 TEST(SessionConfigTest, SideEffectDefaultsReplayPrintfOnly) {
   const replay::ReplayOptions options = ReplayOptionsFrom(ConfigFromEnvironment(Env({}))->replay);
@@ -285,7 +317,15 @@ TEST(SessionConfigTest, BadReplayValuesNameTheVariable) {
         std::tuple{"GPUPROF_REPLAY_CACHE_CONTROL", "some", "expected one of all, none"},
         std::tuple{"GPUPROF_REPLAY_DEVICE_RESERVE_MIB", "-1", "GPUPROF_REPLAY_DEVICE_RESERVE_MIB=-1"},
         std::tuple{"GPUPROF_REPLAY_KERNEL", "regex:(", "not a valid regular expression"},
-        std::tuple{"GPUPROF_REPLAY_STRICT", "yes", "expected 0 or 1"}}) {
+        std::tuple{"GPUPROF_REPLAY_STRICT", "yes", "expected 0 or 1"},
+        std::tuple{"GPUPROF_REPLAY_SECTION", "SpeedOfDark",
+                   "GPUPROF_REPLAY_SECTION=\"SpeedOfDark\": unknown entry"},
+        std::tuple{"GPUPROF_REPLAY_SECTION", "speedoflight", "SpeedOfLight, ComputeWorkloadAnalysis"},
+        std::tuple{"GPUPROF_REPLAY_SET", "detailed",
+                   "GPUPROF_REPLAY_SET=\"detailed\": expected one of none, basic, full"},
+        std::tuple{"GPUPROF_REPLAY_METRICS", "dram bytes", "GPUPROF_REPLAY_METRICS=\"dram bytes\""},
+        std::tuple{"GPUPROF_REPLAY_METRICS", "dram__bytes_read.sum,", "an empty entry"},
+        std::tuple{"GPUPROF_REPLAY_CLOCK_CONTROL", "max", "expected one of none, base"}}) {
     StatusOr<SessionConfig> config = ConfigFromEnvironment(Env({{variable, value}}));
     ASSERT_FALSE(config.ok()) << variable << "=" << value;
     EXPECT_THAT(config.status().message(), HasSubstr(expected)) << variable << "=" << value;
