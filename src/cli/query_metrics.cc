@@ -18,7 +18,8 @@ using LastErrorFn = const char* (*)();
 constexpr int kInvalidArgument = 1;  // GPUPROF_ERROR_INVALID_ARGUMENT
 
 void SkipSpace(std::string_view text, std::size_t* pos) {
-  while (*pos < text.size() && (text[*pos] == ' ' || text[*pos] == '\n' || text[*pos] == '\t' || text[*pos] == '\r'))
+  while (*pos < text.size() &&
+         (text[*pos] == ' ' || text[*pos] == '\n' || text[*pos] == '\t' || text[*pos] == '\r'))
     ++*pos;
 }
 
@@ -46,7 +47,8 @@ std::string InfoJson(const std::vector<replay::MetricInfo>& metrics) {
 
 void PrintTable(std::ostream& out, const std::vector<replay::MetricInfo>& metrics) {
   TextTable table({{"metric"}, {"unit"}, {"description"}});
-  for (const replay::MetricInfo& m : metrics) table.AddRow({m.name, m.unit.empty() ? "-" : m.unit, m.description});
+  for (const replay::MetricInfo& m : metrics)
+    table.AddRow({m.name, m.unit.empty() ? "-" : m.unit, m.description});
   table.Print(out, "  ");
 }
 
@@ -91,8 +93,8 @@ StatusOr<std::vector<replay::MetricInfo>> QueryCounterMetrics(const QueryMetrics
   void* handle = dlopen(options.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    return UnavailableError("cannot load " + options.library + " to ask for the counter metrics: " +
-                            (why != nullptr ? why : "dlopen failed"));
+    return UnavailableError("cannot load " + options.library +
+                            " to ask for the counter metrics: " + (why != nullptr ? why : "dlopen failed"));
   }
   auto query = reinterpret_cast<QueryMetricsFn>(dlsym(handle, "gpuprof_query_metrics_v1"));
   auto last_error = reinterpret_cast<LastErrorFn>(dlsym(handle, "gpuprof_last_error"));
@@ -134,7 +136,8 @@ void PrintMetrics(std::ostream& out, const QueryMetricsOptions& options,
     out << "\nCounter metrics of " << source << ": none listed: " << counters.status().message() << "\n";
     return;
   }
-  out << "\nCounter metrics of " << source << " (" << counters->size() << "; collected over counter passes):\n";
+  out << "\nCounter metrics of " << source << " (" << counters->size()
+      << "; collected over counter passes):\n";
   PrintTable(out, *counters);
   out << "\nSections and sets of these names: docs/metrics.md (--section, --set).\n";
 }

@@ -17,7 +17,8 @@ using ::testing::Not;
 
 TEST(QueryMetricsTest, ParsesTheLibrarysJson) {
   StatusOr<std::vector<replay::MetricInfo>> metrics = ParseMetricsJson(
-      "[{\"name\": \"dram__bytes_read.sum\", \"unit\": \"byte\", \"description\": \"DRAM \\\"read\\\" bytes\"},\n"
+      "[{\"name\": \"dram__bytes_read.sum\", \"unit\": \"byte\", \"description\": \"DRAM \\\"read\\\" "
+      "bytes\"},\n"
       " {\"description\": \"\", \"name\": \"gpu__time_duration.sum\", \"unit\": \"nsecond\"}]");
   ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
   ASSERT_EQ(metrics->size(), 2u);
@@ -43,8 +44,9 @@ TEST(QueryMetricsTest, PrintsTheLaunchMetricsAndWhyThereAreNoCounterMetrics) {
   options.json = true;
   options.chip = "GH100";
   std::ostringstream json;
-  PrintMetrics(json, options,
-               StatusOr<std::vector<replay::MetricInfo>>(std::vector<replay::MetricInfo>{{"a__b.sum", "byte", "d"}}));
+  PrintMetrics(
+      json, options,
+      StatusOr<std::vector<replay::MetricInfo>>(std::vector<replay::MetricInfo>{{"a__b.sum", "byte", "d"}}));
   EXPECT_THAT(json.str(), HasSubstr("\"source\": \"GH100\""));
   EXPECT_THAT(json.str(), HasSubstr("\"counter_metrics\": [{\"name\": \"a__b.sum\", \"unit\": \"byte\""));
   EXPECT_THAT(json.str(), HasSubstr("\"counter_error\": null"));
