@@ -236,6 +236,12 @@ typedef struct gpuprof_replay_config_v1 {
   uint32_t printf_kernels;   /* 1: replay kernels that use device printf; 0: decline them */
   uint32_t malloc_kernels;   /* 1: replay kernels that use device malloc/free; 0: decline them */
   uint32_t with_live_arrays; /* 1: replay while CUDA arrays exist; 0: decline every launch then */
+  /* Appended (issue 19: hardware counters); a caller whose size stops short of them collects no
+   * counters. Each may be NULL or "" for none; the names are Nsight Compute's (docs/metrics.md). */
+  uint32_t reserved2;  /* 0; the padding before the pointers */
+  const char* metrics; /* comma list of metric names (replay_metrics) */
+  const char* section; /* comma list of section names (replay_section) */
+  const char* set;     /* "none", "basic" or "full" (replay_set) */
 } gpuprof_replay_config_v1;
 
 /* Returns GPUPROF_OK, GPUPROF_ERROR_INVALID_ARGUMENT (the message names the field),

@@ -64,6 +64,11 @@ class KernelReplay:
     device malloc/free, and `with_live_arrays` launches while CUDA arrays exist (writes to arrays
     are not undone); each declined otherwise.
 
+    Hardware counters (Nsight Compute's names, docs/metrics.md): `metrics` (a list of metric names
+    or one comma-separated str, e.g. ["dram__bytes_read.sum"]), `section` (section names, e.g.
+    "SpeedOfLight" or ["SpeedOfLight", "Occupancy"]) and `set` ("none", "basic" or "full") are
+    collected over extra counter passes of each replayed launch; none by default.
+
     Replay needs device memory tracked from the start of the process: run the program with
     `gpuprof replay --from-script -- python3 script.py`. Otherwise the profile records without
     replay and a RuntimeWarning says why.
@@ -75,16 +80,27 @@ class KernelReplay:
                  ("count", "replay_count"), ("cache_control", "replay_cache_control"),
                  ("restore", "replay_restore"), ("strict", "replay_strict"),
                  ("printf_kernels", "replay_printf_kernels"), ("malloc_kernels", "replay_malloc_kernels"),
-                 ("with_live_arrays", "replay_with_live_arrays"))
+                 ("with_live_arrays", "replay_with_live_arrays"), ("metrics", "replay_metrics"),
+                 ("section", "replay_section"), ("set", "replay_set"))
 
     def __init__(self, passes=None, kernel=None, skip=None, count=None, cache_control=None, restore=None,
-                 strict=None, printf_kernels=None, malloc_kernels=None, with_live_arrays=None):
+                 strict=None, printf_kernels=None, malloc_kernels=None, with_live_arrays=None, metrics=None,
+                 section=None, set=None):  # noqa: A002  (ncu's --set)
         from . import _settings
+
+        def comma_list(name, value):
+            # A list of names or one comma-separated str, as the command line takes it.
+            if isinstance(value, (list, tuple)):
+                if not all(isinstance(v, str) for v in value):
+                    raise ValueError(f"gpuprof.KernelReplay: {name} must be a str or a list of str, got {value!r}")
+                return ",".join(value)
+            return value
 
         given = {"passes": passes, "kernel": kernel, "skip": skip, "count": count,
                  "cache_control": cache_control, "restore": restore, "strict": strict,
                  "printf_kernels": printf_kernels, "malloc_kernels": malloc_kernels,
-                 "with_live_arrays": with_live_arrays}
+                 "with_live_arrays": with_live_arrays, "metrics": comma_list("metrics", metrics),
+                 "section": comma_list("section", section), "set": set}
         for name, key in self._SETTINGS:
             value = given[name]
             if value is None:
@@ -92,7 +108,7 @@ class KernelReplay:
             kind = _settings.table()[key]["type"]
             if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"gpuprof.KernelReplay: {name} must be an int, got {value!r}")
-            if kind in ("string", "choice") and not isinstance(value, str):
+            if kind in ("string", "choice", "list") and not isinstance(value, str):
                 raise ValueError(f"gpuprof.KernelReplay: {name} must be a str, got {value!r}")
             if name == "kernel" and ("\0" in value or (kernel is not None and not value)):
                 raise ValueError("gpuprof.KernelReplay: kernel must be a function name, 'regex:PATTERN' or None "
@@ -111,7 +127,8 @@ class KernelReplay:
         return (f"KernelReplay(passes={self.passes}, kernel={self.kernel!r}, skip={self.skip}, count={self.count}, "
                 f"cache_control={self.cache_control!r}, restore={self.restore!r}, strict={self.strict}, "
                 f"printf_kernels={self.printf_kernels}, malloc_kernels={self.malloc_kernels}, "
-                f"with_live_arrays={self.with_live_arrays})")
+                f"with_live_arrays={self.with_live_arrays}, metrics={self.metrics!r}, section={self.section!r}, "
+                f"set={self.set!r})")
 
 
 class db_handler:  # noqa: N801  (named like torch.profiler.tensorboard_trace_handler)
@@ -399,7 +416,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         r = self.kernel_replay
         status = n.configure_replay(r.passes, r.kernel, r.skip, r.count, r.cache_control == "all",
                                     {"full": 1, "exact": 2}.get(r.restore, 0), r.strict, r.printf_kernels,
-                                    r.malloc_kernels, r.with_live_arrays)
+                                    r.malloc_kernels, r.with_live_arrays, r.metrics, r.section, r.set)
         if status == _native.GPUPROF_OK:
             self.replaying = True
             return

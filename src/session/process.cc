@@ -18,6 +18,7 @@
 #include "base/settings.h"
 #include "db/sqlite_fork_guard.h"
 #include "replay/controller.h"
+#include "replay/metric_catalog.h"
 #include "session/config.h"
 
 namespace gpuprof::session {
@@ -506,6 +507,23 @@ CallResult ProcessSession::ConfigureReplay(const gpuprof_replay_config_v1& confi
       flag(&gpuprof_replay_config_v1::malloc_kernels, base::SettingId::kReplayMallocKernels);
   options.replay_with_live_arrays =
       flag(&gpuprof_replay_config_v1::with_live_arrays, base::SettingId::kReplayWithLiveArrays);
+  // The counter fields (issue 19) were appended after the C2 ones.
+  static_assert(offsetof(gpuprof_replay_config_v1, metrics) == 64, "the counter fields follow reserved2");
+  const auto text = [&](const char* gpuprof_replay_config_v1::*field) -> std::string_view {
+    static const gpuprof_replay_config_v1 probe{};
+    const auto end = static_cast<std::size_t>(reinterpret_cast<const char*>(&(probe.*field)) -
+                                              reinterpret_cast<const char*>(&probe)) +
+                     sizeof(const char*);
+    if (config.size < end || config.*field == nullptr) return {};
+    return {config.*field, strnlen(config.*field, GPUPROF_MAX_MESSAGE_BYTES)};
+  };
+  const std::string_view set = text(&gpuprof_replay_config_v1::set);
+  StatusOr<std::vector<std::string>> metrics =
+      replay::ExpandMetricRequest(text(&gpuprof_replay_config_v1::metrics),
+                                  text(&gpuprof_replay_config_v1::section), set == "none" ? "" : set);
+  if (!metrics.ok())
+    return {GPUPROF_ERROR_INVALID_ARGUMENT, "metrics, section or set: " + metrics.status().message()};
+  options.metrics = std::move(*metrics);
   if (Status valid = replay::Controller::ValidateOptions(options); !valid.ok()) return FromStatus(valid);
 
   Target target;

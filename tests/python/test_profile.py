@@ -494,6 +494,28 @@ class ProfileTest(unittest.TestCase):
                          (False, True, True))
         self.assertIn("printf_kernels=False, malloc_kernels=True, with_live_arrays=True", repr(replay))
 
+    def test_kernel_replay_counter_arguments_are_the_declared_settings(self):
+        # Issue 19: metrics, section and set are replay_metrics, replay_section and replay_set, held to
+        # what `gpuprof replay --metrics/--section/--set` accepts; none by default.
+        import gpuprof
+        replay = gpuprof.KernelReplay()
+        self.assertEqual((replay.metrics, replay.section, replay.set), ("", "", "none"))
+        replay = gpuprof.KernelReplay(metrics=["dram__bytes_read.sum", "gpu__time_duration.sum"],
+                                      section="SpeedOfLight,Occupancy", set="basic")
+        self.assertEqual(replay.metrics, "dram__bytes_read.sum,gpu__time_duration.sum")
+        self.assertEqual(replay.section, "SpeedOfLight,Occupancy")
+        self.assertEqual(replay.set, "basic")
+        self.assertIn("metrics='dram__bytes_read.sum,gpu__time_duration.sum'", repr(replay))
+        self.assertEqual(gpuprof.KernelReplay(section=["LaunchStats"]).section, "LaunchStats")
+        with self.assertRaisesRegex(ValueError, "metrics.*not a metric name"):
+            gpuprof.KernelReplay(metrics="dram bytes")
+        with self.assertRaisesRegex(ValueError, "section.*SpeedOfDark"):
+            gpuprof.KernelReplay(section=["SpeedOfDark"])
+        with self.assertRaisesRegex(ValueError, "set.*none, basic, full"):
+            gpuprof.KernelReplay(set="detailed")
+        with self.assertRaisesRegex(ValueError, "metrics must be a str or a list of str"):
+            gpuprof.KernelReplay(metrics=[1])
+
 
 def torch_version():
     import torch

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <string>
 #include <thread>
 
@@ -363,6 +364,19 @@ TEST_F(GpuprofCApiTest, ReplayConfigurationIsCheckedThenDeclinedWithoutDeviceCol
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_INVALID_ARGUMENT);
   EXPECT_THAT(gpuprof_last_error(), HasSubstr("not a valid regular expression"));
   config.kernel = "regex:gemm";
+  // Issue 19's appended fields: checked against the catalog; a caller's shorter struct has none.
+  config.section = "SpeedOfDark";
+  EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("unknown section \"SpeedOfDark\""));
+  config.size = offsetof(gpuprof_replay_config_v1, reserved2);
+  EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_NOT_STARTED) << "the section is not read";
+  config.size = sizeof(config);
+  config.section = "SpeedOfLight";
+  config.set = "detailed";
+  EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("unknown set \"detailed\""));
+  config.set = "basic";
+  config.metrics = "dram__bytes_read.sum";
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_NOT_STARTED) << "no session";
   ASSERT_EQ(gpuprof_start("{\"device\": false}"), GPUPROF_OK) << gpuprof_last_error();
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_NOT_STARTED);
