@@ -168,20 +168,20 @@ class Event {
     AppendMicros(out_, std::max<std::int64_t>(0, ns));
     return *this;
   }
-  Event& BeginArgs() {
-    Key("args");
+  Event& BeginArgs() { return BeginObject("args"); }
+  Event& EndArgs() { return EndObject(); }
+  // An object member (args, or one nested in args: "args":{"metrics":{...}}), closed by EndObject.
+  Event& BeginObject(std::string_view key) {
+    Key(key);
     out_->push_back('{');
     first_field_ = true;
     return *this;
   }
-  Event& EndArgs() {
+  Event& EndObject() {
     out_->push_back('}');
     first_field_ = false;
     return *this;
   }
-  // A nested object inside args ("args":{"metrics":{...}}), closed by EndObject.
-  Event& BeginObject(std::string_view key) { return BeginArgsLike(key); }
-  Event& EndObject() { return EndArgs(); }
   // A number under a key from the DB (escaped); JSON has no NaN or infinity: those become null.
   Event& Double(std::string_view key_text, double value) {
     if (!first_field_) out_->push_back(',');
@@ -199,13 +199,6 @@ class Event {
   }
 
  private:
-  Event& BeginArgsLike(std::string_view key) {
-    Key(key);
-    out_->push_back('{');
-    first_field_ = true;
-    return *this;
-  }
-
   void Key(std::string_view key) {
     if (!first_field_) out_->push_back(',');
     first_field_ = false;
@@ -431,10 +424,10 @@ class ReplayCounters {
 
   // An SQL condition on GPUPROF_REPLAY_KERNEL's columns: the launches with something to add; ""
   // when no launch can have any.
-  std::string LaunchFilter(const Schema& schema) const {
+  std::string LaunchFilter() const {
     std::string filter;
     if (has_metrics_) filter = "id IN (SELECT kernelId FROM GPUPROF_REPLAY_METRIC)";
-    if (has_status_ && schema.Has("GPUPROF_REPLAY_KERNEL", "counterStatus")) {
+    if (has_status_) {
       filter +=
           (filter.empty() ? "" : " OR ") + std::string("(counterStatus IS NOT NULL AND counterStatus != '')");
     }
@@ -640,7 +633,7 @@ class Exporter {
     }
     // The replayed launch (pass 1 is the application's own execution) whose counters go into the
     // kernel's args: one id per connectionId, so no task row is repeated.
-    const std::string counter_filter = counters_.LaunchFilter(schema);
+    const std::string counter_filter = counters_.LaunchFilter();
     if (!counter_filter.empty() && schema.Has("GPUPROF_REPLAY_KERNEL", "connectionId") &&
         schema.Has("TASK", "connectionId")) {
       select += ", rk.rid";
