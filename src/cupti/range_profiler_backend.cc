@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cupti/internal_work.h"
+#include "device/cuda/cuda_driver.h"
 #include "replay/metric_catalog.h"
 
 namespace gpuprof::cupti {
@@ -604,6 +605,23 @@ StatusOr<std::unique_ptr<RangeProfilerBackend>> MakeRangeProfilerBackend(std::sh
 }
 
 StatusOr<std::vector<replay::MetricInfo>> QueryMetrics(int device, std::string_view chip) {
+  if (chip.empty()) {
+    // cuptiDeviceGetChipName needs an initialized driver with that device (it crashes otherwise),
+    // and this may be the process's first CUDA call (gpuprof replay --query-metrics).
+    const std::string hint = "; name the chip instead (--chip GH100) to list its metrics without a GPU";
+    StatusOr<device::cuda::CudaDriver> driver =
+        device::cuda::CudaDriver::Load({device::cuda::kCudaDriverLibrary});
+    if (!driver.ok()) return UnavailableError("no CUDA driver: " + driver.status().message() + hint);
+    if (const CUresult r = driver->Init(0); r != CUDA_SUCCESS) {
+      return UnavailableError("cuInit failed (CUresult " + std::to_string(static_cast<int>(r)) +
+                              "): no usable GPU" + hint);
+    }
+    int count = 0;
+    if (driver->DeviceGetCount(&count) != CUDA_SUCCESS || device < 0 || device >= count) {
+      return UnavailableError("device " + std::to_string(device) + " does not exist (" +
+                              std::to_string(count) + " CUDA device(s))" + hint);
+    }
+  }
   GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<CuptiApi> loaded, LoadCuptiApi());
   RangeProfilerOptions options;
   if (!chip.empty()) {

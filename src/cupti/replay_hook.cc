@@ -149,6 +149,21 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
     return OkStatus();
   }
 
+  // The flush finishes before the counters start, so that only the kernel is counted.
+  Status PrepareCounterPass() override {
+    if (!hook_.flush_l2_.load(std::memory_order_relaxed)) return OkStatus();
+    const CudaDriver& d = device_.driver();
+    ScopedInternalWork internal;
+    GPUPROF_RETURN_IF_ERROR(device_.FlushL2(stream_));
+    return d.Check("cuStreamSynchronize", d.StreamSynchronize(stream_));
+  }
+  Status RunCounterPass(int) override {
+    const CudaDriver& d = device_.driver();
+    ScopedInternalWork internal;
+    GPUPROF_RETURN_IF_ERROR(d.Check("launch (counter pass)", launch_()));
+    return d.Check("cuStreamSynchronize", d.StreamSynchronize(stream_));
+  }
+
   StatusOr<device::PassTiming> RunPass(int) override {
     const CudaDriver& d = device_.driver();
     ScopedInternalWork internal;

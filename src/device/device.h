@@ -274,6 +274,12 @@ class LaunchExecutor {
   // have read unprofiled and leaves the state one unreplayed run leaves.
   virtual bool original_runs_after_return() const noexcept { return false; }
 
+  // A counter pass (issue 19) in two steps, so that the counters see the kernel alone: what goes
+  // before it (the L2 flush of B7, finished), then, between the counter backend's BeginPass and
+  // EndPass, the launch, waited for.
+  virtual Status PrepareCounterPass() { return OkStatus(); }
+  virtual Status RunCounterPass(int pass) { return RunPass(pass).status(); }
+
   // True when each pass starts with the L2 cache flushed (B7, --cache-control all).
   virtual bool flushes_caches() const noexcept { return false; }
 

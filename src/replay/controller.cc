@@ -493,16 +493,21 @@ bool Controller::CollectMetrics(device::Device& device, Snapshot& snapshot, Repl
           healthy = false;
           break;
         }
+        if (Status prepared = executor.PrepareCounterPass(); !prepared.ok()) {
+          failure = "preparing counter pass " + std::to_string(record.counter_passes + 1) + ": " +
+                    prepared.message();
+          break;
+        }
         if (Status begun = (*collection)->BeginPass(); !begun.ok()) {
           failure = begun.message();
           break;
         }
-        StatusOr<device::PassTiming> ran = executor.RunPass(options.passes + record.counter_passes + 1);
+        Status ran = executor.RunCounterPass(options.passes + record.counter_passes + 1);
         ++record.counter_passes;
         if (!ran.ok()) {
           record.decline_reason = DeclineReason::kLaunchFailed;
           record.decline_detail = "counter pass " + std::to_string(record.counter_passes) +
-                                  " failed to launch: " + ran.status().ToString();
+                                  " failed to launch: " + ran.ToString();
           healthy = false;
           break;
         }

@@ -57,6 +57,7 @@ StatusOr<CudaDriver> CudaDriver::Load(const std::vector<std::string>& candidates
     slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
   };
 #define GPUPROF_RESOLVE(field, fn) resolve(d.field, GPUPROF_EXPORTED_NAME(fn))
+  GPUPROF_RESOLVE(Init, cuInit);
   GPUPROF_RESOLVE(DriverGetVersion, cuDriverGetVersion);
   GPUPROF_RESOLVE(GetErrorString, cuGetErrorString);
   GPUPROF_RESOLVE(DeviceGet, cuDeviceGet);

@@ -26,6 +26,7 @@ namespace gpuprof::device::cuda {
 inline constexpr const char* kCudaDriverLibrary = "libcuda.so.1";
 
 struct CudaDriver {
+  CUresult (*Init)(unsigned int) = nullptr;  // only where gpuprof is the process's first CUDA user (a query)
   CUresult (*DriverGetVersion)(int*) = nullptr;
   CUresult (*GetErrorString)(CUresult, const char**) = nullptr;
   CUresult (*DeviceGet)(CUdevice*, int) = nullptr;

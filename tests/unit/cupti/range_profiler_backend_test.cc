@@ -504,3 +504,22 @@ TEST(RangeProfilerHostApiTest, QueryMetricsForANamedChip) {
 
 }  // namespace
 }  // namespace gpuprof::cupti
+
+namespace gpuprof::cupti {
+namespace {
+
+// Without a chip name the query asks the driver for the device's chip. Where there is no driver or
+// no GPU (CI) it says so and names --chip; it used to crash inside cuptiDeviceGetChipName, which
+// needs an initialized driver.
+TEST(QueryMetricsTest, WithoutAChipAndWithoutAGpuItNamesTheWayOut) {
+  StatusOr<std::vector<replay::MetricInfo>> metrics = QueryMetrics(0, "");
+  if (metrics.ok()) {
+    EXPECT_FALSE(metrics->empty()) << "a GPU is present: its metrics are listed";
+  } else {
+    EXPECT_NE(metrics.status().message().find("--chip GH100"), std::string::npos)
+        << metrics.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace gpuprof::cupti
