@@ -629,6 +629,10 @@ int RunCheck(const std::string& path, std::ostream& out, std::ostream& err) {
 
 }  // namespace
 
+int PrintReplayMetricsCsv(const std::string& path, std::ostream& out, std::ostream& err) {
+  return RunStatsCsv(path, out, err);
+}
+
 DbCommands::DbCommands(CLI::App& app) {
   const std::string path_help =
       "A profile: an ascend_pytorch_profiler*.db, an *_ascend_pt run directory, or a directory holding run "

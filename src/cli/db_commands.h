@@ -23,6 +23,10 @@ namespace gpuprof::cli {
 // The "Kernel replay" part of `gpuprof stats` (also printed by `gpuprof replay`).
 void PrintReplayStats(std::ostream& out, const db::ProfileStats& stats);
 
+// `gpuprof stats --csv` (also `gpuprof replay --csv`): every replayed launch's metric values under
+// PATH as CSV on `out`, problems on `err`; the exit code stats would give.
+int PrintReplayMetricsCsv(const std::string& path, std::ostream& out, std::ostream& err);
+
 class DbCommands {
  public:
   // Registers the three subcommands on `app`; the object holds their flags, so it must outlive

@@ -841,12 +841,9 @@ int RunCommand::Run(std::ostream& report) const {
     PrintDbSummary(report, db_path);
     if (replay_) PrintReplaySummary(report, db_path);
   }
-  if (csv_) {
-    // TODO(issue 19): print kernel,launch,metric,unit,value rows here from the DB's
-    // GPUPROF_REPLAY_METRIC table once db's reader exposes it (the DB side of issue 19).
-    report
-        << "gpuprof: --csv: this build's DB reader does not read the replayed launches' metric values yet; "
-           "nothing printed\n";
+  if (csv_ && !dbs.empty()) {
+    // The replayed launches' metric values, as `gpuprof stats --csv OUT` prints them.
+    PrintReplayMetricsCsv(out_dir_text, report, report);
   }
   if (dbs.size() > 1) {
     report << "gpuprof: " << dbs.size() << " profile DBs written under " << out_dir_text << "\n"
