@@ -199,9 +199,10 @@ constexpr std::size_t kSolLabelWidth = 25;
 
 // Nanoseconds per `unit` for the time units metrics use; 0 for any other unit.
 double NanosecondsPer(std::string_view unit) {
-  if (unit == "nsecond") return 1;
-  if (unit == "usecond") return 1e3;
-  if (unit == "msecond") return 1e6;
+  // ncu's short words and CUPTI's Profiler Host API's long ones (what the H200 run stored).
+  if (unit == "nsecond" || unit == "nanosecond") return 1;
+  if (unit == "usecond" || unit == "microsecond") return 1e3;
+  if (unit == "msecond" || unit == "millisecond") return 1e6;
   if (unit == "second") return 1e9;
   return 0;
 }
@@ -210,7 +211,7 @@ double NanosecondsPer(std::string_view unit) {
 std::string MetricText(double value, const std::string& unit) {
   if (const double ns = NanosecondsPer(unit); ns > 0) return Us(value * ns) + " µs";
   if (unit == "byte") return Bytes(static_cast<std::int64_t>(value + 0.5));
-  if (unit == "%") return Fixed(value, 1) + " %";
+  if (unit == "%" || unit == "percent") return Fixed(value, 1) + " %";
   char text[64];
   std::snprintf(text, sizeof(text), "%.4g", value);
   return unit.empty() ? std::string(text) : std::string(text) + " " + ShortName(unit);

@@ -113,7 +113,7 @@ constexpr std::array<LaunchMetricSpec, 9> kLaunchMetrics = {{
     {"launch__waves_per_multiprocessor", "",
      "Grid blocks over the blocks all SMs hold at once (resident blocks per SM times SMs)"},
     {"launch__occupancy_limit_warps", "block", "Blocks per SM the SM's warp limit allows"},
-    {"sm__maximum_warps_per_active_cycle_pct", "%",
+    {"sm__maximum_warps_per_active_cycle_pct", "percent",
      "Theoretical occupancy: warps of the resident blocks over the SM's warp limit"},
 }};
 

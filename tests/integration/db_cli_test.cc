@@ -214,14 +214,14 @@ TEST_F(DbCliTest, StatsCsvPrintsEveryMetricRow) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.err, "");
   const std::string kernel = "0,1,\"gemm<float>(float*, int \"\"q\"\")\",0,";
-  EXPECT_EQ(result.out, "rank,kernelId,kernel,launchIndex,metric,unit,value,passes\n" + kernel +
-                            "gpu__time_duration.sum,nsecond,99500,1\n" + kernel +
-                            "sm__throughput.avg.pct_of_peak_sustained_elapsed,%,61.25,1\n" + kernel +
-                            "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,%,40.5,2\n" +
-                            kernel + "dram__bytes_read.sum,byte,1048576,1\n" + kernel +
-                            "dram__bytes_write.sum,byte,524288,1\n" + kernel +
-                            "sm__warps_active.avg.pct_of_peak_sustained_active,%,47.5,1\n" + kernel +
-                            "launch__grid_size,,128,0\n");
+  EXPECT_EQ(result.out,
+            "rank,kernelId,kernel,launchIndex,metric,unit,value,passes\n" + kernel +
+                "gpu__time_duration.sum,nanosecond,99500,1\n" + kernel +
+                "sm__throughput.avg.pct_of_peak_sustained_elapsed,percent,61.25,1\n" + kernel +
+                "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,percent,40.5,2\n" + kernel +
+                "dram__bytes_read.sum,byte,1048576,1\n" + kernel + "dram__bytes_write.sum,byte,524288,1\n" +
+                kernel + "sm__warps_active.avg.pct_of_peak_sustained_active,percent,47.5,1\n" + kernel +
+                "launch__grid_size,,128,0\n");
   EXPECT_EQ(Run("stats --csv --top 3 " + ShellQuote(db_)).exit_code, 2);  // --top does not apply
   CliResult help = Run("stats --help");
   EXPECT_THAT(help.out, HasSubstr("--csv"));

@@ -358,8 +358,8 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
       {kDramWrite, "dram__bytes_write.sum"},
       {kAchievedOccupancy, "sm__warps_active.avg.pct_of_peak_sustained_active"},
       {kGridSize, "launch__grid_size"},
-      {kNsecond, "nsecond"},
-      {kPercent, "%"},
+      {kNsecond, "nanosecond"},  // CUPTI's words, as the H200 run stored them
+      {kPercent, "percent"},
       {kByte, "byte"}};
   for (const auto& [id, value] : strings) GPUPROF_RETURN_IF_ERROR(db.Insert("STRING_IDS", {id, value}));
   // (kernelId, name, unit, value, passes)

@@ -222,7 +222,7 @@ TEST_F(PerfettoExportTest, ReplayedKernelSlicesCarryTheirMetricsAndCounterStatus
     ASSERT_NE(metrics, nullptr);
     EXPECT_EQ(metrics->object.size(), static_cast<std::size_t>(fixture::kFixtureReplayMetrics));
     EXPECT_EQ(metrics->NumText("dram__bytes_read.sum (byte)"), "1048576");
-    EXPECT_EQ(metrics->NumText("sm__throughput.avg.pct_of_peak_sustained_elapsed (%)"), "61.25");
+    EXPECT_EQ(metrics->NumText("sm__throughput.avg.pct_of_peak_sustained_elapsed (percent)"), "61.25");
     EXPECT_EQ(metrics->NumText("launch__grid_size"), "128");  // no unit, no suffix
     EXPECT_EQ(gemm->Find("args")->Find("counter status"), nullptr);
   }

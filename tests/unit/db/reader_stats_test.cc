@@ -404,7 +404,7 @@ TEST_F(StatsTest, ForEachReplayMetricStreamsTheRawRows) {
   ASSERT_TRUE(status.ok()) << status.message();
   EXPECT_EQ(absent, "");
   ASSERT_EQ(rows.size(), static_cast<std::size_t>(fixture::kFixtureReplayMetrics));
-  EXPECT_EQ(rows.front(), "0|1|gemm_kernel<float>|0|gpu__time_duration.sum|nsecond|99500.000000|1");
+  EXPECT_EQ(rows.front(), "0|1|gemm_kernel<float>|0|gpu__time_duration.sum|nanosecond|99500.000000|1");
   EXPECT_EQ(rows.back(), "0|1|gemm_kernel<float>|0|launch__grid_size||128.000000|0");
 
   reader.reset();

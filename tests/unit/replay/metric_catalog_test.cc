@@ -167,7 +167,7 @@ TEST(MetricCatalogTest, LaunchMetricsComeFromTheShape) {
   EXPECT_DOUBLE_EQ(value("launch__waves_per_multiprocessor").value, 128.0 / (8 * 4));
   EXPECT_EQ(value("launch__occupancy_limit_warps").value, 21);  // floor(64 / 3)
   EXPECT_DOUBLE_EQ(value("sm__maximum_warps_per_active_cycle_pct").value, 100.0 * 8 * 3 / 64);
-  EXPECT_EQ(value("sm__maximum_warps_per_active_cycle_pct").unit, "%");
+  EXPECT_EQ(value("sm__maximum_warps_per_active_cycle_pct").unit, "percent");
 
   // Every launch metric is one, and computes for a complete shape.
   for (std::string_view name : LaunchMetricNames()) {
