@@ -52,7 +52,7 @@ struct Kernel {
   std::uint32_t live_arrays = 0;
   bool peer_access = false;
   // What DescribeLaunch reports (launch__* metrics); nullopt: the executor does not describe it.
-  std::optional<LaunchShape> shape;
+  std::optional<LaunchShape> shape = std::nullopt;
 };
 
 // A completion signal the application may attach to a launch (like an HSA completion signal or a
