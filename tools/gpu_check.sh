@@ -73,13 +73,15 @@ if [[ "${1:-}" == "--stage" ]]; then
   for gtest in chunk_kernels_gpu_test cuda_device_gpu_test; do
     [[ -x "$from/tests/gpu/$gtest" ]] && cp -a "$from/tests/gpu/$gtest" "$to/tests/gpu/"
   done
-  if [[ -x "$from/bench/replay_device_benchmark" ]]; then
-    mkdir -p "$to/bench"
-    cp -a "$from/bench/replay_device_benchmark" "$to/bench/"
-  else
-    echo "gpu_check: --stage: $from/bench/replay_device_benchmark is missing (not staged); build it with" \
-         "cmake --build --preset gpu --target replay_device_benchmark" >&2
-  fi
+  for bench in replay_device_benchmark counter_floor; do
+    if [[ -x "$from/bench/$bench" ]]; then
+      mkdir -p "$to/bench"
+      cp -a "$from/bench/$bench" "$to/bench/"
+    else
+      echo "gpu_check: --stage: $from/bench/$bench is missing (not staged); build it with" \
+           "cmake --build --preset gpu --target $bench" >&2
+    fi
+  done
   # Debug info is most of the size; the machine-code is what runs there.
   find "$to" -type f -exec strip --strip-debug {} \; 2>/dev/null
   du -sh "$to"

@@ -142,7 +142,7 @@ struct ReplayOptions {
 // One metric's value for one replayed launch.
 struct MetricValue {
   std::string name;  // Nsight Compute's name, e.g. "dram__bytes_read.sum"
-  std::string unit;  // "byte", "%", "inst", "cycle", "nsecond", ...; empty when it has none
+  std::string unit;  // CUPTI's words: "byte", "percent", "inst", "cycle", "nanosecond", ...; may be empty
   double value = 0;
   int passes = 0;  // counter passes this metric needs on its own (0: from the launch, no pass)
 };

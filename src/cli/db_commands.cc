@@ -527,6 +527,8 @@ std::string ExactNumber(double value) {
 
 constexpr std::string_view kMetricCsvHeader = "rank,kernelId,kernel,launchIndex,metric,unit,value,passes";
 
+}  // namespace
+
 // `stats --csv`: every GPUPROF_REPLAY_METRIC row of every DB under PATH, one header.
 int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
@@ -570,6 +572,8 @@ int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err) {
   }
   return exit_code;
 }
+
+namespace {
 
 int RunExport(const std::string& path, const std::string& format, const std::string& output,
               std::ostream& out, std::ostream& err) {
@@ -629,10 +633,6 @@ int RunCheck(const std::string& path, std::ostream& out, std::ostream& err) {
 }
 
 }  // namespace
-
-int PrintReplayMetricsCsv(const std::string& path, std::ostream& out, std::ostream& err) {
-  return RunStatsCsv(path, out, err);
-}
 
 DbCommands::DbCommands(CLI::App& app) {
   const std::string path_help =

@@ -25,7 +25,7 @@ void PrintReplayStats(std::ostream& out, const db::ProfileStats& stats);
 
 // `gpuprof stats --csv` (also `gpuprof replay --csv`): every replayed launch's metric values under
 // PATH as CSV on `out`, problems on `err`; the exit code stats would give.
-int PrintReplayMetricsCsv(const std::string& path, std::ostream& out, std::ostream& err);
+int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err);
 
 class DbCommands {
  public:

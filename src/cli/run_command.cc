@@ -843,7 +843,7 @@ int RunCommand::Run(std::ostream& report) const {
   }
   if (csv_ && !dbs.empty()) {
     // The replayed launches' metric values, as `gpuprof stats --csv OUT` prints them.
-    PrintReplayMetricsCsv(out_dir_text, report, report);
+    RunStatsCsv(out_dir_text, report, report);
   }
   if (dbs.size() > 1) {
     report << "gpuprof: " << dbs.size() << " profile DBs written under " << out_dir_text << "\n"

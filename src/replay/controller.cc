@@ -365,7 +365,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   }
 
   if (!options.metrics.empty() && record.decline_reason == DeclineReason::kNone &&
-      !CollectMetrics(device, snapshot, record, executor, options)) {
+      !CollectMetrics(snapshot, record, executor, options)) {
     GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail;
   }
   if (!record.counter_status.empty()) WarnNoCounters(record);
@@ -422,9 +422,8 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   return OkStatus();
 }
 
-bool Controller::CollectMetrics(device::Device& device, Snapshot& snapshot, ReplayRecord& record,
-                                device::LaunchExecutor& executor, const ReplayOptions& options) {
-  static_cast<void>(device);
+bool Controller::CollectMetrics(Snapshot& snapshot, ReplayRecord& record, device::LaunchExecutor& executor,
+                                const ReplayOptions& options) {
   // Launch metrics come from the launch itself; the rest from counter passes, in one list.
   std::vector<std::string> counted;
   bool launch_metrics = false;

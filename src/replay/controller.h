@@ -104,8 +104,8 @@ class Controller {
   // The counter passes and launch metrics of one replayed launch (issue 19), after its timing
   // passes; fills record.metrics, counter_passes and counter_status. False when a restore or a
   // pass failed and the replay must stop (record's decline set).
-  bool CollectMetrics(device::Device& device, Snapshot& snapshot, ReplayRecord& record,
-                      device::LaunchExecutor& executor, const ReplayOptions& options);
+  bool CollectMetrics(Snapshot& snapshot, ReplayRecord& record, device::LaunchExecutor& executor,
+                      const ReplayOptions& options);
   void WarnNoCounters(const ReplayRecord& record);
 
   Inventory& inventory_;

@@ -960,7 +960,92 @@ def counter_status(db, kernel_id):
     return "(no counter status column)"
 
 
-def expect_replay_counters(c, dbs, program_output):
+# The metrics of Nsight Compute's SpeedOfLight section (its section file, SpeedOfLight.section, in
+# ncu 2025/2026): what `--section SpeedOfLight` must give for every replayed launch.
+SPEED_OF_LIGHT_METRICS = (
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__time_duration.sum",
+    "dram__cycles_elapsed.avg.per_second",
+    "smsp__cycles_elapsed.avg.per_second",
+    "gpc__cycles_elapsed.max",
+    "sm__cycles_active.avg",
+)
+COMPUTE_THROUGHPUT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+MEMORY_THROUGHPUT = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+
+
+def compare_with_ncu(c, rows, metrics, peer, exact=(), within_2pct=(), loose=(), only=None):
+    """gpuprof's replayed launches (rows, in launch order) against ncu's (peer, in launch order), one
+    for one: `exact` names equal, `within_2pct` within 2%, `loose` (throughput percentages, clocks
+    not locked) within 10 points or 25%, whichever is wider; `only`: compare that kernel's launches
+    alone. A string peer: the comparison is skipped, and says why."""
+    if peer is None:
+        return
+    if isinstance(peer, str):
+        c.note(f"SKIPPED: the comparison with ncu ({peer})")
+        return
+    ours = sorted((r for r in rows if r["replayed"] == 1), key=lambda r: r["launch_index"])
+    c.expect(len(ours) == len(peer), f"ncu measured {len(peer)} launches, gpuprof replayed {len(ours)}")
+    for r, theirs in zip(ours, peer):
+        if only is not None and r["name"] != only:
+            continue
+        c.expect(r["name"] in theirs["kernel"], f"launch {r['launch_index']}: gpuprof's {r['name']} is ncu's "
+                                                f"{theirs['kernel']}")
+        got = metrics.get(r["id"], {})
+        for name in (*exact, *within_2pct, *loose):
+            mine = got.get(name, (None,))[0]
+            peer_value = theirs["metrics"].get(name, (None,))[0]
+            if mine is None or not isinstance(peer_value, float):
+                c.expect(False, f"{r['name']} launch {r['launch_index']}: {name} gpuprof {mine}, ncu {peer_value}")
+                continue
+            c.note(f"{r['name']} launch {r['launch_index']} {name}: gpuprof {mine:.6g}, ncu {peer_value:.6g}")
+            if name in exact:
+                c.expect(mine == peer_value, f"{r['name']} launch {r['launch_index']}: {name} = {mine:.0f}, "
+                                             f"ncu {peer_value:.0f} (differs by {mine - peer_value:+.0f})")
+            elif name in within_2pct:
+                c.expect(abs(mine - peer_value) <= 0.02 * abs(peer_value),
+                         f"{r['name']} launch {r['launch_index']}: {name} = {mine:.0f}, not within 2% of ncu's "
+                         f"{peer_value:.0f}")
+            else:
+                c.expect(abs(mine - peer_value) <= max(10.0, 0.25 * abs(peer_value)),
+                         f"{r['name']} launch {r['launch_index']}: {name} = {mine:.2f}, far from ncu's "
+                         f"{peer_value:.2f}")
+
+
+def expect_replay_speed_of_light(c, dbs, program_output, peer=None):
+    """`--section SpeedOfLight` on gpu_test_replay_cublas sol: a 4096^3 SGEMM and a 2 GiB copy. Every
+    section metric for every replayed launch; compute above memory throughput for the GEMM, memory
+    above compute for the copy; ncu's values for the same launches loosely alike."""
+    db, rows = replay_rows(c, dbs, "replay_speed_of_light")
+    if db is None:
+        return
+    metrics = replay_metrics(db)
+    replayed = sorted((r for r in rows if r["replayed"] == 1), key=lambda r: r["launch_index"])
+    c.expect(any("gemm" in r["name"].lower() or "Kernel" in r["name"] for r in replayed), "no GEMM kernel replayed")
+    c.expect(any(r["name"] == "stream_copy" for r in replayed), "stream_copy was not replayed")
+    for r in replayed:
+        got = metrics.get(r["id"], {})
+        missing = [m for m in SPEED_OF_LIGHT_METRICS if m not in got]
+        c.expect(not missing, f"{r['name']} launch {r['launch_index']}: no {missing}; counter status: "
+                              f"{counter_status(db, r['id'])}")
+        if COMPUTE_THROUGHPUT not in got or MEMORY_THROUGHPUT not in got:
+            continue
+        compute, memory = got[COMPUTE_THROUGHPUT][0], got[MEMORY_THROUGHPUT][0]
+        c.note(f"{r['name']}: compute {compute:.2f}%, memory {memory:.2f}%, duration "
+               f"{got.get('gpu__time_duration.sum', (0,))[0]:.0f} ns")
+        if r["name"] == "stream_copy":
+            c.expect(memory > compute, f"stream_copy: memory throughput {memory:.2f}% not above compute {compute:.2f}%")
+        elif r["launch_index"] == replayed[0]["launch_index"]:
+            c.expect(compute > memory, f"{r['name']} (the GEMM): compute throughput {compute:.2f}% not above "
+                                       f"memory {memory:.2f}%")
+    compare_with_ncu(c, rows, metrics, peer, loose=(COMPUTE_THROUGHPUT, MEMORY_THROUGHPUT))
+
+
+def expect_replay_counters(c, dbs, program_output, peer=None):
     db, rows = replay_rows(c, dbs, "replay_counters")
     if db is None:
         return
@@ -1040,9 +1125,16 @@ def expect_replay_counters(c, dbs, program_output):
         seen = sum(1 for k in kernels if kernel_matches(k, name))
         c.expect(seen == launched, f"{name}: {seen} TASK rows, expected {launched} (counter passes leaked?)")
 
+    # The same launches under ncu: instruction counts and launch attributes exact, bytes within 2%.
+    compare_with_ncu(c, rows, metrics, peer, exact=("smsp__inst_executed.sum", "launch__grid_size",
+                                                    "launch__block_size"))
+    compare_with_ncu(c, rows, metrics, peer, within_2pct=("dram__bytes_read.sum", "dram__bytes_write.sum"),
+                     only="stream_copy")
+
 
 EXPECTATIONS = {
     "replay_counters": expect_replay_counters,
+    "replay_speed_of_light": expect_replay_speed_of_light,
     "train_transformer_replay": expect_train_transformer_replay,
     "replay_two_gpu": expect_replay_two_gpu,
     "replay_array": expect_replay_array,
@@ -1079,14 +1171,18 @@ EXPECTATIONS = {
 }
 
 
-def check(expectation, path, program_output=""):
-    """Runs the checks; returns the list of failures (empty: all passed)."""
+def check(expectation, path, program_output="", peer=None):
+    """Runs the checks; returns the list of failures (empty: all passed). `peer`, for the counter
+    expectations: ncu's launches (run_case.parse_ncu_csv), or a string saying why there are none."""
     c = Checker()
     dbs = find_dbs(path)
     partial = find_partial_dbs(path)
     c.expect(not partial, f"unfinished DBs left behind: {partial}")
     c.expect(bool(dbs), f"no DB under {path}")
-    EXPECTATIONS[expectation](c, dbs, program_output)
+    if peer is not None:
+        EXPECTATIONS[expectation](c, dbs, program_output, peer=peer)
+    else:
+        EXPECTATIONS[expectation](c, dbs, program_output)
     return c.failures
 
 

@@ -14,7 +14,11 @@ above this file. A case passes when:
   * each of the case's stderr_has texts is on gpuprof's stderr exactly once (a once-only warning),
   * `gpuprof check` accepts every DB (schema and joins against the format), and
   * for a case with same_lines_as_plain (TrainTransformerReplay), the command also ran plainly
-    first and the stdout lines matching that pattern (its losses) are the same in both runs.
+    first and the stdout lines matching that pattern (its losses) are the same in both runs,
+  * for a case with ncu_metrics (the counter cases), Nsight Compute measured the same program's
+    launches (`ncu --metrics ... --clock-control none --cache-control all --csv`, ncu_peer below)
+    and check_db.py compares gpuprof's values with ncu's launch by launch; without ncu on the
+    machine that comparison says "skipped" (and names $GPUPROF_NCU).
 Exit status: 0 pass, 1 fail, 77 skipped (the reason printed; CTest's SKIP_RETURN_CODE).
 CTest registers one test per case (tests/gpu/CMakeLists.txt); tools/gpu_check.sh runs them all.
 """
@@ -37,7 +41,8 @@ RUN_TIMEOUT_S = 300
 
 class Case:
     def __init__(self, expectation, program=None, command=None, flags=(), needs_torch=False, args=(),
-                 subcommand="run", needs_torch_hooks=False, min_gpus=1, stderr_has=(), same_lines_as_plain=None):
+                 subcommand="run", needs_torch_hooks=False, min_gpus=1, stderr_has=(), same_lines_as_plain=None,
+                 ncu_metrics=None):
         self.expectation = expectation
         self.program = program        # a test program in BUILD/tests/gpu
         self.command = command        # or a command run from the repository root
@@ -51,6 +56,8 @@ class Case:
         # A regex: the command also runs plainly first, and the stdout lines it matches must be the
         # same under gpuprof (a replayed run computes what an unprofiled one does).
         self.same_lines_as_plain = same_lines_as_plain
+        # A comma list: ncu measures these on the same program (ncu_peer), for check_db to compare.
+        self.ncu_metrics = ncu_metrics
 
 
 def replay_case(mode, kernel=None, program="gpu_test_replay", args=None, flags=(), stderr_has=()):
@@ -62,6 +69,9 @@ def replay_case(mode, kernel=None, program="gpu_test_replay", args=None, flags=(
     return Case("replay_" + mode, program=program, args=args, flags=flags, subcommand="replay",
                 stderr_has=stderr_has)
 
+
+COUNTER_METRICS = ("dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum,"
+                   "launch__grid_size,launch__block_size")
 
 # CTest names are GpuRunTest.<key>.
 CASES = {
@@ -87,9 +97,12 @@ CASES = {
     "ReplayTwoGpusSnapshotsOneDevice": replay_case("two_gpu", "in_place_update"),
     # Issue 19: hardware counters over replay passes (GPUPROF_REPLAY_METRIC).
     "ReplayCounters": Case("replay_counters", program="gpu_test_replay_counters", subcommand="replay",
-                           flags=["--passes", "3", "--metrics",
-                                  "dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum,"
-                                  "launch__grid_size,launch__block_size"]),
+                           flags=["--passes", "3", "--metrics", COUNTER_METRICS], ncu_metrics=COUNTER_METRICS),
+    # --section SpeedOfLight on a large square cuBLAS GEMM (compute-bound) and a streaming copy
+    # (memory-bound), beside ncu's values for the same launches.
+    "ReplaySpeedOfLight": Case("replay_speed_of_light", program="gpu_test_replay_cublas", args=["sol"],
+                               subcommand="replay", flags=["--passes", "2", "--section", "SpeedOfLight"],
+                               ncu_metrics=",".join(check_db.SPEED_OF_LIGHT_METRICS)),
     "ReplayVmmBuffer": replay_case("vmm", "vmm_update", program="gpu_test_replay_driver", args=["vmm"]),
     "ReplayPtxModuleGlobal": replay_case("ptx", "ptx_count", program="gpu_test_replay_driver", args=["ptx"]),
     "ReplayOtherModuleGlobal": replay_case("cross_module", "bump_through", program="gpu_test_replay_driver",
@@ -216,6 +229,58 @@ def compare_with_plain(plain, profiled, what):
     return []
 
 
+def find_ncu():
+    """Nsight Compute's CLI: $GPUPROF_NCU, ncu on PATH, then the toolkit's; None when absent."""
+    for candidate in (os.environ.get("GPUPROF_NCU"), shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def parse_ncu_csv(text):
+    """ncu --csv --print-units base output -> [{"kernel": name, "metrics": {name: (value, unit)}}] in
+    launch order (ncu's ID). Values lose their thousands separators; a non-number stays a string."""
+    import csv
+    lines = [line for line in text.splitlines() if line.startswith('"')]
+    launches = {}
+    for row in csv.DictReader(lines):
+        launch = launches.setdefault(int(row["ID"]), {"kernel": row["Kernel Name"], "metrics": {}})
+        raw = row["Metric Value"].replace(",", "")
+        try:
+            value = float(raw)
+        except ValueError:
+            value = raw
+        launch["metrics"][row["Metric Name"]] = (value, row["Metric Unit"])
+    return [launches[i] for i in sorted(launches)]
+
+
+def ncu_peer(case, command, case_dir):
+    """Runs ncu on the case's command; the parsed launches, or a string saying why there are none."""
+    ncu = find_ncu()
+    if ncu is None:
+        return "no ncu on PATH, in /usr/local/cuda/bin or in $GPUPROF_NCU"
+    argv = [ncu, "--metrics", case.ncu_metrics, "--clock-control", "none", "--cache-control", "all",
+            "--replay-mode", "kernel", "--csv", "--print-units", "base", "--target-processes", "all", *command]
+    print("$ " + " ".join(argv) + "   (the peer)")
+    begin = time.monotonic()
+    try:
+        peer = subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, errors="replace",
+                              timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"ncu did not finish within {RUN_TIMEOUT_S} s"
+    print(f"ncu exit status {peer.returncode} after {time.monotonic() - begin:.1f} s")
+    with open(os.path.join(case_dir, "ncu.csv"), "w", encoding="utf-8") as f:
+        f.write(peer.stdout)
+    if peer.returncode != 0:
+        dump("ncu stderr", peer.stderr)
+        return f"ncu exited {peer.returncode}"
+    launches = parse_ncu_csv(peer.stdout)
+    if not launches:
+        dump("ncu stdout", peer.stdout)
+        return "ncu printed no metric row"
+    return launches
+
+
 def run_case(name, build_dir, work_dir):
     case = CASES[name]
     build_dir = os.path.abspath(build_dir)
@@ -298,8 +363,14 @@ def run_case(name, build_dir, work_dir):
         failures += compare_with_plain(plain_lines, matching_lines(result.stdout, case.same_lines_as_plain),
                                        f"`gpuprof {case.subcommand}`")
 
+    peer = None
+    if case.ncu_metrics:
+        peer = ncu_peer(case, command, case_dir)
+        if isinstance(peer, str):
+            print(f"SKIPPED: the comparison with Nsight Compute: {peer}")
+
     print(f"---- check_db.py {case.expectation} ----")
-    failures += check_db.check(case.expectation, out_dir, result.stdout)
+    failures += check_db.check(case.expectation, out_dir, result.stdout, peer=peer)
     for text in case.stderr_has:
         if result.stderr.count(text) != 1:
             failures.append(f"gpuprof's stderr has {result.stderr.count(text)} lines with {text!r}, expected one")
