@@ -242,6 +242,8 @@ typedef struct gpuprof_replay_config_v1 {
   const char* metrics; /* comma list of metric names (replay_metrics) */
   const char* section; /* comma list of section names (replay_section) */
   const char* set;     /* "none", "basic" or "full" (replay_set) */
+  /* Appended (issue 19, rule C3); a caller whose size stops short of it gets "none". */
+  const char* clock_control; /* "none" (clocks as they are) or "base" (replay_clock_control) */
 } gpuprof_replay_config_v1;
 
 /* Returns GPUPROF_OK, GPUPROF_ERROR_INVALID_ARGUMENT (the message names the field),

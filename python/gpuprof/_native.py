@@ -72,15 +72,17 @@ class _Native:
 
     def configure_replay(self, passes, kernel=None, skip=0, count=0, flush_l2=True, restore_full=0, strict=False,
                          printf_kernels=True, malloc_kernels=False, with_live_arrays=False, metrics="", section="",
-                         set_name="none"):
+                         set_name="none", clock_control="none"):
         """gpuprof_configure_replay_v1; passes == 1 pauses; restore_full 0 auto, 1 full, 2 exact;
-        metrics and section comma lists, set_name none/basic/full (hardware counters).
+        metrics and section comma lists, set_name none/basic/full (hardware counters), clock_control
+        none/base (C3).
         Returns the status (last_error() says why)."""
         def text(value):
             return value.encode("utf-8") if value else None
         config = _ReplayConfig(ctypes.sizeof(_ReplayConfig), passes, text(kernel), skip, count, int(flush_l2),
                                int(restore_full), int(strict), 0, int(printf_kernels), int(malloc_kernels),
-                               int(with_live_arrays), 0, text(metrics), text(section), text(set_name))
+                               int(with_live_arrays), 0, text(metrics), text(section), text(set_name),
+                               text(clock_control))
         return self.core.gpuprof_configure_replay_v1(ctypes.byref(config))
 
     def last_error(self):
@@ -98,7 +100,7 @@ class _ReplayConfig(ctypes.Structure):
                 ("restore_full", ctypes.c_uint32), ("strict", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
                 ("printf_kernels", ctypes.c_uint32), ("malloc_kernels", ctypes.c_uint32),
                 ("with_live_arrays", ctypes.c_uint32), ("reserved2", ctypes.c_uint32), ("metrics", ctypes.c_char_p),
-                ("section", ctypes.c_char_p), ("set", ctypes.c_char_p)]
+                ("section", ctypes.c_char_p), ("set", ctypes.c_char_p), ("clock_control", ctypes.c_char_p)]
 
 
 class _Range(ctypes.Structure):

@@ -67,7 +67,10 @@ class KernelReplay:
     Hardware counters (Nsight Compute's names, docs/metrics.md): `metrics` (a list of metric names
     or one comma-separated str, e.g. ["dram__bytes_read.sum"]), `section` (section names, e.g.
     "SpeedOfLight" or ["SpeedOfLight", "Occupancy"]) and `set` ("none", "basic" or "full") are
-    collected over extra counter passes of each replayed launch; none by default.
+    collected over extra counter passes of each replayed launch; none by default. `clock_control`
+    "base" locks the SM and memory clocks at base for the passes and restores them after (NVML lets
+    only root do it; otherwise one warning and the clocks stay as they are); "none", the default,
+    never touches them.
 
     Replay needs device memory tracked from the start of the process: run the program with
     `gpuprof replay --from-script -- python3 script.py`. Otherwise the profile records without
@@ -81,11 +84,11 @@ class KernelReplay:
                  ("restore", "replay_restore"), ("strict", "replay_strict"),
                  ("printf_kernels", "replay_printf_kernels"), ("malloc_kernels", "replay_malloc_kernels"),
                  ("with_live_arrays", "replay_with_live_arrays"), ("metrics", "replay_metrics"),
-                 ("section", "replay_section"), ("set", "replay_set"))
+                 ("section", "replay_section"), ("set", "replay_set"), ("clock_control", "replay_clock_control"))
 
     def __init__(self, passes=None, kernel=None, skip=None, count=None, cache_control=None, restore=None,
                  strict=None, printf_kernels=None, malloc_kernels=None, with_live_arrays=None, metrics=None,
-                 section=None, set=None):  # noqa: A002  (ncu's --set)
+                 section=None, set=None, clock_control=None):  # noqa: A002  (ncu's --set)
         from . import _settings
 
         def comma_list(name, value):
@@ -100,7 +103,7 @@ class KernelReplay:
                  "cache_control": cache_control, "restore": restore, "strict": strict,
                  "printf_kernels": printf_kernels, "malloc_kernels": malloc_kernels,
                  "with_live_arrays": with_live_arrays, "metrics": comma_list("metrics", metrics),
-                 "section": comma_list("section", section), "set": set}
+                 "section": comma_list("section", section), "set": set, "clock_control": clock_control}
         for name, key in self._SETTINGS:
             value = given[name]
             if value is None:
@@ -128,7 +131,7 @@ class KernelReplay:
                 f"cache_control={self.cache_control!r}, restore={self.restore!r}, strict={self.strict}, "
                 f"printf_kernels={self.printf_kernels}, malloc_kernels={self.malloc_kernels}, "
                 f"with_live_arrays={self.with_live_arrays}, metrics={self.metrics!r}, section={self.section!r}, "
-                f"set={self.set!r})")
+                f"set={self.set!r}, clock_control={self.clock_control!r})")
 
 
 class db_handler:  # noqa: N801  (named like torch.profiler.tensorboard_trace_handler)
@@ -416,7 +419,8 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         r = self.kernel_replay
         status = n.configure_replay(r.passes, r.kernel, r.skip, r.count, r.cache_control == "all",
                                     {"full": 1, "exact": 2}.get(r.restore, 0), r.strict, r.printf_kernels,
-                                    r.malloc_kernels, r.with_live_arrays, r.metrics, r.section, r.set)
+                                    r.malloc_kernels, r.with_live_arrays, r.metrics, r.section, r.set,
+                                    r.clock_control)
         if status == _native.GPUPROF_OK:
             self.replaying = True
             return

@@ -215,7 +215,8 @@ CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
       flush_l2_(settings.flush_l2),
       device_options_(settings.device),
       sink_(std::move(sink)),
-      make_counter_backend_(std::move(settings.make_counter_backend)) {
+      make_counter_backend_(std::move(settings.make_counter_backend)),
+      clock_api_(std::move(settings.clock_api)) {
   inventory_.EnableRecording(true);
 }
 
@@ -338,6 +339,7 @@ bool CudaReplayHook::EnsureDevices() noexcept {
       }
       controller_ = std::make_unique<replay::Controller>(inventory_, raw, options_);
       controller_->SetRecordSink(sink_);
+      controller_->SetClockApi(clock_api_);
       if (!options_.metrics.empty()) EnsureCounterBackend();
     } catch (const std::exception& e) {
       GPUPROF_LOG(kWarning) << "replay off: " << e.what();

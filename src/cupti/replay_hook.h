@@ -64,6 +64,9 @@ struct CudaReplaySettings {
   // options ask for metrics (the first launch, or a Configure with metrics). Empty, or a failure:
   // one warning naming the reason, and replay goes on without counters.
   std::function<StatusOr<std::shared_ptr<replay::CounterBackend>>()> make_counter_backend;
+  // NVML's clock calls for --clock-control base (C3; cupti/nvml_clock_api.h); null: that option
+  // warns once and changes nothing.
+  std::shared_ptr<replay::ClockApi> clock_api;
 };
 
 class CudaReplayHook final : public DriverApiObserver {
@@ -118,6 +121,7 @@ class CudaReplayHook final : public DriverApiObserver {
   std::vector<std::unique_ptr<device::Device>> proxies_;            // the controller's devices
   std::unique_ptr<replay::Controller> controller_;
   std::function<StatusOr<std::shared_ptr<replay::CounterBackend>>()> make_counter_backend_;
+  std::shared_ptr<replay::ClockApi> clock_api_;  // handed to the controller when it is made
   std::mutex counter_backend_mu_;
   bool counter_backend_tried_ = false;  // guarded by counter_backend_mu_
 

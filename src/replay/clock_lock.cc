@@ -66,8 +66,8 @@ ClockLock::ClockLock(ClockApi* api, int device, ClockControl control) : api_(api
     return;
   }
   memory_locked_ = true;
-  GPUPROF_LOG(kInfo) << "GPU " << device << ": SM clock locked at " << sm_mhz_ << " MHz, memory clock at "
-                     << memory_mhz_ << " MHz for the replay passes (--clock-control base)";
+  GPUPROF_LOG(kDebug) << "GPU " << device << ": SM clock locked at " << sm_mhz_ << " MHz, memory clock at "
+                      << memory_mhz_ << " MHz for the replay passes (--clock-control base)";
 }
 
 ClockLock::~ClockLock() { Release(); }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -129,6 +130,8 @@ std::shared_lock<std::shared_mutex> Controller::EnterDeviceShared(int device) {
 void Controller::SetCounterBackend(std::shared_ptr<CounterBackend> backend) {
   *counter_backend_.wlock() = std::move(backend);
 }
+
+void Controller::SetClockApi(std::shared_ptr<ClockApi> api) { *clock_api_.wlock() = std::move(api); }
 
 void Controller::SetRecordSink(std::function<void(const ReplayRecord&)> sink) {
   *sink_.wlock() = std::move(sink);
@@ -274,7 +277,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   auto held_ns = [replay_start] { return static_cast<std::uint64_t>(base::MonotonicNowNs() - replay_start); };
   std::unique_lock<std::shared_mutex> window(windows_[static_cast<std::size_t>(device.ordinal())]);
 
-  record.clock_control = options.clock_control;
+  record.clock_control = ClockControl::kNone;  // until the clocks are locked below
   record.caches_flushed = executor.flushes_caches();
 
   // Declines decided inside the window run once while still holding it (R9).
@@ -314,6 +317,22 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   record.snapshot_bytes = snapshot.total_bytes();
   record.snapshot_device_bytes = snapshot.device_bytes();
   record.snapshot_copied_bytes = snapshot.last_capture().bytes_copied;
+
+  // C3: with --clock-control base every pass (timing and counter) runs at base clocks, released
+  // before the final restore. A device whose clocks could not be locked is not asked again: its
+  // lock warned once, and its launches run at the clocks as they are.
+  const std::shared_ptr<ClockApi> clock_api =
+      options.clock_control == ClockControl::kBase ? *clock_api_.rlock() : nullptr;
+  std::optional<ClockLock> clocks;
+  if (options.clock_control == ClockControl::kBase && !clocks_given_up_.rlock()->contains(device.ordinal())) {
+    clocks.emplace(clock_api.get(), device.ordinal(), ClockControl::kBase);
+    if (clocks->locked()) {
+      record.clock_control = ClockControl::kBase;
+    } else {
+      clocks_given_up_.wlock()->insert(device.ordinal());
+      clocks.reset();
+    }
+  }
 
   // The output of pass p is hashed by the restore before pass p + 1 (one read for both), and the
   // last pass's by the final inspection or restore.
@@ -369,6 +388,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
     GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail;
   }
   if (!record.counter_status.empty()) WarnNoCounters(record);
+  clocks.reset();  // the passes are over: the clocks go back before the application's launch
 
   if (executor.original_runs_after_return() && !record.passes.empty()) {
     // The application's launch runs next, on the inputs every pass saw. Like the restores

@@ -26,6 +26,7 @@
 #include "base/synchronized.h"
 #include "device/device.h"
 #include "gpuprof/replay.h"
+#include "replay/clock_lock.h"
 #include "replay/counter_backend.h"
 #include "replay/inventory.h"
 
@@ -81,6 +82,13 @@ class Controller {
   // why it has none. Thread-safe: a launch already replaying keeps the backend it started with.
   void SetCounterBackend(std::shared_ptr<CounterBackend> backend);
 
+  // NVML's clock calls, for options.clock_control == kBase (C3): each replayed launch's passes,
+  // timing and counter, run with the SM and memory clocks locked at base (ClockLock), restored
+  // before the application's launch proceeds. Without an api, or when a device's clocks cannot be
+  // locked (not root, not supported), that device's launches run at the clocks as they are, with
+  // one warning naming the fix, and their records say clock_control kNone. Thread-safe.
+  void SetClockApi(std::shared_ptr<ClockApi> api);
+
  private:
   struct Selection {
     bool selected = false;
@@ -119,7 +127,9 @@ class Controller {
   std::atomic<bool> warned_graph_{false};
   base::Synchronized<std::shared_ptr<CounterBackend>> counter_backend_;  // may be set while launches run
   base::Synchronized<std::unordered_set<std::string>> counter_warned_;   // counter_status texts warned about
-  base::Synchronized<std::unordered_set<std::string>> printf_warned_;    // kernels warned about (C2)
+  base::Synchronized<std::shared_ptr<ClockApi>> clock_api_;
+  base::Synchronized<std::unordered_set<int>> clocks_given_up_;  // devices whose clocks could not be locked
+  base::Synchronized<std::unordered_set<std::string>> printf_warned_;  // kernels warned about (C2)
   base::Synchronized<std::vector<ReplayRecord>> records_;
   base::Synchronized<std::function<void(const ReplayRecord&)>> sink_;
 };

@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/logging.h"
 #include "cupti/internal_work.h"
+#include "cupti/nvml_clock_api.h"
 #include "cupti/range_profiler_backend.h"
 #include "cupti/replay_hook.h"
 #include "device/cuda/cuda_driver.h"
@@ -139,6 +140,9 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
     replay_settings->device.spill_directory = spill_directory_;
     replay_settings->from_script = replay_settings_.from_script;
     replay_settings->make_counter_backend = [api] { return MakeCounterBackend(api); };
+    if (StatusOr<const device::cuda::CudaDriver*> driver = device::cuda::CudaDriver::Get(); driver.ok()) {
+      replay_settings->clock_api = std::make_shared<cupti::NvmlClockApi>(**driver);
+    }
     if (Status valid = replay::Controller::ValidateOptions(replay_settings->options); !valid.ok()) {
       GPUPROF_LOG(kError) << "replay off: " << valid.message();
       replay_settings.reset();

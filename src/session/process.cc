@@ -524,6 +524,14 @@ CallResult ProcessSession::ConfigureReplay(const gpuprof_replay_config_v1& confi
   if (!metrics.ok())
     return {GPUPROF_ERROR_INVALID_ARGUMENT, "metrics, section or set: " + metrics.status().message()};
   options.metrics = std::move(*metrics);
+  static_assert(offsetof(gpuprof_replay_config_v1, clock_control) == 88, "clock_control follows set");
+  if (const std::string_view clocks = text(&gpuprof_replay_config_v1::clock_control); !clocks.empty()) {
+    if (!replay::ParseClockControl(clocks, &options.clock_control)) {
+      return {GPUPROF_ERROR_INVALID_ARGUMENT,
+              "clock_control is '" + std::string(clocks) + "'; expected " +
+                  base::SettingAccepts(base::Spec(base::SettingId::kReplayClockControl))};
+    }
+  }
   if (Status valid = replay::Controller::ValidateOptions(options); !valid.ok()) return FromStatus(valid);
 
   Target target;

@@ -516,6 +516,15 @@ class ProfileTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "metrics must be a str or a list of str"):
             gpuprof.KernelReplay(metrics=[1])
 
+    def test_kernel_replay_clock_control_is_the_declared_setting(self):
+        # C3: clock_control is replay_clock_control; "none" (clocks untouched) unless "base" is asked.
+        import gpuprof
+        self.assertEqual(gpuprof.KernelReplay().clock_control, "none")
+        self.assertEqual(gpuprof.KernelReplay(clock_control="base").clock_control, "base")
+        self.assertIn("clock_control='base'", repr(gpuprof.KernelReplay(clock_control="base")))
+        with self.assertRaisesRegex(ValueError, "clock_control.*none, base|clock_control.*none\\|base"):
+            gpuprof.KernelReplay(clock_control="locked")
+
 
 def torch_version():
     import torch

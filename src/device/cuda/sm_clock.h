@@ -1,8 +1,6 @@
-// The current SM clock of a GPU, read through NVML (rule C3: recorded before and after every
-// replay pass; gpuprof never sets clocks). NVML is dlopened (libnvidia-ml.so.1, part of the
-// driver); the few entry points are declared here, since the toolkit on the development machine
-// ships no nvml.h. The device is found by its PCI bus id, so NVML's enumeration order and
-// CUDA_VISIBLE_DEVICES cannot mix devices up.
+// The current SM clock of a GPU, read through NVML (device/cuda/nvml.h; rule C3: recorded before
+// and after every replay pass). Reading only: clocks are set by cupti/nvml_clock_api.h, and only
+// under --clock-control base. The device is found by its PCI bus id.
 //
 // Thread-safety: Read may be called from any thread.
 #pragma once

@@ -3,6 +3,7 @@
 // the launch; every way of getting no counters leaves the launch replayed and timed and says why.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include "base/hash.h"
 #include "base/logging.h"
 #include "device/host/host_platform.h"
+#include "fakes/fake_clock_api.h"
 #include "fakes/fake_counter_backend.h"
 #include "fakes/replay_rig.h"
 #include "replay/controller.h"
@@ -22,6 +24,7 @@ using device::DevicePtr;
 using device::host::FaultPoint;
 using device::host::Kernel;
 using device::host::KernelContext;
+using gpuprof::testing::FakeClockApi;
 using gpuprof::testing::FakeCounterBackend;
 using gpuprof::testing::ReplayRig;
 
@@ -60,7 +63,7 @@ class ControllerCountersTest : public ::testing::Test {
     options.passes = passes;
     options.chunk_size = 4096;
     options.metrics = std::move(metrics);
-    options.clock_control = ClockControl::kNone;
+    options.clock_control = clock_control_;
     Controller& controller = rig_.Configure(options);
     if (with_backend) controller.SetCounterBackend(backend_);
     // Allocated once recording is on, so the snapshot tracks it.
@@ -86,6 +89,7 @@ class ControllerCountersTest : public ::testing::Test {
 
   ReplayRig rig_;
   std::shared_ptr<FakeCounterBackend> backend_;
+  ClockControl clock_control_ = ClockControl::kNone;
   DevicePtr buffer_ = 0;
 };
 
@@ -230,6 +234,77 @@ TEST_F(ControllerCountersTest, ARestoreThatFailsBeforeACounterPassStopsTheReplay
   EXPECT_FALSE(records[0].replayed);
   EXPECT_EQ(records[0].decline_reason, DeclineReason::kRestoreFailed) << records[0].decline_detail;
   EXPECT_EQ(backend_->begin_passes, 0);
+}
+
+// --clock-control base (C3) through a fake NVML: the clocks are locked for every pass, timing and
+// counter, and free again when the launch returns; a device that cannot lock is asked once.
+// A kernel that notes, at each pass, the SM clock the fake NVML has locked (0: free).
+Kernel ClockWatcher(FakeClockApi& nvml, std::vector<std::uint32_t>& seen) {
+  return Kernel{"clock_watcher", [&nvml, &seen](const KernelContext&) { seen.push_back(nvml.locked_sm); }};
+}
+
+TEST_F(ControllerCountersTest, ClockControlBaseLocksEveryPassAndRestoresBeforeTheLaunchReturns) {
+  clock_control_ = ClockControl::kBase;
+  Controller& controller = Configure({"dram__bytes_read.sum"});
+  auto nvml = std::make_shared<FakeClockApi>();
+  controller.SetClockApi(nvml);
+  std::vector<std::uint32_t> seen;
+  Launch(ClockWatcher(*nvml, seen));
+  // 2 timing passes, then the 2 counter passes dram__bytes_read.sum needs: all at the base SM clock.
+  EXPECT_EQ(seen, (std::vector<std::uint32_t>(4, nvml->base_sm)));
+  EXPECT_EQ(nvml->locked_sm, 0u) << "the SM clock is free again when the launch returns";
+  EXPECT_EQ(nvml->locked_memory, 0u);
+  auto records = controller.records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].clock_control, ClockControl::kBase);
+  EXPECT_EQ(records[0].metrics.size(), 1u);
+}
+
+TEST_F(ControllerCountersTest, ClockControlNoneNeverCallsNvml) {
+  Controller& controller = Configure({});
+  auto nvml = std::make_shared<FakeClockApi>();
+  controller.SetClockApi(nvml);
+  std::vector<std::uint32_t> seen;
+  Launch(ClockWatcher(*nvml, seen));
+  EXPECT_EQ(seen, (std::vector<std::uint32_t>{0, 0}));
+  EXPECT_TRUE(nvml->calls.empty());
+  ASSERT_EQ(controller.records().size(), 1u);
+  EXPECT_EQ(controller.records()[0].clock_control, ClockControl::kNone);
+}
+
+TEST_F(ControllerCountersTest, ClockControlBaseNotPermittedWarnsOnceAndTheLaunchesRunAsTheyAre) {
+  clock_control_ = ClockControl::kBase;
+  Controller& controller = Configure({});
+  auto nvml = std::make_shared<FakeClockApi>();
+  nvml->sm_result = {ClockCallCode::kNoPermission, "Insufficient Permissions"};
+  controller.SetClockApi(nvml);
+  base::ScopedLogCapture warnings;
+  std::vector<std::uint32_t> seen;
+  Launch(ClockWatcher(*nvml, seen));
+  Launch(ClockWatcher(*nvml, seen));
+  EXPECT_EQ(seen, (std::vector<std::uint32_t>(4, 0))) << "both launches replayed at the clocks as they are";
+  EXPECT_EQ(std::count(nvml->calls.begin(), nvml->calls.end(), "base 0"), 1) << "NVML is asked once";
+  EXPECT_EQ(warnings.Count("cannot lock the SM clock"), 1);
+  EXPECT_EQ(warnings.Count("root"), 1) << "the warning names the fix";
+  auto records = controller.records();
+  ASSERT_EQ(records.size(), 2u);
+  for (const ReplayRecord& r : records) {
+    EXPECT_TRUE(r.replayed);
+    EXPECT_EQ(r.clock_control, ClockControl::kNone) << "the record says the policy in force";
+  }
+}
+
+TEST_F(ControllerCountersTest, ClockControlBaseWithoutNvmlWarnsOnce) {
+  clock_control_ = ClockControl::kBase;
+  Configure({});
+  base::ScopedLogCapture warnings;
+  std::vector<std::uint32_t> seen;
+  FakeClockApi unused;
+  Launch(ClockWatcher(unused, seen));
+  Launch(ClockWatcher(unused, seen));
+  EXPECT_EQ(warnings.Count("NVML is not available"), 1);
+  ASSERT_EQ(rig_.controller()->records().size(), 2u);
+  EXPECT_EQ(rig_.controller()->records()[1].clock_control, ClockControl::kNone);
 }
 
 }  // namespace

@@ -377,6 +377,13 @@ TEST_F(GpuprofCApiTest, ReplayConfigurationIsCheckedThenDeclinedWithoutDeviceCol
   EXPECT_THAT(gpuprof_last_error(), HasSubstr("unknown set \"detailed\""));
   config.set = "basic";
   config.metrics = "dram__bytes_read.sum";
+  config.clock_control = "locked";
+  EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("clock_control is 'locked'; expected one of none, base"));
+  config.size = offsetof(gpuprof_replay_config_v1, clock_control);
+  EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_NOT_STARTED) << "clock_control is not read";
+  config.size = sizeof(config);
+  config.clock_control = "base";
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_NOT_STARTED) << "no session";
   ASSERT_EQ(gpuprof_start("{\"device\": false}"), GPUPROF_OK) << gpuprof_last_error();
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_NOT_STARTED);
