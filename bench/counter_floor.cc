@@ -8,13 +8,17 @@
 //   keep_enabled     Enable once; per launch a fresh counter data image and SetConfig
 //   keep_configured  Enable and SetConfig once; per launch only the passes, Decode, Evaluate and
 //                    a re-initialized counter data image
-//   backend          gpuprof's RangeProfilerBackend (Begin, BeginPass/EndPass, Finish), total only
+//   backend          gpuprof's RangeProfilerBackend (Begin, BeginPass/EndPass, Finish; it keeps
+//                    the profiler enabled between launches), total only
+//   cupti_kernel_replay  the peer floor: CUPTI replays the kernel itself (CUPTI_KernelReplay, its
+//                    own save and restore), one Start and Stop per launch
 //
 // Each pass is Start, one launch of a known kernel (fma_loop: k dependent FMAs per thread),
 // cuStreamSynchronize, Stop. Beside them, in the same run: the kernel alone (launch + sync, the
-// timing pass's floor) and the application's launch rate (empty kernels, asynchronous) with the
-// profiler disabled and enabled-but-not-started, so a profiler kept enabled between replayed
-// launches is seen to cost the application nothing (or what it costs).
+// timing pass's floor), the application's launch rate (empty kernels, asynchronous) and whether
+// two one-block kernels on two streams still overlap, each with the profiler disabled and
+// enabled-but-not-started: what a profiler kept enabled between replayed launches costs the
+// application.
 //
 // Every variant's smsp__inst_executed.sum on its last launch must equal per_launch's (an exact
 // count), or the row says WRONG and the program exits 1. --inst-check prints the instruction count
@@ -27,10 +31,12 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -72,7 +78,28 @@ struct Flags {
   std::string json;
   bool plain = false;
   bool inst_check = false;
+  bool activity = false;  // CUPTI kernel activity on, as under `gpuprof run`
 };
+
+// --activity: CUPTI's kernel activity records (CONCURRENT_KERNEL), as a tracing session enables
+// them; the records are counted, so the switches around the counter passes are seen to hold.
+std::atomic<std::uint64_t> g_kernel_records{0};
+cupti::CuptiApi* g_api = nullptr;
+
+void CUPTIAPI BufferRequested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  *size = 8 << 20;
+  *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, *size));
+  *max_records = 0;
+}
+
+void CUPTIAPI BufferCompleted(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t,
+                              std::size_t valid) {
+  CUpti_Activity* record = nullptr;
+  while (g_api->ActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_kernel_records.fetch_add(1);
+  }
+  std::free(buffer);
+}
 
 // Per-call time, summed over the launches that count (the first launch of a variant is apart).
 class CallTimes {
@@ -211,7 +238,7 @@ class Floor {
                           [&] { return api_.RangeProfilerCounterDataImageInitialize(&p); }),
               "CounterDataImageInitialize");
   }
-  bool SetConfig(const HostPlan& plan, bool user_range) {
+  bool SetConfig(const HostPlan& plan, bool user_range, CUpti_ProfilerReplayMode mode = CUPTI_UserReplay) {
     auto p =
         MakeParams<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
     p.pRangeProfilerObject = object_;
@@ -220,7 +247,7 @@ class Floor {
     p.counterDataImageSize = image_.size();
     p.pCounterDataImage = image_.data();
     p.range = user_range ? CUPTI_UserRange : CUPTI_AutoRange;
-    p.replayMode = CUPTI_UserReplay;
+    p.replayMode = mode;
     p.maxRangesPerPass = 1;
     p.numNestingLevels = 1;
     p.minNestingLevel = 1;
@@ -338,6 +365,54 @@ std::size_t IndexOf(const std::vector<std::string>& names, std::string_view name
 
 // What each variant does before its launches, per launch, and after.
 enum class Hold { kPerLaunch, kKeepEnabled, kKeepConfigured };
+
+// The peer floor: CUPTI's own kernel replay (CUPTI_KernelReplay): one Start, one launch that CUPTI
+// replays once per pass with its own save and restore, one Stop.
+VariantResult RunCuptiKernelReplay(Floor& floor, const HostPlan& plan, std::size_t launches,
+                                   const std::function<void()>& launch) {
+  VariantResult result;
+  result.name = "cupti_kernel_replay";
+  floor.ClearError();
+  floor.times().Reset();
+  double steady_ms = 0;
+  bool ok = floor.Enable() && floor.SizeImage(plan);
+  for (std::size_t i = 0; ok && i < launches; ++i) {
+    if (i == 1) floor.times().Reset();
+    const Clock::time_point start = Clock::now();
+    ok = floor.InitImage() && floor.SetConfig(plan, false, CUPTI_KernelReplay);
+    const int passes = ok ? floor.Passes(launch, false, 1) : -1;
+    std::vector<double> values = passes > 0 ? floor.Evaluate(plan) : std::vector<double>{};
+    const double ms = MsSince(start);
+    if (passes <= 0 || values.empty()) {
+      ok = false;
+      break;
+    }
+    result.passes = static_cast<int>(plan.passes);
+    result.values = std::move(values);
+    if (i == 0) {
+      result.first_ms = ms;
+    } else {
+      steady_ms += ms;
+    }
+  }
+  if (!ok) {
+    result.error = floor.error().empty() ? "failed" : floor.error();
+    floor.Disable();
+    return result;
+  }
+  floor.Disable();
+  const double steady = launches > 1 ? static_cast<double>(launches - 1) : 1.0;
+  result.per_launch_ms = steady_ms / steady;
+  for (const std::string& call : floor.times().order()) {
+    auto it = floor.times().stats().find(call);
+    if (it == floor.times().stats().end()) continue;
+    CallTimes::Stat stat = it->second;
+    stat.ms /= steady;
+    result.calls.emplace_back(call, stat);
+  }
+  result.ok = true;
+  return result;
+}
 
 VariantResult RunVariant(Floor& floor, const HostPlan& plan, Hold hold, std::string name,
                          std::size_t launches, const std::function<void()>& launch) {
@@ -457,6 +532,23 @@ double LaunchRateUs(int count) {
   return MsSince(start) * 1000.0 / count;
 }
 
+// Milliseconds for two one-block kernels on two streams, issued together: about one kernel's time
+// when they overlap, two when something serializes them.
+double TwoStreamsMs(float* out) {
+  static cudaStream_t streams[2] = {nullptr, nullptr};
+  if (streams[0] == nullptr) {
+    CheckCuda(cudaStreamCreateWithFlags(&streams[0], cudaStreamNonBlocking), "stream");
+    CheckCuda(cudaStreamCreateWithFlags(&streams[1], cudaStreamNonBlocking), "stream");
+  }
+  constexpr int kSerialFmas = 1 << 20;
+  CheckCuda(cudaDeviceSynchronize(), "sync");
+  const Clock::time_point start = Clock::now();
+  CheckCuda(LaunchFmaBlock(out, kSerialFmas, streams[0]), "fma block");
+  CheckCuda(LaunchFmaBlock(out + 32, kSerialFmas, streams[1]), "fma block");
+  CheckCuda(cudaDeviceSynchronize(), "sync");
+  return MsSince(start);
+}
+
 void WriteFile(const std::string& path, const void* data, std::size_t size) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
@@ -467,10 +559,12 @@ int Main(int argc, char** argv) {
   Flags flags;
   bool help = false;
   const bool parsed = ParseArgs(
-      "counter_floor", argc, argv, [](std::string_view n) { return n == "--plain" || n == "--inst-check"; },
+      "counter_floor", argc, argv,
+      [](std::string_view n) { return n == "--plain" || n == "--inst-check" || n == "--activity"; },
       [&](std::string_view n) {
         if (n == "--plain") flags.plain = true;
         if (n == "--inst-check") flags.inst_check = true;
+        if (n == "--activity") flags.activity = true;
       },
       [&](std::string_view name, std::string_view value) -> OptionResult {
         if (name == "--launches")
@@ -488,10 +582,12 @@ int Main(int argc, char** argv) {
     std::printf(
         "usage: counter_floor [--launches N] [--fma-k K] [--set basic|full] [--metrics m1,m2] "
         "[--inst-check]\n"
-        "                     [--save-image DIR] [--json FILE] [--plain]\n"
+        "                     [--save-image DIR] [--json FILE] [--plain] [--activity]\n"
         "Times CUPTI's Range Profiler call by call over N launches (default 20) of fma_loop(k=4096)\n"
         "for the ways of holding it across launches, beside the kernel alone and the launch rate.\n"
-        "--plain runs fma_loop at k = 0, 4096, 8192 with no CUPTI (for ncu on this program).\n");
+        "--plain runs fma_loop at k = 0, 4096, 8192 with no CUPTI (for ncu on this program).\n"
+        "--activity turns CUPTI's kernel activity records on first (as a tracing session does); with\n"
+        "--inst-check the counts are then taken with the records on, off for the context, off globally.\n");
     return 0;
   }
   float* out = nullptr;
@@ -516,6 +612,13 @@ int Main(int argc, char** argv) {
   if (!loaded.ok()) Die(loaded.status().ToString());
   std::shared_ptr<cupti::CuptiApi> api(std::move(*loaded));
   if (Status s = api->CounterApiStatus(); !s.ok()) Die(s.ToString());
+  g_api = api.get();
+  if (flags.activity) {
+    if (api->ActivityRegisterCallbacks(BufferRequested, BufferCompleted) != CUPTI_SUCCESS ||
+        api->ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
+      Die("cannot enable CUPTI's kernel activity");
+    }
+  }
   auto init = MakeParams<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
   if (CUptiResult r = api->ProfilerInitialize(&init); r != CUPTI_SUCCESS)
     Die("cuptiProfilerInitialize: " + cupti::CuptiErrorString(*api, r));
@@ -558,6 +661,12 @@ int Main(int argc, char** argv) {
   }
   const double alone_ms = MsSince(alone_start) / static_cast<double>(flags.launches * 10);
   const double rate_off_us = LaunchRateUs(2000);
+  TwoStreamsMs(out);  // warm
+  const Clock::time_point one_start = Clock::now();
+  CheckCuda(LaunchFmaBlock(out, 1 << 20, nullptr), "fma block");
+  CheckCuda(cudaDeviceSynchronize(), "sync");
+  const double one_block_ms = MsSince(one_start);
+  const double two_off_ms = TwoStreamsMs(out);
 
   std::vector<VariantResult> results;
   results.push_back(RunVariant(floor, plan, Hold::kPerLaunch, "per_launch", flags.launches, launch));
@@ -583,14 +692,17 @@ int Main(int argc, char** argv) {
 
   // The application's launch rate with the profiler enabled and configured but not started.
   double rate_enabled_us = -1;
+  double two_enabled_ms = -1;
   floor.ClearError();
   if (floor.Enable() && floor.SizeImage(plan) && floor.InitImage() && floor.SetConfig(plan, false)) {
     rate_enabled_us = LaunchRateUs(2000);
+    two_enabled_ms = TwoStreamsMs(out);
   } else {
     std::printf("counter_floor: enabled-not-started launch rate: %s\n", floor.error().c_str());
   }
   floor.Disable();
   results.push_back(RunBackend(api, context, plan, flags.launches, launch));
+  results.push_back(RunCuptiKernelReplay(floor, plan, flags.launches, launch));
 
   int exit_code = 0;
   const double reference = results[0].ok && inst < results[0].values.size() ? results[0].values[inst] : -1;
@@ -612,6 +724,10 @@ int Main(int argc, char** argv) {
       "app launch rate, empty kernel, async: %.2f us/launch profiler off, %.2f us/launch enabled "
       "and configured (not started)\n",
       rate_off_us, rate_enabled_us);
+  std::printf(
+      "app concurrency, two 1-block kernels on two streams: %.3f ms profiler off, %.3f ms enabled and "
+      "configured (one alone: %.3f ms; about twice that means serialized)\n",
+      two_off_ms, two_enabled_ms, one_block_ms);
   for (const VariantResult& r : results) {
     if (!r.ok || r.calls.empty()) continue;
     std::printf("\n%s, per launch (mean over launches 2..%" PRIu64 "):\n  %-28s %8s %10s\n", r.name.c_str(),
@@ -626,22 +742,43 @@ int Main(int argc, char** argv) {
     const HostPlan one = floor.Configure({"smsp__inst_executed.sum"});
     std::printf("\nsmsp__inst_executed.sum of fma_loop (132 x 256 threads, %d warps):\n",
                 kFmaLoopThreads / 32);
-    for (bool user : {false, true}) {
-      for (int kk : inst_ks) {
-        floor.ClearError();
-        const auto run = [&] { CheckCuda(LaunchFmaLoop(out, kk, nullptr), "fma_loop"); };
-        std::vector<double> values;
-        if (floor.Enable() && floor.SizeImage(one) && floor.InitImage() && floor.SetConfig(one, user) &&
-            floor.Passes(run, user, one.passes + 2) > 0) {
-          values = floor.Evaluate(one);
-        }
-        floor.Disable();
-        if (values.empty()) {
-          std::printf("  %s range k=%d: FAILED %s\n", user ? "user" : "auto", kk, floor.error().c_str());
-        } else {
-          std::printf("  %s range k=%-5d %.0f\n", user ? "user" : "auto", kk, values[0]);
+    const std::vector<std::string> records =
+        flags.activity
+            ? std::vector<std::string>{"activity on", "activity off for the context", "activity off globally"}
+            : std::vector<std::string>{"no activity"};
+    for (const std::string& mode : records) {
+      for (bool user : {false, true}) {
+        for (int kk : inst_ks) {
+          floor.ClearError();
+          const auto run = [&] { CheckCuda(LaunchFmaLoop(out, kk, nullptr), "fma_loop"); };
+          if (mode == "activity off for the context")
+            api->ActivityDisableContext(context, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+          if (mode == "activity off globally") api->ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+          std::vector<double> values;
+          if (floor.Enable() && floor.SizeImage(one) && floor.InitImage() && floor.SetConfig(one, user) &&
+              floor.Passes(run, user, one.passes + 2) > 0) {
+            values = floor.Evaluate(one);
+          }
+          floor.Disable();
+          if (mode == "activity off for the context")
+            api->ActivityEnableContext(context, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+          if (mode == "activity off globally") api->ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+          // One launch outside any collection: its record must arrive (the switch was restored).
+          run();
+          CheckCuda(cudaDeviceSynchronize(), "fma_loop");
+          if (values.empty()) {
+            std::printf("  %-30s %s range k=%d: FAILED %s\n", mode.c_str(), user ? "user" : "auto", kk,
+                        floor.error().c_str());
+          } else {
+            std::printf("  %-30s %s range k=%-5d %.0f\n", mode.c_str(), user ? "user" : "auto", kk,
+                        values[0]);
+          }
         }
       }
+    }
+    if (flags.activity) {
+      api->ActivityFlushAll(1);
+      std::printf("  kernel activity records received: %" PRIu64 "\n", g_kernel_records.load());
     }
   }
 

@@ -94,6 +94,8 @@ struct CuptiTable {
   decltype(&cuptiRangeProfilerDecodeData) range_decode_data = nullptr;
   decltype(&cuptiRangeProfilerGetCounterDataInfo) range_get_counter_data_info = nullptr;
   decltype(&cuptiRangeProfilerCounterDataGetRangeInfo) range_counter_data_get_range_info = nullptr;
+  decltype(&cuptiActivityEnableContext) activity_enable_context = nullptr;
+  decltype(&cuptiActivityDisableContext) activity_disable_context = nullptr;
   std::string library;
   std::string counter_missing;
 };
@@ -238,6 +240,14 @@ class LoadedCuptiApi final : public CuptiApi {
       CUpti_RangeProfiler_CounterData_GetRangeInfo_Params* p) override {
     return Call(t_.range_counter_data_get_range_info, p);
   }
+  CUptiResult ActivityEnableContext(CUcontext context, CUpti_ActivityKind kind) override {
+    return t_.activity_enable_context != nullptr ? t_.activity_enable_context(context, kind)
+                                                 : CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  CUptiResult ActivityDisableContext(CUcontext context, CUpti_ActivityKind kind) override {
+    return t_.activity_disable_context != nullptr ? t_.activity_disable_context(context, kind)
+                                                  : CUPTI_ERROR_NOT_SUPPORTED;
+  }
 
  private:
   const CuptiTable t_;
@@ -354,6 +364,8 @@ StatusOr<std::unique_ptr<CuptiApi>> LoadCuptiApi(const std::vector<std::string>&
           t.counter_missing);
   Resolve(lib.handle, "cuptiRangeProfilerCounterDataGetRangeInfo", t.range_counter_data_get_range_info,
           t.counter_missing);
+  Resolve(lib.handle, "cuptiActivityEnableContext", t.activity_enable_context, t.counter_missing);
+  Resolve(lib.handle, "cuptiActivityDisableContext", t.activity_disable_context, t.counter_missing);
   if (!missing.empty()) {
     // The handle stays open (see the header): another part of the process may share it.
     return UnavailableError("CUPTI unavailable: " + lib.name + " lacks " + missing +

@@ -151,6 +151,14 @@ class CuptiApi {
       CUpti_RangeProfiler_CounterData_GetRangeInfo_Params*) {
     return CUPTI_ERROR_NOT_SUPPORTED;
   }
+  // Per-context activity switches, over the global ones (cuptiActivityEnableContext/DisableContext):
+  // the counter passes hold kernel activity off on the replayed launch's context (issue 19, 5).
+  virtual CUptiResult ActivityEnableContext(CUcontext, CUpti_ActivityKind) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  virtual CUptiResult ActivityDisableContext(CUcontext, CUpti_ActivityKind) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
 };
 
 class DriverApi {

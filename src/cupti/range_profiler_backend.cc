@@ -5,6 +5,7 @@
 #include <exception>
 #include <set>
 
+#include "base/logging.h"
 #include "cupti/internal_work.h"
 #include "device/cuda/cuda_driver.h"
 #include "replay/metric_catalog.h"
@@ -66,56 +67,100 @@ std::vector<const char*> CStrings(const std::vector<std::string>& names) {
   return out;
 }
 
-// One collection: the Range Profiler enabled on the launch's context for one launch.
+}  // namespace
+
+// A context's Range Profiler, enabled at its first collection and kept for the next ones (SetConfig
+// again per launch): Enable, Disable and the first Start after an Enable cost 155 ms per launch of
+// --set basic on the H200, kept 190 ms against 345 ms per launch (bench/counter_floor). Guarded by
+// the backend's mu_, except `object` and `image`, which only the collection holding it (busy) uses.
+struct RangeProfilerBackend::ContextProfiler {
+  CUcontext context = nullptr;
+  CUpti_RangeProfiler_Object* object = nullptr;  // null until enabled
+  std::vector<std::uint8_t> image;        // the counter data image SetConfig points into: lives with object
+  const CachedPlan* sized_for = nullptr;  // the plan `image` was sized for
+  bool busy = false;                      // a collection holds it
+  bool drop_when_done = false;            // Idle came while busy: disable at the collection's end
+};
+
+namespace {
+
+// One launch's collection on its context's profiler: SetConfig over a fresh counter data image,
+// the passes, then decode and evaluate; the profiler goes back to the backend, enabled, unless
+// something failed (then it is disabled, and the next collection enables a new one).
 class RangeProfilerCollection final : public replay::CounterCollection {
  public:
-  RangeProfilerCollection(std::shared_ptr<CuptiApi> api,
-                          std::shared_ptr<const RangeProfilerBackend::CachedPlan> plan, CounterRange range)
-      : api_(std::move(api)), plan_(std::move(plan)), range_(range) {}
+  using ContextProfiler = RangeProfilerBackend::ContextProfiler;
 
-  ~RangeProfilerCollection() override { static_cast<void>(Release()); }
+  RangeProfilerCollection(std::shared_ptr<CuptiApi> api, RangeProfilerBackend& backend,
+                          std::shared_ptr<const RangeProfilerBackend::CachedPlan> plan,
+                          std::shared_ptr<ContextProfiler> profiler, CounterRange range)
+      : api_(std::move(api)),
+        backend_(backend),
+        plan_(std::move(plan)),
+        profiler_(std::move(profiler)),
+        range_(range) {}
+
+  ~RangeProfilerCollection() override { static_cast<void>(Release(/*failed=*/true)); }
 
   RangeProfilerCollection(const RangeProfilerCollection&) = delete;
   RangeProfilerCollection& operator=(const RangeProfilerCollection&) = delete;
 
-  Status Enable(CUcontext context) {
+  // Kernel activity off on the context until Release (RangeProfilerOptions::hold_off_kernel_activity).
+  Status HoldOffKernelActivity() {
     ScopedInternalWork internal;
-    auto enable =
-        MakeParams<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
-    enable.ctx = context;
-    GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerEnable(&enable), "cuptiRangeProfilerEnable"));
-    object_ = enable.pRangeProfilerObject;
-    if (object_ == nullptr) return InternalError("cuptiRangeProfilerEnable returned no profiler object");
-
-    names_ = CStrings(plan_->metrics);
-    auto size = MakeParams<CUpti_RangeProfiler_GetCounterDataSize_Params>(
-        CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
-    size.pRangeProfilerObject = object_;
-    size.pMetricNames = names_.data();
-    size.numMetrics = names_.size();
-    size.maxNumOfRanges = 1;  // one launch, one range
-    size.maxNumRangeTreeNodes = 1;
     GPUPROF_RETURN_IF_ERROR(
-        Check(api_->RangeProfilerGetCounterDataSize(&size), "cuptiRangeProfilerGetCounterDataSize"));
-    if (size.counterDataSize == 0)
-      return InternalError("cuptiRangeProfilerGetCounterDataSize returned 0 bytes");
-    counter_data_.assign(size.counterDataSize, 0);
+        Check(api_->ActivityDisableContext(profiler_->context, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+              "cuptiActivityDisableContext(CONCURRENT_KERNEL)"));
+    activity_held_off_ = true;
+    return OkStatus();
+  }
 
+  // Enables the context's profiler if it is not yet, sizes the counter data image for this plan
+  // when it was sized for another, and configures this launch's collection.
+  Status Prepare() {
+    ScopedInternalWork internal;
+    ContextProfiler& p = *profiler_;
+    if (p.object == nullptr) {
+      auto enable =
+          MakeParams<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+      enable.ctx = p.context;
+      GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerEnable(&enable), "cuptiRangeProfilerEnable"));
+      p.object = enable.pRangeProfilerObject;
+      p.sized_for = nullptr;
+      if (p.object == nullptr) return InternalError("cuptiRangeProfilerEnable returned no profiler object");
+    }
+    names_ = CStrings(plan_->metrics);
+    if (p.sized_for != plan_.get()) {
+      p.sized_for = nullptr;
+      auto size = MakeParams<CUpti_RangeProfiler_GetCounterDataSize_Params>(
+          CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+      size.pRangeProfilerObject = p.object;
+      size.pMetricNames = names_.data();
+      size.numMetrics = names_.size();
+      size.maxNumOfRanges = 1;  // one launch, one range
+      size.maxNumRangeTreeNodes = 1;
+      GPUPROF_RETURN_IF_ERROR(
+          Check(api_->RangeProfilerGetCounterDataSize(&size), "cuptiRangeProfilerGetCounterDataSize"));
+      if (size.counterDataSize == 0)
+        return InternalError("cuptiRangeProfilerGetCounterDataSize returned 0 bytes");
+      p.image.assign(size.counterDataSize, 0);
+      p.sized_for = plan_.get();
+    }
     auto init = MakeParams<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
-    init.pRangeProfilerObject = object_;
-    init.counterDataSize = counter_data_.size();
-    init.pCounterData = counter_data_.data();
+    init.pRangeProfilerObject = p.object;
+    init.counterDataSize = p.image.size();
+    init.pCounterData = p.image.data();
     GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerCounterDataImageInitialize(&init),
                                   "cuptiRangeProfilerCounterDataImageInitialize"));
 
     auto config =
         MakeParams<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
-    config.pRangeProfilerObject = object_;
+    config.pRangeProfilerObject = p.object;
     config.configSize = plan_->config_image.size();
     config.pConfig = plan_->config_image.data();
-    config.counterDataImageSize = counter_data_.size();
-    config.pCounterDataImage = counter_data_.data();
+    config.counterDataImageSize = p.image.size();
+    config.pCounterDataImage = p.image.data();
     config.range = range_ == CounterRange::kAuto ? CUPTI_AutoRange : CUPTI_UserRange;
     config.replayMode = CUPTI_UserReplay;  // gpuprof's own passes are the replays
     config.maxRangesPerPass = 1;
@@ -123,20 +168,22 @@ class RangeProfilerCollection final : public replay::CounterCollection {
     config.minNestingLevel = 1;
     config.passIndex = 0;
     config.targetNestingLevel = 1;
-    return Check(api_->RangeProfilerSetConfig(&config), "cuptiRangeProfilerSetConfig");
+    GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerSetConfig(&config), "cuptiRangeProfilerSetConfig"));
+    configured_ = true;
+    return OkStatus();
   }
 
   Status BeginPass() override {
-    if (object_ == nullptr) return FailedPreconditionError("counter collection already finished");
+    if (!configured_) return FailedPreconditionError("counter collection already finished");
     ScopedInternalWork internal;
     auto start = MakeParams<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
-    start.pRangeProfilerObject = object_;
+    start.pRangeProfilerObject = profiler_->object;
     GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerStart(&start), "cuptiRangeProfilerStart"));
     started_ = true;
     if (range_ == CounterRange::kUser) {
       auto push =
           MakeParams<CUpti_RangeProfiler_PushRange_Params>(CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE);
-      push.pRangeProfilerObject = object_;
+      push.pRangeProfilerObject = profiler_->object;
       push.pRangeName = "gpuprof";
       GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerPushRange(&push), "cuptiRangeProfilerPushRange"));
       pushed_ = true;
@@ -151,23 +198,23 @@ class RangeProfilerCollection final : public replay::CounterCollection {
       pushed_ = false;
       auto pop =
           MakeParams<CUpti_RangeProfiler_PopRange_Params>(CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
-      pop.pRangeProfilerObject = object_;
+      pop.pRangeProfilerObject = profiler_->object;
       GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerPopRange(&pop), "cuptiRangeProfilerPopRange"));
     }
     started_ = false;
     auto stop = MakeParams<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-    stop.pRangeProfilerObject = object_;
+    stop.pRangeProfilerObject = profiler_->object;
     GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerStop(&stop), "cuptiRangeProfilerStop"));
     ++passes_;
     return stop.isAllPassSubmitted != 0;
   }
 
   StatusOr<std::vector<replay::MetricValue>> Finish() override {
-    if (object_ == nullptr) return FailedPreconditionError("counter collection already finished");
+    if (!configured_) return FailedPreconditionError("counter collection already finished");
     ScopedInternalWork internal;
     Status status = Evaluate();
-    // Disable whatever happened: the context must not stay in profiling mode.
-    Status released = Release();
+    // Whatever happened, the profiler goes back (kept enabled only after a clean collection).
+    Status released = Release(/*failed=*/!status.ok());
     GPUPROF_RETURN_IF_ERROR(status);
     GPUPROF_RETURN_IF_ERROR(released);
     return std::move(values_);
@@ -180,9 +227,10 @@ class RangeProfilerCollection final : public replay::CounterCollection {
   }
 
   Status Evaluate() {
+    ContextProfiler& p = *profiler_;
     auto decode =
         MakeParams<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
-    decode.pRangeProfilerObject = object_;
+    decode.pRangeProfilerObject = p.object;
     GPUPROF_RETURN_IF_ERROR(Check(api_->RangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData"));
     if (decode.numOfRangeDropped > 0) {
       return InternalError("cuptiRangeProfilerDecodeData dropped " +
@@ -192,8 +240,8 @@ class RangeProfilerCollection final : public replay::CounterCollection {
     }
     auto info = MakeParams<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
         CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
-    info.pCounterDataImage = counter_data_.data();
-    info.counterDataImageSize = counter_data_.size();
+    info.pCounterDataImage = p.image.data();
+    info.counterDataImageSize = p.image.size();
     GPUPROF_RETURN_IF_ERROR(
         Check(api_->RangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo"));
     if (info.numTotalRanges < 1) {
@@ -206,8 +254,8 @@ class RangeProfilerCollection final : public replay::CounterCollection {
       auto evaluate = MakeParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
           CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
       evaluate.pHostObject = plan_->host->object;
-      evaluate.pCounterDataImage = counter_data_.data();
-      evaluate.counterDataImageSize = counter_data_.size();
+      evaluate.pCounterDataImage = p.image.data();
+      evaluate.counterDataImageSize = p.image.size();
       evaluate.rangeIndex = 0;
       evaluate.ppMetricNames = names_.data();
       evaluate.numMetrics = names_.size();
@@ -227,42 +275,52 @@ class RangeProfilerCollection final : public replay::CounterCollection {
     return OkStatus();
   }
 
-  // Stops an open pass and disables the profiler; idempotent.
-  Status Release() noexcept {
-    if (object_ == nullptr) return OkStatus();
+  // Stops an open pass, resumes kernel activity and hands the profiler back (disabled when
+  // `failed`); idempotent.
+  Status Release(bool failed) noexcept {
+    if (profiler_ == nullptr) return OkStatus();
     ScopedInternalWork internal;
-    if (pushed_) {
-      auto pop =
-          MakeParams<CUpti_RangeProfiler_PopRange_Params>(CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
-      pop.pRangeProfilerObject = object_;
-      static_cast<void>(api_->RangeProfilerPopRange(&pop));
-      pushed_ = false;
+    if (profiler_->object != nullptr) {
+      if (pushed_) {
+        auto pop =
+            MakeParams<CUpti_RangeProfiler_PopRange_Params>(CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
+        pop.pRangeProfilerObject = profiler_->object;
+        static_cast<void>(api_->RangeProfilerPopRange(&pop));
+        pushed_ = false;
+      }
+      if (started_) {
+        auto stop = MakeParams<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+        stop.pRangeProfilerObject = profiler_->object;
+        static_cast<void>(api_->RangeProfilerStop(&stop));
+        started_ = false;
+      }
     }
-    if (started_) {
-      auto stop = MakeParams<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-      stop.pRangeProfilerObject = object_;
-      static_cast<void>(api_->RangeProfilerStop(&stop));
-      started_ = false;
-    }
-    auto disable =
-        MakeParams<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
-    disable.pRangeProfilerObject = object_;
-    object_ = nullptr;
-    const CUptiResult result = api_->RangeProfilerDisable(&disable);
-    if (result == CUPTI_SUCCESS) return OkStatus();
-    try {
-      return Check(result, "cuptiRangeProfilerDisable");
-    } catch (...) {
-      return InternalError("cuptiRangeProfilerDisable failed");
+    configured_ = false;
+    ResumeKernelActivity();
+    return backend_.Return(std::move(profiler_), failed);
+  }
+
+  // Kernel activity back on for the context (idempotent).
+  void ResumeKernelActivity() noexcept {
+    if (!activity_held_off_) return;
+    activity_held_off_ = false;
+    const CUptiResult result =
+        api_->ActivityEnableContext(profiler_->context, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (result != CUPTI_SUCCESS) {
+      GPUPROF_LOG(kError) << "cuptiActivityEnableContext(CONCURRENT_KERNEL) failed after the counter passes: "
+                          << CuptiErrorString(*api_, result)
+                          << "; later kernels of this context may have no TASK row";
     }
   }
 
   std::shared_ptr<CuptiApi> api_;
+  RangeProfilerBackend& backend_;  // outlives the collection (the controller holds it meanwhile)
   std::shared_ptr<const RangeProfilerBackend::CachedPlan> plan_;
+  std::shared_ptr<ContextProfiler> profiler_;  // held (busy) until Release hands it back
   CounterRange range_;
-  CUpti_RangeProfiler_Object* object_ = nullptr;
   std::vector<const char*> names_;
-  std::vector<std::uint8_t> counter_data_;  // SetConfig keeps a pointer to it: lives as long as object_
+  bool activity_held_off_ = false;
+  bool configured_ = false;
   bool started_ = false;
   bool pushed_ = false;
   int passes_ = 0;
@@ -589,12 +647,91 @@ StatusOr<std::unique_ptr<replay::CounterCollection>> RangeProfilerBackend::Begin
         profiler_initialized_ = true;
       }
     }
-    auto collection = std::make_unique<RangeProfilerCollection>(api_, std::move(plan), options_.range);
-    GPUPROF_RETURN_IF_ERROR(collection->Enable(context));
+    std::shared_ptr<ContextProfiler> profiler;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::shared_ptr<ContextProfiler>& held = profilers_[context];
+      if (held == nullptr) {
+        held = std::make_shared<ContextProfiler>();
+        held->context = context;
+      }
+      if (held->busy) {
+        return FailedPreconditionError("a counter collection is already running on this CUDA context");
+      }
+      held->busy = true;
+      profiler = held;
+    }
+    // From here the collection owns the profiler: a failure below hands it back, disabled.
+    auto collection = std::make_unique<RangeProfilerCollection>(api_, *this, std::move(plan),
+                                                                std::move(profiler), options_.range);
+    if (options_.hold_off_kernel_activity) GPUPROF_RETURN_IF_ERROR(collection->HoldOffKernelActivity());
+    GPUPROF_RETURN_IF_ERROR(collection->Prepare());
     return std::unique_ptr<replay::CounterCollection>(std::move(collection));
   } catch (const std::exception& e) {
     return InternalError(std::string("starting counter collection: ") + e.what());
   }
+}
+
+Status RangeProfilerBackend::Disable(ContextProfiler& profiler) noexcept {
+  if (profiler.object == nullptr) return OkStatus();
+  ScopedInternalWork internal;
+  auto params =
+      MakeParams<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+  params.pRangeProfilerObject = profiler.object;
+  profiler.object = nullptr;
+  profiler.sized_for = nullptr;
+  const CUptiResult result = api_->RangeProfilerDisable(&params);
+  if (result == CUPTI_SUCCESS) return OkStatus();
+  try {
+    return Fail(result, "cuptiRangeProfilerDisable");
+  } catch (...) {
+    return InternalError("cuptiRangeProfilerDisable failed");
+  }
+}
+
+Status RangeProfilerBackend::Return(std::shared_ptr<ContextProfiler> profiler, bool failed) noexcept {
+  bool disable = failed || !options_.keep_enabled;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    disable = disable || profiler->drop_when_done;
+    profiler->busy = false;
+    profiler->drop_when_done = false;
+    if (disable) {
+      auto it = profilers_.find(profiler->context);
+      if (it != profilers_.end() && it->second == profiler) profilers_.erase(it);
+    }
+  }
+  return disable ? Disable(*profiler) : OkStatus();
+}
+
+void RangeProfilerBackend::Idle() noexcept {
+  std::vector<std::shared_ptr<ContextProfiler>> idle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = profilers_.begin(); it != profilers_.end();) {
+      if (it->second->busy) {
+        it->second->drop_when_done = true;  // its collection disables it when it ends
+        ++it;
+      } else {
+        idle.push_back(std::move(it->second));
+        it = profilers_.erase(it);
+      }
+    }
+  }
+  for (const std::shared_ptr<ContextProfiler>& profiler : idle) {
+    if (Status s = Disable(*profiler); !s.ok()) {
+      GPUPROF_LOG(kWarning) << "replay counters: " << s.message();
+    }
+  }
+}
+
+std::size_t RangeProfilerBackend::EnabledContexts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::size_t enabled = 0;
+  for (const auto& [context, profiler] : profilers_) {
+    if (profiler->object != nullptr) ++enabled;
+  }
+  return enabled;
 }
 
 StatusOr<std::unique_ptr<RangeProfilerBackend>> MakeRangeProfilerBackend(std::shared_ptr<CuptiApi> api,

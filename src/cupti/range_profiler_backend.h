@@ -67,6 +67,14 @@ struct RangeProfilerOptions {
   std::function<StatusOr<CUcontext>(int device)> context_of;
   // The chip of `device`, instead of cuptiDeviceGetChipName (tests; QueryMetrics with a chip).
   std::function<StatusOr<std::string>(int device)> chip_of;
+  // The session traces kernels (CONCURRENT_KERNEL activity): hold that off on the launch's context
+  // from Begin to Finish, so the counter passes count the kernel alone (CUPTI's kernel tracing
+  // adds about 8 instructions per warp to a traced launch: measured on the H200, bench/README.md
+  // "counter_floor") and make no TASK rows; back on before the application launches again.
+  bool hold_off_kernel_activity = false;
+  // Keep each context's Range Profiler enabled between collections (SetConfig again per launch)
+  // until Idle; false: Enable and Disable around every launch (bench/counter_floor's per_launch).
+  bool keep_enabled = true;
 };
 
 // The Status for a failed counter call, naming what the user can do (pure; unit-tested):
@@ -93,6 +101,10 @@ class RangeProfilerBackend final : public replay::CounterBackend {
   StatusOr<std::unique_ptr<replay::CounterCollection>> Begin(
       int device, const std::vector<std::string>& metrics) override;
   StatusOr<std::vector<replay::MetricInfo>> ListMetrics(int device) override;
+  // Disables every context's kept profiler (one still collecting is disabled when it ends).
+  void Idle() noexcept override;
+  // Contexts whose profiler is enabled now (tests).
+  std::size_t EnabledContexts();
 
   // The chip name of `device` (cached).
   StatusOr<std::string> ChipName(int device);
@@ -101,6 +113,11 @@ class RangeProfilerBackend final : public replay::CounterBackend {
 
   struct HostObject;  // a CUPTI host object (cupti_profiler_host.h), deinitialized when dropped
   struct CachedPlan;
+  struct ContextProfiler;  // a context's Range Profiler object, kept enabled between launches
+
+  // A collection hands its context's profiler back: kept enabled unless `failed`, keep_enabled is
+  // off or Idle came meanwhile (then disabled, and the next collection enables a new one).
+  Status Return(std::shared_ptr<ContextProfiler> profiler, bool failed) noexcept;
 
  private:
   StatusOr<std::shared_ptr<HostObject>> NewHostObject(const std::string& chip);
@@ -112,6 +129,7 @@ class RangeProfilerBackend final : public replay::CounterBackend {
   Status Configure(HostObject& host, const std::vector<std::string>& metrics,
                    std::vector<std::uint8_t>& image, int& passes);
   Status Fail(CUptiResult result, std::string_view call, std::string_view context = {});
+  Status Disable(ContextProfiler& profiler) noexcept;
 
   std::shared_ptr<CuptiApi> api_;
   RangeProfilerOptions options_;
@@ -122,6 +140,7 @@ class RangeProfilerBackend final : public replay::CounterBackend {
   std::map<std::string, std::vector<replay::MetricInfo>> metric_lists_;
   std::map<std::pair<std::string, std::string>, int> single_passes_;                        // (chip, metric)
   std::map<std::pair<std::string, std::string>, std::shared_ptr<const CachedPlan>> plans_;  // (chip, list)
+  std::map<CUcontext, std::shared_ptr<ContextProfiler>> profilers_;
 };
 
 // Unavailable (CounterApiStatus's message) when `api` lacks the counter entry points.

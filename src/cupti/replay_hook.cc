@@ -224,6 +224,18 @@ CudaReplayHook::~CudaReplayHook() { inventory_.BeginFinalization(); }
 
 void CudaReplayHook::BeginFinalization() noexcept { inventory_.BeginFinalization(); }
 
+void CudaReplayHook::OnContextDestroy(CUcontext context) noexcept {
+  static_cast<void>(context);  // the backend keeps few contexts: all of them go (Idle)
+  replay::Controller* controller = nullptr;
+  {
+    // A backend exists only once EnsureCounterBackend ran, after the controller was made.
+    std::lock_guard<std::mutex> lock(counter_backend_mu_);
+    if (!counter_backend_tried_) return;
+    controller = controller_.get();
+  }
+  if (controller != nullptr) controller->IdleCounters();
+}
+
 Status CudaReplayHook::Configure(const replay::ReplayOptions& options, bool flush_l2) noexcept {
   try {
     if (!EnsureDevices()) return UnavailableError("no CUDA device could be set up for replay");

@@ -82,6 +82,9 @@ class CudaReplayHook final : public DriverApiObserver {
   void OnModule(const ModuleEvent& event) noexcept;
   // Process teardown (R5): later callbacks record nothing and replay nothing.
   void BeginFinalization() noexcept;
+  // A context's destruction starts: the counter backend lets go of what it keeps enabled on
+  // contexts (replay::Controller::IdleCounters), while the context is still alive.
+  void OnContextDestroy(CUcontext context) noexcept;
   // New options and cache control for the launches from now on (passes == 1 pauses); launches
   // already replaying finish under the old ones. InvalidArgument for bad options, Unavailable
   // when no CUDA device could be set up. Thread-safe.

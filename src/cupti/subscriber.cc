@@ -564,6 +564,12 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
     case CUPTI_CB_DOMAIN_RESOURCE: {
       const auto* resource = static_cast<const CUpti_ResourceData*>(data);
       if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+        if (options_.on_context_destroy) {
+          try {
+            options_.on_context_destroy(resource->context);
+          } catch (...) {
+          }
+        }
         // The context's records must leave CUPTI before the context does.
         (void)api_->ActivityFlushAll(0);
         return;

@@ -111,6 +111,9 @@ struct SubscriberOptions {
   // Called on module load / unload start (under the resource callback; noexcept by contract,
   // exceptions are caught). Empty: the module callbacks are not enabled.
   std::function<void(const ModuleEvent&)> on_module;
+  // Called when a context's destruction starts (under the resource callback, before the context's
+  // records are flushed; noexcept by contract, exceptions are caught). May be empty.
+  std::function<void(CUcontext)> on_context_destroy;
   // The replay hook (replay_hook.h); null: none. Needs filter_internal_work (the API domains).
   DriverApiObserver* driver_api_observer = nullptr;
 };

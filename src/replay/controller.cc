@@ -80,9 +80,12 @@ std::unique_ptr<Controller::Plan> Controller::MakePlan(ReplayOptions options) {
 Status Controller::Reconfigure(ReplayOptions options) {
   GPUPROF_RETURN_IF_ERROR(ValidateOptions(options));
   std::unique_ptr<Plan> plan = MakePlan(std::move(options));
-  std::lock_guard<std::mutex> lock(plans_mu_);
-  plans_.push_back(std::move(plan));
-  plan_.store(plans_.back().get(), std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(plans_mu_);
+    plans_.push_back(std::move(plan));
+    plan_.store(plans_.back().get(), std::memory_order_release);
+  }
+  IdleCounters();  // a new plan: the next collection sets up again (a paused replay holds nothing)
   return OkStatus();
 }
 
@@ -439,7 +442,19 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   executor.SignalCompletion();
   record.replay_ns = held_ns();
   Publish(record);
+  // The selector's last launch: what the counter backend keeps between launches can go now.
+  if (!options.metrics.empty() && Exhausted()) IdleCounters();
   return OkStatus();
+}
+
+void Controller::IdleCounters() noexcept {
+  std::shared_ptr<CounterBackend> backend;
+  try {
+    backend = *counter_backend_.rlock();
+  } catch (...) {
+    return;
+  }
+  if (backend != nullptr) backend->Idle();
 }
 
 bool Controller::CollectMetrics(Snapshot& snapshot, ReplayRecord& record, device::LaunchExecutor& executor,

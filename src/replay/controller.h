@@ -81,6 +81,10 @@ class Controller {
   // without one, a launch asked for counters is replayed and timed, and its counter_status says
   // why it has none. Thread-safe: a launch already replaying keeps the backend it started with.
   void SetCounterBackend(std::shared_ptr<CounterBackend> backend);
+  // Tells the counter backend no collection is coming soon (CounterBackend::Idle): called here
+  // after the selector's last launch and at Reconfigure, and by the CUDA hook when a context is
+  // being destroyed or the session stops. Thread-safe.
+  void IdleCounters() noexcept;
 
   // NVML's clock calls, for options.clock_control == kBase (C3): each replayed launch's passes,
   // timing and counter, run with the SM and memory clocks locked at base (ClockLock), restored

@@ -68,6 +68,11 @@ class CounterBackend {
                                                              const std::vector<std::string>& metrics) = 0;
   // Every metric the device supports.
   virtual StatusOr<std::vector<MetricInfo>> ListMetrics(int device) = 0;
+  // No collection is coming soon (the selector is exhausted, replay was reconfigured, a context
+  // is going away, the session stops): drop what is kept between launches (the CUDA backend's
+  // enabled profilers, which slow the application's launches slightly). The next Begin sets it
+  // up again. Never called during process teardown.
+  virtual void Idle() noexcept {}
 };
 
 }  // namespace gpuprof::replay

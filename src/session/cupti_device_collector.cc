@@ -64,6 +64,7 @@ void PointNvtxAtCupti() {
 StatusOr<std::shared_ptr<replay::CounterBackend>> MakeCounterBackend(std::shared_ptr<cupti::CuptiApi> api) {
   GPUPROF_ASSIGN_OR_RETURN(const device::cuda::CudaDriver* driver, device::cuda::CudaDriver::Get());
   cupti::RangeProfilerOptions options;
+  options.hold_off_kernel_activity = true;  // the subscriber always traces kernels (CONCURRENT_KERNEL)
   if (const char* range = std::getenv("GPUPROF_REPLAY_COUNTER_RANGE"); range != nullptr && range[0] != '\0') {
     GPUPROF_ASSIGN_OR_RETURN(options.range, cupti::ParseCounterRange(range));
   }
@@ -175,6 +176,9 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
     options_.driver_api_observer = replay_hook_.get();
     options_.on_module = [hook = replay_hook_.get()](const cupti::ModuleEvent& event) {
       hook->OnModule(event);
+    };
+    options_.on_context_destroy = [hook = replay_hook_.get()](CUcontext context) {
+      hook->OnContextDestroy(context);
     };
     options_.filter_internal_work = true;
     if (replay_from_script_) {

@@ -33,6 +33,9 @@ class FakeCounterBackend final : public replay::CounterBackend {
   int begin_passes = 0;
   int end_passes = 0;
   int finishes = 0;
+  int idles = 0;
+
+  void Idle() noexcept override { ++idles; }
 
   StatusOr<replay::CounterPlan> Plan(int device, const std::vector<std::string>& names) override {
     static_cast<void>(device);

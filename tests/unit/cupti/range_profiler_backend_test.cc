@@ -235,6 +235,14 @@ class FakeCounterCupti final : public CuptiApi {
     p->numTotalRanges = stops_ > 0 ? 1 : 0;
     return CUPTI_SUCCESS;
   }
+  CUptiResult ActivityDisableContext(CUcontext, CUpti_ActivityKind kind) override {
+    calls.push_back(kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? "KernelActivityOff" : "ActivityOff");
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult ActivityEnableContext(CUcontext, CUpti_ActivityKind kind) override {
+    calls.push_back(kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? "KernelActivityOn" : "ActivityOn");
+    return CUPTI_SUCCESS;
+  }
 
  private:
   struct Object {
@@ -305,7 +313,125 @@ TEST(RangeProfilerBackendTest, PlanBeginPassesFinishGiveTheValuesInOrder) {
   EXPECT_THAT(api->calls,
               ElementsAre("ProfilerInitialize", "Enable", "GetCounterDataSize(2 metrics, 1 range)",
                           "CounterDataImageInitialize", "SetConfig", "Start", "Stop", "Start", "Stop",
-                          "Start", "Stop", "Start", "Stop", "DecodeData", "Evaluate", "Disable"));
+                          "Start", "Stop", "Start", "Stop", "DecodeData", "Evaluate"));
+  EXPECT_EQ((*backend)->EnabledContexts(), 1u) << "kept enabled for the next launch";
+}
+
+TEST(RangeProfilerBackendTest, TheNextLaunchReusesTheEnabledProfilerUntilIdle) {
+  auto api = std::make_shared<FakeCounterCupti>();
+  auto backend = MakeRangeProfilerBackend(api, Options());
+  ASSERT_TRUE(backend.ok());
+  const std::vector<std::string> metrics = {"dram__bytes_read.sum"};
+  for (int launch = 0; launch < 2; ++launch) {
+    auto collection = (*backend)->Begin(0, metrics);
+    ASSERT_TRUE(collection.ok()) << collection.status().message();
+    ASSERT_TRUE(RunPasses(**collection).ok());
+    ASSERT_TRUE((*collection)->Finish().ok());
+    if (launch == 0) api->calls.clear();
+  }
+  // No Enable, no sizing: a fresh image and SetConfig on the kept profiler.
+  EXPECT_THAT(api->calls, ElementsAre("CounterDataImageInitialize", "SetConfig", "Start", "Stop",
+                                      "DecodeData", "Evaluate"));
+  api->calls.clear();
+  (*backend)->Idle();
+  EXPECT_THAT(api->calls, ElementsAre("Disable"));
+  EXPECT_EQ((*backend)->EnabledContexts(), 0u);
+  api->calls.clear();
+  auto again = (*backend)->Begin(0, metrics);
+  ASSERT_TRUE(again.ok());
+  EXPECT_THAT(api->calls, ElementsAre("Enable", "GetCounterDataSize(1 metrics, 1 range)",
+                                      "CounterDataImageInitialize", "SetConfig"))
+      << "after Idle the next collection enables again";
+}
+
+TEST(RangeProfilerBackendTest, AnotherMetricListResizesTheImageOnTheSameProfiler) {
+  auto api = std::make_shared<FakeCounterCupti>();
+  auto backend = MakeRangeProfilerBackend(api, Options());
+  ASSERT_TRUE(backend.ok());
+  for (const std::vector<std::string>& metrics :
+       {std::vector<std::string>{"dram__bytes_read.sum"},
+        std::vector<std::string>{"dram__bytes_read.sum", "smsp__inst_executed.sum"}}) {
+    api->calls.clear();
+    auto collection = (*backend)->Begin(0, metrics);
+    ASSERT_TRUE(collection.ok());
+    ASSERT_TRUE(RunPasses(**collection).ok());
+    ASSERT_TRUE((*collection)->Finish().ok());
+  }
+  EXPECT_THAT(api->calls,
+              ElementsAre("GetCounterDataSize(2 metrics, 1 range)", "CounterDataImageInitialize", "SetConfig",
+                          "Start", "Stop", "Start", "Stop", "DecodeData", "Evaluate"));
+}
+
+TEST(RangeProfilerBackendTest, AFailedCollectionDisablesAndTheNextOneEnablesAgain) {
+  auto api = std::make_shared<FakeCounterCupti>();
+  auto backend = MakeRangeProfilerBackend(api, Options());
+  ASSERT_TRUE(backend.ok());
+  api->start_result = CUPTI_ERROR_UNKNOWN;
+  {
+    auto collection = (*backend)->Begin(0, {"dram__bytes_read.sum"});
+    ASSERT_TRUE(collection.ok());
+    EXPECT_FALSE((*collection)->BeginPass().ok());
+  }  // dropped mid-way, as the controller drops a collection whose pass failed
+  EXPECT_EQ(api->calls.back(), "Disable");
+  EXPECT_EQ((*backend)->EnabledContexts(), 0u);
+  api->start_result = CUPTI_SUCCESS;
+  api->calls.clear();
+  auto collection = (*backend)->Begin(0, {"dram__bytes_read.sum"});
+  ASSERT_TRUE(collection.ok());
+  EXPECT_EQ(api->calls.front(), "Enable");
+}
+
+TEST(RangeProfilerBackendTest, OneCollectionPerContextAtATime) {
+  auto api = std::make_shared<FakeCounterCupti>();
+  auto backend = MakeRangeProfilerBackend(api, Options());
+  ASSERT_TRUE(backend.ok());
+  auto first = (*backend)->Begin(0, {"dram__bytes_read.sum"});
+  ASSERT_TRUE(first.ok());
+  auto second = (*backend)->Begin(0, {"dram__bytes_read.sum"});
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(second.status().message(), HasSubstr("already running on this CUDA context"));
+  (*backend)->Idle();  // while `first` collects: it is disabled when it ends, not now
+  EXPECT_EQ((*backend)->EnabledContexts(), 1u);
+  ASSERT_TRUE(RunPasses(**first).ok());
+  ASSERT_TRUE((*first)->Finish().ok());
+  EXPECT_EQ(api->calls.back(), "Disable");
+  EXPECT_EQ((*backend)->EnabledContexts(), 0u);
+}
+
+TEST(RangeProfilerBackendTest, WithoutKeepEnabledEveryLaunchEnablesAndDisables) {
+  auto api = std::make_shared<FakeCounterCupti>();
+  RangeProfilerOptions options = Options();
+  options.keep_enabled = false;
+  auto backend = MakeRangeProfilerBackend(api, options);
+  ASSERT_TRUE(backend.ok());
+  auto collection = (*backend)->Begin(0, {"dram__bytes_read.sum"});
+  ASSERT_TRUE(collection.ok());
+  ASSERT_TRUE(RunPasses(**collection).ok());
+  ASSERT_TRUE((*collection)->Finish().ok());
+  EXPECT_EQ(api->calls.back(), "Disable");
+  EXPECT_EQ((*backend)->EnabledContexts(), 0u);
+}
+
+TEST(RangeProfilerBackendTest, KernelActivityIsHeldOffFromBeginToFinishOnly) {
+  auto api = std::make_shared<FakeCounterCupti>();
+  RangeProfilerOptions options = Options();
+  options.hold_off_kernel_activity = true;
+  auto backend = MakeRangeProfilerBackend(api, options);
+  ASSERT_TRUE(backend.ok());
+  auto collection = (*backend)->Begin(0, {"dram__bytes_read.sum"});
+  ASSERT_TRUE(collection.ok());
+  ASSERT_TRUE(RunPasses(**collection).ok());
+  ASSERT_TRUE((*collection)->Finish().ok());
+  EXPECT_THAT(api->calls,
+              ElementsAre("ProfilerInitialize", "KernelActivityOff", "Enable",
+                          "GetCounterDataSize(1 metrics, 1 range)", "CounterDataImageInitialize", "SetConfig",
+                          "Start", "Stop", "DecodeData", "Evaluate", "KernelActivityOn"));
+  // A collection that fails to start still turns the records back on.
+  api->enable_result = CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  (*backend)->Idle();
+  api->calls.clear();
+  EXPECT_FALSE((*backend)->Begin(0, {"dram__bytes_read.sum"}).ok());
+  EXPECT_THAT(api->calls, ElementsAre("KernelActivityOff", "Enable", "KernelActivityOn"));
 }
 
 TEST(RangeProfilerBackendTest, PlansAreCachedPerMetricList) {
@@ -331,8 +457,7 @@ TEST(RangeProfilerBackendTest, UserRangePushesAndPopsAroundEachPass) {
   api->calls.clear();
   ASSERT_TRUE(RunPasses(**collection).ok());
   ASSERT_TRUE((*collection)->Finish().ok());
-  EXPECT_THAT(api->calls,
-              ElementsAre("Start", "PushRange", "PopRange", "Stop", "DecodeData", "Evaluate", "Disable"));
+  EXPECT_THAT(api->calls, ElementsAre("Start", "PushRange", "PopRange", "Stop", "DecodeData", "Evaluate"));
 }
 
 TEST(RangeProfilerBackendTest, EnableWithoutPrivilegesNamesTheDriverSettingAndTheWaysOut) {

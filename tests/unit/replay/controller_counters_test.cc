@@ -61,6 +61,7 @@ class ControllerCountersTest : public ::testing::Test {
   Controller& Configure(std::vector<std::string> metrics, int passes = 2, bool with_backend = true) {
     ReplayOptions options;
     options.passes = passes;
+    options.selector.count = count_;
     options.chunk_size = 4096;
     options.metrics = std::move(metrics);
     options.clock_control = clock_control_;
@@ -90,6 +91,7 @@ class ControllerCountersTest : public ::testing::Test {
   ReplayRig rig_;
   std::shared_ptr<FakeCounterBackend> backend_;
   ClockControl clock_control_ = ClockControl::kNone;
+  std::uint64_t count_ = 0;  // the selector's count (0: every launch)
   DevicePtr buffer_ = 0;
 };
 
@@ -305,6 +307,30 @@ TEST_F(ControllerCountersTest, ClockControlBaseWithoutNvmlWarnsOnce) {
   EXPECT_EQ(warnings.Count("NVML is not available"), 1);
   ASSERT_EQ(rig_.controller()->records().size(), 2u);
   EXPECT_EQ(rig_.controller()->records()[1].clock_control, ClockControl::kNone);
+}
+
+// What the backend keeps between launches (the CUDA one: enabled profilers) goes when no launch
+// will be collected: after the selector's last one, and when replay is reconfigured.
+TEST_F(ControllerCountersTest, TheBackendIsToldToIdleAfterTheSelectorsLastLaunch) {
+  count_ = 2;
+  Configure({"dram__bytes_read.sum"});
+  InPlace kernel;
+  Launch(kernel.Make(buffer_, kCount));
+  EXPECT_EQ(backend_->idles, 0) << "one more launch is still to be collected";
+  Launch(kernel.Make(buffer_, kCount));
+  EXPECT_EQ(backend_->idles, 1);
+  EXPECT_EQ(backend_->finishes, 2);
+}
+
+TEST_F(ControllerCountersTest, ReconfiguringTellsTheBackendToIdle) {
+  Controller& controller = Configure({"dram__bytes_read.sum"});
+  InPlace kernel;
+  Launch(kernel.Make(buffer_, kCount));
+  EXPECT_EQ(backend_->idles, 0) << "no count: every launch may still come";
+  ReplayOptions paused = controller.options();
+  paused.passes = 1;
+  ASSERT_TRUE(controller.Reconfigure(paused).ok());
+  EXPECT_EQ(backend_->idles, 1);
 }
 
 }  // namespace
