@@ -64,7 +64,10 @@ void PointNvtxAtCupti() {
 StatusOr<std::shared_ptr<replay::CounterBackend>> MakeCounterBackend(std::shared_ptr<cupti::CuptiApi> api) {
   GPUPROF_ASSIGN_OR_RETURN(const device::cuda::CudaDriver* driver, device::cuda::CudaDriver::Get());
   cupti::RangeProfilerOptions options;
-  options.hold_off_kernel_activity = true;  // the subscriber always traces kernels (CONCURRENT_KERNEL)
+  // Off: on the H200 cuptiActivityDisableContext/EnableContext around the counter passes made the
+  // instruction counts equal ncu's, but the context's kernels then had no activity record at all
+  // (0 TASK rows in GpuRunTest.ReplayCounters), so kernel tracing wins until that is solved.
+  options.hold_off_kernel_activity = false;
   if (const char* range = std::getenv("GPUPROF_REPLAY_COUNTER_RANGE"); range != nullptr && range[0] != '\0') {
     GPUPROF_ASSIGN_OR_RETURN(options.range, cupti::ParseCounterRange(range));
   }
