@@ -359,6 +359,19 @@ struct VariantResult {
   std::vector<std::pair<std::string, CallTimes::Stat>> calls;  // per launch, after the first
 };
 
+// The per-launch figures of a variant: its mean over launches 2..N, and each call's share.
+void SetPerLaunch(const CallTimes& times, std::size_t launches, double steady_ms, VariantResult& result) {
+  const double steady = launches > 1 ? static_cast<double>(launches - 1) : 1.0;
+  result.per_launch_ms = steady_ms / steady;
+  for (const std::string& call : times.order()) {
+    auto it = times.stats().find(call);
+    if (it == times.stats().end()) continue;
+    CallTimes::Stat stat = it->second;
+    stat.ms /= steady;
+    result.calls.emplace_back(call, stat);
+  }
+}
+
 std::size_t IndexOf(const std::vector<std::string>& names, std::string_view name) {
   return static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin());
 }
@@ -401,15 +414,7 @@ VariantResult RunCuptiKernelReplay(Floor& floor, const HostPlan& plan, std::size
     return result;
   }
   floor.Disable();
-  const double steady = launches > 1 ? static_cast<double>(launches - 1) : 1.0;
-  result.per_launch_ms = steady_ms / steady;
-  for (const std::string& call : floor.times().order()) {
-    auto it = floor.times().stats().find(call);
-    if (it == floor.times().stats().end()) continue;
-    CallTimes::Stat stat = it->second;
-    stat.ms /= steady;
-    result.calls.emplace_back(call, stat);
-  }
+  SetPerLaunch(floor.times(), launches, steady_ms, result);
   result.ok = true;
   return result;
 }
@@ -454,15 +459,7 @@ VariantResult RunVariant(Floor& floor, const HostPlan& plan, Hold hold, std::str
     }
   }
   floor.Disable();
-  const double steady = launches > 1 ? static_cast<double>(launches - 1) : 1.0;
-  result.per_launch_ms = steady_ms / steady;
-  for (const std::string& call : floor.times().order()) {
-    auto it = floor.times().stats().find(call);
-    if (it == floor.times().stats().end()) continue;
-    CallTimes::Stat stat = it->second;
-    stat.ms /= steady;
-    result.calls.emplace_back(call, stat);
-  }
+  SetPerLaunch(floor.times(), launches, steady_ms, result);
   result.ok = true;
   return result;
 }

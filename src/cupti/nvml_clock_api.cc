@@ -51,6 +51,16 @@ ClockCallResult NvmlClockApi::Handle(int device, void** handle) {
   return {};
 }
 
+template <typename Fn, typename... Args>
+ClockCallResult NvmlClockApi::Call(int device, const char* symbol, Args... args) {
+  void* handle = nullptr;
+  if (ClockCallResult found = Handle(device, &handle); !found.ok()) return found;
+  auto fn = reinterpret_cast<Fn>(nvml::Symbol(symbol));
+  if (fn == nullptr) return Missing(symbol);
+  const int code = fn(handle, args...);
+  return ClockCallFromNvml(code, symbol, nvml::ErrorString(code));
+}
+
 ClockCallResult NvmlClockApi::BaseClocks(int device, std::uint32_t* sm_mhz, std::uint32_t* memory_mhz) {
   void* handle = nullptr;
   if (ClockCallResult found = Handle(device, &handle); !found.ok()) return found;
@@ -68,39 +78,19 @@ ClockCallResult NvmlClockApi::BaseClocks(int device, std::uint32_t* sm_mhz, std:
 }
 
 ClockCallResult NvmlClockApi::LockSmClocks(int device, std::uint32_t min_mhz, std::uint32_t max_mhz) {
-  void* handle = nullptr;
-  if (ClockCallResult found = Handle(device, &handle); !found.ok()) return found;
-  auto lock = reinterpret_cast<LockFn>(nvml::Symbol("nvmlDeviceSetGpuLockedClocks"));
-  if (lock == nullptr) return Missing("nvmlDeviceSetGpuLockedClocks");
-  const int code = lock(handle, min_mhz, max_mhz);
-  return ClockCallFromNvml(code, "nvmlDeviceSetGpuLockedClocks", nvml::ErrorString(code));
+  return Call<LockFn>(device, "nvmlDeviceSetGpuLockedClocks", min_mhz, max_mhz);
 }
 
 ClockCallResult NvmlClockApi::LockMemoryClocks(int device, std::uint32_t min_mhz, std::uint32_t max_mhz) {
-  void* handle = nullptr;
-  if (ClockCallResult found = Handle(device, &handle); !found.ok()) return found;
-  auto lock = reinterpret_cast<LockFn>(nvml::Symbol("nvmlDeviceSetMemoryLockedClocks"));
-  if (lock == nullptr) return Missing("nvmlDeviceSetMemoryLockedClocks");
-  const int code = lock(handle, min_mhz, max_mhz);
-  return ClockCallFromNvml(code, "nvmlDeviceSetMemoryLockedClocks", nvml::ErrorString(code));
+  return Call<LockFn>(device, "nvmlDeviceSetMemoryLockedClocks", min_mhz, max_mhz);
 }
 
 ClockCallResult NvmlClockApi::ResetSmClocks(int device) {
-  void* handle = nullptr;
-  if (ClockCallResult found = Handle(device, &handle); !found.ok()) return found;
-  auto reset = reinterpret_cast<ResetFn>(nvml::Symbol("nvmlDeviceResetGpuLockedClocks"));
-  if (reset == nullptr) return Missing("nvmlDeviceResetGpuLockedClocks");
-  const int code = reset(handle);
-  return ClockCallFromNvml(code, "nvmlDeviceResetGpuLockedClocks", nvml::ErrorString(code));
+  return Call<ResetFn>(device, "nvmlDeviceResetGpuLockedClocks");
 }
 
 ClockCallResult NvmlClockApi::ResetMemoryClocks(int device) {
-  void* handle = nullptr;
-  if (ClockCallResult found = Handle(device, &handle); !found.ok()) return found;
-  auto reset = reinterpret_cast<ResetFn>(nvml::Symbol("nvmlDeviceResetMemoryLockedClocks"));
-  if (reset == nullptr) return Missing("nvmlDeviceResetMemoryLockedClocks");
-  const int code = reset(handle);
-  return ClockCallFromNvml(code, "nvmlDeviceResetMemoryLockedClocks", nvml::ErrorString(code));
+  return Call<ResetFn>(device, "nvmlDeviceResetMemoryLockedClocks");
 }
 
 }  // namespace gpuprof::cupti

@@ -38,6 +38,9 @@ class NvmlClockApi final : public replay::ClockApi {
  private:
   // NVML's device for CUDA ordinal `device` (cached); a kError result naming why there is none.
   replay::ClockCallResult Handle(int device, void** handle);
+  // NVML's `symbol` (of type Fn) called on device `device`'s handle with `args`.
+  template <typename Fn, typename... Args>
+  replay::ClockCallResult Call(int device, const char* symbol, Args... args);
 
   const device::cuda::CudaDriver& driver_;
   std::mutex mu_;
