@@ -670,16 +670,16 @@ int Main(int argc, char** argv) {
   if (!flags.save_image.empty() && results.back().ok) {
     WriteFile(flags.save_image + "/counter_data.bin", floor.image().data(), floor.image().size());
     WriteFile(flags.save_image + "/config.bin", plan.config.data(), plan.config.size());
-    std::string meta = "{\"chip\": \"" + chip + "\", \"kernel\": \"fma_loop\", \"k\": " + std::to_string(k) +
-                       ", \"passes\": " + std::to_string(results.back().passes) + ", \"metrics\": [";
+    // One "key value" per line (tests/unit/cupti reads it): the chip, the kernel, its pass count,
+    // then "metric NAME VALUE" in the plan's order, as this run evaluated them.
+    std::string meta = "chip " + chip + "\nkernel fma_loop k=" + std::to_string(k) + "\npasses " +
+                       std::to_string(results.back().passes) + "\n";
     for (std::size_t i = 0; i < plan.metrics.size(); ++i) {
       char value[64];
       std::snprintf(value, sizeof(value), "%.17g", results.back().values[i]);
-      meta +=
-          std::string(i ? ", " : "") + "{\"name\": \"" + plan.metrics[i] + "\", \"value\": " + value + "}";
+      meta += "metric " + plan.metrics[i] + " " + value + "\n";
     }
-    meta += "]}\n";
-    WriteFile(flags.save_image + "/values.json", meta.data(), meta.size());
+    WriteFile(flags.save_image + "/values.txt", meta.data(), meta.size());
     std::printf("counter_floor: saved a %zu-byte counter data image and %zu-byte config to %s\n",
                 floor.image().size(), plan.config.size(), flags.save_image.c_str());
   }

@@ -265,6 +265,12 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
      "and restore them after (base; NVML allows it to root only: otherwise a warning and clocks unchanged). "
      "Unlike ncu, the default is none",
      nullptr},
+    {SettingId::kReplayCounterRange, "replay_counter_range", "GPUPROF_REPLAY_COUNTER_RANGE", "", T::kChoice,
+     0, 0, "auto|user", "auto", "--counter-range", kReplayCommand, "auto|user",
+     "What a counter pass measures: the replayed kernel alone (auto, CUPTI's auto range) or everything "
+     "between the pass's start and stop, the L2 flush of --cache-control all included (user, CUPTI's user "
+     "range)",
+     nullptr},
 }};
 
 constexpr bool RowsInIdOrder() {

@@ -85,6 +85,7 @@ enum class SettingId : std::uint8_t {
   kReplaySection,
   kReplaySet,
   kReplayClockControl,
+  kReplayCounterRange,
   kCount,  // not a setting
 };
 

@@ -67,6 +67,53 @@ std::vector<const char*> CStrings(const std::vector<std::string>& names) {
   return out;
 }
 
+// Range 0 of a decoded counter data image, evaluated for `plan`'s metrics, with their units and
+// pass counts. `passes` only words the message of an image without a range.
+StatusOr<std::vector<replay::MetricValue>> EvaluateFirstRange(CuptiApi& api,
+                                                              const RangeProfilerBackend::CachedPlan& plan,
+                                                              std::span<const std::uint8_t> image,
+                                                              int passes) {
+  const auto check = [&api](CUptiResult result, std::string_view call) {
+    return result == CUPTI_SUCCESS ? OkStatus() : CounterStatus(result, call, CuptiErrorString(api, result));
+  };
+  auto info = MakeParams<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
+      CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+  info.pCounterDataImage = image.data();
+  info.counterDataImageSize = image.size();
+  GPUPROF_RETURN_IF_ERROR(
+      check(api.RangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo"));
+  if (info.numTotalRanges < 1) {
+    return InternalError("the counter data holds no range after " + std::to_string(passes) +
+                         " pass(es): no kernel ran between cuptiRangeProfilerStart and Stop");
+  }
+  std::vector<const char*> names = CStrings(plan.metrics);
+  std::vector<double> values(plan.metrics.size(), 0.0);
+  {
+    std::lock_guard<std::mutex> lock(plan.host->mu);
+    auto evaluate = MakeParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
+        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+    evaluate.pHostObject = plan.host->object;
+    evaluate.pCounterDataImage = image.data();
+    evaluate.counterDataImageSize = image.size();
+    evaluate.rangeIndex = 0;
+    evaluate.ppMetricNames = names.data();
+    evaluate.numMetrics = names.size();
+    evaluate.pMetricValues = values.data();
+    GPUPROF_RETURN_IF_ERROR(
+        check(api.HostEvaluateToGpuValues(&evaluate), "cuptiProfilerHostEvaluateToGpuValues"));
+  }
+  std::vector<replay::MetricValue> out;
+  for (std::size_t i = 0; i < plan.metrics.size(); ++i) {
+    replay::MetricValue value;
+    value.name = plan.metrics[i];
+    value.unit = i < plan.plan.units.size() ? plan.plan.units[i] : std::string();
+    value.value = values[i];
+    value.passes = i < plan.plan.metric_passes.size() ? plan.plan.metric_passes[i] : 0;
+    out.push_back(std::move(value));
+  }
+  return out;
+}
+
 }  // namespace
 
 // A context's Range Profiler, enabled at its first collection and kept for the next ones (SetConfig
@@ -238,40 +285,7 @@ class RangeProfilerCollection final : public replay::CounterCollection {
                            std::to_string(passes_) +
                            " pass(es): more than the replayed kernel ran between Start and Stop");
     }
-    auto info = MakeParams<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
-        CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
-    info.pCounterDataImage = p.image.data();
-    info.counterDataImageSize = p.image.size();
-    GPUPROF_RETURN_IF_ERROR(
-        Check(api_->RangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo"));
-    if (info.numTotalRanges < 1) {
-      return InternalError("the counter data holds no range after " + std::to_string(passes_) +
-                           " pass(es): no kernel ran between cuptiRangeProfilerStart and Stop");
-    }
-    std::vector<double> values(plan_->metrics.size(), 0.0);
-    {
-      std::lock_guard<std::mutex> lock(plan_->host->mu);
-      auto evaluate = MakeParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
-          CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
-      evaluate.pHostObject = plan_->host->object;
-      evaluate.pCounterDataImage = p.image.data();
-      evaluate.counterDataImageSize = p.image.size();
-      evaluate.rangeIndex = 0;
-      evaluate.ppMetricNames = names_.data();
-      evaluate.numMetrics = names_.size();
-      evaluate.pMetricValues = values.data();
-      GPUPROF_RETURN_IF_ERROR(
-          Check(api_->HostEvaluateToGpuValues(&evaluate), "cuptiProfilerHostEvaluateToGpuValues"));
-    }
-    values_.clear();
-    for (std::size_t i = 0; i < plan_->metrics.size(); ++i) {
-      replay::MetricValue value;
-      value.name = plan_->metrics[i];
-      value.unit = i < plan_->plan.units.size() ? plan_->plan.units[i] : std::string();
-      value.value = values[i];
-      value.passes = i < plan_->plan.metric_passes.size() ? plan_->plan.metric_passes[i] : 0;
-      values_.push_back(std::move(value));
-    }
+    GPUPROF_ASSIGN_OR_RETURN(values_, EvaluateFirstRange(*api_, *plan_, p.image, passes_));
     return OkStatus();
   }
 
@@ -702,6 +716,16 @@ Status RangeProfilerBackend::Return(std::shared_ptr<ContextProfiler> profiler, b
     }
   }
   return disable ? Disable(*profiler) : OkStatus();
+}
+
+StatusOr<std::vector<replay::MetricValue>> RangeProfilerBackend::EvaluateImage(
+    int device, const std::vector<std::string>& metrics, std::span<const std::uint8_t> counter_data) {
+  try {
+    GPUPROF_ASSIGN_OR_RETURN(std::shared_ptr<const CachedPlan> plan, PlanFor(device, metrics));
+    return EvaluateFirstRange(*api_, *plan, counter_data, /*passes=*/0);
+  } catch (const std::exception& e) {
+    return InternalError(std::string("evaluating a counter data image: ") + e.what());
+  }
 }
 
 void RangeProfilerBackend::Idle() noexcept {

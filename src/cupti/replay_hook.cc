@@ -226,6 +226,10 @@ void CudaReplayHook::BeginFinalization() noexcept { inventory_.BeginFinalization
 
 void CudaReplayHook::OnContextDestroy(CUcontext context) noexcept {
   static_cast<void>(context);  // the backend keeps few contexts: all of them go (Idle)
+  IdleCounters();
+}
+
+void CudaReplayHook::IdleCounters() noexcept {
   replay::Controller* controller = nullptr;
   {
     // A backend exists only once EnsureCounterBackend ran, after the controller was made.

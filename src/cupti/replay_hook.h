@@ -85,6 +85,9 @@ class CudaReplayHook final : public DriverApiObserver {
   // A context's destruction starts: the counter backend lets go of what it keeps enabled on
   // contexts (replay::Controller::IdleCounters), while the context is still alive.
   void OnContextDestroy(CUcontext context) noexcept;
+  // The session stops (gpuprof_stop, or the process's end): the same, for every context, so that an
+  // application running on after a mid-process stop keeps no profiler enabled by gpuprof.
+  void IdleCounters() noexcept;
   // New options and cache control for the launches from now on (passes == 1 pauses); launches
   // already replaying finish under the old ones. InvalidArgument for bad options, Unavailable
   // when no CUDA device could be set up. Thread-safe.

@@ -319,6 +319,7 @@ Status SetSetting(SessionConfig& c, SettingId id, std::string_view text, std::st
       break;
     }
     case SettingId::kReplayClockControl: replay::ParseClockControl(v, &c.replay.clock_control); break;
+    case SettingId::kReplayCounterRange: c.replay.counter_range = v; break;
     case SettingId::kCount: break;
   }
   return OkStatus();
@@ -363,6 +364,7 @@ std::string SettingText(const SessionConfig& c, SettingId id) {
     case SettingId::kReplaySection: return c.replay.sections;
     case SettingId::kReplaySet: return c.replay.set;
     case SettingId::kReplayClockControl: return std::string(replay::ClockControlName(c.replay.clock_control));
+    case SettingId::kReplayCounterRange: return c.replay.counter_range;
     case SettingId::kCount: break;
   }
   return {};

@@ -69,6 +69,7 @@ struct ReplaySettings {
   std::string sections;
   std::string set;
   replay::ClockControl clock_control;  // C3
+  std::string counter_range;           // "auto" (the kernel alone) or "user" (the whole pass)
   bool operator==(const ReplaySettings&) const = default;
 };
 

@@ -60,17 +60,16 @@ void PointNvtxAtCupti() {
 
 // The hardware-counter backend for replay (issue 19), made when the options first ask for
 // metrics. The launch's context is the one current on the launching thread (the hook's callbacks
-// run there); GPUPROF_REPLAY_COUNTER_RANGE=user switches CUPTI's auto range for a user range.
-StatusOr<std::shared_ptr<replay::CounterBackend>> MakeCounterBackend(std::shared_ptr<cupti::CuptiApi> api) {
+// run there); counter_range is the declared setting's text ("auto" or "user", --counter-range).
+StatusOr<std::shared_ptr<replay::CounterBackend>> MakeCounterBackend(std::shared_ptr<cupti::CuptiApi> api,
+                                                                     const std::string& counter_range) {
   GPUPROF_ASSIGN_OR_RETURN(const device::cuda::CudaDriver* driver, device::cuda::CudaDriver::Get());
   cupti::RangeProfilerOptions options;
   // Off: on the H200 cuptiActivityDisableContext/EnableContext around the counter passes made the
   // instruction counts equal ncu's, but the context's kernels then had no activity record at all
   // (0 TASK rows in GpuRunTest.ReplayCounters), so kernel tracing wins until that is solved.
   options.hold_off_kernel_activity = false;
-  if (const char* range = std::getenv("GPUPROF_REPLAY_COUNTER_RANGE"); range != nullptr && range[0] != '\0') {
-    GPUPROF_ASSIGN_OR_RETURN(options.range, cupti::ParseCounterRange(range));
-  }
+  GPUPROF_ASSIGN_OR_RETURN(options.range, cupti::ParseCounterRange(counter_range));
   options.context_of = [driver](int device) -> StatusOr<CUcontext> {
     CUcontext context = nullptr;
     GPUPROF_RETURN_IF_ERROR(driver->Check("cuCtxGetCurrent", driver->CtxGetCurrent(&context)));
@@ -143,7 +142,9 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
     replay_settings->device.device_reserve_bytes = replay_settings_.device_reserve_bytes;
     replay_settings->device.spill_directory = spill_directory_;
     replay_settings->from_script = replay_settings_.from_script;
-    replay_settings->make_counter_backend = [api] { return MakeCounterBackend(api); };
+    replay_settings->make_counter_backend = [api, range = replay_settings_.counter_range] {
+      return MakeCounterBackend(api, range);
+    };
     if (StatusOr<const device::cuda::CudaDriver*> driver = device::cuda::CudaDriver::Get(); driver.ok()) {
       replay_settings->clock_api = std::make_shared<cupti::NvmlClockApi>(**driver);
     }
@@ -287,7 +288,10 @@ void CuptiDeviceCollector::Flush() {
 }
 
 void CuptiDeviceCollector::Stop() {
-  if (replay_hook_ != nullptr) replay_hook_->BeginFinalization();  // R5
+  if (replay_hook_ != nullptr) {
+    replay_hook_->IdleCounters();       // no Range Profiler left enabled on the application's contexts
+    replay_hook_->BeginFinalization();  // R5
+  }
   if (subscriber_ == nullptr || !subscriber_->running()) return;
   if (Status stopped = subscriber_->Stop(); !stopped.ok()) {
     GPUPROF_LOG(kWarning) << "stopping GPU activity collection: " << stopped.message()

@@ -186,6 +186,7 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
   EXPECT_EQ(replay.replay_with_live_arrays, expected[SettingId::kReplayWithLiveArrays] == "1");
   EXPECT_EQ(config->replay.flush_l2, expected[SettingId::kReplayCacheControl] == "all");
   EXPECT_EQ(replay::ClockControlName(replay.clock_control), expected[SettingId::kReplayClockControl]);
+  EXPECT_EQ(config->replay.counter_range, expected[SettingId::kReplayCounterRange]);  // the counter backend's
   // The metrics: the set's sections, then --section's, then --metrics, each once (metric_catalog.h).
   StatusOr<std::vector<std::string>> metrics =
       replay::ExpandMetricRequest(expected[SettingId::kReplayMetrics], expected[SettingId::kReplaySection],

@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -618,6 +621,70 @@ TEST(RangeProfilerHostApiTest, Gh100MetricsPassesAndConfigImageWithoutAGpu) {
   done.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
   done.pHostObject = init.pHostObject;
   EXPECT_EQ(api->HostDeinitialize(&done), CUPTI_SUCCESS);
+}
+
+// A counter data image recorded on the H200 by bench/counter_floor --save-image (one launch of
+// fma_loop), with the values that run evaluated (values.txt): the backend's own evaluation, on a
+// machine without a GPU, gives the same values.
+TEST(RangeProfilerHostApiTest, EvaluatesTheCounterDataImageRecordedOnTheH200) {
+  StatusOr<std::unique_ptr<CuptiApi>> loaded = LoadCuptiApi();
+  if (!loaded.ok()) GTEST_SKIP() << "skipped: " << loaded.status().message();
+  std::shared_ptr<CuptiApi> api(std::move(loaded).value());
+  if (Status counters = api->CounterApiStatus(); !counters.ok())
+    GTEST_SKIP() << "skipped: " << counters.message();
+
+  const std::string dir = std::string(GPUPROF_TEST_DATA_DIR) + "/h200_counter_data";
+  std::ifstream values_file(dir + "/values.txt");
+  ASSERT_TRUE(values_file) << dir << "/values.txt";
+  std::string chip;
+  std::vector<std::string> names;
+  std::vector<double> expected;
+  for (std::string line; std::getline(values_file, line);) {
+    std::istringstream words(line);
+    std::string key;
+    words >> key;
+    if (key == "chip") words >> chip;
+    if (key == "metric") {
+      std::string name;
+      std::string value;
+      words >> name >> value;
+      names.push_back(name);
+      expected.push_back(std::stod(value));
+    }
+  }
+  ASSERT_EQ(chip, "GH100");
+  ASSERT_FALSE(names.empty());
+  std::ifstream image_file(dir + "/counter_data.bin", std::ios::binary);
+  ASSERT_TRUE(image_file) << dir << "/counter_data.bin";
+  const std::vector<std::uint8_t> image((std::istreambuf_iterator<char>(image_file)),
+                                        std::istreambuf_iterator<char>());
+  ASSERT_GT(image.size(), 0u);
+
+  RangeProfilerOptions options;
+  options.chip_of = [chip](int) -> StatusOr<std::string> { return chip; };
+  auto backend = MakeRangeProfilerBackend(api, options);
+  ASSERT_TRUE(backend.ok()) << backend.status().message();
+  StatusOr<std::vector<replay::MetricValue>> values = (*backend)->EvaluateImage(0, names, image);
+  ASSERT_TRUE(values.ok()) << values.status().message();
+  ASSERT_EQ(values->size(), names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ((*values)[i].name, names[i]);
+    EXPECT_DOUBLE_EQ((*values)[i].value, expected[i]) << names[i];
+    EXPECT_FALSE((*values)[i].unit.empty()) << names[i];
+    EXPECT_GE((*values)[i].passes, 1) << names[i];
+  }
+  // The kernel did work: an instruction count that is not zero (fma_loop's, exact on the H200).
+  const auto inst = std::find(names.begin(), names.end(), "smsp__inst_executed.sum");
+  ASSERT_NE(inst, names.end());
+  EXPECT_GT((*values)[static_cast<std::size_t>(inst - names.begin())].value, 0.0);
+
+  // A damaged image is an error naming the CUPTI call, not a value.
+  std::vector<std::uint8_t> damaged = image;
+  std::fill(damaged.begin(),
+            damaged.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(256, damaged.size())), 0);
+  StatusOr<std::vector<replay::MetricValue>> bad = (*backend)->EvaluateImage(0, names, damaged);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("cupti"));
 }
 
 TEST(RangeProfilerHostApiTest, QueryMetricsForANamedChip) {
