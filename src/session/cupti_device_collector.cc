@@ -65,9 +65,8 @@ StatusOr<std::shared_ptr<replay::CounterBackend>> MakeCounterBackend(std::shared
                                                                      const std::string& counter_range) {
   GPUPROF_ASSIGN_OR_RETURN(const device::cuda::CudaDriver* driver, device::cuda::CudaDriver::Get());
   cupti::RangeProfilerOptions options;
-  // Off: on the H200 cuptiActivityDisableContext/EnableContext around the counter passes made the
-  // instruction counts equal ncu's, but the context's kernels then had no activity record at all
-  // (0 TASK rows in GpuRunTest.ReplayCounters), so kernel tracing wins until that is solved.
+  // Off: holding kernel activity off during the counter passes lost every kernel record of the
+  // process on the H200, however it was done (RangeProfilerOptions::hold_off_kernel_activity).
   options.hold_off_kernel_activity = false;
   GPUPROF_ASSIGN_OR_RETURN(options.range, cupti::ParseCounterRange(counter_range));
   options.context_of = [driver](int device) -> StatusOr<CUcontext> {
