@@ -27,6 +27,19 @@ StringTable::Interned StringTable::Intern(StringSpace space, std::string_view va
   return {id, true, stored};
 }
 
+StringTable::Interned StringTable::InternEmpty(StringSpace space) {
+  Map& map = maps_[static_cast<std::size_t>(space)];
+  if (auto it = map.find(std::string_view()); it != map.end()) return {it->second, false, it->first};
+  if (map.size() >= kStringSpaceSize) {
+    ++overflowed_;
+    return {};
+  }
+  std::uint64_t id = StringSpaceBase(space) + map.size();
+  const std::string_view empty("");  // a non-null pointer: SQLite binds a null one as NULL
+  map.emplace(empty, id);
+  return {id, true, empty};
+}
+
 std::uint64_t StringTable::Find(StringSpace space, std::string_view value) const {
   const Map& map = maps_[static_cast<std::size_t>(space)];
   auto it = map.find(value);

@@ -53,6 +53,10 @@ class StringTable {
   // values, and values arriving after a space's 1 << 28 ids are used up, get kInvalidStringId
   // (the latter counted in overflowed()).
   Interned Intern(StringSpace space, std::string_view value);
+  // An id for the empty string itself, for the columns whose readers join STRING_IDS and need a
+  // row with the value '' (COMPUTE_TASK_INFO's shapes of a kernel no op launched); kInvalidStringId
+  // when the space is used up.
+  Interned InternEmpty(StringSpace space);
 
   // Id of a value already interned, or kInvalidStringId.
   std::uint64_t Find(StringSpace space, std::string_view value) const;
@@ -86,6 +90,10 @@ class SharedStrings {
   StringTable::Interned Intern(StringSpace space, std::string_view value) {
     std::lock_guard<std::mutex> lock(mu_);
     return table_.Intern(space, value);
+  }
+  StringTable::Interned InternEmpty(StringSpace space) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return table_.InternEmpty(space);
   }
   // Runs `intern(table)` under one lock: many lookups for the price of one lock.
   template <typename F>

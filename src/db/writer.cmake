@@ -11,6 +11,7 @@ add_library(gpuprof_db STATIC
   writer_collectives.cc
   writer_run_info.cc
   writer_finalize.cc
+  writer_task_info.cc
   schema.cc
   side_file.cc
   string_table.cc)

@@ -174,6 +174,8 @@ Status ProfileWriterImpl::FinishFile(std::int64_t end_ns, PhaseLog& phases) {
   GPUPROF_RETURN_IF_ERROR(api_side_->MergeInto(conn));
   GPUPROF_RETURN_IF_ERROR(connection_side_->MergeInto(conn));
   phases.Mark("merge connections");
+  GPUPROF_RETURN_IF_ERROR(sink_.FillComputeTaskOpColumns());
+  phases.Mark("kernel op columns");
   rows_.store(
       sink_.rows() + kernel_sink_.rows() + derived.connections.rows.size() + (api_rows - api_main_rows),
       std::memory_order_relaxed);

@@ -111,6 +111,18 @@ StatusOr<std::uint64_t> RowSink::Id(StringSpace space, std::string_view value) {
   return interned.id;
 }
 
+StatusOr<std::uint64_t> RowSink::EmptyId(StringSpace space) {
+  StringTable::Interned interned = strings_.InternEmpty(space);
+  if (interned.is_new) {
+    string_ids_.BindU64(1, interned.id);
+    string_ids_.BindStaticText(2, interned.value);
+    GPUPROF_RETURN_IF_ERROR(string_ids_.Run());
+    ++rows_;
+    ++rows_in_txn_;
+  }
+  return interned.id;
+}
+
 Status RowSink::WriteRecord(trace::ExternalCorrelation& link) {
   external_launches_[link.external_id].push_back(link.correlation_id);
   return OkStatus();

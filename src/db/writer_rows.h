@@ -79,6 +79,10 @@ class RowSink {
   Status WriteFinal(const Derived& derived, const OpLane& lane, std::size_t api_rows,
                     const trace::RunInfo& run, std::int64_t end_ns);
 
+  // ---- Last, after the side files' merge (writer_task_info.cc) ----
+  // COMPUTE_TASK_INFO's shape, dtype, format, attr and opState columns (filled, never NULL).
+  Status FillComputeTaskOpColumns();
+
   Connection& connection() { return conn_; }
   // The statements must be finalized before the connection can close cleanly.
   void ReleaseStatements();
@@ -101,6 +105,8 @@ class RowSink {
 
   // The id of `value`, writing its STRING_IDS row on first sight. Empty -> kInvalidStringId.
   StatusOr<std::uint64_t> Id(StringSpace space, std::string_view value);
+  // The id of a STRING_IDS row holding '' (written once).
+  StatusOr<std::uint64_t> EmptyId(StringSpace space);
   Status WriteCannApi(std::int64_t start, std::int64_t end, std::int64_t type, std::int64_t global_tid,
                       std::uint64_t connection_id, std::uint64_t name_id);
   StatusOr<std::uint64_t> TaskTypeId(trace::TaskKind kind);

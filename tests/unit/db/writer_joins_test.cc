@@ -162,5 +162,51 @@ TEST(ProfileWriterWithoutApiCallsTest, TasksAreWrittenAndExternalIdsStillLinkOps
       ::testing::Contains("aten::linear|MEMCPY_ASYNC"));
 }
 
+// msprof-analyze's compute_op_sum groups kernels by STRING_IDS(COMPUTE_TASK_INFO.inputShapes)
+// (prof_exports/compute_op_sum_export.py) and its advisor counts STRING_IDS(opState) = 'static'
+// (advisor/common/profiling/op_summary.py): a kernel carries the shapes and dtypes of the innermost
+// op that launched it, a kernel of an op without shapes carries '', and no column is NULL.
+TEST(ProfileWriterKernelOpColumnsTest, KernelsCarryTheirOpsShapesAndNoStringColumnIsNull) {
+  TempDir dir;
+  std::vector<std::vector<trace::Record>> run = testing::SyntheticRun();
+  for (std::vector<trace::Record>& batch : run) {
+    for (trace::Record& record : batch) {
+      auto* op = std::get_if<trace::TorchOp>(&record);
+      if (op != nullptr && op->name == "aten::mm") {  // inside aten::linear, whose shapes differ
+        op->input_shapes = "8,16;\r\n16,32;\r\n8,32";
+        op->input_dtypes = "float;\r\nfloat;\r\nfloat";
+      }
+    }
+  }
+  const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), std::move(run));
+  ASSERT_FALSE(db.empty());
+  auto value = [](const std::string& column) {
+    return "(SELECT quote(value) FROM STRING_IDS WHERE id = c." + column + ")";
+  };
+  EXPECT_THAT(
+      Query(db, "SELECT k.value, " + value("inputShapes") + ", " + value("inputDataTypes") + ", " +
+                    value("opState") +
+                    " FROM COMPUTE_TASK_INFO c JOIN STRING_IDS k ON k.id = c.name ORDER BY c.globalTaskId"),
+      ElementsAre(
+          "void gemm_kernel<float>(float*, int)|'8,16;\r\n16,32;\r\n8,32'|'float;\r\nfloat;\r\nfloat'|"
+          "'static'",
+          "bwd_kernel|''|''|'static'"));
+  for (const char* column : {"inputFormats", "inputDataTypes", "inputShapes", "outputFormats",
+                             "outputDataTypes", "outputShapes", "attrInfo", "opState", "hf32Eligible"}) {
+    EXPECT_EQ(
+        QueryOne(db, std::string("SELECT COUNT(*) FROM COMPUTE_TASK_INFO c WHERE NOT EXISTS (SELECT 1 FROM "
+                                 "STRING_IDS s WHERE s.id = c.") +
+                         column + ")"),
+        "0")
+        << column << " without a STRING_IDS row";
+  }
+  // compute_op_sum's own query keeps every kernel (an inner join on the shapes drops none).
+  EXPECT_EQ(
+      QueryOne(db,
+               "SELECT COUNT(*) FROM COMPUTE_TASK_INFO JOIN TASK ON TASK.globalTaskId = "
+               "COMPUTE_TASK_INFO.globalTaskId JOIN STRING_IDS s ON s.id = COMPUTE_TASK_INFO.inputShapes"),
+      "2");
+}
+
 }  // namespace
 }  // namespace gpuprof::db

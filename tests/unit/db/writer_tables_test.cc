@@ -119,19 +119,25 @@ TEST_F(ProfileWriterTablesTest, TaskRowsDenseGlobalTaskIds) {
 }
 
 TEST_F(ProfileWriterTablesTest, ComputeTaskInfoForKernels) {
+  // The op columns hold STRING_IDS values, never NULL: the launching op's shapes and dtypes
+  // (aten::mm and LinearBackward0 recorded none: ''), '' where CUDA has nothing, opState 'static'
+  // (writer_task_info.cc; ProfileWriterKernelOpColumnsTest has an op with shapes).
+  auto v = [](const std::string& column) {
+    return "(SELECT quote(value) FROM STRING_IDS WHERE id = c." + column + ")";
+  };
   EXPECT_THAT(
-      Q("SELECT n.value, c.globalTaskId, c.blockNum, c.mixBlockNum, tt.value, o.value, c.inputFormats, "
-        "c.inputDataTypes, c.inputShapes, c.outputFormats, c.outputDataTypes, c.outputShapes, c.attrInfo, "
-        "c.opState, c.hf32Eligible, g.value, b.value FROM COMPUTE_TASK_INFO c JOIN STRING_IDS n ON n.id = "
-        "c.name "
+      Q("SELECT n.value, c.globalTaskId, c.blockNum, c.mixBlockNum, tt.value, o.value, " + v("inputFormats") +
+        ", " + v("inputDataTypes") + ", " + v("inputShapes") + ", " + v("outputFormats") + ", " +
+        v("outputDataTypes") + ", " + v("outputShapes") + ", " + v("attrInfo") + ", " + v("opState") + ", " +
+        v("hf32Eligible") +
+        ", g.value, b.value FROM COMPUTE_TASK_INFO c JOIN STRING_IDS n ON n.id = c.name "
         "JOIN STRING_IDS tt ON tt.id = c.taskType JOIN STRING_IDS o ON o.id = c.opType "
         "JOIN STRING_IDS g ON g.id = c.gridDim JOIN STRING_IDS b ON b.id = c.blockDim ORDER BY "
         "c.globalTaskId"),
-      ElementsAre(
-          "void gemm_kernel<float>(float*, int)|0|8|0|KERNEL|gemm_kernel|NULL|NULL|NULL|NULL|NULL|NULL|NULL|"
-          "NULL|NULL|4,2,1|128,1,1",
-          // No short name: opType falls back to the name.
-          "bwd_kernel|2|1|0|KERNEL|bwd_kernel|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|1,1,1|32,1,1"));
+      ElementsAre("void gemm_kernel<float>(float*, "
+                  "int)|0|8|0|KERNEL|gemm_kernel|''|''|''|''|''|''|''|'static'|''|4,2,1|"
+                  "128,1,1",
+                  "bwd_kernel|2|1|0|KERNEL|bwd_kernel|''|''|''|''|''|''|''|'static'|''|1,1,1|32,1,1"));
 }
 
 TEST_F(ProfileWriterTablesTest, MemcpyInfoForCopiesOnly) {
@@ -253,13 +259,13 @@ TEST_F(ProfileWriterTablesTest, StringIdsSpacesPerProducer) {
   constexpr const char* kDevice = "id >= 0 AND id < 268435456";
   constexpr const char* kFramework = "id >= 268435456 AND id < 536870912";
   constexpr const char* kMemory = "id >= 536870912 AND id < 805306368";
-  EXPECT_THAT(
-      Q(std::string("SELECT value FROM STRING_IDS WHERE ") + kDevice),
-      UnorderedElementsAre("cudaLaunchKernel", "launch", "cudaMemcpyAsync", "cudaStreamSynchronize", "KERNEL",
-                           "MEMCPY_ASYNC", "MEMSET", "void gemm_kernel<float>(float*, int)", "gemm_kernel",
-                           "4,2,1", "128,1,1", "bwd_kernel", "1,1,1", "32,1,1", "checkpoint", "default",
-                           "Linear", "Module", "dram__bytes_read.sum", "byte",
-                           "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "launch__grid_size"));
+  EXPECT_THAT(Q(std::string("SELECT value FROM STRING_IDS WHERE ") + kDevice),
+              UnorderedElementsAre("cudaLaunchKernel", "launch", "cudaMemcpyAsync", "cudaStreamSynchronize",
+                                   "KERNEL", "MEMCPY_ASYNC", "MEMSET", "void gemm_kernel<float>(float*, int)",
+                                   "gemm_kernel", "4,2,1", "128,1,1", "bwd_kernel", "1,1,1", "32,1,1",
+                                   "checkpoint", "default", "Linear", "Module", "dram__bytes_read.sum",
+                                   "byte", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%",
+                                   "launch__grid_size", "", "static"));
   EXPECT_THAT(Q(std::string("SELECT value FROM STRING_IDS WHERE ") + kFramework),
               UnorderedElementsAre("ProfilerStep#3", "nn.Module: Linear_0", "aten::linear", "float;\r\nfloat",
                                    "8,16;\r\n16,32", "model.py(12): forward", "train.py(40): step",
@@ -274,7 +280,9 @@ TEST_F(ProfileWriterTablesTest, StringIdsSpacesPerProducer) {
       Q(std::string("SELECT MIN(id), MAX(id) - MIN(id) + 1 = COUNT(*) FROM STRING_IDS WHERE ") + kFramework),
       ElementsAre("268435456|1"));
   EXPECT_THAT(Q(std::string("SELECT MIN(id) FROM STRING_IDS WHERE ") + kMemory), ElementsAre("536870912"));
-  EXPECT_THAT(Q("SELECT value FROM STRING_IDS WHERE value = ''"), IsEmpty());
+  // One '' row, for COMPUTE_TASK_INFO's op columns (the device space's last id).
+  EXPECT_THAT(Q("SELECT id FROM STRING_IDS WHERE value = ''"),
+              ElementsAre(Q(std::string("SELECT MAX(id) - 1 FROM STRING_IDS WHERE ") + kDevice)[0]));
 }
 
 TEST(ProfileWriterStringsTest, EmptyStringsAreInvalidIdOrNullPerColumn) {
@@ -516,8 +524,9 @@ TEST(ProfileWriterBatchTest, SmallTransactionsAndManySubmitsKeepEveryRow) {
   EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM PYTORCH_API"), std::to_string(kBatches * kPerBatch));
   EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM TASK"), std::to_string(kBatches * kPerBatch));
   EXPECT_EQ(QueryOne(*path, "SELECT MAX(globalTaskId) + 1 = COUNT(DISTINCT globalTaskId) FROM TASK"), "1");
-  // op0..op4, k0..k2, KERNEL and the default dims "1,1,1", each once.
-  EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM STRING_IDS"), "10");
+  // op0..op4, k0..k2, KERNEL and the default dims "1,1,1", each once; '' and 'static' for
+  // COMPUTE_TASK_INFO's op columns (writer_task_info.cc).
+  EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM STRING_IDS"), "12");
   WriterStats stats = (*writer)->stats();
   EXPECT_EQ(stats.records, static_cast<std::uint64_t>(2 * kBatches * kPerBatch));
   EXPECT_EQ(stats.dropped_records, 0u);
