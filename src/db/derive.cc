@@ -431,6 +431,43 @@ std::optional<CollectiveName> ParseCollectiveName(std::string_view op_name) {
   return name;
 }
 
+std::string HcclOpType(std::string_view op_type) {
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"allreduce", "allReduce"},
+      {"allgather", "allGather"},
+      {"allgatherbase", "allGather"},
+      {"allgatherintotensor", "allGather"},
+      {"allgathercoalesced", "allGather"},
+      {"reducescatter", "reduceScatter"},
+      {"reducescatterbase", "reduceScatter"},
+      {"reducescattertensor", "reduceScatter"},
+      {"broadcast", "broadcast"},
+      {"reduce", "reduce"},
+      {"barrier", "barrier"},
+      {"send", "send"},
+      {"recv", "receive"},
+      {"recvanysource", "receive"},
+      {"alltoall", "alltoall"},
+      {"alltoallbase", "alltoallv"},
+      {"gather", "gather"},
+      {"scatter", "scatter"},
+  };
+  for (const auto& [from, to] : kNames) {
+    if (op_type == from) return std::string(to);
+  }
+  return std::string(op_type);
+}
+
+std::string HcclGroupTag(std::string_view group_name) {
+  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a: the same on every rank and build
+  for (char c : group_name) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  std::string tag = std::to_string(hash % 1000);
+  return std::string(3 - tag.size(), '0') + tag;
+}
+
 std::optional<std::uint64_t> FirstInputElements(std::string_view input_shapes) {
   const std::size_t end = input_shapes.find(';');
   const std::string_view first = input_shapes.substr(0, end);

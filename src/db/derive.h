@@ -113,6 +113,15 @@ struct CollectiveName {
 };
 std::optional<CollectiveName> ParseCollectiveName(std::string_view op_name);
 
+// The collective's name as HCCL spells it in torch_npu's COMMUNICATION_OP, which msprof-analyze
+// parses (opType "hcom_allReduce_", opName "hcom_allReduce__<tag>_<n>_1"): "allreduce" ->
+// "allReduce", "allgatherbase" -> "allGather", "reducescatter" -> "reduceScatter", "recv" ->
+// "receive" (its bubble rule looks for hcom_receive), ...; an unknown type stays as it is.
+std::string HcclOpType(std::string_view op_type);
+// The three-digit group tag of an HCCL op name (HCCL takes it from the group's name; here a hash of
+// it), the same in every rank's DB for the same group.
+std::string HcclGroupTag(std::string_view group_name);
+
 // The element count of the first input in a PYTORCH_API inputShapes string ("16,4;\r\n..."): the
 // product of its dims; nullopt when there is none (shapes not recorded, or a TensorList input).
 std::optional<std::uint64_t> FirstInputElements(std::string_view input_shapes);

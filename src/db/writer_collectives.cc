@@ -11,8 +11,10 @@ namespace gpuprof::db::internal {
 
 // DB_SPEC §7: each collective is a CANN_API `communication` row (type 5500) and a COMMUNICATION_OP
 // row with the same connectionId (kCommunicationConnectionBase + its index in start order). The
-// opName "<backend>_<type>_<n>" counts collectives in issue order, which every rank of a group
-// shares, so the same collective has the same name in every rank's DB. groupName is the default
+// opName "hcom_<type>__<tag>_<n>_1" (HCCL's shape, which msprof-analyze parses: split on '_') counts
+// collectives in issue order, which every rank of a group shares, so the same collective has the
+// same name in every rank's DB; opType is "hcom_<type>_" (torch_npu's; compare_tools'
+// npu_profiling_db_parser.py takes the type from its second '_' part). groupName is the default
 // group's: the work ops do not say which group they ran on (docs/db_gpuprof_tables.md). A
 // collective that launched device work (NCCL) takes its tasks' device time, and each task gets a
 // COMMUNICATION_TASK_INFO row naming the op (opId).
@@ -66,6 +68,7 @@ Status RowSink::WriteCollectives(const std::vector<CollectiveSpan>& collectives,
   }
 
   GPUPROF_ASSIGN_OR_RETURN(std::uint64_t group_id, Id(StringSpace::kDevice, kDefaultGroupName));
+  const std::string group_tag = HcclGroupTag(kDefaultGroupName);
   GPUPROF_ASSIGN_OR_RETURN(
       Statement insert,
       Statement::Prepare(conn_,
@@ -79,10 +82,11 @@ Status RowSink::WriteCollectives(const std::vector<CollectiveSpan>& collectives,
   for (std::size_t i = 0; i < order.size(); ++i) {
     const CollectiveSpan& c = order[i];
     const std::uint64_t connection_id = kCommunicationConnectionBase + i;
+    const std::string hccl_type = "hcom_" + HcclOpType(c.name.op_type);
     GPUPROF_ASSIGN_OR_RETURN(
         std::uint64_t op_name_id,
-        Id(StringSpace::kDevice, c.name.backend + "_" + c.name.op_type + "_" + std::to_string(i)));
-    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t type_id, Id(StringSpace::kDevice, c.name.op_type));
+        Id(StringSpace::kDevice, hccl_type + "__" + group_tag + "_" + std::to_string(i) + "_1"));
+    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t type_id, Id(StringSpace::kDevice, hccl_type + "_"));
     GPUPROF_ASSIGN_OR_RETURN(std::uint64_t api_name_id, Id(StringSpace::kDevice, c.op_name));
     // The CANN_API row is the host call; COMMUNICATION_OP is the communication: on the device when
     // the collective launched tasks there.

@@ -661,7 +661,7 @@ def expect_two_ranks_nccl(c, dbs, program_output):
                            FROM COMMUNICATION_OP c JOIN STRING_IDS t ON t.id = c.opType
                            JOIN CANN_API a ON a.connectionId = c.connectionId ORDER BY c.opId""")
         c.note(f"COMMUNICATION_OP: {len(comm)} rows, types {sorted({r[0] for r in comm})}, first {comm[:2]}")
-        c.expect(any(r[0] == "allreduce" for r in comm), "no allreduce in COMMUNICATION_OP (DDP's gradients)")
+        c.expect(any(r[0] == "hcom_allReduce_" for r in comm), "no hcom_allReduce_ in COMMUNICATION_OP (DDP's gradients)")
         c.expect(all(r[2] == 2 and r[6] == 5500 for r in comm), "a COMMUNICATION_OP row without rankSize 2 "
                                                                  "or its CANN_API communication row")
         nccl = [k for k in db.kernels() if "nccl" in (k["name"] or "").lower()]

@@ -114,16 +114,19 @@ class TwoRankTest(TwoRankRun):
                 JOIN CANN_API a ON a.connectionId = c.connectionId ORDER BY c.opId""")
             self.assertEqual(len(ops), COLLECTIVES, ops)
             types = [t for t, _, _, _, _ in ops]
-            self.assertEqual(types.count("broadcast"), 4)
-            self.assertEqual(types.count("allreduce"), 12)
-            self.assertEqual(types.count("allgather"), 1)
-            self.assertEqual(types.count("barrier"), 1)
+            # torch_npu's opType spelling, which msprof-analyze's parsers split on "_"
+            self.assertEqual(types.count("hcom_broadcast_"), 4)
+            self.assertEqual(types.count("hcom_allReduce_"), 12)
+            self.assertEqual(types.count("hcom_allGather_"), 1)
+            self.assertEqual(types.count("hcom_barrier_"), 1)
             self.assertEqual({size for _, _, _, size, _ in ops}, {2})
             self.assertEqual({api for _, _, _, _, api in ops}, {5500})
             # the first broadcast is the 32x16 weight of the first Linear: 512 FP32 elements
-            self.assertEqual(ops[0][:3], ("broadcast", 512, "FP32"))
+            self.assertEqual(ops[0][:3], ("hcom_broadcast_", 512, "FP32"))
             names = self.rows(db, "SELECT s.value FROM COMMUNICATION_OP c JOIN STRING_IDS s ON s.id = c.opName")
             self.assertEqual(len(set(names)), COLLECTIVES, "opName unique per instance")
+            for (name,) in names:  # HCCL's hcom_<type>__<group tag>_<n>_1
+                self.assertRegex(name, r"^hcom_[a-zA-Z]+__\d{3}_\d+_1$")
         # The same collective has the same name in both ranks' DBs.
         first, second = (self.rows(db, "SELECT s.value FROM COMMUNICATION_OP c JOIN STRING_IDS s "
                                        "ON s.id = c.opName ORDER BY c.opId") for db in self.dbs)

@@ -365,9 +365,10 @@ TEST(ProfileWriterCollectivesTest, WorkOpsBecomeCommunicationRowsInStartOrder) {
             "JOIN STRING_IDS n ON n.id = c.opName JOIN STRING_IDS g ON g.id = c.groupName "
             "JOIN STRING_IDS t ON t.id = c.opType JOIN ENUM_HCCL_DATA_TYPE d ON d.id = c.dataType "
             "ORDER BY c.opId"),
-      ElementsAre("gloo_allreduce_0|1000|1600|0|default_pg|allreduce|16|FP32|3|2|0|0",
-                  "gloo_broadcast_1|2000|2500|1|default_pg|broadcast|32|FP16|3|2|0|0",
-                  "nccl_allgatherbase_2|3000|3100|2|default_pg|allgatherbase|NULL|N/A|3|2|0|0"));
+      // HCCL's names as torch_npu writes them (msprof-analyze splits them on '_'); 140 is default_pg's tag.
+      ElementsAre("hcom_allReduce__140_0_1|1000|1600|0|default_pg|hcom_allReduce_|16|FP32|3|2|0|0",
+                  "hcom_broadcast__140_1_1|2000|2500|1|default_pg|hcom_broadcast_|32|FP16|3|2|0|0",
+                  "hcom_allGather__140_2_1|3000|3100|2|default_pg|hcom_allGather_|NULL|N/A|3|2|0|0"));
   EXPECT_THAT(
       Query(db,
             "SELECT a.startNs, a.endNs, e.name, a.globalTid, s.value FROM COMMUNICATION_OP c "
@@ -484,6 +485,14 @@ TEST(CollectiveNameTest, WorkOpNamesParseAndOthersDoNot) {
   EXPECT_EQ(type("aten::add"), "none");
   EXPECT_EQ(type("record_param_comms"), "none");
   EXPECT_EQ(type("nccl:"), "none");
+  EXPECT_EQ(HcclOpType("allreduce"), "allReduce");
+  EXPECT_EQ(HcclOpType("allgatherbase"), "allGather");
+  EXPECT_EQ(HcclOpType("reducescatter"), "reduceScatter");
+  EXPECT_EQ(HcclOpType("recv"), "receive") << "msprof-analyze's bubble rule looks for hcom_receive";
+  EXPECT_EQ(HcclOpType("somethingnew"), "somethingnew");
+  EXPECT_EQ(HcclGroupTag("default_pg"), HcclGroupTag("default_pg"));
+  EXPECT_EQ(HcclGroupTag("default_pg").size(), 3u);
+  EXPECT_NE(HcclGroupTag("default_pg"), HcclGroupTag("pg_1"));
   EXPECT_EQ(FirstInputElements("8,4;\r\n2"), 32u);
   EXPECT_EQ(FirstInputElements("16"), 16u);
   EXPECT_EQ(FirstInputElements(""), std::nullopt);
