@@ -260,7 +260,7 @@ std::optional<trace::Mark> MarkerPairer::Add(const CUpti_ActivityMarker2& marker
 
   if ((flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) != 0) {
     trace::Mark mark;
-    mark.type = trace::Mark::Type::kMarker;
+    mark.type = trace::Mark::Type::kMarkerEx;  // msprof's eventType 3, what mstx_sum reads
     mark.start_ns = at;
     mark.end_ns = at;
     mark.pid = marker_pid;

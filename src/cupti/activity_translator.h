@@ -87,7 +87,7 @@ trace::ApiCall TranslateApi(const CUpti_ActivityAPI& api, std::string name, cons
 inline constexpr CUpti_ExternalCorrelationKind kGpuprofExternalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 
 // Pairs NVTX start and end markers (CUPTI gives both the same id) into one Mark.
-//   instantaneous marker          -> Mark kMarker (start == end), emitted at once
+//   instantaneous marker          -> Mark kMarkerEx (start == end, msprof eventType 3), emitted at once
 //   start marker                  -> held until its end arrives (nothing emitted)
 //   end marker with a held start  -> Mark kStartEnd: start's time, name, domain and thread; end's
 //                                    time and thread (end_tid; a range may end on another thread)

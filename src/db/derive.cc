@@ -226,7 +226,9 @@ Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<
   std::vector<PointQuery> queries;
   for (std::size_t i = 0; i < launches.size(); ++i) {
     const LaunchSpan& launch = launches[i];
-    if (launch.correlation_id >= kFrameworkConnectionBase) {
+    // Framework ids collide with fwd/bwd pairs; a host-only mark's own id (kMstxConnectionBase
+    // and up, past every 32-bit correlation id) is linked like a launch.
+    if (launch.correlation_id >= kFrameworkConnectionBase && launch.correlation_id < kMstxConnectionBase) {
       ++out_of_range;
     } else if (!std::binary_search(claimed.begin(), claimed.end(), launch.correlation_id)) {
       queries.push_back({launch.tid, launch.start_ns, i});

@@ -35,7 +35,8 @@ struct OpSpan {
   bool communication = false;  // a collective's work op, its c10d:: dispatcher op or record_param_comms
 };
 
-// One `node`/`launch` row of CANN_API (a host call that launched device work).
+// One `node`/`launch` row of CANN_API (a host call that launched device work), or a host-only
+// mark or range (correlation_id kMstxConnectionBase + n; start == end == its start).
 struct LaunchSpan {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;

@@ -146,7 +146,8 @@ class RowSink {
 
   std::vector<trace::TorchOp> lane_batch_;  // TorchOps on their way to the op lane
   // Device-side indexes for the derivations (derive.h).
-  std::vector<LaunchSpan> launches_;
+  std::vector<LaunchSpan> launches_;  // and the host-only marks (kMstxConnectionBase ids)
+  std::uint64_t next_mstx_connection_ = 0;
   // CUPTI external id -> correlation ids of the launches made under it (trace::ExternalCorrelation).
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> external_launches_;
   std::vector<trace::AllocatorEvent> alloc_events_;

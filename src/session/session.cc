@@ -245,7 +245,7 @@ class Session::Impl {
   Status Mark(std::string_view message) {
     if (!running()) return NotRunning();
     trace::Mark mark;
-    mark.type = trace::Mark::Type::kMarker;
+    mark.type = trace::Mark::Type::kMarkerEx;  // msprof's eventType 3, what mstx_sum reads
     mark.start_ns = base::EpochNowNs();
     mark.end_ns = mark.start_ns;
     mark.pid = pid_;

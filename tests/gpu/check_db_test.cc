@@ -200,7 +200,7 @@ Process NvtxProgram(std::string* output) {
   p.records().emplace_back(Range(p, "gpuprof_outer", outer_start, outer_end));
   p.records().emplace_back(Range(p, "gpuprof_inner", inner_start, inner_end));
   Mark mark = Range(p, "gpuprof_mark", p.now(), p.now());
-  mark.type = Mark::Type::kMarker;
+  mark.type = Mark::Type::kMarkerEx;
   p.records().emplace_back(mark);
   p.Advance(1'000);
   Mark cross = Range(p, "gpuprof_cross_thread", p.now(), p.now() + 5'000);

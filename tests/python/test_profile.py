@@ -243,7 +243,7 @@ class ProfileTest(unittest.TestCase):
         """)
         events = rows(dbs[0], "SELECT s.value, m.eventType FROM MSTX_EVENTS m JOIN STRING_IDS s ON s.id = m.message "
                               "ORDER BY m.startNs")
-        self.assertEqual(events, [("loaded", 0), ("eval", 2)])
+        self.assertEqual(events, [("loaded", 3), ("eval", 2)])  # marks: msprof's eventType 3 (marker_ex)
 
     def test_rank_and_device_from_the_environment_name_the_db_and_fill_rank_device_map(self):
         _, dbs = self.run_script("""

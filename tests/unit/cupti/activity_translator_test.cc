@@ -276,7 +276,7 @@ TEST(MarkerPairerTest, InstantaneousMarkerIsEmittedAtOnce) {
   const auto mark = pairer.Add(
       MakeMarker(CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, 9, 77, 3, "checkpoint", nullptr), kTime, kPid);
   ASSERT_TRUE(mark.has_value());
-  EXPECT_EQ(mark->type, trace::Mark::Type::kMarker);
+  EXPECT_EQ(mark->type, trace::Mark::Type::kMarkerEx);
   EXPECT_EQ(mark->start_ns, mark->end_ns);
   EXPECT_EQ(mark->message, "checkpoint");
   EXPECT_EQ(mark->domain, "default");

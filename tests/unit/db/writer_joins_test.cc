@@ -126,12 +126,24 @@ TEST_F(ProfileWriterJoinsTest, CallStackReassembly) {
 
 // Insight classifies links: a CONNECTION_IDS connectionId that is a TASK's is HostToDevice; one
 // shared by two ops is fwdbwd.
-TEST_F(ProfileWriterJoinsTest, EveryConnectionIsATaskOrAPair) {
+TEST_F(ProfileWriterJoinsTest, EveryConnectionIsATaskAPairOrAMark) {
   EXPECT_THAT(
       Q("SELECT c.connectionId FROM CONNECTION_IDS c WHERE c.connectionId NOT IN "
         "(SELECT connectionId FROM TASK) AND c.connectionId NOT IN (SELECT connectionId FROM CONNECTION_IDS "
-        "GROUP BY connectionId HAVING COUNT(*) > 1)"),
+        "GROUP BY connectionId HAVING COUNT(*) > 1) AND c.connectionId NOT IN (SELECT connectionId FROM "
+        "MSTX_EVENTS)"),
       IsEmpty());
+}
+
+// msprof-analyze's mstx_sum (prof_exports/mstx_event_export.py): marks are eventType 3, and a
+// host-only mark reaches the op it was made in through CONNECTION_IDS, never 4294967295.
+TEST_F(ProfileWriterJoinsTest, HostMarksJoinTheirOpThroughConnectionIds) {
+  EXPECT_THAT(Q("SELECT m.value, x.eventType, x.connectionId >= 4 * 4294967296, op.value FROM MSTX_EVENTS x "
+                "JOIN STRING_IDS m ON m.id = x.message "
+                "JOIN CONNECTION_IDS c ON c.connectionId = x.connectionId "
+                "JOIN PYTORCH_API p ON p.connectionId = c.id JOIN STRING_IDS op ON op.id = p.name "
+                "WHERE x.eventType = 3"),
+              ElementsAre("checkpoint|3|1|aten::mm"));  // at 1500, inside aten::mm inside aten::linear
 }
 
 // GPUPROF_CUDA_TRACE=none records no CUDA API calls: the device tasks are written all the same, and

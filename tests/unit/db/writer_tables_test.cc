@@ -89,8 +89,9 @@ TEST_F(ProfileWriterTablesTest, ConnectionIdsLinkOpsToLaunchesAndPairForwardWith
   EXPECT_THAT(
       Q("SELECT n.value, c.connectionId FROM CONNECTION_IDS c JOIN PYTORCH_API p ON p.connectionId = c.id "
         "JOIN STRING_IDS n ON n.id = p.name ORDER BY c.rowid"),
-      ElementsAre("aten::linear|1342177280", "aten::linear|12", "aten::mm|11", "LinearBackward0|1342177280",
-                  "LinearBackward0|13"));
+      // aten::mm also has the checkpoint mark made inside it (4 << 32: a host-only mark's own id)
+      ElementsAre("aten::linear|1342177280", "aten::linear|12", "aten::mm|11", "aten::mm|17179869184",
+                  "LinearBackward0|1342177280", "LinearBackward0|13"));
   // Indexes are handed out 0, 1, 2, ... in PYTORCH_API row order.
   EXPECT_THAT(Q("SELECT DISTINCT id FROM CONNECTION_IDS ORDER BY id"), ElementsAre("0", "1", "2"));
 }
@@ -178,8 +179,9 @@ TEST_F(ProfileWriterTablesTest, MstxEventsWithDomainsAndHostOnlyConnection) {
         "x.endGlobalTid, d.value, x.connectionId FROM MSTX_EVENTS x JOIN STRING_IDS m ON m.id = x.message "
         "JOIN STRING_IDS d ON d.id = x.domainId ORDER BY x.startNs"),
       ElementsAre(std::string("1100|2000|1|1|4294967295|Linear|") + kTid101 + "|" + kTid101 + "|Module|11",
-                  std::string("1500|1500|0|0|4294967295|checkpoint|") + kTid101 + "|" + kTid101 +
-                      "|default|4294967295"));
+                  // a marker is msprof's eventType 3; host-only, it has an id of its own (4 << 32 + n)
+                  std::string("1500|1500|3|0|4294967295|checkpoint|") + kTid101 + "|" + kTid101 +
+                      "|default|17179869184"));
 }
 
 TEST_F(ProfileWriterTablesTest, ReplayKernelRowPerReplayedOrDeclinedLaunch) {

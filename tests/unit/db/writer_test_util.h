@@ -242,7 +242,7 @@ inline std::vector<std::vector<trace::Record>> SyntheticRun() {
 
   memory.emplace_back(trace::GcEvent{3000, 3500, 100});
   trace::Mark marker;
-  marker.type = trace::Mark::Type::kMarker;
+  marker.type = trace::Mark::Type::kMarkerEx;
   marker.start_ns = marker.end_ns = 1500;
   marker.pid = 100;
   marker.tid = 101;

@@ -75,9 +75,9 @@ TEST(SessionTest, StartWritesPartialAndStopFinalizesWithMarksAndRanges) {
   EXPECT_TRUE(session->finalized());
   EXPECT_EQ(FinalDbs(dir / "out"), std::vector<std::string>{session->db_path()});
   EXPECT_THAT(PartialDbs(dir / "out"), SizeIs(0));
-  // eventType 0: marker, 2: start/end range; the pid half of globalTid is ours.
+  // eventType 3: marker_ex (msprof's marks), 2: start/end range; the pid half of globalTid is ours.
   EXPECT_THAT(MarkRows(session->db_path()),
-              ElementsAre("first|0|" + kPid, "work|2|" + kPid, "inside|0|" + kPid));
+              ElementsAre("first|3|" + kPid, "work|2|" + kPid, "inside|3|" + kPid));
   EXPECT_THAT(Query(session->db_path(), "SELECT value FROM META_DATA WHERE name = 'gpuprof_config'"),
               ElementsAre(HasSubstr("\"rank\": 0")));
 }
