@@ -68,6 +68,22 @@ Status RowSink::MaybeCommit() {
 Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, std::size_t api_rows,
                            const trace::RunInfo& run, std::int64_t end_ns) {
   GPUPROF_RETURN_IF_ERROR(WriteDerivedRows(derived, lane, api_rows));
+  if (alloc_events_.empty()) {
+    // No allocator event recorded (profile_memory off, or no device memory): one row at the
+    // session's start with zero totals, so that the consumers' MAX(totalReserved) is 0, not NULL
+    // (msprof-analyze's compare divides it: overall_metrics_parser.py calculate_memory_usage_peak).
+    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t component_id,
+                             Id(StringSpace::kMemory, trace::AllocatorEvent{}.component));
+    BatchInserter& m = memory_record_;
+    m.SetU64(0, component_id);
+    m.Set(1, run.start_ns);
+    m.SetU64(2, 0);
+    m.SetU64(3, 0);
+    m.SetU64(4, 0);
+    m.SetU64(5, 0);
+    m.Set(6, run.device < 0 ? 0 : run.device);
+    GPUPROF_RETURN_IF_ERROR(Pushed(m));
+  }
   GPUPROF_RETURN_IF_ERROR(WriteCollectives(lane.collectives(), lane.ops(), derived.connections, run));
   for (BatchInserter* inserter : Inserters()) GPUPROF_RETURN_IF_ERROR(inserter->Flush());
   return WriteRunTables(run, end_ns);

@@ -309,6 +309,23 @@ TEST(ProfileWriterStringsTest, EmptyStringsAreInvalidIdOrNullPerColumn) {
   EXPECT_EQ(QueryOne(db, "SELECT COUNT(*) FROM STRING_IDS WHERE value = ''"), "0");
 }
 
+// msprof-analyze's compare reads MAX(totalReserved) FROM MEMORY_RECORD and divides it
+// (overall_metrics_parser.py): a run without allocator events has one zero row at its start, never
+// an empty table (NULL); a run with events has only theirs (ProfileWriterTablesTest).
+TEST(ProfileWriterMemoryTest, NoAllocatorEventsIsOneZeroRowAtTheStart) {
+  TempDir dir;
+  trace::TorchOp op;
+  op.name = "aten::relu";
+  op.start_ns = testing::kStartNs + 10;
+  op.end_ns = testing::kStartNs + 20;
+  const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), {{op}});
+  EXPECT_THAT(Query(db,
+                    "SELECT s.value, m.timestamp, m.totalAllocated, m.totalReserved, m.totalActive FROM "
+                    "MEMORY_RECORD m JOIN STRING_IDS s ON s.id = m.component"),
+              ElementsAre("PTA|" + std::to_string(testing::kStartNs) + "|0|0|0"));
+  EXPECT_EQ(QueryOne(db, "SELECT MAX(totalReserved) FROM MEMORY_RECORD"), "0");
+}
+
 TEST(ProfileWriterStringsTest, SameValueInTwoSpacesGetsTwoIds) {
   TempDir dir;
   trace::TorchOp op;
@@ -536,8 +553,8 @@ TEST(ProfileWriterBatchTest, SmallTransactionsAndManySubmitsKeepEveryRow) {
   EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM TASK"), std::to_string(kBatches * kPerBatch));
   EXPECT_EQ(QueryOne(*path, "SELECT MAX(globalTaskId) + 1 = COUNT(DISTINCT globalTaskId) FROM TASK"), "1");
   // op0..op4, k0..k2, KERNEL and the default dims "1,1,1", each once; '' and 'static' for
-  // COMPUTE_TASK_INFO's op columns (writer_task_info.cc).
-  EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM STRING_IDS"), "12");
+  // COMPUTE_TASK_INFO's op columns (writer_task_info.cc); PTA for the zero MEMORY_RECORD row.
+  EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM STRING_IDS"), "13");
   WriterStats stats = (*writer)->stats();
   EXPECT_EQ(stats.records, static_cast<std::uint64_t>(2 * kBatches * kPerBatch));
   EXPECT_EQ(stats.dropped_records, 0u);
