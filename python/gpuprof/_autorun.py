@@ -68,6 +68,34 @@ def _is_launcher():
                for a in scripts)
 
 
+def _repair_launcher_std():
+    """torch 1.13's launcher (Debian 12's) on Python 3.11+: Std.from_str("0"), the default of its
+    --redirects and --tee, is None, because 3.11's Flag iteration skips the zero member that
+    from_str's loop looks for, and the launcher then fails in Std.to_map ("'NoneType' object has no
+    attribute 'get'") before it starts a rank. Only where that is so, from_str looks the member up by
+    value, as its docstring says it should (from_str("0") -> Std.NONE); every other launcher is left
+    as it is."""
+    try:
+        import re
+        from torch.distributed.elastic.multiprocessing import api
+        std = api.Std
+        if std.from_str("0") is not None:
+            return
+        broken = std.from_str
+
+        def from_str(vm):
+            if re.fullmatch(r"\d", vm):
+                return std(int(vm))
+            if re.fullmatch(r"\d:\d(,\d:\d)*", vm):
+                return {int(k): std(int(v)) for k, v in (pair.split(":") for pair in vm.split(","))}
+            return broken(vm)  # anything else raises, as before
+
+        std.from_str = staticmethod(from_str)
+    except Exception as e:  # noqa: BLE001  (the launcher runs as it is)
+        print(f"gpuprof: torch.distributed.run's --redirects/--tee default left as it is: "
+              f"{type(e).__name__}: {e}", file=sys.stderr)
+
+
 def _start():
     global _profile
     from . import profiler
@@ -76,6 +104,7 @@ def _start():
         # Nor does gpuprof's CUDA injection profile it (it may query the GPUs); its ranks inherit
         # the variable but have other pids.
         os.environ["GPUPROF_SKIP_PID"] = str(os.getpid())
+        _repair_launcher_std()
         return
 
     try:

@@ -24,7 +24,7 @@ inline constexpr std::int64_t kApiTypeNode = 10000;          // "node": the `lau
 //   - the `runtime` row of the same call gets the correlation id shifted past every 32-bit
 //     correlation id, so both rows fit the key;
 //   - collectives (CANN_API `communication` and COMMUNICATION_OP) start at 3 << 32, above both;
-//   - host-only marks and ranges (MSTX_EVENTS, linked to their op through CONNECTION_IDS) at 4 << 32.
+//   - host-only marks (MSTX_EVENTS, linked to their op through CONNECTION_IDS) at 4 << 32.
 inline constexpr std::uint64_t kFrameworkConnectionBase = 5ull << 28;
 inline constexpr std::uint64_t kRuntimeConnectionOffset = 1ull << 32;
 inline constexpr std::uint64_t kCommunicationConnectionBase = 3ull << 32;

@@ -226,9 +226,11 @@ Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<
   std::vector<PointQuery> queries;
   for (std::size_t i = 0; i < launches.size(); ++i) {
     const LaunchSpan& launch = launches[i];
-    // Framework ids collide with fwd/bwd pairs; a host-only mark's own id (kMstxConnectionBase
-    // and up, past every 32-bit correlation id) is linked like a launch.
-    if (launch.correlation_id >= kFrameworkConnectionBase && launch.correlation_id < kMstxConnectionBase) {
+    // Ids in the fwd/bwd space collide with the pairs; a collective's or a host-only mark's own id
+    // (kCommunicationConnectionBase, kMstxConnectionBase: past every 32-bit correlation id) is
+    // linked like a launch.
+    if (launch.correlation_id >= kFrameworkConnectionBase &&
+        launch.correlation_id < kRuntimeConnectionOffset) {
       ++out_of_range;
     } else if (!std::binary_search(claimed.begin(), claimed.end(), launch.correlation_id)) {
       queries.push_back({launch.tid, launch.start_ns, i});
@@ -431,6 +433,13 @@ std::optional<CollectiveName> ParseCollectiveName(std::string_view op_name) {
   }
   if (name.op_type.empty()) return std::nullopt;
   return name;
+}
+
+std::vector<CollectiveSpan> CollectivesInIdOrder(const std::vector<CollectiveSpan>& collectives) {
+  std::vector<CollectiveSpan> order(collectives.begin(), collectives.end());
+  std::stable_sort(order.begin(), order.end(),
+                   [](const CollectiveSpan& a, const CollectiveSpan& b) { return a.start_ns < b.start_ns; });
+  return order;
 }
 
 std::string HcclOpType(std::string_view op_type) {

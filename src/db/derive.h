@@ -146,6 +146,10 @@ struct CollectiveSpan {
   std::uint32_t data_type = 65534;
 };
 
+// The collectives in the order their ids are handed out (kCommunicationConnectionBase + index):
+// by start time, ties in recording order.
+std::vector<CollectiveSpan> CollectivesInIdOrder(const std::vector<CollectiveSpan>& collectives);
+
 // The device launches (correlation ids) of each collective, as (index into `collectives`,
 // correlation id): those linked (`connections`, from CUPTI external correlation or time) to the
 // innermost communication op (OpSpan::communication) on the collective's thread that contains its

@@ -22,9 +22,7 @@ Status RowSink::WriteCollectives(const std::vector<CollectiveSpan>& collectives,
                                  const std::vector<OpSpan>& ops, const Connections& connections,
                                  const trace::RunInfo& run) {
   if (collectives.empty()) return OkStatus();
-  std::vector<CollectiveSpan> order(collectives.begin(), collectives.end());
-  std::stable_sort(order.begin(), order.end(),
-                   [](const CollectiveSpan& a, const CollectiveSpan& b) { return a.start_ns < b.start_ns; });
+  const std::vector<CollectiveSpan> order = CollectivesInIdOrder(collectives);
 
   // The device tasks of each collective, from TASK through the launches' correlation ids.
   struct DeviceTask {

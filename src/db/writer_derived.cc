@@ -35,7 +35,20 @@ Derived RowSink::Derive(const OpLane& lane) const {
     side();  // no second thread: one after the other
   }
   try {
-    out.connections = DeriveConnections(ops, launches_, external_launches_);
+    if (lane.collectives().empty()) {
+      out.connections = DeriveConnections(ops, launches_, external_launches_);
+    } else {
+      // Each collective's COMMUNICATION_OP connectionId joins its work op through CONNECTION_IDS
+      // (the innermost op around its start on its thread: the work op itself), as msprof-analyze's
+      // module_statistic reads it (prof_exports/module_statistic_export.py QUERY_COMMUNICATION_TASK).
+      std::vector<LaunchSpan> links = launches_;
+      const std::vector<CollectiveSpan> collectives = CollectivesInIdOrder(lane.collectives());
+      for (std::size_t i = 0; i < collectives.size(); ++i) {
+        links.push_back(LaunchSpan{collectives[i].start_ns, collectives[i].start_ns, collectives[i].tid,
+                                   kCommunicationConnectionBase + i});
+      }
+      out.connections = DeriveConnections(ops, links, external_launches_);
+    }
     if (out.connections.tagged_links + out.connections.contained_links > 0) {
       GPUPROF_LOG(kInfo) << "CONNECTION_IDS: " << out.connections.tagged_links
                          << " device launch(es) linked to their op by external correlation, "

@@ -245,14 +245,14 @@ Status RowSink::WriteRecord(trace::Mark& mark) {
   s.Set(6, GlobalTid(mark.pid, mark.tid));
   s.Set(7, GlobalTid(mark.pid, mark.end_tid != 0 ? mark.end_tid : mark.tid));
   s.SetU64(8, domain_id);
-  // A device-side range keeps its correlation id (TASK.connectionId). A host-only mark or range
-  // gets an id of its own that CONNECTION_IDS ties to the innermost op of its thread around its
-  // start, as msprof links mstx ops: msprof-analyze's mstx_sum drops 4294967295 and joins
-  // PYTORCH_API through CONNECTION_IDS (prof_exports/mstx_event_export.py).
-  std::uint64_t connection_id = 0;
-  if (mark.correlation_id.has_value()) {
-    connection_id = *mark.correlation_id;
-  } else {
+  // A device-side range keeps its correlation id (TASK.connectionId); a host-only range keeps
+  // 4294967295, as msprof writes it: mstx_sum skips those (a range with an id but no TASK row makes
+  // it subtract NULLs and drop the rank). A host-only mark gets an id of its own that CONNECTION_IDS
+  // ties to the innermost op of its thread around it, as msprof links mstx ops: mstx_sum reads every
+  // mark's op start through CONNECTION_IDS (prof_exports/mstx_event_export.py).
+  std::uint64_t connection_id = mark.correlation_id.value_or(kInvalidStringId);
+  if (!mark.correlation_id.has_value() && mark.start_ns == mark.end_ns &&
+      (mark.type == trace::Mark::Type::kMarker || mark.type == trace::Mark::Type::kMarkerEx)) {
     connection_id = kMstxConnectionBase + next_mstx_connection_++;
     launches_.push_back(LaunchSpan{mark.start_ns, mark.start_ns, mark.tid, connection_id});
   }

@@ -142,7 +142,7 @@ CASES = {
     # Two ranks over NCCL on two GPUs under torchrun (issue 7); skipped with fewer than 2 GPUs.
     "TwoRanksNccl": Case("two_ranks_nccl",
                          command=["python3", "-m", "torch.distributed.run", "--nproc_per_node=2",
-                                  "--master_addr=127.0.0.1", "--master_port=29577", "tests/gpu/ddp_two_ranks.py"],
+                                  "--master_addr=127.0.0.1", "--master_port=29577", "examples/train_ddp.py"],
                          flags=["--with-modules"], needs_torch=True, needs_torch_hooks=True, min_gpus=2),
     # Every kernel of 3 transformer training steps replayed 3 times, the memory-efficient attention
     # kernels (fmha_cutlassF/B, which reference device printf) among them; the losses, printed as

@@ -396,6 +396,14 @@ TEST(ProfileWriterCollectivesTest, WorkOpsBecomeCommunicationRowsInStartOrder) {
       ElementsAre(std::string("1000|1600|communication|") + kTid102 + "|gloo:all_reduce",
                   std::string("2000|2500|communication|") + kTid102 + "|gloo:broadcast",
                   std::string("3000|3100|communication|") + kTid102 + "|nccl:_allgather_base"));
+  // msprof-analyze's module_statistic places communication under modules through this join
+  // (prof_exports/module_statistic_export.py QUERY_COMMUNICATION_TASK): each collective reaches its work op.
+  EXPECT_THAT(
+      Query(db,
+            "SELECT s.value FROM COMMUNICATION_OP c JOIN CONNECTION_IDS i ON i.connectionId = "
+            "c.connectionId JOIN PYTORCH_API p ON p.connectionId = i.id JOIN STRING_IDS s ON s.id = p.name "
+            "ORDER BY c.opId"),
+      ElementsAre("gloo:all_reduce", "gloo:broadcast", "nccl:_allgather_base"));
 }
 
 // NCCL on torch 2.x: record_param_comms encloses the work op and launches the NCCL kernel (tagged

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Data-parallel training on two (or more) ranks: the distributed target for `gpuprof run`.
+
+    gpuprof run -o DIR --with-modules -- python3 -m torch.distributed.run --nproc_per_node=2 examples/train_ddp.py
+
+Each rank trains the same small MLP on its own synthetic batches. The collectives are explicit, so
+a profile has a known set of them: one broadcast per parameter from rank 0 at the start, one
+all_reduce per parameter per step (the gradients, averaged), one all_gather of the final weights
+(every rank checks that the replicas are identical) and one barrier. With --steps 3 (the default)
+and the model's 4 parameters that is 4 + 12 + 1 + 1 = 18 collectives per rank.
+
+The backend is NCCL when every rank has a GPU of its own (LOCAL_RANK < the GPU count), else gloo
+on the CPU over the loopback interface (GLOO_SOCKET_IFNAME=lo unless set), so it runs on a machine
+without a GPU. When gpuprof's Python package is importable (it is under `gpuprof run`), each step
+is bracketed by two mstx marks, "stepN_start" and "stepN_stop", the pair msprof-analyze's mstx_sum
+times (its _start/_stop rule); both are made inside the step, where the profile's ProfilerStep op
+is the torch op they are linked to. Each rank prints
+
+    rank 0 done on cpu, replicas identical: True
+
+and the exit status is 1 when the replicas differ.
+"""
+
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+
+try:  # the marks are optional: the example runs without gpuprof too
+    from gpuprof import mstx
+except ImportError:  # pragma: no cover
+    mstx = None
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=3, help="training steps (default 3)")
+    parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto",
+                        help="auto: nccl when every rank has a GPU, else gloo on the CPU")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    if "LOCAL_RANK" not in os.environ:
+        raise SystemExit("train_ddp.py: run it under torch.distributed.run (torchrun), e.g. "
+                         "python3 -m torch.distributed.run --nproc_per_node=2 examples/train_ddp.py")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    backend = args.backend
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() and local_rank < torch.cuda.device_count() else "gloo"
+    if backend == "gloo":
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+        device = torch.device("cpu")
+    else:
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    dist.init_process_group(backend)
+    rank = dist.get_rank()
+    world = dist.get_world_size()
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).to(device)
+    for p in model.parameters():
+        dist.broadcast(p.data, 0)  # the same start on every rank
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.manual_seed(1 + rank)  # each rank its own data
+    for step in range(args.steps):
+        if mstx:
+            mstx.mark(f"step{step}_start")
+        loss = model(torch.randn(8, 16, device=device)).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= world
+        if mstx:
+            mstx.mark(f"step{step}_stop")  # before opt.step(), which closes the ProfilerStep op
+        opt.step()
+    weights = torch.cat([p.detach().flatten() for p in model.parameters()])
+    gathered = [torch.empty_like(weights) for _ in range(world)]
+    dist.all_gather(gathered, weights)
+    dist.barrier()
+    same = all(torch.equal(gathered[0], g) for g in gathered)
+    print(f"rank {rank} done on {device}, replicas identical: {same}", flush=True)
+    dist.destroy_process_group()
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
