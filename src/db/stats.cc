@@ -215,6 +215,13 @@ Status ReadMemory(const ProfileReader& reader, StringLookup& strings, ProfileSta
     stats->memory.push_back(std::move(peak));
   }
   if (stats->memory.empty()) stats->memory_absent = EmptyTable("MEMORY_RECORD");
+  // The writer's stand-in for "nothing recorded" (one zero row, for msprof-analyze's compare) is no
+  // peak of 0 B: say what it means.
+  if (stats->memory.size() == 1 && stats->memory[0].records == 1 && stats->memory[0].peak_allocated == 0 &&
+      stats->memory[0].peak_reserved == 0 && stats->memory[0].peak_active.value_or(0) == 0) {
+    stats->memory.clear();
+    stats->memory_absent = "no allocator event was recorded; MEMORY_RECORD holds only its zero row";
+  }
   return OkStatus();
 }
 
