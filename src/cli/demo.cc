@@ -27,6 +27,10 @@
 namespace gpuprof::cli {
 namespace {
 
+// The correlation id of the launch the calling thread is making (0: none), for the replay record
+// sink, which the controller calls on the launching thread.
+thread_local std::uint64_t launching_correlation = 0;
+
 using device::DevicePtr;
 using device::host::HostPlatform;
 using device::host::Kernel;
@@ -129,6 +133,11 @@ class DemoRun {
   Status Upload(DevicePtr dst, const std::vector<std::uint32_t>& words);
   StatusOr<std::vector<std::uint32_t>> Download(DevicePtr src, std::size_t words);
   Status Launch(int device, const Kernel& kernel);
+  // A graph of kernels on device 0's default stream: one launch call (one correlation id, as
+  // cudaGraphLaunch has), each kernel node a device task carrying it.
+  Status LaunchGraph(const std::vector<Kernel>& graph);
+  // `kernel` made to record its unreplayed run (or pass 1) as a device task with `correlation`.
+  Kernel Profiled(const Kernel& kernel, int device, std::uint64_t correlation);
   StatusOr<Check> Compare(std::string kernel, const Buffer& buffer,
                           const std::function<std::uint32_t(std::size_t)>& expected);
 
@@ -209,6 +218,7 @@ Status DemoRun::Wire() {
       result.time_ns = base::EpochNowNs();
       result.pid = static_cast<std::uint32_t>(getpid());
       result.tid = static_cast<std::uint32_t>(gettid());
+      result.correlation_id = launching_correlation;  // the launch being replayed, on this thread
       result.record = record;
       AddRecord(std::move(result));
     });
@@ -247,8 +257,28 @@ Status DemoRun::Launch(int device, const Kernel& kernel) {
         .WithContext("launching " + kernel.name + " on device " + std::to_string(device));
   }
   // Profiled: the launch call becomes a runtime API row with a `launch` row, the kernel's
-  // unreplayed run (or pass 1) a device task joined to it by the correlation id.
+  // unreplayed run (or pass 1) a device task joined to it by the correlation id, and a replayed
+  // launch's GPUPROF_REPLAY_KERNEL row carries it too (the record sink runs on this thread).
   const std::uint64_t correlation = next_correlation_.fetch_add(1, std::memory_order_relaxed);
+  const std::uint32_t pid = static_cast<std::uint32_t>(getpid());
+  const Kernel profiled = Profiled(kernel, device, correlation);
+  launching_correlation = correlation;
+  trace::ApiCall call;
+  call.start_ns = base::EpochNowNs();
+  call.pid = pid;
+  call.tid = static_cast<std::uint32_t>(gettid());
+  call.name = "hostLaunchKernel";
+  call.correlation_id = correlation;
+  call.launches_device_work = true;
+  Status status = platform_->Launch(platform_->DefaultStream(device), profiled)
+                      .WithContext("launching " + kernel.name + " on device " + std::to_string(device));
+  call.end_ns = base::EpochNowNs();
+  launching_correlation = 0;
+  AddRecord(std::move(call));
+  return status;
+}
+
+Kernel DemoRun::Profiled(const Kernel& kernel, int device, std::uint64_t correlation) {
   const std::uint32_t pid = static_cast<std::uint32_t>(getpid());
   const std::uint32_t stream = static_cast<std::uint32_t>(platform_->DefaultStream(device));
   Kernel profiled = kernel;
@@ -269,15 +299,28 @@ Status DemoRun::Launch(int device, const Kernel& kernel) {
     task.short_name = name;
     AddRecord(std::move(task));
   };
+  return profiled;
+}
+
+Status DemoRun::LaunchGraph(const std::vector<Kernel>& graph) {
+  if (!writer_) {
+    return platform_->LaunchGraph(platform_->DefaultStream(0), graph)
+        .WithContext("launching the graph on device 0");
+  }
+  const std::uint64_t correlation = next_correlation_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<Kernel> profiled;
+  for (const Kernel& kernel : graph) profiled.push_back(Profiled(kernel, 0, correlation));
   trace::ApiCall call;
   call.start_ns = base::EpochNowNs();
-  call.pid = pid;
+  call.pid = static_cast<std::uint32_t>(getpid());
   call.tid = static_cast<std::uint32_t>(gettid());
-  call.name = "hostLaunchKernel";
+  call.name = "hostGraphLaunch";
   call.correlation_id = correlation;
   call.launches_device_work = true;
-  Status status = platform_->Launch(platform_->DefaultStream(device), profiled)
-                      .WithContext("launching " + kernel.name + " on device " + std::to_string(device));
+  launching_correlation = correlation;
+  Status status = platform_->LaunchGraph(platform_->DefaultStream(0), profiled)
+                      .WithContext("launching the graph on device 0");
+  launching_correlation = 0;
   call.end_ns = base::EpochNowNs();
   AddRecord(std::move(call));
   return status;
@@ -434,8 +477,7 @@ Status DemoRun::LaunchWorkload() {
                                  for (std::size_t i = 0; i < kGraphCount; ++i) a[i] *= 2u;
                                })};
   for (int launch = 0; launch < kGraphLaunches; ++launch) {
-    GPUPROF_RETURN_IF_ERROR(platform_->LaunchGraph(platform_->DefaultStream(0), graph)
-                                .WithContext("launching the graph on device 0"));
+    GPUPROF_RETURN_IF_ERROR(LaunchGraph(graph));
   }
 
   // y = 2x + y on every other device: each device's snapshot holds only that device's memory.

@@ -223,6 +223,19 @@ TEST(GpuprofCliTest, DemoWithAnOutputDirWritesADatabaseThatCheckStatsAndExportRe
   EXPECT_THAT(stats.output, HasSubstr("scale_in_place"));  // replay rows present
   EXPECT_THAT(stats.output, HasSubstr("graph-launch"));    // and the declined graph
 
+  // As joined as a real profile (issue 20 item 9): every replayed or declined launch carries its
+  // launch's correlation id, and every such id has its TASK row(s) (a graph launch: one per node).
+  const std::string db = "$(ls '" + dir + "'/*/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler.db)";
+  gpuprof::testing::CliResult joined = gpuprof::testing::RunShell(
+      "sqlite3 " + db +
+      " \"SELECT COUNT(*), SUM(connectionId IS NULL), SUM((SELECT COUNT(*) FROM TASK t WHERE t.connectionId "
+      "= "
+      "k.connectionId) = 0), SUM(replayed = 0 AND (SELECT COUNT(*) FROM TASK t WHERE t.connectionId = "
+      "k.connectionId) = 2) FROM GPUPROF_REPLAY_KERNEL k\"");
+  ASSERT_EQ(joined.exit_code, 0) << joined.out;
+  EXPECT_EQ(joined.out, "8|0|0|2\n")
+      << "launches | without connectionId | without TASK | graph launches with both nodes";
+
   const std::string json = dir + "/trace.json";
   CliResult exported =
       RunCli("export --format perfetto '" + dir + "' -o '" + json + "'", /*merge_stderr=*/true);
