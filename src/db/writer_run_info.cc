@@ -5,6 +5,8 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/hash.h"
 #include "base/json.h"
@@ -18,6 +20,22 @@
 
 namespace gpuprof::db::internal {
 namespace {
+
+// META_DATA's parallel_group_info, pp_info and distributed_args (see WriteRunTables).
+std::vector<std::pair<std::string_view, std::string>> DistributedMetaData(const trace::RunInfo& run) {
+  std::string groups = "{}";
+  std::string args = "{}";
+  if (run.world_size > 0 && run.rank >= 0) {
+    std::string ranks;
+    for (std::int32_t r = 0; r < run.world_size; ++r) ranks += (r ? ", " : "") + std::to_string(r);
+    groups = "{\"" + std::string(kDefaultGroupName) + "\": {\"group_name\": \"" +
+             std::string(kDefaultGroupName) + "\", \"group_rank\": " + std::to_string(run.rank) +
+             ", \"global_ranks\": [" + ranks + "]}}";
+    args = "{\"world_size\": " + std::to_string(run.world_size) + ", \"rank\": " + std::to_string(run.rank) +
+           "}";
+  }
+  return {{"parallel_group_info", groups}, {"pp_info", "{}"}, {"distributed_args", args}};
+}
 
 // A stable id for this host: the hash of /etc/machine-id, or of the hostname where there is none.
 std::string HostUid(const std::string& hostname) {
@@ -75,6 +93,17 @@ Status RowSink::WriteRunTables(const trace::RunInfo& run, std::int64_t end_ns) {
     s.BindStaticText(1, kMetaGpuprofConfig);
     s.BindStaticText(2, run.config_json);
     GPUPROF_RETURN_IF_ERROR(run_one(s));
+    // torch_npu's distributed rows, which msprof-analyze's ep_load_balance, computational_op_masking
+    // and pp_chart read (json.loads; a missing row fails them): what is known of the job, "{}"
+    // when it is not distributed. The default group holds every rank; its key is
+    // COMMUNICATION_OP.groupName's value (computational_op_masking joins on it). Subgroups and
+    // pipeline stages are not recorded: pp_info stays "{}".
+    const std::vector<std::pair<std::string_view, std::string>> distributed = DistributedMetaData(run);
+    for (const auto& [name, value] : distributed) {
+      s.BindStaticText(1, name);
+      s.BindStaticText(2, value);
+      GPUPROF_RETURN_IF_ERROR(run_one(s));
+    }
   }
   return OkStatus();
 }

@@ -254,7 +254,9 @@ TEST_F(ProfileWriterTablesTest, PerRunTables) {
   EXPECT_THAT(Q("SELECT name, value FROM META_DATA ORDER BY rowid"),
               ElementsAre("SCHEMA_VERSION|1.2.0", "SCHEMA_VERSION_MAJOR|1", "SCHEMA_VERSION_MINOR|2",
                           "SCHEMA_VERSION_MICRO|0", S("gpuprof_version", GPUPROF_TEST_VERSION),
-                          R"(gpuprof_config|{"activities": ["cpu", "cuda"], "record_shapes": true})"));
+                          R"(gpuprof_config|{"activities": ["cpu", "cuda"], "record_shapes": true})",
+                          // not distributed: valid, empty JSON (msprof-analyze json.loads them)
+                          "parallel_group_info|{}", "pp_info|{}", "distributed_args|{}"));
 }
 
 TEST_F(ProfileWriterTablesTest, StringIdsSpacesPerProducer) {
