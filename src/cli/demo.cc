@@ -136,6 +136,10 @@ class DemoRun {
   // A graph of kernels on device 0's default stream: one launch call (one correlation id, as
   // cudaGraphLaunch has), each kernel node a device task carrying it.
   Status LaunchGraph(const std::vector<Kernel>& graph);
+  // `launch()` as a runtime API row (and its `launch` row) with `correlation`, which the replay
+  // record sink reads meanwhile (launching_correlation).
+  Status RecordedCall(std::string_view name, std::uint64_t correlation,
+                      const std::function<Status()>& launch);
   // `kernel` made to record its unreplayed run (or pass 1) as a device task with `correlation`.
   Kernel Profiled(const Kernel& kernel, int device, std::uint64_t correlation);
   StatusOr<Check> Compare(std::string kernel, const Buffer& buffer,
@@ -260,20 +264,26 @@ Status DemoRun::Launch(int device, const Kernel& kernel) {
   // unreplayed run (or pass 1) a device task joined to it by the correlation id, and a replayed
   // launch's GPUPROF_REPLAY_KERNEL row carries it too (the record sink runs on this thread).
   const std::uint64_t correlation = next_correlation_.fetch_add(1, std::memory_order_relaxed);
-  const std::uint32_t pid = static_cast<std::uint32_t>(getpid());
   const Kernel profiled = Profiled(kernel, device, correlation);
-  launching_correlation = correlation;
+  return RecordedCall("hostLaunchKernel", correlation, [&] {
+    return platform_->Launch(platform_->DefaultStream(device), profiled)
+        .WithContext("launching " + kernel.name + " on device " + std::to_string(device));
+  });
+}
+
+Status DemoRun::RecordedCall(std::string_view name, std::uint64_t correlation,
+                             const std::function<Status()>& launch) {
   trace::ApiCall call;
   call.start_ns = base::EpochNowNs();
-  call.pid = pid;
+  call.pid = static_cast<std::uint32_t>(getpid());
   call.tid = static_cast<std::uint32_t>(gettid());
-  call.name = "hostLaunchKernel";
+  call.name = std::string(name);
   call.correlation_id = correlation;
   call.launches_device_work = true;
-  Status status = platform_->Launch(platform_->DefaultStream(device), profiled)
-                      .WithContext("launching " + kernel.name + " on device " + std::to_string(device));
-  call.end_ns = base::EpochNowNs();
+  launching_correlation = correlation;
+  Status status = launch();
   launching_correlation = 0;
+  call.end_ns = base::EpochNowNs();
   AddRecord(std::move(call));
   return status;
 }
@@ -310,20 +320,10 @@ Status DemoRun::LaunchGraph(const std::vector<Kernel>& graph) {
   const std::uint64_t correlation = next_correlation_.fetch_add(1, std::memory_order_relaxed);
   std::vector<Kernel> profiled;
   for (const Kernel& kernel : graph) profiled.push_back(Profiled(kernel, 0, correlation));
-  trace::ApiCall call;
-  call.start_ns = base::EpochNowNs();
-  call.pid = static_cast<std::uint32_t>(getpid());
-  call.tid = static_cast<std::uint32_t>(gettid());
-  call.name = "hostGraphLaunch";
-  call.correlation_id = correlation;
-  call.launches_device_work = true;
-  launching_correlation = correlation;
-  Status status = platform_->LaunchGraph(platform_->DefaultStream(0), profiled)
-                      .WithContext("launching the graph on device 0");
-  launching_correlation = 0;
-  call.end_ns = base::EpochNowNs();
-  AddRecord(std::move(call));
-  return status;
+  return RecordedCall("hostGraphLaunch", correlation, [&] {
+    return platform_->LaunchGraph(platform_->DefaultStream(0), profiled)
+        .WithContext("launching the graph on device 0");
+  });
 }
 
 void DemoRun::AddRecord(trace::Record record) {

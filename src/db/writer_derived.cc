@@ -89,18 +89,7 @@ Status RowSink::WriteDerivedRows(const Derived& derived, const OpLane& lane, std
   }
 
   // MEMORY_RECORD (§3.6), sorted by time (SortAllocatorEvents), then OP_MEMORY (§3.7).
-  for (const trace::AllocatorEvent& event : alloc_events_) {
-    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t component_id, Id(StringSpace::kMemory, event.component));
-    BatchInserter& m = memory_record_;
-    m.SetU64(0, component_id);
-    m.Set(1, event.time_ns);
-    m.SetU64(2, event.total_allocated);
-    m.SetU64(3, event.total_reserved);
-    m.SetOptional(4, event.total_active);
-    m.SetU64(5, event.stream_ptr);
-    m.Set(6, event.device);
-    GPUPROF_RETURN_IF_ERROR(Pushed(m));
-  }
+  for (const trace::AllocatorEvent& event : alloc_events_) GPUPROF_RETURN_IF_ERROR(WriteMemoryRecord(event));
   for (const OpMemoryRow& row : derived.op_memory) {
     BatchInserter& o = op_memory_;
     o.SetU64(0, row.name_id);
@@ -121,6 +110,19 @@ Status RowSink::WriteDerivedRows(const Derived& derived, const OpLane& lane, std
     GPUPROF_RETURN_IF_ERROR(Pushed(o));
   }
   return OkStatus();
+}
+
+Status RowSink::WriteMemoryRecord(const trace::AllocatorEvent& event) {
+  GPUPROF_ASSIGN_OR_RETURN(std::uint64_t component_id, Id(StringSpace::kMemory, event.component));
+  BatchInserter& m = memory_record_;
+  m.SetU64(0, component_id);
+  m.Set(1, event.time_ns);
+  m.SetU64(2, event.total_allocated);
+  m.SetU64(3, event.total_reserved);
+  m.SetOptional(4, event.total_active);
+  m.SetU64(5, event.stream_ptr);
+  m.Set(6, event.device);
+  return Pushed(m);
 }
 
 // PYTORCH_API rows [begin, end) in api_row order, each with its CONNECTION_IDS index (§3.4) where

@@ -72,17 +72,11 @@ Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, std::size
     // No allocator event recorded (profile_memory off, or no device memory): one row at the
     // session's start with zero totals, so that the consumers' MAX(totalReserved) is 0, not NULL
     // (msprof-analyze's compare divides it: overall_metrics_parser.py calculate_memory_usage_peak).
-    GPUPROF_ASSIGN_OR_RETURN(std::uint64_t component_id,
-                             Id(StringSpace::kMemory, trace::AllocatorEvent{}.component));
-    BatchInserter& m = memory_record_;
-    m.SetU64(0, component_id);
-    m.Set(1, run.start_ns);
-    m.SetU64(2, 0);
-    m.SetU64(3, 0);
-    m.SetU64(4, 0);
-    m.SetU64(5, 0);
-    m.Set(6, run.device < 0 ? 0 : run.device);
-    GPUPROF_RETURN_IF_ERROR(Pushed(m));
+    trace::AllocatorEvent zero;
+    zero.time_ns = run.start_ns;
+    zero.total_active = 0;
+    zero.device = run.device < 0 ? 0 : run.device;
+    GPUPROF_RETURN_IF_ERROR(WriteMemoryRecord(zero));
   }
   GPUPROF_RETURN_IF_ERROR(WriteCollectives(lane.collectives(), lane.ops(), derived.connections, run));
   for (BatchInserter* inserter : Inserters()) GPUPROF_RETURN_IF_ERROR(inserter->Flush());
@@ -116,19 +110,12 @@ void RowSink::ReleaseStatements() {
 }
 
 StatusOr<std::uint64_t> RowSink::Id(StringSpace space, std::string_view value) {
-  StringTable::Interned interned = strings_.Intern(space, value);
-  if (interned.is_new) {
-    string_ids_.BindU64(1, interned.id);
-    string_ids_.BindStaticText(2, value);
-    GPUPROF_RETURN_IF_ERROR(string_ids_.Run());
-    ++rows_;
-    ++rows_in_txn_;
-  }
-  return interned.id;
+  return Written(strings_.Intern(space, value));
 }
 
-StatusOr<std::uint64_t> RowSink::EmptyId(StringSpace space) {
-  StringTable::Interned interned = strings_.InternEmpty(space);
+StatusOr<std::uint64_t> RowSink::EmptyId(StringSpace space) { return Written(strings_.InternEmpty(space)); }
+
+StatusOr<std::uint64_t> RowSink::Written(const StringTable::Interned& interned) {
   if (interned.is_new) {
     string_ids_.BindU64(1, interned.id);
     string_ids_.BindStaticText(2, interned.value);

@@ -107,6 +107,10 @@ class RowSink {
   StatusOr<std::uint64_t> Id(StringSpace space, std::string_view value);
   // The id of a STRING_IDS row holding '' (written once).
   StatusOr<std::uint64_t> EmptyId(StringSpace space);
+  // The interned string's id, writing its STRING_IDS row on first sight.
+  StatusOr<std::uint64_t> Written(const StringTable::Interned& interned);
+  // One MEMORY_RECORD row (writer_derived.cc).
+  Status WriteMemoryRecord(const trace::AllocatorEvent& event);
   Status WriteCannApi(std::int64_t start, std::int64_t end, std::int64_t type, std::int64_t global_tid,
                       std::uint64_t connection_id, std::uint64_t name_id);
   StatusOr<std::uint64_t> TaskTypeId(trace::TaskKind kind);

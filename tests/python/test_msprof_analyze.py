@@ -13,12 +13,13 @@ import glob
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import unittest
+
+from test_distributed import free_port  # noqa: E402  (tests/python is the working directory)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MSPROF_ANALYZE = os.path.join(os.path.dirname(REPO), "shared", "third_party", "msprof-analyze")
@@ -42,12 +43,6 @@ def missing_requirement():
 def rows(db, sql, params=()):
     with sqlite3.connect(db) as c:
         return c.execute(sql, params).fetchall()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class MsprofAnalyzeRun(unittest.TestCase):
