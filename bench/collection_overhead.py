@@ -92,7 +92,7 @@ def mib(size):
 
 
 def find_db(out_dir):
-    dbs = sorted(Path(out_dir).rglob("*.db"))
+    dbs = sorted(Path(out_dir).rglob("ascend_pytorch_profiler*.db"))
     return str(dbs[-1]) if dbs else None
 
 

@@ -39,7 +39,7 @@ TARGET_VS_NCU = 20.0
 def counter_counts(out_dir):
     """(launches with every metric, median counter passes, first counterStatus) from a run's DB, or
     None without a DB or without the counter columns."""
-    dbs = sorted(Path(out_dir).rglob("*.db"))
+    dbs = sorted(Path(out_dir).rglob("ascend_pytorch_profiler*.db"))
     if not dbs:
         return None
     conn = sqlite3.connect(f"file:{dbs[-1]}?mode=ro", uri=True)

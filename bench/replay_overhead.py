@@ -146,7 +146,7 @@ def launch_part(args, work):
 
 
 def db_passes(out_dir):
-    dbs = sorted(Path(out_dir).rglob("*.db"))
+    dbs = sorted(Path(out_dir).rglob("ascend_pytorch_profiler*.db"))
     if not dbs:
         return []
     conn = sqlite3.connect(f"file:{dbs[-1]}?mode=ro", uri=True)
@@ -270,7 +270,7 @@ def parse_timed_s(stdout):
 def replay_counts(out_dir):
     """(selected launches, replayed, {declineReason: count}, seconds the engine held launches: the sum
     of replayNs, None for a DB without the column) from the run's DB; None without a DB."""
-    dbs = sorted(Path(out_dir).rglob("*.db"))
+    dbs = sorted(Path(out_dir).rglob("ascend_pytorch_profiler*.db"))
     if not dbs:
         return None
     conn = sqlite3.connect(f"file:{dbs[-1]}?mode=ro", uri=True)

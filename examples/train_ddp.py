@@ -4,10 +4,13 @@
     gpuprof run -o DIR --with-modules -- python3 -m torch.distributed.run --nproc_per_node=2 examples/train_ddp.py
 
 Each rank trains the same small MLP on its own synthetic batches. The collectives are explicit, so
-a profile has a known set of them: one broadcast per parameter from rank 0 at the start, one
-all_reduce per parameter per step (the gradients, averaged), one all_gather of the final weights
-(every rank checks that the replicas are identical) and one barrier. With --steps 3 (the default)
-and the model's 4 parameters that is 4 + 12 + 1 + 1 = 18 collectives per rank.
+a profile has a known set of them: one broadcast per parameter from rank 0 at the start; per step
+one all_reduce in the forward pass (CrossRankCenter, a module that centers its input on the mean
+over every rank's batch, as SyncBatchNorm does its statistics) and one all_reduce per parameter
+(the gradients, averaged); one all_gather of the final weights (every rank checks that the
+replicas are identical) and one barrier. With --steps 3 (the default) and the model's 4 parameters
+that is 4 + 3 + 12 + 1 + 1 = 21 collectives per rank; the forward one runs inside a module, so a
+--with-modules profile places communication under its module (msprof-analyze's module_statistic).
 
 The backend is NCCL when every rank has a GPU of its own (LOCAL_RANK < the GPU count), else gloo
 on the CPU over the loopback interface (GLOO_SOCKET_IFNAME=lo unless set), so it runs on a machine
@@ -31,6 +34,15 @@ try:  # the marks are optional: the example runs without gpuprof too
     from gpuprof import mstx
 except ImportError:  # pragma: no cover
     mstx = None
+
+
+class CrossRankCenter(torch.nn.Module):
+    """Subtracts the mean of its input over the batches of every rank (one all_reduce)."""
+
+    def forward(self, x):
+        total = torch.stack([x.detach().sum(0), torch.full_like(x[0], x.shape[0])])
+        dist.all_reduce(total)
+        return x - total[0] / total[1]
 
 
 def parse_args():
@@ -61,7 +73,8 @@ def main():
     world = dist.get_world_size()
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).to(device)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), CrossRankCenter(), torch.nn.ReLU(),
+                                torch.nn.Linear(32, 4)).to(device)
     for p in model.parameters():
         dist.broadcast(p.data, 0)  # the same start on every rank
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -16,6 +17,7 @@
 #include "cli/report.h"
 #include "db/check.h"
 #include "db/cluster_stats.h"
+#include "db/output_layout.h"
 #include "db/perfetto_export.h"
 #include "db/profile_reader.h"
 #include "db/stats.h"
@@ -601,6 +603,35 @@ int RunExport(const std::string& path, const std::string& format, const std::str
   return kExitOk;
 }
 
+// The analysis.db beside a profile DB, if there is one (a profile copied without it, or written by
+// another tool, has none: a note, not a problem). False when it is damaged or has problems.
+bool CheckAnalysisBeside(const std::string& db_path, const db::ProfileReader& profile, std::ostream& out,
+                         std::ostream& err, std::size_t* problems) {
+  const std::string path = (std::filesystem::path(db_path).parent_path() / db::kAnalysisDbName).string();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    const bool partial = std::filesystem::exists(path + db::kPartialSuffix, ec);
+    err << "gpuprof: note: no " << db::kAnalysisDbName << " beside " << db_path
+        << (partial ? " (only its .partial: writing it failed; the run's log says why)" : "") << "\n";
+    return !partial;
+  }
+  StatusOr<std::unique_ptr<db::ProfileReader>> analysis =
+      db::ProfileReader::Open(path, db::DbKind::kAnalysis);
+  StatusOr<db::CheckReport> report =
+      analysis.ok() ? db::CheckAnalysisDb(**analysis, profile) : StatusOr<db::CheckReport>(analysis.status());
+  if (!report.ok()) {
+    PrintError(err, report.status());
+    return false;
+  }
+  for (const db::CheckProblem& problem : report->problems) out << db::FormatProblem(path, problem) << "\n";
+  if (!report->problems.empty()) {
+    *problems += report->problems.size();
+    return false;
+  }
+  out << "ok: " << path << " (" << report->tables << " tables, " << report->rows << " rows)\n";
+  return true;
+}
+
 int RunCheck(const std::string& path, std::ostream& out, std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
@@ -627,6 +658,7 @@ int RunCheck(const std::string& path, std::ostream& out, std::ostream& err) {
       problems += report->problems.size();
       exit_code = kExitFailure;
     }
+    if (!CheckAnalysisBeside(file.path, **reader, out, err, &problems)) exit_code = kExitFailure;
   }
   if (problems > 0) err << "gpuprof: check found " << problems << " problem(s)\n";
   return exit_code;

@@ -1,6 +1,7 @@
 #include "db/check.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <sstream>
@@ -44,13 +45,12 @@ struct Expectations {
 // primary keys are SQLite's reading of the DDL, as for the file checked), the indexes, the exact
 // enum rows, the SCHEMA_VERSION rows. msprof's enum rows are left out: those tables need only be
 // non-empty.
-StatusOr<Expectations> LoadExpectations() {
+//
+// `parts` are run in order; the tables of `required_part` are required.
+StatusOr<Expectations> LoadExpectations(std::initializer_list<SchemaPart> parts, SchemaPart required_part) {
   GPUPROF_ASSIGN_OR_RETURN(Connection ref, Connection::OpenForWrite(":memory:"));
-  for (SchemaPart part : {SchemaPart::kFormatTables, SchemaPart::kOptionalTables, SchemaPart::kGpuprofTables,
-                          SchemaPart::kFormatIndexes, SchemaPart::kGpuprofIndexes, SchemaPart::kSpecRows}) {
-    GPUPROF_RETURN_IF_ERROR(ref.Exec(SchemaSql(part)));
-  }
-  const std::vector<std::string_view> required = SchemaSqlTables(SchemaPart::kFormatTables);
+  for (SchemaPart part : parts) GPUPROF_RETURN_IF_ERROR(ref.Exec(SchemaSql(part)));
+  const std::vector<std::string_view> required = SchemaSqlTables(required_part);
   Expectations out;
   {
     GPUPROF_ASSIGN_OR_RETURN(
@@ -113,7 +113,7 @@ StatusOr<Expectations> LoadExpectations() {
       }
     }
   }
-  {
+  if (std::find(parts.begin(), parts.end(), SchemaPart::kSpecRows) != parts.end()) {
     GPUPROF_ASSIGN_OR_RETURN(
         Statement meta,
         Statement::Prepare(ref,
@@ -131,7 +131,17 @@ StatusOr<Expectations> LoadExpectations() {
 
 // Built once per process; the source is constant.
 const StatusOr<Expectations>& CachedExpectations() {
-  static const StatusOr<Expectations> expectations = LoadExpectations();
+  static const StatusOr<Expectations> expectations =
+      LoadExpectations({SchemaPart::kFormatTables, SchemaPart::kOptionalTables, SchemaPart::kGpuprofTables,
+                        SchemaPart::kFormatIndexes, SchemaPart::kGpuprofIndexes, SchemaPart::kSpecRows},
+                       SchemaPart::kFormatTables);
+  return expectations;
+}
+
+// analysis.db's: its own part, every table required.
+const StatusOr<Expectations>& CachedAnalysisExpectations() {
+  static const StatusOr<Expectations> expectations =
+      LoadExpectations({SchemaPart::kAnalysisTables}, SchemaPart::kAnalysisTables);
   return expectations;
 }
 
@@ -201,6 +211,58 @@ class Checker {
     GPUPROF_RETURN_IF_ERROR(CheckKernelLaunches());
     GPUPROF_RETURN_IF_ERROR(CheckTimesAndSingletons());
     GPUPROF_RETURN_IF_ERROR(CheckReplayTables());
+    return OkStatus();
+  }
+
+  // analysis.db (reader_) against its profile: the tables and columns of schema.sql's analysis
+  // part, and the rows the profile implies.
+  Status RunAnalysis(const ProfileReader& profile) {
+    GPUPROF_RETURN_IF_ERROR(CountTablesAndRows());
+    GPUPROF_RETURN_IF_ERROR(CheckSchema());
+    if (!report_->problems.empty()) return OkStatus();  // the row checks need the columns
+    GPUPROF_ASSIGN_OR_RETURN(bool has_steps, profile.HasColumns("STEP_TIME", {"id"}));
+    std::int64_t steps = 0;
+    if (has_steps) {
+      GPUPROF_ASSIGN_OR_RETURN(steps, profile.QueryInt("SELECT COUNT(*) FROM STEP_TIME"));
+    }
+    GPUPROF_ASSIGN_OR_RETURN(std::int64_t step_rows, reader_.QueryInt("SELECT COUNT(*) FROM StepTraceTime"));
+    if (step_rows != std::max<std::int64_t>(steps, 1)) {
+      Problem("StepTraceTime",
+              std::to_string(step_rows) + " row(s), expected " +
+                  (steps > 0 ? "one per STEP_TIME row of the profile (" + std::to_string(steps) + ")"
+                             : std::string("one (the profile has no steps)")));
+    }
+    // computing + communication not overlapped + free is the step; so is stage + bubble.
+    GPUPROF_RETURN_IF_ERROR(ReportCount(
+        "StepTraceTime",
+        "SELECT COUNT(*), MIN(IFNULL(step, 'NULL')) FROM StepTraceTime WHERE computing IS NULL OR "
+        "abs(computing + communication_not_overlapped + free - stage - bubble) > 0.01 OR computing < 0 OR "
+        "communication_not_overlapped < 0 OR overlapped < 0 OR bubble < 0",
+        [](std::int64_t n, const std::string& example) {
+          return std::to_string(n) +
+                 " row(s) whose parts do not add up to the step (computing + communication_not_overlapped + "
+                 "free != stage + bubble) or are negative (e.g. step " +
+                 example + ")";
+        }));
+    GPUPROF_ASSIGN_OR_RETURN(bool has_comm, profile.HasColumns("COMMUNICATION_OP", {"opName"}));
+    std::int64_t ops = 0;
+    if (has_comm) {
+      GPUPROF_ASSIGN_OR_RETURN(ops, profile.QueryInt("SELECT COUNT(*) FROM COMMUNICATION_OP"));
+    }
+    for (std::string_view table : {"CommAnalyzerTime", "CommAnalyzerBandwidth"}) {
+      GPUPROF_ASSIGN_OR_RETURN(std::int64_t rows,
+                               reader_.QueryInt("SELECT COUNT(*) FROM " + std::string(table)));
+      if (rows != ops) {
+        Problem(table, std::to_string(rows) +
+                           " row(s), expected one per COMMUNICATION_OP row of the profile (" +
+                           std::to_string(ops) + ")");
+      }
+    }
+    GPUPROF_ASSIGN_OR_RETURN(
+        std::int64_t totals,
+        reader_.QueryInt("SELECT COUNT(*) FROM CommAnalyzerMatrix WHERE hccl_op_name LIKE '%-total'"));
+    if (ops > 0 && totals == 0)
+      Problem("CommAnalyzerMatrix", "no '-total' row, though the profile has communication");
     return OkStatus();
   }
 
@@ -560,11 +622,11 @@ std::string FormatProblem(const std::string& path, const CheckProblem& problem) 
   return path + ": " + problem.table + ": " + problem.problem;
 }
 
-StatusOr<CheckReport> CheckProfileDb(const ProfileReader& reader) {
-  CheckReport report;
-  report.path = reader.path();
-  // A damaged file first: the checks below would fail (or, worse, pass) on garbage. quick_check
-  // reads every page once and skips the slow index-content comparison of integrity_check.
+namespace {
+
+// A damaged file first: the checks would fail (or, worse, pass) on garbage. quick_check reads every
+// page once and skips the slow index-content comparison of integrity_check.
+Status CheckIntact(const ProfileReader& reader) {
   GPUPROF_ASSIGN_OR_RETURN(Query integrity, reader.Prepare("PRAGMA quick_check(5)"));
   std::vector<std::string> damage;
   while (true) {
@@ -580,6 +642,26 @@ StatusOr<CheckReport> CheckProfileDb(const ProfileReader& reader) {
                          (damage.size() > 1 || damage.front().size() > 200 ? " ..." : "") +
                          "); copy it again from the run's output directory, or re-run the profile");
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<CheckReport> CheckAnalysisDb(const ProfileReader& analysis, const ProfileReader& profile) {
+  CheckReport report;
+  report.path = analysis.path();
+  GPUPROF_RETURN_IF_ERROR(CheckIntact(analysis));
+  const StatusOr<Expectations>& expectations = CachedAnalysisExpectations();
+  if (!expectations.ok()) return expectations.status().WithContext("check: reading src/db/schema.sql");
+  Checker checker(analysis, *expectations, &report);
+  GPUPROF_RETURN_IF_ERROR(checker.RunAnalysis(profile));
+  return report;
+}
+
+StatusOr<CheckReport> CheckProfileDb(const ProfileReader& reader) {
+  CheckReport report;
+  report.path = reader.path();
+  GPUPROF_RETURN_IF_ERROR(CheckIntact(reader));
   const StatusOr<Expectations>& expectations = CachedExpectations();
   if (!expectations.ok()) return expectations.status().WithContext("check: reading src/db/schema.sql");
   Checker checker(reader, *expectations, &report);

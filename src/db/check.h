@@ -34,6 +34,12 @@ struct CheckReport {
 
 StatusOr<CheckReport> CheckProfileDb(const ProfileReader& reader);
 
+// The analysis.db beside `profile` (opened with DbKind::kAnalysis): intact, the tables and columns
+// of schema.sql's analysis part, one StepTraceTime row per STEP_TIME row (one when there are none)
+// whose parts add up to the step, one CommAnalyzerTime and CommAnalyzerBandwidth row per
+// COMMUNICATION_OP row, a matrix total when there is communication. Errors as CheckProfileDb.
+StatusOr<CheckReport> CheckAnalysisDb(const ProfileReader& analysis, const ProfileReader& profile);
+
 // "<db>: <table>: <problem>"
 std::string FormatProblem(const std::string& path, const CheckProblem& problem);
 

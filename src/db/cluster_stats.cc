@@ -176,46 +176,107 @@ StatusOr<std::optional<Query>> ComputeQuery(const ProfileReader& reader, RankSta
   return std::optional<Query>(std::move(query));
 }
 
-StatusOr<std::optional<Query>> CommunicationQuery(const ProfileReader& reader, RankStats* stats) {
+// The communication intervals, the receives (opName "hcom_receive*": the bubble) apart from the
+// rest. A DB whose COMMUNICATION_OP has no opName, or no STRING_IDS, has no receive.
+struct CommunicationQueries {
+  std::optional<Query> others;
+  std::optional<Query> receives;
+};
+
+StatusOr<CommunicationQueries> ReadCommunicationQueries(const ProfileReader& reader, RankStats* stats) {
+  CommunicationQueries queries;
   GPUPROF_ASSIGN_OR_RETURN(bool has_comm, reader.HasColumns("COMMUNICATION_OP", {"startNs", "endNs"}));
   if (!has_comm) {
     stats->communication_absent = reader.HasTable("COMMUNICATION_OP")
                                       ? "COMMUNICATION_OP lacks startNs or endNs"
                                       : "no COMMUNICATION_OP table in this DB";
-    return std::optional<Query>();
+    return queries;
   }
-  GPUPROF_ASSIGN_OR_RETURN(Query query,
-                           reader.Prepare("SELECT startNs AS s, endNs FROM COMMUNICATION_OP ORDER BY s"));
-  return std::optional<Query>(std::move(query));
+  GPUPROF_ASSIGN_OR_RETURN(bool has_names, reader.HasColumns("COMMUNICATION_OP", {"opName"}));
+  if (!has_names || !reader.HasTable("STRING_IDS")) {
+    GPUPROF_ASSIGN_OR_RETURN(Query query,
+                             reader.Prepare("SELECT startNs AS s, endNs FROM COMMUNICATION_OP ORDER BY s"));
+    queries.others = std::move(query);
+    return queries;
+  }
+  const std::string receives = "(SELECT id FROM STRING_IDS WHERE value GLOB 'hcom_receive*')";
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query others, reader.Prepare("SELECT startNs AS s, endNs FROM COMMUNICATION_OP WHERE opName IS NULL "
+                                   "OR opName NOT IN " +
+                                   receives + " ORDER BY s"));
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query receive, reader.Prepare("SELECT startNs AS s, endNs FROM COMMUNICATION_OP WHERE opName IN " +
+                                    receives + " ORDER BY s"));
+  queries.others = std::move(others);
+  queries.receives = std::move(receive);
+  return queries;
 }
 
-StatusOr<RankStats> ComputeRankStats(const ProfileDbFile& file) {
+// SESSION_TIME_INFO's span as the one step of a DB without steps.
+Status ReadWholeRun(const ProfileReader& reader, RankStats* stats) {
+  GPUPROF_ASSIGN_OR_RETURN(bool has_session,
+                           reader.HasColumns("SESSION_TIME_INFO", {"startTimeNs", "endTimeNs"}));
+  if (!has_session) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(Query query,
+                           reader.Prepare("SELECT MIN(startTimeNs), MAX(endTimeNs) FROM SESSION_TIME_INFO"));
+  GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+  if (!row || query.IsNull(0) || query.IsNull(1)) return OkStatus();
+  RankStepStats step;
+  step.id = -1;
+  step.start_ns = query.Int(0);
+  step.end_ns = query.Int(1);
+  step.duration_ns = std::max<std::int64_t>(0, step.end_ns - step.start_ns);
+  stats->steps.push_back(step);
+  stats->whole_run = true;
+  return OkStatus();
+}
+
+StatusOr<RankStats> ComputeRankStatsOf(const ProfileDbFile& file, WithoutSteps without_steps) {
   GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<ProfileReader> reader, ProfileReader::Open(file.path));
   RankStats stats;
   stats.path = file.path;
   GPUPROF_RETURN_IF_ERROR(ReadRankAndDevice(*reader, file, &stats));
   GPUPROF_RETURN_IF_ERROR(ReadSteps(*reader, &stats));
+  if (stats.steps.empty() && without_steps == WithoutSteps::kWholeRunWithoutSteps) {
+    GPUPROF_RETURN_IF_ERROR(ReadWholeRun(*reader, &stats));
+  }
   if (stats.steps.empty()) return stats;
 
   GPUPROF_ASSIGN_OR_RETURN(std::optional<Query> compute_query, ComputeQuery(*reader, &stats));
-  GPUPROF_ASSIGN_OR_RETURN(std::optional<Query> comm_query, CommunicationQuery(*reader, &stats));
-  StepwiseIntervals compute_source =
-      compute_query.has_value() ? StepwiseIntervals(*std::move(compute_query)) : StepwiseIntervals();
-  StepwiseIntervals comm_source =
-      comm_query.has_value() ? StepwiseIntervals(*std::move(comm_query)) : StepwiseIntervals();
+  GPUPROF_ASSIGN_OR_RETURN(CommunicationQueries comm_queries, ReadCommunicationQueries(*reader, &stats));
+  auto source = [](std::optional<Query>& query) {
+    return query.has_value() ? StepwiseIntervals(*std::move(query)) : StepwiseIntervals();
+  };
+  StepwiseIntervals compute_source = source(compute_query);
+  StepwiseIntervals comm_source = source(comm_queries.others);
+  StepwiseIntervals receive_source = source(comm_queries.receives);
 
   IntervalUnion compute;
+  IntervalUnion others;
+  IntervalUnion receives;
   IntervalUnion communication;
   for (std::size_t i = 0; i < stats.steps.size(); ++i) {
     RankStepStats& step = stats.steps[i];
     const std::int64_t next_start =
         i + 1 < stats.steps.size() ? stats.steps[i + 1].start_ns : std::numeric_limits<std::int64_t>::max();
     GPUPROF_RETURN_IF_ERROR(compute_source.Collect(step.start_ns, step.end_ns, next_start, &compute));
-    GPUPROF_RETURN_IF_ERROR(comm_source.Collect(step.start_ns, step.end_ns, next_start, &communication));
+    GPUPROF_RETURN_IF_ERROR(comm_source.Collect(step.start_ns, step.end_ns, next_start, &others));
+    GPUPROF_RETURN_IF_ERROR(receive_source.Collect(step.start_ns, step.end_ns, next_start, &receives));
+    communication.Clear();
+    for (const Interval& interval : others.merged()) communication.Add(interval);
+    for (const Interval& interval : receives.merged()) communication.Add(interval);
     step.compute_ns = compute.LengthNs();
     step.communication_ns = communication.LengthNs();
     step.communication_not_overlapped_ns = LengthOfDifferenceNs(communication.merged(), compute.merged());
     step.idle_ns = step.duration_ns - step.compute_ns - step.communication_not_overlapped_ns;
+    step.bubble_ns = receives.LengthNs();
+    step.communication_not_overlapped_excluding_receive_ns =
+        LengthOfDifferenceNs(others.merged(), compute.merged());
+    std::int64_t first = step.end_ns;
+    if (!compute.merged().empty()) first = std::min(first, compute.merged().front().start_ns);
+    if (!communication.merged().empty()) first = std::min(first, communication.merged().front().start_ns);
+    step.preparing_ns = std::max<std::int64_t>(0, first - step.start_ns);
+    if (compute.merged().empty() && communication.merged().empty()) step.preparing_ns = 0;
 
     stats.step_total_ns += step.duration_ns;
     stats.step_max_ns = std::max(stats.step_max_ns, step.duration_ns);
@@ -347,6 +408,10 @@ std::string_view ComputeSourceName(ComputeSource source) {
   return "none";
 }
 
+StatusOr<RankStats> ComputeRankStats(const ProfileDbFile& file, WithoutSteps without_steps) {
+  return ComputeRankStatsOf(file, without_steps);
+}
+
 StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs) {
   if (dbs.empty()) {
     return InvalidArgumentError(
@@ -356,7 +421,7 @@ StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs
   ClusterStats cluster;
   cluster.ranks.reserve(dbs.size());
   for (const ProfileDbFile& file : dbs) {
-    GPUPROF_ASSIGN_OR_RETURN(RankStats rank, ComputeRankStats(file));
+    GPUPROF_ASSIGN_OR_RETURN(RankStats rank, ComputeRankStatsOf(file, WithoutSteps::kNoRows));
     cluster.ranks.push_back(std::move(rank));
   }
   std::stable_sort(cluster.ranks.begin(), cluster.ranks.end(), [](const RankStats& a, const RankStats& b) {

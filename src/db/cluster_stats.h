@@ -12,7 +12,12 @@
 //   communication not overlapped = |communication minus compute|.
 //   idle           = step duration - |compute ∪ communication|.
 // So compute + communication not overlapped + idle = the step's duration. A step whose endNs is
-// before its startNs lasts 0 ns.
+// before its startNs lasts 0 ns. For analysis.db's StepTraceTime (analysis_db.h) also:
+//   bubble         = |union of the receives|: COMMUNICATION_OP rows named "hcom_receive*" (a
+//                    pipeline stage waiting for its input, as torch_npu counts it);
+//   communication not overlapped excluding receive = |(communication minus the receives) minus compute|;
+//   preparing      = from the step's start to its first compute or communication interval (0
+//                    when it has none).
 //
 // Memory: per DB the STEP_TIME rows; each source (kernels, host ops, communication) is read once,
 // sorted by start in SQLite (out of core), and only one step's merged intervals are held at a
@@ -86,6 +91,9 @@ struct RankStepStats {
   std::int64_t communication_ns = 0;  // |communication|, overlapped or not
   std::int64_t communication_not_overlapped_ns = 0;
   std::int64_t idle_ns = 0;
+  std::int64_t bubble_ns = 0;
+  std::int64_t communication_not_overlapped_excluding_receive_ns = 0;
+  std::int64_t preparing_ns = 0;
 };
 
 struct RankStats {
@@ -96,6 +104,9 @@ struct RankStats {
   std::string steps_absent;          // "no steps (...)" when there is no step to split; "" otherwise
   std::string communication_absent;  // why communication is 0 ("" when COMMUNICATION_OP was read)
   std::vector<RankStepStats> steps;  // by start, then id
+  // Set by ComputeRankStats(..., kWholeRunWithoutSteps) on a DB without steps: `steps` then holds
+  // one step, id -1, over SESSION_TIME_INFO's span ("" steps_absent stays as the reason).
+  bool whole_run = false;
 
   // Sums over `steps`.
   std::int64_t step_total_ns = 0;
@@ -122,6 +133,14 @@ struct ClusterStats {
   std::vector<RankStats> ranks;       // by rank ascending, then path
   std::vector<StepComparison> steps;  // by id ascending
 };
+
+// What ComputeRankStats does on a DB without steps: nothing to split (RankStats::steps empty), or
+// one step over the whole run (SESSION_TIME_INFO's start and end).
+enum class WithoutSteps : std::uint8_t { kNoRows, kWholeRunWithoutSteps };
+
+// One DB's split (read-only). Errors: the reader's Status, naming the file.
+StatusOr<RankStats> ComputeRankStats(const ProfileDbFile& file,
+                                     WithoutSteps without_steps = WithoutSteps::kNoRows);
 
 // Reads every DB in `dbs` (read-only, one at a time). Errors: InvalidArgument for an empty list;
 // the reader's Status, naming the file, for a DB that cannot be opened or read.

@@ -469,13 +469,20 @@ std::string HcclOpType(std::string_view op_type) {
   return std::string(op_type);
 }
 
-std::string HcclGroupTag(std::string_view group_name) {
-  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a: the same on every rank and build
+std::uint64_t GroupNameHash(std::string_view group_name) {
+  std::uint32_t low = 0;   // prime 131
+  std::uint32_t high = 0;  // prime 29
   for (char c : group_name) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ull;
+    // Python's ord() of a character; names are ASCII (a UTF-8 byte counts as itself).
+    const auto code = static_cast<std::uint32_t>(static_cast<unsigned char>(c));
+    high = high * 29u + code;
+    low = low * 131u + code;
   }
-  std::string tag = std::to_string(hash % 1000);
+  return (static_cast<std::uint64_t>(high) << 32) | low;
+}
+
+std::string HcclGroupTag(std::string_view group_name) {
+  std::string tag = std::to_string(GroupNameHash(group_name) % 1000);
   return std::string(3 - tag.size(), '0') + tag;
 }
 

@@ -119,8 +119,12 @@ std::optional<CollectiveName> ParseCollectiveName(std::string_view op_name);
 // "allReduce", "allgatherbase" -> "allGather", "reducescatter" -> "reduceScatter", "recv" ->
 // "receive" (its bubble rule looks for hcom_receive), ...; an unknown type stays as it is.
 std::string HcclOpType(std::string_view op_type);
-// The three-digit group tag of an HCCL op name (HCCL takes it from the group's name; here a hash of
-// it), the same in every rank's DB for the same group.
+// msprof-analyze's hash of a communication group's name (its double_hash: two 32-bit polynomial
+// hashes, primes 29 and 131, side by side): analysis.db's group_name is its decimal text, and
+// msprof-analyze matches it to META_DATA parallel_group_info's keys through the same hash.
+std::uint64_t GroupNameHash(std::string_view group_name);
+// The three-digit group tag of an HCCL op name: the last three digits of GroupNameHash, as
+// msprof-analyze's hccl_sum reads a group's id back from it; the same in every rank's DB.
 std::string HcclGroupTag(std::string_view group_name);
 
 // The element count of the first input in a PYTORCH_API inputShapes string ("16,4;\r\n..."): the

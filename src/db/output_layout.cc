@@ -39,6 +39,7 @@ OutputLayout MakeOutputLayout(const std::string& out_dir, const std::string& wor
   layout.output_dir = JoinPath(layout.run_dir, "ASCEND_PROFILER_OUTPUT");
   layout.db_path = JoinPath(layout.output_dir, "ascend_pytorch_profiler" + rank_suffix + ".db");
   layout.partial_path = layout.db_path + kPartialSuffix;
+  layout.analysis_db_path = JoinPath(layout.output_dir, kAnalysisDbName);
   layout.info_json_path = JoinPath(layout.run_dir, "profiler_info" + rank_suffix + ".json");
   return layout;
 }

@@ -1,5 +1,6 @@
 // Where a profile goes (ARCHITECTURE.md, "Output layout"):
 //   <out>/<worker>_<YYYYmmddHHMMSSfff>_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler[_<rank>].db
+//   <out>/<worker>_<...>_ascend_pt/ASCEND_PROFILER_OUTPUT/analysis.db (torch_npu's derived tables)
 //   <out>/<worker>_<...>_ascend_pt/profiler_info[_<rank>].json
 // where <worker> is "<hostname>_<pid>" unless a worker name is given. While being written the DB
 // is named "<final>.partial": a run that dies leaves only that name, never the final one.
@@ -11,10 +12,11 @@
 namespace gpuprof::db {
 
 struct OutputLayout {
-  std::string run_dir;       // .../<worker>_<ts>_ascend_pt
-  std::string output_dir;    // run_dir/ASCEND_PROFILER_OUTPUT
-  std::string db_path;       // final name
-  std::string partial_path;  // name while writing
+  std::string run_dir;           // .../<worker>_<ts>_ascend_pt
+  std::string output_dir;        // run_dir/ASCEND_PROFILER_OUTPUT
+  std::string db_path;           // final name
+  std::string partial_path;      // name while writing
+  std::string analysis_db_path;  // output_dir/analysis.db
   std::string info_json_path;
 };
 
@@ -23,6 +25,9 @@ struct OutputLayout {
 OutputLayout MakeOutputLayout(const std::string& out_dir, const std::string& worker_name,
                               const std::string& hostname, std::uint32_t pid, std::int64_t start_ns,
                               std::int32_t rank);
+
+// The derived tables' file beside each profile DB (torch_npu's name, which msprof-analyze looks for).
+inline constexpr const char* kAnalysisDbName = "analysis.db";
 
 // Suffix that marks a DB still being written (or abandoned by a run that died).
 inline constexpr const char* kPartialSuffix = ".partial";

@@ -217,7 +217,7 @@ std::string DescribeSqliteFailure(const std::string& path, std::string_view what
 // ---------------------------------------------------------------------------------------------
 // ProfileReader
 
-StatusOr<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& path) {
+StatusOr<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& path, DbKind kind) {
   std::error_code ec;
   fs::file_status status = fs::status(path, ec);
   if (ec || !fs::exists(status)) return NotFoundError("no such file: " + path);
@@ -255,6 +255,14 @@ StatusOr<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& 
   GPUPROF_RETURN_IF_ERROR(reader->conn_.Exec("PRAGMA query_only = 1; PRAGMA cache_size = -16384;"));
 
   GPUPROF_RETURN_IF_ERROR(reader->LoadTables());
+  if (kind == DbKind::kAnalysis) {
+    if (!reader->HasTable("StepTraceTime")) {
+      return InvalidArgumentError(path +
+                                  " is not an analysis.db (no StepTraceTime table); gpuprof writes it "
+                                  "beside each profile DB, and a re-run of the profile writes it again");
+    }
+    return reader;
+  }
   if (!reader->HasTable("PYTORCH_API") && !reader->HasTable("TASK")) {
     return InvalidArgumentError(path +
                                 " is not a gpuprof/ascend_pytorch_profiler database (no PYTORCH_API or TASK "

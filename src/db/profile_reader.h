@@ -56,13 +56,19 @@ struct ColumnInfo {
 // next Step(). A Query must be destroyed before the reader it was prepared on.
 using Query = Statement;
 
+// What a file opened by ProfileReader must be: a profile (it has PYTORCH_API or TASK) or the
+// analysis.db beside one (it has StepTraceTime).
+enum class DbKind : std::uint8_t { kProfile, kAnalysis };
+
 class ProfileReader {
  public:
   // Opens `path` read-only (never creates, never writes) and checks that it is an SQLite file
   // holding the format's tables. Errors (InvalidArgument unless noted):
   //   "not an SQLite database: PATH", "PATH is not a gpuprof/ascend_pytorch_profiler database
   //   (no PYTORCH_API or TASK table)", a damaged/truncated file (DataLoss), NotFound.
-  static StatusOr<std::unique_ptr<ProfileReader>> Open(const std::string& path);
+  //   for kAnalysis "PATH is not an analysis.db (no StepTraceTime table)".
+  static StatusOr<std::unique_ptr<ProfileReader>> Open(const std::string& path,
+                                                       DbKind kind = DbKind::kProfile);
 
   ~ProfileReader() = default;
   ProfileReader(const ProfileReader&) = delete;

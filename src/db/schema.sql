@@ -111,3 +111,12 @@ INSERT INTO ENUM_MODULE VALUES (0,'SLOG'),(1,'IDEDD'),(2,'SCC'),(3,'HCCL'),(4,'F
   (61,'HSS'),(62,'FFTS'),(63,'OP'),(64,'UDF'),(65,'HICAID'),(66,'TSYNC'),
   (67,'AUDIO'),(68,'TPRT'),(69,'ASCENDCKERNEL'),(70,'ASYS'),(71,'ATRACE'),(72,'RTC'),
   (73,'SYSMONITOR'),(74,'AMP'),(75,'ADETECT'),(76,'MBUFF'),(77,'CUSTOM');
+
+-- [analysis-tables]
+-- ASCEND_PROFILER_OUTPUT/analysis.db, a file of its own beside the profile (DB_SPEC.md §3.11,
+-- torch_npu's derived tables; src/db/analysis_db.cc writes it, docs/db_gpuprof_tables.md says how
+-- each column is filled). Not created in the profile DB.
+CREATE TABLE IF NOT EXISTS StepTraceTime (deviceId INTEGER, step TEXT, computing NUMERIC, communication_not_overlapped NUMERIC, overlapped NUMERIC, communication NUMERIC, free NUMERIC, stage NUMERIC, bubble NUMERIC, communication_not_overlapped_and_exclude_receive NUMERIC, preparing NUMERIC);
+CREATE TABLE IF NOT EXISTS CommAnalyzerTime (hccl_op_name TEXT, group_name TEXT, start_timestamp NUMERIC, elapse_time NUMERIC, transit_time NUMERIC, wait_time NUMERIC, synchronization_time NUMERIC, idle_time NUMERIC, step TEXT, type TEXT);
+CREATE TABLE IF NOT EXISTS CommAnalyzerBandwidth (hccl_op_name TEXT, group_name TEXT, transport_type TEXT, transit_size NUMERIC, transit_time NUMERIC, bandwidth NUMERIC, large_packet_ratio NUMERIC, package_size NUMERIC, count NUMERIC, total_duration NUMERIC, step TEXT, type TEXT);
+CREATE TABLE IF NOT EXISTS CommAnalyzerMatrix (hccl_op_name TEXT, group_name TEXT, src_rank TEXT, dst_rank TEXT, transport_type TEXT, transit_size NUMERIC, transit_time NUMERIC, bandwidth NUMERIC, step TEXT, type TEXT, op_name TEXT);

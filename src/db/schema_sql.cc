@@ -11,9 +11,9 @@ constexpr std::string_view kSchemaSql =
 #include "db/schema_sql.inc"
     ;
 
-constexpr std::array<std::string_view, 7> kPartNames = {"format-tables",  "optional-tables", "gpuprof-tables",
+constexpr std::array<std::string_view, 8> kPartNames = {"format-tables",  "optional-tables", "gpuprof-tables",
                                                         "format-indexes", "gpuprof-indexes", "spec-rows",
-                                                        "msprof-rows"};
+                                                        "msprof-rows",    "analysis-tables"};
 
 // The text after the line "-- [<name>]" up to the next such line (or the end).
 constexpr std::string_view FindPart(std::string_view name) noexcept {

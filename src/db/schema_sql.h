@@ -19,6 +19,7 @@ enum class SchemaPart {
   kGpuprofIndexes,  // "gpuprof-indexes": the GPUPROF_* tables' indexes
   kSpecRows,        // "spec-rows": DB_SPEC's fixed enum rows and SCHEMA_VERSION rows
   kMsprofRows,      // "msprof-rows": msprof's HCCL and module enum rows
+  kAnalysisTables,  // "analysis-tables": analysis.db's tables (DB_SPEC §3.11), its own file
 };
 
 // The whole file, as written.

@@ -18,6 +18,6 @@ add_library(gpuprof_db STATIC
 add_library(gpuprof::db ALIAS gpuprof_db)
 target_link_libraries(gpuprof_db
   PUBLIC gpuprof::trace gpuprof::base
-  PRIVATE gpuprof_db_derive gpuprof::db_sqlite gpuprof::db_schema_sql SQLite::SQLite3 gpuprof::compile_options)
+  PRIVATE gpuprof_db_derive gpuprof::db_analysis gpuprof::db_sqlite gpuprof::db_schema_sql SQLite::SQLite3 gpuprof::compile_options)
 # META_DATA's gpuprof_version and profiler_info json's gpuprof_version.
 target_compile_definitions(gpuprof_db PRIVATE GPUPROF_VERSION_STRING="${PROJECT_VERSION}")

@@ -1,13 +1,12 @@
 // ProfileWriter::Finalize: drains the threads, commits, merges the kernel side file while the
 // derived tables are computed, writes the final rows (the main file and two side files at once),
 // merges those, closes, fsyncs and renames the file to its final name, then writes
-// profiler_info[_<rank>].json. Only a complete, durable file gets the final name.
+// analysis.db beside it, then profiler_info[_<rank>].json. Only a complete, durable file gets the
+// final name.
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -17,23 +16,14 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/durable_file.h"
 #include "base/errno_text.h"
 #include "base/logging.h"
+#include "db/analysis_db.h"
 #include "db/writer_impl.h"
 
 namespace gpuprof::db::internal {
 namespace {
-
-// fsync(2) of a file or directory by path.
-Status SyncPath(const std::string& path, bool directory) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
-  if (fd < 0) return DataLossError("open " + path + " for fsync: " + base::ErrnoText(errno));
-  int rc = fsync(fd);
-  int err = errno;
-  close(fd);
-  if (rc != 0) return DataLossError("fsync " + path + ": " + base::ErrnoText(err));
-  return OkStatus();
-}
 
 // Starts writing `path`'s dirty pages back to disk without waiting for them, so that the fsync
 // before the rename has less left to do. Best effort: any failure leaves it all to the fsync.
@@ -54,11 +44,7 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
     out.flush();
     if (!out) return DataLossError("cannot write " + tmp + ": " + base::ErrnoText(errno));
   }
-  GPUPROF_RETURN_IF_ERROR(SyncPath(tmp, /*directory=*/false));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return DataLossError("rename " + tmp + " -> " + path + ": " + base::ErrnoText(errno));
-  }
-  return OkStatus();
+  return base::PublishDurably(tmp, path, std::filesystem::path(path).parent_path().string());
 }
 
 }  // namespace
@@ -193,16 +179,18 @@ Status ProfileWriterImpl::FinishFile(std::int64_t end_ns, PhaseLog& phases) {
   phases.Mark("close");
   // Only a complete, durable file gets the final name: fsync the data, rename, fsync the directory
   // so the rename itself survives a crash.
-  GPUPROF_RETURN_IF_ERROR(SyncPath(layout_.partial_path, /*directory=*/false));
-  if (std::rename(layout_.partial_path.c_str(), layout_.db_path.c_str()) != 0) {
-    return DataLossError("rename " + layout_.partial_path + " -> " + layout_.db_path + ": " +
-                         base::ErrnoText(errno));
-  }
-  GPUPROF_RETURN_IF_ERROR(SyncPath(layout_.output_dir, /*directory=*/true));
+  GPUPROF_RETURN_IF_ERROR(base::PublishDurably(layout_.partial_path, layout_.db_path, layout_.output_dir));
   phases.Mark("fsync and rename");
   std::error_code ec;
   auto size = std::filesystem::file_size(layout_.db_path, ec);
   if (!ec) bytes_.store(size, std::memory_order_relaxed);
+  // analysis.db beside it, from the published profile. A failure costs that file only: the
+  // profile is complete, and what is left of analysis.db keeps its .partial name.
+  if (Status analysis = WriteAnalysisDb(layout_.db_path, layout_.analysis_db_path); !analysis.ok()) {
+    GPUPROF_LOG(kWarning) << "the profile " << layout_.db_path << " is complete, but its analysis.db was not "
+                          << "written: " << analysis.message();
+  }
+  phases.Mark("analysis.db");
   return WriteFileAtomically(layout_.info_json_path, ProfilerInfoJson(options_.run, layout_, end_ns));
 }
 

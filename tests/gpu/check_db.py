@@ -3,7 +3,7 @@
 
     check_db.py EXPECTATION PATH [--program-output FILE]
 
-PATH is a .db file or a directory searched for `*_ascend_pt/ASCEND_PROFILER_OUTPUT/*.db` (the
+PATH is a .db file or a directory searched for `*_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler*.db` (the
 `-o` directory of `gpuprof run`). FILE is the program's stdout: its "gpuprof-test: process ..."
 lines give the pid and OS thread id the rows must carry. EXPECTATION is one of EXPECTATIONS below,
 each the work one program in tests/gpu launched (see the comment at the top of that program).
@@ -68,7 +68,7 @@ class Checker:
 def find_dbs(path):
     if os.path.isfile(path):
         return [path]
-    pattern = os.path.join(path, "*_ascend_pt", "ASCEND_PROFILER_OUTPUT", "*.db")
+    pattern = os.path.join(path, "*_ascend_pt", "ASCEND_PROFILER_OUTPUT", "ascend_pytorch_profiler*.db")
     return sorted(glob.glob(pattern))
 
 

@@ -16,10 +16,11 @@ import unittest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(os.path.dirname(REPO), "shared")
 
-# The example a user starts a multi-rank profile from: 4 broadcasts, 3 steps of 4 all_reduce, one
-# all_gather and one barrier per rank (its docstring), a "step N" range per step and a "trained" mark.
+# The example a user starts a multi-rank profile from: 4 broadcasts, 3 steps of 1 forward and 4
+# gradient all_reduce, one all_gather and one barrier per rank (its docstring), and the
+# stepN_start / stepN_stop marks.
 SCRIPT = os.path.join(REPO, "examples", "train_ddp.py")
-COLLECTIVES = 4 + 3 * 4 + 1 + 1
+COLLECTIVES = 4 + 3 * (1 + 4) + 1 + 1
 
 
 def free_port():
@@ -52,7 +53,7 @@ class TwoRankRun(unittest.TestCase):
                sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
                f"--master_port={free_port()}", SCRIPT]
         cls.done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-        cls.dbs = sorted(glob.glob(os.path.join(cls.out, "prof", "**", "*.db"), recursive=True))
+        cls.dbs = sorted(glob.glob(os.path.join(cls.out, "prof", "**", "ascend_pytorch_profiler*.db"), recursive=True))
 
     @classmethod
     def tearDownClass(cls):
@@ -89,7 +90,7 @@ class TwoRankTest(TwoRankRun):
             types = [t for t, _, _, _, _ in ops]
             # torch_npu's opType spelling, which msprof-analyze's parsers split on "_"
             self.assertEqual(types.count("hcom_broadcast_"), 4)
-            self.assertEqual(types.count("hcom_allReduce_"), 12)
+            self.assertEqual(types.count("hcom_allReduce_"), 15)
             self.assertEqual(types.count("hcom_allGather_"), 1)
             self.assertEqual(types.count("hcom_barrier_"), 1)
             self.assertEqual({size for _, _, _, size, _ in ops}, {2})
@@ -110,7 +111,7 @@ class TwoRankTest(TwoRankRun):
             ranges = self.rows(db, """
                 SELECT m.value, COUNT(*) FROM MSTX_EVENTS e JOIN STRING_IDS d ON d.id = e.domainId
                 JOIN STRING_IDS m ON m.id = e.message WHERE d.value = 'Module' GROUP BY m.value ORDER BY m.value""")
-            self.assertEqual(ranges, [("Linear", 6), ("ReLU", 3), ("Sequential", 3)])
+            self.assertEqual(ranges, [("CrossRankCenter", 3), ("Linear", 6), ("ReLU", 3), ("Sequential", 3)])
 
     def test_stats_over_the_directory_reports_both_ranks(self):
         done = subprocess.run([self.cli, "stats", os.path.join(self.out, "prof")], capture_output=True, text=True,

@@ -59,7 +59,7 @@ class MsprofAnalyzeRun(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="gpuprof_msa_")
         cls.data = os.path.join(cls.tmp, "prof")
         cls.make_input()
-        cls.dbs = sorted(glob.glob(os.path.join(cls.data, "**", "ASCEND_PROFILER_OUTPUT", "*.db"), recursive=True))
+        cls.dbs = sorted(glob.glob(os.path.join(cls.data, "**", "ASCEND_PROFILER_OUTPUT", "ascend_pytorch_profiler*.db"), recursive=True))
 
     @classmethod
     def tearDownClass(cls):
@@ -146,7 +146,7 @@ class TwoGlooRanksTest(MsprofAnalyzeRun):
                                              JOIN STRING_IDS t ON t.id = c.opType GROUP BY t.value"""):
                 expected[(rank, op)] = (n, s)
         self.assertEqual(got, expected)
-        self.assertEqual(got[(0, "hcom_allReduce_")][0], 12)  # 3 steps x 4 parameters
+        self.assertEqual(got[(0, "hcom_allReduce_")][0], 15)  # 3 steps x (1 forward + 4 gradients)
 
     def test_cann_api_sum_has_the_communication_rows(self):
         tables, _ = self.recipe("cann_api_sum")

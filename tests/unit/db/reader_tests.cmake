@@ -25,3 +25,11 @@ if(TARGET gpuprof::db)
     LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing gpuprof::db_sqlite
     LABELS unit)
 endif()
+
+# analysis.db (src/db/analysis_db.h): written by the writer's Finalize, checked by check.
+if(TARGET gpuprof::db)
+  gpuprof_add_gtest(NAME db_analysis_test
+    SOURCES analysis_db_test.cc
+    LIBS gpuprof::db gpuprof::db_analysis gpuprof::db_reader gpuprof_db_reader_testing gpuprof::db_sqlite
+    LABELS unit)
+endif()

@@ -115,12 +115,14 @@ TEST(ProfileWriterLifecycleTest, WritesPartialThenRenamesAndWritesInfoJson) {
   EXPECT_FALSE(Exists(layout.partial_path));
   EXPECT_EQ(QueryOne(*path, "SELECT COUNT(*) FROM PYTORCH_API"), "10");
   EXPECT_EQ(QueryOne(*path, "PRAGMA integrity_check"), "ok");
-  // The side files (COMPUTE_TASK_INFO, CONNECTION_IDS) were merged and deleted: only the profile.
+  // The side files (COMPUTE_TASK_INFO, CONNECTION_IDS) were merged and deleted: only the profile and
+  // the analysis.db written from it.
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(layout.output_dir)) {
     names.push_back(entry.path().filename().string());
   }
-  EXPECT_THAT(names, ::testing::ElementsAre("ascend_pytorch_profiler_2.db"));
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("ascend_pytorch_profiler_2.db", "analysis.db"));
+  EXPECT_EQ(layout.analysis_db_path, layout.output_dir + "/analysis.db");
 
   ASSERT_TRUE(Exists(layout.info_json_path));
   EXPECT_FALSE(Exists(layout.info_json_path + ".partial"));

@@ -59,7 +59,14 @@ inline std::vector<std::string> FilesEndingWith(const std::string& dir, const st
   std::sort(found.begin(), found.end());
   return found;
 }
-inline std::vector<std::string> FinalDbs(const std::string& dir) { return FilesEndingWith(dir, ".db"); }
+// The profile DBs under `dir` (ascend_pytorch_profiler*.db; not the analysis.db beside each).
+inline std::vector<std::string> FinalDbs(const std::string& dir) {
+  std::vector<std::string> dbs = FilesEndingWith(dir, ".db");
+  std::erase_if(dbs, [](const std::string& path) {
+    return std::filesystem::path(path).filename().string().rfind("ascend_pytorch_profiler", 0) != 0;
+  });
+  return dbs;
+}
 inline std::vector<std::string> PartialDbs(const std::string& dir) {
   return FilesEndingWith(dir, ".partial");
 }
