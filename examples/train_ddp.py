@@ -16,8 +16,8 @@ The backend is NCCL when every rank has a GPU of its own (LOCAL_RANK < the GPU c
 on the CPU over the loopback interface (GLOO_SOCKET_IFNAME=lo unless set), so it runs on a machine
 without a GPU. When gpuprof's Python package is importable (it is under `gpuprof run`), each step
 is bracketed by two mstx marks, "stepN_start" and "stepN_stop", the pair msprof-analyze's mstx_sum
-times (its _start/_stop rule); both are made inside the step, where the profile's ProfilerStep op
-is the torch op they are linked to. Each rank prints
+times (its _start/_stop rule), and the whole loop by "train_start" and "train_stop" (the last one
+after every step, outside any torch op). Each rank prints
 
     rank 0 done on cpu, replicas identical: True
 
@@ -79,6 +79,8 @@ def main():
         dist.broadcast(p.data, 0)  # the same start on every rank
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     torch.manual_seed(1 + rank)  # each rank its own data
+    if mstx:
+        mstx.mark("train_start")
     for step in range(args.steps):
         if mstx:
             mstx.mark(f"step{step}_start")
@@ -91,6 +93,8 @@ def main():
         if mstx:
             mstx.mark(f"step{step}_stop")  # before opt.step(), which closes the ProfilerStep op
         opt.step()
+    if mstx:
+        mstx.mark("train_stop")
     weights = torch.cat([p.detach().flatten() for p in model.parameters()])
     gathered = [torch.empty_like(weights) for _ in range(world)]
     dist.all_gather(gathered, weights)

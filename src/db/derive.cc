@@ -188,8 +188,10 @@ Connections DeriveConnections(const std::vector<OpSpan>& ops, const std::vector<
     std::size_t op = 0;
   };
   std::vector<Claim> claims;
+  // Ids in the fwd/bwd space collide with the pairs; an mstx op's mark id (kMstxConnectionBase,
+  // past every 32-bit correlation id) is claimed like a launch's.
   auto claim = [&](std::uint64_t id, std::size_t op) {
-    if (id >= kFrameworkConnectionBase) {
+    if (id >= kFrameworkConnectionBase && id < kRuntimeConnectionOffset) {
       ++out_of_range;
     } else {
       claims.push_back({id, op});

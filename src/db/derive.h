@@ -36,7 +36,7 @@ struct OpSpan {
 };
 
 // One `node`/`launch` row of CANN_API (a host call that launched device work), or a host-only
-// mark or range (correlation_id kMstxConnectionBase + n; start == end == its start).
+// range (a host-only mark is not: its mstx op claims its id, see RowSink::WriteRecord(Mark)).
 struct LaunchSpan {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;

@@ -234,14 +234,24 @@ Status RowSink::WriteRecord(trace::Mark& mark) {
   s.SetU64(8, domain_id);
   // A device-side range keeps its correlation id (TASK.connectionId); a host-only range keeps
   // 4294967295, as msprof writes it: mstx_sum skips those (a range with an id but no TASK row makes
-  // it subtract NULLs and drop the rank). A host-only mark gets an id of its own that CONNECTION_IDS
-  // ties to the innermost op of its thread around it, as msprof links mstx ops: mstx_sum reads every
-  // mark's op start through CONNECTION_IDS (prof_exports/mstx_event_export.py).
+  // it subtract NULLs and drop the rank). A host-only mark gets an id of its own and, as torch_npu
+  // records an mstx call, a PYTORCH_API row of type mstx (50004) at its time on its thread, which
+  // CONNECTION_IDS ties to that id: mstx_sum reads every mark's framework time through
+  // CONNECTION_IDS and fails on a mark without one (prof_exports/mstx_event_export.py,
+  // mstx_sum.py's astype), a mark outside every torch op included.
   std::uint64_t connection_id = mark.correlation_id.value_or(kInvalidStringId);
   if (!mark.correlation_id.has_value() && mark.start_ns == mark.end_ns &&
       (mark.type == trace::Mark::Type::kMarker || mark.type == trace::Mark::Type::kMarkerEx)) {
     connection_id = kMstxConnectionBase + next_mstx_connection_++;
-    launches_.push_back(LaunchSpan{mark.start_ns, mark.start_ns, mark.tid, connection_id});
+    trace::TorchOp op;
+    op.type = trace::TorchOp::Type::kMstx;
+    op.name = mark.message;
+    op.start_ns = mark.start_ns;
+    op.end_ns = mark.start_ns;
+    op.pid = mark.pid;
+    op.tid = mark.tid;
+    op.correlation_ids.push_back(connection_id);
+    lane_batch_.push_back(std::move(op));
   }
   s.SetU64(9, connection_id);
   return Pushed(s);

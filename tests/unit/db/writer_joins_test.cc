@@ -100,11 +100,12 @@ TEST_F(ProfileWriterJoinsTest, NodeLaunchRowsJoinTasks) {
 TEST_F(ProfileWriterJoinsTest, StepTimeIdsAreIntegers) {
   EXPECT_THAT(Q("SELECT typeof(id) FROM STEP_TIME"), ElementsAre("integer"));
   EXPECT_THAT(Q("SELECT startNs, endNs FROM STEP_TIME WHERE id = 3"), ElementsAre("1000|9000"));
-  // Ops inside the step window, as cluster recipes filter them.
+  // Rows inside the step window, as cluster recipes filter them: the torch ops, the Python frame and
+  // the checkpoint mark's mstx op.
   EXPECT_EQ(QueryOne(*suite_db,
                      "SELECT COUNT(*) FROM PYTORCH_API p, STEP_TIME s WHERE s.id = 3 AND "
                      "p.startNs >= s.startNs AND p.endNs <= s.endNs"),
-            "5");
+            "6");
 }
 
 // Insight's memory view keys on component 'PTA'.
@@ -136,14 +137,41 @@ TEST_F(ProfileWriterJoinsTest, EveryConnectionIsATaskAPairOrAMark) {
 }
 
 // msprof-analyze's mstx_sum (prof_exports/mstx_event_export.py): marks are eventType 3, and a
-// host-only mark reaches the op it was made in through CONNECTION_IDS, never 4294967295.
-TEST_F(ProfileWriterJoinsTest, HostMarksJoinTheirOpThroughConnectionIds) {
-  EXPECT_THAT(Q("SELECT m.value, x.eventType, x.connectionId >= 4 * 4294967296, op.value FROM MSTX_EVENTS x "
+// host-only mark reaches a PYTORCH_API row through CONNECTION_IDS, never 4294967295: its own mstx
+// op (type 50004) at its time, as torch_npu records an mstx call. The ops around it keep their
+// own links (aten::mm, around the mark at 1500, still owns its kernel only).
+TEST_F(ProfileWriterJoinsTest, HostMarksJoinTheirMstxOpThroughConnectionIds) {
+  EXPECT_THAT(Q("SELECT m.value, x.eventType, x.connectionId >= 4 * 4294967296, op.value, p.type, p.startNs, "
+                "p.endNs, p.globalTid = x.globalTid FROM MSTX_EVENTS x "
                 "JOIN STRING_IDS m ON m.id = x.message "
                 "JOIN CONNECTION_IDS c ON c.connectionId = x.connectionId "
                 "JOIN PYTORCH_API p ON p.connectionId = c.id JOIN STRING_IDS op ON op.id = p.name "
                 "WHERE x.eventType = 3"),
-              ElementsAre("checkpoint|3|1|aten::mm"));  // at 1500, inside aten::mm inside aten::linear
+              ElementsAre("checkpoint|3|1|checkpoint|50004|1500|1500|1"));
+  EXPECT_THAT(
+      Q("SELECT COUNT(*) FROM CONNECTION_IDS c JOIN PYTORCH_API p ON p.connectionId = c.id JOIN STRING_IDS "
+        "s ON s.id = p.name WHERE s.value = 'aten::mm' AND c.connectionId >= 4 * 4294967296"),
+      ElementsAre("0"));
+}
+
+// A mark made outside every torch op (before the first step, say) still has its framework time:
+// mstx_sum casts every mark's to int64 and drops the rank's marks when one has none.
+TEST(ProfileWriterMarksTest, AMarkOutsideEveryOpJoinsItsMstxOp) {
+  TempDir dir;
+  trace::Mark mark;
+  mark.type = trace::Mark::Type::kMarkerEx;
+  mark.start_ns = mark.end_ns = 700;
+  mark.pid = 100;
+  mark.tid = 103;
+  mark.message = "before_training";
+  std::vector<trace::Record> records = {mark};
+  const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), {std::move(records)});
+  ASSERT_FALSE(db.empty());
+  EXPECT_THAT(Query(db,
+                    "SELECT p.startNs, s.value FROM MSTX_EVENTS x JOIN CONNECTION_IDS c ON c.connectionId = "
+                    "x.connectionId JOIN PYTORCH_API p ON p.connectionId = c.id JOIN STRING_IDS s ON s.id = "
+                    "p.name"),
+              ElementsAre("700|before_training"));
 }
 
 // GPUPROF_CUDA_TRACE=none records no CUDA API calls: the device tasks are written all the same, and

@@ -59,11 +59,13 @@ TEST_F(ProfileWriterTablesTest, PytorchApiRowsInSubmitOrderWithNullsForUnrecorde
           std::string("1050|2100|") + kTid101 + "|nn.Module: Linear_0|NULL|NULL|NULL|NULL|0|50003",
           std::string("1100|2000|") + kTid101 + "|aten::linear|7|0|float;\r\nfloat|8,16;\r\n16,32|1|50001",
           std::string("1200|1900|") + kTid101 + "|aten::mm|-1|0|NULL|NULL|1|50001",
-          std::string("5000|6000|") + kTid102 + "|LinearBackward0|7|101|NULL|NULL|0|50001"));
+          std::string("5000|6000|") + kTid102 + "|LinearBackward0|7|101|NULL|NULL|0|50001",
+          // the checkpoint mark's mstx op, as torch_npu records an mstx call
+          std::string("1500|1500|") + kTid101 + "|checkpoint|NULL|NULL|NULL|NULL|0|50004"));
   // Not-recorded dtypes/shapes/stacks are NULL, not the invalid id.
   EXPECT_EQ(QueryOne(*suite_db,
                      "SELECT COUNT(*) FROM PYTORCH_API WHERE inputDtypes IS NULL AND inputShapes IS NULL"),
-            "4");
+            "5");
 }
 
 TEST_F(ProfileWriterTablesTest, PytorchApiConnectionIdIsNullWithoutLink) {
@@ -89,11 +91,11 @@ TEST_F(ProfileWriterTablesTest, ConnectionIdsLinkOpsToLaunchesAndPairForwardWith
   EXPECT_THAT(
       Q("SELECT n.value, c.connectionId FROM CONNECTION_IDS c JOIN PYTORCH_API p ON p.connectionId = c.id "
         "JOIN STRING_IDS n ON n.id = p.name ORDER BY c.rowid"),
-      // aten::mm also has the checkpoint mark made inside it (4 << 32: a host-only mark's own id)
-      ElementsAre("aten::linear|1342177280", "aten::linear|12", "aten::mm|11", "aten::mm|17179869184",
-                  "LinearBackward0|1342177280", "LinearBackward0|13"));
+      // the checkpoint mark's mstx op (written after the torch ops) has the mark's own id (4 << 32)
+      ElementsAre("aten::linear|1342177280", "aten::linear|12", "aten::mm|11", "LinearBackward0|1342177280",
+                  "LinearBackward0|13", "checkpoint|17179869184"));
   // Indexes are handed out 0, 1, 2, ... in PYTORCH_API row order.
-  EXPECT_THAT(Q("SELECT DISTINCT id FROM CONNECTION_IDS ORDER BY id"), ElementsAre("0", "1", "2"));
+  EXPECT_THAT(Q("SELECT DISTINCT id FROM CONNECTION_IDS ORDER BY id"), ElementsAre("0", "1", "2", "3"));
 }
 
 TEST_F(ProfileWriterTablesTest, CannApiRuntimeRowsAndNodeLaunchRows) {
@@ -273,7 +275,7 @@ TEST_F(ProfileWriterTablesTest, StringIdsSpacesPerProducer) {
   EXPECT_THAT(Q(std::string("SELECT value FROM STRING_IDS WHERE ") + kFramework),
               UnorderedElementsAre("ProfilerStep#3", "nn.Module: Linear_0", "aten::linear", "float;\r\nfloat",
                                    "8,16;\r\n16,32", "model.py(12): forward", "train.py(40): step",
-                                   "aten::mm", "LinearBackward0"));
+                                   "aten::mm", "LinearBackward0", "checkpoint"));
   EXPECT_THAT(Q(std::string("SELECT value FROM STRING_IDS WHERE ") + kMemory), ElementsAre("PTA"));
   EXPECT_THAT(Q("SELECT value FROM STRING_IDS WHERE id >= 805306368 OR id < 0"), IsEmpty());
   // Dense from each space's base.
@@ -306,8 +308,11 @@ TEST(ProfileWriterStringsTest, EmptyStringsAreInvalidIdOrNullPerColumn) {
   EXPECT_EQ(QueryOne(db, "SELECT message FROM MSTX_EVENTS"), "4294967295");
   EXPECT_EQ(QueryOne(db, "SELECT s.value FROM MSTX_EVENTS x JOIN STRING_IDS s ON s.id = x.domainId"),
             "default");
-  EXPECT_EQ(QueryOne(db, "SELECT name, inputDtypes, inputShapes, callchainId, connectionId FROM PYTORCH_API"),
-            "4294967295|NULL|NULL|NULL|NULL");
+  // The op, and the mark's mstx op (linked to the mark, so its connectionId is set).
+  EXPECT_THAT(Query(db,
+                    "SELECT name, inputDtypes, inputShapes, callchainId, connectionId IS NULL, type FROM "
+                    "PYTORCH_API ORDER BY startNs"),
+              ElementsAre("4294967295|NULL|NULL|NULL|0|50004", "4294967295|NULL|NULL|NULL|1|50001"));
   EXPECT_EQ(QueryOne(db, "SELECT COUNT(*) FROM STRING_IDS WHERE value = ''"), "0");
 }
 
