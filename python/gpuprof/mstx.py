@@ -7,10 +7,12 @@
 
 Without a running session (no gpuprof.profile recording, not under `gpuprof run`) they record
 nothing: mark returns False and range_start returns 0, as torch_npu's mstx does without its
-profiler. Messages must be non-empty strings.
+profiler. The same when gpuprof's native libraries cannot be loaded: one warning on stderr, and
+the program runs on. Messages must be non-empty strings.
 """
 
 import ctypes
+import sys
 
 from . import _native
 
@@ -23,15 +25,35 @@ def _message(msg):
     return msg.encode("utf-8")
 
 
+_off = None  # why the marks are off (the libraries could not be loaded), once known
+
+
+def _core():
+    """libgpuprof.so, or None when it cannot be loaded (said once)."""
+    global _off
+    if _off is not None:
+        return None
+    try:
+        return _native.native().core
+    except (_native.NativeLibraryError, ImportError) as e:
+        _off = f"{type(e).__name__}: {e}"
+        print(f"gpuprof: mstx marks and ranges are off (nothing is recorded): {_off}", file=sys.stderr)
+        return None
+
+
 def mark(msg):
     """An instant marker; True when recorded."""
-    return _native.native().core.gpuprof_mark(_message(msg)) == _native.GPUPROF_OK
+    message = _message(msg)
+    core = _core()
+    return core is not None and core.gpuprof_mark(message) == _native.GPUPROF_OK
 
 
 def range_start(msg):
     """Opens a range; returns its id (0: nothing recorded)."""
+    message = _message(msg)
+    core = _core()
     rid = ctypes.c_uint64(0)
-    if _native.native().core.gpuprof_range_start(_message(msg), ctypes.byref(rid)) != _native.GPUPROF_OK:
+    if core is None or core.gpuprof_range_start(message, ctypes.byref(rid)) != _native.GPUPROF_OK:
         return 0
     return rid.value
 
@@ -42,4 +64,5 @@ def range_end(range_id):
         raise ValueError(f"gpuprof.mstx.range_end: range_id must be an id from range_start, got {range_id!r}")
     if range_id == 0:
         return False
-    return _native.native().core.gpuprof_range_end(range_id) == _native.GPUPROF_OK
+    core = _core()
+    return core is not None and core.gpuprof_range_end(range_id) == _native.GPUPROF_OK

@@ -455,6 +455,23 @@ class ProfileTest(unittest.TestCase):
         tasks = rows(dbs[0], "SELECT COUNT(*) FROM TASK")[0][0] if "TASK" in tables else 0
         self.assertEqual(tasks, 0, "CPU-only: no kernels recorded")
 
+    def test_mstx_without_the_native_libraries_warns_once_and_the_program_runs_on(self):
+        # The marks of examples/train_ddp.py raised NativeLibraryError and stopped the program when
+        # libgpuprof_torch.so was not built (seen on the GPU machine).
+        empty = tempfile.mkdtemp(prefix="gpuprof_nolib_")
+        script = textwrap.dedent("""
+            import gpuprof._native as native
+            native._BUILD_DIRS = ()
+            from gpuprof import mstx
+            print(mstx.mark("a"), mstx.range_start("b"), mstx.range_end(7), mstx.mark("c"))
+        """)
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, GPUPROF_LIB_DIR=empty, PYTHONPATH=os.path.join(REPO_ROOT, "python")))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.strip(), "False 0 False False")
+        self.assertEqual(done.stderr.count("mstx marks and ranges are off"), 1, done.stderr)
+        self.assertIn("were not found in " + empty, done.stderr)
+
     def test_bad_arguments_name_the_problem(self):
         import gpuprof
         with self.assertRaisesRegex(TypeError, "activities"):
