@@ -248,6 +248,15 @@ TEST(GpuprofCliTest, DemoWithAnOutputDirWritesADatabaseThatCheckStatsAndExportRe
   std::fclose(file);
   EXPECT_THAT(text, HasSubstr("\"traceEvents\""));
   EXPECT_THAT(text, HasSubstr("scale_in_place"));
+
+  // The analysis.db beside the DB is checked too; a damaged one fails check, naming it.
+  EXPECT_THAT(check.output, HasSubstr("ASCEND_PROFILER_OUTPUT/analysis.db (4 tables"));
+  const std::string analysis = "$(ls '" + dir + "'/*/ASCEND_PROFILER_OUTPUT/analysis.db)";
+  ASSERT_EQ(gpuprof::testing::RunShell("truncate -s 5000 " + analysis).exit_code, 0);
+  CliResult damaged = RunCli("check '" + dir + "'", /*merge_stderr=*/true);
+  EXPECT_EQ(damaged.exit_code, 1) << damaged.output;
+  EXPECT_THAT(damaged.output, HasSubstr("analysis.db"));
+  EXPECT_THAT(damaged.output, HasSubstr("error"));
   std::string cleanup = "rm -rf '" + dir + "'";
   EXPECT_EQ(std::system(cleanup.c_str()), 0);
 }
