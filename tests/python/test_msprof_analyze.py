@@ -4,9 +4,9 @@ even when a recipe found nothing or failed inside, so each case reads the recipe
 (<out>/cluster_analysis_output/cluster_analysis.db) and compares its figures with the profile's and
 with `gpuprof stats`.
 
-Inputs: `gpuprof demo -o` (device tasks, no torch) and examples/train_ddp.py on two gloo ranks
+Inputs: `gpuprof demo -o` (device tasks, no torch), examples/train_ddp.py on two gloo ranks
 under `gpuprof run --with-modules -- python3 -m torch.distributed.run` (needs torch and the PyTorch
-hooks). Skipped, never passed, when the msprof-analyze tree, its Debian Python packages, the CLI or
+hooks), and the DBs made on the H200 (tests/data/h200_profiles). Skipped, never passed, when the msprof-analyze tree, its Debian Python packages, the CLI or
 torch are missing. GPUPROF_CLI names the build's CLI."""
 
 import glob
@@ -319,6 +319,67 @@ class TwoGlooRanksTest(MsprofAnalyzeRun):
                                              "s.id = x.message WHERE s.value = ?", (f"{name}_{end}",))[0][0]
                                for end in ("start", "stop"))
                 self.assertIn((name, rank, float(stop - start)), marks)
+
+
+class H200DbsTest(MsprofAnalyzeRun):
+    """Profiles made on the H200 and brought back (tests/data/h200_profiles, its README): two runs of
+    examples/train_plain.py and one NCCL rank of examples/train_ddp.py, with kernels, copies, torch
+    ops with shapes, module ranges and marks. The GPU column of issue 20's table."""
+
+    @classmethod
+    def make_input(cls):
+        archive = os.path.join(REPO, "tests", "data", "h200_profiles", "dbs.tgz")
+        subprocess.run(["tar", "xzf", archive, "-C", cls.tmp], check=True)
+        cls.data = os.path.join(cls.tmp, "dbs", "plain1")
+        cls.ddp = os.path.join(cls.tmp, "dbs", "ddp1")
+
+    def test_compute_op_sum_has_every_kernel(self):
+        tables, db = self.recipe("compute_op_sum")
+        got = {t: (n, s) for t, n, s in rows(db, "SELECT OpType, Count, SumNs FROM ComputeOpAllRankStats")}
+        expected = {t: (n, s) for t, n, s in rows(self.dbs[0], """
+            SELECT o.value, COUNT(*), SUM(t.endNs - t.startNs) FROM COMPUTE_TASK_INFO c
+            JOIN TASK t ON t.globalTaskId = c.globalTaskId JOIN STRING_IDS o ON o.id = c.opType GROUP BY o.value""")}
+        self.assertEqual(got, expected, tables)
+        # every kernel a torch op launched carries its shapes (compute_op_sum groups by them)
+        self.assertTrue(any(shape for (shape,) in rows(db, "SELECT InputShapes FROM ComputeOpPerRankStatsByOpName")))
+
+    def test_cann_api_sum_free_analysis_and_module_statistic_have_rows(self):
+        for recipe, table in (("cann_api_sum", "CannApiSum"), ("free_analysis", "FreeAnalysis"),
+                              ("module_statistic", "ModuleStatistic")):
+            tables, _ = self.recipe(recipe)
+            self.assertTrue(tables.get(table), f"{recipe}: {tables.keys()}")
+        _, db = self.recipe("module_statistic")
+        modules = {m for (m,) in rows(db, "SELECT module FROM ModuleStatistic")}
+        self.assertIn("Linear", " ".join(modules))
+
+    def test_mstx_sum_times_the_nccl_ranks_marks(self):
+        tables, db = self.recipe("mstx_sum", self.ddp)
+        names = {n for (n,) in rows(db, "SELECT Name FROM MSTXMarkStats")}
+        self.assertEqual(names, {"step0", "step1", "step2", "train"}, tables)
+
+    def test_nccl_rank_has_hccl_communication_all_and_cluster_time_summary_rows(self):
+        for recipe, table in (("hccl_sum", "HcclPerRankStats"), ("communication_time_sum", "ClusterCommunicationTime"),
+                              ("communication_matrix_sum", "ClusterCommunicationMatrix"),
+                              ("communication_group_map", "CommunicationGroupMapping"),
+                              ("cluster_time_summary", "ClusterTimeSummary"), ("all", "ClusterStepTraceTime")):
+            tables, _ = self.recipe(recipe, self.ddp)
+            self.assertTrue(tables.get(table), f"{recipe}: {tables.keys()}")
+        _, db = self.recipe("cluster_time_summary", self.ddp)
+        (profile,) = glob.glob(os.path.join(self.ddp, "*", "ASCEND_PROFILER_OUTPUT", "ascend_pytorch_profiler_0.db"))
+        steps = [s for (s,) in rows(profile, "SELECT id FROM STEP_TIME ORDER BY id")]
+        self.assertEqual([s for (s,) in rows(db, "SELECT step FROM ClusterTimeSummary ORDER BY step")], steps)
+
+    def test_compare_of_two_runs_has_every_kernel_in_its_kernel_sheet(self):
+        (second,) = glob.glob(os.path.join(self.tmp, "dbs", "plain2", "*_ascend_pt"))
+        sheets = self.compare(self.run_dir(self.dbs[0]), second)
+        kernels = sheets.get("KernelCompare", [])
+        header = kernels[1] if len(kernels) > 1 else []
+        self.assertIn("Kernel", header, sheets.keys())
+        got = {r[header.index("Kernel")] for r in kernels[2:]}
+        expected = {t for (t,) in rows(self.dbs[0], """SELECT DISTINCT o.value FROM COMPUTE_TASK_INFO c
+            JOIN STRING_IDS o ON o.id = c.opType""")}
+        self.assertEqual(got, expected)
+        self.assertTrue(sheets.get("OperatorCompare"), sheets.keys())
 
 
 if __name__ == "__main__":
