@@ -118,6 +118,14 @@ GPUPROF_API int gpuprof_stop(void) GPUPROF_NOEXCEPT;
  * GPUPROF_ERROR_FORK_CHILD. */
 GPUPROF_API int gpuprof_flush(void) GPUPROF_NOEXCEPT;
 
+/* Registers `hook`, called when a signal that would end the process without its exit handlers
+ * (SIGTERM, SIGHUP, SIGQUIT; SIGINT where the program does not handle it) makes gpuprof finalize
+ * the profile: on the thread that finalizes, before the session stops, so that a producer holding
+ * records in a buffer of its own (the PyTorch hooks) hands them over first. Other threads may still
+ * be running. Hooks stay registered for the life of the process; registering one twice keeps one.
+ * Returns GPUPROF_OK, or GPUPROF_ERROR_INVALID_ARGUMENT for NULL or past 8 hooks. */
+GPUPROF_API int gpuprof_add_signal_stop_hook_v1(void (*hook)(void)) GPUPROF_NOEXCEPT;
+
 /* Records an instant marker (MSTX_EVENTS, domain "default") on the calling thread. `message` is
  * UTF-8 text of 1 to GPUPROF_MAX_MESSAGE_BYTES bytes, copied. */
 GPUPROF_API int gpuprof_mark(const char* message) GPUPROF_NOEXCEPT;

@@ -141,6 +141,11 @@ GPUPROF_API int gpuprof_flush(void) noexcept {
   return Run([] { return std::string("gpuprof_flush()"); }, [] { return ProcessSession::Get().Flush(); });
 }
 
+GPUPROF_API int gpuprof_add_signal_stop_hook_v1(void (*hook)(void)) noexcept {
+  return Run([] { return std::string("gpuprof_add_signal_stop_hook_v1()"); },
+             [&] { return ProcessSession::Get().AddSignalStopHook(hook); });
+}
+
 GPUPROF_API int gpuprof_mark(const char* message) noexcept {
   return Run([&] { return "gpuprof_mark(message=" + Excerpt(message) + ")"; },
              [&] {

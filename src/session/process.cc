@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include "replay/controller.h"
 #include "replay/metric_catalog.h"
 #include "session/config.h"
+#include "session/signal_finalizer.h"
 
 namespace gpuprof::session {
 namespace {
@@ -172,6 +174,11 @@ std::string ObjectOf(const void* address) {
 }
 
 void OnExit() { ProcessSession::Get().StopAtExit(); }
+void OnFinalizingSignal() noexcept { ProcessSession::Get().StopOnSignal(); }
+
+// gpuprof_add_signal_stop_hook_v1's hooks: a fixed table, read by the signal watcher thread.
+constexpr std::size_t kMaxSignalStopHooks = 8;
+std::array<std::atomic<void (*)()>, kMaxSignalStopHooks> g_signal_stop_hooks{};
 void OnPrepareFork() { ProcessSession::Get().PrepareFork(); }
 void OnParentAfterFork() { ProcessSession::Get().ParentAfterFork(); }
 void OnChildAfterFork() { ProcessSession::Get().ChildAfterFork(); }
@@ -217,6 +224,9 @@ const gpuprof_session_v1* ProcessSession::FindOtherCopy() const {
 }
 
 void ProcessSession::RegisterProcessHooks() {
+  // SIGTERM and its kind would end the process without the exit handler: finalize first. Again in
+  // a fork child that starts a session of its own (the child took the parent's back).
+  SignalFinalizer::Install(&OnFinalizingSignal);
   if (hooks_registered_) return;
   hooks_registered_ = true;
   db::SqliteForkGuard::Init();
@@ -640,6 +650,23 @@ CallResult ProcessSession::RangeEnd(std::uint64_t range_id) {
   return FromStatus(session->RangeEnd(range_id));
 }
 
+CallResult ProcessSession::AddSignalStopHook(void (*hook)()) {
+  if (hook == nullptr) return {GPUPROF_ERROR_INVALID_ARGUMENT, "hook is NULL"};
+  for (std::atomic<void (*)()>& slot : g_signal_stop_hooks) {
+    void (*empty)() = nullptr;
+    if (slot.load() == hook || slot.compare_exchange_strong(empty, hook)) return {};
+  }
+  return {GPUPROF_ERROR_INVALID_ARGUMENT,
+          "already " + std::to_string(kMaxSignalStopHooks) + " signal stop hooks registered"};
+}
+
+void ProcessSession::StopOnSignal() noexcept {
+  for (std::atomic<void (*)()>& slot : g_signal_stop_hooks) {
+    if (void (*hook)() = slot.load(); hook != nullptr) hook();
+  }
+  StopAtExit();
+}
+
 void ProcessSession::StopAtExit() noexcept {
   try {
     std::lock_guard<OwnedMutex> lifecycle(lifecycle_);
@@ -690,6 +717,7 @@ void ProcessSession::ParentAfterFork() noexcept {
 // file are the parent's).
 void ProcessSession::ChildAfterFork() noexcept {
   db::SqliteForkGuard::Release();  // before the child's own session opens its DB
+  SignalFinalizer::ChildAfterFork();
   g_table.pid = static_cast<std::uint32_t>(getpid());
   published_.store(false, std::memory_order_release);
   State& state = **fork_state_lock_;
@@ -706,6 +734,7 @@ void ProcessSession::ChildAfterFork() noexcept {
           state.fork_parent_pid = 0;
           state.abandoned.reserve(state.abandoned.size() + 1);  // for this child's own children
           published_.store(true, std::memory_order_release);
+          SignalFinalizer::Install(&OnFinalizingSignal);
         } else {
           GPUPROF_LOG(kWarning) << "fork child " << getpid() << " of profiled pid " << parent->pid()
                                 << " is not profiled: " << child.status().message();

@@ -86,6 +86,10 @@ class ProcessSession {
 
   // The exit handler's body: stops the session this copy owns, whatever its start count.
   void StopAtExit() noexcept;
+  // gpuprof_add_signal_stop_hook_v1.
+  CallResult AddSignalStopHook(void (*hook)());
+  // A finalizing signal (signal_finalizer.h): the registered hooks, then StopAtExit.
+  void StopOnSignal() noexcept;
   void PrepareFork() noexcept;
   void ParentAfterFork() noexcept;
   void ChildAfterFork() noexcept;

@@ -230,6 +230,9 @@ std::atomic<bool> g_record_shapes{false};
 // Device correlation (gpuprof_get_device_correlation_v1): set at enable while the session collects
 // device activity; the functions stay valid for the life of the process once set.
 std::atomic<int (*)(std::uint64_t)> g_correlation_push{nullptr};
+// Set when a finalizing signal stopped the hooks (FlushBeforeSignalStop): ops and memory events
+// that still arrive are dropped, so the buffer's last flush ends.
+std::atomic<bool> g_signal_stopped{false};
 std::atomic<int (*)()> g_correlation_pop{nullptr};
 std::atomic<std::uint64_t> g_next_external_id{1};
 // Created at the first enable; never destroyed (callbacks may still run at process exit).
@@ -268,7 +271,7 @@ void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
   if (context->external_id != 0) {
     if (auto pop = g_correlation_pop.load(std::memory_order_relaxed); pop != nullptr) pop();
   }
-  if (g_buffer == nullptr) return;
+  if (g_buffer == nullptr || g_signal_stopped.load(std::memory_order_relaxed)) return;
   const char* name = fn.name();
   if (name == nullptr || *name == '\0') return;
   OpEntry op;
@@ -319,7 +322,7 @@ class MemoryReporter final : public torch::profiler::impl::ProfilerStateBase {
     event.total_allocated = static_cast<std::uint64_t>(total_allocated);
     event.total_reserved = static_cast<std::uint64_t>(total_reserved);
     event.total_active = -1;  // this path carries no active figure
-    if (g_buffer != nullptr) g_buffer->AddMemory(event);
+    if (g_buffer != nullptr && !g_signal_stopped.load(std::memory_order_relaxed)) g_buffer->AddMemory(event);
   }
   bool memoryProfilingEnabled() const override { return true; }
 };
@@ -352,6 +355,21 @@ void InstallCallback() {  // under g_mu
   g_callback_has_inputs = inputs;
 }
 
+// The process is about to end: stop taking ops (a Flush alone never ends while the program's
+// threads keep filling the buffer) and hand over what is buffered. The requests stay counted;
+// nothing runs in this process after the signal but its end.
+void FlushBeforeSignalStop() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_buffer == nullptr || g_users == 0) return;
+  g_signal_stopped.store(true, std::memory_order_relaxed);
+  if (g_callback != 0) {
+    at::removeCallback(g_callback);
+    g_callback = 0;
+  }
+  g_correlation_push.store(nullptr, std::memory_order_relaxed);
+  g_buffer->Stop();
+}
+
 }  // namespace
 }  // namespace gpuprof::torch_hooks
 
@@ -365,6 +383,9 @@ GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_mem
     std::lock_guard<std::mutex> lock(g_mu);
     if (with_stack != 0 && !g_python_stacks.Load()) return 2;
     if (g_buffer == nullptr) {
+      // A SIGTERM (and its kind) finalizes the profile from gpuprof's own thread: the ops still in
+      // the buffer go first (the session's exit path is not taken then).
+      gpuprof_add_signal_stop_hook_v1(&FlushBeforeSignalStop);
       OpBufferSinks sinks;
       sinks.op = [](const gpuprof_torch_op_v1& op) { return gpuprof_record_torch_op_v1(&op); };
       sinks.memory = [](const gpuprof_allocator_event_v1& event) {

@@ -9,6 +9,7 @@
 // stdout carries "child <pid>" for the fork scenarios.
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,6 +91,40 @@ void Expect(const Api& api, int got, int want, const std::string& call) {
 
 void ExpectTrue(bool condition, const std::string& what) {
   if (!condition) Fail(what);
+}
+
+// A program ended by signal N (GPUPROF_TEST_SIGNAL) while it records: it marks, sends itself the
+// signal and waits; gpuprof finalizes the profile and the signal then ends it.
+int EndedBySignal(const char* lib) {
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);  // SIGQUIT's default dumps core
+  const char* number = std::getenv("GPUPROF_TEST_SIGNAL");
+  if (number == nullptr) Fail("GPUPROF_TEST_SIGNAL is not set");
+  Api a = Load(lib, RTLD_GLOBAL);
+  Expect(a, a.start(nullptr), GPUPROF_OK, "start");
+  Expect(a, a.mark("before signal"), GPUPROF_OK, "mark");
+  kill(getpid(), std::atoi(number));
+  for (int i = 0; i < 3000; ++i) usleep(10'000);  // 30 s at most
+  Fail("still running 30 s after the signal");
+}
+
+volatile sig_atomic_t g_handled = 0;
+void OnTerm(int) { g_handled = 1; }
+
+// A program with its own SIGTERM handler, installed before the session starts: it runs, and the
+// program ends as it chooses (exit(0), so the exit handler finalizes).
+int HandlesSignal(const char* lib) {
+  struct sigaction action {};
+  action.sa_handler = &OnTerm;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  Api a = Load(lib, RTLD_GLOBAL);
+  Expect(a, a.start(nullptr), GPUPROF_OK, "start");
+  kill(getpid(), SIGTERM);
+  for (int i = 0; i < 3000 && g_handled == 0; ++i) usleep(10'000);
+  ExpectTrue(g_handled == 1, "the program's own SIGTERM handler did not run");
+  Expect(a, a.mark("after its handler"), GPUPROF_OK, "mark");
+  std::exit(0);
 }
 
 int ExitWithoutStop(const char* lib) {
@@ -323,6 +358,8 @@ int main(int argc, char** argv) {
   const char* lib = argv[2];
   const char* copy = argc > 3 ? argv[3] : nullptr;
   if (scenario == "exit-without-stop") return ExitWithoutStop(lib);
+  if (scenario == "ended-by-signal") return EndedBySignal(lib);
+  if (scenario == "handles-signal") return HandlesSignal(lib);
   if (scenario == "fork") return Fork(lib);
   if (scenario == "fork-busy") return ForkBusy(lib);
   if (copy == nullptr) Fail("scenario " + scenario + " needs a copy of the library");

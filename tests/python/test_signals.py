@@ -1,0 +1,100 @@
+"""Signals under `gpuprof run` (issue 21, defect 1): SIGTERM, SIGHUP and SIGQUIT sent to gpuprof are
+forwarded to the application, and a Python program that does not handle them still finalizes its
+profile, every op the PyTorch hooks buffered included, before the signal ends it; gpuprof then
+exits 128+N. A program's own handler runs as before. Under torchrun the launcher handles SIGTERM
+and stops its ranks with it: each rank's DB is finalized. Needs torch and the PyTorch hooks."""
+
+import glob
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+from test_distributed import free_port  # noqa: E402  (tests/python is the working directory)
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Trains until it is stopped; prints "ready" once ops have been recorded.
+LOOP = textwrap.dedent("""
+    import sys, time, torch
+    model = torch.nn.Linear(16, 16)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(1000000):
+        opt.zero_grad()
+        model(torch.randn(8, 16)).square().mean().backward()
+        opt.step()
+        if step == 20:
+            print("ready", flush=True)
+    """)
+
+
+def ops(db):
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT COUNT(*) FROM PYTORCH_API WHERE type = 50001").fetchone()[0]
+
+
+class SignalTest(unittest.TestCase):
+    def start(self, argv, out):
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+        return subprocess.Popen([os.environ["GPUPROF_CLI"], "run", "-o", out, "--", *argv], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
+
+    def dbs(self, out):
+        partial = glob.glob(os.path.join(out, "**", "*.partial"), recursive=True)
+        self.assertEqual(partial, [], "unfinished DBs left behind")
+        return sorted(glob.glob(os.path.join(out, "**", "ascend_pytorch_profiler*.db"), recursive=True))
+
+    def test_term_hup_and_quit_finalize_a_python_programs_profile(self):
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            with self.subTest(signal=sig.name):
+                out = tempfile.mkdtemp(prefix="gpuprof_signal_")
+                run = self.start([sys.executable, "-c", LOOP], out)
+                self.assertEqual(run.stdout.readline().strip(), "ready")
+                run.send_signal(sig)
+                stdout, stderr = run.communicate(timeout=120)
+                self.assertEqual(run.returncode, 128 + sig, stderr)
+                self.assertIn(f"killed by signal {int(sig)}", stderr)
+                (db,) = self.dbs(out)
+                self.assertGreater(ops(db), 20 * 5, "the ops the hooks buffered reached the DB")
+                check = subprocess.run([os.environ["GPUPROF_CLI"], "check", db], capture_output=True, text=True)
+                self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+
+    def test_a_programs_own_sigterm_handler_still_runs(self):
+        out = tempfile.mkdtemp(prefix="gpuprof_signal_")
+        script = "import signal, sys\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(3))\n" + LOOP
+        run = self.start([sys.executable, "-c", script], out)
+        self.assertEqual(run.stdout.readline().strip(), "ready")
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=120)
+        self.assertEqual(run.returncode, 3, stderr)
+        (db,) = self.dbs(out)
+        self.assertGreater(ops(db), 20 * 5)
+
+    def test_torchrun_stopped_with_sigterm_finalizes_each_rank(self):
+        out = tempfile.mkdtemp(prefix="gpuprof_signal_")
+        run = self.start([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                          "--master_addr=127.0.0.1", f"--master_port={free_port()}",
+                          os.path.join(REPO, "examples", "train_ddp.py"), "--steps", "1000000"], out)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if len(glob.glob(os.path.join(out, "**", "*.db.partial"), recursive=True)) == 2:
+                break
+            time.sleep(0.2)
+        time.sleep(3)  # a few steps, collectives included
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=180)
+        self.assertNotEqual(run.returncode, 0, stderr)
+        dbs = self.dbs(out)
+        self.assertEqual([os.path.basename(d) for d in dbs], ["ascend_pytorch_profiler_0.db",
+                                                             "ascend_pytorch_profiler_1.db"], stderr)
+        for db in dbs:
+            with sqlite3.connect(db) as c:
+                self.assertGreater(c.execute("SELECT COUNT(*) FROM COMMUNICATION_OP").fetchone()[0], 4, db)
+
+
+if __name__ == "__main__":
+    unittest.main()
