@@ -82,4 +82,49 @@ inline void AppendUtf8(std::string* out, std::uint32_t code_point) {
   }
 }
 
+// `text` for a terminal: C0 and C1 control characters shown as escapes (\t, \n, \x1b, \u009b),
+// invalid UTF-8 bytes as U+FFFD, so a name read from a DB can neither garble nor misalign what is
+// printed, nor send the terminal escape sequences. Every line gpuprof prints with text from a DB
+// goes through it.
+inline std::string PrintableText(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  for (std::size_t i = 0; i < text.size();) {
+    const unsigned char c = bytes[i];
+    if (c >= 0x80) {
+      const std::size_t length = ValidUtf8SequenceLength(bytes + i, text.size() - i);
+      if (length == 0) {
+        out.append(kUtf8Replacement);
+        ++i;
+      } else if (length == 2 && c == 0xC2 && bytes[i + 1] <= 0x9F) {
+        out.append("\\u00");  // U+0080..U+009F: C1 controls (0x9b is CSI)
+        out.push_back(kHex[bytes[i + 1] >> 4]);
+        out.push_back(kHex[bytes[i + 1] & 0xf]);
+        i += 2;
+      } else {
+        out.append(text.substr(i, length));
+        i += length;
+      }
+      continue;
+    }
+    if (c == '\t') {
+      out.append("\\t");
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else if (c == '\r') {
+      out.append("\\r");
+    } else if (c < 0x20 || c == 0x7f) {
+      out.append("\\x");
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+    ++i;
+  }
+  return out;
+}
+
 }  // namespace gpuprof::base

@@ -8,10 +8,12 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/utf8.h"
 #include "cli/cli11.h"
 #include "cli/exit_codes.h"
 #include "cli/report.h"
@@ -55,7 +57,7 @@ std::string Bytes(std::int64_t bytes) {
 
 // A name from the DB made safe for the terminal, cut at a code-point boundary.
 std::string ShortName(const std::string& raw) {
-  std::string name = db::PrintableText(raw);
+  std::string name = base::PrintableText(raw);
   if (name.size() <= kMaxNameChars) return name;
   std::size_t cut = kMaxNameChars;
   while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0u) == 0x80u) --cut;
@@ -352,6 +354,7 @@ void PrintStats(std::ostream& out, const db::ProfileStats& stats) {
     for (std::size_t i = 0; i < facts.size(); ++i) out << (i == 0 ? " " : ", ") << facts[i];
     out << "\n";
   }
+  for (const std::string& note : stats.data_notes) out << "  note: " << note << "\n";
   out << "\n";
   PrintOps(out, stats);
   out << "\n";
@@ -366,20 +369,44 @@ void PrintStats(std::ostream& out, const db::ProfileStats& stats) {
   PrintReplayStats(out, stats);
 }
 
-std::string RankLabel(const db::RankStats& rank, std::size_t index) {
-  // Several DBs without a rank are told apart by their position in the per-rank table.
-  return rank.rank >= 0 ? std::to_string(rank.rank) : "db" + std::to_string(index + 1);
+// True when every DB has its own rank: then they are the ranks of one job. Otherwise (DBs without a
+// rank, or two of one rank) they are separate profiles, told apart by their position.
+bool AreRanksOfOneJob(const db::ClusterStats& cluster) {
+  std::set<std::int64_t> seen;
+  for (const db::RankStats& rank : cluster.ranks) {
+    if (rank.rank < 0 || !seen.insert(rank.rank).second) return false;
+  }
+  return true;
+}
+
+// "rank 3", or "profile 2" (the position in the table) when the DBs are not ranks of one job.
+std::string RankLabel(const db::ClusterStats& cluster, std::size_t index) {
+  return AreRanksOfOneJob(cluster) ? "rank " + std::to_string(cluster.ranks[index].rank)
+                                   : "profile " + std::to_string(index + 1);
+}
+
+// The label without its word, for the first column of the per-rank table.
+std::string RankNumber(const db::ClusterStats& cluster, std::size_t index) {
+  return AreRanksOfOneJob(cluster) ? std::to_string(cluster.ranks[index].rank) : std::to_string(index + 1);
 }
 
 // The cluster summary `stats` prints first for two or more DBs (db/cluster_stats.h).
 void PrintCluster(std::ostream& out, const std::string& path, const db::ClusterStats& cluster,
                   std::size_t unreadable, std::size_t top) {
-  out << "Cluster: " << cluster.ranks.size() << " ranks (" << path;
+  const bool one_job = AreRanksOfOneJob(cluster);
+  const std::string unit = one_job ? "rank" : "profile";
+  if (one_job) {
+    out << "Cluster: " << cluster.ranks.size() << " ranks (" << path;
+  } else {
+    out << "Comparison: " << cluster.ranks.size() << " profiles (" << path
+        << "; not the ranks of one job: some DBs have no rank or share one";
+  }
   if (unreadable > 0) out << "; " << unreadable << " DB(s) could not be read, see the errors";
   out << ")\n\n";
 
-  out << "Per rank: step time split into compute, communication not overlapped with compute, and idle\n";
-  TextTable ranks({{"rank", Align::kRight},
+  out << "Per " << unit
+      << ": step time split into compute, communication not overlapped with compute, and idle\n";
+  TextTable ranks({{unit, Align::kRight},
                    {"device", Align::kRight},
                    {"steps", Align::kRight},
                    {"mean step ms", Align::kRight},
@@ -391,21 +418,21 @@ void PrintCluster(std::ostream& out, const std::string& path, const db::ClusterS
   std::vector<std::string> notes;
   for (std::size_t i = 0; i < cluster.ranks.size(); ++i) {
     const db::RankStats& rank = cluster.ranks[i];
-    const std::string label = RankLabel(rank, i);
+    const std::string label = RankLabel(cluster, i);
     const std::string device = rank.device.has_value() ? std::to_string(*rank.device) : "-";
     if (rank.steps.empty()) {
-      ranks.AddRow({label, device, "0", "-", "-", "-", "-", "-", "-"});
-      notes.push_back("rank " + label + ": " + rank.steps_absent + " in " + rank.path);
+      ranks.AddRow({RankNumber(cluster, i), device, "0", "-", "-", "-", "-", "-", "-"});
+      notes.push_back(label + ": " + rank.steps_absent + " in " + rank.path);
       continue;
     }
     const auto count = static_cast<std::int64_t>(rank.steps.size());
-    ranks.AddRow({label, device, std::to_string(count), Ms(rank.step_total_ns / count), Ms(rank.step_max_ns),
-                  Percent(rank.compute_ns, rank.step_total_ns),
+    ranks.AddRow({RankNumber(cluster, i), device, std::to_string(count), Ms(rank.step_total_ns / count),
+                  Ms(rank.step_max_ns), Percent(rank.compute_ns, rank.step_total_ns),
                   Percent(rank.communication_not_overlapped_ns, rank.step_total_ns),
                   Percent(rank.idle_ns, rank.step_total_ns),
                   std::string(db::ComputeSourceName(rank.compute_source))});
     if (!rank.communication_absent.empty()) {
-      notes.push_back("rank " + label + ": communication counted as 0 (" + rank.communication_absent + ")");
+      notes.push_back(label + ": communication counted as 0 (" + rank.communication_absent + ")");
     }
   }
   ranks.Print(out, "  ");
@@ -413,19 +440,20 @@ void PrintCluster(std::ostream& out, const std::string& path, const db::ClusterS
 
   out << "\n";
   if (cluster.steps.empty()) {
-    NoData(out, "Per step", "no rank has steps");
+    NoData(out, "Per step", "no " + unit + " has steps");
     return;
   }
   const std::size_t columns = std::min(cluster.ranks.size(), kMaxRankColumns);
-  out << "Per step: duration in ms per rank; slowest rank, and spread = slowest - fastest";
+  out << "Per step: duration in ms per " << unit << "; slowest " << unit
+      << ", and spread = slowest - fastest";
   if (columns < cluster.ranks.size()) {
-    out << " (columns for the first " << columns << " of " << cluster.ranks.size()
-        << " ranks; slowest and spread cover all)";
+    out << " (columns for the first " << columns << " of " << cluster.ranks.size() << " " << unit
+        << "s; slowest and spread cover all)";
   }
   out << "\n";
   std::vector<TextTable::Column> headers = {{"step", Align::kRight}};
   for (std::size_t i = 0; i < columns; ++i) {
-    headers.push_back({"rank " + RankLabel(cluster.ranks[i], i), Align::kRight});
+    headers.push_back({RankLabel(cluster, i), Align::kRight});
   }
   headers.push_back({"slowest", Align::kRight});
   headers.push_back({"spread ms", Align::kRight});
@@ -437,7 +465,7 @@ void PrintCluster(std::ostream& out, const std::string& path, const db::ClusterS
     for (std::size_t i = 0; i < columns; ++i) {
       cells.push_back(step.duration_ns[i].has_value() ? Ms(*step.duration_ns[i]) : "-");
     }
-    cells.push_back(step.slowest.has_value() ? RankLabel(cluster.ranks[*step.slowest], *step.slowest) : "-");
+    cells.push_back(step.slowest.has_value() ? RankNumber(cluster, *step.slowest) : "-");
     cells.push_back(step.slowest.has_value() ? Ms(step.spread_ns) : "-");
     steps.AddRow(std::move(cells));
   }
@@ -456,6 +484,8 @@ std::optional<db::ResolvedProfiles> Resolve(const std::string& path, std::ostrea
   }
   std::string note = db::PartialDbNote(*resolved);
   if (!note.empty()) err << "gpuprof: note: " << note << "\n";
+  std::string duplicates = db::DuplicateRankNote(*resolved);
+  if (!duplicates.empty()) err << "gpuprof: warning: " << duplicates << "\n";
   return std::move(resolved).value();
 }
 
@@ -595,11 +625,13 @@ int RunExport(const std::string& path, const std::string& format, const std::str
     return kExitFailure;
   }
   for (const std::string& note : summary->notes) err << "gpuprof: note: " << note << "\n";
-  out << "wrote " << output << " (" << FormatBytes(summary->bytes) << "): " << summary->dbs << " DB(s), "
-      << summary->slices << " slices, " << summary->flows << " flows, " << summary->counters
-      << " counter samples, " << summary->instants << " instants, " << summary->async_ranges
-      << " async ranges\n"
-      << "open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing\n";
+  // With -o - the trace is standard output: the summary goes to stderr, so the JSON stays valid.
+  std::ostream& report = output == "-" ? err : out;
+  report << "wrote " << (output == "-" ? "standard output" : output) << " (" << FormatBytes(summary->bytes)
+         << "): " << summary->dbs << " DB(s), " << summary->slices << " slices, " << summary->flows
+         << " flows, " << summary->counters << " counter samples, " << summary->instants << " instants, "
+         << summary->async_ranges << " async ranges\n"
+         << "open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing\n";
   return kExitOk;
 }
 
@@ -694,7 +726,12 @@ DbCommands::DbCommands(CLI::App& app) {
       "ui.perfetto.dev (one process per rank)");
   export_->add_option("PATH", export_path_, path_help)->required();
   export_->add_option("--format", format_, "Output format: perfetto")->capture_default_str();
-  export_->add_option("-o,--output", output_, "Output file (written complete or not at all)")->required();
+  export_
+      ->add_option(
+          "-o,--output", output_,
+          "Output file: a new or regular file is written complete or not at all (renamed into place), "
+          "a device or FIFO is written into, '-' is standard output, a symbolic link is followed")
+      ->required();
 
   check_ = app.add_subcommand(
       "check", "Check a profile's schema and joins against the format (one line per problem; exit 1 if any)");

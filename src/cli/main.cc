@@ -9,6 +9,7 @@
 #include "cli/cli11.h"
 #include "cli/db_commands.h"
 #include "cli/demo.h"
+#include "cli/escaping_stream.h"
 #include "cli/exit_codes.h"
 #include "cli/run_command.h"
 #include "cli/setting_options.h"
@@ -106,7 +107,13 @@ int Main(int argc, char** argv) {
   }
 
   if (demo->parsed()) return RunDemoCommand(flags, demo_settings);
-  if (db_commands.parsed()) return db_commands.Run(std::cout, std::cerr);
+  if (db_commands.parsed()) {
+    // What a DB command prints carries text read from the DB: no control byte of it reaches the
+    // terminal as is.
+    EscapingOutput out(std::cout);
+    EscapingOutput err(std::cerr);
+    return db_commands.Run(out.stream(), err.stream());
+  }
   if (run_command.parsed()) return run_command.Run(std::cerr);
   if (replay_command.parsed()) return replay_command.Run(std::cerr);
 

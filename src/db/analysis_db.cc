@@ -47,7 +47,7 @@ StatusOr<std::vector<CommunicationRecord>> ReadCommunication(const ProfileReader
   GPUPROF_ASSIGN_OR_RETURN(
       bool has_ops, reader.HasColumns("COMMUNICATION_OP", {"opName", "startNs", "endNs", "connectionId",
                                                            "groupName", "dataType", "count"}));
-  if (!has_ops || !reader.HasTable("STRING_IDS")) return records;
+  if (!has_ops || !reader.HasStringValues()) return records;
   GPUPROF_ASSIGN_OR_RETURN(bool has_api, reader.HasColumns("CANN_API", {"connectionId", "name"}));
   const std::string api_join = has_api ? " LEFT JOIN CANN_API k ON k.connectionId = c.connectionId LEFT JOIN "
                                          "STRING_IDS a ON a.id = k.name"

@@ -1,6 +1,7 @@
 #include "db/check.h"
 
 #include <algorithm>
+#include <cctype>
 #include <initializer_list>
 #include <map>
 #include <set>
@@ -8,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/utf8.h"
 #include "db/db_constants.h"
 #include "db/schema_sql.h"
 #include "db/sqlite_util.h"
@@ -173,6 +175,25 @@ const std::vector<StringReference> kStringReferences = {
     {"GPUPROF_REPLAY_METRIC", "unit", false},  // NULL when the metric has no unit
 };
 
+// Columns that every consumer joins, sorts or sums on: a NULL there drops or breaks the row.
+struct NeverNull {
+  const char* table;
+  std::vector<const char*> columns;
+};
+const std::vector<NeverNull> kNeverNull = {
+    {"PYTORCH_API", {"startNs", "endNs", "globalTid", "name"}},
+    {"TASK", {"startNs", "endNs", "deviceId", "streamId", "globalTaskId"}},
+    {"CANN_API", {"startNs", "endNs", "globalTid", "name"}},
+    {"COMPUTE_TASK_INFO", {"globalTaskId", "name"}},
+    {"STRING_IDS", {"id", "value"}},
+    {"CONNECTION_IDS", {"id", "connectionId"}},
+    {"STEP_TIME", {"id", "startNs", "endNs"}},
+    {"COMMUNICATION_OP", {"opName", "startNs", "endNs"}},
+};
+
+// Times beyond this (year 2116) or below 0 are no clock reading: sums over them overflow.
+constexpr std::int64_t kMaxPlausibleNs = std::int64_t{1} << 62;
+
 std::string Describe(const ColumnInfo& column) {
   return column.name + " " + column.declared_type + (column.primary_key ? " PRIMARY KEY" : "");
 }
@@ -194,6 +215,16 @@ bool SameIgnoringCase(std::string_view a, std::string_view b) {
          });
 }
 
+// SQLite's typeof() values a column of `declared_type` may hold besides NULL ("" when any).
+std::string AllowedStorage(std::string_view declared_type) {
+  if (SameIgnoringCase(declared_type, "INTEGER")) return "'integer'";
+  if (SameIgnoringCase(declared_type, "REAL") || SameIgnoringCase(declared_type, "NUMERIC")) {
+    return "'integer', 'real'";
+  }
+  if (SameIgnoringCase(declared_type, "TEXT")) return "'text'";
+  return "";
+}
+
 class Checker {
  public:
   Checker(const ProfileReader& reader, const Expectations& expected, CheckReport* report)
@@ -203,6 +234,7 @@ class Checker {
     GPUPROF_RETURN_IF_ERROR(CountTablesAndRows());
     GPUPROF_RETURN_IF_ERROR(CheckSchema());
     GPUPROF_RETURN_IF_ERROR(CheckIndexes());
+    GPUPROF_RETURN_IF_ERROR(CheckColumnValues());
     GPUPROF_RETURN_IF_ERROR(CheckEnums());
     GPUPROF_RETURN_IF_ERROR(CheckMetaData());
     GPUPROF_RETURN_IF_ERROR(CheckStringIds());
@@ -338,6 +370,71 @@ class Checker {
       }
       if (differences > lines) {
         Problem(expected.name, std::to_string(differences - lines) + " more column difference(s)");
+      }
+    }
+    return OkStatus();
+  }
+
+  // The stored values of the format's columns, one scan per table: each value of its declared type
+  // (SQLite keeps what its affinity cannot convert, e.g. 'abc' in an INTEGER column) or NULL, and
+  // no NULL in the columns of kNeverNull.
+  Status CheckColumnValues() {
+    for (const ExpectedTable& expected : expected_.tables) {
+      if (!reader_.HasTable(expected.name)) continue;
+      GPUPROF_ASSIGN_OR_RETURN(std::vector<ColumnInfo> actual, reader_.Columns(expected.name));
+      auto present = [&actual](const std::string& name) {
+        return std::any_of(actual.begin(), actual.end(),
+                           [&name](const ColumnInfo& column) { return SameIgnoringCase(column.name, name); });
+      };
+      const NeverNull* never_null = nullptr;
+      for (const NeverNull& entry : kNeverNull) {
+        if (expected.name == entry.table) never_null = &entry;
+      }
+      struct Probe {
+        std::string column;
+        std::string problem_kind;  // "type" or "null"
+        std::string declared;
+      };
+      std::vector<Probe> probes;
+      std::string select;
+      for (const ColumnInfo& column : expected.columns) {
+        if (!present(column.name)) continue;  // CheckSchema reports it
+        // STEP_TIME.id has its own check, whose message says why the type matters there.
+        const bool typed_elsewhere = expected.name == "STEP_TIME" && column.name == "id";
+        const std::string allowed = AllowedStorage(column.declared_type);
+        const std::string quoted = Quoted(column.name);
+        if (!allowed.empty() && !typed_elsewhere) {
+          select += std::string(select.empty() ? "" : ", ") + "SUM(typeof(" + quoted + ") NOT IN (" +
+                    allowed + ", 'null')), MIN(CASE WHEN typeof(" + quoted + ") NOT IN (" + allowed +
+                    ", 'null') THEN typeof(" + quoted + ") END)";
+          probes.push_back({column.name, "type", column.declared_type});
+        }
+        const bool required =
+            never_null != nullptr && std::any_of(never_null->columns.begin(), never_null->columns.end(),
+                                                 [&column](const char* name) { return column.name == name; });
+        if (required) {
+          select += std::string(select.empty() ? "" : ", ") + "SUM(" + quoted + " IS NULL), MIN(CASE WHEN " +
+                    quoted + " IS NULL THEN rowid END)";
+          probes.push_back({column.name, "null", ""});
+        }
+      }
+      if (probes.empty()) continue;
+      GPUPROF_ASSIGN_OR_RETURN(Query query,
+                               reader_.Prepare("SELECT " + select + " FROM " + Quoted(expected.name)));
+      GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+      if (!row) continue;
+      for (std::size_t i = 0; i < probes.size(); ++i) {
+        const int at = static_cast<int>(2 * i);
+        const std::int64_t count = query.Int(at);
+        if (count == 0) continue;
+        const std::string example = query.IsNull(at + 1) ? "?" : std::string(query.Text(at + 1));
+        if (probes[i].problem_kind == "type") {
+          Problem(expected.name, std::to_string(count) + " row(s) whose " + probes[i].column +
+                                     " is stored as " + example + ", not " + probes[i].declared);
+        } else {
+          Problem(expected.name, std::to_string(count) + " row(s) with NULL " + probes[i].column +
+                                     " (e.g. rowid " + example + "); readers join or sum on it");
+        }
       }
     }
     return OkStatus();
@@ -534,7 +631,8 @@ class Checker {
                    ", not integer (msprof-analyze compares it with an int step id)";
           }));
     }
-    for (const char* table : {"PYTORCH_API", "TASK"}) {
+    for (const char* table :
+         {"PYTORCH_API", "TASK", "CANN_API", "STEP_TIME", "GC_RECORD", "COMMUNICATION_OP"}) {
       GPUPROF_ASSIGN_OR_RETURN(bool times, Has(table, {"startNs", "endNs"}));
       if (!times) continue;
       GPUPROF_RETURN_IF_ERROR(ReportCount(
@@ -542,6 +640,18 @@ class Checker {
           [](std::int64_t n, const std::string& example) {
             return std::to_string(n) + " row(s) with startNs > endNs (e.g. rowid " + example + ")";
           }));
+      const std::string limit = std::to_string(kMaxPlausibleNs);
+      GPUPROF_RETURN_IF_ERROR(
+          ReportCount(table,
+                      std::string("SELECT COUNT(*), MIN(rowid) FROM ") + table +
+                          " WHERE CAST(startNs AS INTEGER) < 0 OR " +
+                          "CAST(endNs AS INTEGER) < 0 OR CAST(startNs AS INTEGER) > " + limit +
+                          " OR CAST(endNs AS INTEGER) > " + limit,
+                      [](std::int64_t n, const std::string& example) {
+                        return std::to_string(n) +
+                               " row(s) whose startNs or endNs is negative or beyond 2^62 ns (e.g. rowid " +
+                               example + "): no clock reading, and sums over them overflow";
+                      }));
     }
     GPUPROF_ASSIGN_OR_RETURN(bool rank_map, Has("RANK_DEVICE_MAP", {"rankId"}));
     if (rank_map) {
@@ -619,7 +729,8 @@ const std::vector<ExpectedTable>& ExpectedTables() {
 }
 
 std::string FormatProblem(const std::string& path, const CheckProblem& problem) {
-  return path + ": " + problem.table + ": " + problem.problem;
+  // One line, whatever the DB's strings hold (a name quoted in a problem may contain a newline).
+  return base::PrintableText(path + ": " + problem.table + ": " + problem.problem);
 }
 
 namespace {

@@ -132,7 +132,7 @@ Status ReadSteps(const ProfileReader& reader, RankStats* stats) {
 // The query for `stats->compute_source`'s intervals; sets the source. Without kernel and host-op
 // tables the source is kNone and the query is left unset.
 StatusOr<std::optional<Query>> ComputeQuery(const ProfileReader& reader, RankStats* stats) {
-  const bool has_strings = reader.HasTable("STRING_IDS");
+  const bool has_strings = reader.HasStringValues();
   GPUPROF_ASSIGN_OR_RETURN(bool has_task, reader.HasColumns("TASK", {"globalTaskId", "startNs", "endNs"}));
   GPUPROF_ASSIGN_OR_RETURN(bool has_info, reader.HasColumns("COMPUTE_TASK_INFO", {"globalTaskId", "name"}));
   if (has_task && has_info) {
@@ -193,7 +193,7 @@ StatusOr<CommunicationQueries> ReadCommunicationQueries(const ProfileReader& rea
     return queries;
   }
   GPUPROF_ASSIGN_OR_RETURN(bool has_names, reader.HasColumns("COMMUNICATION_OP", {"opName"}));
-  if (!has_names || !reader.HasTable("STRING_IDS")) {
+  if (!has_names || !reader.HasStringValues()) {
     GPUPROF_ASSIGN_OR_RETURN(Query query,
                              reader.Prepare("SELECT startNs AS s, endNs FROM COMMUNICATION_OP ORDER BY s"));
     queries.others = std::move(query);

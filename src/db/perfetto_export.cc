@@ -1,6 +1,7 @@
 #include "db/perfetto_export.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,10 +11,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -33,33 +36,46 @@ constexpr std::int64_t kNsPerSecond = 1'000'000'000;
 constexpr std::uint32_t kSyntheticPidBase = 1u << 24;
 constexpr std::uint32_t kGcTid = 0x7fff0001u;
 constexpr std::uint32_t kReplayTid = 0x7fff0002u;
+// A string from the DB longer than this is cut in the trace (a multi-megabyte op name repeated in
+// every event made traces of gigabytes); the DB keeps it whole.
+constexpr std::size_t kMaxTraceStringBytes = 2048;
 
 // ---- Output: a buffered file under a temporary name, renamed into place on Commit ----------------
+//
+// What `-o` names decides how it is written, so that export never replaces something it did not
+// create: a new name or a regular file is written under a temporary name and renamed over it (the
+// final name never holds a partial trace); a character device or FIFO (/dev/null, a pipe a viewer
+// reads) is written into as it is; "-" is standard output; a symbolic link is followed to what it
+// names and that is treated by the same rules; a directory, a dangling link, a block device or a
+// socket is refused before any DB is read.
 
 class TraceFile {
  public:
-  static StatusOr<std::unique_ptr<TraceFile>> Create(const std::string& final_path) {
-    auto file = std::unique_ptr<TraceFile>(new TraceFile(final_path));
-    // O_EXCL with our pid in the name: two exports to one target never share a temporary file.
-    // 0666 & ~umask, like any file the user creates (mkstemp would force 0600).
-    for (int attempt = 0; attempt < 100 && file->fd_ < 0; ++attempt) {
-      file->temp_path_ = final_path + ".tmp." + std::to_string(::getpid()) +
-                         (attempt == 0 ? "" : "." + std::to_string(attempt));
-      file->fd_ = ::open(file->temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (file->fd_ < 0 && errno != EEXIST) {
-        int error = errno;
-        file->temp_path_.clear();
-        return InvalidArgumentError("cannot create the output file " + final_path + ": " + ErrnoText(error) +
-                                    (error == ENOENT ? " (does its directory exist?)" : ""));
+  static StatusOr<std::unique_ptr<TraceFile>> Create(const std::string& requested_path) {
+    GPUPROF_ASSIGN_OR_RETURN(Target target, ClassifyOutput(requested_path));
+    auto file = std::unique_ptr<TraceFile>(new TraceFile(target.path));
+    if (target.kind == TargetKind::kStdout) {
+      file->fd_ = STDOUT_FILENO;
+      file->owns_fd_ = false;
+      file->direct_ = true;
+    } else if (target.kind == TargetKind::kStream) {
+      // No O_TRUNC, no O_CREAT: a device or FIFO is written into, never replaced.
+      file->fd_ = ::open(target.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+      if (file->fd_ < 0) {
+        const int error = errno;
+        return InvalidArgumentError("cannot open the output " + target.path +
+                                    " for writing: " + ErrnoText(error));
       }
+      file->direct_ = true;
+    } else {
+      GPUPROF_RETURN_IF_ERROR(file->CreateTemporary());
     }
-    if (file->fd_ < 0) return AlreadyExistsError("cannot create a temporary file next to " + final_path);
     file->buffer_.reserve(kFlushBytes + std::size_t{64} * 1024);
     return file;
   }
 
   ~TraceFile() {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0 && owns_fd_) ::close(fd_);
     if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
   }
 
@@ -75,9 +91,17 @@ class TraceFile {
     GPUPROF_RETURN_IF_ERROR(Flush());
     int fd = fd_;
     fd_ = -1;
+    if (!owns_fd_) {
+      committed_ = true;
+      return written_;
+    }
     if (::close(fd) != 0) {
       const int error = errno;
       return DataLossError("writing " + temp_path_ + " failed at close: " + ErrnoText(error));
+    }
+    if (direct_) {
+      committed_ = true;
+      return written_;
     }
     // No fsync: an export can be redone; what matters is that the final name never holds a
     // partial file, and rename gives that.
@@ -90,7 +114,65 @@ class TraceFile {
     return written_;
   }
 
+  enum class TargetKind { kStdout, kStream, kRenameOver };
+  struct Target {
+    TargetKind kind;
+    std::string path;  // the file finally written: a followed link's target
+  };
+
+  static StatusOr<Target> ClassifyOutput(const std::string& requested) {
+    if (requested == "-") return Target{TargetKind::kStdout, "standard output"};
+    std::string path = requested;
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) != 0) {
+      const int error = errno;
+      if (error == ENOENT) return Target{TargetKind::kRenameOver, path};
+      return InvalidArgumentError("cannot use the output " + path + ": " + ErrnoText(error));
+    }
+    if (S_ISLNK(info.st_mode)) {
+      std::error_code ec;
+      const std::filesystem::path target = std::filesystem::canonical(path, ec);
+      if (ec) {
+        return InvalidArgumentError("the output " + path +
+                                    " is a symbolic link whose target cannot be reached (" + ec.message() +
+                                    "); give the target's path, or remove the link");
+      }
+      path = target.string();
+      if (::stat(path.c_str(), &info) != 0) {
+        const int error = errno;
+        return InvalidArgumentError("cannot use the output " + path + ": " + ErrnoText(error));
+      }
+    }
+    if (S_ISREG(info.st_mode)) return Target{TargetKind::kRenameOver, path};
+    if (S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode)) return Target{TargetKind::kStream, path};
+    if (S_ISDIR(info.st_mode)) {
+      return InvalidArgumentError("the output " + path + " is a directory; name a file, e.g. -o " +
+                                  (std::filesystem::path(path) / "trace.json").string());
+    }
+    return InvalidArgumentError("the output " + path +
+                                " is not a regular file, character device or FIFO (a block device or a "
+                                "socket); export writes only those");
+  }
+
  private:
+  Status CreateTemporary() {
+    // O_EXCL with our pid in the name: two exports to one target never share a temporary file.
+    // 0666 & ~umask, like any file the user creates (mkstemp would force 0600).
+    for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+      temp_path_ = final_path_ + ".tmp." + std::to_string(::getpid()) +
+                   (attempt == 0 ? "" : "." + std::to_string(attempt));
+      fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd_ < 0 && errno != EEXIST) {
+        const int error = errno;
+        temp_path_.clear();
+        return InvalidArgumentError("cannot create the output file " + final_path_ + ": " + ErrnoText(error) +
+                                    (error == ENOENT ? " (does its directory exist?)" : ""));
+      }
+    }
+    if (fd_ < 0) return AlreadyExistsError("cannot create a temporary file next to " + final_path_);
+    return OkStatus();
+  }
+
   explicit TraceFile(std::string final_path) : final_path_(std::move(final_path)) {}
 
   Status Flush() {
@@ -101,8 +183,8 @@ class TraceFile {
       if (n < 0) {
         const int error = errno;
         if (error == EINTR) continue;
-        return DataLossError("writing " + temp_path_ + " failed: " + ErrnoText(error) +
-                             (error == ENOSPC ? " (the disk is full)" : ""));
+        return DataLossError("writing " + (temp_path_.empty() ? final_path_ : temp_path_) +
+                             " failed: " + ErrnoText(error) + (error == ENOSPC ? " (the disk is full)" : ""));
       }
       data += n;
       left -= static_cast<std::size_t>(n);
@@ -115,6 +197,8 @@ class TraceFile {
   std::string final_path_;
   std::string temp_path_;
   int fd_ = -1;
+  bool owns_fd_ = true;  // false for standard output, which is flushed but never closed
+  bool direct_ = false;  // written in place (stdout, a device, a FIFO): nothing to rename
   bool committed_ = false;
   std::string buffer_;
   std::uint64_t written_ = 0;
@@ -133,9 +217,17 @@ void AppendUint(std::string* out, std::uint64_t value) {
 }
 
 // One trace event, written field by field into the buffer. Keys are literals and need no escaping.
+// Strings cut to kMaxTraceStringBytes, for the export's note.
+struct CutStrings {
+  std::uint64_t events = 0;
+  std::set<std::size_t> distinct;  // hashes of the whole strings
+  std::size_t longest_bytes = 0;
+};
+
 class Event {
  public:
-  Event(std::string* out, bool* first_event, std::int64_t time_base_ns) : out_(out), base_(time_base_ns) {
+  Event(std::string* out, bool* first_event, std::int64_t time_base_ns, CutStrings* cut = nullptr)
+      : out_(out), base_(time_base_ns), cut_(cut) {
     out_->append(*first_event ? "\n{" : ",\n{");
     *first_event = false;
   }
@@ -145,7 +237,19 @@ class Event {
 
   Event& Str(std::string_view key, std::string_view value) {
     Key(key);
-    base::AppendJsonString(out_, value);
+    if (value.size() <= kMaxTraceStringBytes) {
+      base::AppendJsonString(out_, value);
+      return *this;
+    }
+    std::size_t cut = kMaxTraceStringBytes;
+    while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0U) == 0x80U) --cut;  // a code point
+    if (cut_ != nullptr) {
+      ++cut_->events;
+      cut_->distinct.insert(std::hash<std::string_view>{}(value));
+      cut_->longest_bytes = std::max(cut_->longest_bytes, value.size());
+    }
+    base::AppendJsonString(out_, std::string(value.substr(0, cut)) + "... [cut from " +
+                                     std::to_string(value.size()) + " bytes]");
     return *this;
   }
   Event& Int(std::string_view key, std::int64_t value) {
@@ -209,6 +313,7 @@ class Event {
 
   std::string* out_;
   std::int64_t base_;
+  CutStrings* cut_;
   bool first_field_ = true;
 };
 
@@ -501,11 +606,19 @@ class Exporter {
     return OkStatus();
   }
 
-  void Finish() { tracks_.EmitMetadata(out_, &first_event_); }
+  void Finish() {
+    tracks_.EmitMetadata(out_, &first_event_);
+    if (cut_.events > 0) {
+      summary_->notes.push_back(std::to_string(cut_.distinct.size()) + " string(s) longer than " +
+                                std::to_string(kMaxTraceStringBytes) + " bytes (the longest " +
+                                std::to_string(cut_.longest_bytes) + ") were cut in " +
+                                std::to_string(cut_.events) + " event(s); the DB holds them whole");
+    }
+  }
   bool* first_event() noexcept { return &first_event_; }
 
  private:
-  Event NewEvent() { return {out_, &first_event_, base_}; }
+  Event NewEvent() { return {out_, &first_event_, base_, &cut_}; }
 
   bool Require(const Schema& schema, const DbContext& db, std::string_view table,
                const std::vector<std::string_view>& columns) {
@@ -699,11 +812,14 @@ class Exporter {
       return OkStatus();
     }
     // The consumers' join (DB_SPEC §3.4): TASK.connectionId = CONNECTION_IDS.connectionId AND
-    // CONNECTION_IDS.id = PYTORCH_API.connectionId.
+    // CONNECTION_IDS.id = PYTORCH_API.connectionId. One flow per task, from the latest-starting
+    // (innermost) op linked to it: repeated CONNECTION_IDS or op rows would otherwise multiply the
+    // flows (SQLite takes the bare columns from the row of MAX()).
     const std::string sql =
-        "SELECT p.startNs, p.globalTid, t.startNs, t.deviceId, t.streamId FROM CONNECTION_IDS c "
-        "JOIN PYTORCH_API p ON p.connectionId = c.id JOIN TASK t ON t.connectionId = c.connectionId "
-        "ORDER BY c.id, t.startNs, t.rowid";
+        "SELECT l.op_start, l.op_tid, t.startNs, t.deviceId, t.streamId FROM (SELECT c.connectionId AS cid, "
+        "MAX(p.startNs) AS op_start, p.globalTid AS op_tid FROM CONNECTION_IDS c JOIN PYTORCH_API p ON "
+        "p.connectionId = c.id GROUP BY c.connectionId) l JOIN TASK t ON t.connectionId = l.cid "
+        "ORDER BY l.cid, t.startNs, t.rowid";
     return Stream(reader, sql, [&](const Query& q) {
       const std::uint32_t from_pid = tracks_.HostPid(db, PidOf(q.Int(1)));
       const std::uint32_t to_pid = tracks_.DevicePid(db, q.Int(3));
@@ -719,13 +835,17 @@ class Exporter {
       return OkStatus();
     }
     // fwd/bwd and task-queue pairs: connectionIds shared by more than one op; the lowest index is
-    // the first op, the highest the second (msprof-analyze's QUEYR_FWD_BWD_FLOW).
+    // the first op, the highest the second (msprof-analyze's QUEYR_FWD_BWD_FLOW). One op row per
+    // index (the first written), so repeated rows give one flow, not their product.
     auto [first_name, first_join] = StringJoin(schema, "a.name", "an");
     const std::string sql =
         "SELECT a.startNs, a.globalTid, b.startNs, b.globalTid, " + first_name +
         " FROM (SELECT connectionId AS cid, MIN(id) AS first_id, MAX(id) AS last_id FROM CONNECTION_IDS "
-        "GROUP BY connectionId HAVING COUNT(*) > 1) g "
-        "JOIN PYTORCH_API a ON a.connectionId = g.first_id JOIN PYTORCH_API b ON b.connectionId = g.last_id" +
+        "GROUP BY connectionId HAVING COUNT(DISTINCT id) > 1) g "
+        "JOIN (SELECT connectionId AS id, MIN(rowid) AS row FROM PYTORCH_API GROUP BY connectionId) oa "
+        "ON oa.id = g.first_id JOIN PYTORCH_API a ON a.rowid = oa.row "
+        "JOIN (SELECT connectionId AS id, MIN(rowid) AS row FROM PYTORCH_API GROUP BY connectionId) ob "
+        "ON ob.id = g.last_id JOIN PYTORCH_API b ON b.rowid = ob.row" +
         first_join + " ORDER BY g.cid";
     return Stream(reader, sql, [&](const Query& q) {
       std::string_view first = q.Text(4);
@@ -900,6 +1020,7 @@ class Exporter {
   ReplayCounters counters_;
   bool first_event_ = true;
   std::uint64_t next_flow_id_ = 0;
+  CutStrings cut_;
   std::uint64_t next_async_id_ = 0;
 };
 
@@ -990,7 +1111,9 @@ StatusOr<ExportSummary> ExportPerfettoTrace(const std::vector<ProfileDbFile>& db
                                   file.path + "; choose another -o");
     }
   }
-  // Open (and so validate) every DB before creating the output file.
+  // What -o names is checked first (a directory or a dangling link is refused before any work); every
+  // DB is opened (and so validated) before the output is created.
+  GPUPROF_RETURN_IF_ERROR(TraceFile::ClassifyOutput(output_path).status());
   std::vector<std::unique_ptr<ProfileReader>> readers;
   std::optional<std::int64_t> earliest;
   for (const ProfileDbFile& file : dbs) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <system_error>
 #include <tuple>
 #include <utility>
@@ -187,6 +188,24 @@ std::string PartialDbNote(const ResolvedProfiles& resolved) {
   return note;
 }
 
+std::string DuplicateRankNote(const ResolvedProfiles& resolved) {
+  std::map<std::int32_t, std::vector<std::string>> by_rank;
+  for (const ProfileDbFile& file : resolved.dbs) {
+    if (file.rank.has_value()) by_rank[*file.rank].push_back(file.path);
+  }
+  std::string note;
+  for (const auto& [rank, paths] : by_rank) {
+    if (paths.size() < 2) continue;
+    if (!note.empty()) note += "; ";
+    note += std::to_string(paths.size()) + " DBs are rank " + std::to_string(rank) + ": ";
+    for (std::size_t i = 0; i < paths.size(); ++i) note += (i > 0 ? ", " : "") + paths[i];
+  }
+  if (note.empty()) return note;
+  return note +
+         " (separate runs written into one directory, or several profiles of one process, not the ranks of "
+         "one job: they are shown as separate profiles; give each run its own -o directory)";
+}
+
 std::string DescribeSqliteFailure(const std::string& path, std::string_view what, int rc,
                                   std::string_view sqlite_message) {
   const std::string detail = "SQLite: " + std::string(sqlite_message);
@@ -279,6 +298,7 @@ Status ProfileReader::LoadTables() {
     if (!row) break;
     tables_.emplace_back(query.Text(0));
   }
+  GPUPROF_ASSIGN_OR_RETURN(has_string_values_, HasColumns("STRING_IDS", {"id", "value"}));
   return OkStatus();
 }
 

@@ -41,6 +41,9 @@ StatusOr<ResolvedProfiles> ResolveProfilePath(const std::string& path);
 // "found N partial DB(s) from runs that did not finish: a, b", or "" when there are none.
 std::string PartialDbNote(const ResolvedProfiles& resolved);
 
+// "2 DBs are rank 0: a, b (...)" for each rank that more than one DB's file name claims, or "".
+std::string DuplicateRankNote(const ResolvedProfiles& resolved);
+
 // The rank in "ascend_pytorch_profiler_<rank>.db", if the file name carries one.
 std::optional<std::int32_t> RankFromDbFileName(std::string_view file_name);
 
@@ -83,6 +86,8 @@ class ProfileReader {
   StatusOr<std::vector<ColumnInfo>> Columns(std::string_view table) const;
   // True when `table` exists and has every one of `columns`.
   StatusOr<bool> HasColumns(std::string_view table, const std::vector<std::string_view>& columns) const;
+  // True when STRING_IDS exists with its id and value columns: the one test before joining names.
+  bool HasStringValues() const noexcept { return has_string_values_; }
 
   StatusOr<Query> Prepare(std::string_view sql) const;
 
@@ -100,6 +105,7 @@ class ProfileReader {
   std::string path_;
   Connection conn_;  // read-only, errors worded for the user (ReaderError in profile_reader.cc)
   std::vector<std::string> tables_;
+  bool has_string_values_ = false;
 };
 
 // The message for a file whose SQLite result is `rc` (SQLITE_CORRUPT, SQLITE_NOTADB, ...):

@@ -1,9 +1,13 @@
 #include "db/sqlite_util.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -28,6 +32,50 @@ std::string SqliteMessage(sqlite3* db, int rc) {
   return out;
 }
 
+// A name SQLite opens as that file and nothing else. Debian's SQLite is built with URI file names
+// on, so a file named `file:a.db` would be parsed as a URI naming a.db; "./" keeps it a plain name.
+// ":memory:" is kept: the check opens its reference schema there on purpose.
+std::string PlainFileName(const std::string& path) {
+  if (path.rfind("file:", 0) == 0) return "./" + path;
+  return path;
+}
+
+// `path` as an SQLite URI (every byte outside the unreserved set percent-encoded, so `?`, `#` and
+// `%` in a name stay part of it) with `query` appended.
+std::string FileUri(const std::string& path, std::string_view query) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  // "file://" + an absolute path gives "file:///..."; a relative path must not start an authority.
+  std::string uri = path.rfind('/', 0) == 0 ? "file://" : "file:";
+  for (char byte : path) {
+    const auto c = static_cast<unsigned char>(byte);
+    if (std::isalnum(c) != 0 || c == '/' || c == '.' || c == '_' || c == '-' || c == '~') {
+      uri.push_back(static_cast<char>(c));
+    } else {
+      uri.push_back('%');
+      uri.push_back(kHex[static_cast<unsigned>(c) >> 4U]);
+      uri.push_back(kHex[static_cast<unsigned>(c) & 0xFU]);
+    }
+  }
+  uri.push_back('?');
+  uri.append(query);
+  return uri;
+}
+
+// True when `path` is an SQLite file in WAL mode (header bytes 18 and 19 are 2) with no -wal file
+// beside it: then the main file holds every committed page, and opening it read-only the usual way
+// would still create -wal and -shm files beside it.
+bool IsQuiescentWalFile(const std::string& path) {
+  unsigned char header[20] = {};
+  FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return false;
+  const std::size_t n = std::fread(header, 1, sizeof(header), file);
+  std::fclose(file);
+  if (n != sizeof(header) || std::memcmp(header, "SQLite format 3", 16) != 0) return false;
+  if (header[18] != 2 || header[19] != 2) return false;
+  struct stat info {};
+  return ::stat((path + "-wal").c_str(), &info) != 0 && errno == ENOENT;
+}
+
 }  // namespace
 
 Status DefaultSqliteError(std::string_view path, std::string_view what, int rc, sqlite3* db) {
@@ -46,7 +94,7 @@ Connection& Connection::operator=(Connection&& other) noexcept {
 
 int Connection::Open(const std::string& path, int flags, Connection* conn) {
   conn->path_ = path;
-  int rc = sqlite3_open_v2(path.c_str(), &conn->db_, flags, nullptr);
+  int rc = sqlite3_open_v2(PlainFileName(path).c_str(), &conn->db_, flags, nullptr);
   if (rc == SQLITE_OK) sqlite3_extended_result_codes(conn->db_, 1);
   return rc;
 }
@@ -65,8 +113,15 @@ StatusOr<Connection> Connection::OpenReadOnly(const std::string& path, SqliteErr
   Connection conn;
   conn.formatter_ = formatter != nullptr ? formatter : DefaultSqliteError;
   // Plain read-only, not `immutable=1`: immutable would skip locking and change detection, which
-  // is unsafe when a writer may still hold the file. NOMUTEX: a reader is used by one thread.
-  int rc = Open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, &conn);
+  // is unsafe when a writer may still hold the file. The exception is a WAL-mode file with no -wal
+  // beside it: read-only opening would create -wal and -shm there (a reader must not write beside
+  // its input), and with no -wal there is no writer whose pages immutable could miss. NOMUTEX: a
+  // reader is used by one thread. The name goes in as a URI so that it is only ever a file name.
+  conn.path_ = path;
+  const std::string uri = FileUri(path, IsQuiescentWalFile(path) ? "mode=ro&immutable=1" : "mode=ro");
+  int rc = sqlite3_open_v2(uri.c_str(), &conn.db_,
+                           SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr);
+  if (rc == SQLITE_OK) sqlite3_extended_result_codes(conn.db_, 1);
   if (rc != SQLITE_OK) return conn.Error("opening", rc);
   return conn;
 }

@@ -1,20 +1,65 @@
 #include "db/stats.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string_view>
 #include <tuple>
 #include <utility>
 
-#include "base/utf8.h"
 #include "db/db_constants.h"
 
 namespace gpuprof::db {
 namespace {
 
+// a + b, held at the int64 limits instead of wrapping.
+std::int64_t SaturatingAdd(std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+}
+
 constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
 // PYTORCH_API.type of torch ops (ENUM_API_TYPE 'op'); queue and python-trace rows are not ops.
 constexpr std::int64_t kApiTypeOp = 50001;
+
+// The spans stats counts: integer times (or integer text, as torch_npu declares them), not
+// negative, end >= start, below 2^62 ns and, when the session's span is sound, within an hour of
+// it. Other rows are impossible (a damaged or hand-edited DB): they are left out and counted, so
+// that sums stay sums and percentages stay below the session (`gpuprof check` names them).
+constexpr std::int64_t kMaxPlausibleNs = std::int64_t{1} << 62;
+constexpr std::int64_t kSessionSlackNs = std::int64_t{3600} * 1'000'000'000;
+
+std::string PlausibleSpan(const ProfileStats& stats, const std::string& start, const std::string& end) {
+  std::int64_t lo = 0;
+  std::int64_t hi = kMaxPlausibleNs;
+  if (stats.session_start_ns.has_value() && stats.session_end_ns.has_value() &&
+      *stats.session_start_ns >= 0 && *stats.session_start_ns <= *stats.session_end_ns &&
+      *stats.session_end_ns <= kMaxPlausibleNs) {
+    lo = std::max<std::int64_t>(0, *stats.session_start_ns - kSessionSlackNs);
+    hi = std::min(kMaxPlausibleNs, *stats.session_end_ns + kSessionSlackNs);
+  }
+  const std::string s = "CAST(" + start + " AS INTEGER)";
+  const std::string e = "CAST(" + end + " AS INTEGER)";
+  return "(typeof(" + start + ") IN ('integer', 'text') AND typeof(" + end + ") IN ('integer', 'text') AND " +
+         s + " >= " + std::to_string(lo) + " AND " + e + " <= " + std::to_string(hi) + " AND " + e +
+         " >= " + s + ")";
+}
+
+// Counts the rows of `table` (`where` selecting the ones stats reads) whose span is not plausible,
+// and records the note.
+Status NoteImplausibleRows(const ProfileReader& reader, std::string_view table, const std::string& where,
+                           ProfileStats* stats) {
+  GPUPROF_ASSIGN_OR_RETURN(std::int64_t rows,
+                           reader.QueryInt("SELECT COUNT(*) FROM " + std::string(table) + " WHERE (" + where +
+                                           ") AND NOT " + PlausibleSpan(*stats, "startNs", "endNs")));
+  if (rows > 0) {
+    stats->data_notes.push_back(std::string(table) + ": " + std::to_string(rows) +
+                                " row(s) left out: their startNs/endNs are NULL, not integers, negative, "
+                                "reversed or far outside the session (`gpuprof check` names them)");
+  }
+  return OkStatus();
+}
 
 // Why a section has no source: "" when `table` exists with every column the section reads.
 StatusOr<std::string> Absence(const ProfileReader& reader, std::string_view table,
@@ -37,7 +82,7 @@ class StringLookup {
  public:
   static StatusOr<StringLookup> Create(const ProfileReader& reader) {
     StringLookup lookup;
-    if (reader.HasTable("STRING_IDS")) {
+    if (reader.HasStringValues()) {
       GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare("SELECT value FROM STRING_IDS WHERE id = ?1"));
       lookup.query_ = std::move(query);
       lookup.available_ = true;
@@ -98,14 +143,17 @@ Status ReadOps(const ProfileReader& reader, StringLookup& strings, std::size_t t
   GPUPROF_ASSIGN_OR_RETURN(stats->ops_absent,
                            Absence(reader, "PYTORCH_API", {"globalTid", "startNs", "endNs", "name", "type"}));
   if (!stats->ops_absent.empty()) return OkStatus();
+  const std::string torch_ops = "type IS NULL OR type = " + std::to_string(kApiTypeOp);
+  GPUPROF_RETURN_IF_ERROR(NoteImplausibleRows(reader, "PYTORCH_API", torch_ops, stats));
 
   // The sort happens in SQLite (out of core for large tables); the sweep holds one stack.
   // CAST: torch_npu declares startNs/endNs TEXT, and text would sort lexicographically.
   GPUPROF_ASSIGN_OR_RETURN(
       Query query,
       reader.Prepare("SELECT globalTid, CAST(startNs AS INTEGER) AS s, CAST(endNs AS INTEGER) AS e, name "
-                     "FROM PYTORCH_API WHERE type IS NULL OR type = " +
-                     std::to_string(kApiTypeOp) + " ORDER BY globalTid, s, e DESC"));
+                     "FROM PYTORCH_API WHERE (" +
+                     torch_ops + ") AND " + PlausibleSpan(*stats, "startNs", "endNs") +
+                     " ORDER BY globalTid, s, e DESC"));
   SelfTimeSweep sweep;
   constexpr std::int64_t kNullName = -1;
   while (true) {
@@ -126,10 +174,10 @@ Status ReadOps(const ProfileReader& reader, StringLookup& strings, std::size_t t
     GPUPROF_ASSIGN_OR_RETURN(std::string name, strings.Get(name_id));
     OpTotals& merged = by_name[OpDisplayName(name)];
     merged.calls += totals.calls;
-    merged.total_ns += totals.total_ns;
-    merged.self_ns += totals.self_ns;
+    merged.total_ns = SaturatingAdd(merged.total_ns, totals.total_ns);
+    merged.self_ns = SaturatingAdd(merged.self_ns, totals.self_ns);
     stats->op_calls += totals.calls;
-    stats->op_self_sum_ns += totals.self_ns;
+    stats->op_self_sum_ns = SaturatingAdd(stats->op_self_sum_ns, totals.self_ns);
   }
   stats->op_names = by_name.size();
   std::vector<OpStat> all;
@@ -154,10 +202,14 @@ Status ReadKernels(const ProfileReader& reader, StringLookup& strings, std::size
   GPUPROF_ASSIGN_OR_RETURN(stats->kernels_absent,
                            Absence(reader, "TASK", {"globalTaskId", "startNs", "endNs", "taskType"}));
   if (!stats->kernels_absent.empty()) return OkStatus();
+  GPUPROF_RETURN_IF_ERROR(NoteImplausibleRows(reader, "TASK", "1", stats));
 
+  // TOTAL (a double) cannot overflow; the rows it sums are plausible spans, so it is exact to 2^53 ns.
   GPUPROF_ASSIGN_OR_RETURN(
-      Query types, reader.Prepare("SELECT taskType, COUNT(*), SUM(endNs - startNs) AS total FROM TASK "
-                                  "GROUP BY taskType ORDER BY total DESC, taskType"));
+      Query types,
+      reader.Prepare(
+          "SELECT taskType, COUNT(*), CAST(TOTAL(endNs - startNs) AS INTEGER) AS total FROM TASK WHERE " +
+          PlausibleSpan(*stats, "startNs", "endNs") + " GROUP BY taskType ORDER BY total DESC, taskType"));
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, types.Step());
     if (!row) break;
@@ -170,15 +222,17 @@ Status ReadKernels(const ProfileReader& reader, StringLookup& strings, std::size
   if (!stats->kernels_absent.empty()) return OkStatus();
   GPUPROF_ASSIGN_OR_RETURN(
       Query query,
-      reader.Prepare("SELECT c.name, COUNT(*), SUM(t.endNs - t.startNs) AS total, MAX(t.endNs - t.startNs) "
-                     "FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId "
-                     "GROUP BY c.name ORDER BY total DESC, c.name"));
+      reader.Prepare("SELECT c.name, COUNT(*), CAST(TOTAL(t.endNs - t.startNs) AS INTEGER) AS total, "
+                     "MAX(t.endNs - t.startNs) FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = "
+                     "t.globalTaskId WHERE " +
+                     PlausibleSpan(*stats, "t.startNs", "t.endNs") +
+                     " GROUP BY c.name ORDER BY total DESC, c.name"));
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
     auto calls = static_cast<std::uint64_t>(query.Int(1));
     stats->kernel_calls += calls;
-    stats->kernel_total_ns += query.Int(2);
+    stats->kernel_total_ns = SaturatingAdd(stats->kernel_total_ns, query.Int(2));
     ++stats->kernel_names;
     if (stats->top_kernels.size() < top) {
       GPUPROF_ASSIGN_OR_RETURN(std::string name, strings.Get(query.OptionalInt(0)));
@@ -228,8 +282,10 @@ Status ReadMemory(const ProfileReader& reader, StringLookup& strings, ProfileSta
 Status ReadSteps(const ProfileReader& reader, std::size_t top, ProfileStats* stats) {
   GPUPROF_ASSIGN_OR_RETURN(stats->steps_absent, Absence(reader, "STEP_TIME", {"id", "startNs", "endNs"}));
   if (!stats->steps_absent.empty()) return OkStatus();
-  GPUPROF_ASSIGN_OR_RETURN(Query query,
-                           reader.Prepare("SELECT id, startNs, endNs FROM STEP_TIME ORDER BY startNs, id"));
+  GPUPROF_RETURN_IF_ERROR(NoteImplausibleRows(reader, "STEP_TIME", "1", stats));
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query query, reader.Prepare("SELECT id, startNs, endNs FROM STEP_TIME WHERE " +
+                                  PlausibleSpan(*stats, "startNs", "endNs") + " ORDER BY startNs, id"));
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
@@ -237,7 +293,7 @@ Status ReadSteps(const ProfileReader& reader, std::size_t top, ProfileStats* sta
     std::int64_t duration = step.end_ns - step.start_ns;
     stats->step_min_ns = stats->step_count == 0 ? duration : std::min(stats->step_min_ns, duration);
     stats->step_max_ns = stats->step_count == 0 ? duration : std::max(stats->step_max_ns, duration);
-    stats->step_total_ns += duration;
+    stats->step_total_ns = SaturatingAdd(stats->step_total_ns, duration);
     ++stats->step_count;
     if (stats->steps.size() < top) stats->steps.push_back(step);
   }
@@ -248,9 +304,13 @@ Status ReadSteps(const ProfileReader& reader, std::size_t top, ProfileStats* sta
 Status ReadGc(const ProfileReader& reader, ProfileStats* stats) {
   GPUPROF_ASSIGN_OR_RETURN(stats->gc_absent, Absence(reader, "GC_RECORD", {"startNs", "endNs"}));
   if (!stats->gc_absent.empty()) return OkStatus();
+  GPUPROF_RETURN_IF_ERROR(NoteImplausibleRows(reader, "GC_RECORD", "1", stats));
   GPUPROF_ASSIGN_OR_RETURN(
       Query query,
-      reader.Prepare("SELECT COUNT(*), SUM(endNs - startNs), MAX(endNs - startNs) FROM GC_RECORD"));
+      reader.Prepare(
+          "SELECT COUNT(*), CAST(TOTAL(endNs - startNs) AS INTEGER), MAX(endNs - startNs) FROM GC_RECORD "
+          "WHERE " +
+          PlausibleSpan(*stats, "startNs", "endNs")));
   GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
   if (row) {
     stats->gc_count = static_cast<std::uint64_t>(query.Int(0));
@@ -276,7 +336,7 @@ Status ReadReplay(const ProfileReader& reader, std::size_t top, ProfileStats* st
       Absence(reader, "GPUPROF_REPLAY_PASS", {"kernelId", "pass", "durationNs", "bytesRestored"}));
 
   // The kernel name is a STRING_IDS id; fall back to the raw value when it does not resolve.
-  const bool has_strings = reader.HasTable("STRING_IDS");
+  const bool has_strings = reader.HasStringValues();
   const std::string kname = has_strings ? "COALESCE(s.value, CAST(k.name AS TEXT))" : "CAST(k.name AS TEXT)";
   const std::string join = has_strings ? " LEFT JOIN STRING_IDS s ON s.id = k.name" : "";
 
@@ -409,7 +469,7 @@ Status ReadReplayCounters(const ProfileReader& reader, std::size_t top, ProfileS
             : "no GPUPROF_REPLAY_METRIC table (a DB written before hardware counters)";
     return OkStatus();
   }
-  const bool has_strings = reader.HasTable("STRING_IDS");
+  const bool has_strings = reader.HasStringValues();
   auto [kname, kjoin] = ResolvedName(has_strings, "k.name", "s");
   const std::string has_metrics =
       metrics ? "EXISTS (SELECT 1 FROM GPUPROF_REPLAY_METRIC m WHERE m.kernelId = k.id)" : "0";
@@ -556,7 +616,7 @@ Status ForEachReplayMetric(const ProfileReader& reader,
   GPUPROF_ASSIGN_OR_RETURN(bool kernels, reader.HasColumns("GPUPROF_REPLAY_KERNEL", {"id", "name"}));
   GPUPROF_ASSIGN_OR_RETURN(bool launch_index, reader.HasColumns("GPUPROF_REPLAY_KERNEL", {"launchIndex"}));
   GPUPROF_ASSIGN_OR_RETURN(bool passes, reader.HasColumns("GPUPROF_REPLAY_METRIC", {"passes"}));
-  const bool has_strings = reader.HasTable("STRING_IDS");
+  const bool has_strings = reader.HasStringValues();
   auto [kname, kjoin] = ResolvedName(has_strings, "k.name", "s");
   auto [mname, mjoin] = ResolvedName(has_strings, "m.name", "mn");
   auto [munit, ujoin] = ResolvedName(has_strings, "m.unit", "mu");
@@ -600,7 +660,7 @@ void SelfTimeSweep::Add(std::int64_t thread, std::int64_t start_ns, std::int64_t
   while (!stack_.empty() && stack_.back().end_ns <= start_ns) PopOne();
   if (!stack_.empty()) {
     OpenOp& parent = stack_.back();
-    parent.child_ns += std::min(end_ns, parent.end_ns) - start_ns;
+    parent.child_ns = SaturatingAdd(parent.child_ns, std::min(end_ns, parent.end_ns) - start_ns);
   }
   stack_.push_back({start_ns, end_ns, 0, key});
 }
@@ -615,9 +675,9 @@ void SelfTimeSweep::PopOne() {
   const std::int64_t duration = op.end_ns - op.start_ns;
   OpTotals& totals = totals_[op.key];
   ++totals.calls;
-  totals.total_ns += duration;
+  totals.total_ns = SaturatingAdd(totals.total_ns, duration);
   // Children that overlap each other (bad data) could sum past the parent; clamp at zero.
-  totals.self_ns += std::max<std::int64_t>(0, duration - op.child_ns);
+  totals.self_ns = SaturatingAdd(totals.self_ns, std::max<std::int64_t>(0, duration - op.child_ns));
 }
 
 std::string OpDisplayName(std::string_view name) {
@@ -628,47 +688,14 @@ std::string OpDisplayName(std::string_view name) {
   return std::string(name);
 }
 
-std::string PrintableText(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(text.size());
-  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-  for (std::size_t i = 0; i < text.size();) {
-    const unsigned char c = bytes[i];
-    if (c >= 0x80) {
-      const std::size_t length = base::ValidUtf8SequenceLength(bytes + i, text.size() - i);
-      if (length == 0) {
-        out.append(base::kUtf8Replacement);
-        ++i;
-      } else {
-        out.append(text.substr(i, length));
-        i += length;
-      }
-      continue;
-    }
-    if (c == '\t') {
-      out.append("\\t");
-    } else if (c == '\n') {
-      out.append("\\n");
-    } else if (c == '\r') {
-      out.append("\\r");
-    } else if (c < 0x20 || c == 0x7f) {
-      out.append("\\x");
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-    ++i;
-  }
-  return out;
-}
-
 StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOptions& options) {
   ProfileStats stats;
   stats.path = reader.path();
   GPUPROF_ASSIGN_OR_RETURN(StringLookup strings, StringLookup::Create(reader));
   GPUPROF_RETURN_IF_ERROR(ReadHeader(reader, &stats));
+  if (reader.HasTable("STRING_IDS") && !reader.HasStringValues()) {
+    stats.data_notes.push_back("STRING_IDS has no value column: names show as #<id>");
+  }
   GPUPROF_RETURN_IF_ERROR(ReadOps(reader, strings, options.top, &stats));
   GPUPROF_RETURN_IF_ERROR(ReadKernels(reader, strings, options.top, &stats));
   GPUPROF_RETURN_IF_ERROR(ReadMemory(reader, strings, &stats));
@@ -682,8 +709,12 @@ StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOpti
 StatusOr<ApiSummary> ComputeApiSummary(const ProfileReader& reader, std::size_t top) {
   ApiSummary summary;
   GPUPROF_ASSIGN_OR_RETURN(bool has_api, reader.HasColumns("CANN_API", {"startNs", "endNs", "type", "name"}));
-  if (!has_api || !reader.HasTable("STRING_IDS")) {
+  if (!has_api) {
     summary.absent = "the DB has no CANN_API table";
+    return summary;
+  }
+  if (!reader.HasStringValues()) {
+    summary.absent = "the DB's STRING_IDS has no value column, so API names cannot be read";
     return summary;
   }
   GPUPROF_ASSIGN_OR_RETURN(

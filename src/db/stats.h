@@ -60,10 +60,6 @@ class SelfTimeSweep {
 // other names unchanged.
 std::string OpDisplayName(std::string_view name);
 
-// `text` for a terminal: control characters shown as escapes (\t, \n, \x01), invalid UTF-8
-// bytes as U+FFFD, so a name from the DB can neither garble nor misalign a table.
-std::string PrintableText(std::string_view text);
-
 // ---- The report ---------------------------------------------------------------------------------
 
 struct OpStat {
@@ -160,6 +156,9 @@ struct ProfileStats {
   std::string host_name;               // HOST_INFO
   std::optional<std::int64_t> session_start_ns;
   std::optional<std::int64_t> session_end_ns;
+  // What the figures below leave out or cannot resolve, one line each: a table's rows whose spans
+  // are impossible (NULL, reversed, far outside the session), names that cannot be looked up.
+  std::vector<std::string> data_notes;
 
   // Torch ops (PYTORCH_API rows of type op): all of them are counted, the top ones listed.
   std::uint64_t op_calls = 0;

@@ -5,9 +5,11 @@
 // report appeared (the sanitizers' exit codes are moved off 1, which is our "bad input").
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -305,6 +307,24 @@ TEST_F(DbCliTest, StatsOfTwoRanksStartsWithTheClusterSummary) {
   EXPECT_THAT(result.out, HasSubstr("gpuprof stats: " + *db1 + "\n"));
 }
 
+TEST_F(DbCliTest, TwoDbsOfOneRankAreNamedInAWarningAndShownAsProfilesNotRanks) {
+  gpuprof::StatusOr<std::string> again = fixture::WriteFixtureRun(dir_ + "/runs", "node0_2_20240102");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  for (const std::string& command :
+       std::vector<std::string>{"stats", "check", "export -o " + ShellQuote(dir_ + "/t.json")}) {
+    CliResult result = Run(command + " " + ShellQuote(dir_ + "/runs"));
+    EXPECT_EQ(result.exit_code, 0) << command << ": " << result.err;
+    EXPECT_THAT(result.err, HasSubstr("gpuprof: warning: 2 DBs are rank 0: " + db_ + ", " + *again))
+        << command;
+    if (command != "stats") continue;
+    EXPECT_THAT(result.out, HasSubstr("Comparison: 2 profiles ("));
+    EXPECT_THAT(result.out, HasSubstr("not the ranks of one job"));
+    EXPECT_THAT(result.out, HasSubstr("profile 1"));
+    EXPECT_THAT(result.out, Not(HasSubstr("Cluster:")));
+    EXPECT_THAT(result.out, Not(HasSubstr("rank 0 ")));
+  }
+}
+
 TEST_F(DbCliTest, StatsOfOneDbHasNoClusterSummary) {
   CliResult result = Run("stats " + ShellQuote(run_dir_));
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -403,6 +423,37 @@ TEST_F(DbCliTest, ExportWritesAChromeTraceWithEveryEventAndMatchedFlows) {
   }
 }
 
+TEST_F(DbCliTest, ExportOfRepeatedLinksAndAHugeNameStaysTheSizeOfTheData) {
+  // Every CONNECTION_IDS row 20 times and every op row 20 times: the join gave 20 x 20 x 20 flows
+  // per link. One op name of 1 MB: it was written whole into each of its events.
+  std::string sql =
+      "CREATE TABLE c2 AS SELECT * FROM CONNECTION_IDS; CREATE TABLE p2 AS SELECT * FROM PYTORCH_API;";
+  for (int i = 1; i < 20; ++i)
+    sql += "INSERT INTO CONNECTION_IDS SELECT * FROM c2; INSERT INTO PYTORCH_API SELECT * FROM p2;";
+  sql +=
+      "DROP TABLE c2; DROP TABLE p2; INSERT INTO STRING_IDS VALUES (777777, 'huge' || hex(zeroblob(500000)));"
+      "UPDATE PYTORCH_API SET name = 777777 WHERE connectionId IS NOT NULL;";
+  ASSERT_TRUE(fixture::ExecSql(db_, sql).ok());
+  const std::string trace = dir_ + "/trace.json";
+  CliResult result = Run("export " + ShellQuote(db_) + " -o " + ShellQuote(trace));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out,
+              HasSubstr(std::to_string(fixture::kFixtureTaskFlows + fixture::kFixtureOpFlows) + " flows"));
+  EXPECT_THAT(result.err, HasSubstr("1 string(s) longer than 2048 bytes (the longest 1000004) were cut in"));
+  EXPECT_LT(fs::file_size(trace), 2u << 20) << "a name of 1 MB repeated in its events";
+  gpuprof::StatusOr<fixture::JsonValue> root = fixture::ParseJson(fixture::ReadFileBytes(trace));
+  ASSERT_TRUE(root.ok()) << root.status().message();
+  int cut = 0;
+  for (const fixture::JsonValue& event : root->Find("traceEvents")->array) {
+    const std::string name = event.Str("name");
+    if (name.rfind("huge", 0) != 0) continue;
+    ++cut;
+    EXPECT_LT(name.size(), 2100u);
+    EXPECT_THAT(name, ::testing::EndsWith("... [cut from 1000004 bytes]"));
+  }
+  EXPECT_GT(cut, 0);
+}
+
 TEST_F(DbCliTest, ExportUnknownFormatIsAUsageErrorListingFormats) {
   const std::string trace = dir_ + "/trace.json";
   CliResult result = Run("export --format chrome " + ShellQuote(db_) + " -o " + ShellQuote(trace));
@@ -447,6 +498,46 @@ TEST_F(DbCliTest, CheckPrintsOneLinePerProblemAndFails) {
   EXPECT_THAT(result.err, HasSubstr("check found 3 problem(s)"));
 }
 
+TEST_F(DbCliTest, CheckFlagsWrongTypesNullIdsAndExtremeTimesAndStatsLeavesThoseRowsOut) {
+  ASSERT_TRUE(
+      fixture::ExecSql(db_,
+                       "UPDATE TASK SET deviceId = 'gpu0' WHERE rowid = 1;"
+                       "UPDATE PYTORCH_API SET globalTid = NULL WHERE rowid = 2;"
+                       "UPDATE STEP_TIME SET startNs = -9000000000000000000, endNs = 9000000000000000000 "
+                       "WHERE id = 2;"
+                       "UPDATE TASK SET endNs = startNs + 1000000000000000 WHERE rowid = 3;")
+          .ok());
+  CliResult check = Run("check " + ShellQuote(db_));
+  EXPECT_EQ(check.exit_code, 1);
+  EXPECT_THAT(check.out, HasSubstr(db_ + ": TASK: 1 row(s) whose deviceId is stored as text, not INTEGER"));
+  EXPECT_THAT(check.out, HasSubstr(db_ + ": PYTORCH_API: 1 row(s) with NULL globalTid (e.g. rowid 2)"));
+  EXPECT_THAT(check.out,
+              HasSubstr(db_ + ": STEP_TIME: 1 row(s) whose startNs or endNs is negative or beyond 2^62"));
+
+  CliResult stats = Run("stats " + ShellQuote(db_));
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_THAT(stats.out, HasSubstr("note: STEP_TIME: 1 row(s) left out"));
+  EXPECT_THAT(stats.out, HasSubstr("note: TASK: 1 row(s) left out"));
+  EXPECT_THAT(stats.out, Not(HasSubstr("-9")));  // no negative total or overflowed average
+  // Each percentage the report prints is of the session or a total: none above 100.
+  std::stringstream lines(stats.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::size_t at = 0;
+    while ((at = line.find('%', at)) != std::string::npos) {
+      std::size_t begin = at;
+      while (begin > 0 &&
+             (std::isdigit(static_cast<unsigned char>(line[begin - 1])) != 0 || line[begin - 1] == '.')) {
+        --begin;
+      }
+      if (begin < at) {
+        EXPECT_LE(std::stod(line.substr(begin, at - begin)), 100.0) << line;
+      }
+      ++at;
+    }
+  }
+}
+
 TEST_F(DbCliTest, PartialDbsAreMentionedButNotRead) {
   const std::string partial = run_dir_ + "/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_1.db.partial";
   ASSERT_TRUE(fixture::WriteFileBytes(partial, "killed mid-run"));
@@ -455,6 +546,140 @@ TEST_F(DbCliTest, PartialDbsAreMentionedButNotRead) {
     EXPECT_EQ(result.exit_code, 0) << command << ": " << result.err;
     EXPECT_THAT(result.err,
                 HasSubstr("gpuprof: note: found 1 partial DB(s) from runs that did not finish: " + partial));
+  }
+}
+
+// ---- Outputs that are not plain files, inputs whose names are not plain -------------------------
+
+// True when the JSON text is a Chrome trace with at least one event.
+bool IsTrace(const std::string& text) {
+  gpuprof::StatusOr<fixture::JsonValue> root = fixture::ParseJson(text);
+  if (!root.ok()) return false;
+  const fixture::JsonValue* events = root->Find("traceEvents");
+  return events != nullptr && !events->array.empty();
+}
+
+TEST_F(DbCliTest, ExportToStandardOutputWritesTheTraceThereAndTheSummaryToStderr) {
+  CliResult result = Run("export " + ShellQuote(db_) + " -o -");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(IsTrace(result.out)) << result.out.substr(0, 200);
+  EXPECT_THAT(result.err, HasSubstr("wrote standard output"));
+  EXPECT_FALSE(fs::exists("-"));
+}
+
+TEST_F(DbCliTest, ExportIntoAFifoWritesThroughItAndLeavesItAFifo) {
+  const std::string fifo = dir_ + "/trace.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string got = dir_ + "/from_fifo.json";
+  // A reader on the FIFO; bounded, so that a regression fails instead of hanging.
+  CliResult result = Run("export " + ShellQuote(db_) + " -o " + ShellQuote(fifo) + " & timeout 60 cat " +
+                         ShellQuote(fifo) + " > " + ShellQuote(got) + "; wait $!");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo))) << "the FIFO was replaced";
+  EXPECT_TRUE(IsTrace(fixture::ReadFileBytes(got)));
+}
+
+TEST_F(DbCliTest, ExportThroughALinkToACharacterDeviceWritesTheDevice) {
+  // /dev/null reached through a link in our own folder: before writing through devices, the link
+  // was replaced by a regular file (naming /dev/null directly would have replaced it as root).
+  const std::string link = dir_ + "/null_link";
+  fs::create_symlink("/dev/null", link);
+  CliResult result = Run("export " + ShellQuote(db_) + " -o " + ShellQuote(link));
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link))) << "the link was replaced";
+  EXPECT_TRUE(fs::is_character_file(fs::status("/dev/null")));
+}
+
+TEST_F(DbCliTest, ExportThroughASymlinkWritesItsTargetAndKeepsTheLink) {
+  const std::string target = dir_ + "/real_trace.json";
+  ASSERT_TRUE(fixture::WriteFileBytes(target, "old"));
+  const std::string link = dir_ + "/trace_link.json";
+  fs::create_symlink(target, link);
+  CliResult result = Run("export " + ShellQuote(db_) + " -o " + ShellQuote(link));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link))) << "the link was replaced";
+  EXPECT_TRUE(IsTrace(fixture::ReadFileBytes(target)));
+}
+
+TEST_F(DbCliTest, ExportRefusesADanglingLinkAndADirectory) {
+  const std::string dangling = dir_ + "/dangling.json";
+  fs::create_symlink(dir_ + "/nowhere/trace.json", dangling);
+  CliResult result = Run("export " + ShellQuote(db_) + " -o " + ShellQuote(dangling));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr(dangling));
+  EXPECT_THAT(result.err, HasSubstr("is a symbolic link whose target cannot be reached"));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dangling)));
+  EXPECT_FALSE(fs::exists(dir_ + "/nowhere"));
+
+  const std::string folder = dir_ + "/traces";
+  fs::create_directories(folder);
+  result = Run("export " + ShellQuote(db_) + " -o " + ShellQuote(folder));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err,
+              HasSubstr(folder + " is a directory; name a file, e.g. -o " + folder + "/trace.json"));
+  EXPECT_TRUE(fs::is_directory(folder));
+  EXPECT_TRUE(fs::is_empty(folder));
+}
+
+TEST_F(DbCliTest, AFileNamedLikeAnSqliteUriIsOpenedAsThatFile) {
+  // With SQLite's URI names on (Debian's default), "file:a.db" named a.db: export read a.db and
+  // replaced it with the trace, past the "output is the input" guard.
+  ASSERT_TRUE(fixture::WriteFileBytes(dir_ + "/file:a.db", fixture::ReadFileBytes(db_)));
+  ASSERT_TRUE(fixture::ExecSql(dir_ + "/a.db", "CREATE TABLE songs (title TEXT);").ok());
+  const std::string cd = "cd " + ShellQuote(dir_) + " && ";
+  CliResult result = RunShell(cd + ShellQuote(GPUPROF_CLI_PATH) + " stats file:a.db 2>&1");
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  result = RunShell(cd + ShellQuote(GPUPROF_CLI_PATH) + " export file:a.db -o file:a.db 2>&1");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.out, HasSubstr("is the input"));
+  result = RunShell(cd + ShellQuote(GPUPROF_CLI_PATH) + " export file:a.db -o trace.json 2>&1");
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  EXPECT_TRUE(IsTrace(fixture::ReadFileBytes(dir_ + "/trace.json")));
+  // a.db, which nobody named, is untouched.
+  EXPECT_TRUE(fixture::ExecSql(dir_ + "/a.db", "SELECT title FROM songs;").ok());
+
+  // Characters a URI would treat specially stay part of the name.
+  const std::string odd = dir_ + "/run ?x=1#frag%41.db";
+  ASSERT_TRUE(fixture::WriteFileBytes(odd, fixture::ReadFileBytes(db_)));
+  for (const std::string command : {"stats", "check"}) {
+    result = Run(command + " " + ShellQuote(odd));
+    EXPECT_EQ(result.exit_code, 0) << command << ": " << result.err;
+  }
+}
+
+TEST_F(DbCliTest, ReadingAWalModeDbLeavesNothingBesideIt) {
+  ASSERT_TRUE(fixture::ExecSql(db_, "PRAGMA journal_mode=WAL;").ok());
+  ASSERT_FALSE(fs::exists(db_ + "-wal"));
+  for (const std::string& command :
+       std::vector<std::string>{"stats", "check", "export -o " + ShellQuote(dir_ + "/t.json")}) {
+    CliResult result = Run(command + " " + ShellQuote(db_));
+    EXPECT_EQ(result.exit_code, 0) << command << ": " << result.err;
+    EXPECT_FALSE(fs::exists(db_ + "-wal")) << command;
+    EXPECT_FALSE(fs::exists(db_ + "-shm")) << command;
+  }
+}
+
+TEST_F(DbCliTest, StatsOfADbWhoseStringIdsHasNoValueColumnShowsIdsInsteadOfFailing) {
+  ASSERT_TRUE(fixture::ExecSql(db_, "ALTER TABLE STRING_IDS RENAME COLUMN value TO text;").ok());
+  CliResult result = Run("stats " + ShellQuote(db_));
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("Top kernels"));
+  EXPECT_THAT(result.out, HasSubstr("STRING_IDS has no value column"));
+  result = Run("export " + ShellQuote(db_) + " -o " + ShellQuote(dir_ + "/t.json"));
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+}
+
+TEST_F(DbCliTest, CheckEscapesControlCharactersFromTheDb) {
+  ASSERT_TRUE(fixture::ExecSql(db_,
+                               "UPDATE META_DATA SET value = 'v' || char(27) || ']0;pwned' || char(7) || "
+                               "char(155) WHERE name LIKE 'SCHEMA_VERSION%';")
+                  .ok());
+  CliResult result = Run("check " + ShellQuote(db_));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.out, HasSubstr("v\\x1b]0;pwned\\x07\\u009b"));
+  for (char c : result.out + result.err) {
+    const auto byte = static_cast<unsigned char>(c);
+    EXPECT_TRUE(byte >= 0x20 || c == '\n' || c == '\t') << "raw control byte " << static_cast<int>(byte);
   }
 }
 

@@ -85,5 +85,20 @@ TEST(Utf8Test, AppendUtf8RoundTripsThroughTheValidator) {
   }
 }
 
+TEST(PrintableTextTest, EscapesControlCharactersAndReplacesInvalidUtf8) {
+  EXPECT_EQ(PrintableText("aten::mm"), "aten::mm");
+  EXPECT_EQ(PrintableText("a\tb\nc\r\x01\x7f"), "a\\tb\\nc\\r\\x01\\x7f");
+  EXPECT_EQ(PrintableText("\xc2\xb5s \xff!"), "\xc2\xb5s \xEF\xBF\xBD!");
+}
+
+TEST(PrintableTextTest, EscapesTerminalEscapeSequencesC0AndC1) {
+  // ESC [ 2 J clears a terminal; U+009B is the one-character CSI.
+  EXPECT_EQ(PrintableText("\x1b[2Jop"), "\\x1b[2Jop");
+  EXPECT_EQ(PrintableText("a\xc2\x9b"
+                          "2Jb"),
+            "a\\u009b2Jb");
+  EXPECT_EQ(PrintableText("\xc2\xa0"), "\xc2\xa0");  // U+00A0 is printable
+}
+
 }  // namespace
 }  // namespace gpuprof::base
