@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -28,12 +30,14 @@
 
 #include "base/errno_text.h"
 #include "base/settings.h"
+#include "base/utf8.h"
 #include "cli/cli11.h"
 #include "cli/db_commands.h"
 #include "cli/exit_codes.h"
 #include "cli/query_metrics.h"
 #include "cli/report.h"
 #include "cli/setting_options.h"
+#include "db/output_layout.h"
 #include "db/profile_reader.h"
 #include "db/stats.h"
 #include "gpuprof/status.h"
@@ -212,12 +216,40 @@ bool ExportsNvtxEntryPoint(const std::string& library) {
   return found;
 }
 
-// A private temporary directory holding the result file, removed with the object.
+constexpr std::string_view kResultDirPrefix = "gpuprof-run-";
+
+// Removes the result directories ("gpuprof-run-<pid>-XXXXXX", ours by uid) of gpuprof processes
+// that no longer exist: a gpuprof killed with SIGKILL cannot remove its own. A directory whose pid
+// is alive, or that is not ours, is left alone.
+void RemoveStaleResultDirs(const std::string& tmp) {
+  std::error_code ec;
+  for (fs::directory_iterator it(tmp, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(kResultDirPrefix, 0) != 0) continue;
+    const std::string rest = name.substr(kResultDirPrefix.size());
+    const std::size_t dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0) continue;
+    pid_t pid = 0;
+    auto [ptr, parse_ec] = std::from_chars(rest.data(), rest.data() + dash, pid);
+    if (parse_ec != std::errc() || ptr != rest.data() + dash || pid <= 0) continue;
+    struct stat info {};
+    if (::lstat(it->path().c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::getuid())
+      continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask): kept
+    std::error_code remove_ec;
+    fs::remove_all(it->path(), remove_ec);
+  }
+}
+
+// A private temporary directory holding the result file, removed with the object. Its name carries
+// this process's pid, so that a later run can remove it should this one be killed (SIGKILL).
 class ResultDir {
  public:
   static StatusOr<std::unique_ptr<ResultDir>> Create() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/gpuprof-run-XXXXXX";
+    const char* tmp_env = std::getenv("TMPDIR");
+    const std::string tmp = tmp_env != nullptr && *tmp_env != '\0' ? tmp_env : "/tmp";
+    RemoveStaleResultDirs(tmp);
+    std::string pattern = tmp + "/" + std::string(kResultDirPrefix) + std::to_string(::getpid()) + "-XXXXXX";
     if (mkdtemp(pattern.data()) == nullptr) {
       int err = errno;
       return InternalError("cannot create a temporary directory " + pattern + ": " + base::ErrnoText(err) +
@@ -243,44 +275,35 @@ class ResultDir {
   std::string dir_;
 };
 
-// The DB paths the sessions reported ("db <path>" lines), in order, without duplicates. Other
-// lines are ignored, so the session may add kinds of lines later.
-std::vector<std::string> ReadReportedDbs(const std::string& result_file) {
-  std::vector<std::string> dbs;
+// The texts of the result file's lines of `kind` (db::kResultLine*), in order, without duplicates.
+// Lines of other kinds are ignored, so sessions may add kinds later.
+std::vector<std::string> ReadResultLines(const std::string& result_file, std::string_view kind) {
+  std::vector<std::string> texts;
   std::ifstream in(result_file);
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    constexpr std::string_view kPrefix = "db ";
-    if (line.rfind(kPrefix, 0) != 0) continue;
-    std::string path = line.substr(kPrefix.size());
-    if (!path.empty() && std::find(dbs.begin(), dbs.end(), path) == dbs.end()) dbs.push_back(std::move(path));
-  }
-  return dbs;
-}
-
-// "*.db.partial" files under the output directory (run dir / ASCEND_PROFILER_OUTPUT / file)
-// modified since `since`: DBs of this run that were never finalized.
-std::vector<std::string> FindPartialDbs(const fs::path& out_dir, fs::file_time_type since) {
-  std::vector<std::string> partial;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(out_dir, fs::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it.depth() >= 2) it.disable_recursion_pending();
-    const fs::path& path = it->path();
-    std::string name = path.filename().string();
-    constexpr std::string_view kSuffix = ".db.partial";
-    if (name.size() <= kSuffix.size() ||
-        name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+    if (line.size() <= kind.size() || line.compare(0, kind.size(), kind) != 0 || line[kind.size()] != ' ') {
       continue;
     }
-    std::error_code time_ec;
-    if (it->is_regular_file(time_ec) && it->last_write_time(time_ec) >= since && !time_ec) {
-      partial.push_back(path.string());
+    std::string text = line.substr(kind.size() + 1);
+    if (!text.empty() && std::find(texts.begin(), texts.end(), text) == texts.end()) {
+      texts.push_back(std::move(text));
     }
   }
-  std::sort(partial.begin(), partial.end());
-  return partial;
+  return texts;
+}
+
+// The ".partial" DBs this run's processes began and never finalized: those they reported, still
+// there. Another run's files in the same output directory are not this run's to report.
+std::vector<std::string> UnfinishedDbs(const std::string& result_file) {
+  std::vector<std::string> unfinished;
+  std::error_code ec;
+  for (std::string& path : ReadResultLines(result_file, db::kResultLinePartial)) {
+    if (fs::exists(path, ec)) unfinished.push_back(std::move(path));
+  }
+  std::sort(unfinished.begin(), unfinished.end());
+  return unfinished;
 }
 
 // ---- The summary --------------------------------------------------------------------------------
@@ -299,7 +322,7 @@ std::string Percent(std::int64_t part, std::int64_t whole) {
 }
 
 std::string ShortName(std::string_view raw) {
-  std::string name = db::PrintableText(raw);
+  std::string name = base::PrintableText(raw);
   if (name.size() <= kMaxNameChars) return name;
   std::size_t cut = kMaxNameChars;
   while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0u) == 0x80u) --cut;
@@ -804,9 +827,6 @@ int RunCommand::Run(std::ostream& report) const {
   }
   env.Build();
 
-  // Files older than this are not this run's (with a one-second margin for coarse timestamps).
-  const fs::file_time_type started_at = fs::file_time_type::clock::now() - std::chrono::seconds(1);
-
   int wait_status = 0;
   {
     SignalForwarding signals;
@@ -836,7 +856,7 @@ int RunCommand::Run(std::ostream& report) const {
     report << "gpuprof: the application exited with status " << exit_code << "\n";
   }
 
-  std::vector<std::string> dbs = ReadReportedDbs(result_file);
+  std::vector<std::string> dbs = ReadResultLines(result_file, db::kResultLineDb);
   for (const std::string& db_path : dbs) {
     PrintDbSummary(report, db_path);
     if (replay_) PrintReplaySummary(report, db_path);
@@ -852,7 +872,8 @@ int RunCommand::Run(std::ostream& report) const {
            << out_dir_text << "'\n";
   }
 
-  std::vector<std::string> partial = FindPartialDbs(out_dir, started_at);
+  std::vector<std::string> partial = UnfinishedDbs(result_file);
+  std::vector<std::string> failed_starts = ReadResultLines(result_file, db::kResultLineFailed);
   if (dbs.empty()) {
     if (!partial.empty()) {
       report
@@ -863,6 +884,15 @@ int RunCommand::Run(std::ostream& report) const {
     } else if (WIFSIGNALED(wait_status)) {
       report << "gpuprof: no profile DB was written: the application was killed by "
              << SignalName(WTERMSIG(wait_status)) << " before any DB was finalized\n";
+    } else if (!failed_starts.empty()) {
+      // Each process said why (its warning is above); the last line repeats the first reason.
+      report << "gpuprof: no profile was recorded: profiling could not start in " << failed_starts.front()
+             << (failed_starts.size() > 1 ? " (and " + std::to_string(failed_starts.size() - 1) + " more)"
+                                          : "")
+             << "; the application ran unprofiled\n";
+    } else if (exit_code != 0) {
+      report << "gpuprof: no profile was recorded: the application exited with status " << exit_code
+             << " before any profile started (it initialized no CUDA and started no gpuprof.profile)\n";
     } else {
       report
           << "gpuprof: no CUDA activity was collected: the application did not initialize CUDA (a CPU-only "

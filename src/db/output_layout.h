@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace gpuprof::db {
 
@@ -31,5 +32,11 @@ inline constexpr const char* kAnalysisDbName = "analysis.db";
 
 // Suffix that marks a DB still being written (or abandoned by a run that died).
 inline constexpr const char* kPartialSuffix = ".partial";
+
+// The result file (GPUPROF_RESULT_FILE) that `gpuprof run` reads after the application: one line
+// per event, "<kind> <text>", appended by each profiled process (session::AppendResultLine).
+inline constexpr std::string_view kResultLinePartial = "partial";  // a session began writing this file
+inline constexpr std::string_view kResultLineDb = "db";            // ... and finalized this DB
+inline constexpr std::string_view kResultLineFailed = "failed";    // a start failed: "pid N: why"
 
 }  // namespace gpuprof::db

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -14,8 +15,10 @@
 
 #include "base/logging.h"
 #include "base/settings.h"
+#include "db/output_layout.h"
 #include "session/config.h"
 #include "session/process.h"
+#include "session/session.h"
 
 namespace gpuprof::session {
 namespace {
@@ -72,8 +75,15 @@ CallResult CheckMessage(const char* message) {
 void LogStartFailure(int code) noexcept {
   if (code == GPUPROF_OK) return;
   try {
-    GPUPROF_LOG(kWarning) << "profiling is off for pid " << getpid() << ": "
-                          << (t_static_error != nullptr ? std::string(t_static_error) : t_last_error);
+    const std::string message = t_static_error != nullptr ? std::string(t_static_error) : t_last_error;
+    GPUPROF_LOG(kWarning) << "profiling is off for pid " << getpid() << ": " << message;
+    // Under `gpuprof run`, its last line names this failure instead of guessing. The variable is
+    // read directly: a start can fail before (or because) the configuration parses.
+    const char* result_file = std::getenv(std::string(base::Spec(base::SettingId::kResultFile).env).c_str());
+    if (result_file != nullptr && result_file[0] == '/') {
+      AppendResultLine(result_file, db::kResultLineFailed, "pid " + std::to_string(getpid()) + ": " + message)
+          .IgnoreError();
+    }
   } catch (...) {
   }
 }

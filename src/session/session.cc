@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -82,10 +83,12 @@ struct OpenRange {
   std::string message;
 };
 
-// Appends "db <path>\n" with one write() on an O_APPEND descriptor, so lines of processes that
-// share the file (a parent and its children) never interleave.
-Status AppendResultLine(const std::string& result_file, const std::string& db_path) {
-  const std::string line = "db " + db_path + "\n";
+}  // namespace
+
+Status AppendResultLine(const std::string& result_file, std::string_view kind, std::string_view text) {
+  std::string line = std::string(kind) + " " + std::string(text);
+  std::replace(line.begin(), line.end(), '\n', ' ');  // one line, whatever the text holds
+  line.push_back('\n');
   int fd = ::open(result_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
     return FailedPreconditionError("cannot open the result file " + result_file + ": " +
@@ -103,6 +106,8 @@ Status AppendResultLine(const std::string& result_file, const std::string& db_pa
   }
   return OkStatus();
 }
+
+namespace {
 
 StatusOr<std::string> Absolute(const std::string& path, std::string_view what) {
   std::error_code ec;
@@ -159,6 +164,14 @@ class Session::Impl {
     writer_ = std::move(writer).value();
     partial_path_ = writer_->layout().partial_path;
     db_path_ = writer_->layout().db_path;
+    // So that `gpuprof run` reports this file, and no other run's, should the process end first.
+    if (!config_.result_file.empty()) {
+      if (Status noted = AppendResultLine(config_.result_file, db::kResultLinePartial, partial_path_);
+          !noted.ok()) {
+        GPUPROF_LOG(kWarning) << noted.message() << "; gpuprof run will not name " << partial_path_
+                              << " should this process end before finalizing it";
+      }
+    }
 
     state_.store(State::kRunning, std::memory_order_release);
     accepting_.store(true, std::memory_order_release);
@@ -440,7 +453,7 @@ class Session::Impl {
     GPUPROF_LOG(kInfo) << "profile written: " << db_path_ << " (" << stats.records << " records, "
                        << stats.bytes << " bytes)";
     if (!config_.result_file.empty()) {
-      GPUPROF_RETURN_IF_ERROR(AppendResultLine(config_.result_file, db_path_)
+      GPUPROF_RETURN_IF_ERROR(AppendResultLine(config_.result_file, db::kResultLineDb, db_path_)
                                   .WithContext("the profile " + db_path_ + " is complete but"));
     }
     return OkStatus();

@@ -132,4 +132,8 @@ class Session {
 // A fresh MSTX range id, unique in the process (the ids gpuprof_range_start hands out too).
 std::uint64_t NewRangeId() noexcept;
 
+// Appends "<kind> <text>" (db::kResultLine*) to the result file `gpuprof run` reads, with one
+// write() on an O_APPEND descriptor, so lines of processes sharing the file never interleave.
+Status AppendResultLine(const std::string& result_file, std::string_view kind, std::string_view text);
+
 }  // namespace gpuprof::session

@@ -74,9 +74,13 @@ class RunCommandTest : public ::testing::Test {
 TEST_F(RunCommandTest, ExitCodeOfApplicationIsReturnedAndNoCudaIsExplained) {
   CliResult r = Run("run -o out -- /bin/sh -c 'exit 3'");
   EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err,
+              HasSubstr("gpuprof: no profile was recorded: the application exited with status 3 before "
+                        "any profile started"));
+  EXPECT_TRUE(fs::is_directory(dir_ + "/out")) << "the output directory is created before the run";
+  r = Run("run -o out -- /bin/sh -c 'exit 0'");
   EXPECT_THAT(r.err, HasSubstr("gpuprof: no CUDA activity was collected: the application did not initialize "
                                "CUDA (a CPU-only run?)"));
-  EXPECT_TRUE(fs::is_directory(dir_ + "/out")) << "the output directory is created before the run";
 }
 
 TEST_F(RunCommandTest, SuccessfulCpuOnlyRunExitsZero) {
@@ -367,13 +371,55 @@ TEST_F(RunCommandTest, SigtermSentToGpuprofIsForwardedToTheApplication) {
 }
 
 TEST_F(RunCommandTest, UnfinishedDbIsReported) {
-  CliResult r =
-      Run("run -o out -- /bin/sh -c 'd=\"$GPUPROF_OUTPUT_DIR/h_1_2_ascend_pt/ASCEND_PROFILER_OUTPUT\"; "
-          "mkdir -p \"$d\" && echo x > \"$d/ascend_pytorch_profiler.db.partial\"; kill -KILL $$'");
+  CliResult r = Run(
+      "run -o out -- /bin/sh -c 'd=\"$GPUPROF_OUTPUT_DIR/h_1_2_ascend_pt/ASCEND_PROFILER_OUTPUT\"; "
+      "mkdir -p \"$d\" && echo x > \"$d/ascend_pytorch_profiler.db.partial\"; "
+      "echo \"partial $d/ascend_pytorch_profiler.db.partial\" >> \"$GPUPROF_RESULT_FILE\"; kill -KILL $$'");
   EXPECT_EQ(r.exit_code, 128 + SIGKILL);
   EXPECT_THAT(r.err, HasSubstr("no profile DB was finalized"));
   EXPECT_THAT(r.err, HasSubstr("ascend_pytorch_profiler.db.partial"));
   EXPECT_THAT(r.err, HasSubstr("signal 9"));
+}
+
+TEST_F(RunCommandTest, AResultDirLeftByAKilledGpuprofIsRemovedByTheNextRun) {
+  const std::string tmp = dir_ + "/tmp";
+  fs::create_directories(tmp);
+  // gpuprof killed with SIGKILL cannot remove its private folder: it stays behind.
+  CliResult killed = Run("run -- sleep 2 & g=$!; sleep 0.5; kill -KILL $g; wait $g; ls " + ShellQuote(tmp),
+                         "TMPDIR=" + ShellQuote(tmp));
+  ASSERT_THAT(killed.out, HasSubstr("gpuprof-run-")) << "the killed run's folder was expected to be left";
+  // A folder of a live gpuprof (this test's pid) is not touched.
+  const std::string live = tmp + "/gpuprof-run-" + std::to_string(getpid()) + "-abcdef";
+  fs::create_directories(live);
+  CliResult next = Run("run -- true; ls " + ShellQuote(tmp), "TMPDIR=" + ShellQuote(tmp));
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_EQ(next.out, "gpuprof-run-" + std::to_string(getpid()) + "-abcdef\n");
+}
+
+TEST_F(RunCommandTest, AnotherRunsUnfinishedDbInTheSameOutputIsNotClaimed) {
+  // A live (or dead) run's .partial beside this run's: only the files this run's processes
+  // reported are this run's. Before, every recent .partial under -o was named as this run's.
+  const std::string other = dir_ + "/out/h_9_2_ascend_pt/ASCEND_PROFILER_OUTPUT";
+  fs::create_directories(other);
+  ASSERT_TRUE(std::ofstream(other + "/ascend_pytorch_profiler_0.db.partial") << "x");
+  CliResult r = Run("run -o out -- /bin/sh -c 'kill -KILL $$'");
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL);
+  EXPECT_THAT(r.err, Not(HasSubstr("ascend_pytorch_profiler_0.db.partial")));
+  EXPECT_THAT(r.err, Not(HasSubstr("no profile DB was finalized")));
+  EXPECT_THAT(r.err, HasSubstr("no profile DB was written: the application was killed by signal 9"));
+}
+
+TEST_F(RunCommandTest, AFailedStartIsNamedInTheLastLine) {
+  // What a session that cannot start appends (session::AppendResultLine from gpuprof_start).
+  CliResult r =
+      Run("run -o out -- /bin/sh -c 'echo \"failed pid 77: cannot create the output directory /x: Permission "
+          "denied\" >> \"$GPUPROF_RESULT_FILE\"'");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.err,
+              HasSubstr("gpuprof: no profile was recorded: profiling could not start in pid 77: cannot "
+                        "create the output directory /x: Permission denied; the application ran "
+                        "unprofiled"));
+  EXPECT_THAT(r.err, Not(HasSubstr("did not initialize CUDA")));
 }
 
 #ifdef GPUPROF_RUN_TEST_FIXTURES

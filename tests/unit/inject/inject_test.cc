@@ -11,6 +11,7 @@ namespace gpuprof::session {
 namespace {
 
 using testing::CountOccurrences;
+using testing::DbResultLines;
 using ::testing::ElementsAre;
 using testing::FinalDbs;
 using ::testing::HasSubstr;
@@ -72,7 +73,7 @@ TEST_F(InjectTest, InitializeInjectionStartsTheSessionAndExitFinalizesIt) {
   std::vector<std::string> dbs = FinalDbs(dir_ / "out");
   ASSERT_THAT(dbs, SizeIs(1)) << result.err;
   EXPECT_THAT(MarkMessages(dbs[0]), ElementsAre("host-mark-0", "host-mark-1", "host-mark-2"));
-  EXPECT_THAT(Lines(ReadFile(dir_ / "result")), ElementsAre("db " + dbs[0]));
+  EXPECT_THAT(DbResultLines(dir_ / "result"), ElementsAre("db " + dbs[0]));
   EXPECT_THAT(testing::Query(dbs[0], "SELECT value FROM META_DATA WHERE name = 'gpuprof_config'"),
               ElementsAre(HasSubstr("\"started_by\": \"injection\"")));
 }
@@ -157,7 +158,7 @@ TEST_F(InjectTest, SecondCallIsANoOp) {
   ProgramResult result = Host(GPUPROF_INJECT_PATH, {{"HOST_CALL_TWICE", "1"}});
   EXPECT_EQ(result.exit_code, 42) << result.err;
   EXPECT_THAT(FinalDbs(dir_ / "out"), SizeIs(1));
-  EXPECT_THAT(Lines(ReadFile(dir_ / "result")), SizeIs(1));
+  EXPECT_THAT(DbResultLines(dir_ / "result"), SizeIs(1));
 }
 
 TEST_F(InjectTest, ExportsOnlyInitializeInjection) {

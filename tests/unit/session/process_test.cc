@@ -14,6 +14,7 @@ namespace gpuprof::session {
 namespace {
 
 using ::testing::AllOf;
+using testing::DbResultLines;
 using ::testing::Each;
 using ::testing::ElementsAre;
 using testing::FinalDbs;
@@ -70,7 +71,7 @@ class GpuprofProcessTest : public ::testing::Test {
     return result;
   }
 
-  std::vector<std::string> ResultLines() { return Lines(ReadFile(dir_ / "result")); }
+  std::vector<std::string> ResultLines() { return DbResultLines(dir_ / "result"); }
 
   TempDir dir_;
 };

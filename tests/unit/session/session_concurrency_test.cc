@@ -77,7 +77,7 @@ TEST(SessionConcurrencyTest, EveryRecordFromManyThreadsReachesTheDbOnce) {
       testing::Query((*session)->db_path(), "SELECT COUNT(*), COUNT(DISTINCT message) FROM MSTX_EVENTS"),
       std::vector<std::string>{std::to_string(kThreads * kPerThread) + "|" +
                                std::to_string(kThreads * kPerThread)});
-  EXPECT_THAT(testing::Lines(testing::ReadFile(dir / "result")), SizeIs(1));
+  EXPECT_THAT(testing::DbResultLines(dir / "result"), SizeIs(1));
 }
 
 TEST(SessionConcurrencyTest, StopWhileProducersRunLosesNothingSilently) {

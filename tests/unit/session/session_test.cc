@@ -88,7 +88,10 @@ TEST(SessionTest, ResultFileGetsOneDbLinePerStop) {
   ASSERT_NE(session, nullptr);
   ASSERT_TRUE(session->Stop().ok());
   ASSERT_TRUE(session->Stop().ok());  // idempotent: no second line
-  EXPECT_EQ(testing::ReadFile(dir / "result"), "db " + session->db_path() + "\n");
+  // The partial file is named when it is created, so that `gpuprof run` can tell this run's
+  // unfinished files from another run's; the DB when it is final.
+  EXPECT_EQ(testing::ReadFile(dir / "result"),
+            "partial " + session->partial_path() + "\n" + "db " + session->db_path() + "\n");
 }
 
 TEST(SessionTest, StopIsIdempotentAndLaterCallsSayItStopped) {
@@ -250,7 +253,7 @@ TEST(SessionTest, RelativePathsAreResolvedAtStart) {
   EXPECT_EQ(session->config().output_dir, dir / "rel_out");
   ASSERT_TRUE(session->Stop().ok());
   EXPECT_THAT(FinalDbs(dir / "rel_out"), SizeIs(1));
-  EXPECT_EQ(testing::ReadFile(dir / "rel_result"), "db " + session->db_path() + "\n");
+  EXPECT_THAT(testing::DbResultLines(dir / "rel_result"), ElementsAre("db " + session->db_path()));
   EXPECT_THAT(session->db_path(), ::testing::StartsWith(dir.path()));
 }
 
@@ -380,7 +383,7 @@ TEST(SessionTest, DeviceTeardownStopsAndFinalizes) {
   EXPECT_THAT(device->Calls(), ElementsAre("Devices", "Start", "Flush", "Stop"));
   EXPECT_TRUE(session->Stop().ok());  // at exit: nothing more to do
   EXPECT_THAT(device->Calls(), SizeIs(4));
-  EXPECT_EQ(testing::ReadFile(dir / "result"), "db " + session->db_path() + "\n");
+  EXPECT_THAT(testing::DbResultLines(dir / "result"), ElementsAre("db " + session->db_path()));
 }
 
 TEST(SessionTest, TeardownHookFiredInsideStopDoesNotDeadlock) {

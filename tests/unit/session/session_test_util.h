@@ -129,6 +129,15 @@ inline std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
+// The "db <path>" lines of a result file (the sessions' other kinds of lines left out).
+inline std::vector<std::string> DbResultLines(const std::string& path) {
+  std::vector<std::string> lines;
+  for (std::string& line : Lines(ReadFile(path))) {
+    if (line.rfind("db ", 0) == 0) lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
 inline int CountOccurrences(const std::string& text, const std::string& needle) {
   int n = 0;
   for (std::size_t at = text.find(needle); at != std::string::npos;
