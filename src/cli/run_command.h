@@ -6,8 +6,11 @@
 //   CUDA_INJECTION64_PATH    absolute path of libgpuprof_inject.so (the driver calls its
 //                            InitializeInjection at cuInit)
 //   GPUPROF_OUTPUT_DIR       absolute path of DIR (created first)
-//   GPUPROF_RESULT_FILE      a file in a private temporary directory; each Session appends one
-//                            "db <path>" line per DB it finalized
+//   GPUPROF_RESULT_FILE      a file in a private temporary directory (named with gpuprof's pid, so
+//                            a later run removes it should gpuprof be killed); each process appends
+//                            "partial <path>" when its session creates a DB, "db <path>" when it
+//                            finalized it, "failed pid N: why" when its start failed
+//                            (db/output_layout.h's kResultLine*); the summary names only these
 //   the declared settings (base/settings.h) this command offers, each as its variable: the value
 //                            given on the command line, else the setting's default (cuda_trace:
 //                            only when given; otherwise gpuprof's own environment passes through);
