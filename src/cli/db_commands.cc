@@ -16,6 +16,7 @@
 #include "base/utf8.h"
 #include "cli/cli11.h"
 #include "cli/exit_codes.h"
+#include "cli/help_formatter.h"
 #include "cli/report.h"
 #include "db/check.h"
 #include "db/cluster_stats.h"
@@ -54,6 +55,10 @@ std::string Percent(std::int64_t part, std::int64_t whole) {
 std::string Bytes(std::int64_t bytes) {
   return FormatBytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, bytes)));
 }
+
+// A rank or device id as the report shows it: the format's -1 (none: not distributed, the CPU)
+// is "not set".
+std::string IdOrNotSet(std::int64_t id) { return id < 0 ? "not set" : std::to_string(id); }
 
 // A name from the DB made safe for the terminal, cut at a code-point boundary.
 std::string ShortName(const std::string& raw) {
@@ -147,7 +152,7 @@ void PrintMemory(std::ostream& out, const db::ProfileStats& stats) {
                    {"peak active", Align::kRight},
                    {"records", Align::kRight}});
   for (const db::MemoryPeak& peak : stats.memory) {
-    table.AddRow({std::to_string(peak.device), ShortName(peak.component), Bytes(peak.peak_allocated),
+    table.AddRow({IdOrNotSet(peak.device), ShortName(peak.component), Bytes(peak.peak_allocated),
                   Bytes(peak.peak_reserved), peak.peak_active.has_value() ? Bytes(*peak.peak_active) : "-",
                   std::to_string(peak.records)});
   }
@@ -161,7 +166,9 @@ void PrintSteps(std::ostream& out, const db::ProfileStats& stats) {
   }
   out << "Steps (" << stats.step_count << ": avg "
       << Ms(stats.step_total_ns / static_cast<std::int64_t>(stats.step_count)) << " ms, min "
-      << Ms(stats.step_min_ns) << " ms, max " << Ms(stats.step_max_ns) << " ms)\n";
+      << Ms(stats.step_min_ns) << " ms, max " << Ms(stats.step_max_ns) << " ms)\n"
+      << "  step = N of ProfilerStep#N: the profile's step() calls counted from 0 (a script that counts its "
+         "steps from 1 calls this one N+1)\n";
   const std::int64_t origin = stats.session_start_ns.value_or(stats.steps.front().start_ns);
   TextTable table({{"step", Align::kRight}, {"start ms", Align::kRight}, {"duration ms", Align::kRight}});
   for (const db::StepStat& step : stats.steps) {
@@ -343,8 +350,8 @@ namespace {
 void PrintStats(std::ostream& out, const db::ProfileStats& stats) {
   out << "gpuprof stats: " << stats.path << "\n";
   std::vector<std::string> facts;
-  if (stats.rank.has_value()) facts.push_back("rank " + std::to_string(*stats.rank));
-  if (stats.device.has_value()) facts.push_back("device " + std::to_string(*stats.device));
+  if (stats.rank.has_value()) facts.push_back("rank " + IdOrNotSet(*stats.rank));
+  if (stats.device.has_value()) facts.push_back("device " + IdOrNotSet(*stats.device));
   if (!stats.host_name.empty()) facts.push_back("host " + ShortName(stats.host_name));
   if (stats.session_start_ns.has_value() && stats.session_end_ns.has_value()) {
     facts.push_back("session " + Ms(*stats.session_end_ns - *stats.session_start_ns) + " ms");
@@ -725,13 +732,20 @@ DbCommands::DbCommands(CLI::App& app) {
       "Convert a profile to a trace file: --format perfetto writes Chrome trace-event JSON for "
       "ui.perfetto.dev (one process per rank)");
   export_->add_option("PATH", export_path_, path_help)->required();
-  export_->add_option("--format", format_, "Output format: perfetto")->capture_default_str();
+  export_->add_option("--format", format_, "Output format: perfetto")
+      ->type_name("FORMAT")
+      ->capture_default_str();
   export_
       ->add_option(
           "-o,--output", output_,
           "Output file: a new or regular file is written complete or not at all (renamed into place), "
           "a device or FIFO is written into, '-' is standard output, a symbolic link is followed")
+      ->type_name("FILE")
       ->required();
+
+  if (auto help = std::dynamic_pointer_cast<HelpFormatter>(app.get_formatter())) {
+    help->SetUsage(export_, "Usage: gpuprof export [--format perfetto] PATH -o FILE");
+  }
 
   check_ = app.add_subcommand(
       "check", "Check a profile's schema and joins against the format (one line per problem; exit 1 if any)");

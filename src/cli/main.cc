@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "base/settings.h"
@@ -11,6 +12,7 @@
 #include "cli/demo.h"
 #include "cli/escaping_stream.h"
 #include "cli/exit_codes.h"
+#include "cli/help_formatter.h"
 #include "cli/run_command.h"
 #include "cli/setting_options.h"
 #include "gpuprof/replay.h"
@@ -70,6 +72,7 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("gpuprof ") + GPUPROF_VERSION_STRING,
                        "Print the version and exit");
   app.require_subcommand(0, 1);
+  app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands, which share it
 
   DemoFlags flags;
   CLI::App* demo = app.add_subcommand(
@@ -82,7 +85,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   demo->add_option("-o,--output", flags.output_dir,
                    "Also write the session and replay results into a profile database under this directory "
-                   "(<dir>/<host>_<pid>_<time>_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler.db)");
+                   "(DIR/<host>_<pid>_<time>_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler.db)")
+      ->type_name("DIR");
   demo->add_option("--devices", flags.devices,
                    "Simulated devices; device 0 runs most kernels, every other device one")
       ->check(CLI::Range(2, 16))

@@ -34,6 +34,7 @@
 #include "cli/cli11.h"
 #include "cli/db_commands.h"
 #include "cli/exit_codes.h"
+#include "cli/help_formatter.h"
 #include "cli/query_metrics.h"
 #include "cli/report.h"
 #include "cli/setting_options.h"
@@ -554,11 +555,15 @@ constexpr const char* kRunDescription =
     "Run an application under gpuprof: profile its CUDA work (kernels, copies, memsets, runtime API calls, "
     "NVTX ranges) into a profile DB, then print where each DB is and a short summary";
 
-constexpr const char* kRunFooter =
-    R"(Usage: gpuprof run [-o DIR] [--follow-children] [--no-record-shapes] [--no-profile-memory]
-       [--with-stack] [--with-modules] [--cuda-trace LIST] [--] APP [ARGS...]
+constexpr const char* kRunUsage =
+    "Usage: gpuprof run [-o DIR] [--follow-children] [--no-record-shapes] [--no-profile-memory]\n"
+    "                   [--with-stack] [--with-modules] [--cuda-trace LIST] [--] APP [ARGS...]";
+constexpr const char* kReplayUsage =
+    "Usage: gpuprof replay [-k NAME|regex:PATTERN] [-s N] [-c N] [OPTIONS] [--] APP [ARGS...]\n"
+    "       gpuprof replay --from-script [OPTIONS] -- python3 SCRIPT [ARGS...]";
 
-APP and everything after it belong to the application, even arguments that look like gpuprof's
+constexpr const char* kRunFooter =
+    R"(APP and everything after it belong to the application, even arguments that look like gpuprof's
 flags; `--` ends gpuprof's flags explicitly. APP is looked up in PATH like a shell does.
 
 How it works: gpuprof sets CUDA_INJECTION64_PATH to libgpuprof_inject.so, so the CUDA driver loads
@@ -684,6 +689,9 @@ RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
         ->excludes(query);
   }
   run_->footer(replay_ ? kReplayFooter : kRunFooter);
+  if (auto help = std::dynamic_pointer_cast<HelpFormatter>(app.get_formatter())) {
+    help->SetUsage(run_, replay_ ? kReplayUsage : kRunUsage);
+  }
 }
 
 RunCommand::~RunCommand() = default;
@@ -867,8 +875,8 @@ int RunCommand::Run(std::ostream& report) const {
   }
   if (dbs.size() > 1) {
     report << "gpuprof: " << dbs.size() << " profile DBs written under " << out_dir_text << "\n"
-           << "  All of them (one per rank: step times, slowest rank, compute / communication / idle): "
-              "gpuprof stats '"
+           << "  All of them (for the ranks of one job, first the step times per rank, the slowest rank and "
+              "compute / communication / idle): gpuprof stats '"
            << out_dir_text << "'\n";
   }
 

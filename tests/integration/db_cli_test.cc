@@ -141,9 +141,10 @@ TEST_F(DbCliTest, StatsPrintsEveryTableForAFixtureRun) {
   EXPECT_THAT(Words(memory[2]), ::testing::ElementsAre("0", "PTA", "3", "MiB", "4", "MiB", "3", "MiB", "3"));
 
   std::vector<std::string> steps = Section(result.out, "Steps");
-  ASSERT_EQ(steps.size(), 4u);
+  ASSERT_EQ(steps.size(), 5u);
   EXPECT_EQ(steps[0], "Steps (2: avg 0.950 ms, min 0.900 ms, max 1.000 ms)");
-  EXPECT_THAT(Words(steps[3]), ::testing::ElementsAre("2", "1.000", "0.900"));
+  EXPECT_THAT(steps[1], HasSubstr("step = N of ProfilerStep#N: the profile's step() calls counted from 0"));
+  EXPECT_THAT(Words(steps[4]), ::testing::ElementsAre("2", "1.000", "0.900"));
   EXPECT_THAT(result.out, HasSubstr("GC: 2 pause(s), total 0.030 ms, longest 0.020 ms"));
 
   // dev, launches, passes, min, median, max, restored/pass (2 words), deterministic, kernel
@@ -323,6 +324,20 @@ TEST_F(DbCliTest, TwoDbsOfOneRankAreNamedInAWarningAndShownAsProfilesNotRanks) {
     EXPECT_THAT(result.out, Not(HasSubstr("Cluster:")));
     EXPECT_THAT(result.out, Not(HasSubstr("rank 0 ")));
   }
+}
+
+TEST_F(DbCliTest, StatsShowsTheFormatsMinusOneRankAndDeviceAsNotSet) {
+  ASSERT_TRUE(fixture::ExecSql(db_,
+                               "UPDATE RANK_DEVICE_MAP SET rankId = -1, deviceId = -1;"
+                               "UPDATE MEMORY_RECORD SET deviceId = -1;")
+                  .ok());
+  CliResult result = Run("stats " + ShellQuote(db_));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("  rank not set, device not set, host fixture-host"));
+  std::vector<std::string> memory = Section(result.out, "Peak memory per device");
+  ASSERT_EQ(memory.size(), 3u);
+  EXPECT_THAT(memory[2], ::testing::StartsWith("  not set "));
+  EXPECT_THAT(result.out, Not(HasSubstr("-1")));
 }
 
 TEST_F(DbCliTest, StatsOfOneDbHasNoClusterSummary) {
@@ -560,11 +575,15 @@ bool IsTrace(const std::string& text) {
 }
 
 TEST_F(DbCliTest, ExportToStandardOutputWritesTheTraceThereAndTheSummaryToStderr) {
-  CliResult result = Run("export " + ShellQuote(db_) + " -o -");
+  // From the test's folder: a file named "-" would appear there.
+  const std::string err_path = dir_ + "/stderr.txt";
+  CliResult result = RunShell("cd " + ShellQuote(dir_) + " && " + ShellQuote(GPUPROF_CLI_PATH) + " export " +
+                                  ShellQuote(db_) + " -o - 2>" + ShellQuote(err_path),
+                              err_path);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(IsTrace(result.out)) << result.out.substr(0, 200);
   EXPECT_THAT(result.err, HasSubstr("wrote standard output"));
-  EXPECT_FALSE(fs::exists("-"));
+  EXPECT_FALSE(fs::exists(dir_ + "/-"));
 }
 
 TEST_F(DbCliTest, ExportIntoAFifoWritesThroughItAndLeavesItAFifo) {

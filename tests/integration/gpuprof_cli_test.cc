@@ -16,6 +16,7 @@
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct CliResult {
   int exit_code = -1;
@@ -117,6 +118,29 @@ TEST(GpuprofCliTest, DemoHelpListsItsFlags) {
   for (const char* flag : {"--passes", "--restore", "--chunk-kib", "--devices"}) {
     EXPECT_THAT(result.output, HasSubstr(flag));
   }
+}
+
+// Every command's --help: one usage line (block), no CLI11 type noise, nothing past 100 columns.
+TEST(GpuprofCliTest, EveryHelpHasOneUsageNoTypeNoiseAndFitsIn100Columns) {
+  for (const std::string command : {"", "demo", "stats", "export", "check", "run", "replay"}) {
+    CliResult result = RunCli(command + " --help");
+    EXPECT_EQ(result.exit_code, 0) << command;
+    std::stringstream lines(result.output);
+    std::string line;
+    int usage_lines = 0;
+    while (std::getline(lines, line)) {
+      EXPECT_LE(line.size(), 100u) << command << ": " << line;
+      if (line.rfind("Usage:", 0) == 0) ++usage_lines;
+      for (const char* noise : {"{false}", "{true}", "TEXT", "UINT", "INT:", "Excludes", "Needs:", "VALUE"}) {
+        EXPECT_THAT(line, Not(HasSubstr(noise))) << command;
+      }
+    }
+    EXPECT_EQ(usage_lines, 1) << command << ":\n" << result.output;
+  }
+  CliResult run = RunCli("run --help");
+  EXPECT_THAT(run.output, HasSubstr("Usage: gpuprof run [-o DIR] [--follow-children]"));
+  EXPECT_THAT(run.output, HasSubstr("  --record-shapes,--no-record-shapes\n"));
+  EXPECT_THAT(RunCli("stats --help").output, HasSubstr("  --top N=15 "));
 }
 
 TEST(GpuprofCliTest, NoSubcommandPrintsHelpAndExitsTwo) {
