@@ -22,6 +22,7 @@ the whole run, written when the program exits) and db_path stays None.
 import enum
 import gc
 import json
+import math
 import os
 import tempfile
 import threading
@@ -141,8 +142,13 @@ class db_handler:  # noqa: N801  (named like torch.profiler.tensorboard_trace_ha
     def __init__(self, dir_name, worker_name=None):
         if not isinstance(dir_name, (str, os.PathLike)) or not str(dir_name):
             raise ValueError(f"gpuprof.db_handler: dir_name must be a non-empty path, got {dir_name!r}")
-        if worker_name is not None and (not isinstance(worker_name, str) or not worker_name or "/" in worker_name):
-            raise ValueError(f"gpuprof.db_handler: worker_name must be a non-empty name without '/', got {worker_name!r}")
+        # The session's rule for worker_name (CheckWorkerName, src/base/settings.cc), checked here so
+        # that a bad name fails at this call, not when the profile starts: one directory-name
+        # component. Empty (the session's default) is None here, and a NUL cannot be in a path.
+        if worker_name is not None and (not isinstance(worker_name, str) or not worker_name or "/" in worker_name
+                                        or worker_name in (".", "..") or "\0" in worker_name):
+            raise ValueError(f"gpuprof.db_handler: worker_name {worker_name!r}: a worker name is one directory-name "
+                             "component (no '/', not . or ..; not empty, no NUL), or None for <hostname>_<pid>")
         self.dir_name = os.path.abspath(str(dir_name))
         self.worker_name = worker_name
         self.db_paths = []
@@ -264,10 +270,11 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         if on_trace_ready is not None and not callable(on_trace_ready):
             raise TypeError("gpuprof.profile: on_trace_ready must be callable, e.g. gpuprof.db_handler(dir)")
         if gc_detect_threshold is not None:
+            # nan compares false with every pause (nothing recorded, nothing said), infinity too.
             if isinstance(gc_detect_threshold, bool) or not isinstance(gc_detect_threshold, (int, float)) \
-                    or gc_detect_threshold < 0:
-                raise ValueError("gpuprof.profile: gc_detect_threshold must be a number of ms >= 0, or None, "
-                                 f"got {gc_detect_threshold!r}")
+                    or not math.isfinite(gc_detect_threshold) or gc_detect_threshold < 0:
+                raise ValueError("gpuprof.profile: gc_detect_threshold must be a finite number of ms >= 0, or None "
+                                 f"(off), got {gc_detect_threshold!r}")
         if kernel_replay is not None and not isinstance(kernel_replay, KernelReplay):
             raise TypeError("gpuprof.profile: kernel_replay must be gpuprof.KernelReplay(...)")
         self.kernel_replay = kernel_replay

@@ -245,6 +245,24 @@ class ProfileTest(unittest.TestCase):
                               "ORDER BY m.startNs")
         self.assertEqual(events, [("loaded", 3), ("eval", 2)])  # marks: msprof's eventType 3 (marker_ex)
 
+    def test_db_handler_refuses_the_worker_names_the_session_refuses(self):
+        # Issue 21 defect 15c: worker_name=".." passed db_handler() and failed only at start. The
+        # session's rule (src/base/settings.cc, CheckWorkerName: one directory-name component, no
+        # '/', not . or ..) is checked here, against the declared setting itself.
+        import gpuprof
+        from gpuprof import _settings
+        for name in ("..", ".", "a/b", "/abs"):
+            with self.assertRaisesRegex(ValueError, "gpuprof.db_handler: worker_name .*one directory-name component"):
+                gpuprof.db_handler("out", worker_name=name)
+            with self.assertRaises(ValueError, msg=f"the session accepts {name!r}"):
+                _settings.check("worker_name", name, "GPUPROF_WORKER_NAME")
+        for name in ("", "a\0b", 3):
+            with self.assertRaisesRegex(ValueError, "worker_name"):
+                gpuprof.db_handler("out", worker_name=name)
+        for name in ("rank0", "...", "a.b", "node 1_gpu-2"):
+            self.assertEqual(gpuprof.db_handler("out", worker_name=name).worker_name, name)
+            self.assertEqual(_settings.check("worker_name", name, "GPUPROF_WORKER_NAME"), name)
+
     def test_rank_and_device_from_the_environment_name_the_db_and_fill_rank_device_map(self):
         _, dbs = self.run_script("""
             with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)):
@@ -543,6 +561,20 @@ class ProfileTest(unittest.TestCase):
         self.assertIn("clock_control='base'", repr(gpuprof.KernelReplay(clock_control="base")))
         with self.assertRaisesRegex(ValueError, "clock_control.*none, base|clock_control.*none\\|base"):
             gpuprof.KernelReplay(clock_control="locked")
+
+
+class ProfileArgumentsTest(unittest.TestCase):
+    """Arguments refused when the profile is made (no native library needed)."""
+
+    def test_gc_detect_threshold_refuses_nan_and_infinity(self):
+        # Issue 21 defect 15b: nan passed the `< 0` check and every pause compared false against it,
+        # so nothing was recorded and nothing said so; infinity records nothing either.
+        import gpuprof
+        for bad in (float("nan"), float("inf"), -float("inf"), -1, "1", True):
+            with self.assertRaisesRegex(ValueError, "gc_detect_threshold must be a finite number of ms >= 0"):
+                gpuprof.profile(gc_detect_threshold=bad)
+        for good in (0, 0.5, 1e9, None):
+            self.assertEqual(gpuprof.profile(gc_detect_threshold=good).gc_detect_threshold, good)
 
 
 def torch_version():
