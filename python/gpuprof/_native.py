@@ -13,7 +13,9 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 _BUILD_DIRS = ("build/default/lib", "build/ci/lib", "build/gpu/lib")
 
 GPUPROF_OK = 0
+GPUPROF_ERROR_INVALID_CONFIG = 2
 GPUPROF_ERROR_NOT_STARTED = 3
+GPUPROF_ERROR_OUTPUT = 5
 
 
 class NativeLibraryError(RuntimeError):
@@ -88,10 +90,6 @@ class _Native:
     def last_error(self):
         text = self.core.gpuprof_last_error()
         return text.decode("utf-8", "replace") if text else "unknown error"
-
-    def check(self, status, call):
-        if status != GPUPROF_OK:
-            raise RuntimeError(f"gpuprof: {call} failed: {self.last_error()}")
 
 
 class _ReplayConfig(ctypes.Structure):

@@ -15,8 +15,15 @@ the schedule (its active steps) is one DB; the last active step hands the profil
 on_trace_ready, and `prof.db_path` names the DB. Warm-up steps run unrecorded: gpuprof needs no
 warm-up, and what a warm-up would record is discarded anyway.
 
-Under `gpuprof run` the process's session is already running: the profile joins it (one DB for
-the whole run, written when the program exits) and db_path stays None.
+Profiles that record at once in one process (in threads, or nested) share one session and one
+DB: each one's db_path names it, and it is complete when the last of them stops. Under `gpuprof
+run` the process's session is already running: the profile joins it (one DB for the whole run,
+written when the program exits) and db_path stays None.
+
+A profile that cannot record (an output folder it cannot create, a setting the session refuses,
+native libraries that do not load) says so in one RuntimeWarning, naming the problem and the fix,
+and the program runs on unprofiled. In a fork() child the profile records nothing and leaves
+without a word (the child's exit status is its own).
 """
 
 import enum
@@ -295,6 +302,8 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         self._result_file = None
         self._gc_start = None
         self._started = False
+        self._pid = None  # the process that started the profile (a fork child is not it)
+        self._off = False  # this profile cannot record: it said why once and tries no more
         # `gpuprof run`'s own profile (_autorun.py): the session's configuration is the environment's.
         self._whole_run = _whole_run
 
@@ -316,6 +325,8 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         if self._started:
             raise RuntimeError("gpuprof.profile: start() called twice; call stop() first")
         self._started = True
+        self._pid = os.getpid()
+        self._off = False
         self.step_num = 0
         self._enter(self._action_at(0))
 
@@ -325,21 +336,28 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             raise RuntimeError("gpuprof.profile: step() before start(); use it inside `with gpuprof.profile(...)`")
         global _user_steps
         _user_steps = True
+        if self._in_fork_child():
+            self._leave_in_fork_child()
+            self.step_num += 1
+            return
         self._end_step_range()
         previous = self._action
         self.step_num += 1
         current = self._action_at(self.step_num)
-        if previous == ProfilerAction.RECORD_AND_SAVE or (self._recording and current not in
-                                                          (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)):
+        if self._recording and (previous == ProfilerAction.RECORD_AND_SAVE or
+                                current not in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)):
             self._save()
         self._enter(current)
 
     def stop(self):
         if not self._started:
             return
-        self._end_step_range()
-        if self._recording:
-            self._save()
+        if self._in_fork_child():
+            self._leave_in_fork_child()
+        else:
+            self._end_step_range()
+            if self._recording:
+                self._save()
         self._started = False
         self._action = ProfilerAction.NONE
 
@@ -352,9 +370,9 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
     def _enter(self, action):
         self._action = action
         if action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
-            if not self._recording:
+            if not self._recording and not self._off:
                 self._begin_recording()
-            if self.schedule is not None:
+            if self.schedule is not None and self._recording:
                 self._begin_step_range()
 
     def _begin_step_range(self):
@@ -367,6 +385,24 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         if self._step_range is not None:
             rng, self._step_range = self._step_range, None
             rng.__exit__(None, None, None)
+
+    def _in_fork_child(self):
+        return self._pid is not None and os.getpid() != self._pid
+
+    def _leave_in_fork_child(self):
+        # A fork child never writes its parent's DB and its copy of the session refuses every call
+        # (gpuprof_c.h, fork()): it leaves without a word, and without a native call (a lock a
+        # parent's thread held at the fork would never be released here). The step's
+        # record_function ends: the hooks take no lock in a fork child.
+        self._end_step_range()
+        if self._recording:
+            self._recording = False
+            self.replaying = False
+            if self._on_gc in gc.callbacks:
+                gc.callbacks.remove(self._on_gc)
+            self._end_modules()
+        self._pid = os.getpid()
+        self._off = True
 
     def _config(self):
         config = {}
@@ -391,16 +427,46 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         config["result_file"] = self._result_file
         return config
 
+    def _cannot_record(self, kind, problem, fix):
+        """This profile records nothing: said once per kind of problem in the process, and the
+        program runs on (a profiler must not stop what it profiles)."""
+        from . import _messages
+
+        self._off = True
+        where = self.on_trace_ready.dir_name if isinstance(self.on_trace_ready, db_handler) else None
+        _messages.warn_once(("profile", kind, where),
+                            f"gpuprof.profile records nothing (the program runs on): {problem}. Fix: {fix}. "
+                            "(Said once: later profiles failing so are not reported again.)")
+
     def _begin_recording(self):
-        n = _native.native()
-        config = None if self._whole_run else json.dumps(self._config()).encode()
-        n.check(n.core.gpuprof_start(config), "gpuprof_start")
+        try:
+            n = _native.native()
+        except (_native.NativeLibraryError, ImportError) as e:
+            self._cannot_record("libraries", f"{type(e).__name__}: {e}",
+                                "build them (bash tools/setup.sh) or set GPUPROF_LIB_DIR to their folder")
+            return
+        try:
+            status = _session.begin(self, n)
+        except OSError as e:  # the result file the session reports the DB's name in
+            self._cannot_record("result file", f"cannot make a result file: {e}",
+                                "set TMPDIR to a directory this process can write")
+            return
+        if status != _native.GPUPROF_OK:
+            self._cannot_record(status, n.last_error(), self._start_fix(status))
+            return
         enabled = n.hooks.gpuprof_torch_enable_v1(int(self.record_shapes), int(self.profile_memory),
                                                   int(self.with_stack))
         if enabled != 0:
-            n.core.gpuprof_stop()
-            raise RuntimeError("gpuprof.profile: " + ("torch refused gpuprof's RecordFunction callback" if enabled == 1
-                                                      else "with_stack: the Python C API is not in this process"))
+            _session.end(self, n)
+            self.db_path = None
+            if enabled == 1:
+                self._cannot_record("hooks", "torch refused gpuprof's RecordFunction callback",
+                                    "check that libgpuprof_torch.so was built against this torch "
+                                    "(tools/build_torch_hooks.sh)")
+            else:
+                self._cannot_record("with_stack", "with_stack: the Python C API is not in this process",
+                                    "profile without with_stack=True")
+            return
         if self.gc_detect_threshold is not None:
             gc.callbacks.append(self._on_gc)
         self._recording = True
@@ -408,6 +474,15 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             self._begin_modules()
         if self.kernel_replay is not None:
             self._begin_replay(n)
+
+    def _start_fix(self, status):
+        if status == _native.GPUPROF_ERROR_OUTPUT:
+            if isinstance(self.on_trace_ready, db_handler):
+                return "give gpuprof.db_handler(dir_name) a directory this process can create and write"
+            return "set GPUPROF_OUTPUT_DIR (or use gpuprof.db_handler(dir_name)) to a directory this process can write"
+        if status == _native.GPUPROF_ERROR_INVALID_CONFIG:
+            return "correct the setting the message names (a GPUPROF_* variable, GPUPROF_CONFIG or a profile argument)"
+        return "see the reason above; GPUPROF_LOG_LEVEL=debug says more"
 
     # nn.Module forwards as ranges in domain "Module" (the format's module_statistic reads them).
     def _begin_modules(self):
@@ -445,27 +520,16 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                 warnings.warn(f"gpuprof.profile: pausing kernel replay failed: {n.last_error()}", RuntimeWarning,
                               stacklevel=3)
         n.hooks.gpuprof_torch_disable_v1()
-        status = n.core.gpuprof_stop()
-        self.db_path = self._read_result()
-        n.check(status, "gpuprof_stop")
+        status = _session.end(self, n)
+        if status != _native.GPUPROF_OK:
+            # The recording is lost (its DB could not be finalized): said, and the program runs on.
+            from . import _messages
+
+            _messages.warn_once(("stop", status), f"gpuprof.profile: the profile could not be written (the program "
+                                                  f"runs on): {n.last_error()}")
+            return
         if self.on_trace_ready is not None:
             self.on_trace_ready(self)
-
-    def _read_result(self):
-        path, self._result_file = self._result_file, None
-        if not path:
-            return None
-        try:
-            with open(path, encoding="utf-8") as f:
-                lines = [ln.strip() for ln in f if ln.startswith("db ")]
-            return lines[-1][3:] if lines else None
-        except OSError:
-            return None
-        finally:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
 
     def _on_gc(self, phase, info):
         if phase == "start":
@@ -476,3 +540,109 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             elapsed = time.monotonic_ns() - mono_start
             if elapsed >= self.gc_detect_threshold * 1e6:
                 _native.record_gc(epoch_start, epoch_start + elapsed)
+
+
+class _SharedSession:
+    """The process's native session as this package's profiles share it.
+
+    libgpuprof.so runs one session per process and counts starts (gpuprof_c.h): a profile started
+    while another records (another thread's, a nested one) joins that session and its DB, and the
+    configuration it brings is not applied. So the first profile starts the session with a result
+    file of its own, reads the DB's name from the "partial <path>" line the session writes there at
+    once, and every profile that joins is told that name; the last one to stop reads the "db <path>"
+    line of the finalized DB, sets it on every profile of the session and removes the file. A
+    session this package did not start (`gpuprof run`'s, C code's) writes to no file of ours: its
+    profiles' db_path stays None.
+    """
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.members = []   # profiles recording into the session
+        self.joined = []    # every profile of the session, stopped ones too
+        self.result_file = None  # ours; None: the session is not ours (its DB unknown)
+        self.db_path = None
+
+    def begin(self, prof, n):
+        """Starts or joins the session for `prof`; the native status."""
+        with self.lock:
+            ours = self.result_file is not None
+            if self.members and ours:
+                status = n.core.gpuprof_start(None)  # ours: nothing to configure, nothing to warn about
+                if status == _native.GPUPROF_OK:
+                    self.members.append(prof)
+                    self.joined.append(prof)
+                    prof.db_path = self.db_path
+                return status
+            config = None if prof._whole_run else json.dumps(prof._config()).encode()
+            result_file, prof._result_file = prof._result_file, None
+            status = n.core.gpuprof_start(config)
+            if status != _native.GPUPROF_OK:
+                _remove(result_file)
+                return status
+            if not self.members:
+                partial = _result_line(result_file, "partial")
+                if partial is not None:
+                    self.result_file = result_file
+                    self.db_path = partial[:-len(".partial")] if partial.endswith(".partial") else partial
+                else:
+                    _remove(result_file)  # joined a session not ours: the file was not taken
+                    self.result_file, self.db_path = None, None
+                self.joined = []
+            else:
+                _remove(result_file)  # joined a session not ours (its configuration is not applied)
+            self.members.append(prof)
+            self.joined.append(prof)
+            prof.db_path = self.db_path
+            return _native.GPUPROF_OK
+
+    def end(self, prof, n):
+        """Releases `prof`'s start; the native status. The last profile's stop finalizes the DB."""
+        with self.lock:
+            if prof in self.members:
+                self.members.remove(prof)
+            status = n.core.gpuprof_stop()
+            if self.members:
+                return status
+            result_file, self.result_file = self.result_file, None
+            joined, self.joined = self.joined, []
+            self.db_path = None
+            if result_file is not None:
+                final = _result_line(result_file, "db") if status == _native.GPUPROF_OK else None
+                _remove(result_file)
+                for member in joined:
+                    member.db_path = final
+            return status
+
+
+def _result_line(path, kind):
+    """The text of the last "<kind> <text>" line of the result file, or None."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [ln.rstrip("\n") for ln in f if ln.startswith(kind + " ")]
+    except OSError:
+        return None
+    return lines[-1][len(kind) + 1:] if lines else None
+
+
+def _remove(path):
+    if path:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+_session = _SharedSession()
+
+
+def _forget_in_fork_child():
+    # The child has none of its parent's recording profiles (their session is the parent's), and a
+    # parent's thread may have held the lock at fork().
+    global _session
+    _session = _SharedSession()
+    _ModuleRanges._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_fork_child)

@@ -46,10 +46,9 @@ def op_names(db):
     return {r[0] for r in rows(db, "SELECT s.value FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name")}
 
 
-@unittest.skipUnless(HAVE_TORCH, "torch is not importable by this Python")
-@unittest.skipUnless(os.environ.get("GPUPROF_LIB_DIR") and os.environ.get("GPUPROF_CLI"),
-                     "GPUPROF_LIB_DIR and GPUPROF_CLI are set by CTest")
-class ProfileTest(unittest.TestCase):
+class ScriptRunner:
+    """Runs a script in a fresh interpreter and checks the DBs it wrote (a mixin of TestCase)."""
+
     def checked_dbs(self, out):
         """The DBs under `out`, each accepted by `gpuprof check`."""
         dbs = sorted(glob.glob(os.path.join(out, "**", "ascend_pytorch_profiler*.db"), recursive=True))
@@ -74,8 +73,14 @@ class ProfileTest(unittest.TestCase):
         partial = glob.glob(os.path.join(out, "**", "*.partial"), recursive=True)
         self.assertEqual(partial, [], "unfinished DBs left behind")
         self.script_output = done.stdout
+        self.script_errors = done.stderr
         return out, dbs
 
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not importable by this Python")
+@unittest.skipUnless(os.environ.get("GPUPROF_LIB_DIR") and os.environ.get("GPUPROF_CLI"),
+                     "GPUPROF_LIB_DIR and GPUPROF_CLI are set by CTest")
+class ProfileTest(ScriptRunner, unittest.TestCase):
     def test_ops_steps_and_forward_backward_pairs(self):
         _, dbs = self.run_script("""
             model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
@@ -244,6 +249,92 @@ class ProfileTest(unittest.TestCase):
         events = rows(dbs[0], "SELECT s.value, m.eventType FROM MSTX_EVENTS m JOIN STRING_IDS s ON s.id = m.message "
                               "ORDER BY m.startNs")
         self.assertEqual(events, [("loaded", 3), ("eval", 2)])  # marks: msprof's eventType 3 (marker_ex)
+
+    def test_a_profile_that_cannot_start_warns_once_and_the_program_runs_on(self):
+        # Issue 21 defect 6: a DB folder that cannot be made raised RuntimeError out of the `with`
+        # and left an empty gpuprof_result_*.txt in TMPDIR per attempt.
+        tmp = tempfile.mkdtemp(prefix="gpuprof_tmpdir_")
+        _, dbs = self.run_script("""
+            import warnings
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for _ in range(3):
+                    with gpuprof.profile(schedule=gpuprof.schedule(wait=0, warmup=0, active=2),
+                                         on_trace_ready=gpuprof.db_handler("/proc/x")) as prof:
+                        for _ in range(4):
+                            torch.relu(torch.randn(4))
+                            prof.step()
+            print("ran on, db_path", prof.db_path, "recording", prof.recording)
+            for w in caught:
+                print("warning:", w.category.__name__, w.message)
+        """, env={"TMPDIR": tmp})
+        self.assertEqual(dbs, [])
+        self.assertIn("ran on, db_path None recording False", self.script_output)
+        warned = [ln for ln in self.script_output.splitlines() if ln.startswith("warning:")]
+        self.assertEqual(len(warned), 1, self.script_output)
+        self.assertIn("RuntimeWarning", warned[0])
+        self.assertIn("records nothing", warned[0])
+        self.assertIn("cannot create profile directory /proc/x/", warned[0], "the problem")
+        self.assertIn("gpuprof.db_handler(dir_name) a directory", warned[0], "the fix")
+        self.assertNotIn("Traceback", self.script_errors)
+        self.assertEqual(os.listdir(tmp), [], "nothing left in TMPDIR")
+
+    def test_a_fork_child_that_exits_inside_the_profile_keeps_its_exit_status(self):
+        # Issue 21 defect 7: sys.exit(0) in a fork child inside the `with` exited 1 with a
+        # RuntimeError about fork children.
+        _, dbs = self.run_script("""
+            statuses = []
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)) as prof:
+                for code in (0, 3):
+                    pid = os.fork()
+                    if pid == 0:
+                        torch.relu(torch.randn(4))
+                        sys.exit(code)
+                    statuses.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+                torch.relu(torch.randn(4))
+            print("children exited", statuses)
+        """)
+        self.assertIn("children exited [0, 3]", self.script_output, self.script_errors)
+        self.assertNotIn("RuntimeError", self.script_errors)
+        self.assertNotIn("Traceback", self.script_errors)
+        self.assertEqual(len(dbs), 1, "the parent's DB only")
+        self.assertIn("aten::relu", op_names(dbs[0]))
+
+    def test_profiles_in_threads_each_name_the_db_they_are_part_of(self):
+        # Issue 21 defect 8: four threads' profiles share one session, so one DB; each profile's
+        # db_path was None and the DB's path went to a temp file nobody removed.
+        tmp = tempfile.mkdtemp(prefix="gpuprof_tmpdir_")
+        _, dbs = self.run_script("""
+            import threading
+            barrier = threading.Barrier(4)
+            paths, handled = {}, {}
+            def work(i):
+                handler = gpuprof.db_handler(OUT)
+                with gpuprof.profile(on_trace_ready=handler) as prof:
+                    barrier.wait()
+                    torch.relu(torch.randn(4))
+                    barrier.wait()
+                paths[i] = prof.db_path
+                handled[i] = handler.db_paths
+            threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            print("paths", sorted(set(map(str, paths.values()))), len(paths))
+            print("handled", sorted({str(p) for ps in handled.values() for p in ps}),
+                  sorted(len(ps) for ps in handled.values()))
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(os.path.join(OUT, "nested"))) as outer:
+                with gpuprof.profile() as inner:
+                    torch.relu(torch.randn(4))
+            print("nested", outer.db_path == inner.db_path, outer.db_path is not None)
+        """, env={"TMPDIR": tmp})
+        threaded = [db for db in dbs if os.sep + "nested" + os.sep not in db]
+        self.assertEqual(len(threaded), 1, dbs)
+        self.assertIn(f"paths [{threaded[0]!r}] 4", self.script_output)
+        self.assertIn(f"handled [{threaded[0]!r}] [1, 1, 1, 1]", self.script_output)
+        self.assertIn("nested True True", self.script_output)
+        self.assertEqual(os.listdir(tmp), [], "nothing left in TMPDIR")
 
     def test_db_handler_refuses_the_worker_names_the_session_refuses(self):
         # Issue 21 defect 15c: worker_name=".." passed db_handler() and failed only at start. The
