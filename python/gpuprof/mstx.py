@@ -7,14 +7,17 @@
 
 Without a running session (no gpuprof.profile recording, not under `gpuprof run`) they record
 nothing: mark returns False and range_start returns 0, as torch_npu's mstx does without its
-profiler. The same when gpuprof's native libraries cannot be loaded: one warning on stderr, and
-the program runs on. Messages must be non-empty strings.
+profiler; the first such mark or range made outside every gpuprof.profile says so in one
+RuntimeWarning (later ones are silent; inside a profile, in a step its schedule does not record,
+none is said).
+When gpuprof's native libraries cannot be loaded: one warning on stderr, and the program runs on.
+Messages must be non-empty strings.
 """
 
 import ctypes
 import sys
 
-from . import _native
+from . import _messages, _native
 
 __all__ = ["mark", "range_start", "range_end"]
 
@@ -41,19 +44,41 @@ def _core():
         return None
 
 
+def _not_recorded(what, msg, status):
+    # Outside every profile: the mark is lost, and a program that expects it in the DB is told once.
+    # Inside one, a step its schedule does not record is the schedule's choice: no word.
+    if status != _native.GPUPROF_ERROR_NOT_STARTED:
+        return
+    from . import profiler
+
+    if not profiler.inside_a_profile():
+        _messages.warn_once(("mstx", "not started"),
+                            f"gpuprof.mstx: {what} {msg!r} was not recorded: no profile is recording in this "
+                            "process; make marks and ranges inside `with gpuprof.profile(...)` (or run the program "
+                            "under `gpuprof run`). Said once: later ones outside a profile are not reported.")
+
+
 def mark(msg):
     """An instant marker; True when recorded."""
     message = _message(msg)
     core = _core()
-    return core is not None and core.gpuprof_mark(message) == _native.GPUPROF_OK
+    if core is None:
+        return False
+    status = core.gpuprof_mark(message)
+    _not_recorded("mark", msg, status)
+    return status == _native.GPUPROF_OK
 
 
 def range_start(msg):
     """Opens a range; returns its id (0: nothing recorded)."""
     message = _message(msg)
     core = _core()
+    if core is None:
+        return 0
     rid = ctypes.c_uint64(0)
-    if core is None or core.gpuprof_range_start(message, ctypes.byref(rid)) != _native.GPUPROF_OK:
+    status = core.gpuprof_range_start(message, ctypes.byref(rid))
+    _not_recorded("range", msg, status)
+    if status != _native.GPUPROF_OK:
         return 0
     return rid.value
 

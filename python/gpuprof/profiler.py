@@ -42,11 +42,19 @@ from .schedule import ProfilerAction
 __all__ = ["profile", "db_handler", "ProfilerActivity", "KernelReplay"]
 
 _user_steps = False  # some profile's step() was called in this process
+_open_profiles = 0  # profiles started and not stopped in this process (recording or not)
+_open_lock = threading.Lock()
 
 
 def user_steps_seen():
     """True once a script called profile.step(): its steps, not optimizer.step(), delimit steps."""
     return _user_steps
+
+
+def inside_a_profile():
+    """True while some gpuprof.profile of this process is started (its schedule may be in a step
+    it does not record)."""
+    return _open_profiles > 0
 
 
 
@@ -324,6 +332,9 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
     def start(self):
         if self._started:
             raise RuntimeError("gpuprof.profile: start() called twice; call stop() first")
+        global _open_profiles
+        with _open_lock:
+            _open_profiles += 1
         self._started = True
         self._pid = os.getpid()
         self._off = False
@@ -358,6 +369,9 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             self._end_step_range()
             if self._recording:
                 self._save()
+        global _open_profiles
+        with _open_lock:
+            _open_profiles = max(_open_profiles - 1, 0)
         self._started = False
         self._action = ProfilerAction.NONE
 
@@ -640,8 +654,9 @@ _session = _SharedSession()
 def _forget_in_fork_child():
     # The child has none of its parent's recording profiles (their session is the parent's), and a
     # parent's thread may have held the lock at fork().
-    global _session
+    global _session, _open_lock
     _session = _SharedSession()
+    _open_lock = threading.Lock()
     _ModuleRanges._lock = threading.Lock()
 
 

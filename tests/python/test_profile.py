@@ -250,6 +250,34 @@ class ProfileTest(ScriptRunner, unittest.TestCase):
                               "ORDER BY m.startNs")
         self.assertEqual(events, [("loaded", 3), ("eval", 2)])  # marks: msprof's eventType 3 (marker_ex)
 
+    def test_a_mark_outside_every_profile_says_once_that_it_was_not_recorded(self):
+        # Inside a profile, a step its schedule does not record is the schedule's choice: no word.
+        _, dbs = self.run_script("""
+            import warnings
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                with gpuprof.profile(schedule=gpuprof.schedule(wait=1, warmup=0, active=1, repeat=1),
+                                     on_trace_ready=gpuprof.db_handler(OUT)) as prof:
+                    print("waiting:", gpuprof.mstx.mark("in a wait step"))
+                    prof.step()
+                    print("inside:", gpuprof.mstx.mark("recorded"))
+                    prof.step()
+                print("outside:", gpuprof.mstx.mark("after the profile"), gpuprof.mstx.mark("again"),
+                      gpuprof.mstx.range_start("a range"))
+            for w in caught:
+                print("warning:", w.category.__name__, w.message)
+        """)
+        self.assertIn("waiting: False", self.script_output)
+        self.assertIn("inside: True", self.script_output)
+        self.assertIn("outside: False False 0", self.script_output)
+        warned = [ln for ln in self.script_output.splitlines() if ln.startswith("warning:")]
+        self.assertEqual(len(warned), 1, self.script_output)
+        self.assertIn("RuntimeWarning", warned[0])
+        self.assertIn("'after the profile' was not recorded", warned[0])
+        self.assertIn("with gpuprof.profile", warned[0], "the warning names the fix")
+        events = rows(dbs[0], "SELECT s.value FROM MSTX_EVENTS m JOIN STRING_IDS s ON s.id = m.message")
+        self.assertEqual(events, [("recorded",)])
+
     def test_a_profile_that_cannot_start_warns_once_and_the_program_runs_on(self):
         # Issue 21 defect 6: a DB folder that cannot be made raised RuntimeError out of the `with`
         # and left an empty gpuprof_result_*.txt in TMPDIR per attempt.
@@ -666,6 +694,28 @@ class ProfileArgumentsTest(unittest.TestCase):
                 gpuprof.profile(gc_detect_threshold=bad)
         for good in (0, 0.5, 1e9, None):
             self.assertEqual(gpuprof.profile(gc_detect_threshold=good).gc_detect_threshold, good)
+
+
+class ReadmeExampleTest(unittest.TestCase):
+    def test_the_readme_marks_inside_the_profile(self):
+        # A mark outside every profile records nothing: the README's example made one.
+        with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        python_blocks = [b.split("```", 1)[0] for b in readme.split("```python\n")[1:]]
+        example = next(b for b in python_blocks if "gpuprof.profile(" in b)
+        lines = example.splitlines()
+        start = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("with gpuprof.profile("))
+        with_indent = len(lines[start]) - len(lines[start].lstrip())
+        header_end = next(i for i in range(start, len(lines)) if lines[i].rstrip().endswith(":"))
+        inside = set()
+        for i in range(header_end + 1, len(lines)):
+            if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) <= with_indent:
+                break
+            inside.add(i)
+        marks = [i for i, ln in enumerate(lines) if "gpuprof.mstx.mark(" in ln]
+        self.assertTrue(marks, "the README's example has no gpuprof.mstx.mark")
+        for i in marks:
+            self.assertIn(i, inside, f"README: {lines[i].strip()!r} is outside the `with gpuprof.profile` block")
 
 
 def torch_version():
