@@ -43,6 +43,24 @@ def lib_dir():
         + "; build them (bash tools/setup.sh) or set GPUPROF_LIB_DIR to the folder that has them")
 
 
+def cli_path():
+    """The gpuprof command: the one built beside the native libraries (<build>/bin/gpuprof), else
+    `gpuprof` on PATH."""
+    import shutil
+
+    try:
+        beside = os.path.join(os.path.dirname(lib_dir()), "bin", "gpuprof")
+        if os.path.isfile(beside) and os.access(beside, os.X_OK):
+            return beside
+    except NativeLibraryError:
+        pass
+    found = shutil.which("gpuprof")
+    if found:
+        return found
+    raise NativeLibraryError("the gpuprof command was found neither beside gpuprof's native libraries "
+                             "(<build>/bin/gpuprof) nor on PATH; build it (bash tools/setup.sh) or put it on PATH")
+
+
 class _Native:
     def __init__(self):
         import torch  # noqa: F401  (libgpuprof_torch.so needs the process's libtorch)

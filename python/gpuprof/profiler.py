@@ -24,6 +24,11 @@ A profile that cannot record (an output folder it cannot create, a setting the s
 native libraries that do not load) says so in one RuntimeWarning, naming the problem and the fix,
 and the program runs on unprofiled. In a fork() child the profile records nothing and leaves
 without a word (the child's exit status is its own).
+
+As torch.profiler users write it: torch.profiler.schedule(...) and torch.profiler.ProfilerActivity
+are taken as gpuprof's; torch.profiler.tensorboard_trace_handler is refused (gpuprof.db_handler is
+the equivalent); after a recording, prof.key_averages().table(sort_by=..., row_limit=...) sums the
+DB's ops and prof.export_chrome_trace(path) writes it as Chrome trace JSON.
 """
 
 import enum
@@ -209,6 +214,46 @@ def _cuda_device():
     return None
 
 
+def _activity(a):
+    """gpuprof's ProfilerActivity for `a`, which may be torch.profiler.ProfilerActivity's of the same name."""
+    if isinstance(a, ProfilerActivity):
+        return a
+    name = getattr(a, "name", None)
+    if type(a).__name__ == "ProfilerActivity" and type(a).__module__.startswith("torch") and \
+            name in ProfilerActivity.__members__:
+        return ProfilerActivity[name]
+    raise TypeError(f"gpuprof.profile: activities holds {a!r}; use gpuprof.ProfilerActivity.CPU or .CUDA "
+                    "(torch.profiler.ProfilerActivity.CPU and .CUDA are taken as those)")
+
+
+def _schedule_action(schedule, step):
+    """schedule(step) as a gpuprof ProfilerAction: torch.profiler.schedule(...)'s actions are taken by
+    name (its ProfilerAction has the same four members)."""
+    action = schedule(step)
+    if isinstance(action, ProfilerAction):
+        return action
+    name = getattr(action, "name", None)
+    if type(action).__name__ == "ProfilerAction" and isinstance(name, str) and name in ProfilerAction.__members__:
+        return ProfilerAction[name]
+    raise TypeError(f"gpuprof.profile: schedule returned {action!r} for step {step}; a schedule returns a "
+                    "gpuprof.ProfilerAction (or torch.profiler.ProfilerAction): use gpuprof.schedule(...) or "
+                    "torch.profiler.schedule(...)")
+
+
+def _check_on_trace_ready(handler):
+    if handler is None:
+        return None
+    if not callable(handler):
+        raise TypeError("gpuprof.profile: on_trace_ready must be callable, e.g. gpuprof.db_handler(dir)")
+    if getattr(handler, "__qualname__", "").startswith("tensorboard_trace_handler.") and \
+            getattr(handler, "__module__", "").startswith("torch"):
+        raise TypeError("gpuprof.profile: on_trace_ready is torch.profiler.tensorboard_trace_handler, which writes "
+                        "TensorBoard's trace files; gpuprof writes a profile DB: use "
+                        "gpuprof.db_handler(dir_name, worker_name) (then prof.export_chrome_trace(path) gives a "
+                        "Chrome trace of it)")
+    return handler
+
+
 def _check_activities(activities):
     if activities is None:  # as torch.profiler: everything there is (no GPU: CUDA collects nothing)
         return {ProfilerActivity.CPU, ProfilerActivity.CUDA}
@@ -216,9 +261,7 @@ def _check_activities(activities):
         chosen = set(activities)
     except TypeError:
         raise TypeError(f"gpuprof.profile: activities must be a list of gpuprof.ProfilerActivity, got {activities!r}")
-    for a in chosen:
-        if not isinstance(a, ProfilerActivity):
-            raise TypeError(f"gpuprof.profile: activities holds {a!r}; use gpuprof.ProfilerActivity.CPU or .CUDA")
+    chosen = {_activity(a) for a in chosen}
     if not chosen:
         raise ValueError("gpuprof.profile: activities is empty; give at least gpuprof.ProfilerActivity.CPU")
     return chosen
@@ -281,9 +324,9 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                  with_modules=False, _whole_run=False):
         self.activities = _check_activities(activities)
         if schedule is not None and not callable(schedule):
-            raise TypeError("gpuprof.profile: schedule must be gpuprof.schedule(...) or a step -> ProfilerAction function")
-        if on_trace_ready is not None and not callable(on_trace_ready):
-            raise TypeError("gpuprof.profile: on_trace_ready must be callable, e.g. gpuprof.db_handler(dir)")
+            raise TypeError("gpuprof.profile: schedule must be gpuprof.schedule(...), torch.profiler.schedule(...) "
+                            "or a step -> ProfilerAction function")
+        on_trace_ready = _check_on_trace_ready(on_trace_ready)
         if gc_detect_threshold is not None:
             # nan compares false with every pause (nothing recorded, nothing said), infinity too.
             if isinstance(gc_detect_threshold, bool) or not isinstance(gc_detect_threshold, (int, float)) \
@@ -332,6 +375,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
     def start(self):
         if self._started:
             raise RuntimeError("gpuprof.profile: start() called twice; call stop() first")
+        first = self._action_at(0)  # a schedule that returns no action fails here, before anything starts
         global _open_profiles
         with _open_lock:
             _open_profiles += 1
@@ -339,7 +383,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         self._pid = os.getpid()
         self._off = False
         self.step_num = 0
-        self._enter(self._action_at(0))
+        self._enter(first)
 
     def step(self):
         """Ends the current step and begins the next (as torch.profiler.profile.step)."""
@@ -375,11 +419,48 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         self._started = False
         self._action = ProfilerAction.NONE
 
+    # ---- after a recording, as torch.profiler users call them ----------------------------------
+    def key_averages(self):
+        """The ops of this profile's DB (db_path) summed by name, as torch.profiler's key_averages():
+        a list of entries (key, count, cpu_time_total, self_cpu_time_total, cpu_time, and the device
+        times of the kernels linked to each op; microseconds) whose table(sort_by=..., row_limit=...)
+        prints them as torch's does. Read from the DB with sqlite3 (_key_averages.py says how self
+        and device times are counted). RuntimeError while there is no complete DB."""
+        from . import _key_averages
+
+        return _key_averages.key_averages(self._complete_db("key_averages"))
+
+    def export_chrome_trace(self, path):
+        """Writes this profile's DB (db_path) as Chrome trace-event JSON to `path`, through
+        `gpuprof export DB -o path` (the CLI beside the native libraries, else `gpuprof` on PATH).
+        RuntimeError while there is no complete DB, or when the export fails (its message)."""
+        import subprocess
+
+        db = self._complete_db("export_chrome_trace")
+        cli = _native.cli_path()
+        done = subprocess.run([cli, "export", db, "-o", os.fspath(path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, errors="replace")
+        if done.returncode != 0:
+            raise RuntimeError(f"gpuprof.profile.export_chrome_trace: `{cli} export {db} -o {os.fspath(path)}` "
+                               f"failed (exit status {done.returncode}): {done.stderr.strip()}")
+
+    def _complete_db(self, what):
+        if self.db_path is None:
+            raise RuntimeError(f"gpuprof.profile.{what}: this profile has no DB: it has one once a recording "
+                               "stopped (the `with` block ended, or a cycle of its schedule was saved), "
+                               "unless it could not record (a warning said why) or it joined the session of "
+                               "`gpuprof run`, whose DB is written when the program exits")
+        if not os.path.isfile(self.db_path):
+            raise RuntimeError(f"gpuprof.profile.{what}: {self.db_path} is not complete yet: it is written when "
+                               "its recording stops, and when every other profile of this process recording into "
+                               "it has stopped too")
+        return self.db_path
+
     # ---- internals -----------------------------------------------------------------------------
     def _action_at(self, step):
         if self.schedule is None:
             return ProfilerAction.RECORD
-        return self.schedule(step)
+        return _schedule_action(self.schedule, step)
 
     def _enter(self, action):
         self._action = action

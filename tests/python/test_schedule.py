@@ -30,6 +30,19 @@ class ScheduleTest(unittest.TestCase):
         sched = gpuprof.schedule(wait=0, warmup=1, active=2, repeat=2, skip_first=3)
         self.assertEqual(actions(sched, 11), [N, N, N, W, R, S, W, R, S, N, N])
 
+    def test_skip_first_wait_leaves_out_the_first_cycles_wait(self):
+        # As torch 2.x's schedule(skip_first_wait=1): the first cycle starts right after skip_first,
+        # later ones wait; repeat still counts whole cycles.
+        sched = gpuprof.schedule(wait=2, warmup=1, active=1, repeat=2, skip_first=1, skip_first_wait=1)
+        self.assertEqual(actions(sched, 9), [N, W, S, N, N, W, S, N, N])
+        self.assertEqual(actions(gpuprof.schedule(wait=1, warmup=0, active=1, skip_first_wait=True), 4), [S, N, S, N])
+        self.assertEqual(actions(gpuprof.schedule(wait=1, warmup=0, active=1, skip_first_wait=0), 4), [N, S, N, S])
+        self.assertEqual(sched.skip_first_wait, 1)
+        with self.assertRaisesRegex(TypeError, "skip_first_wait must be an int"):
+            gpuprof.schedule(wait=1, warmup=0, active=1, skip_first_wait="yes")
+        with self.assertRaisesRegex(ValueError, "skip_first_wait must be >= 0"):
+            gpuprof.schedule(wait=1, warmup=0, active=1, skip_first_wait=-1)
+
     def test_single_active_step_is_saved_every_cycle(self):
         sched = gpuprof.schedule(wait=0, warmup=0, active=1, repeat=3)
         self.assertEqual(actions(sched, 5), [S, S, S, N, N])
@@ -75,6 +88,22 @@ class MatchesTorchProfilerScheduleTest(unittest.TestCase):
                 self.assertEqual(ours(step).name, theirs(step).name,
                                  f"wait={wait} warmup={warmup} active={active} repeat={repeat} skip_first={skip} "
                                  f"step={step}")
+
+    def test_skip_first_wait_gives_torchs_actions_where_torch_has_it(self):
+        import inspect
+        import itertools
+        import warnings
+        if "skip_first_wait" not in inspect.signature(torch_profiler.schedule).parameters:
+            self.skipTest("this torch's schedule has no skip_first_wait (torch 2.x's has)")
+        warnings.simplefilter("ignore")
+        for wait, warmup, active, repeat, skip in itertools.product(range(3), range(2), range(1, 3), range(3),
+                                                                     range(2)):
+            ours = gpuprof.schedule(wait=wait, warmup=warmup, active=active, repeat=repeat, skip_first=skip,
+                                    skip_first_wait=1)
+            theirs = torch_profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=repeat, skip_first=skip,
+                                             skip_first_wait=1)
+            for step in range(30):
+                self.assertEqual(ours(step).name, theirs(step).name)
 
 
 class NativeLibrariesTest(unittest.TestCase):

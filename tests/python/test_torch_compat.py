@@ -1,0 +1,242 @@
+"""What torch.profiler users bring to gpuprof.profile: torch.profiler's schedule, ProfilerActivity and
+tensorboard_trace_handler as arguments, and key_averages().table() / export_chrome_trace() after a
+run. Needs torch; the runs need the native libraries and the CLI (GPUPROF_LIB_DIR, GPUPROF_CLI, set
+by CTest as for test_profile).
+"""
+
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+import test_profile  # noqa: E402  (its script runner and DB helpers)
+from test_profile import HAVE_TORCH, op_names, rows  # noqa: E402
+
+if HAVE_TORCH:
+    import torch.profiler as torch_profiler
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not importable by this Python")
+class TorchArgumentsTest(unittest.TestCase):
+    def test_torch_profiler_activities_are_gpuprofs(self):
+        import gpuprof
+        cpu, cuda = gpuprof.ProfilerActivity.CPU, gpuprof.ProfilerActivity.CUDA
+        self.assertEqual(gpuprof.profile(activities=[torch_profiler.ProfilerActivity.CPU]).activities, {cpu})
+        self.assertEqual(gpuprof.profile(activities=[torch_profiler.ProfilerActivity.CPU,
+                                                     torch_profiler.ProfilerActivity.CUDA]).activities, {cpu, cuda})
+        self.assertEqual(gpuprof.profile(activities={torch_profiler.ProfilerActivity.CUDA, cpu}).activities,
+                         {cpu, cuda})
+
+    def test_tensorboard_trace_handler_is_refused_naming_db_handler(self):
+        import gpuprof
+        with self.assertRaisesRegex(TypeError, "tensorboard_trace_handler.*gpuprof.db_handler"):
+            gpuprof.profile(on_trace_ready=torch_profiler.tensorboard_trace_handler(tempfile.mkdtemp()))
+
+    def test_a_torch_schedules_actions_are_gpuprofs(self):
+        import warnings
+
+        import gpuprof
+        from gpuprof import ProfilerAction as A
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch warns about a schedule without warmup
+            theirs = torch_profiler.schedule(wait=1, warmup=1, active=2, repeat=1)
+        prof = gpuprof.profile(schedule=theirs)
+        got = [prof._action_at(step) for step in range(6)]
+        self.assertTrue(all(isinstance(a, A) for a in got),
+                        f"not gpuprof.ProfilerAction: {[f'{type(a).__module__}.{a}' for a in got]}")
+        self.assertEqual(got, [A.NONE, A.WARMUP, A.RECORD, A.RECORD_AND_SAVE, A.NONE, A.NONE])
+
+    def test_a_schedule_returning_something_else_is_refused(self):
+        import gpuprof
+        prof = gpuprof.profile(schedule=lambda step: "record")
+        with self.assertRaisesRegex(TypeError, "schedule returned 'record' for step 0.*ProfilerAction"):
+            prof.start()
+        self.assertFalse(prof.recording)
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not importable by this Python")
+@unittest.skipUnless(os.environ.get("GPUPROF_LIB_DIR") and os.environ.get("GPUPROF_CLI"),
+                     "GPUPROF_LIB_DIR and GPUPROF_CLI are set by CTest")
+class TorchHabitsTest(test_profile.ScriptRunner, unittest.TestCase):
+    def test_a_torch_schedule_records_the_steps_gpuprofs_would(self):
+        _, dbs = self.run_script("""
+            import warnings
+            warnings.simplefilter("ignore")
+            with gpuprof.profile(schedule=torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1),
+                                 on_trace_ready=gpuprof.db_handler(OUT)) as prof:
+                for _ in range(6):
+                    torch.relu(torch.randn(4))
+                    prof.step()
+            print("db", prof.db_path)
+        """)
+        self.assertEqual(len(dbs), 1, "one recorded cycle, one DB")
+        self.assertIn(f"db {dbs[0]}", self.script_output)
+        self.assertEqual([r[0] for r in rows(dbs[0], "SELECT id FROM STEP_TIME ORDER BY id")], [2, 3])
+
+    def test_key_averages_table_summarizes_the_dbs_ops(self):
+        _, dbs = self.run_script("""
+            x = torch.randn(64, 64)
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)) as prof:
+                for _ in range(5):
+                    torch.mm(x, x)
+                for _ in range(3):
+                    torch.relu(x)
+            averages = prof.key_averages()
+            print(averages.table(sort_by="count", row_limit=2))
+            print("total", "|".join(f"{e.key}={e.count}:{e.cpu_time_total:.3f}" for e in averages))
+            print("sorted", [e.key for e in sorted(averages, key=lambda e: -e.self_cpu_time_total)][:3])
+            print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=3))
+        """)
+        db = dbs[0]
+        lines = self.script_output.splitlines()
+        header = next(ln for ln in lines if ln.lstrip().startswith("Name"))
+        for column in ("Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls"):
+            self.assertIn(column, header)
+        # sort_by="count", row_limit=2: the two most called ops, in order.
+        first_table = lines[:next(i for i, ln in enumerate(lines) if ln.startswith("total "))]
+        body = [ln for ln in first_table if ln.strip() and not ln.startswith(("-", "Name", "Self CPU time total"))]
+        self.assertEqual(len(body), 2, first_table)
+        counts = [int(ln.split()[-1]) for ln in body]
+        self.assertEqual(counts, sorted(counts, reverse=True))
+        self.assertIn("Self CPU time total:", "\n".join(first_table))
+        # Each op's figures are the DB's: calls and total time (us) per name.
+        expected = {name: (n, total / 1e3) for name, n, total in rows(db, """
+            SELECT s.value, COUNT(*), SUM(p.endNs - p.startNs) FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name
+            WHERE p.type = 50001 GROUP BY s.value""")}
+        got = {}
+        for item in next(ln for ln in lines if ln.startswith("total ")).split(" ", 1)[1].split("|"):
+            key, figures = item.rsplit("=", 1)
+            n, total = figures.split(":")
+            got[key] = (int(n), float(total))
+        self.assertEqual(set(got), set(expected))
+        for name, (n, total) in expected.items():
+            self.assertEqual(got[name][0], n, name)
+            self.assertAlmostEqual(got[name][1], total, places=2, msg=name)
+        self.assertEqual(got["aten::mm"][0], 5)
+        self.assertEqual(got["aten::relu"][0], 3)
+
+    def test_key_averages_without_a_db_says_why(self):
+        import gpuprof
+        with self.assertRaisesRegex(RuntimeError, "key_averages: this profile has no DB"):
+            gpuprof.profile().key_averages()
+        with self.assertRaisesRegex(RuntimeError, "export_chrome_trace: this profile has no DB"):
+            gpuprof.profile().export_chrome_trace(os.path.join(tempfile.mkdtemp(), "t.json"))
+
+    def test_export_chrome_trace_writes_the_dbs_trace(self):
+        out, dbs = self.run_script("""
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)) as prof:
+                torch.relu(torch.randn(4))
+            prof.export_chrome_trace(os.path.join(OUT, "trace.json"))
+            print("exported")
+        """)
+        self.assertIn("exported", self.script_output)
+        self.assertNotIn("wrote", self.script_output, "the CLI's report is not the program's output")
+        with open(os.path.join(out, "trace.json"), encoding="utf-8") as f:
+            trace = json.load(f)
+        names = {e.get("name") for e in trace["traceEvents"]}
+        self.assertIn("aten::relu", names)
+        self.assertTrue(op_names(dbs[0]) <= names | {None}, "every op of the DB is in the trace")
+
+    def test_a_torch_handler_that_exports_a_chrome_trace_works(self):
+        # What torch.profiler users write as on_trace_ready.
+        out, dbs = self.run_script("""
+            os.environ["GPUPROF_OUTPUT_DIR"] = OUT  # no db_handler: the session's output folder
+            def trace_handler(p):
+                print(p.key_averages().table(sort_by="cpu_time_total", row_limit=-1))
+                p.export_chrome_trace(os.path.join(OUT, f"trace_{p.step_num}.json"))
+            with gpuprof.profile(schedule=gpuprof.schedule(wait=0, warmup=0, active=1, repeat=2),
+                                 on_trace_ready=trace_handler) as prof:
+                for _ in range(3):
+                    torch.relu(torch.randn(4))
+                    prof.step()
+        """)
+        self.assertEqual(sorted(f for f in os.listdir(out) if f.endswith(".json")), ["trace_1.json", "trace_2.json"])
+        self.assertEqual(self.script_output.count("aten::relu"), 2)
+        self.assertEqual(len(dbs), 2)
+
+
+class KeyAveragesSummaryTest(unittest.TestCase):
+    """The summary over a hand-made DB: self times subtract the direct children on the same thread,
+    device time comes from the kernels linked to the innermost op."""
+
+    def make_db(self):
+        db = os.path.join(tempfile.mkdtemp(prefix="gpuprof_keyavg_"), "ascend_pytorch_profiler.db")
+        with sqlite3.connect(db) as conn:
+            conn.executescript("""
+                CREATE TABLE STRING_IDS (id INTEGER PRIMARY KEY, value TEXT);
+                CREATE TABLE PYTORCH_API (startNs INTEGER, endNs INTEGER, globalTid INTEGER, connectionId INTEGER,
+                    name INTEGER, sequenceNumber INTEGER, fwdThreadId INTEGER, inputDtypes INTEGER,
+                    inputShapes INTEGER, callchainId INTEGER, type INTEGER);
+                CREATE TABLE CONNECTION_IDS (id INTEGER, connectionId INTEGER);
+                CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER,
+                    globalTaskId INTEGER, globalPid INTEGER, taskType INTEGER, contextId INTEGER, streamId INTEGER,
+                    taskId INTEGER, modelId INTEGER);
+                INSERT INTO STRING_IDS VALUES (1, 'aten::linear'), (2, 'aten::addmm'), (3, 'aten::relu'),
+                    (4, 'mark');
+                -- thread 7: linear [0, 10000) holding addmm [1000, 7000); relu [20000, 23000) alone
+                -- thread 8: addmm [0, 4000); an mstx row (type 50004) that is not an op
+                INSERT INTO PYTORCH_API VALUES
+                    (0, 10000, 7, 100, 1, -1, 0, NULL, NULL, NULL, 50001),
+                    (1000, 7000, 7, 101, 2, -1, 0, NULL, NULL, NULL, 50001),
+                    (20000, 23000, 7, NULL, 3, -1, 0, NULL, NULL, NULL, 50001),
+                    (0, 4000, 8, 102, 2, -1, 0, NULL, NULL, NULL, 50001),
+                    (0, 50000, 8, 103, 4, -1, 0, NULL, NULL, NULL, 50004);
+                -- kernel 55 is linked to linear and to the addmm inside it: it is addmm's
+                INSERT INTO CONNECTION_IDS VALUES (100, 55), (101, 55), (102, 56);
+                INSERT INTO TASK (startNs, endNs, connectionId) VALUES (30000, 32500, 55), (40000, 41000, 56);
+            """)
+        return db
+
+    def test_self_total_and_device_times(self):
+        from gpuprof import _key_averages
+        averages = {e.key: e for e in _key_averages.key_averages(self.make_db())}
+        self.assertEqual(sorted(averages), ["aten::addmm", "aten::linear", "aten::relu"])
+        linear, addmm, relu = averages["aten::linear"], averages["aten::addmm"], averages["aten::relu"]
+        self.assertEqual((linear.count, linear.cpu_time_total, linear.self_cpu_time_total), (1, 10.0, 4.0))
+        self.assertEqual((addmm.count, addmm.cpu_time_total, addmm.self_cpu_time_total), (2, 10.0, 10.0))
+        self.assertEqual(addmm.cpu_time, 5.0)
+        self.assertEqual((relu.count, relu.cpu_time_total, relu.self_cpu_time_total), (1, 3.0, 3.0))
+        self.assertEqual((addmm.self_device_time_total, addmm.device_time_total), (3.5, 3.5))
+        self.assertEqual((linear.self_device_time_total, linear.device_time_total), (0.0, 2.5))
+        self.assertEqual(relu.device_time_total, 0.0)
+        self.assertEqual(addmm.cuda_time_total, addmm.device_time_total, "torch's name for it")
+
+    def test_table_sorts_limits_and_shows_device_columns_only_with_kernels(self):
+        from gpuprof import _key_averages
+        averages = _key_averages.key_averages(self.make_db())
+        table = averages.table(sort_by="cuda_time_total", row_limit=2)
+        lines = [ln for ln in table.splitlines() if ln.startswith("aten::")]
+        self.assertEqual([ln.split()[0] for ln in lines], ["aten::addmm", "aten::linear"])
+        self.assertIn("Self CUDA", table)
+        self.assertIn("Self CPU time total: 17.000us", table)
+        self.assertIn("Self CUDA time total: 3.500us", table)
+        by_total = averages.table(sort_by="cpu_time_total")  # addmm and linear tie: by name
+        self.assertEqual([ln.split()[0] for ln in by_total.splitlines() if ln.startswith("aten::")],
+                         ["aten::addmm", "aten::linear", "aten::relu"])
+        with self.assertRaisesRegex(ValueError, "sort_by='cpu_memory_usage'.*cpu_time_total"):
+            averages.table(sort_by="cpu_memory_usage")
+
+    def test_a_db_without_kernels_has_no_device_columns(self):
+        from gpuprof import _key_averages
+        db = self.make_db()
+        with sqlite3.connect(db) as conn:
+            conn.execute("DELETE FROM TASK")
+        averages = _key_averages.key_averages(db)
+        self.assertNotIn("CUDA", averages.table())
+        # torch.profiler users' sort_by="cuda_time_total" on a CPU run: sorted by zeros (ties by name),
+        # and the table says so.
+        table = averages.table(sort_by="cuda_time_total")
+        self.assertEqual([ln.split()[0] for ln in table.splitlines() if ln.startswith("aten::")],
+                         ["aten::addmm", "aten::linear", "aten::relu"])
+        self.assertIn("no kernel of this profile is linked to an op: every cuda_time_total is 0", table)
+        self.assertEqual(averages[0].cuda_time_total, 0.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
