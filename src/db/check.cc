@@ -191,9 +191,6 @@ const std::vector<NeverNull> kNeverNull = {
     {"COMMUNICATION_OP", {"opName", "startNs", "endNs"}},
 };
 
-// Times beyond this (year 2116) or below 0 are no clock reading: sums over them overflow.
-constexpr std::int64_t kMaxPlausibleNs = std::int64_t{1} << 62;
-
 std::string Describe(const ColumnInfo& column) {
   return column.name + " " + column.declared_type + (column.primary_key ? " PRIMARY KEY" : "");
 }
@@ -640,7 +637,7 @@ class Checker {
           [](std::int64_t n, const std::string& example) {
             return std::to_string(n) + " row(s) with startNs > endNs (e.g. rowid " + example + ")";
           }));
-      const std::string limit = std::to_string(kMaxPlausibleNs);
+      const std::string limit = std::to_string(kMaxPlausibleTimeNs);
       GPUPROF_RETURN_IF_ERROR(
           ReportCount(table,
                       std::string("SELECT COUNT(*), MIN(rowid) FROM ") + table +

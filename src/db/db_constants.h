@@ -11,6 +11,9 @@ namespace gpuprof::db {
 // DB_INVALID_VALUE: msprof's "no value" in id columns (an empty string's STRING_IDS id, a task
 // without a model, a host-only mark's connectionId).
 inline constexpr std::uint64_t kDbInvalidValue = 4294967295ull;
+// A time (epoch ns) beyond this (year 2116) or below 0 is no clock reading, and sums over such
+// times overflow: `check` flags them and `stats` leaves their rows out.
+inline constexpr std::int64_t kMaxPlausibleTimeNs = std::int64_t{1} << 62;
 
 // ENUM_API_TYPE ids of the CANN_API rows gpuprof writes.
 inline constexpr std::int64_t kApiTypeRuntime = 5000;        // "runtime": the host API call

@@ -27,17 +27,16 @@ constexpr std::int64_t kApiTypeOp = 50001;
 // negative, end >= start, below 2^62 ns and, when the session's span is sound, within an hour of
 // it. Other rows are impossible (a damaged or hand-edited DB): they are left out and counted, so
 // that sums stay sums and percentages stay below the session (`gpuprof check` names them).
-constexpr std::int64_t kMaxPlausibleNs = std::int64_t{1} << 62;
 constexpr std::int64_t kSessionSlackNs = std::int64_t{3600} * 1'000'000'000;
 
 std::string PlausibleSpan(const ProfileStats& stats, const std::string& start, const std::string& end) {
   std::int64_t lo = 0;
-  std::int64_t hi = kMaxPlausibleNs;
+  std::int64_t hi = kMaxPlausibleTimeNs;
   if (stats.session_start_ns.has_value() && stats.session_end_ns.has_value() &&
       *stats.session_start_ns >= 0 && *stats.session_start_ns <= *stats.session_end_ns &&
-      *stats.session_end_ns <= kMaxPlausibleNs) {
+      *stats.session_end_ns <= kMaxPlausibleTimeNs) {
     lo = std::max<std::int64_t>(0, *stats.session_start_ns - kSessionSlackNs);
-    hi = std::min(kMaxPlausibleNs, *stats.session_end_ns + kSessionSlackNs);
+    hi = std::min(kMaxPlausibleTimeNs, *stats.session_end_ns + kSessionSlackNs);
   }
   const std::string s = "CAST(" + start + " AS INTEGER)";
   const std::string e = "CAST(" + end + " AS INTEGER)";
