@@ -836,16 +836,16 @@ class Exporter {
     }
     // fwd/bwd and task-queue pairs: connectionIds shared by more than one op; the lowest index is
     // the first op, the highest the second (msprof-analyze's QUEYR_FWD_BWD_FLOW). One op row per
-    // index (the first written), so repeated rows give one flow, not their product.
+    // index (the first written, grouped once), so repeated rows give one flow, not their product.
     auto [first_name, first_join] = StringJoin(schema, "a.name", "an");
     const std::string sql =
+        "WITH first_op AS MATERIALIZED (SELECT connectionId AS id, MIN(rowid) AS row FROM PYTORCH_API "
+        "GROUP BY connectionId) "
         "SELECT a.startNs, a.globalTid, b.startNs, b.globalTid, " + first_name +
         " FROM (SELECT connectionId AS cid, MIN(id) AS first_id, MAX(id) AS last_id FROM CONNECTION_IDS "
         "GROUP BY connectionId HAVING COUNT(DISTINCT id) > 1) g "
-        "JOIN (SELECT connectionId AS id, MIN(rowid) AS row FROM PYTORCH_API GROUP BY connectionId) oa "
-        "ON oa.id = g.first_id JOIN PYTORCH_API a ON a.rowid = oa.row "
-        "JOIN (SELECT connectionId AS id, MIN(rowid) AS row FROM PYTORCH_API GROUP BY connectionId) ob "
-        "ON ob.id = g.last_id JOIN PYTORCH_API b ON b.rowid = ob.row" +
+        "JOIN first_op oa ON oa.id = g.first_id JOIN PYTORCH_API a ON a.rowid = oa.row "
+        "JOIN first_op ob ON ob.id = g.last_id JOIN PYTORCH_API b ON b.rowid = ob.row" +
         first_join + " ORDER BY g.cid";
     return Stream(reader, sql, [&](const Query& q) {
       std::string_view first = q.Text(4);
