@@ -841,7 +841,8 @@ class Exporter {
     const std::string sql =
         "WITH first_op AS MATERIALIZED (SELECT connectionId AS id, MIN(rowid) AS row FROM PYTORCH_API "
         "GROUP BY connectionId) "
-        "SELECT a.startNs, a.globalTid, b.startNs, b.globalTid, " + first_name +
+        "SELECT a.startNs, a.globalTid, b.startNs, b.globalTid, " +
+        first_name +
         " FROM (SELECT connectionId AS cid, MIN(id) AS first_id, MAX(id) AS last_id FROM CONNECTION_IDS "
         "GROUP BY connectionId HAVING COUNT(DISTINCT id) > 1) g "
         "JOIN first_op oa ON oa.id = g.first_id JOIN PYTORCH_API a ON a.rowid = oa.row "
