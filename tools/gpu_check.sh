@@ -200,9 +200,21 @@ if [[ -f "$build_dir/lib/libgpuprof_torch.so" ]]; then
   echo "==== python tests (tests/python)"
   start=$(now_ms)
   (cd tests/python && GPUPROF_LIB_DIR="$PWD/../../$build_dir/lib" GPUPROF_CLI="$PWD/../../$build_dir/bin/gpuprof" \
-     "$python" -m unittest test_schedule test_profile 2>&1 | tail -n 30; exit "${PIPESTATUS[0]}")
+     "$python" -m unittest test_schedule test_profile test_signals test_run_reports 2>&1 | tail -n 30
+   exit "${PIPESTATUS[0]}")
   rc=$?
   record "python tests (tests/python)" "$([[ $rc -eq 0 ]] && echo passed || echo "FAILED (exit $rc)")" "$(since "$start")"
+fi
+
+# ---- 1c'. a plain CUDA program stopped by SIGTERM, and run's live line (issue 21) ----------------
+if [[ -x "$build_dir/tests/gpu/gpu_test_launch_loop" ]]; then
+  echo
+  echo "==== signal and progress (tests/gpu/signal_progress.py)"
+  start=$(now_ms)
+  "$python" tests/gpu/signal_progress.py --build-dir "$build_dir" --work-dir "$work/signal_progress" 2>&1
+  rc=$?
+  record "signal and progress (plain CUDA program)" "$([[ $rc -eq 0 ]] && echo passed || echo "FAILED (exit $rc)")" \
+    "$(since "$start")"
 fi
 
 # ---- 1d. the replay device benchmark's smoke run (bench/README.md): every restore it makes verified --

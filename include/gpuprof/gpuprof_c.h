@@ -101,11 +101,13 @@ typedef enum gpuprof_status {
  * (configuration from the environment only) or a JSON object whose keys override it. Joining a
  * running session applies no configuration (a non-NULL one is still validated, and ignored with
  * one warning line). Returns GPUPROF_OK, GPUPROF_ERROR_INVALID_CONFIG, GPUPROF_ERROR_OUTPUT or
- * GPUPROF_ERROR_INTERNAL. */
+ * GPUPROF_ERROR_INTERNAL. A failed start logs nothing: the caller reports gpuprof_last_error() (the
+ * Python package warns once); under `gpuprof run` the failure is also named in run's last line. */
 GPUPROF_API int gpuprof_start(const char* config_json_or_null) GPUPROF_NOEXCEPT;
 
 /* gpuprof_start(NULL), marked as started by the injection library (CUDA_INJECTION64_PATH): what
- * InitializeInjection calls at cuInit. */
+ * InitializeInjection calls at cuInit. Its caller has nothing to add, so a failed start logs one
+ * warning line ("profiling is off for pid N: why") itself. */
 GPUPROF_API int gpuprof_start_from_environment(void) GPUPROF_NOEXCEPT;
 
 /* Releases one gpuprof_start; the last one stops the session and finalizes its DB (see above).

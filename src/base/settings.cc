@@ -271,6 +271,12 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
      "between the pass's start and stop, the L2 flush of --cache-control all included (user, CUPTI's user "
      "range)",
      nullptr},
+    {SettingId::kProgress, "progress", "GPUPROF_PROGRESS", "", T::kChoice, 0, 0, "auto|off", "auto",
+     "--progress", kRunCommand | kReplayCommand | kDbCommand, "auto|off",
+     "Progress on stderr while the work runs: auto shows a live line when stderr is a terminal, after a "
+     "second (run and replay: the launches, kernels, ops and replays so far, on the terminal's last row; "
+     "stats, export and check: the part of the DB being read); off shows none. A pipe or a file gets none",
+     nullptr},
 }};
 
 constexpr bool RowsInIdOrder() {

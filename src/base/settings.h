@@ -46,6 +46,7 @@ enum SettingCommand : std::uint8_t {
   kRunCommand = 1u << 0,     // gpuprof run
   kReplayCommand = 1u << 1,  // gpuprof replay
   kDemoCommand = 1u << 2,    // gpuprof demo
+  kDbCommand = 1u << 3,      // gpuprof stats, export, check
 };
 
 // Every setting, in table order. Settings() is indexed by these.
@@ -86,6 +87,7 @@ enum class SettingId : std::uint8_t {
   kReplaySet,
   kReplayClockControl,
   kReplayCounterRange,
+  kProgress,
   kCount,  // not a setting
 };
 

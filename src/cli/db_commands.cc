@@ -17,6 +17,7 @@
 #include "cli/cli11.h"
 #include "cli/exit_codes.h"
 #include "cli/help_formatter.h"
+#include "cli/live_line.h"
 #include "cli/report.h"
 #include "db/check.h"
 #include "db/cluster_stats.h"
@@ -483,6 +484,11 @@ void PrintCluster(std::ostream& out, const std::string& path, const db::ClusterS
 }
 
 // Resolves PATH, printing the error or the partial-DB note; nullopt on error.
+// The live line's context for the i-th of n DBs: "" for a single DB.
+std::string DbOfN(std::size_t i, std::size_t n) {
+  return n > 1 ? "DB " + std::to_string(i + 1) + " of " + std::to_string(n) : std::string();
+}
+
 std::optional<db::ResolvedProfiles> Resolve(const std::string& path, std::ostream& err) {
   StatusOr<db::ResolvedProfiles> resolved = db::ResolveProfilePath(path);
   if (!resolved.ok()) {
@@ -496,7 +502,8 @@ std::optional<db::ResolvedProfiles> Resolve(const std::string& path, std::ostrea
   return std::move(resolved).value();
 }
 
-int RunStats(const std::string& path, std::size_t top, std::ostream& out, std::ostream& err) {
+int RunStats(const std::string& path, std::size_t top, std::string_view progress, std::ostream& out,
+             std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
   int exit_code = kExitOk;
@@ -514,7 +521,10 @@ int RunStats(const std::string& path, std::size_t top, std::ostream& out, std::o
   }
   bool first = true;
   if (resolved->dbs.size() >= 2 && readable.size() >= 2) {
-    StatusOr<db::ClusterStats> cluster = db::ComputeClusterStats(readable);
+    StatusOr<db::ClusterStats> cluster = [&] {
+      WorkProgress line(progress, "gpuprof stats", "cluster summary");
+      return db::ComputeClusterStats(readable, line.progress());
+    }();
     if (cluster.ok()) {
       PrintCluster(out, path, *cluster, resolved->dbs.size() - readable.size(), top);
       first = false;
@@ -523,14 +533,18 @@ int RunStats(const std::string& path, std::size_t top, std::ostream& out, std::o
       exit_code = kExitFailure;
     }
   }
-  for (const db::ProfileDbFile& file : readable) {
+  for (std::size_t i = 0; i < readable.size(); ++i) {
+    const db::ProfileDbFile& file = readable[i];
     StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(file.path);
     if (!reader.ok()) {
       PrintError(err, reader.status());
       exit_code = kExitFailure;
       continue;
     }
-    StatusOr<db::ProfileStats> stats = db::ComputeStats(**reader, db::StatsOptions{top});
+    StatusOr<db::ProfileStats> stats = [&] {
+      WorkProgress line(progress, "gpuprof stats", DbOfN(i, readable.size()));
+      return db::ComputeStats(**reader, db::StatsOptions{top, line.progress()});
+    }();
     if (!stats.ok()) {
       PrintError(err, stats.status());
       exit_code = kExitFailure;
@@ -615,7 +629,7 @@ int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err) {
 namespace {
 
 int RunExport(const std::string& path, const std::string& format, const std::string& output,
-              std::ostream& out, std::ostream& err) {
+              std::string_view progress, std::ostream& out, std::ostream& err) {
   std::vector<std::string_view> formats = db::ExportFormats();
   if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
     std::string known;
@@ -626,7 +640,10 @@ int RunExport(const std::string& path, const std::string& format, const std::str
   }
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
-  StatusOr<db::ExportSummary> summary = db::ExportPerfettoTrace(resolved->dbs, output);
+  StatusOr<db::ExportSummary> summary = [&] {
+    WorkProgress line(progress, "gpuprof export");
+    return db::ExportPerfettoTrace(resolved->dbs, output, line.progress());
+  }();
   if (!summary.ok()) {
     PrintError(err, summary.status());
     return kExitFailure;
@@ -671,19 +688,23 @@ bool CheckAnalysisBeside(const std::string& db_path, const db::ProfileReader& pr
   return true;
 }
 
-int RunCheck(const std::string& path, std::ostream& out, std::ostream& err) {
+int RunCheck(const std::string& path, std::string_view progress, std::ostream& out, std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
   int exit_code = kExitOk;
   std::size_t problems = 0;
-  for (const db::ProfileDbFile& file : resolved->dbs) {
+  for (std::size_t i = 0; i < resolved->dbs.size(); ++i) {
+    const db::ProfileDbFile& file = resolved->dbs[i];
     StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(file.path);
     if (!reader.ok()) {
       PrintError(err, reader.status());
       exit_code = kExitFailure;
       continue;
     }
-    StatusOr<db::CheckReport> report = db::CheckProfileDb(**reader);
+    StatusOr<db::CheckReport> report = [&] {
+      WorkProgress line(progress, "gpuprof check", DbOfN(i, resolved->dbs.size()));
+      return db::CheckProfileDb(**reader, line.progress());
+    }();
     if (!report.ok()) {
       PrintError(err, report.status());
       exit_code = kExitFailure;
@@ -717,6 +738,7 @@ DbCommands::DbCommands(CLI::App& app) {
       "step time into compute, communication not overlapped with compute, and idle; per step the "
       "slowest rank and the spread");
   stats_->add_option("PATH", stats_path_, path_help)->required();
+  stats_settings_ = std::make_unique<SettingOptions>(*stats_, base::kDbCommand);  // --progress
   CLI::Option* top = stats_->add_option("--top", top_, "Rows per table")
                          ->check(CLI::Range(std::size_t{1}, kMaxTop))
                          ->capture_default_str();
@@ -732,6 +754,7 @@ DbCommands::DbCommands(CLI::App& app) {
       "Convert a profile to a trace file: --format perfetto writes Chrome trace-event JSON for "
       "ui.perfetto.dev (one process per rank)");
   export_->add_option("PATH", export_path_, path_help)->required();
+  export_settings_ = std::make_unique<SettingOptions>(*export_, base::kDbCommand);
   export_->add_option("--format", format_, "Output format: perfetto")
       ->type_name("FORMAT")
       ->capture_default_str();
@@ -750,7 +773,10 @@ DbCommands::DbCommands(CLI::App& app) {
   check_ = app.add_subcommand(
       "check", "Check a profile's schema and joins against the format (one line per problem; exit 1 if any)");
   check_->add_option("PATH", check_path_, path_help)->required();
+  check_settings_ = std::make_unique<SettingOptions>(*check_, base::kDbCommand);
 }
+
+DbCommands::~DbCommands() = default;
 
 bool DbCommands::parsed() const { return stats_->parsed() || export_->parsed() || check_->parsed(); }
 
@@ -762,10 +788,14 @@ std::string DbCommands::HelpCommand() const {
 }
 
 int DbCommands::Run(std::ostream& out, std::ostream& err) const {
-  if (stats_->parsed())
-    return csv_ ? RunStatsCsv(stats_path_, out, err) : RunStats(stats_path_, top_, out, err);
-  if (export_->parsed()) return RunExport(export_path_, format_, output_, out, err);
-  if (check_->parsed()) return RunCheck(check_path_, out, err);
+  const base::SettingId progress = base::SettingId::kProgress;
+  if (stats_->parsed()) {
+    return csv_ ? RunStatsCsv(stats_path_, out, err)
+                : RunStats(stats_path_, top_, stats_settings_->value(progress), out, err);
+  }
+  if (export_->parsed())
+    return RunExport(export_path_, format_, output_, export_settings_->value(progress), out, err);
+  if (check_->parsed()) return RunCheck(check_path_, check_settings_->value(progress), out, err);
   return kExitUsage;
 }
 

@@ -8,7 +8,10 @@
 
 #include <cstddef>
 #include <iosfwd>
+#include <memory>
 #include <string>
+
+#include "cli/setting_options.h"
 
 namespace CLI {
 class App;
@@ -32,6 +35,7 @@ class DbCommands {
   // Registers the three subcommands on `app`; the object holds their flags, so it must outlive
   // parsing and Run().
   explicit DbCommands(CLI::App& app);
+  ~DbCommands();
   DbCommands(const DbCommands&) = delete;
   DbCommands& operator=(const DbCommands&) = delete;
 
@@ -53,6 +57,9 @@ class DbCommands {
   std::string format_ = "perfetto";
   std::string output_;
   std::string check_path_;
+  std::unique_ptr<SettingOptions> stats_settings_;  // --progress of each
+  std::unique_ptr<SettingOptions> export_settings_;
+  std::unique_ptr<SettingOptions> check_settings_;
 };
 
 }  // namespace gpuprof::cli

@@ -35,6 +35,7 @@
 #include "cli/db_commands.h"
 #include "cli/exit_codes.h"
 #include "cli/help_formatter.h"
+#include "cli/live_line.h"
 #include "cli/query_metrics.h"
 #include "cli/report.h"
 #include "cli/setting_options.h"
@@ -305,6 +306,42 @@ std::vector<std::string> UnfinishedDbs(const std::string& result_file) {
   }
   std::sort(unfinished.begin(), unfinished.end());
   return unfinished;
+}
+
+// What the live line of `run` shows: the counts of this run's processes (their progress files
+// beside the result file, db::RunProgressPath), summed.
+std::string RunProgressText(const std::string& result_file, bool replay) {
+  const fs::path file(result_file);
+  const std::string prefix = file.filename().string() + std::string(db::kRunProgressInfix);
+  db::RunProgress total;
+  std::size_t processes = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(file.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0 || name.find('.', prefix.size()) != std::string::npos) {
+      continue;  // not a progress file (or its temporary)
+    }
+    std::ifstream in(it->path());
+    std::string text;
+    db::RunProgress one;
+    if (std::getline(in, text) && !in.eof() && db::ParseRunProgress(text + "\n", &one)) {
+      total += one;
+      ++processes;
+    }
+  }
+  if (processes == 0) return "running, nothing recorded yet";
+  std::string text = GroupedNumber(total.launches) + " launches, " + GroupedNumber(total.kernels) +
+                     " kernels, " + GroupedNumber(total.ops) + " ops";
+  if (replay) {
+    text += ", " + GroupedNumber(total.replayed) + " replayed";
+    if (total.declined > 0) text += " (" + GroupedNumber(total.declined) + " declined)";
+  }
+  if (processes > 1) text += " in " + std::to_string(processes) + " processes";
+  if (total.finalizing > 0) {
+    text += processes > 1 ? "; " + std::to_string(total.finalizing) + " of them writing their DB"
+                          : "; writing the DB";
+  }
+  return text;
 }
 
 // ---- The summary --------------------------------------------------------------------------------
@@ -833,6 +870,10 @@ int RunCommand::Run(std::ostream& report) const {
       (nvtx == nullptr || *nvtx == '\0') && ExportsNvtxEntryPoint(*inject_library)) {
     env.Set(kNvtxInjectionEnv, *inject_library);
   }
+  // The live line (--progress): the application's output scrolls above it. Without one, the
+  // processes write no progress files.
+  const bool show_progress = LiveLine::Wanted(settings_->value(SettingId::kProgress), STDERR_FILENO);
+  if (!show_progress) env.Set(std::string(base::Spec(SettingId::kProgress).env), "off");
   env.Build();
 
   int wait_status = 0;
@@ -841,15 +882,19 @@ int RunCommand::Run(std::ostream& report) const {
     StatusOr<Started> started = StartApplication(app_argv, env, signals);
     if (!started.ok()) return Fail(report, started.status());
     pid_t pid = started->pid;
+    LiveLine progress(STDERR_FILENO, show_progress, LinePlace::kBottomRow, std::string("gpuprof ") + name(),
+                      [&] { return RunProgressText(result_file, replay_); });
     while (waitpid(pid, &wait_status, 0) < 0) {
       if (errno != EINTR) {
         int err = errno;
         g_child_pid.store(0, std::memory_order_relaxed);
+        progress.Stop();
         return Fail(report, InternalError("waiting for the application (pid " + std::to_string(pid) +
                                           ") failed: " + base::ErrnoText(err)));
       }
     }
     g_child_pid.store(0, std::memory_order_relaxed);
+    progress.Stop();
     if (started->exec_errno != 0) {
       report << "gpuprof: error: cannot run '" << app_argv.front()
              << "': " << base::ErrnoText(started->exec_errno) << "\n";

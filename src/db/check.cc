@@ -227,19 +227,27 @@ class Checker {
   Checker(const ProfileReader& reader, const Expectations& expected, CheckReport* report)
       : reader_(reader), expected_(expected), report_(report) {}
 
-  Status Run() {
-    GPUPROF_RETURN_IF_ERROR(CountTablesAndRows());
-    GPUPROF_RETURN_IF_ERROR(CheckSchema());
-    GPUPROF_RETURN_IF_ERROR(CheckIndexes());
-    GPUPROF_RETURN_IF_ERROR(CheckColumnValues());
-    GPUPROF_RETURN_IF_ERROR(CheckEnums());
-    GPUPROF_RETURN_IF_ERROR(CheckMetaData());
-    GPUPROF_RETURN_IF_ERROR(CheckStringIds());
-    GPUPROF_RETURN_IF_ERROR(CheckStringReferences());
-    GPUPROF_RETURN_IF_ERROR(CheckConnections());
-    GPUPROF_RETURN_IF_ERROR(CheckKernelLaunches());
-    GPUPROF_RETURN_IF_ERROR(CheckTimesAndSingletons());
-    GPUPROF_RETURN_IF_ERROR(CheckReplayTables());
+  // `progress` (may be null) gets a stage per check.
+  Status Run(base::Progress* progress) {
+    using Step = Status (Checker::*)();
+    static constexpr std::pair<std::string_view, Step> kSteps[] = {
+        {"counting rows", &Checker::CountTablesAndRows},
+        {"tables and columns", &Checker::CheckSchema},
+        {"indexes", &Checker::CheckIndexes},
+        {"column types and values", &Checker::CheckColumnValues},
+        {"enum tables", &Checker::CheckEnums},
+        {"META_DATA", &Checker::CheckMetaData},
+        {"STRING_IDS", &Checker::CheckStringIds},
+        {"string references", &Checker::CheckStringReferences},
+        {"CONNECTION_IDS", &Checker::CheckConnections},
+        {"kernel launches", &Checker::CheckKernelLaunches},
+        {"times and singletons", &Checker::CheckTimesAndSingletons},
+        {"replay tables", &Checker::CheckReplayTables},
+    };
+    for (const auto& [what, step] : kSteps) {
+      base::Progress::StageOf(progress, what);
+      GPUPROF_RETURN_IF_ERROR((this->*step)());
+    }
     return OkStatus();
   }
 
@@ -766,14 +774,15 @@ StatusOr<CheckReport> CheckAnalysisDb(const ProfileReader& analysis, const Profi
   return report;
 }
 
-StatusOr<CheckReport> CheckProfileDb(const ProfileReader& reader) {
+StatusOr<CheckReport> CheckProfileDb(const ProfileReader& reader, base::Progress* progress) {
   CheckReport report;
   report.path = reader.path();
+  base::Progress::StageOf(progress, "integrity (SQLite quick_check)");
   GPUPROF_RETURN_IF_ERROR(CheckIntact(reader));
   const StatusOr<Expectations>& expectations = CachedExpectations();
   if (!expectations.ok()) return expectations.status().WithContext("check: reading src/db/schema.sql");
   Checker checker(reader, *expectations, &report);
-  GPUPROF_RETURN_IF_ERROR(checker.Run());
+  GPUPROF_RETURN_IF_ERROR(checker.Run(progress));
   return report;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
 #include "db/profile_reader.h"
 #include "gpuprof/status.h"
 
@@ -32,7 +33,8 @@ struct CheckReport {
   std::uint64_t rows = 0;    // rows in all of them
 };
 
-StatusOr<CheckReport> CheckProfileDb(const ProfileReader& reader);
+// `progress` (may be null) gets a stage per check.
+StatusOr<CheckReport> CheckProfileDb(const ProfileReader& reader, base::Progress* progress = nullptr);
 
 // The analysis.db beside `profile` (opened with DbKind::kAnalysis): intact, the tables and columns
 // of schema.sql's analysis part, one StepTraceTime row per STEP_TIME row (one when there are none)

@@ -412,7 +412,7 @@ StatusOr<RankStats> ComputeRankStats(const ProfileDbFile& file, WithoutSteps wit
   return ComputeRankStatsOf(file, without_steps);
 }
 
-StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs) {
+StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs, base::Progress* progress) {
   if (dbs.empty()) {
     return InvalidArgumentError(
         "no profile DB to summarize: pass the ascend_pytorch_profiler_<rank>.db files of the ranks, or "
@@ -421,6 +421,8 @@ StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs
   ClusterStats cluster;
   cluster.ranks.reserve(dbs.size());
   for (const ProfileDbFile& file : dbs) {
+    base::Progress::StageOf(progress, "the step split of DB " + std::to_string(cluster.ranks.size() + 1) +
+                                          " of " + std::to_string(dbs.size()));
     GPUPROF_ASSIGN_OR_RETURN(RankStats rank, ComputeRankStatsOf(file, WithoutSteps::kNoRows));
     cluster.ranks.push_back(std::move(rank));
   }

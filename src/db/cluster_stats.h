@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/progress.h"
 #include "db/profile_reader.h"
 #include "gpuprof/status.h"
 
@@ -143,7 +144,9 @@ StatusOr<RankStats> ComputeRankStats(const ProfileDbFile& file,
                                      WithoutSteps without_steps = WithoutSteps::kNoRows);
 
 // Reads every DB in `dbs` (read-only, one at a time). Errors: InvalidArgument for an empty list;
-// the reader's Status, naming the file, for a DB that cannot be opened or read.
-StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs);
+// the reader's Status, naming the file, for a DB that cannot be opened or read. `progress` (may be
+// null) gets a stage per DB.
+StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs,
+                                           base::Progress* progress = nullptr);
 
 }  // namespace gpuprof::db

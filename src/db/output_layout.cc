@@ -1,8 +1,11 @@
 #include "db/output_layout.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <ctime>
 #include <string>
+#include <utility>
 
 namespace gpuprof::db {
 namespace {
@@ -42,6 +45,54 @@ OutputLayout MakeOutputLayout(const std::string& out_dir, const std::string& wor
   layout.analysis_db_path = JoinPath(layout.output_dir, kAnalysisDbName);
   layout.info_json_path = JoinPath(layout.run_dir, "profiler_info" + rank_suffix + ".json");
   return layout;
+}
+
+RunProgress& RunProgress::operator+=(const RunProgress& other) {
+  launches += other.launches;
+  kernels += other.kernels;
+  ops += other.ops;
+  replayed += other.replayed;
+  declined += other.declined;
+  finalizing += other.finalizing;
+  return *this;
+}
+
+std::string RunProgressPath(const std::string& result_file, std::uint32_t pid) {
+  return result_file + std::string(kRunProgressInfix) + std::to_string(pid);
+}
+
+std::string FormatRunProgress(const RunProgress& progress) {
+  return "launches=" + std::to_string(progress.launches) + " kernels=" + std::to_string(progress.kernels) +
+         " ops=" + std::to_string(progress.ops) + " replayed=" + std::to_string(progress.replayed) +
+         " declined=" + std::to_string(progress.declined) +
+         " finalizing=" + std::to_string(progress.finalizing) + "\n";
+}
+
+bool ParseRunProgress(std::string_view text, RunProgress* progress) {
+  if (text.empty() || text.back() != '\n') return false;  // empty or cut short
+  text.remove_suffix(1);
+  RunProgress parsed;
+  const std::pair<std::string_view, std::uint64_t*> fields[] = {
+      {"launches", &parsed.launches}, {"kernels", &parsed.kernels},   {"ops", &parsed.ops},
+      {"replayed", &parsed.replayed}, {"declined", &parsed.declined}, {"finalizing", &parsed.finalizing},
+  };
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(' '), text.size());
+    const std::string_view word = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    const std::size_t equals = word.find('=');
+    if (equals == std::string_view::npos) return false;
+    const std::string_view name = word.substr(0, equals);
+    const std::string_view value = word.substr(equals + 1);
+    std::uint64_t number = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (ec != std::errc() || ptr != value.data() + value.size() || value.empty()) return false;
+    for (const auto& [field, slot] : fields) {
+      if (field == name) *slot = number;
+    }
+  }
+  *progress = parsed;
+  return true;
 }
 
 }  // namespace gpuprof::db

@@ -39,4 +39,26 @@ inline constexpr std::string_view kResultLinePartial = "partial";  // a session 
 inline constexpr std::string_view kResultLineDb = "db";            // ... and finalized this DB
 inline constexpr std::string_view kResultLineFailed = "failed";    // a start failed: "pid N: why"
 
+// What one profiled process under `gpuprof run` has recorded so far, for run's live line: written
+// (replaced whole, by rename) beside the result file as RunProgressPath(result_file, pid) by the
+// session's flusher, at most twice a second; one line "launches=N kernels=N ops=N replayed=N declined=N
+// finalizing=0|1".
+struct RunProgress {
+  std::uint64_t launches = 0;    // kernel launches and async copies seen on the host (CUPTI callbacks)
+  std::uint64_t kernels = 0;     // kernels completed on the device (CUPTI activity records)
+  std::uint64_t ops = 0;         // framework ops (PYTORCH_API rows to be)
+  std::uint64_t replayed = 0;    // kernel launches replayed
+  std::uint64_t declined = 0;    // ... and declined by replay
+  std::uint64_t finalizing = 0;  // processes writing their DB's last rows and derived tables now
+  RunProgress& operator+=(const RunProgress& other);
+  bool operator==(const RunProgress&) const = default;
+};
+
+inline constexpr std::string_view kRunProgressInfix = ".progress.";
+// "<result_file>.progress.<pid>".
+std::string RunProgressPath(const std::string& result_file, std::uint32_t pid);
+std::string FormatRunProgress(const RunProgress& progress);
+// Fields it does not know are skipped; false for text that is not such a line (a file read mid-write).
+bool ParseRunProgress(std::string_view text, RunProgress* progress);
+
 }  // namespace gpuprof::db

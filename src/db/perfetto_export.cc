@@ -582,8 +582,8 @@ class ReplayCounters {
 
 class Exporter {
  public:
-  Exporter(TraceFile* file, std::int64_t time_base_ns, ExportSummary* summary)
-      : file_(file), out_(file->buffer()), base_(time_base_ns), summary_(summary) {}
+  Exporter(TraceFile* file, std::int64_t time_base_ns, ExportSummary* summary, base::Progress* progress)
+      : file_(file), out_(file->buffer()), base_(time_base_ns), summary_(summary), progress_(progress) {}
 
   Status ExportDb(const ProfileReader& reader, DbContext& db) {
     GPUPROF_ASSIGN_OR_RETURN(
@@ -593,14 +593,27 @@ class Exporter {
                       "ENUM_MEMCPY_OPERATION", "CONNECTION_IDS", "MEMORY_RECORD", "MSTX_EVENTS", "GC_RECORD",
                       "GPUPROF_REPLAY_KERNEL", "GPUPROF_REPLAY_PASS", "GPUPROF_REPLAY_METRIC"}));
     GPUPROF_RETURN_IF_ERROR(counters_.Prepare(reader, schema));
+    // Each part is a stage of the progress shown, counted in rows read.
+    auto stage = [&](std::string_view part) {
+      base::Progress::StageOf(progress_, db.label + ": " + std::string(part));
+    };
+    stage("ops (PYTORCH_API)");
     GPUPROF_RETURN_IF_ERROR(ExportOps(reader, schema, db));
+    stage("API calls (CANN_API)");
     GPUPROF_RETURN_IF_ERROR(ExportApiCalls(reader, schema, db));
+    stage("device tasks (TASK)");
     GPUPROF_RETURN_IF_ERROR(ExportTasks(reader, schema, db));
+    stage("launch flows");
     GPUPROF_RETURN_IF_ERROR(ExportTaskFlows(reader, schema, db));
+    stage("forward/backward flows");
     GPUPROF_RETURN_IF_ERROR(ExportOpFlows(reader, schema, db));
+    stage("memory (MEMORY_RECORD)");
     GPUPROF_RETURN_IF_ERROR(ExportMemory(reader, schema, db));
+    stage("marks (MSTX_EVENTS)");
     GPUPROF_RETURN_IF_ERROR(ExportMstx(reader, schema, db));
+    stage("GC pauses (GC_RECORD)");
     GPUPROF_RETURN_IF_ERROR(ExportGc(reader, schema, db));
+    stage("replay results");
     GPUPROF_RETURN_IF_ERROR(ExportReplay(reader, schema, db));
     counters_ = {};  // its statements belong to this DB's reader
     return OkStatus();
@@ -637,6 +650,7 @@ class Exporter {
     while (true) {
       GPUPROF_ASSIGN_OR_RETURN(bool has_row, query.Step());
       if (!has_row) break;
+      base::Progress::AdvanceOf(progress_, 1);
       if constexpr (std::is_same_v<decltype(row(query)), Status>) {
         GPUPROF_RETURN_IF_ERROR(row(query));
       } else {
@@ -1017,6 +1031,7 @@ class Exporter {
   std::string* out_;
   std::int64_t base_;
   ExportSummary* summary_;
+  base::Progress* progress_;  // null: nobody watches
   Tracks tracks_;
   ReplayCounters counters_;
   bool first_event_ = true;
@@ -1101,7 +1116,7 @@ void AppendMicros(std::string* out, std::int64_t ns) {
 }
 
 StatusOr<ExportSummary> ExportPerfettoTrace(const std::vector<ProfileDbFile>& dbs,
-                                            const std::string& output_path) {
+                                            const std::string& output_path, base::Progress* progress) {
   if (dbs.empty()) return InvalidArgumentError("export: no profile database given");
   if (output_path.empty()) return InvalidArgumentError("export: no output path given (-o trace.json)");
 
@@ -1137,7 +1152,7 @@ StatusOr<ExportSummary> ExportPerfettoTrace(const std::vector<ProfileDbFile>& db
   AppendInt(out, summary.time_base_ns);
   out->append(",\"ts_unit\":\"microseconds since gpuprof_time_base_ns (Unix epoch ns)\"},\"traceEvents\":[");
 
-  Exporter exporter(file.get(), summary.time_base_ns, &summary);
+  Exporter exporter(file.get(), summary.time_base_ns, &summary, progress);
   for (std::size_t i = 0; i < readers.size(); ++i) {
     GPUPROF_ASSIGN_OR_RETURN(DbContext db, LoadContext(*readers[i], dbs[i], i));
     GPUPROF_RETURN_IF_ERROR(exporter.ExportDb(*readers[i], db));

@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/progress.h"
 #include "db/profile_reader.h"
 #include "gpuprof/status.h"
 
@@ -58,9 +59,11 @@ struct ExportSummary {
 };
 
 // Errors: the readers' (bad input), InvalidArgument/NotFound for an output path that cannot be
-// created, DataLoss/Internal for a write that fails (disk full).
+// created, DataLoss/Internal for a write that fails (disk full). `progress` (may be null) gets a
+// stage per DB and table part and one unit per row read.
 StatusOr<ExportSummary> ExportPerfettoTrace(const std::vector<ProfileDbFile>& dbs,
-                                            const std::string& output_path);
+                                            const std::string& output_path,
+                                            base::Progress* progress = nullptr);
 
 // `ns` as microseconds with exactly three decimals ("-1.500", "0.001", "12.000").
 void AppendMicros(std::string* out, std::int64_t ns);

@@ -695,11 +695,18 @@ StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOpti
   if (reader.HasTable("STRING_IDS") && !reader.HasStringValues()) {
     stats.data_notes.push_back("STRING_IDS has no value column: names show as #<id>");
   }
+  auto stage = [&](std::string_view what) { base::Progress::StageOf(options.progress, what); };
+  stage("ops (PYTORCH_API)");
   GPUPROF_RETURN_IF_ERROR(ReadOps(reader, strings, options.top, &stats));
+  stage("kernels (TASK)");
   GPUPROF_RETURN_IF_ERROR(ReadKernels(reader, strings, options.top, &stats));
+  stage("memory (MEMORY_RECORD)");
   GPUPROF_RETURN_IF_ERROR(ReadMemory(reader, strings, &stats));
+  stage("steps (STEP_TIME)");
   GPUPROF_RETURN_IF_ERROR(ReadSteps(reader, options.top, &stats));
+  stage("GC pauses (GC_RECORD)");
   GPUPROF_RETURN_IF_ERROR(ReadGc(reader, &stats));
+  stage("replay results");
   GPUPROF_RETURN_IF_ERROR(ReadReplay(reader, options.top, &stats));
   GPUPROF_RETURN_IF_ERROR(ReadReplayCounters(reader, options.top, &stats));
   return stats;

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/progress.h"
 #include "db/profile_reader.h"
 #include "gpuprof/status.h"
 
@@ -205,7 +206,8 @@ struct ProfileStats {
 };
 
 struct StatsOptions {
-  std::size_t top = 15;  // rows per table
+  std::size_t top = 15;                // rows per table
+  base::Progress* progress = nullptr;  // a stage per part read; null: nobody watches
 };
 
 StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOptions& options);

@@ -320,6 +320,7 @@ Status SetSetting(SessionConfig& c, SettingId id, std::string_view text, std::st
     }
     case SettingId::kReplayClockControl: replay::ParseClockControl(v, &c.replay.clock_control); break;
     case SettingId::kReplayCounterRange: c.replay.counter_range = v; break;
+    case SettingId::kProgress: c.progress = v != "off"; break;
     case SettingId::kCount: break;
   }
   return OkStatus();
@@ -365,6 +366,7 @@ std::string SettingText(const SessionConfig& c, SettingId id) {
     case SettingId::kReplaySet: return c.replay.set;
     case SettingId::kReplayClockControl: return std::string(replay::ClockControlName(c.replay.clock_control));
     case SettingId::kReplayCounterRange: return c.replay.counter_range;
+    case SettingId::kProgress: return c.progress ? "auto" : "off";
     case SettingId::kCount: break;
   }
   return {};

@@ -108,6 +108,9 @@ struct SessionConfig {
   // A process started from the injection library that is not that process (an exec'd
   // descendant) is profiled only with follow_children.
   std::uint32_t root_pid;
+  // progress: under `gpuprof run` (root_pid set), each process writes its counts beside the result
+  // file for run's live line (db::RunProgressPath) unless this is off (run says off when it shows none).
+  bool progress;
   TorchSettings torch;
   ReplaySettings replay;
   // The JSON object's members in their order: key and the value's JSON text as given. Recognized

@@ -70,13 +70,16 @@ CallResult CheckMessage(const char* message) {
   return {};
 }
 
-// A start that fails leaves the program unprofiled: say so once, even to a caller that ignores
-// the code (the injection library does: it has nothing to add).
-void LogStartFailure(int code) noexcept {
+// A start that fails leaves the program unprofiled. The injection library ignores the code (it has
+// nothing to add): for it (`log`), the warning is ours. An API caller reports gpuprof_last_error()
+// itself (the Python package warns once), so a second line here would repeat it.
+void NoteStartFailure(int code, bool log) noexcept {
   if (code == GPUPROF_OK) return;
   try {
     const std::string message = t_static_error != nullptr ? std::string(t_static_error) : t_last_error;
-    GPUPROF_LOG(kWarning) << "profiling is off for pid " << getpid() << ": " << message;
+    if (log) {
+      GPUPROF_LOG(kWarning) << "profiling is off for pid " << getpid() << ": " << message;
+    }
     // Under `gpuprof run`, its last line names this failure instead of guessing. The variable is
     // read directly: a start can fail before (or because) the configuration parses.
     const char* result_file = std::getenv(std::string(base::Spec(base::SettingId::kResultFile).env).c_str());
@@ -132,14 +135,14 @@ GPUPROF_API int gpuprof_start(const char* config_json_or_null) noexcept {
                (config_json_or_null == nullptr ? "NULL" : Excerpt(config_json_or_null)) + ")";
       },
       [&] { return ProcessSession::Get().Start(config_json_or_null, "api"); });
-  gpuprof::session::LogStartFailure(code);
+  gpuprof::session::NoteStartFailure(code, /*log=*/false);
   return code;
 }
 
 GPUPROF_API int gpuprof_start_from_environment(void) noexcept {
   const int code = Run([] { return std::string("gpuprof_start_from_environment()"); },
                        [] { return ProcessSession::Get().Start(nullptr, "injection"); });
-  gpuprof::session::LogStartFailure(code);
+  gpuprof::session::NoteStartFailure(code, /*log=*/true);
   return code;
 }
 

@@ -7,14 +7,17 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "base/clock.h"
@@ -171,6 +174,10 @@ class Session::Impl {
         GPUPROF_LOG(kWarning) << noted.message() << "; gpuprof run will not name " << partial_path_
                               << " should this process end before finalizing it";
       }
+    }
+
+    if (config_.progress && config_.root_pid != 0 && !config_.result_file.empty()) {
+      progress_path_ = db::RunProgressPath(config_.result_file, pid_);
     }
 
     state_.store(State::kRunning, std::memory_order_release);
@@ -408,13 +415,52 @@ class Session::Impl {
     std::lock_guard<std::mutex> lock(drain_mu_);
     if (writer_closed_) return;
     try {
-      for (std::vector<trace::Record>& chunk : box_->collector->DrainChunks())
+      for (std::vector<trace::Record>& chunk : box_->collector->DrainChunks()) {
+        if (progress_path_.has_value()) CountForProgress(chunk);
         writer_->Submit(std::move(chunk));
+      }
     } catch (const std::exception& e) {  // bad_alloc while swapping chunks out
       if (!warned_drain_.exchange(true)) {
         GPUPROF_LOG(kWarning) << "cannot drain records to " << partial_path_ << ": " << e.what()
                               << "; they are retried at the next flush";
       }
+    }
+    if (progress_path_.has_value()) MaybeWriteProgress();
+  }
+
+  // What `gpuprof run`'s live line shows (db::RunProgress). Under drain_mu_.
+  void CountForProgress(const std::vector<trace::Record>& chunk) noexcept {
+    for (const trace::Record& record : chunk) {
+      if (const auto* call = std::get_if<trace::ApiCall>(&record)) {
+        progress_.launches += call->launches_device_work ? 1 : 0;
+      } else if (const auto* task = std::get_if<trace::DeviceTask>(&record)) {
+        progress_.kernels += task->kind == trace::TaskKind::kKernel ? 1 : 0;
+      } else if (std::holds_alternative<trace::TorchOp>(record)) {
+        ++progress_.ops;
+      } else if (const auto* replay = std::get_if<trace::ReplayResult>(&record)) {
+        ++(replay->record.replayed ? progress_.replayed : progress_.declined);
+      }
+    }
+  }
+
+  // Replaces the progress file when the counts changed, at most every kProgressInterval. A file
+  // that cannot be written turns the progress off for this process (one info line: it is cosmetic).
+  void MaybeWriteProgress() noexcept {
+    const auto now = std::chrono::steady_clock::now();
+    if (progress_ == progress_written_ || now - progress_written_at_ < kProgressInterval) return;
+    progress_written_at_ = now;
+    progress_written_ = progress_;
+    const std::string text = db::FormatRunProgress(progress_);
+    const std::string temp = *progress_path_ + ".tmp";
+    int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    if (fd >= 0) ok = ::close(fd) == 0 && ok;
+    ok = ok && ::rename(temp.c_str(), progress_path_->c_str()) == 0;
+    if (!ok) {
+      GPUPROF_LOG(kInfo) << "cannot write " << *progress_path_ << " (" << base::ErrnoText(errno)
+                         << "); gpuprof run shows no progress of pid " << pid_;
+      ::unlink(temp.c_str());
+      progress_path_.reset();
     }
   }
 
@@ -440,6 +486,11 @@ class Session::Impl {
     {
       std::lock_guard<std::mutex> lock(drain_mu_);
       writer_closed_ = true;
+      if (progress_path_.has_value()) {  // the live line says the DB is being written, at once
+        progress_.finalizing = 1;
+        progress_written_at_ = {};
+        MaybeWriteProgress();
+      }
     }
     if (std::uint64_t dropped = box_->collector->dropped(); dropped > 0) {
       GPUPROF_LOG(kWarning) << dropped << " records were dropped before reaching " << partial_path_
@@ -476,6 +527,12 @@ class Session::Impl {
   std::thread flusher_;
   std::mutex drain_mu_;
   bool writer_closed_ = false;  // guarded by drain_mu_
+  // Under `gpuprof run`: the progress file (db::RunProgressPath) and the counts; guarded by drain_mu_.
+  static constexpr std::chrono::milliseconds kProgressInterval{500};
+  std::optional<std::string> progress_path_;
+  db::RunProgress progress_;
+  db::RunProgress progress_written_;
+  std::chrono::steady_clock::time_point progress_written_at_{};
   std::atomic<bool> warned_drain_{false};
 
   std::atomic<State> state_{State::kStopped};

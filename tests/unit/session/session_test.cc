@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "db/output_layout.h"
 #include "fakes/thread_nice.h"
 #include "unit/session/fake_device_collector.h"
 #include "unit/session/session_test_util.h"
@@ -23,6 +24,7 @@ using testing::FakeFactory;
 using testing::FinalDbs;
 using ::testing::HasSubstr;
 using testing::MarkRows;
+using ::testing::Not;
 using testing::PartialDbs;
 using testing::Query;
 using ::testing::SizeIs;
@@ -145,6 +147,78 @@ TEST(SessionTest, FlusherDrainsOnItsInterval) {
   EXPECT_TRUE(Eventually([&] { return session->buffered_records() == 0; }));
   ASSERT_TRUE(session->Stop().ok());
   EXPECT_THAT(MarkRows(session->db_path()), SizeIs(10));
+}
+
+// Under `gpuprof run` (root pid and result file set) the flusher keeps a count of what it drained
+// beside the result file, for run's live line; the last one says the DB is being written.
+TEST(SessionTest, UnderRunTheFlusherWritesTheCountsForTheLiveLine) {
+  TempDir dir;
+  SessionConfig config = TestConfig(dir);
+  config.root_pid = static_cast<std::uint32_t>(getpid());
+  config.flush_interval = std::chrono::milliseconds(5);
+  SessionOptions options;
+  options.collector.flush_threshold = 0;
+  auto session = MustStart(config, std::move(options));
+  ASSERT_NE(session, nullptr);
+  auto call = [](bool launches) {
+    trace::ApiCall c;
+    c.name = launches ? "cudaLaunchKernel" : "cudaGetDevice";
+    c.launches_device_work = launches;
+    return c;
+  };
+  auto task = [](trace::TaskKind kind) {
+    trace::DeviceTask t;
+    t.kind = kind;
+    t.name = "k";
+    return t;
+  };
+  auto replay = [](bool replayed) {
+    trace::ReplayResult r;
+    r.record.replayed = replayed;
+    r.record.kernel_name = "k";
+    return r;
+  };
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(session->Append(call(true)));
+  ASSERT_TRUE(session->Append(call(false)));
+  ASSERT_TRUE(session->Append(task(trace::TaskKind::kKernel)));
+  ASSERT_TRUE(session->Append(task(trace::TaskKind::kKernel)));
+  ASSERT_TRUE(session->Append(task(trace::TaskKind::kMemcpy)));
+  for (int i = 0; i < 4; ++i) {
+    trace::TorchOp op;
+    op.name = "aten::add";
+    ASSERT_TRUE(session->Append(std::move(op)));
+  }
+  ASSERT_TRUE(session->Append(replay(true)));
+  ASSERT_TRUE(session->Append(replay(false)));
+  const std::string path = db::RunProgressPath(config.result_file, static_cast<std::uint32_t>(getpid()));
+  const db::RunProgress expected{3, 2, 4, 1, 1, 0};
+  db::RunProgress seen;
+  EXPECT_TRUE(Eventually([&] {
+    return db::ParseRunProgress(testing::ReadFile(path), &seen) && seen == expected;
+  })) << testing::ReadFile(path);
+  ASSERT_TRUE(session->Stop().ok());
+  ASSERT_TRUE(db::ParseRunProgress(testing::ReadFile(path), &seen));
+  EXPECT_EQ(seen, (db::RunProgress{3, 2, 4, 1, 1, 1})) << "finalizing";
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+TEST(SessionTest, NoProgressFileOutsideRunOrWithProgressOff) {
+  for (bool under_run : {false, true}) {
+    TempDir dir;
+    SessionConfig config = TestConfig(dir);
+    config.root_pid = under_run ? static_cast<std::uint32_t>(getpid()) : 0;
+    config.progress = !under_run;  // under run, but --progress off
+    config.flush_interval = std::chrono::milliseconds(5);
+    auto session = MustStart(config);
+    ASSERT_NE(session, nullptr);
+    trace::TorchOp op;
+    op.name = "aten::add";
+    ASSERT_TRUE(session->Append(std::move(op)));
+    ASSERT_TRUE(session->Stop().ok());
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr(db::kRunProgressInfix))) << under_run;
+    }
+  }
 }
 
 TEST(SessionTest, TheFlusherAndTheWriterRunBelowTheProfiledProgramsPriority) {
