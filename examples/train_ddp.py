@@ -12,7 +12,7 @@ replicas are identical) and one barrier. With --steps 3 (the default) and the mo
 that is 4 + 3 + 12 + 1 + 1 = 21 collectives per rank; the forward one runs inside a module, so a
 --with-modules profile places communication under its module (msprof-analyze's module_statistic).
 
-The backend is NCCL when every rank has a GPU of its own (LOCAL_RANK < the GPU count), else gloo
+The backend is NCCL when every rank has a GPU of its own (LOCAL_WORLD_SIZE <= the GPU count), else gloo
 on the CPU over the loopback interface (GLOO_SOCKET_IFNAME=lo unless set), so it runs on a machine
 without a GPU. When gpuprof's Python package is importable (it is under `gpuprof run`), each step
 is bracketed by two mstx marks, "stepN_start" and "stepN_stop", the pair msprof-analyze's mstx_sum
@@ -50,6 +50,8 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=3, help="training steps (default 3)")
     parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto",
                         help="auto: nccl when every rank has a GPU, else gloo on the CPU")
+    parser.add_argument("--print-every", type=int, default=0, metavar="N",
+                        help="print 'rank R step S' after every N-th step (default 0: only the final line)")
     return parser.parse_args()
 
 
@@ -61,7 +63,10 @@ def main():
     local_rank = int(os.environ["LOCAL_RANK"])
     backend = args.backend
     if backend == "auto":
-        backend = "nccl" if torch.cuda.is_available() and local_rank < torch.cuda.device_count() else "gloo"
+        # One choice for every rank: each must have a GPU of its own (on a machine with fewer GPUs than
+        # local ranks, rank 0 on NCCL and rank 1 on gloo would never meet).
+        local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", local_rank + 1))
+        backend = "nccl" if torch.cuda.is_available() and local_ranks <= torch.cuda.device_count() else "gloo"
     if backend == "gloo":
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
         device = torch.device("cpu")
@@ -93,6 +98,8 @@ def main():
         if mstx:
             mstx.mark(f"step{step}_stop")  # before opt.step(), which closes the ProfilerStep op
         opt.step()
+        if args.print_every > 0 and (step + 1) % args.print_every == 0:
+            print(f"rank {rank} step {step + 1}", flush=True)
     if mstx:
         mstx.mark("train_stop")
     weights = torch.cat([p.detach().flatten() for p in model.parameters()])

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 import unittest
 
 from test_distributed import free_port  # noqa: E402  (tests/python is the working directory)
@@ -78,13 +77,16 @@ class SignalTest(unittest.TestCase):
         out = tempfile.mkdtemp(prefix="gpuprof_signal_")
         run = self.start([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
                           "--master_addr=127.0.0.1", f"--master_port={free_port()}",
-                          os.path.join(REPO, "examples", "train_ddp.py"), "--steps", "1000000"], out)
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if len(glob.glob(os.path.join(out, "**", "*.db.partial"), recursive=True)) == 2:
-                break
-            time.sleep(0.2)
-        time.sleep(3)  # a few steps, collectives included
+                          os.path.join(REPO, "examples", "train_ddp.py"), "--steps", "1000000",
+                          "--print-every", "2"], out)
+        # Both ranks past a few steps (their collectives included): the startup's cost differs by
+        # machine, so the test waits for the ranks' own word, not for a time.
+        stepped = set()
+        while len(stepped) < 2:
+            line = run.stdout.readline()
+            self.assertTrue(line, "torchrun ended before both ranks reached step 4")
+            if line.strip() in ("rank 0 step 4", "rank 1 step 4"):
+                stepped.add(line.split()[1])
         run.send_signal(signal.SIGTERM)
         _, stderr = run.communicate(timeout=180)
         self.assertNotEqual(run.returncode, 0, stderr)
