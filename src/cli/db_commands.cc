@@ -17,13 +17,16 @@
 #include "cli/cli11.h"
 #include "cli/exit_codes.h"
 #include "cli/help_formatter.h"
+#include "cli/html_report.h"
 #include "cli/live_line.h"
 #include "cli/report.h"
 #include "db/check.h"
 #include "db/cluster_stats.h"
+#include "db/output_file.h"
 #include "db/output_layout.h"
 #include "db/perfetto_export.h"
 #include "db/profile_reader.h"
+#include "db/report_data.h"
 #include "db/stats.h"
 
 namespace gpuprof::cli {
@@ -659,6 +662,83 @@ int RunExport(const std::string& path, const std::string& format, const std::str
   return kExitOk;
 }
 
+// Where `report` writes when -o is not given: in the profile's own folder (the run directory of a
+// DB, or the directory given), a file gpuprof names.
+std::string DefaultReportPath(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path dir = fs::is_directory(path, ec) ? fs::path(path) : fs::path(path).parent_path();
+  if (dir.filename() == "ASCEND_PROFILER_OUTPUT") dir = dir.parent_path();
+  if (dir.empty()) dir = ".";
+  return (dir / "gpuprof_report.html").lexically_normal().string();
+}
+
+int RunReport(const std::string& path, const std::string& requested_output, std::size_t top,
+              std::string_view progress, std::ostream& out, std::ostream& err) {
+  std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
+  if (!resolved.has_value()) return kExitFailure;
+  const std::string output = requested_output.empty() ? DefaultReportPath(path) : requested_output;
+  // What -o names is checked before any DB is read (a directory, a dangling link).
+  if (Status usable = db::OutputFile::ClassifyOutput(output, "report.html").status(); !usable.ok()) {
+    PrintError(err, usable);
+    return kExitFailure;
+  }
+  int exit_code = kExitOk;
+  HtmlReportInput input;
+  input.path = path;
+  std::vector<db::ProfileDbFile> readable;
+  for (std::size_t i = 0; i < resolved->dbs.size(); ++i) {
+    StatusOr<db::ReportDb> db = [&] {
+      WorkProgress line(progress, "gpuprof report", DbOfN(i, resolved->dbs.size()));
+      db::ReportOptions options;
+      options.top = top;
+      options.progress = line.progress();
+      return db::ReadReportDb(resolved->dbs[i], options);
+    }();
+    if (!db.ok()) {
+      PrintError(err, db.status());
+      exit_code = kExitFailure;
+      continue;
+    }
+    input.dbs.push_back(std::move(db).value());
+    readable.push_back(resolved->dbs[i]);
+  }
+  if (input.dbs.empty()) return kExitFailure;
+  std::optional<db::ClusterStats> cluster;
+  if (readable.size() >= 2) {
+    StatusOr<db::ClusterStats> computed = [&] {
+      WorkProgress line(progress, "gpuprof report", "cluster summary");
+      return db::ComputeClusterStats(readable, line.progress());
+    }();
+    if (computed.ok()) {
+      cluster = std::move(computed).value();
+      input.cluster = &*cluster;
+    } else {
+      PrintError(err, computed.status());
+      exit_code = kExitFailure;
+    }
+  }
+  const std::string page = RenderHtmlReport(input);
+  StatusOr<std::unique_ptr<db::OutputFile>> file = db::OutputFile::Create(output, "report.html");
+  StatusOr<std::uint64_t> bytes = file.ok() ? [&]() -> StatusOr<std::uint64_t> {
+    (*file)->buffer()->append(page);
+    return (*file)->Commit();
+  }()
+      : StatusOr<std::uint64_t>(file.status());
+  if (!bytes.ok()) {
+    PrintError(err, bytes.status());
+    return kExitFailure;
+  }
+  std::ostream& report = output == "-" ? err : out;
+  std::error_code ec;
+  const std::string shown = output == "-" ? std::string("standard output")
+                                          : std::filesystem::absolute(output, ec).lexically_normal().string();
+  report << "wrote " << shown << " (" << FormatBytes(*bytes) << "): " << input.dbs.size()
+         << " profile DB(s); it opens offline in any browser" << (output == "-" ? "" : ": file://" + shown)
+         << "\n";
+  return exit_code;
+}
+
 // The analysis.db beside a profile DB, if there is one (a profile copied without it, or written by
 // another tool, has none: a note, not a problem). False when it is damaged or has problems.
 bool CheckAnalysisBeside(const std::string& db_path, const db::ProfileReader& profile, std::ostream& out,
@@ -770,6 +850,22 @@ DbCommands::DbCommands(CLI::App& app) {
     help->SetUsage(export_, "Usage: gpuprof export [--format perfetto] PATH -o FILE");
   }
 
+  report_ = app.add_subcommand(
+      "report",
+      "Write one self-contained HTML page of a profile (it opens offline in any browser): overview and what "
+      "to look at first, the step breakdown, ops and kernels, memory, kernel replay and, for rank DBs, the "
+      "cluster");
+  report_->add_option("PATH", report_path_, path_help)->required();
+  report_
+      ->add_option("-o,--output", report_output_,
+                   "Output file (default: gpuprof_report.html in the profile's run directory, or in the "
+                   "directory given); written as export writes, '-' is standard output")
+      ->type_name("FILE");
+  report_->add_option("--top", report_top_, "Rows of the op and kernel tables")
+      ->check(CLI::Range(std::size_t{1}, kMaxTop))
+      ->capture_default_str();
+  report_settings_ = std::make_unique<SettingOptions>(*report_, base::kDbCommand);
+
   check_ = app.add_subcommand(
       "check", "Check a profile's schema and joins against the format (one line per problem; exit 1 if any)");
   check_->add_option("PATH", check_path_, path_help)->required();
@@ -778,11 +874,14 @@ DbCommands::DbCommands(CLI::App& app) {
 
 DbCommands::~DbCommands() = default;
 
-bool DbCommands::parsed() const { return stats_->parsed() || export_->parsed() || check_->parsed(); }
+bool DbCommands::parsed() const {
+  return stats_->parsed() || export_->parsed() || report_->parsed() || check_->parsed();
+}
 
 std::string DbCommands::HelpCommand() const {
   if (stats_->parsed()) return "gpuprof stats --help";
   if (export_->parsed()) return "gpuprof export --help";
+  if (report_->parsed()) return "gpuprof report --help";
   if (check_->parsed()) return "gpuprof check --help";
   return "";
 }
@@ -795,6 +894,9 @@ int DbCommands::Run(std::ostream& out, std::ostream& err) const {
   }
   if (export_->parsed())
     return RunExport(export_path_, format_, output_, export_settings_->value(progress), out, err);
+  if (report_->parsed()) {
+    return RunReport(report_path_, report_output_, report_top_, report_settings_->value(progress), out, err);
+  }
   if (check_->parsed()) return RunCheck(check_path_, check_settings_->value(progress), out, err);
   return kExitUsage;
 }

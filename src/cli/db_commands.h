@@ -32,14 +32,14 @@ int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err);
 
 class DbCommands {
  public:
-  // Registers the three subcommands on `app`; the object holds their flags, so it must outlive
-  // parsing and Run().
+  // Registers the four subcommands (stats, export, report, check) on `app`; the object holds their flags, so
+  // it must outlive parsing and Run().
   explicit DbCommands(CLI::App& app);
   ~DbCommands();
   DbCommands(const DbCommands&) = delete;
   DbCommands& operator=(const DbCommands&) = delete;
 
-  // True when one of the three subcommands was parsed.
+  // True when one of the four subcommands was parsed.
   bool parsed() const;
   // "gpuprof <parsed subcommand> --help", or "" when none of them was parsed.
   std::string HelpCommand() const;
@@ -49,6 +49,7 @@ class DbCommands {
  private:
   CLI::App* stats_ = nullptr;
   CLI::App* export_ = nullptr;
+  CLI::App* report_ = nullptr;
   CLI::App* check_ = nullptr;
   std::string stats_path_;
   std::size_t top_ = 15;
@@ -56,9 +57,13 @@ class DbCommands {
   std::string export_path_;
   std::string format_ = "perfetto";
   std::string output_;
+  std::string report_path_;
+  std::string report_output_;
+  std::size_t report_top_ = 25;
   std::string check_path_;
   std::unique_ptr<SettingOptions> stats_settings_;  // --progress of each
   std::unique_ptr<SettingOptions> export_settings_;
+  std::unique_ptr<SettingOptions> report_settings_;
   std::unique_ptr<SettingOptions> check_settings_;
 };
 

@@ -92,7 +92,7 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(2, 16))
       ->capture_default_str();
 
-  DbCommands db_commands(app);                      // stats, export, check
+  DbCommands db_commands(app);                      // stats, export, report, check
   RunCommand run_command(app);                      // run
   RunCommand replay_command(app, /*replay=*/true);  // replay
   // The application's own command line is not CLI11's to parse.

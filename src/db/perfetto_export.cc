@@ -23,13 +23,13 @@
 #include "base/errno_text.h"
 #include "base/json.h"
 #include "db/db_constants.h"
+#include "db/output_file.h"
 
 namespace gpuprof::db {
 namespace {
 
 using base::ErrnoText;
 
-constexpr std::size_t kFlushBytes = 1 << 20;
 constexpr std::int64_t kNsPerSecond = 1'000'000'000;
 
 // Synthetic ids. Linux pids and tids stay below 2^22, so these never collide with real ones.
@@ -39,170 +39,6 @@ constexpr std::uint32_t kReplayTid = 0x7fff0002u;
 // A string from the DB longer than this is cut in the trace (a multi-megabyte op name repeated in
 // every event made traces of gigabytes); the DB keeps it whole.
 constexpr std::size_t kMaxTraceStringBytes = 2048;
-
-// ---- Output: a buffered file under a temporary name, renamed into place on Commit ----------------
-//
-// What `-o` names decides how it is written, so that export never replaces something it did not
-// create: a new name or a regular file is written under a temporary name and renamed over it (the
-// final name never holds a partial trace); a character device or FIFO (/dev/null, a pipe a viewer
-// reads) is written into as it is; "-" is standard output; a symbolic link is followed to what it
-// names and that is treated by the same rules; a directory, a dangling link, a block device or a
-// socket is refused before any DB is read.
-
-class TraceFile {
- public:
-  static StatusOr<std::unique_ptr<TraceFile>> Create(const std::string& requested_path) {
-    GPUPROF_ASSIGN_OR_RETURN(Target target, ClassifyOutput(requested_path));
-    auto file = std::unique_ptr<TraceFile>(new TraceFile(target.path));
-    if (target.kind == TargetKind::kStdout) {
-      file->fd_ = STDOUT_FILENO;
-      file->owns_fd_ = false;
-      file->direct_ = true;
-    } else if (target.kind == TargetKind::kStream) {
-      // No O_TRUNC, no O_CREAT: a device or FIFO is written into, never replaced.
-      file->fd_ = ::open(target.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
-      if (file->fd_ < 0) {
-        const int error = errno;
-        return InvalidArgumentError("cannot open the output " + target.path +
-                                    " for writing: " + ErrnoText(error));
-      }
-      file->direct_ = true;
-    } else {
-      GPUPROF_RETURN_IF_ERROR(file->CreateTemporary());
-    }
-    file->buffer_.reserve(kFlushBytes + std::size_t{64} * 1024);
-    return file;
-  }
-
-  ~TraceFile() {
-    if (fd_ >= 0 && owns_fd_) ::close(fd_);
-    if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
-  }
-
-  std::string* buffer() noexcept { return &buffer_; }
-
-  Status MaybeFlush() {
-    if (buffer_.size() < kFlushBytes) return OkStatus();
-    return Flush();
-  }
-
-  // Writes what is left, closes, and renames the temporary file to the final name.
-  StatusOr<std::uint64_t> Commit() {
-    GPUPROF_RETURN_IF_ERROR(Flush());
-    int fd = fd_;
-    fd_ = -1;
-    if (!owns_fd_) {
-      committed_ = true;
-      return written_;
-    }
-    if (::close(fd) != 0) {
-      const int error = errno;
-      return DataLossError("writing " + temp_path_ + " failed at close: " + ErrnoText(error));
-    }
-    if (direct_) {
-      committed_ = true;
-      return written_;
-    }
-    // No fsync: an export can be redone; what matters is that the final name never holds a
-    // partial file, and rename gives that.
-    if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
-      const int error = errno;
-      return InvalidArgumentError("cannot rename " + temp_path_ + " to " + final_path_ + ": " +
-                                  ErrnoText(error));
-    }
-    committed_ = true;
-    return written_;
-  }
-
-  enum class TargetKind { kStdout, kStream, kRenameOver };
-  struct Target {
-    TargetKind kind;
-    std::string path;  // the file finally written: a followed link's target
-  };
-
-  static StatusOr<Target> ClassifyOutput(const std::string& requested) {
-    if (requested == "-") return Target{TargetKind::kStdout, "standard output"};
-    std::string path = requested;
-    struct stat info {};
-    if (::lstat(path.c_str(), &info) != 0) {
-      const int error = errno;
-      if (error == ENOENT) return Target{TargetKind::kRenameOver, path};
-      return InvalidArgumentError("cannot use the output " + path + ": " + ErrnoText(error));
-    }
-    if (S_ISLNK(info.st_mode)) {
-      std::error_code ec;
-      const std::filesystem::path target = std::filesystem::canonical(path, ec);
-      if (ec) {
-        return InvalidArgumentError("the output " + path +
-                                    " is a symbolic link whose target cannot be reached (" + ec.message() +
-                                    "); give the target's path, or remove the link");
-      }
-      path = target.string();
-      if (::stat(path.c_str(), &info) != 0) {
-        const int error = errno;
-        return InvalidArgumentError("cannot use the output " + path + ": " + ErrnoText(error));
-      }
-    }
-    if (S_ISREG(info.st_mode)) return Target{TargetKind::kRenameOver, path};
-    if (S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode)) return Target{TargetKind::kStream, path};
-    if (S_ISDIR(info.st_mode)) {
-      return InvalidArgumentError("the output " + path + " is a directory; name a file, e.g. -o " +
-                                  (std::filesystem::path(path) / "trace.json").string());
-    }
-    return InvalidArgumentError("the output " + path +
-                                " is not a regular file, character device or FIFO (a block device or a "
-                                "socket); export writes only those");
-  }
-
- private:
-  Status CreateTemporary() {
-    // O_EXCL with our pid in the name: two exports to one target never share a temporary file.
-    // 0666 & ~umask, like any file the user creates (mkstemp would force 0600).
-    for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
-      temp_path_ = final_path_ + ".tmp." + std::to_string(::getpid()) +
-                   (attempt == 0 ? "" : "." + std::to_string(attempt));
-      fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd_ < 0 && errno != EEXIST) {
-        const int error = errno;
-        temp_path_.clear();
-        return InvalidArgumentError("cannot create the output file " + final_path_ + ": " + ErrnoText(error) +
-                                    (error == ENOENT ? " (does its directory exist?)" : ""));
-      }
-    }
-    if (fd_ < 0) return AlreadyExistsError("cannot create a temporary file next to " + final_path_);
-    return OkStatus();
-  }
-
-  explicit TraceFile(std::string final_path) : final_path_(std::move(final_path)) {}
-
-  Status Flush() {
-    const char* data = buffer_.data();
-    std::size_t left = buffer_.size();
-    while (left > 0) {
-      ssize_t n = ::write(fd_, data, left);
-      if (n < 0) {
-        const int error = errno;
-        if (error == EINTR) continue;
-        return DataLossError("writing " + (temp_path_.empty() ? final_path_ : temp_path_) +
-                             " failed: " + ErrnoText(error) + (error == ENOSPC ? " (the disk is full)" : ""));
-      }
-      data += n;
-      left -= static_cast<std::size_t>(n);
-      written_ += static_cast<std::uint64_t>(n);
-    }
-    buffer_.clear();
-    return OkStatus();
-  }
-
-  std::string final_path_;
-  std::string temp_path_;
-  int fd_ = -1;
-  bool owns_fd_ = true;  // false for standard output, which is flushed but never closed
-  bool direct_ = false;  // written in place (stdout, a device, a FIFO): nothing to rename
-  bool committed_ = false;
-  std::string buffer_;
-  std::uint64_t written_ = 0;
-};
 
 void AppendInt(std::string* out, std::int64_t value) {
   char text[24];
@@ -582,7 +418,7 @@ class ReplayCounters {
 
 class Exporter {
  public:
-  Exporter(TraceFile* file, std::int64_t time_base_ns, ExportSummary* summary, base::Progress* progress)
+  Exporter(OutputFile* file, std::int64_t time_base_ns, ExportSummary* summary, base::Progress* progress)
       : file_(file), out_(file->buffer()), base_(time_base_ns), summary_(summary), progress_(progress) {}
 
   Status ExportDb(const ProfileReader& reader, DbContext& db) {
@@ -1027,7 +863,7 @@ class Exporter {
     return OkStatus();
   }
 
-  TraceFile* file_;
+  OutputFile* file_;
   std::string* out_;
   std::int64_t base_;
   ExportSummary* summary_;
@@ -1129,7 +965,7 @@ StatusOr<ExportSummary> ExportPerfettoTrace(const std::vector<ProfileDbFile>& db
   }
   // What -o names is checked first (a directory or a dangling link is refused before any work); every
   // DB is opened (and so validated) before the output is created.
-  GPUPROF_RETURN_IF_ERROR(TraceFile::ClassifyOutput(output_path).status());
+  GPUPROF_RETURN_IF_ERROR(OutputFile::ClassifyOutput(output_path, "trace.json").status());
   std::vector<std::unique_ptr<ProfileReader>> readers;
   std::optional<std::int64_t> earliest;
   for (const ProfileDbFile& file : dbs) {
@@ -1144,7 +980,7 @@ StatusOr<ExportSummary> ExportPerfettoTrace(const std::vector<ProfileDbFile>& db
   const std::int64_t value = earliest.value_or(0);
   summary.time_base_ns = value - ((value % kNsPerSecond) + kNsPerSecond) % kNsPerSecond;
 
-  GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<TraceFile> file, TraceFile::Create(output_path));
+  GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file, OutputFile::Create(output_path, "trace.json"));
   std::string* out = file->buffer();
   // displayTimeUnit is a display hint only (ts and dur stay microseconds, as in catapult and
   // current trace processors); first, because older trace processors ignore it after the events.

@@ -8,7 +8,8 @@ add_library(gpuprof_db_reader STATIC
   stats.cc
   cluster_stats.cc
   perfetto_export.cc
-  check.cc)
+  check.cc
+  report_data.cc)
 add_library(gpuprof::db_reader ALIAS gpuprof_db_reader)
 target_link_libraries(gpuprof_db_reader
   PUBLIC gpuprof::base gpuprof::db_sqlite

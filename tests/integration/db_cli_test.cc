@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdio>
@@ -710,13 +711,14 @@ class DbCliBadInputTest : public DbCliTest, public ::testing::WithParamInterface
   CliResult RunOn(const std::string& path) {
     std::string args = GetParam() + " " + ShellQuote(path);
     if (GetParam() == "export") args += " --format perfetto -o " + ShellQuote(Output());
+    if (GetParam() == "report") args += " -o " + ShellQuote(Output());
     CliResult result = Run(args);
-    if (GetParam() == "export") {
-      EXPECT_FALSE(fs::exists(Output())) << "a failed export left " << Output();
+    if (GetParam() == "export" || GetParam() == "report") {
+      EXPECT_FALSE(fs::exists(Output())) << "a failed " << GetParam() << " left " << Output();
     }
     return result;
   }
-  std::string Output() const { return dir_ + "/out/trace.json"; }
+  std::string Output() const { return dir_ + (GetParam() == "report" ? "/report.html" : "/out/trace.json"); }
   void SetUp() override {
     DbCliTest::SetUp();
     fs::create_directories(dir_ + "/out");
@@ -788,7 +790,92 @@ TEST_P(DbCliBadInputTest, PartialDbNamedDirectly) {
   EXPECT_THAT(result.err, HasSubstr("is a partial DB from a run that did not finish"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Commands, DbCliBadInputTest, ::testing::Values("stats", "export", "check"),
+// ---- gpuprof report (issue 22) ---------------------------------------------------------------------
+
+// The values of the elements marked data-figure="name", in page order.
+std::vector<std::string> Figures(const std::string& page, const std::string& name) {
+  std::vector<std::string> values;
+  const std::string marker = "data-figure=\"" + name + "\"";
+  for (std::size_t at = page.find(marker); at != std::string::npos; at = page.find(marker, at + 1)) {
+    const std::size_t open = page.find('>', at);
+    const std::size_t close = page.find('<', open);
+    values.push_back(page.substr(open + 1, close - open - 1));
+  }
+  return values;
+}
+
+TEST_F(DbCliTest, ReportIsOneSelfContainedPageWithTheFiguresOfStats) {
+  CliResult result = Run("report " + ShellQuote(run_dir_));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string page_path = run_dir_ + "/gpuprof_report.html";
+  EXPECT_THAT(result.out, HasSubstr("wrote " + page_path + " ("));
+  EXPECT_THAT(result.out, HasSubstr("file://" + page_path));
+  const std::string page = fixture::ReadFileBytes(page_path);
+  ASSERT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u) << page.substr(0, 200);
+  for (const char* section : {"overview", "steps", "ops", "memory", "replay"}) {
+    EXPECT_THAT(page, HasSubstr(std::string("<section id=\"") + section + "\">")) << section;
+  }
+  EXPECT_THAT(page, Not(HasSubstr("<section id=\"cluster\">"))) << "one DB: no cluster";
+  // Nothing is fetched: no external script, style, image or font; the policy forbids any.
+  for (const char* fetch : {" src=", "<link", "@import", "url(", "<iframe", "<img"}) {
+    EXPECT_THAT(page, Not(HasSubstr(fetch))) << fetch;
+  }
+  EXPECT_THAT(page, HasSubstr("Content-Security-Policy\" content=\"default-src 'none'"));
+  // The figures of `gpuprof stats` for the same DB (StatsPrintsEveryTableForAFixtureRun).
+  EXPECT_THAT(Figures(page, "step-count"), ::testing::ElementsAre("2"));
+  EXPECT_THAT(Figures(page, "step-avg-ms"), ::testing::ElementsAre("0.950"));
+  EXPECT_THAT(Figures(page, "step-ms"), ::testing::ElementsAre("1.000", "0.900"));
+  EXPECT_THAT(Figures(page, "kernel-launches"), ::testing::ElementsAre("4"));
+  EXPECT_THAT(Figures(page, "kernel-ms"), ::testing::ElementsAre("0.250"));
+  const std::vector<std::string> kernels = Figures(page, "kernel-name");
+  const std::vector<std::string> kernel_ms = Figures(page, "kernel-total-ms");
+  ASSERT_EQ(kernels.size(), 3u);
+  const auto relu = std::find(kernels.begin(), kernels.end(), "relu_kernel") - kernels.begin();
+  ASSERT_LT(relu, 3);
+  EXPECT_EQ(kernel_ms[static_cast<std::size_t>(relu)], "0.050");
+  const std::vector<std::string> ops = Figures(page, "op-name");
+  const std::vector<std::string> op_ms = Figures(page, "op-total-ms");
+  const auto linear = std::find(ops.begin(), ops.end(), "aten::linear") - ops.begin();
+  ASSERT_LT(static_cast<std::size_t>(linear), ops.size());
+  EXPECT_EQ(op_ms[static_cast<std::size_t>(linear)], "0.300");
+  EXPECT_THAT(Figures(page, "memory-peak-allocated"), ::testing::ElementsAre("3 MiB"))
+      << "as stats prints it";
+  // The odd op name is escaped for HTML; no control byte reaches the page.
+  EXPECT_THAT(page, HasSubstr("weird &quot;op&quot;"));
+  EXPECT_THAT(page, Not(HasSubstr("\x01")));
+  // The step split's chart and the memory curve are drawn.
+  EXPECT_THAT(page, HasSubstr("aria-label=\"step breakdown\""));
+  EXPECT_THAT(page, HasSubstr("aria-label=\"memory of device 0\""));
+}
+
+TEST_F(DbCliTest, ReportOfTwoRanksHasTheClusterSectionAndReportsReplay) {
+  fixture::FixtureOptions rank1;
+  rank1.rank = 1;
+  gpuprof::StatusOr<std::string> db1 = fixture::WriteFixtureRun(dir_ + "/runs", "node1_1_20240101", rank1);
+  ASSERT_TRUE(db1.ok()) << db1.status().message();
+  const std::string out = dir_ + "/two.html";
+  CliResult result = Run("report " + ShellQuote(dir_ + "/runs") + " -o " + ShellQuote(out));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string page = fixture::ReadFileBytes(out);
+  EXPECT_THAT(page, HasSubstr("<section id=\"cluster\">"));
+  EXPECT_THAT(page, HasSubstr("aria-label=\"step time per rank\""));
+  EXPECT_THAT(Figures(page, "step-count"), ::testing::ElementsAre("2", "2"));
+  // The fixture has replayed launches: the replay table shows them as stats does.
+  EXPECT_FALSE(Figures(page, "replay-kernel").empty());
+  EXPECT_FALSE(fs::exists(dir_ + "/runs/gpuprof_report.html")) << "-o given: nothing else written";
+}
+
+TEST_F(DbCliTest, ReportRefusesADirectoryAsItsOutputAndWritesToStandardOutput) {
+  CliResult refused = Run("report " + ShellQuote(db_) + " -o " + ShellQuote(dir_));
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("is a directory; name a file, e.g. -o " + dir_ + "/report.html"));
+  CliResult piped = Run("report " + ShellQuote(db_) + " -o -");
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_THAT(piped.err, HasSubstr("wrote standard output"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Commands, DbCliBadInputTest, ::testing::Values("stats", "export", "report", "check"),
                          [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 
 }  // namespace

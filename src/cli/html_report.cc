@@ -1,0 +1,693 @@
+#include "cli/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "cli/report.h"
+
+namespace gpuprof::cli {
+namespace {
+
+constexpr const char* kComputeColor = "#4e79a7";
+constexpr const char* kCommunicationColor = "#f28e2b";
+constexpr const char* kIdleColor = "#bab0ac";
+constexpr const char* kReservedColor = "#e15759";
+
+std::string Fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", decimals, value);
+  return text;
+}
+std::string Ms(std::int64_t ns) { return Fixed(static_cast<double>(ns) / 1e6, 3); }
+std::string Percent(std::int64_t part, std::int64_t whole) {
+  return whole <= 0 ? "-" : Fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 1);
+}
+std::string Num(double value) { return Fixed(value, 2); }
+
+// A table whose columns sort on a click (the page's script); numeric cells carry data-v.
+class HtmlTable {
+ public:
+  struct Column {
+    std::string title;
+    bool numeric;
+  };
+  HtmlTable(std::string id, std::vector<Column> columns) : id_(std::move(id)), columns_(std::move(columns)) {}
+  // Cells: text (escaped here) and, for numeric columns, the value it sorts by.
+  struct Cell {
+    std::string text;
+    double value = 0;
+    std::string figure;  // data-figure name, or ""
+  };
+  void AddRow(std::vector<Cell> cells) { rows_.push_back(std::move(cells)); }
+  std::string Html() const {
+    std::string out = "<table class=\"sortable\" id=\"" + id_ + "\"><thead><tr>";
+    for (const Column& column : columns_) {
+      out += std::string("<th") + (column.numeric ? " class=\"num\"" : "") + ">" + HtmlEscape(column.title) +
+             "</th>";
+    }
+    out += "</tr></thead><tbody>";
+    for (const auto& row : rows_) {
+      out += "<tr>";
+      for (std::size_t i = 0; i < row.size() && i < columns_.size(); ++i) {
+        const Cell& cell = row[i];
+        out += "<td";
+        if (columns_[i].numeric) out += " class=\"num\" data-v=\"" + Fixed(cell.value, 6) + "\"";
+        if (!cell.figure.empty()) out += " data-figure=\"" + HtmlEscape(cell.figure) + "\"";
+        out += ">" + HtmlEscape(cell.text) + "</td>";
+      }
+      out += "</tr>";
+    }
+    return out + "</tbody></table>";
+  }
+
+ private:
+  std::string id_;
+  std::vector<Column> columns_;
+  std::vector<std::vector<Cell>> rows_;
+};
+
+HtmlTable::Cell N(std::string text, double value, std::string figure = "") {
+  return {std::move(text), value, std::move(figure)};
+}
+HtmlTable::Cell T(std::string text, std::string figure = "") {
+  return {std::move(text), 0, std::move(figure)};
+}
+
+std::string Absent(std::string_view what, std::string_view why) {
+  return "<p class=\"absent\">" + HtmlEscape(what) + ": " + HtmlEscape(why.empty() ? "none" : why) + "</p>";
+}
+
+std::string DbLabel(const db::ReportDb& db) {
+  if (db.stats.rank.has_value() && *db.stats.rank >= 0) return "rank " + std::to_string(*db.stats.rank);
+  if (db.split.rank >= 0) return "rank " + std::to_string(db.split.rank);
+  return "rank not set";
+}
+
+// ---- Charts (SVG) ---------------------------------------------------------------------------------
+
+// Horizontal stacked bars, one per step: compute, communication not overlapped, idle.
+std::string StepBars(const db::RankStats& split) {
+  const std::size_t rows = std::min<std::size_t>(split.steps.size(), 200);
+  if (rows == 0) return "";
+  std::int64_t longest = 1;
+  for (std::size_t i = 0; i < rows; ++i) longest = std::max(longest, split.steps[i].duration_ns);
+  const int bar = 14;
+  const int label = 90;
+  const int width = 720;
+  const int height = static_cast<int>(rows) * (bar + 4) + 24;
+  std::string svg = "<svg class=\"chart\" viewBox=\"0 0 " + std::to_string(width) + " " +
+                    std::to_string(height) + "\" width=\"" + std::to_string(width) + "\" height=\"" +
+                    std::to_string(height) + "\" role=\"img\" aria-label=\"step breakdown\">";
+  const double scale = static_cast<double>(width - label - 10) / static_cast<double>(longest);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const db::RankStepStats& step = split.steps[i];
+    const int y = static_cast<int>(i) * (bar + 4) + 4;
+    svg += "<text x=\"0\" y=\"" + std::to_string(y + bar - 3) + "\" class=\"label\">" +
+           (split.whole_run ? std::string("whole run") : "step " + std::to_string(step.id)) + "</text>";
+    double x = label;
+    for (auto [ns, color, name] : {std::tuple{step.compute_ns, kComputeColor, "compute"},
+                                   std::tuple{step.communication_not_overlapped_ns, kCommunicationColor,
+                                              "communication not overlapped"},
+                                   std::tuple{step.idle_ns, kIdleColor, "idle"}}) {
+      const double w = static_cast<double>(ns) * scale;
+      if (w > 0) {
+        svg += "<rect x=\"" + Num(x) + "\" y=\"" + std::to_string(y) + "\" width=\"" + Num(w) +
+               "\" height=\"" + std::to_string(bar) + "\" fill=\"" + color + "\"><title>" +
+               std::string(name) + ": " + Ms(ns) + " ms</title></rect>";
+      }
+      x += w;
+    }
+  }
+  const int legend_y = height - 6;
+  int lx = label;
+  for (auto [color, name] :
+       {std::pair{kComputeColor, "compute"}, std::pair{kCommunicationColor, "communication not overlapped"},
+        std::pair{kIdleColor, "idle (waiting on the host)"}}) {
+    svg += "<rect x=\"" + std::to_string(lx) + "\" y=\"" + std::to_string(legend_y - 9) +
+           "\" width=\"10\" height=\"10\" fill=\"" + color + "\"/><text x=\"" + std::to_string(lx + 14) +
+           "\" y=\"" + std::to_string(legend_y) + "\" class=\"label\">" + name + "</text>";
+    lx += 14 + static_cast<int>(std::string_view(name).size()) * 7 + 16;
+  }
+  return svg + "</svg>";
+}
+
+// Allocated and reserved bytes over time, one curve pair per device.
+std::string MemoryChart(const db::MemoryCurve& curve, std::int64_t origin_ns) {
+  if (curve.points.empty()) return "";
+  const int width = 720;
+  const int height = 200;
+  const int left = 70;
+  std::int64_t t0 = curve.points.front().time_ns;
+  std::int64_t t1 = curve.points.back().time_ns;
+  std::int64_t top = 1;
+  for (const db::MemoryPoint& p : curve.points) top = std::max({top, p.allocated, p.reserved});
+  const double sx =
+      static_cast<double>(width - left - 10) / static_cast<double>(std::max<std::int64_t>(t1 - t0, 1));
+  const double sy = static_cast<double>(height - 30) / static_cast<double>(top);
+  auto path = [&](bool reserved) {
+    std::string d;
+    for (const db::MemoryPoint& p : curve.points) {
+      const double x = left + static_cast<double>(p.time_ns - t0) * sx;
+      const double y = height - 20 - static_cast<double>(reserved ? p.reserved : p.allocated) * sy;
+      d += (d.empty() ? "M" : " L") + Num(x) + " " + Num(y);
+    }
+    return d;
+  };
+  std::string svg =
+      "<svg class=\"chart\" viewBox=\"0 0 720 200\" width=\"720\" height=\"200\" role=\"img\" "
+      "aria-label=\"memory of device " +
+      std::to_string(curve.device) + "\">";
+  svg +=
+      "<path d=\"" + path(true) + "\" fill=\"none\" stroke=\"" + kReservedColor + "\" stroke-width=\"1.5\"/>";
+  svg +=
+      "<path d=\"" + path(false) + "\" fill=\"none\" stroke=\"" + kComputeColor + "\" stroke-width=\"1.5\"/>";
+  svg += "<text x=\"0\" y=\"14\" class=\"label\">" +
+         HtmlEscape(FormatBytes(static_cast<std::uint64_t>(top))) + "</text><text x=\"0\" y=\"" +
+         std::to_string(height - 20) + "\" class=\"label\">0</text>";
+  svg += "<text x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(height - 4) +
+         "\" class=\"label\">" + Ms(t0 - origin_ns) + " ms</text><text x=\"" + std::to_string(width - 90) +
+         "\" y=\"" + std::to_string(height - 4) + "\" class=\"label\">" + Ms(t1 - origin_ns) + " ms</text>";
+  svg += "<text x=\"" + std::to_string(left + 120) + "\" y=\"14\" class=\"label\" fill=\"" + kComputeColor +
+         "\">allocated</text><text x=\"" + std::to_string(left + 200) +
+         "\" y=\"14\" class=\"label\" fill=\"" + kReservedColor + "\">reserved</text>";
+  return svg + "</svg>";
+}
+
+std::string DelayBucketLabel(std::size_t bucket) {
+  if (bucket == 0) return "< 1 µs";
+  const auto low = std::uint64_t{1} << (bucket - 1);
+  if (bucket == db::kDelayBuckets - 1) return ">= " + std::to_string(low) + " µs";
+  return std::to_string(low) + "-" + std::to_string(low * 2) + " µs";
+}
+
+std::string DelayHistogram(const db::ReportDb& db) {
+  if (db.launch_delays == 0) return Absent("Launch delay", "no task is linked to an op (CONNECTION_IDS)");
+  std::size_t first = db::kDelayBuckets;
+  std::size_t last = 0;
+  std::uint64_t top = 1;
+  for (std::size_t i = 0; i < db::kDelayBuckets; ++i) {
+    if (db.launch_delay_histogram[i] == 0) continue;
+    first = std::min(first, i);
+    last = std::max(last, i);
+    top = std::max(top, db.launch_delay_histogram[i]);
+  }
+  const int bar = 26;
+  const int n = static_cast<int>(last - first + 1);
+  const int width = std::max(200, n * (bar + 6) + 10);
+  std::string svg = "<svg class=\"chart\" viewBox=\"0 0 " + std::to_string(width) + " 170\" width=\"" +
+                    std::to_string(width) + "\" height=\"170\" role=\"img\" aria-label=\"launch delay\">";
+  for (std::size_t i = first; i <= last; ++i) {
+    const double h = 120.0 * static_cast<double>(db.launch_delay_histogram[i]) / static_cast<double>(top);
+    const int x = static_cast<int>(i - first) * (bar + 6) + 5;
+    svg += "<rect x=\"" + std::to_string(x) + "\" y=\"" + Num(130 - h) + "\" width=\"" + std::to_string(bar) +
+           "\" height=\"" + Num(h) + "\" fill=\"" + kComputeColor + "\"><title>" + DelayBucketLabel(i) +
+           ": " + std::to_string(db.launch_delay_histogram[i]) + " tasks</title></rect>";
+    svg +=
+        "<text x=\"" + std::to_string(x) + "\" y=\"145\" class=\"tiny\">" + DelayBucketLabel(i) + "</text>";
+  }
+  return svg +
+         "</svg><p class=\"note\">Launch delay: from the start of the op that launched a kernel (or copy) "
+         "to the task's start on the device, " +
+         std::to_string(db.launch_delays) + " tasks.</p>";
+}
+
+// ---- Sections --------------------------------------------------------------------------------------
+
+struct Suggestion {
+  double share;  // of the time it is part of, for ordering
+  std::string text;
+};
+
+std::vector<Suggestion> Suggestions(const db::ReportDb& db) {
+  std::vector<Suggestion> out;
+  const db::RankStats& split = db.split;
+  if (split.step_total_ns > 0) {
+    const double idle = static_cast<double>(split.idle_ns) / static_cast<double>(split.step_total_ns);
+    const double comm =
+        static_cast<double>(split.communication_not_overlapped_ns) / static_cast<double>(split.step_total_ns);
+    if (idle > 0.05) {
+      out.push_back(
+          {idle, Percent(split.idle_ns, split.step_total_ns) +
+                     "% of the step time is idle: the device waits on the host (data loading, Python, "
+                     "launch overhead). Look at the host ops of the slowest steps."});
+    }
+    if (comm > 0.05) {
+      out.push_back({comm, Percent(split.communication_not_overlapped_ns, split.step_total_ns) +
+                               "% of the step time is communication not overlapped with compute: overlap it "
+                               "(bucketed all-reduce) or reduce it."});
+    }
+  }
+  if (!db.stats.top_kernels.empty() && db.stats.kernel_total_ns > 0) {
+    const db::KernelStat& k = db.stats.top_kernels.front();
+    const double share = static_cast<double>(k.total_ns) / static_cast<double>(db.stats.kernel_total_ns);
+    out.push_back({share, "The top kernel, " + k.name + ", takes " +
+                              Percent(k.total_ns, db.stats.kernel_total_ns) +
+                              "% of the kernel time: replay it for its counters (gpuprof replay -k '" +
+                              k.name + "' --section SpeedOfLight)."});
+  }
+  if (!db.stats.top_ops_by_self.empty() && db.stats.op_self_sum_ns > 0) {
+    const db::OpStat& op = db.stats.top_ops_by_self.front();
+    const double share =
+        static_cast<double>(op.totals.self_ns) / static_cast<double>(db.stats.op_self_sum_ns);
+    out.push_back({share, "The op with the most self time on the host is " + op.name + " (" +
+                              Percent(op.totals.self_ns, db.stats.op_self_sum_ns) +
+                              "% of the time covered by ops)."});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.share > b.share; });
+  return out;
+}
+
+std::string Overview(const HtmlReportInput& input) {
+  std::string out = "<section id=\"overview\"><h2>Overview</h2>";
+  HtmlTable runs("runs", {{"profile", false},
+                          {"host", false},
+                          {"device", false},
+                          {"session ms", true},
+                          {"steps", true},
+                          {"avg step ms", true},
+                          {"op calls", true},
+                          {"kernel launches", true},
+                          {"kernel ms", true},
+                          {"peak allocated", false}});
+  for (const db::ReportDb& db : input.dbs) {
+    const db::ProfileStats& s = db.stats;
+    const std::int64_t session =
+        s.session_start_ns && s.session_end_ns ? *s.session_end_ns - *s.session_start_ns : 0;
+    const std::int64_t avg = s.step_count > 0 ? s.step_total_ns / static_cast<std::int64_t>(s.step_count) : 0;
+    std::int64_t peak = 0;
+    for (const db::MemoryPeak& m : s.memory) peak = std::max(peak, m.peak_allocated);
+    runs.AddRow(
+        {T(DbLabel(db)), T(s.host_name.empty() ? "-" : s.host_name),
+         T(s.device.has_value() && *s.device >= 0 ? std::to_string(*s.device) : "not set"),
+         N(Ms(session), static_cast<double>(session)),
+         N(std::to_string(s.step_count), static_cast<double>(s.step_count), "step-count"),
+         N(s.step_count > 0 ? Ms(avg) : "-", static_cast<double>(avg), "step-avg-ms"),
+         N(std::to_string(s.op_calls), static_cast<double>(s.op_calls), "op-calls"),
+         N(std::to_string(s.kernel_calls), static_cast<double>(s.kernel_calls), "kernel-launches"),
+         N(Ms(s.kernel_total_ns), static_cast<double>(s.kernel_total_ns), "kernel-ms"),
+         T(s.memory.empty() ? "-" : FormatBytes(static_cast<std::uint64_t>(peak)), "peak-allocated")});
+  }
+  out += runs.Html();
+  out += "<h3>What to look at first</h3><ol class=\"suggestions\">";
+  std::vector<Suggestion> all;
+  for (const db::ReportDb& db : input.dbs) {
+    for (Suggestion& s : Suggestions(db)) {
+      if (input.dbs.size() > 1) s.text = DbLabel(db) + ": " + s.text;
+      all.push_back(std::move(s));
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.share > b.share; });
+  if (all.size() > 6) all.resize(6);
+  for (const Suggestion& s : all) out += "<li>" + HtmlEscape(s.text) + "</li>";
+  if (all.empty())
+    out += "<li>Nothing stands out: no idle, communication, kernel or op time to speak of.</li>";
+  out += "</ol>";
+  for (const db::ReportDb& db : input.dbs) {
+    if (db.config_json.empty()) continue;
+    out += "<details><summary>Profiler settings of " + HtmlEscape(DbLabel(db)) + "</summary><pre>" +
+           HtmlEscape(db.config_json) + "</pre></details>";
+  }
+  out += "<p class=\"note\">Every event, on a timeline: <code>gpuprof export --format perfetto " +
+         HtmlEscape(input.path) +
+         " -o trace.json</code>, then open trace.json in https://ui.perfetto.dev.</p>";
+  return out + "</section>";
+}
+
+std::string Steps(const HtmlReportInput& input) {
+  std::string out =
+      "<section id=\"steps\"><h2>Step breakdown</h2>"
+      "<p class=\"note\">Each step split as analysis.db's StepTraceTime: compute (kernels, or host ops "
+      "in a run without kernels), communication not overlapped with compute, and idle. A step "
+      "more than half idle is host-bound.</p>";
+  for (const db::ReportDb& db : input.dbs) {
+    const db::RankStats& split = db.split;
+    out += "<h3>" + HtmlEscape(DbLabel(db)) + " (compute from " +
+           HtmlEscape(db::ComputeSourceName(split.compute_source)) + ")</h3>";
+    if (split.steps.empty()) {
+      out += Absent("Steps", split.steps_absent);
+      continue;
+    }
+    if (split.whole_run)
+      out += "<p class=\"note\">" + HtmlEscape(split.steps_absent) + ": the whole run as one.</p>";
+    out += StepBars(split);
+    HtmlTable table("steps-" + std::to_string(&db - input.dbs.data()),
+                    {{"step", true},
+                     {"duration ms", true},
+                     {"compute ms", true},
+                     {"communication not overlapped ms", true},
+                     {"idle ms", true},
+                     {"idle %", true},
+                     {"", false}});
+    for (const db::RankStepStats& step : split.steps) {
+      const bool host_bound = step.duration_ns > 0 && step.idle_ns * 2 > step.duration_ns;
+      table.AddRow(
+          {N(std::to_string(step.id), static_cast<double>(step.id)),
+           N(Ms(step.duration_ns), static_cast<double>(step.duration_ns), "step-ms"),
+           N(Ms(step.compute_ns), static_cast<double>(step.compute_ns)),
+           N(Ms(step.communication_not_overlapped_ns),
+             static_cast<double>(step.communication_not_overlapped_ns)),
+           N(Ms(step.idle_ns), static_cast<double>(step.idle_ns)),
+           N(Percent(step.idle_ns, step.duration_ns),
+             step.duration_ns > 0 ? static_cast<double>(step.idle_ns) / static_cast<double>(step.duration_ns)
+                                  : 0),
+           T(host_bound ? "host-bound" : "")});
+    }
+    out += table.Html();
+  }
+  return out + "</section>";
+}
+
+std::string OpsAndKernels(const HtmlReportInput& input) {
+  std::string out =
+      "<section id=\"ops\"><h2>Ops and kernels</h2><p class=\"note\">Click a column to sort.</p>";
+  for (const db::ReportDb& db : input.dbs) {
+    const db::ProfileStats& s = db.stats;
+    const std::string id = std::to_string(&db - input.dbs.data());
+    out += "<h3>" + HtmlEscape(DbLabel(db)) + "</h3>";
+    if (s.top_ops_by_total.empty()) {
+      out += Absent("Ops", s.ops_absent);
+    } else {
+      out += "<h4>Top ops (" + std::to_string(s.top_ops_by_total.size()) + " of " +
+             std::to_string(s.op_names) + " names, " + std::to_string(s.op_calls) + " calls)</h4>";
+      HtmlTable ops("ops-" + id, {{"name", false},
+                                  {"calls", true},
+                                  {"total ms", true},
+                                  {"self ms", true},
+                                  {"avg µs", true},
+                                  {"self %", true}});
+      for (const db::OpStat& op : s.top_ops_by_total) {
+        const double per_call =
+            static_cast<double>(op.totals.total_ns) / static_cast<double>(op.totals.calls);
+        ops.AddRow({T(op.name, "op-name"),
+                    N(std::to_string(op.totals.calls), static_cast<double>(op.totals.calls)),
+                    N(Ms(op.totals.total_ns), static_cast<double>(op.totals.total_ns), "op-total-ms"),
+                    N(Ms(op.totals.self_ns), static_cast<double>(op.totals.self_ns)),
+                    N(FormatMicros(per_call), per_call),
+                    N(Percent(op.totals.self_ns, s.op_self_sum_ns), static_cast<double>(op.totals.self_ns))});
+      }
+      out += ops.Html();
+    }
+    if (s.top_kernels.empty()) {
+      out += Absent("Kernels", s.kernels_absent);
+    } else {
+      out += "<h4>Top kernels (" + std::to_string(s.top_kernels.size()) + " of " +
+             std::to_string(s.kernel_names) + " names, " + std::to_string(s.kernel_calls) + " launches, " +
+             Ms(s.kernel_total_ns) + " ms)</h4>";
+      HtmlTable kernels("kernels-" + id, {{"name", false},
+                                          {"calls", true},
+                                          {"total ms", true},
+                                          {"avg µs", true},
+                                          {"max µs", true},
+                                          {"%", true}});
+      for (const db::KernelStat& k : s.top_kernels) {
+        const double per_call = static_cast<double>(k.total_ns) / static_cast<double>(k.calls);
+        kernels.AddRow({T(k.name, "kernel-name"), N(std::to_string(k.calls), static_cast<double>(k.calls)),
+                        N(Ms(k.total_ns), static_cast<double>(k.total_ns), "kernel-total-ms"),
+                        N(FormatMicros(per_call), per_call),
+                        N(FormatMicros(static_cast<double>(k.max_ns)), static_cast<double>(k.max_ns)),
+                        N(Percent(k.total_ns, s.kernel_total_ns), static_cast<double>(k.total_ns))});
+      }
+      out += kernels.Html();
+    }
+    if (!db.op_launches.empty()) {
+      out += "<h4>Ops that launched the most device time</h4>";
+      HtmlTable launches("op-launches-" + id, {{"op", false}, {"tasks", true}, {"task ms", true}});
+      for (const db::OpLaunchStat& op : db.op_launches) {
+        launches.AddRow({T(op.op), N(std::to_string(op.tasks), static_cast<double>(op.tasks)),
+                         N(Ms(op.task_ns), static_cast<double>(op.task_ns))});
+      }
+      out += launches.Html();
+    }
+    out += "<h4>Launch delay</h4>" + DelayHistogram(db);
+  }
+  return out + "</section>";
+}
+
+std::string Memory(const HtmlReportInput& input) {
+  std::string out = "<section id=\"memory\"><h2>Memory</h2>";
+  for (const db::ReportDb& db : input.dbs) {
+    const db::ProfileStats& s = db.stats;
+    out += "<h3>" + HtmlEscape(DbLabel(db)) + "</h3>";
+    if (s.memory.empty()) {
+      out += Absent("Memory", s.memory_absent);
+      continue;
+    }
+    HtmlTable peaks("memory-" + std::to_string(&db - input.dbs.data()), {{"device", true},
+                                                                         {"component", false},
+                                                                         {"peak allocated", true},
+                                                                         {"peak reserved", true},
+                                                                         {"records", true}});
+    for (const db::MemoryPeak& m : s.memory) {
+      peaks.AddRow(
+          {N(std::to_string(m.device), static_cast<double>(m.device)), T(m.component),
+           N(FormatBytes(static_cast<std::uint64_t>(m.peak_allocated)), static_cast<double>(m.peak_allocated),
+             "memory-peak-allocated"),
+           N(FormatBytes(static_cast<std::uint64_t>(m.peak_reserved)), static_cast<double>(m.peak_reserved)),
+           N(std::to_string(m.records), static_cast<double>(m.records))});
+    }
+    out += peaks.Html();
+    const std::int64_t origin = s.session_start_ns.value_or(0);
+    for (const db::MemoryCurve& curve : db.memory) {
+      out += "<h4>Device " + std::to_string(curve.device) + " over time</h4>" + MemoryChart(curve, origin);
+    }
+  }
+  return out + "</section>";
+}
+
+std::string Replay(const HtmlReportInput& input) {
+  std::string out = "<section id=\"replay\"><h2>Kernel replay</h2>";
+  bool any = false;
+  for (const db::ReportDb& db : input.dbs) {
+    const db::ProfileStats& s = db.stats;
+    if (s.replay.empty() && s.replay_declines.empty()) continue;
+    any = true;
+    const std::string id = std::to_string(&db - input.dbs.data());
+    out += "<h3>" + HtmlEscape(DbLabel(db)) + "</h3>";
+    if (!s.replay.empty()) {
+      HtmlTable table("replay-" + id, {{"kernel", false},
+                                       {"device", true},
+                                       {"launches", true},
+                                       {"passes", true},
+                                       {"min µs", true},
+                                       {"median µs", true},
+                                       {"max µs", true},
+                                       {"spread", false},
+                                       {"restored/pass", true},
+                                       {"deterministic", false}});
+      for (const db::ReplayKernelStat& k : s.replay) {
+        const double spread =
+            k.min_ns > 0 ? static_cast<double>(k.max_ns - k.min_ns) / static_cast<double>(k.min_ns) : 0;
+        table.AddRow(
+            {T(k.kernel, "replay-kernel"), N(std::to_string(k.device), static_cast<double>(k.device)),
+             N(std::to_string(k.launches), static_cast<double>(k.launches), "replay-launches"),
+             N(std::to_string(k.passes), static_cast<double>(k.passes), "replay-passes"),
+             N(FormatMicros(static_cast<double>(k.min_ns)), static_cast<double>(k.min_ns)),
+             N(FormatMicros(static_cast<double>(k.median_ns)), static_cast<double>(k.median_ns)),
+             N(FormatMicros(static_cast<double>(k.max_ns)), static_cast<double>(k.max_ns)),
+             T("+" + Fixed(100.0 * spread, 1) + "% max over min"),
+             N(FormatBytes(static_cast<std::uint64_t>(k.restored_bytes_per_pass)), k.restored_bytes_per_pass),
+             T(k.nondeterministic_launches == 0
+                   ? "yes"
+                   : "no (" + std::to_string(k.nondeterministic_launches) + " launches differ)")});
+      }
+      out += table.Html();
+    }
+    if (!s.replay_declines.empty()) {
+      out += "<h4>Declined launches</h4>";
+      HtmlTable declines("declines-" + id,
+                         {{"kernel", false}, {"device", true}, {"reason", false}, {"launches", true}});
+      for (const db::ReplayDeclineStat& d : s.replay_declines) {
+        declines.AddRow({T(d.kernel), N(std::to_string(d.device), static_cast<double>(d.device)), T(d.reason),
+                         N(std::to_string(d.launches), static_cast<double>(d.launches))});
+      }
+      out += declines.Html();
+    }
+    for (const db::ReplayCounterStat& group : s.replay_counters) {
+      if (group.metrics.empty()) continue;
+      out += "<h4>Counters of " + HtmlEscape(group.kernel) + " (device " + std::to_string(group.device) +
+             ")</h4>";
+      HtmlTable metrics(
+          "counters-" + id + "-" + std::to_string(&group - s.replay_counters.data()),
+          {{"metric", false}, {"unit", false}, {"mean", true}, {"min", true}, {"max", true}, {"", false}});
+      for (const db::ReplayMetricStat& m : group.metrics) {
+        metrics.AddRow(
+            {T(m.name), T(m.unit), N(Num(m.mean), m.mean), N(Num(m.min), m.min), N(Num(m.max), m.max),
+             T(m.unit == "%" ? std::string(static_cast<std::size_t>(std::clamp(m.mean, 0.0, 100.0) / 5), '|')
+                             : "")});
+      }
+      out += metrics.Html();
+    }
+  }
+  if (!any) out += Absent("Replay", "no replayed launch in this profile (gpuprof replay records them)");
+  return out + "</section>";
+}
+
+std::string HeatColor(double fraction) {  // 0: fastest (light), 1: slowest (dark red)
+  const int r = 255;
+  const int g = static_cast<int>(235 - 180 * fraction);
+  const int b = static_cast<int>(220 - 190 * fraction);
+  char text[16];
+  std::snprintf(text, sizeof(text), "#%02x%02x%02x", r, std::clamp(g, 0, 255), std::clamp(b, 0, 255));
+  return text;
+}
+
+std::string Cluster(const HtmlReportInput& input) {
+  if (input.cluster == nullptr) return "";
+  const db::ClusterStats& cluster = *input.cluster;
+  std::string out = "<section id=\"cluster\"><h2>Cluster</h2>";
+  if (cluster.steps.empty()) return out + Absent("Steps across ranks", "no rank has steps") + "</section>";
+  std::int64_t fastest = std::numeric_limits<std::int64_t>::max();
+  std::int64_t slowest = 0;
+  const std::size_t steps = std::min<std::size_t>(cluster.steps.size(), 100);
+  for (std::size_t i = 0; i < steps; ++i) {
+    for (const auto& d : cluster.steps[i].duration_ns) {
+      if (!d) continue;
+      fastest = std::min(fastest, *d);
+      slowest = std::max(slowest, *d);
+    }
+  }
+  const int cell = 22;
+  const int left = 70;
+  const int width = left + static_cast<int>(steps) * cell + 10;
+  const int height = static_cast<int>(cluster.ranks.size()) * cell + 30;
+  std::string svg = "<svg class=\"chart\" viewBox=\"0 0 " + std::to_string(width) + " " +
+                    std::to_string(height) + "\" width=\"" + std::to_string(width) + "\" height=\"" +
+                    std::to_string(height) + "\" role=\"img\" aria-label=\"step time per rank\">";
+  for (std::size_t r = 0; r < cluster.ranks.size(); ++r) {
+    svg += "<text x=\"0\" y=\"" + std::to_string(static_cast<int>(r) * cell + 15) +
+           "\" class=\"label\">rank " + std::to_string(cluster.ranks[r].rank) + "</text>";
+    for (std::size_t i = 0; i < steps; ++i) {
+      const auto& d = cluster.steps[i].duration_ns[r];
+      if (!d) continue;
+      const double fraction =
+          slowest > fastest ? static_cast<double>(*d - fastest) / static_cast<double>(slowest - fastest) : 0;
+      svg += "<rect x=\"" + std::to_string(left + static_cast<int>(i) * cell) + "\" y=\"" +
+             std::to_string(static_cast<int>(r) * cell) + "\" width=\"" + std::to_string(cell - 2) +
+             "\" height=\"" + std::to_string(cell - 2) + "\" fill=\"" + HeatColor(fraction) +
+             "\"><title>rank " + std::to_string(cluster.ranks[r].rank) + ", step " +
+             std::to_string(cluster.steps[i].id) + ": " + Ms(*d) + " ms</title></rect>";
+    }
+  }
+  svg += "<text x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(height - 6) +
+         "\" class=\"label\">steps " + std::to_string(cluster.steps.front().id) + ".." +
+         std::to_string(cluster.steps[steps - 1].id) + " (darker: slower)</text></svg>";
+  out += "<h3>Step time per rank</h3>" + svg;
+  HtmlTable slow("slowest", {{"step", true}, {"slowest rank", false}, {"its ms", true}, {"spread ms", true}});
+  for (const db::StepComparison& step : cluster.steps) {
+    if (!step.slowest) continue;
+    const db::RankStats& rank = cluster.ranks[*step.slowest];
+    const std::int64_t ms = step.duration_ns[*step.slowest].value_or(0);
+    slow.AddRow({N(std::to_string(step.id), static_cast<double>(step.id)),
+                 T("rank " + std::to_string(rank.rank)), N(Ms(ms), static_cast<double>(ms)),
+                 N(Ms(step.spread_ns), static_cast<double>(step.spread_ns))});
+  }
+  out += "<h3>The slowest rank per step</h3>" + slow.Html();
+  HtmlTable split("rank-split", {{"rank", true},
+                                 {"step total ms", true},
+                                 {"compute ms", true},
+                                 {"communication not overlapped ms", true},
+                                 {"idle ms", true}});
+  for (const db::RankStats& rank : cluster.ranks) {
+    split.AddRow({N(std::to_string(rank.rank), static_cast<double>(rank.rank)),
+                  N(Ms(rank.step_total_ns), static_cast<double>(rank.step_total_ns)),
+                  N(Ms(rank.compute_ns), static_cast<double>(rank.compute_ns)),
+                  N(Ms(rank.communication_not_overlapped_ns),
+                    static_cast<double>(rank.communication_not_overlapped_ns)),
+                  N(Ms(rank.idle_ns), static_cast<double>(rank.idle_ns))});
+  }
+  out += "<h3>Compute and communication per rank</h3>" + split.Html();
+  return out + "</section>";
+}
+
+constexpr std::string_view kStyle = R"(
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#222;background:#fafafa}
+header{background:#2b3a4a;color:#fff;padding:12px 24px}header h1{margin:0;font-size:20px}
+header p{margin:4px 0 0;color:#cdd}nav{padding:6px 24px;background:#e8ecf0}nav a{margin-right:14px;color:#2b3a4a}
+section{background:#fff;margin:16px 24px;padding:8px 18px 16px;border:1px solid #ddd;border-radius:6px}
+h2{font-size:18px;border-bottom:1px solid #eee;padding-bottom:4px}h3{font-size:15px;margin-top:18px}h4{font-size:14px}
+table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}
+th{background:#f2f4f6;cursor:pointer;user-select:none}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+td{max-width:520px;overflow-wrap:anywhere}.absent,.note{color:#666}.chart{display:block;margin:8px 0}
+.label{font-size:11px;fill:#333}.tiny{font-size:8px;fill:#333}pre{white-space:pre-wrap;font-size:12px}
+code{background:#f2f4f6;padding:1px 4px}
+)";
+
+// Sorts a table by the clicked column (numbers by data-v); no network, no library.
+constexpr std::string_view kScript = R"(
+document.querySelectorAll('table.sortable').forEach(function(table){
+  table.querySelectorAll('th').forEach(function(th, column){
+    th.addEventListener('click', function(){
+      var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+      var down = th.getAttribute('data-dir') !== 'down';
+      rows.sort(function(a, b){
+        var x = a.cells[column], y = b.cells[column];
+        var vx = x.hasAttribute('data-v') ? parseFloat(x.getAttribute('data-v')) : x.textContent;
+        var vy = y.hasAttribute('data-v') ? parseFloat(y.getAttribute('data-v')) : y.textContent;
+        var c = vx < vy ? -1 : vx > vy ? 1 : 0;
+        return down ? -c : c;
+      });
+      rows.forEach(function(r){ body.appendChild(r); });
+      th.setAttribute('data-dir', down ? 'down' : 'up');
+    });
+  });
+});
+)";
+
+}  // namespace
+
+std::string HtmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default:
+        if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+          out += "\xEF\xBF\xBD";  // U+FFFD
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  return out;
+}
+
+std::string RenderHtmlReport(const HtmlReportInput& input) {
+  std::string page =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      // Nothing may be fetched: no script, style, image, font or frame from anywhere.
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+      "script-src 'unsafe-inline'; img-src data:\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>gpuprof report: " +
+      HtmlEscape(input.path) + "</title><style>" + std::string(kStyle) + "</style></head><body>";
+  page += "<header><h1>gpuprof report</h1><p>" + HtmlEscape(input.path) + " &middot; " +
+          std::to_string(input.dbs.size()) + " profile DB(s)</p></header>";
+  page +=
+      "<nav><a href=\"#overview\">Overview</a><a href=\"#steps\">Steps</a><a href=\"#ops\">Ops and "
+      "kernels</a>"
+      "<a href=\"#memory\">Memory</a><a href=\"#replay\">Replay</a>";
+  if (input.cluster != nullptr) page += "<a href=\"#cluster\">Cluster</a>";
+  page += "</nav>";
+  page += Overview(input);
+  page += Steps(input);
+  page += OpsAndKernels(input);
+  page += Memory(input);
+  page += Replay(input);
+  page += Cluster(input);
+  page += "<script>" + std::string(kScript) + "</script></body></html>\n";
+  return page;
+}
+
+}  // namespace gpuprof::cli

@@ -1,0 +1,66 @@
+// What `gpuprof report` (cli/html_report.h) shows of one profile DB, read once and aggregated, so
+// that a page stays small whatever the DB's size: the `gpuprof stats` figures (ComputeStats), the
+// step split of db/cluster_stats (the same code as analysis.db's StepTraceTime), the memory curve
+// per device cut into time buckets, and the ops that launched the kernels with the launch delay
+// (op start to kernel start) as a histogram.
+//
+// Thread-safety: a free function over its own reader. Errors: the reader's, naming the file.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/progress.h"
+#include "db/cluster_stats.h"
+#include "db/profile_reader.h"
+#include "db/stats.h"
+#include "gpuprof/status.h"
+
+namespace gpuprof::db {
+
+// The highest allocated and reserved figures within one time bucket.
+struct MemoryPoint {
+  std::int64_t time_ns = 0;  // the bucket's start
+  std::int64_t allocated = 0;
+  std::int64_t reserved = 0;
+};
+
+struct MemoryCurve {
+  std::int64_t device = 0;
+  std::vector<MemoryPoint> points;  // by time; buckets without a record are left out
+};
+
+// The kernels (and copies) launched under one op: the innermost op linked to each task through
+// CONNECTION_IDS, as export's flows pick it.
+struct OpLaunchStat {
+  std::string op;
+  std::uint64_t tasks = 0;
+  std::int64_t task_ns = 0;
+};
+
+// Launch delays in power-of-two buckets: bucket 0 holds delays below 1 µs, bucket i (i >= 1)
+// those in [2^(i-1), 2^i) µs, the last bucket everything longer. Negative delays (a clock skew)
+// count in bucket 0.
+inline constexpr std::size_t kDelayBuckets = 24;
+
+struct ReportDb {
+  ProfileStats stats;
+  RankStats split;  // whole_run: no steps, one step over the session
+  std::vector<MemoryCurve> memory;
+  std::vector<OpLaunchStat> op_launches;  // by task time, the top ones
+  std::array<std::uint64_t, kDelayBuckets> launch_delay_histogram{};
+  std::uint64_t launch_delays = 0;
+  std::string config_json;  // META_DATA gpuprof_config: the settings in force ("" when absent)
+};
+
+struct ReportOptions {
+  std::size_t top = 25;              // rows of the op and kernel tables
+  std::size_t memory_buckets = 400;  // points per device at most
+  base::Progress* progress = nullptr;
+};
+
+StatusOr<ReportDb> ReadReportDb(const ProfileDbFile& file, const ReportOptions& options);
+
+}  // namespace gpuprof::db
