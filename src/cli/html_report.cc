@@ -458,6 +458,28 @@ std::string Memory(const HtmlReportInput& input) {
     for (const db::MemoryCurve& curve : db.memory) {
       out += "<h4>Device " + std::to_string(curve.device) + " over time</h4>" + MemoryChart(curve, origin);
     }
+    const std::string id = std::to_string(&db - input.dbs.data());
+    auto op_table = [&](const std::string& table_id, const std::vector<db::OpMemoryStat>& rows,
+                        const std::string& figure) {
+      HtmlTable table(table_id, {{"op", false}, {"allocations", true}, {"bytes", true}});
+      for (const db::OpMemoryStat& row : rows) {
+        table.AddRow({T(row.op, figure),
+                      N(std::to_string(row.allocations), static_cast<double>(row.allocations)),
+                      N(FormatBytes(static_cast<std::uint64_t>(row.bytes)), static_cast<double>(row.bytes),
+                        figure + "-bytes")});
+      }
+      return table.Html();
+    };
+    if (db.peak_time_ns.has_value()) {
+      out += "<h4>Ops whose blocks were live at the peak (device " + std::to_string(db.peak_device) + ", " +
+             Ms(*db.peak_time_ns - origin) + " ms)</h4>";
+      out += db.live_at_peak.empty() ? Absent("Live blocks", "no OP_MEMORY block was live then")
+                                     : op_table("live-at-peak-" + id, db.live_at_peak, "live-at-peak-op");
+    }
+    if (!db.top_allocating_ops.empty()) {
+      out += "<h4>Top allocating ops (OP_MEMORY, bytes over the run)</h4>" +
+             op_table("allocating-ops-" + id, db.top_allocating_ops, "allocating-op");
+    }
   }
   return out + "</section>";
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "db/db_constants.h"
 #include "db/schema.h"
 
 namespace gpuprof::db {
@@ -105,6 +106,56 @@ Status ReadOpLaunches(const ProfileReader& reader, const ReportOptions& options,
   return OkStatus();
 }
 
+StatusOr<std::vector<OpMemoryStat>> OpMemoryRows(const ProfileReader& reader, const std::string& where,
+                                                 const std::vector<std::int64_t>& binds, std::size_t top) {
+  // The format's invalid id: a block no op allocated (the allocator's own, or before any op).
+  const std::string name =
+      "CASE WHEN m.name IS NULL OR m.name = " + std::to_string(kDbInvalidValue) + " THEN '[no op]' ELSE " +
+      (reader.HasStringValues() ? "IFNULL((SELECT value FROM STRING_IDS WHERE id = m.name), '#' || m.name)"
+                                : "'#' || m.name") +
+      " END";
+  GPUPROF_ASSIGN_OR_RETURN(Query query,
+                           reader.Prepare("SELECT " + name +
+                                          ", COUNT(*), SUM(m.size) AS bytes FROM OP_MEMORY m WHERE "
+                                          "m.size > 0" +
+                                          where + " GROUP BY m.name ORDER BY bytes DESC LIMIT ?9"));
+  for (std::size_t i = 0; i < binds.size(); ++i) query.BindInt(static_cast<int>(i + 1), binds[i]);
+  query.BindInt(9, static_cast<std::int64_t>(top));
+  std::vector<OpMemoryStat> rows;
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    rows.push_back(
+        OpMemoryStat{std::string(query.Text(0)), static_cast<std::uint64_t>(query.Int(1)), query.Int(2)});
+  }
+  return rows;
+}
+
+Status ReadOpMemory(const ProfileReader& reader, const ReportOptions& options, ReportDb* report) {
+  GPUPROF_ASSIGN_OR_RETURN(bool has, reader.HasColumns("OP_MEMORY", {"name", "size", "allocationTime",
+                                                                     "releaseTime", "deviceId"}));
+  if (!has) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(report->top_allocating_ops, OpMemoryRows(reader, "", {}, options.top));
+  GPUPROF_ASSIGN_OR_RETURN(bool has_records,
+                           reader.HasColumns("MEMORY_RECORD", {"timestamp", "totalAllocated", "deviceId"}));
+  if (!has_records) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(Query peak,
+                           reader.Prepare("SELECT timestamp, IFNULL(deviceId, 0) FROM MEMORY_RECORD "
+                                          "WHERE timestamp IS NOT NULL AND totalAllocated > 0 "
+                                          "ORDER BY totalAllocated DESC, timestamp LIMIT 1"));
+  GPUPROF_ASSIGN_OR_RETURN(bool found, peak.Step());
+  if (!found) return OkStatus();
+  report->peak_time_ns = peak.Int(0);
+  report->peak_device = peak.Int(1);
+  GPUPROF_ASSIGN_OR_RETURN(
+      report->live_at_peak,
+      OpMemoryRows(reader,
+                   " AND m.allocationTime <= ?1 AND (m.releaseTime IS NULL OR m.releaseTime > ?1) AND "
+                   "IFNULL(m.deviceId, 0) = ?2",
+                   {*report->peak_time_ns, report->peak_device}, options.top));
+  return OkStatus();
+}
+
 }  // namespace
 
 StatusOr<ReportDb> ReadReportDb(const ProfileDbFile& file, const ReportOptions& options) {
@@ -117,6 +168,8 @@ StatusOr<ReportDb> ReadReportDb(const ProfileDbFile& file, const ReportOptions& 
   GPUPROF_RETURN_IF_ERROR(ReadMemoryCurves(*reader, options, &report));
   base::Progress::StageOf(options.progress, "ops and their kernels (CONNECTION_IDS)");
   GPUPROF_RETURN_IF_ERROR(ReadOpLaunches(*reader, options, &report));
+  base::Progress::StageOf(options.progress, "allocations per op (OP_MEMORY)");
+  GPUPROF_RETURN_IF_ERROR(ReadOpMemory(*reader, options, &report));
   GPUPROF_RETURN_IF_ERROR(ReadConfig(*reader, &report));
   return report;
 }

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,11 +46,24 @@ struct OpLaunchStat {
 // count in bucket 0.
 inline constexpr std::size_t kDelayBuckets = 24;
 
+// Allocations of one op name (OP_MEMORY rows).
+struct OpMemoryStat {
+  std::string op;
+  std::uint64_t allocations = 0;
+  std::int64_t bytes = 0;
+};
+
 struct ReportDb {
   ProfileStats stats;
   RankStats split;  // whole_run: no steps, one step over the session
   std::vector<MemoryCurve> memory;
-  std::vector<OpLaunchStat> op_launches;  // by task time, the top ones
+  std::vector<OpLaunchStat> op_launches;         // by task time, the top ones
+  std::vector<OpMemoryStat> top_allocating_ops;  // by bytes allocated over the run, the top ones
+  // The highest totalAllocated of MEMORY_RECORD (its first time) and the ops whose OP_MEMORY
+  // blocks were live then (allocated at or before it, released after it or never), by bytes.
+  std::optional<std::int64_t> peak_time_ns;
+  std::int64_t peak_device = 0;
+  std::vector<OpMemoryStat> live_at_peak;
   std::array<std::uint64_t, kDelayBuckets> launch_delay_histogram{};
   std::uint64_t launch_delays = 0;
   std::string config_json;  // META_DATA gpuprof_config: the settings in force ("" when absent)

@@ -840,6 +840,11 @@ TEST_F(DbCliTest, ReportIsOneSelfContainedPageWithTheFiguresOfStats) {
   EXPECT_EQ(op_ms[static_cast<std::size_t>(linear)], "0.300");
   EXPECT_THAT(Figures(page, "memory-peak-allocated"), ::testing::ElementsAre("3 MiB"))
       << "as stats prints it";
+  // The peak (3 MiB at 200 us): the addmm block [200, 500) us and the never-released one
+  // no op allocated (OP_MEMORY's invalid name id) are live.
+  EXPECT_THAT(Figures(page, "live-at-peak-op"), ::testing::ElementsAre("aten::addmm", "[no op]"));
+  EXPECT_THAT(Figures(page, "live-at-peak-op-bytes"), ::testing::ElementsAre("2 MiB", "1 MiB"));
+  EXPECT_THAT(Figures(page, "allocating-op"), ::testing::ElementsAre("aten::addmm", "[no op]"));
   // The odd op name is escaped for HTML; no control byte reaches the page.
   EXPECT_THAT(page, HasSubstr("weird &quot;op&quot;"));
   EXPECT_THAT(page, Not(HasSubstr("\x01")));
