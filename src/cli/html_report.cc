@@ -253,8 +253,11 @@ std::vector<Suggestion> Suggestions(const db::ReportDb& db) {
                               "% of the kernel time: replay it for its counters (gpuprof replay -k '" +
                               k.name + "' --section SpeedOfLight)."});
   }
-  if (!db.stats.top_ops_by_self.empty() && db.stats.op_self_sum_ns > 0) {
-    const db::OpStat& op = db.stats.top_ops_by_self.front();
+  // The step ops' self time is the step's host time outside every op: not an op to look at.
+  auto op_it = std::find_if(db.stats.top_ops_by_self.begin(), db.stats.top_ops_by_self.end(),
+                            [](const db::OpStat& op) { return op.name.rfind("ProfilerStep#", 0) != 0; });
+  if (op_it != db.stats.top_ops_by_self.end() && db.stats.op_self_sum_ns > 0) {
+    const db::OpStat& op = *op_it;
     const double share =
         static_cast<double>(op.totals.self_ns) / static_cast<double>(db.stats.op_self_sum_ns);
     out.push_back({share, "The op with the most self time on the host is " + op.name + " (" +
