@@ -368,6 +368,128 @@ std::string Steps(const HtmlReportInput& input) {
   return out + "</section>";
 }
 
+// A color per name (a hash into a fixed palette), so one op looks the same everywhere.
+std::string NameColor(std::string_view name) {
+  static constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2",
+                                             "#edc948", "#ff9da7", "#9c755f", "#e15759", "#86bcb6"};
+  std::uint32_t hash = 2166136261u;
+  for (char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
+  return kPalette[hash % (sizeof(kPalette) / sizeof(kPalette[0]))];
+}
+
+// One step's ops per thread (nested ops a row deeper), tasks per stream, marks and the memory
+// curve: a fixed column of lane names beside a bar chart that the page's script zooms (wheel),
+// pans (drag) and resets (double-click) by its viewBox.
+std::string TimelineSvg(const db::StepTimeline& step) {
+  constexpr int kWidth = 1000;
+  constexpr int kRow = 12;
+  constexpr int kMaxDepth = 8;
+  struct Lane {
+    std::string name;
+    int rows = 1;
+    int y = 0;
+  };
+  std::vector<Lane> lanes;
+  auto lane_of = [&](const std::string& name) -> Lane& {
+    for (Lane& lane : lanes) {
+      if (lane.name == name) return lane;
+    }
+    return lanes.emplace_back(Lane{name, 1, 0});
+  };
+  for (const db::TimelineItem& item : step.items) {
+    Lane& lane = lane_of(item.lane);
+    lane.rows = std::max(lane.rows, std::min(item.depth, kMaxDepth) + 1);
+  }
+  int y = 0;
+  for (Lane& lane : lanes) {
+    lane.y = y;
+    y += lane.rows * kRow + 6;
+  }
+  const int memory_y = y;
+  const int height = y + (step.memory.empty() ? 0 : 50) + 4;
+  const double span = static_cast<double>(std::max<std::int64_t>(step.end_ns - step.start_ns, 1));
+  std::string labels = "<svg class=\"lanes\" width=\"150\" height=\"" + std::to_string(height) + "\">";
+  for (const Lane& lane : lanes) {
+    labels += "<text x=\"0\" y=\"" + std::to_string(lane.y + 10) + "\" class=\"label\">" +
+              HtmlEscape(lane.name) + "</text>";
+  }
+  if (!step.memory.empty()) {
+    labels += "<text x=\"0\" y=\"" + std::to_string(memory_y + 20) + "\" class=\"label\">memory</text>";
+  }
+  labels += "</svg>";
+  std::string bars = "<svg class=\"zoomable\" data-full=\"" + std::to_string(kWidth) + "\" viewBox=\"0 0 " +
+                     std::to_string(kWidth) + " " + std::to_string(height) + "\" width=\"" +
+                     std::to_string(kWidth) + "\" height=\"" + std::to_string(height) +
+                     "\" preserveAspectRatio=\"none\" role=\"img\" "
+                     "aria-label=\"timeline of step " +
+                     std::to_string(step.step_id) + "\">";
+  for (const db::TimelineItem& item : step.items) {
+    const Lane& lane = lane_of(item.lane);
+    const double x = static_cast<double>(item.start_ns - step.start_ns) / span * kWidth;
+    const double w = std::max(static_cast<double>(item.end_ns - item.start_ns) / span * kWidth, 0.3);
+    const int row = std::min(item.depth, kMaxDepth);
+    const std::string color = item.lane == "marks"                ? "#59a14f"
+                              : item.lane.rfind("device", 0) == 0 ? kComputeColor
+                                                                  : NameColor(item.name);
+    bars += "<rect x=\"" + Fixed(x, 3) + "\" y=\"" + std::to_string(lane.y + row * kRow) + "\" width=\"" +
+            Fixed(w, 3) + "\" height=\"" + std::to_string(kRow - 1) + "\" fill=\"" + color + "\"><title>" +
+            HtmlEscape(item.name) + ": " + FormatMicros(static_cast<double>(item.end_ns - item.start_ns)) +
+            " µs</title></rect>";
+  }
+  if (!step.memory.empty()) {
+    std::int64_t top = 1;
+    for (const db::MemoryPoint& p : step.memory) top = std::max(top, p.allocated);
+    std::string d;
+    for (const db::MemoryPoint& p : step.memory) {
+      const double x = static_cast<double>(p.time_ns - step.start_ns) / span * kWidth;
+      const double my = memory_y + 45 - 40.0 * static_cast<double>(p.allocated) / static_cast<double>(top);
+      d += (d.empty() ? "M" : " L") + Fixed(x, 2) + " " + Fixed(my, 2);
+    }
+    bars += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + std::string(kComputeColor) +
+            "\" stroke-width=\"1\" vector-effect=\"non-scaling-stroke\"><title>allocated, up to " +
+            FormatBytes(static_cast<std::uint64_t>(top)) + "</title></path>";
+  }
+  bars += "</svg>";
+  return "<div class=\"timeline-row\">" + labels + bars + "</div>";
+}
+
+std::string Timeline(const HtmlReportInput& input) {
+  std::string out =
+      "<section id=\"timeline\"><h2>Timeline of one step</h2>"
+      "<p class=\"note\">Wheel: zoom, drag: pan, double-click: the whole step. Hover a bar for its "
+      "name and duration. Every event of every step: <code>gpuprof export --format perfetto " +
+      HtmlEscape(input.path) + " -o trace.json</code>, opened in ui.perfetto.dev.</p>";
+  bool any = false;
+  for (const db::ReportDb& db : input.dbs) {
+    if (db.timelines.empty()) continue;
+    any = true;
+    const std::string id = std::to_string(&db - input.dbs.data());
+    out += "<h3>" + HtmlEscape(DbLabel(db)) +
+           "</h3><label>Step: <select class=\"step-choice\" data-for=\"tl-" + id + "\">";
+    for (std::size_t i = 0; i < db.timelines.size(); ++i) {
+      const db::StepTimeline& t = db.timelines[i];
+      out += "<option value=\"" + std::to_string(i) + "\">" + HtmlEscape(t.why) + ": step " +
+             std::to_string(t.step_id) + " (" + Ms(t.end_ns - t.start_ns) + " ms)</option>";
+    }
+    out += "</select></label>";
+    for (std::size_t i = 0; i < db.timelines.size(); ++i) {
+      const db::StepTimeline& t = db.timelines[i];
+      out += "<div class=\"timeline\" id=\"tl-" + id + "-" + std::to_string(i) + "\"" +
+             (i == 0 ? "" : " hidden") + " data-figure=\"timeline-step\" data-step=\"" +
+             std::to_string(t.step_id) + "\">" + TimelineSvg(t);
+      if (t.dropped > 0) {
+        out += "<p class=\"note\">" + std::to_string(t.dropped) +
+               " shorter bars of this step are left out (the longest " + std::to_string(t.items.size()) +
+               " are drawn).</p>";
+      }
+      out += "</div>";
+    }
+  }
+  if (!any)
+    out += Absent("Timeline", "no step to show (the profile has no STEP_TIME rows and no session span)");
+  return out + "</section>";
+}
+
 std::string OpsAndKernels(const HtmlReportInput& input) {
   std::string out =
       "<section id=\"ops\"><h2>Ops and kernels</h2><p class=\"note\">Click a column to sort.</p>";
@@ -642,11 +764,38 @@ table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}th,td{padding:3p
 th{background:#f2f4f6;cursor:pointer;user-select:none}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 td{max-width:520px;overflow-wrap:anywhere}.absent,.note{color:#666}.chart{display:block;margin:8px 0}
 .label{font-size:11px;fill:#333}.tiny{font-size:8px;fill:#333}pre{white-space:pre-wrap;font-size:12px}
-code{background:#f2f4f6;padding:1px 4px}
+code{background:#f2f4f6;padding:1px 4px}.timeline-row{display:flex;overflow:hidden}
+svg.zoomable{border:1px solid #eee;cursor:grab}
 )";
 
-// Sorts a table by the clicked column (numbers by data-v); no network, no library.
+// Sorts a table by the clicked column (numbers by data-v); zooms and pans the step timelines by
+// their viewBox and switches the step shown. No network, no library.
 constexpr std::string_view kScript = R"(
+document.querySelectorAll('svg.zoomable').forEach(function(svg){
+  var full = parseFloat(svg.getAttribute('data-full')), vb = svg.viewBox.baseVal, drag = null;
+  svg.addEventListener('wheel', function(e){
+    e.preventDefault();
+    var r = svg.getBoundingClientRect(), at = vb.x + (e.clientX - r.left) / r.width * vb.width;
+    var w = Math.min(full, Math.max(full / 5000, vb.width * (e.deltaY < 0 ? 0.8 : 1.25)));
+    vb.x = Math.min(Math.max(0, at - (at - vb.x) * w / vb.width), full - w); vb.width = w;
+  }, {passive: false});
+  svg.addEventListener('mousedown', function(e){ drag = {x: e.clientX, vx: vb.x}; });
+  window.addEventListener('mouseup', function(){ drag = null; });
+  svg.addEventListener('mousemove', function(e){
+    if (!drag) return;
+    var r = svg.getBoundingClientRect();
+    vb.x = Math.min(Math.max(0, drag.vx - (e.clientX - drag.x) / r.width * vb.width), full - vb.width);
+  });
+  svg.addEventListener('dblclick', function(){ vb.x = 0; vb.width = full; });
+});
+document.querySelectorAll('select.step-choice').forEach(function(select){
+  select.addEventListener('change', function(){
+    var prefix = select.getAttribute('data-for') + '-';
+    document.querySelectorAll('div.timeline').forEach(function(div){
+      if (div.id.indexOf(prefix) === 0) div.hidden = div.id !== prefix + select.value;
+    });
+  });
+});
 document.querySelectorAll('table.sortable').forEach(function(table){
   table.querySelectorAll('th').forEach(function(th, column){
     th.addEventListener('click', function(){
@@ -700,13 +849,15 @@ std::string RenderHtmlReport(const HtmlReportInput& input) {
   page += "<header><h1>gpuprof report</h1><p>" + HtmlEscape(input.path) + " &middot; " +
           std::to_string(input.dbs.size()) + " profile DB(s)</p></header>";
   page +=
-      "<nav><a href=\"#overview\">Overview</a><a href=\"#steps\">Steps</a><a href=\"#ops\">Ops and "
+      "<nav><a href=\"#overview\">Overview</a><a href=\"#steps\">Steps</a><a "
+      "href=\"#timeline\">Timeline</a><a href=\"#ops\">Ops and "
       "kernels</a>"
       "<a href=\"#memory\">Memory</a><a href=\"#replay\">Replay</a>";
   if (input.cluster != nullptr) page += "<a href=\"#cluster\">Cluster</a>";
   page += "</nav>";
   page += Overview(input);
   page += Steps(input);
+  page += Timeline(input);
   page += OpsAndKernels(input);
   page += Memory(input);
   page += Replay(input);

@@ -4,7 +4,8 @@
 // and `replay` print.
 //
 // Sections (each a <section id=...>): overview (the run, top-line figures, what to look at first),
-// steps (db/cluster_stats' split per step: compute, communication not overlapped, idle), ops and
+// steps (db/cluster_stats' split per step: compute, communication not overlapped, idle), timeline
+// (the median and the slowest step: ops per thread, tasks per stream, marks, memory; zoomable), ops and
 // kernels (sortable tables, the ops that launched the kernels, the launch delay histogram),
 // memory (the curve per device, the peaks), replay (pass spread, determinism, restore, declines,
 // counters) and, for several DBs, cluster (a step-time heat map per rank, the slowest rank per

@@ -156,6 +156,143 @@ Status ReadOpMemory(const ProfileReader& reader, const ReportOptions& options, R
   return OkStatus();
 }
 
+std::string NameOf(const ProfileReader& reader, const std::string& column) {
+  return reader.HasStringValues()
+             ? "IFNULL((SELECT value FROM STRING_IDS WHERE id = " + column + "), '#' || " + column + ")"
+             : "'#' || " + column;
+}
+
+// Rows of `sql` (start, end, lane key, name) within [start, end) of the step, into `items`.
+template <typename LaneFn>
+Status ReadItems(const ProfileReader& reader, const std::string& sql, const StepTimeline& step, LaneFn lane,
+                 std::vector<TimelineItem>* items) {
+  GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare(sql));
+  query.BindInt(1, step.start_ns);
+  query.BindInt(2, step.end_ns);
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    TimelineItem item;
+    item.start_ns = std::max(query.Int(0), step.start_ns);
+    item.end_ns = std::min(std::max(query.Int(1), query.Int(0)), step.end_ns);
+    item.lane = lane(query.Int(2), query.Int(3));
+    item.name = query.IsNull(4) ? std::string("[unnamed]") : std::string(query.Text(4));
+    items->push_back(std::move(item));
+  }
+  return OkStatus();
+}
+
+StatusOr<StepTimeline> ReadStepTimeline(const ProfileReader& reader, const RankStepStats& chosen,
+                                        std::string why, const ReportOptions& options) {
+  StepTimeline step;
+  step.why = std::move(why);
+  step.step_id = chosen.id;
+  step.start_ns = chosen.start_ns;
+  step.end_ns = std::max(chosen.end_ns, chosen.start_ns + 1);
+  std::vector<TimelineItem> items;
+  GPUPROF_ASSIGN_OR_RETURN(bool has_ops,
+                           reader.HasColumns("PYTORCH_API", {"startNs", "endNs", "globalTid", "name"}));
+  if (has_ops) {
+    // Ops per thread, by start then longest first, so that nesting depth is a stack sweep.
+    GPUPROF_RETURN_IF_ERROR(ReadItems(
+        reader,
+        "SELECT startNs, endNs, globalTid, 0, " + NameOf(reader, "name") +
+            " FROM PYTORCH_API WHERE endNs > ?1 AND startNs < ?2 ORDER BY globalTid, startNs, endNs DESC",
+        step, [](std::int64_t tid, std::int64_t) { return "thread " + std::to_string(tid & 0xffffffff); },
+        &items));
+    std::vector<std::int64_t> open_ends;
+    std::string lane;
+    for (TimelineItem& item : items) {
+      if (item.lane != lane) {
+        open_ends.clear();
+        lane = item.lane;
+      }
+      while (!open_ends.empty() && open_ends.back() <= item.start_ns) open_ends.pop_back();
+      item.depth = static_cast<int>(open_ends.size());
+      open_ends.push_back(item.end_ns);
+    }
+  }
+  GPUPROF_ASSIGN_OR_RETURN(
+      bool has_tasks,
+      reader.HasColumns("TASK", {"startNs", "endNs", "deviceId", "streamId", "globalTaskId", "taskType"}));
+  if (has_tasks) {
+    GPUPROF_ASSIGN_OR_RETURN(bool has_info, reader.HasColumns("COMPUTE_TASK_INFO", {"name", "globalTaskId"}));
+    const std::string name = has_info
+                                 ? "COALESCE((SELECT " + NameOf(reader, "c.name") +
+                                       " FROM COMPUTE_TASK_INFO c WHERE c.globalTaskId = t.globalTaskId), " +
+                                       NameOf(reader, "t.taskType") + ")"
+                                 : NameOf(reader, "t.taskType");
+    GPUPROF_RETURN_IF_ERROR(ReadItems(
+        reader,
+        "SELECT t.startNs, t.endNs, IFNULL(t.deviceId, 0), IFNULL(t.streamId, 0), " + name +
+            " FROM TASK t WHERE t.endNs > ?1 AND t.startNs < ?2 ORDER BY t.deviceId, t.streamId, t.startNs",
+        step,
+        [](std::int64_t device, std::int64_t stream) {
+          return "device " + std::to_string(device) + " stream " + std::to_string(stream);
+        },
+        &items));
+  }
+  GPUPROF_ASSIGN_OR_RETURN(bool has_marks, reader.HasColumns("MSTX_EVENTS", {"startNs", "endNs", "message"}));
+  if (has_marks) {
+    GPUPROF_RETURN_IF_ERROR(ReadItems(
+        reader,
+        "SELECT startNs, endNs, 0, 0, " + NameOf(reader, "message") +
+            " FROM MSTX_EVENTS WHERE endNs >= ?1 AND startNs < ?2 ORDER BY startNs",
+        step, [](std::int64_t, std::int64_t) { return std::string("marks"); }, &items));
+  }
+  if (items.size() > options.timeline_items) {
+    // The longest bars stay; the rest would be under a pixel at the step's scale anyway.
+    std::vector<std::size_t> order(items.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(options.timeline_items),
+                     order.end(), [&](std::size_t a, std::size_t b) {
+                       return items[a].end_ns - items[a].start_ns > items[b].end_ns - items[b].start_ns;
+                     });
+    order.resize(options.timeline_items);
+    std::sort(order.begin(), order.end());
+    std::vector<TimelineItem> kept;
+    kept.reserve(order.size());
+    for (std::size_t i : order) kept.push_back(std::move(items[i]));
+    step.dropped = items.size() - kept.size();
+    items = std::move(kept);
+  }
+  step.items = std::move(items);
+  GPUPROF_ASSIGN_OR_RETURN(
+      bool has_memory, reader.HasColumns("MEMORY_RECORD", {"timestamp", "totalAllocated", "totalReserved"}));
+  if (has_memory) {
+    GPUPROF_ASSIGN_OR_RETURN(Query query,
+                             reader.Prepare("SELECT timestamp, totalAllocated, totalReserved FROM "
+                                            "MEMORY_RECORD WHERE timestamp >= ?1 AND timestamp < ?2 "
+                                            "ORDER BY timestamp LIMIT 2000"));
+    query.BindInt(1, step.start_ns);
+    query.BindInt(2, step.end_ns);
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+      if (!row) break;
+      step.memory.push_back(MemoryPoint{query.Int(0), query.Int(1), query.Int(2)});
+    }
+  }
+  return step;
+}
+
+// The median step by duration and, when it is another, the slowest.
+Status ReadTimelines(const ProfileReader& reader, const ReportOptions& options, ReportDb* report) {
+  if (report->split.steps.empty()) return OkStatus();
+  std::vector<const RankStepStats*> by_duration;
+  for (const RankStepStats& step : report->split.steps) by_duration.push_back(&step);
+  std::stable_sort(by_duration.begin(), by_duration.end(),
+                   [](const auto* a, const auto* b) { return a->duration_ns < b->duration_ns; });
+  const RankStepStats* median = by_duration[(by_duration.size() - 1) / 2];
+  const RankStepStats* slowest = by_duration.back();
+  GPUPROF_ASSIGN_OR_RETURN(StepTimeline first, ReadStepTimeline(reader, *median, "median", options));
+  report->timelines.push_back(std::move(first));
+  if (slowest != median) {
+    GPUPROF_ASSIGN_OR_RETURN(StepTimeline second, ReadStepTimeline(reader, *slowest, "slowest", options));
+    report->timelines.push_back(std::move(second));
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 StatusOr<ReportDb> ReadReportDb(const ProfileDbFile& file, const ReportOptions& options) {
@@ -170,6 +307,8 @@ StatusOr<ReportDb> ReadReportDb(const ProfileDbFile& file, const ReportOptions& 
   GPUPROF_RETURN_IF_ERROR(ReadOpLaunches(*reader, options, &report));
   base::Progress::StageOf(options.progress, "allocations per op (OP_MEMORY)");
   GPUPROF_RETURN_IF_ERROR(ReadOpMemory(*reader, options, &report));
+  base::Progress::StageOf(options.progress, "the timeline of the median and the slowest step");
+  GPUPROF_RETURN_IF_ERROR(ReadTimelines(*reader, options, &report));
   GPUPROF_RETURN_IF_ERROR(ReadConfig(*reader, &report));
   return report;
 }

@@ -53,6 +53,28 @@ struct OpMemoryStat {
   std::int64_t bytes = 0;
 };
 
+// One bar of the one-step timeline: an op (lane "thread <tid>", nested ops one row deeper), a
+// device task (lane "device <d> stream <s>") or an NVTX/mstx range (lane "marks").
+struct TimelineItem {
+  std::string lane;
+  int depth = 0;  // ops: how many ops enclose it on its thread
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::string name;
+};
+
+// The step a timeline shows, chosen as `why` ("median", "slowest"), with what ran in it; at most
+// ReportOptions::timeline_items items (the longest kept: `dropped` says how many were not).
+struct StepTimeline {
+  std::string why;
+  std::int64_t step_id = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::vector<TimelineItem> items;  // by lane, then start
+  std::uint64_t dropped = 0;
+  std::vector<MemoryPoint> memory;  // MEMORY_RECORD within the step (every record, at most 2000)
+};
+
 struct ReportDb {
   ProfileStats stats;
   RankStats split;  // whole_run: no steps, one step over the session
@@ -64,14 +86,16 @@ struct ReportDb {
   std::optional<std::int64_t> peak_time_ns;
   std::int64_t peak_device = 0;
   std::vector<OpMemoryStat> live_at_peak;
+  std::vector<StepTimeline> timelines;  // the median step, and the slowest when it is another
   std::array<std::uint64_t, kDelayBuckets> launch_delay_histogram{};
   std::uint64_t launch_delays = 0;
   std::string config_json;  // META_DATA gpuprof_config: the settings in force ("" when absent)
 };
 
 struct ReportOptions {
-  std::size_t top = 25;              // rows of the op and kernel tables
-  std::size_t memory_buckets = 400;  // points per device at most
+  std::size_t top = 25;               // rows of the op and kernel tables
+  std::size_t memory_buckets = 400;   // points per device at most
+  std::size_t timeline_items = 4000;  // bars per step timeline at most
   base::Progress* progress = nullptr;
 };
 

@@ -812,7 +812,7 @@ TEST_F(DbCliTest, ReportIsOneSelfContainedPageWithTheFiguresOfStats) {
   EXPECT_THAT(result.out, HasSubstr("file://" + page_path));
   const std::string page = fixture::ReadFileBytes(page_path);
   ASSERT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u) << page.substr(0, 200);
-  for (const char* section : {"overview", "steps", "ops", "memory", "replay"}) {
+  for (const char* section : {"overview", "steps", "timeline", "ops", "memory", "replay"}) {
     EXPECT_THAT(page, HasSubstr(std::string("<section id=\"") + section + "\">")) << section;
   }
   EXPECT_THAT(page, Not(HasSubstr("<section id=\"cluster\">"))) << "one DB: no cluster";
@@ -848,6 +848,13 @@ TEST_F(DbCliTest, ReportIsOneSelfContainedPageWithTheFiguresOfStats) {
   // The odd op name is escaped for HTML; no control byte reaches the page.
   EXPECT_THAT(page, HasSubstr("weird &quot;op&quot;"));
   EXPECT_THAT(page, Not(HasSubstr("\x01")));
+  // The timeline: the median step (2, 0.900 ms) shown, the slowest (1) to choose; its ops, kernels
+  // and memory drawn.
+  EXPECT_THAT(page, HasSubstr(">median: step 2 (0.900 ms)</option>"));
+  EXPECT_THAT(page, HasSubstr(">slowest: step 1 (1.000 ms)</option>"));
+  EXPECT_THAT(page, HasSubstr("aria-label=\"timeline of step 2\""));
+  EXPECT_THAT(page, HasSubstr("<title>relu_kernel: "));
+  EXPECT_THAT(page, HasSubstr("id=\"tl-0-1\" hidden"));
   // The step split's chart and the memory curve are drawn.
   EXPECT_THAT(page, HasSubstr("aria-label=\"step breakdown\""));
   EXPECT_THAT(page, HasSubstr("aria-label=\"memory of device 0\""));

@@ -28,7 +28,7 @@ except ImportError:  # python3-selenium absent
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-SECTIONS = ("overview", "steps", "ops", "memory", "replay")
+SECTIONS = ("overview", "steps", "timeline", "ops", "memory", "replay")
 
 
 def browser_missing():
@@ -158,6 +158,17 @@ class ReportInBrowserTest(unittest.TestCase):
                                stats.split("Top ops by total time")[1].split("\n\n")[0], re.M)
         self.assertEqual(self.figures("op-name")[:5], stats_ops[:5])
         self.assertGreater(len(self.driver.find_elements(By.CSS_SELECTOR, "svg[aria-label='step breakdown'] rect")), 0)
+        # The timeline shows the median step; choosing the slowest shows that one instead.
+        shown = [d for d in self.driver.find_elements(By.CSS_SELECTOR, "div.timeline") if d.is_displayed()]
+        self.assertEqual(len(shown), 1)
+        self.assertGreater(len(shown[0].find_elements(By.CSS_SELECTOR, "rect")), 0)
+        choice = self.driver.find_element(By.CSS_SELECTOR, "select.step-choice")
+        options = choice.find_elements(By.TAG_NAME, "option")
+        self.assertTrue(options[0].text.startswith("median: step "), options[0].text)
+        if len(options) > 1:
+            options[1].click()
+            now = [d for d in self.driver.find_elements(By.CSS_SELECTOR, "div.timeline") if d.is_displayed()]
+            self.assertEqual([d.get_attribute("id") for d in now], ["tl-0-1"])
 
     def test_two_gloo_ranks(self):
         missing = torch_missing()
