@@ -329,7 +329,8 @@ std::string Steps(const HtmlReportInput& input) {
       "<section id=\"steps\"><h2>Step breakdown</h2>"
       "<p class=\"note\">Each step split as analysis.db's StepTraceTime: compute (kernels, or host ops "
       "in a run without kernels), communication not overlapped with compute, and idle. A step "
-      "more than half idle is host-bound.</p>";
+      "more than half idle is host-bound. memcpy/memset: the time copies and memsets ran on the device "
+      "within the step (a part of the others, not added to them).</p>";
   for (const db::ReportDb& db : input.dbs) {
     const db::RankStats& split = db.split;
     out += "<h3>" + HtmlEscape(DbLabel(db)) + " (compute from " +
@@ -348,8 +349,11 @@ std::string Steps(const HtmlReportInput& input) {
                      {"communication not overlapped ms", true},
                      {"idle ms", true},
                      {"idle %", true},
+                     {"memcpy/memset ms", true},
                      {"", false}});
-    for (const db::RankStepStats& step : split.steps) {
+    for (std::size_t i = 0; i < split.steps.size(); ++i) {
+      const db::RankStepStats& step = split.steps[i];
+      const std::int64_t memcpy_ns = i < db.step_memcpy_ns.size() ? db.step_memcpy_ns[i] : 0;
       const bool host_bound = step.duration_ns > 0 && step.idle_ns * 2 > step.duration_ns;
       table.AddRow(
           {N(std::to_string(step.id), static_cast<double>(step.id)),
@@ -361,6 +365,7 @@ std::string Steps(const HtmlReportInput& input) {
            N(Percent(step.idle_ns, step.duration_ns),
              step.duration_ns > 0 ? static_cast<double>(step.idle_ns) / static_cast<double>(step.duration_ns)
                                   : 0),
+           N(Ms(memcpy_ns), static_cast<double>(memcpy_ns), "step-memcpy-ms"),
            T(host_bound ? "host-bound" : "")});
     }
     out += table.Html();

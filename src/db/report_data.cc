@@ -275,6 +275,37 @@ StatusOr<StepTimeline> ReadStepTimeline(const ProfileReader& reader, const RankS
   return step;
 }
 
+Status ReadStepMemcpy(const ProfileReader& reader, ReportDb* report) {
+  report->step_memcpy_ns.assign(report->split.steps.size(), 0);
+  GPUPROF_ASSIGN_OR_RETURN(bool has_tasks, reader.HasColumns("TASK", {"startNs", "endNs", "taskType"}));
+  if (!has_tasks || !reader.HasStringValues() || report->split.steps.empty()) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query query,
+      reader.Prepare(
+          "SELECT t.startNs, t.endNs FROM TASK t JOIN STRING_IDS s ON s.id = t.taskType WHERE "
+          "(s.value LIKE 'MEMCPY%' OR s.value LIKE 'MEMSET%') AND t.endNs > t.startNs ORDER BY t.startNs"));
+  IntervalUnion copies;
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    copies.Add(Interval{query.Int(0), query.Int(1)});
+  }
+  const std::vector<Interval>& merged = copies.merged();
+  for (std::size_t i = 0; i < report->split.steps.size(); ++i) {
+    const RankStepStats& step = report->split.steps[i];
+    std::int64_t total = 0;
+    // The copies overlapping [start, end), clipped to it.
+    auto it =
+        std::lower_bound(merged.begin(), merged.end(), step.start_ns,
+                         [](const Interval& interval, std::int64_t at) { return interval.end_ns <= at; });
+    for (; it != merged.end() && it->start_ns < step.end_ns; ++it) {
+      total += std::min(it->end_ns, step.end_ns) - std::max(it->start_ns, step.start_ns);
+    }
+    report->step_memcpy_ns[i] = total;
+  }
+  return OkStatus();
+}
+
 // The median step by duration and, when it is another, the slowest.
 Status ReadTimelines(const ProfileReader& reader, const ReportOptions& options, ReportDb* report) {
   if (report->split.steps.empty()) return OkStatus();
@@ -301,6 +332,7 @@ StatusOr<ReportDb> ReadReportDb(const ProfileDbFile& file, const ReportOptions& 
   GPUPROF_ASSIGN_OR_RETURN(report.stats, ComputeStats(*reader, StatsOptions{options.top, options.progress}));
   base::Progress::StageOf(options.progress, "the step split");
   GPUPROF_ASSIGN_OR_RETURN(report.split, ComputeRankStats(file, WithoutSteps::kWholeRunWithoutSteps));
+  GPUPROF_RETURN_IF_ERROR(ReadStepMemcpy(*reader, &report));
   base::Progress::StageOf(options.progress, "the memory curve (MEMORY_RECORD)");
   GPUPROF_RETURN_IF_ERROR(ReadMemoryCurves(*reader, options, &report));
   base::Progress::StageOf(options.progress, "ops and their kernels (CONNECTION_IDS)");

@@ -87,6 +87,10 @@ struct ReportDb {
   std::int64_t peak_device = 0;
   std::vector<OpMemoryStat> live_at_peak;
   std::vector<StepTimeline> timelines;  // the median step, and the slowest when it is another
+  // Per entry of split.steps: |union of the memcpy and memset tasks| within the step, the part of
+  // its time HTA's temporal breakdown calls memory (it overlaps the split's compute and idle, which
+  // stay as analysis.db's StepTraceTime has them).
+  std::vector<std::int64_t> step_memcpy_ns;
   std::array<std::uint64_t, kDelayBuckets> launch_delay_histogram{};
   std::uint64_t launch_delays = 0;
   std::string config_json;  // META_DATA gpuprof_config: the settings in force ("" when absent)

@@ -825,6 +825,8 @@ TEST_F(DbCliTest, ReportIsOneSelfContainedPageWithTheFiguresOfStats) {
   EXPECT_THAT(Figures(page, "step-count"), ::testing::ElementsAre("2"));
   EXPECT_THAT(Figures(page, "step-avg-ms"), ::testing::ElementsAre("0.950"));
   EXPECT_THAT(Figures(page, "step-ms"), ::testing::ElementsAre("1.000", "0.900"));
+  // The fixture's one copy (MEMCPY_ASYNC, 10 us) in step 1.
+  EXPECT_THAT(Figures(page, "step-memcpy-ms"), ::testing::ElementsAre("0.010", "0.000"));
   EXPECT_THAT(Figures(page, "kernel-launches"), ::testing::ElementsAre("4"));
   EXPECT_THAT(Figures(page, "kernel-ms"), ::testing::ElementsAre("0.250"));
   const std::vector<std::string> kernels = Figures(page, "kernel-name");
