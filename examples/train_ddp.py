@@ -26,6 +26,7 @@ and the exit status is 1 when the replicas differ.
 
 import argparse
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -99,7 +100,10 @@ def main():
             mstx.mark(f"step{step}_stop")  # before opt.step(), which closes the ProfilerStep op
         opt.step()
         if args.print_every > 0 and (step + 1) % args.print_every == 0:
-            print(f"rank {rank} step {step + 1}", flush=True)
+            # One write: under `python -u` (torchrun's ranks) print() writes the text and the newline
+            # apart, and two ranks' lines on one pipe would interleave.
+            sys.stdout.write(f"rank {rank} step {step + 1}\n")
+            sys.stdout.flush()
     if mstx:
         mstx.mark("train_stop")
     weights = torch.cat([p.detach().flatten() for p in model.parameters()])

@@ -45,6 +45,7 @@ class HtmlTable {
     std::string text;
     double value = 0;
     std::string figure;  // data-figure name, or ""
+    std::string html;    // markup drawn after the text (a small chart), already safe; "" for none
   };
   void AddRow(std::vector<Cell> cells) { rows_.push_back(std::move(cells)); }
   std::string Html() const {
@@ -61,7 +62,7 @@ class HtmlTable {
         out += "<td";
         if (columns_[i].numeric) out += " class=\"num\" data-v=\"" + Fixed(cell.value, 6) + "\"";
         if (!cell.figure.empty()) out += " data-figure=\"" + HtmlEscape(cell.figure) + "\"";
-        out += ">" + HtmlEscape(cell.text) + "</td>";
+        out += ">" + HtmlEscape(cell.text) + cell.html + "</td>";
       }
       out += "</tr>";
     }
@@ -75,10 +76,10 @@ class HtmlTable {
 };
 
 HtmlTable::Cell N(std::string text, double value, std::string figure = "") {
-  return {std::move(text), value, std::move(figure)};
+  return {std::move(text), value, std::move(figure), ""};
 }
 HtmlTable::Cell T(std::string text, std::string figure = "") {
-  return {std::move(text), 0, std::move(figure)};
+  return {std::move(text), 0, std::move(figure), ""};
 }
 
 std::string Absent(std::string_view what, std::string_view why) {
@@ -217,6 +218,30 @@ std::string DelayHistogram(const db::ReportDb& db) {
          "</svg><p class=\"note\">Launch delay: from the start of the op that launched a kernel (or copy) "
          "to the task's start on the device, " +
          std::to_string(db.launch_delays) + " tasks.</p>";
+}
+
+// A pass-duration range on one axis from 0 to `axis_ns`: a bar from min to max, a tick at the median.
+std::string SpreadBar(std::int64_t min_ns, std::int64_t median_ns, std::int64_t max_ns,
+                      std::int64_t axis_ns) {
+  const double scale = 120.0 / static_cast<double>(std::max<std::int64_t>(axis_ns, 1));
+  const double x0 = static_cast<double>(min_ns) * scale;
+  const double x1 = std::max(static_cast<double>(max_ns) * scale, x0 + 1);
+  const double xm = static_cast<double>(median_ns) * scale;
+  return " <svg class=\"spark\" width=\"124\" height=\"12\" role=\"img\" aria-label=\"pass spread\"><line "
+         "x1=\"0\" "
+         "y1=\"6\" x2=\"122\" y2=\"6\" stroke=\"#ddd\"/><rect x=\"" +
+         Num(x0) + "\" y=\"2\" width=\"" + Num(x1 - x0) + "\" height=\"8\" fill=\"" + kComputeColor +
+         "\" opacity=\"0.5\"/><rect x=\"" + Num(xm - 0.75) +
+         "\" y=\"0\" width=\"1.5\" height=\"12\" fill=\"#222\"/></svg>";
+}
+
+// A percentage as a bar of 100 px.
+std::string PercentBar(double percent) {
+  const double w = std::clamp(percent, 0.0, 100.0);
+  return " <svg class=\"spark\" width=\"102\" height=\"10\" role=\"img\" aria-label=\"percent\"><rect "
+         "x=\"0\" y=\"0\" "
+         "width=\"100\" height=\"10\" fill=\"#eee\"/><rect x=\"0\" y=\"0\" width=\"" +
+         Num(w) + "\" height=\"10\" fill=\"" + kComputeColor + "\"/></svg>";
 }
 
 // ---- Sections --------------------------------------------------------------------------------------
@@ -644,7 +669,8 @@ std::string Replay(const HtmlReportInput& input) {
              N(FormatMicros(static_cast<double>(k.min_ns)), static_cast<double>(k.min_ns)),
              N(FormatMicros(static_cast<double>(k.median_ns)), static_cast<double>(k.median_ns)),
              N(FormatMicros(static_cast<double>(k.max_ns)), static_cast<double>(k.max_ns)),
-             T("+" + Fixed(100.0 * spread, 1) + "% max over min"),
+             HtmlTable::Cell{"+" + Fixed(100.0 * spread, 1) + "% max over min", 0, "",
+                             SpreadBar(k.min_ns, k.median_ns, k.max_ns, k.max_ns)},
              N(FormatBytes(static_cast<std::uint64_t>(k.restored_bytes_per_pass)), k.restored_bytes_per_pass),
              T(k.nondeterministic_launches == 0
                    ? "yes"
@@ -670,10 +696,9 @@ std::string Replay(const HtmlReportInput& input) {
           "counters-" + id + "-" + std::to_string(&group - s.replay_counters.data()),
           {{"metric", false}, {"unit", false}, {"mean", true}, {"min", true}, {"max", true}, {"", false}});
       for (const db::ReplayMetricStat& m : group.metrics) {
-        metrics.AddRow(
-            {T(m.name), T(m.unit), N(Num(m.mean), m.mean), N(Num(m.min), m.min), N(Num(m.max), m.max),
-             T(m.unit == "%" ? std::string(static_cast<std::size_t>(std::clamp(m.mean, 0.0, 100.0) / 5), '|')
-                             : "")});
+        metrics.AddRow({T(m.name), T(m.unit), N(Num(m.mean), m.mean), N(Num(m.min), m.min),
+                        N(Num(m.max), m.max),
+                        HtmlTable::Cell{"", 0, "", m.unit == "%" ? PercentBar(m.mean) : ""}});
       }
       out += metrics.Html();
     }
@@ -768,7 +793,7 @@ h2{font-size:18px;border-bottom:1px solid #eee;padding-bottom:4px}h3{font-size:1
 table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}
 th{background:#f2f4f6;cursor:pointer;user-select:none}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 td{max-width:520px;overflow-wrap:anywhere}.absent,.note{color:#666}.chart{display:block;margin:8px 0}
-.label{font-size:11px;fill:#333}.tiny{font-size:8px;fill:#333}pre{white-space:pre-wrap;font-size:12px}
+.label{font-size:11px;fill:#333}svg.spark{vertical-align:middle}.tiny{font-size:8px;fill:#333}pre{white-space:pre-wrap;font-size:12px}
 code{background:#f2f4f6;padding:1px 4px}.timeline-row{display:flex;overflow:hidden}
 svg.zoomable{border:1px solid #eee;cursor:grab}
 )";

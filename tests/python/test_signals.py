@@ -6,12 +6,14 @@ and stops its ranks with it: each rank's DB is finalized. Needs torch and the Py
 
 import glob
 import os
+import re
 import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import unittest
 
 from test_distributed import free_port  # noqa: E402  (tests/python is the working directory)
@@ -80,13 +82,19 @@ class SignalTest(unittest.TestCase):
                           os.path.join(REPO, "examples", "train_ddp.py"), "--steps", "1000000",
                           "--print-every", "2"], out)
         # Both ranks past a few steps (their collectives included): the startup's cost differs by
-        # machine, so the test waits for the ranks' own word, not for a time.
+        # machine, so the test waits for the ranks' own word, not for a time. The ranks share one
+        # pipe, so their words are searched anywhere in a line; a run that never says them is
+        # killed after 300 s, so the test fails instead of hanging.
+        watchdog = threading.Timer(300, run.kill)
+        watchdog.start()
+        self.addCleanup(watchdog.cancel)
         stepped = set()
         while len(stepped) < 2:
             line = run.stdout.readline()
             self.assertTrue(line, "torchrun ended before both ranks reached step 4")
-            if line.strip() in ("rank 0 step 4", "rank 1 step 4"):
-                stepped.add(line.split()[1])
+            for rank, step in re.findall(r"rank (\d) step (\d+)", line):
+                if int(step) >= 4:
+                    stepped.add(rank)
         run.send_signal(signal.SIGTERM)
         _, stderr = run.communicate(timeout=180)
         self.assertNotEqual(run.returncode, 0, stderr)
