@@ -139,6 +139,19 @@ class ReportInBrowserTest(unittest.TestCase):
             self.assertEqual(self.figures("kernel-ms"), [ms for _, ms in launches])
         peaks = re.findall(r"\bPTA\s+(\d[\d.]* \S+)", stats)
         self.assertEqual(self.figures("memory-peak-allocated"), peaks)
+        # Each step's duration (stats' step tables, DB by DB, in the order of the page's).
+        durations = []
+        for section in stats.split("\nSteps (")[1:]:
+            rows = section.split("\n\n")[0].splitlines()[3:]
+            durations += [row.split()[2] for row in rows if re.match(r"^\s+\d+\s+[\d.]+\s+[\d.]+$", row)]
+        if durations:
+            self.assertEqual(self.figures("step-ms"), durations)
+        # The top kernels by total time, in stats' order.
+        kernels = []
+        for section in stats.split("Top kernels by total time (")[1:]:
+            rows = section.split("\n\n")[0].splitlines()[2:]
+            kernels += [row.split(None, 5)[5] for row in rows if len(row.split(None, 5)) == 6]
+        self.assertEqual(self.figures("kernel-name"), kernels)
 
     # ---- the three pages -------------------------------------------------------------------------
 
