@@ -674,7 +674,8 @@ std::string Replay(const HtmlReportInput& input) {
              N(FormatBytes(static_cast<std::uint64_t>(k.restored_bytes_per_pass)), k.restored_bytes_per_pass),
              T(k.nondeterministic_launches == 0
                    ? "yes"
-                   : "no (" + std::to_string(k.nondeterministic_launches) + " launches differ)")});
+                   : "no (" + std::to_string(k.nondeterministic_launches) +
+                         (k.nondeterministic_launches == 1 ? " launch differs)" : " launches differ)"))});
       }
       out += table.Html();
     }
