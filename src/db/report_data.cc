@@ -13,6 +13,13 @@
 namespace gpuprof::db {
 namespace {
 
+// The SQL for the string `column` names (its STRING_IDS value), "#<id>" where it cannot be looked up.
+std::string NameOf(const ProfileReader& reader, const std::string& column) {
+  return reader.HasStringValues()
+             ? "IFNULL((SELECT value FROM STRING_IDS WHERE id = " + column + "), '#' || " + column + ")"
+             : "'#' || " + column;
+}
+
 std::size_t DelayBucket(std::int64_t delay_ns) {
   if (delay_ns < 1000) return 0;
   const auto micros = static_cast<std::uint64_t>(delay_ns / 1000);
@@ -71,10 +78,7 @@ Status ReadOpLaunches(const ProfileReader& reader, const ReportOptions& options,
                            reader.HasColumns("PYTORCH_API", {"startNs", "name", "connectionId"}));
   GPUPROF_ASSIGN_OR_RETURN(bool has_tasks, reader.HasColumns("TASK", {"startNs", "endNs", "connectionId"}));
   if (!has_connections || !has_ops || !has_tasks) return OkStatus();
-  const std::string name =
-      reader.HasStringValues()
-          ? "IFNULL((SELECT value FROM STRING_IDS WHERE id = l.op_name), '#' || l.op_name)"
-          : "'#' || l.op_name";
+  const std::string name = NameOf(reader, "l.op_name");
   GPUPROF_ASSIGN_OR_RETURN(
       Query query,
       reader.Prepare(
@@ -109,11 +113,8 @@ Status ReadOpLaunches(const ProfileReader& reader, const ReportOptions& options,
 StatusOr<std::vector<OpMemoryStat>> OpMemoryRows(const ProfileReader& reader, const std::string& where,
                                                  const std::vector<std::int64_t>& binds, std::size_t top) {
   // The format's invalid id: a block no op allocated (the allocator's own, or before any op).
-  const std::string name =
-      "CASE WHEN m.name IS NULL OR m.name = " + std::to_string(kDbInvalidValue) + " THEN '[no op]' ELSE " +
-      (reader.HasStringValues() ? "IFNULL((SELECT value FROM STRING_IDS WHERE id = m.name), '#' || m.name)"
-                                : "'#' || m.name") +
-      " END";
+  const std::string name = "CASE WHEN m.name IS NULL OR m.name = " + std::to_string(kDbInvalidValue) +
+                           " THEN '[no op]' ELSE " + NameOf(reader, "m.name") + " END";
   GPUPROF_ASSIGN_OR_RETURN(Query query,
                            reader.Prepare("SELECT " + name +
                                           ", COUNT(*), SUM(m.size) AS bytes FROM OP_MEMORY m WHERE "
@@ -154,12 +155,6 @@ Status ReadOpMemory(const ProfileReader& reader, const ReportOptions& options, R
                    "IFNULL(m.deviceId, 0) = ?2",
                    {*report->peak_time_ns, report->peak_device}, options.top));
   return OkStatus();
-}
-
-std::string NameOf(const ProfileReader& reader, const std::string& column) {
-  return reader.HasStringValues()
-             ? "IFNULL((SELECT value FROM STRING_IDS WHERE id = " + column + "), '#' || " + column + ")"
-             : "'#' || " + column;
 }
 
 // Rows of `sql` (start, end, lane key, name) within [start, end) of the step, into `items`.
