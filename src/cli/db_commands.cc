@@ -44,18 +44,11 @@ void PrintError(std::ostream& err, const Status& status) {
   err << "gpuprof: error: " << status.message() << "\n";
 }
 
-std::string Fixed(double value, int decimals) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", decimals, value);
-  return text;
-}
-
-std::string Ms(std::int64_t ns) { return Fixed(static_cast<double>(ns) / 1e6, 3); }
+// report.h's formatters, under the short names the tables here use.
+std::string Fixed(double value, int decimals) { return FormatFixed(value, decimals); }
+std::string Ms(std::int64_t ns) { return FormatMillis(ns); }
 std::string Us(double ns) { return FormatMicros(ns); }
-std::string Percent(std::int64_t part, std::int64_t whole) {
-  if (whole <= 0) return "-";
-  return Fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 1);
-}
+std::string Percent(std::int64_t part, std::int64_t whole) { return FormatPercent(part, whole); }
 std::string Bytes(std::int64_t bytes) {
   return FormatBytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, bytes)));
 }

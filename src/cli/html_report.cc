@@ -21,15 +21,10 @@ constexpr const char* kCommunicationColor = "#f28e2b";
 constexpr const char* kIdleColor = "#bab0ac";
 constexpr const char* kReservedColor = "#e15759";
 
-std::string Fixed(double value, int decimals) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", decimals, value);
-  return text;
-}
-std::string Ms(std::int64_t ns) { return Fixed(static_cast<double>(ns) / 1e6, 3); }
-std::string Percent(std::int64_t part, std::int64_t whole) {
-  return whole <= 0 ? "-" : Fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 1);
-}
+// report.h's formatters, under the short names the tables here use.
+std::string Fixed(double value, int decimals) { return FormatFixed(value, decimals); }
+std::string Ms(std::int64_t ns) { return FormatMillis(ns); }
+std::string Percent(std::int64_t part, std::int64_t whole) { return FormatPercent(part, whole); }
 std::string Num(double value) { return Fixed(value, 2); }
 
 // A table whose columns sort on a click (the page's script); numeric cells carry data-v.

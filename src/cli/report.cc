@@ -70,6 +70,19 @@ std::string FormatMicros(double ns) {
   return text;
 }
 
+std::string FormatFixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", decimals, value);
+  return text;
+}
+
+std::string FormatMillis(std::int64_t ns) { return FormatFixed(static_cast<double>(ns) / 1e6, 3); }
+
+std::string FormatPercent(std::int64_t part, std::int64_t whole) {
+  if (whole <= 0) return "-";
+  return FormatFixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 1);
+}
+
 std::string ShortHash(std::uint64_t hash) {
   if (hash == 0) return "-";
   char text[17];

@@ -16,6 +16,12 @@ namespace gpuprof::cli {
 std::string FormatBytes(std::uint64_t bytes);
 // Nanoseconds as microseconds with one decimal ("812.3").
 std::string FormatMicros(double ns);
+// `value` with `decimals` decimals ("0.950").
+std::string FormatFixed(double value, int decimals);
+// Nanoseconds as milliseconds with three decimals ("1.000").
+std::string FormatMillis(std::int64_t ns);
+// part / whole as a percentage with one decimal ("13.2"), "-" when whole is not positive.
+std::string FormatPercent(std::int64_t part, std::int64_t whole);
 // The first 8 hex digits of a 64-bit hash ("-" for 0, which means "not computed").
 std::string ShortHash(std::uint64_t hash);
 
