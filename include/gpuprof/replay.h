@@ -108,6 +108,53 @@ constexpr bool ParseClockControl(std::string_view text, ClockControl* out) noexc
   return false;
 }
 
+// Graph launches (issue 24; Nsight Compute's --graph-profiling): kOff declines them (R11: each
+// runs once); kGraph replays a selected graph launch as one unit, the whole graph per pass; kNode
+// runs it node by node and replays each selected kernel node in place (B8), falling back to kGraph
+// for graphs whose nodes cannot run standalone (the record says why).
+enum class GraphReplay : std::uint8_t {
+  kOff,
+  kGraph,
+  kNode,
+};
+
+constexpr std::string_view GraphReplayName(GraphReplay mode) noexcept {
+  switch (mode) {
+    case GraphReplay::kOff: return "off";
+    case GraphReplay::kGraph: return "graph";
+    case GraphReplay::kNode: return "node";
+  }
+  return "unknown";
+}
+
+// Parses "off" / "graph" / "node"; false on anything else.
+constexpr bool ParseGraphReplay(std::string_view text, GraphReplay* out) noexcept {
+  for (GraphReplay mode : {GraphReplay::kOff, GraphReplay::kGraph, GraphReplay::kNode}) {
+    if (text == GraphReplayName(mode)) {
+      *out = mode;
+      return true;
+    }
+  }
+  return false;
+}
+
+// What one ReplayRecord replayed: a kernel launch, a whole graph launch, or one kernel node of a
+// graph launch run node by node.
+enum class ReplayMode : std::uint8_t {
+  kKernel,
+  kGraph,
+  kNode,
+};
+
+constexpr std::string_view ReplayModeName(ReplayMode mode) noexcept {
+  switch (mode) {
+    case ReplayMode::kKernel: return "kernel";
+    case ReplayMode::kGraph: return "graph";
+    case ReplayMode::kNode: return "node";
+  }
+  return "unknown";
+}
+
 // Which launches are replayed (Nsight Compute's -k / -s / -c, rule C4).
 struct KernelSelector {
   std::string name;         // empty: every kernel; "regex:PATTERN": ECMAScript regex search;
@@ -137,6 +184,10 @@ struct ReplayOptions {
   std::vector<std::string> metrics;
   int max_counter_passes = 128;  // a metric list needing more passes is refused, with the reason
   ClockControl clock_control = ClockControl::kNone;  // C3; recorded per launch
+  // Graph launches (issue 24). With kGraph or kNode a graph launch is selected when any of its
+  // kernel nodes passes the name test (every graph when the name is empty), and -s/-c count graph
+  // launches as launches; in kNode every kernel node that passes the name test is replayed.
+  GraphReplay graph_replay = GraphReplay::kOff;
 };
 
 // One metric's value for one replayed launch.
@@ -181,6 +232,13 @@ constexpr std::string_view DeclineReasonName(DeclineReason reason) noexcept {
   return "unknown";
 }
 
+// One kernel node's duration in one pass of a whole-graph replay.
+struct GraphNodeDuration {
+  std::uint64_t node_id = 0;
+  std::string kernel_name;
+  std::uint64_t duration_ns = 0;
+};
+
 struct PassRecord {
   int pass = 0;                   // 1-based
   std::int64_t start_ns = 0;      // epoch ns when the pass was submitted
@@ -191,6 +249,9 @@ struct PassRecord {
   std::uint64_t regions_restored = 0;
   std::uint64_t dirty_chunks = 0;  // chunks found changed before this pass
   std::uint64_t output_hash = 0;   // hash of every captured byte after the pass (0: not computed)
+  // Whole-graph replay: each kernel node's duration in this pass, where the backend measured it
+  // with the pass (host); the CUDA backend's arrive with CUPTI's kernel records instead.
+  std::vector<GraphNodeDuration> kernel_nodes;
 };
 
 struct ReplayRecord {
@@ -226,6 +287,16 @@ struct ReplayRecord {
   std::string counter_status;
   ClockControl clock_control = ClockControl::kNone;  // C3 policy in force for the passes
   bool caches_flushed = false;                       // B7: L2 flushed before each pass
+  // Graph launches (issue 24). kernel_name is the graph's ("graph 7") for kGraph and the node's
+  // kernel for kNode.
+  ReplayMode replay_mode = ReplayMode::kKernel;
+  std::uint64_t graph_id = 0;       // kGraph / kNode: the launched graph's id
+  std::uint64_t graph_node_id = 0;  // kNode: the kernel node's id
+  std::uint32_t graph_nodes = 0;    // kGraph / kNode: nodes in the graph
+  std::uint32_t graph_kernel_nodes = 0;
+  // kGraph chosen where kNode was asked: why the nodes could not run one by one (a host node, a
+  // memory-allocation node, ...); empty otherwise.
+  std::string graph_fallback;
 };
 
 }  // namespace gpuprof::replay

@@ -271,6 +271,16 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
      "between the pass's start and stop, the L2 flush of --cache-control all included (user, CUPTI's user "
      "range)",
      nullptr},
+    {SettingId::kReplayGraph, "replay_graph", "GPUPROF_REPLAY_GRAPH", "", T::kChoice, 0, 0, "off|graph|node",
+     "off", "--graph-replay", kReplayCommand, "off|graph|node",
+     "Graph launches (CUDA graphs, torch.compile reduce-overhead, CUDAGraph): off runs each once, "
+     "unreplayed; "
+     "graph replays a selected graph launch as one unit, timing the graph and its kernel nodes per pass; "
+     "node "
+     "runs it node by node and replays each kernel node that -k selects in place, with the inputs it sees in "
+     "the graph (graphs with host, allocation or conditional nodes fall back to graph). -k selects a graph "
+     "when any kernel node matches; -s/-c count graph launches",
+     nullptr},
     {SettingId::kProgress, "progress", "GPUPROF_PROGRESS", "", T::kChoice, 0, 0, "auto|off", "auto",
      "--progress", kRunCommand | kReplayCommand | kDbCommand, "auto|off",
      "Progress on stderr while the work runs: auto shows a live line when stderr is a terminal, after a "

@@ -87,6 +87,7 @@ enum class SettingId : std::uint8_t {
   kReplaySet,
   kReplayClockControl,
   kReplayCounterRange,
+  kReplayGraph,
   kProgress,
   kCount,  // not a setting
 };

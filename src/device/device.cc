@@ -37,6 +37,25 @@ std::string_view LaunchKindName(LaunchKind kind) noexcept {
   return "unknown";
 }
 
+std::string_view GraphNodeTypeName(GraphNodeType type) noexcept {
+  switch (type) {
+    case GraphNodeType::kKernel: return "kernel";
+    case GraphNodeType::kMemcpy: return "memcpy";
+    case GraphNodeType::kMemset: return "memset";
+    case GraphNodeType::kEventRecord: return "event-record";
+    case GraphNodeType::kEventWait: return "event-wait";
+    case GraphNodeType::kEmpty: return "empty";
+    case GraphNodeType::kMemAlloc: return "memory-allocation";
+    case GraphNodeType::kMemFree: return "memory-free";
+    case GraphNodeType::kHost: return "host";
+    case GraphNodeType::kChildGraph: return "child-graph";
+    case GraphNodeType::kConditional: return "conditional";
+    case GraphNodeType::kExternalSemaphore: return "external-semaphore";
+    case GraphNodeType::kOther: return "other";
+  }
+  return "unknown";
+}
+
 std::string_view ChunkOpName(ChunkOp op) noexcept {
   switch (op) {
     case ChunkOp::kCapture: return "capture";

@@ -238,11 +238,66 @@ struct LaunchShape {
   std::uint32_t sm_count = 0;
 };
 
+// ---------------------------------------------------------------------------------------------
+// Graph launches (issue 24, B8)
+//
+// A graph launch (LaunchKind::kGraph) is replayed either as one unit, the whole graph per pass
+// (ReplayMode kGraph), or node by node (kNode): the nodes run one at a time as standalone
+// operations on the launch's stream, in a topological order, and each selected kernel node is
+// replayed in place with the inputs it sees at its position in the graph.
+
+enum class GraphNodeType : std::uint8_t {
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kEventRecord,
+  kEventWait,
+  kEmpty,
+  kMemAlloc,           // a memory-allocation node: the graph owns the memory from here
+  kMemFree,            // a memory-free node
+  kHost,               // a host function: runs on the CPU, not a standalone stream operation
+  kChildGraph,         // a graph inside the graph
+  kConditional,        // if / while / switch: which body runs is decided on the device
+  kExternalSemaphore,  // signals or waits on an external semaphore
+  kOther,
+};
+
+std::string_view GraphNodeTypeName(GraphNodeType type) noexcept;
+
+struct GraphNode {
+  std::uint64_t id = 0;  // the node's id (CUPTI's graph node id on CUDA, its kernel records carry it)
+  GraphNodeType type = GraphNodeType::kEmpty;
+  std::string kernel_name;          // kKernel: as the selector sees it (C4)
+  bool uses_device_printf = false;  // kKernel: side effects (C2)
+  bool uses_device_malloc = false;
+};
+
+// What a backend knows of a launched graph.
+struct GraphDescription {
+  std::uint64_t graph_id = 0;    // the executable graph's id (CUPTI's graph id on CUDA)
+  std::vector<GraphNode> nodes;  // in a topological order: every node after those it depends on
+  // Why the nodes cannot run one by one as standalone operations faithfully ("a host node", "a
+  // memory-allocation node", ...); empty when they can. Node-by-node replay then falls back to
+  // whole-graph replay, with this reason in the record.
+  std::string node_blocker;
+  // Why the graph cannot be launched again inside the window ("it frees memory allocated outside
+  // the graph"); empty when it can. Such a launch is declined: it runs once.
+  std::string relaunch_blocker;
+};
+
+// One kernel node's duration in a whole-graph pass, where the backend measures it with the pass
+// (the host backend). The CUDA backend's come from CUPTI's kernel records, which carry the node id.
+struct NodeTiming {
+  std::uint64_t node_id = 0;
+  std::uint64_t duration_ns = 0;
+};
+
 // Per-pass timing that a backend measures.
 struct PassTiming {
   std::uint64_t duration_ns = 0;
   std::uint32_t sm_clock_before_khz = 0;  // 0 where the backend has no SM clock
   std::uint32_t sm_clock_after_khz = 0;
+  std::vector<NodeTiming> kernel_nodes;  // whole-graph passes: per kernel node, where measured here
 };
 
 // The backend's handle on one intercepted launch, through which the replay controller runs it.
@@ -287,6 +342,26 @@ class LaunchExecutor {
   virtual StatusOr<LaunchShape> DescribeLaunch() {
     return UnimplementedError("this backend does not describe launches");
   }
+
+  // ---- graph launches (LaunchKind::kGraph) ----
+  // For a graph launch RunPass runs the whole graph once and waits for it; RunOriginal submits it
+  // as the application asked.
+  // The graph's nodes. Unimplemented where the backend cannot list them (the launch is declined).
+  virtual StatusOr<GraphDescription> DescribeGraph() {
+    return UnimplementedError("this backend does not describe graphs");
+  }
+  // Runs node `index` of DescribeGraph's list alone, as a standalone operation on the launch's
+  // stream, and waits for it. `pass` is 0 when the node only brings the state to where the next
+  // node runs; else the replay pass of a selected kernel node (1-based), timed.
+  virtual StatusOr<PassTiming> RunGraphNode(std::size_t index, int pass) {
+    static_cast<void>(index);
+    static_cast<void>(pass);
+    return UnimplementedError("this backend does not run graph nodes one by one");
+  }
+  // Called after the last pass when original_runs_after_return: frees the memory the passes'
+  // memory-allocation nodes left allocated (no free node in the graph), so that the application's
+  // own launch can allocate it again. The backend frees what pass p left before pass p + 1 itself.
+  virtual Status EndGraphPasses() { return OkStatus(); }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -159,9 +159,9 @@ bool Controller::Exhausted() const noexcept {
           plan.replayed.load(std::memory_order_relaxed) >= plan.options.selector.count);
 }
 
-Controller::Selection Controller::Select(Plan& plan, const device::LaunchRequest& request) {
+Controller::Selection Controller::Select(Plan& plan, bool name_matches) {
   Selection selection;
-  if (plan.options.passes <= 1 || !plan.NameMatches(request.kernel_name)) return selection;
+  if (plan.options.passes <= 1 || !name_matches) return selection;
   selection.launch_index = plan.matched.fetch_add(1, std::memory_order_relaxed);
   if (selection.launch_index < plan.options.selector.skip) return selection;
   if (plan.options.selector.count > 0 &&
@@ -181,7 +181,10 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
   // One plan for the whole launch, even when Reconfigure replaces it meanwhile.
   Plan& plan = CurrentPlan();
   const ReplayOptions& options = plan.options;
-  Selection selection = Select(plan, request);
+  if (request.kind == device::LaunchKind::kGraph && options.graph_replay != GraphReplay::kOff) {
+    return DispatchGraph(plan, request, executor);
+  }
+  Selection selection = Select(plan, plan.NameMatches(request.kernel_name));
   if (!selection.selected) return RunUnreplayed(request, executor);
 
   ReplayRecord record;
@@ -199,25 +202,19 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
     return RunUnreplayed(request, executor);
   }
   auto decline = [&](DeclineReason reason, std::string detail) {
-    // Declines decided before the window run on the ordinary path (window held shared).
-    record.decline_reason = reason;
-    record.decline_detail = std::move(detail);
-    if (reason != DeclineReason::kGraphLaunch) {
-      GPUPROF_LOG(kWarning) << "replay declined for " << record.kernel_name << " on device " << record.device
-                            << " (" << DeclineReasonName(reason) << "): " << record.decline_detail
-                            << "; it runs once";
-    }
-    Status status = RunUnreplayed(request, executor);
-    Publish(record);
-    return status;
+    return DeclineUnreplayed(std::move(record), reason, std::move(detail), request, executor,
+                             /*warn=*/reason != DeclineReason::kGraphLaunch);
   };
 
   if (inventory_.finalizing()) return decline(DeclineReason::kFinalizing, "process finalization has begun");
   if (request.kind == device::LaunchKind::kGraph) {
+    record.replay_mode = ReplayMode::kGraph;
     if (!warned_graph_.exchange(true, std::memory_order_relaxed)) {
-      GPUPROF_LOG(kWarning) << "graph launches are not replayed; each runs once (this warning is shown once)";
+      GPUPROF_LOG(kWarning) << "graph launches are not replayed; each runs once (pass " << GraphReplayHint()
+                            << " to replay them; this warning is shown once)";
     }
-    return decline(DeclineReason::kGraphLaunch, "graph launches are not replayed");
+    return decline(DeclineReason::kGraphLaunch,
+                   "graph launches are not replayed; pass " + GraphReplayHint() + " to replay them");
   }
   if (request.stream_capturing) {
     return decline(DeclineReason::kStreamCapture,
@@ -228,54 +225,309 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
                    "submission holds " + std::to_string(request.dispatch_count) +
                        " dispatches; only single-kernel launches are replayed");
   }
+  if (std::optional<std::pair<DeclineReason, std::string>> refused = SideEffectDecline(
+          options, request.kernel_name, request.uses_device_printf, request.uses_device_malloc)) {
+    return decline(refused->first, std::move(refused->second));
+  }
+  if (std::optional<std::pair<DeclineReason, std::string>> refused =
+          DeviceStateDecline(options, request, record)) {
+    return decline(refused->first, std::move(refused->second));
+  }
+  WarnPrintf(request.kernel_name, request.uses_device_printf);
+  return Replay(*device, std::move(record), executor, options, nullptr);
+}
+
+Status Controller::DeclineUnreplayed(ReplayRecord record, DeclineReason reason, std::string detail,
+                                     const device::LaunchRequest& request, device::LaunchExecutor& executor,
+                                     bool warn) {
+  // Declines decided before the window run on the ordinary path (window held shared).
+  record.decline_reason = reason;
+  record.decline_detail = std::move(detail);
+  if (warn) {
+    GPUPROF_LOG(kWarning) << "replay declined for " << record.kernel_name << " on device " << record.device
+                          << " (" << DeclineReasonName(reason) << "): " << record.decline_detail
+                          << "; it runs once";
+  }
+  Status status = RunUnreplayed(request, executor);
+  Publish(record);
+  return status;
+}
+
+std::optional<std::pair<DeclineReason, std::string>> Controller::SideEffectDecline(
+    const ReplayOptions& options, const std::string& kernel, bool uses_printf, bool uses_malloc) {
   // C2: each kind of side effect has its own setting, named in the reason.
-  if (request.uses_device_printf && !options.replay_printf_kernels) {
-    return decline(DeclineReason::kSideEffects,
-                   "kernel uses device printf, whose output replay would repeat; pass " +
-                       SettingHint(base::SettingId::kReplayPrintfKernels, true) + " to replay it anyway");
+  if (uses_printf && !options.replay_printf_kernels) {
+    return std::pair{DeclineReason::kSideEffects,
+                     "kernel " + kernel + " uses device printf, whose output replay would repeat; pass " +
+                         SettingHint(base::SettingId::kReplayPrintfKernels, true) + " to replay it anyway"};
   }
-  if (request.uses_device_malloc && !options.replay_malloc_kernels) {
-    return decline(DeclineReason::kSideEffects,
-                   "kernel uses device malloc, whose effects replay would repeat; pass " +
-                       SettingHint(base::SettingId::kReplayMallocKernels, true) + " to replay it anyway");
+  if (uses_malloc && !options.replay_malloc_kernels) {
+    return std::pair{DeclineReason::kSideEffects,
+                     "kernel " + kernel + " uses device malloc, whose effects replay would repeat; pass " +
+                         SettingHint(base::SettingId::kReplayMallocKernels, true) + " to replay it anyway"};
   }
+  if (IsCollectiveKernelName(kernel)) {
+    return std::pair{DeclineReason::kCollectiveKernel,
+                     "collective (NCCL) kernels wait on other processes and cannot be replayed safely"};
+  }
+  return std::nullopt;
+}
+
+std::optional<std::pair<DeclineReason, std::string>> Controller::DeviceStateDecline(
+    const ReplayOptions& options, const device::LaunchRequest& request, ReplayRecord& record) {
   if (request.live_arrays > 0 && !options.replay_with_live_arrays) {
-    return decline(DeclineReason::kIncompleteSnapshot,
-                   std::to_string(request.live_arrays) +
-                       " CUDA array(s) exist on the device and are not snapshotted, so writes to them could "
-                       "not be undone; pass " +
-                       SettingHint(base::SettingId::kReplayWithLiveArrays, true) + " to replay anyway");
+    return std::pair{
+        DeclineReason::kIncompleteSnapshot,
+        std::to_string(request.live_arrays) +
+            " CUDA array(s) exist on the device and are not snapshotted, so writes to them could "
+            "not be undone; pass " +
+            SettingHint(base::SettingId::kReplayWithLiveArrays, true) + " to replay anyway"};
   }
   if (request.peer_access) {
-    return decline(
+    return std::pair{
         DeclineReason::kIncompleteSnapshot,
-        "peer access to another device is enabled, and that device's memory is not in the snapshot");
-  }
-  if (IsCollectiveKernelName(request.kernel_name)) {
-    return decline(DeclineReason::kCollectiveKernel,
-                   "collective (NCCL) kernels wait on other processes and cannot be replayed safely");
+        std::string(
+            "peer access to another device is enabled, and that device's memory is not in the snapshot")};
   }
   if (options.strict) {
     std::uint64_t untracked = inventory_.untracked_writable_live_bytes();
     if (untracked > 0) {
       record.untracked_writable_bytes = untracked;
-      return decline(
+      return std::pair{
           DeclineReason::kUntrackedWritableMemory,
           std::to_string(untracked) +
-              " bytes of host-mapped/managed/IPC memory are live and cannot be restored (strict mode)");
+              " bytes of host-mapped/managed/IPC memory are live and cannot be restored (strict mode)"};
     }
   }
-  if (request.uses_device_printf && printf_warned_.wlock()->insert(request.kernel_name).second) {
-    GPUPROF_LOG(kWarning) << "replaying " << request.kernel_name
-                          << ", which uses device printf: a message it prints repeats once per pass; pass "
-                          << SettingHint(base::SettingId::kReplayPrintfKernels, false)
-                          << " to decline it (this warning is shown once per kernel)";
+  return std::nullopt;
+}
+
+void Controller::WarnPrintf(const std::string& kernel, bool uses_printf) {
+  if (!uses_printf || !printf_warned_.wlock()->insert(kernel).second) return;
+  GPUPROF_LOG(kWarning) << "replaying " << kernel
+                        << ", which uses device printf: a message it prints repeats once per pass; pass "
+                        << SettingHint(base::SettingId::kReplayPrintfKernels, false)
+                        << " to decline it (this warning is shown once per kernel)";
+}
+
+std::string Controller::GraphReplayHint() {
+  const base::SettingSpec& spec = base::Spec(base::SettingId::kReplayGraph);
+  return std::string(spec.cli.substr(0, spec.cli.find(','))) + " graph or node (" + std::string(spec.env) +
+         ")";
+}
+
+bool Controller::ReplaysGraphs() const noexcept {
+  return CurrentPlan().options.graph_replay != GraphReplay::kOff && !Exhausted();
+}
+
+Status Controller::DispatchGraph(Plan& plan, const device::LaunchRequest& request,
+                                 device::LaunchExecutor& executor) {
+  const ReplayOptions& options = plan.options;
+  if (options.passes <= 1) return RunUnreplayed(request, executor);
+  ReplayRecord record;
+  record.device = request.device;
+  record.kernel_name = request.kernel_name;
+  record.restore_mode = options.restore;
+  record.replay_mode = ReplayMode::kGraph;
+
+  StatusOr<device::GraphDescription> graph = executor.DescribeGraph();
+  if (!graph.ok()) {
+    Selection selection = Select(plan, plan.options.selector.name.empty());
+    if (!selection.selected) return RunUnreplayed(request, executor);
+    record.launch_index = selection.launch_index;
+    return DeclineUnreplayed(std::move(record), DeclineReason::kGraphLaunch,
+                             "the graph's nodes could not be listed: " + graph.status().ToString(), request,
+                             executor);
   }
-  return Replay(*device, std::move(record), executor, options);
+  record.graph_id = graph->graph_id;
+  record.graph_nodes = static_cast<std::uint32_t>(graph->nodes.size());
+  record.kernel_name = "graph " + std::to_string(graph->graph_id);
+  bool name_matches = plan.options.selector.name.empty();
+  for (const device::GraphNode& node : graph->nodes) {
+    if (node.type != device::GraphNodeType::kKernel) continue;
+    ++record.graph_kernel_nodes;
+    name_matches = name_matches || plan.NameMatches(node.kernel_name);
+  }
+  Selection selection = Select(plan, name_matches);
+  if (!selection.selected) return RunUnreplayed(request, executor);
+  record.launch_index = selection.launch_index;
+
+  device::Device* device = request.device >= 0 && static_cast<std::size_t>(request.device) < devices_.size()
+                               ? devices_[static_cast<std::size_t>(request.device)]
+                               : nullptr;
+  if (device == nullptr) {
+    GPUPROF_LOG(kWarning) << "replay: launch of " << record.kernel_name << " names unknown device "
+                          << request.device << "; it runs once";
+    return RunUnreplayed(request, executor);
+  }
+  auto decline = [&](DeclineReason reason, std::string detail) {
+    return DeclineUnreplayed(std::move(record), reason, std::move(detail), request, executor);
+  };
+  if (inventory_.finalizing()) return decline(DeclineReason::kFinalizing, "process finalization has begun");
+  if (request.stream_capturing) {
+    return decline(DeclineReason::kStreamCapture,
+                   "the stream is capturing; draining or copying would break the capture");
+  }
+  if (!graph->relaunch_blocker.empty()) {
+    return decline(DeclineReason::kGraphLaunch,
+                   "the graph cannot be launched again: " + graph->relaunch_blocker);
+  }
+  for (const device::GraphNode& node : graph->nodes) {
+    if (node.type != device::GraphNodeType::kKernel) continue;
+    if (std::optional<std::pair<DeclineReason, std::string>> refused =
+            SideEffectDecline(options, node.kernel_name, node.uses_device_printf, node.uses_device_malloc)) {
+      return decline(refused->first, "node " + std::to_string(node.id) + ": " + refused->second);
+    }
+  }
+  if (std::optional<std::pair<DeclineReason, std::string>> refused =
+          DeviceStateDecline(options, request, record)) {
+    return decline(refused->first, std::move(refused->second));
+  }
+  for (const device::GraphNode& node : graph->nodes) WarnPrintf(node.kernel_name, node.uses_device_printf);
+
+  if (options.graph_replay == GraphReplay::kNode) {
+    if (graph->node_blocker.empty())
+      return ReplayNodes(*device, std::move(record), executor, options, *graph, plan);
+    record.graph_fallback = graph->node_blocker;
+    if (fallback_warned_.wlock()->insert(graph->graph_id).second) {
+      GPUPROF_LOG(kWarning) << "graph " << graph->graph_id
+                            << " is replayed as a whole, not node by node: " << graph->node_blocker
+                            << " (shown once per graph)";
+    }
+  }
+  return Replay(*device, std::move(record), executor, options, &*graph);
+}
+
+void Controller::LockClocks(const ReplayOptions& options, int device, std::optional<ClockLock>& clocks,
+                            ReplayRecord& record) {
+  // C3: with --clock-control base every pass (timing and counter) runs at base clocks, released
+  // before the final restore. A device whose clocks could not be locked is not asked again: its
+  // lock warned once, and its launches run at the clocks as they are.
+  if (options.clock_control != ClockControl::kBase || clocks_given_up_.rlock()->contains(device)) return;
+  const std::shared_ptr<ClockApi> clock_api = *clock_api_.rlock();
+  clocks.emplace(clock_api.get(), device, ClockControl::kBase);
+  if (clocks->locked()) {
+    record.clock_control = ClockControl::kBase;
+  } else {
+    clocks_given_up_.wlock()->insert(device);
+    clocks.reset();
+  }
+}
+
+Controller::PassSteps Controller::KernelSteps(device::LaunchExecutor& executor) {
+  PassSteps steps;
+  steps.run = [&executor](int pass) { return executor.RunPass(pass); };
+  steps.prepare_counter_pass = [&executor] { return executor.PrepareCounterPass(); };
+  steps.run_counter_pass = [&executor](int pass) { return executor.RunCounterPass(pass); };
+  return steps;
+}
+
+RestoreStats Controller::RestoreInputs(Snapshot& snapshot, const PassSteps& steps,
+                                       const ReplayOptions& options, std::uint64_t* output_hash,
+                                       std::string* failure) {
+  RestoreStats restored =
+      snapshot.Restore(inventory_, options.restore, options.determinism_check ? output_hash : nullptr);
+  if (restored.regions_failed == 0 && steps.after_restore) {
+    if (Status status = steps.after_restore(); !status.ok()) *failure = status.ToString();
+  }
+  return restored;
+}
+
+std::optional<Status> Controller::RunTimingPasses(Snapshot& snapshot, ReplayRecord& record,
+                                                  const PassSteps& steps, const ReplayOptions& options,
+                                                  const device::GraphDescription* graph) {
+  // The output of pass p is hashed by the restore before pass p + 1 (one read for both), and the
+  // last pass's by the final inspection or restore.
+  for (int pass = 1; pass <= options.passes; ++pass) {
+    PassRecord pass_record;
+    pass_record.pass = pass;
+    if (pass > 1) {
+      std::uint64_t output_hash = 0;
+      std::string failure;
+      // If the copies keep failing, stop: running again on different inputs would both
+      // mismeasure and corrupt.
+      RestoreStats restored = RestoreInputs(snapshot, steps, options, &output_hash, &failure);
+      record.passes.back().output_hash = output_hash;
+      if (restored.regions_failed > 0) {
+        record.decline_reason = DeclineReason::kRestoreFailed;
+        record.decline_detail = std::to_string(restored.regions_failed) +
+                                " region(s) could not be written back before pass " + std::to_string(pass) +
+                                ", even by full restores; replay stopped after pass " +
+                                std::to_string(pass - 1);
+        GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail
+                            << "; device memory may differ from an unreplayed run";
+        break;
+      }
+      if (!failure.empty()) {
+        record.decline_reason = DeclineReason::kLaunchFailed;
+        record.decline_detail = "running the graph's nodes before this one again for pass " +
+                                std::to_string(pass) + " failed: " + failure;
+        GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail;
+        break;
+      }
+      pass_record.bytes_restored = restored.bytes_restored;
+      pass_record.regions_restored = restored.regions_restored;
+      pass_record.dirty_chunks = restored.dirty_chunks;
+    }
+    pass_record.start_ns = base::EpochNowNs();
+    StatusOr<device::PassTiming> timing = steps.run(pass);
+    if (!timing.ok()) {
+      // Pass 1 is the application's own work: its failure is the application's error to see.
+      if (pass == 1) return timing.status();
+      record.decline_reason = DeclineReason::kLaunchFailed;
+      record.decline_detail =
+          "pass " + std::to_string(pass) + " failed to launch: " + timing.status().ToString();
+      GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail;
+      break;
+    }
+    pass_record.duration_ns = timing->duration_ns;
+    pass_record.sm_clock_before_khz = timing->sm_clock_before_khz;
+    pass_record.sm_clock_after_khz = timing->sm_clock_after_khz;
+    if (graph != nullptr) {
+      for (const device::NodeTiming& node : timing->kernel_nodes) {
+        GraphNodeDuration duration;
+        duration.node_id = node.node_id;
+        duration.duration_ns = node.duration_ns;
+        for (const device::GraphNode& described : graph->nodes) {
+          if (described.id == node.node_id) duration.kernel_name = described.kernel_name;
+        }
+        pass_record.kernel_nodes.push_back(std::move(duration));
+      }
+    }
+    record.passes.push_back(std::move(pass_record));
+  }
+  return std::nullopt;
+}
+
+void Controller::CheckDeterminism(Snapshot& snapshot, ReplayRecord& record, const ReplayOptions& options) {
+  if (options.determinism_check && !record.passes.empty() && record.passes.back().output_hash == 0 &&
+      record.decline_reason == DeclineReason::kNone) {
+    StatusOr<std::uint64_t> inspected = snapshot.Inspect(inventory_);
+    if (inspected.ok()) {
+      record.passes.back().output_hash = *inspected;
+    } else {
+      GPUPROF_LOG(kWarning) << "replay of " << record.kernel_name << ": hashing pass "
+                            << record.passes.back().pass << " output failed ("
+                            << inspected.status().ToString() << ")";
+    }
+  }
+  if (options.determinism_check && !record.passes.empty() && record.passes.front().output_hash != 0) {
+    std::uint64_t reference = record.passes.front().output_hash;
+    for (const PassRecord& pass : record.passes) {
+      if (pass.output_hash != 0 && pass.output_hash != reference)
+        record.mismatched_passes.push_back(pass.pass);
+    }
+    record.deterministic = record.mismatched_passes.empty();
+    if (!record.deterministic) {
+      GPUPROF_LOG(kWarning) << "kernel " << record.kernel_name << " on device " << record.device
+                            << " is nondeterministic: pass(es) " << JoinPasses(record.mismatched_passes)
+                            << " wrote different bytes than pass 1 from identical inputs";
+    }
+  }
 }
 
 Status Controller::Replay(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor,
-                          const ReplayOptions& options) {
+                          const ReplayOptions& options, const device::GraphDescription* graph) {
   const std::int64_t replay_start = base::MonotonicNowNs();
   auto held_ns = [replay_start] { return static_cast<std::uint64_t>(base::MonotonicNowNs() - replay_start); };
   std::unique_lock<std::shared_mutex> window(windows_[static_cast<std::size_t>(device.ordinal())]);
@@ -296,102 +548,35 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
     return status;
   };
 
-  // Everything queued before this launch must land before the snapshot; bounded (R14).
-  if (Status drained = device.Synchronize(options.drain_timeout); !drained.ok()) {
-    return decline_in_window(DeclineReason::kDrainTimeout, "device did not drain: " + drained.ToString());
-  }
-  if (Status prepared = executor.PrepareForSnapshot(); !prepared.ok()) {
-    return decline_in_window(DeclineReason::kIncompleteSnapshot,
-                             "loading the kernel's module failed: " + prepared.ToString());
-  }
-  record.untracked_writable_bytes = inventory_.untracked_writable_live_bytes();
+  Status declined;
+  Snapshot* captured = CaptureInWindow(device, executor, options, record, decline_in_window, declined);
+  if (captured == nullptr) return declined;
+  Snapshot& snapshot = *captured;
 
-  SnapshotOptions snapshot_options;
-  snapshot_options.chunk_size = options.chunk_size;
-  snapshot_options.max_symbol_bytes = options.max_symbol_bytes;
-  // replay.h's SnapshotStorage names device.h's tiers in the same order (asserted below).
-  snapshot_options.fastest_tier = static_cast<device::StorageTier>(options.storage);
-  Snapshot& snapshot = *snapshots_[static_cast<std::size_t>(device.ordinal())];
-  std::int64_t capture_start = base::MonotonicNowNs();
-  const bool captured = snapshot.Capture(inventory_, snapshot_options);
-  record.snapshot_ns = static_cast<std::uint64_t>(base::MonotonicNowNs() - capture_start);
-  if (!captured) return decline_in_window(DeclineReason::kIncompleteSnapshot, snapshot.failure());
-  record.snapshot_regions = snapshot.regions().size();
-  record.snapshot_bytes = snapshot.total_bytes();
-  record.snapshot_device_bytes = snapshot.device_bytes();
-  record.snapshot_copied_bytes = snapshot.last_capture().bytes_copied;
-
-  // C3: with --clock-control base every pass (timing and counter) runs at base clocks, released
-  // before the final restore. A device whose clocks could not be locked is not asked again: its
-  // lock warned once, and its launches run at the clocks as they are.
-  const std::shared_ptr<ClockApi> clock_api =
-      options.clock_control == ClockControl::kBase ? *clock_api_.rlock() : nullptr;
   std::optional<ClockLock> clocks;
-  if (options.clock_control == ClockControl::kBase && !clocks_given_up_.rlock()->contains(device.ordinal())) {
-    clocks.emplace(clock_api.get(), device.ordinal(), ClockControl::kBase);
-    if (clocks->locked()) {
-      record.clock_control = ClockControl::kBase;
-    } else {
-      clocks_given_up_.wlock()->insert(device.ordinal());
-      clocks.reset();
-    }
-  }
+  LockClocks(options, device.ordinal(), clocks, record);
 
-  // The output of pass p is hashed by the restore before pass p + 1 (one read for both), and the
-  // last pass's by the final inspection or restore.
-  for (int pass = 1; pass <= options.passes; ++pass) {
-    PassRecord pass_record;
-    pass_record.pass = pass;
-    if (pass > 1) {
-      std::uint64_t output_hash = 0;
-      // If the copies keep failing, stop: running again on different inputs would both
-      // mismeasure and corrupt.
-      RestoreStats restored =
-          snapshot.Restore(inventory_, options.restore, options.determinism_check ? &output_hash : nullptr);
-      record.passes.back().output_hash = output_hash;
-      if (restored.regions_failed > 0) {
-        record.decline_reason = DeclineReason::kRestoreFailed;
-        record.decline_detail = std::to_string(restored.regions_failed) +
-                                " region(s) could not be written back before pass " + std::to_string(pass) +
-                                ", even by full restores; replay stopped after pass " +
-                                std::to_string(pass - 1);
-        GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail
-                            << "; device memory may differ from an unreplayed run";
-        break;
-      }
-      pass_record.bytes_restored = restored.bytes_restored;
-      pass_record.regions_restored = restored.regions_restored;
-      pass_record.dirty_chunks = restored.dirty_chunks;
-    }
-    pass_record.start_ns = base::EpochNowNs();
-    StatusOr<device::PassTiming> timing = executor.RunPass(pass);
-    if (!timing.ok()) {
-      if (pass == 1) {
-        // The application's own launch failed: that is its error to see, not a replay problem.
-        // What it may have written is not what the arena holds any more.
-        snapshot.Invalidate();
-        record.replay_ns = held_ns();
-        Publish(record);
-        return timing.status();
-      }
-      record.decline_reason = DeclineReason::kLaunchFailed;
-      record.decline_detail =
-          "pass " + std::to_string(pass) + " failed to launch: " + timing.status().ToString();
-      GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail;
-      break;
-    }
-    pass_record.duration_ns = timing->duration_ns;
-    pass_record.sm_clock_before_khz = timing->sm_clock_before_khz;
-    pass_record.sm_clock_after_khz = timing->sm_clock_after_khz;
-    record.passes.push_back(pass_record);
+  const PassSteps steps = KernelSteps(executor);
+  if (std::optional<Status> failed = RunTimingPasses(snapshot, record, steps, options, graph)) {
+    // The application's own launch failed: that is its error to see, not a replay problem.
+    // What it may have written is not what the arena holds any more.
+    snapshot.Invalidate();
+    record.replay_ns = held_ns();
+    Publish(record);
+    return *failed;
   }
 
   if (!options.metrics.empty() && record.decline_reason == DeclineReason::kNone &&
-      !CollectMetrics(snapshot, record, executor, options)) {
+      !CollectMetrics(snapshot, record, executor, options, steps)) {
     GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail;
   }
   if (!record.counter_status.empty()) WarnNoCounters(record);
   clocks.reset();  // the passes are over: the clocks go back before the application's launch
+  if (graph != nullptr && executor.original_runs_after_return()) {
+    if (Status ended = executor.EndGraphPasses(); !ended.ok()) {
+      GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << ended.ToString();
+    }
+  }
 
   if (executor.original_runs_after_return() && !record.passes.empty()) {
     // The application's launch runs next, on the inputs every pass saw. Like the restores
@@ -409,31 +594,8 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
         record.decline_detail = "the final restore before the application's launch failed";
       }
     }
-  } else if (options.determinism_check && !record.passes.empty() && record.passes.back().output_hash == 0 &&
-             record.decline_reason == DeclineReason::kNone) {
-    StatusOr<std::uint64_t> inspected = snapshot.Inspect(inventory_);
-    if (inspected.ok()) {
-      record.passes.back().output_hash = *inspected;
-    } else {
-      GPUPROF_LOG(kWarning) << "replay of " << record.kernel_name << ": hashing pass "
-                            << record.passes.back().pass << " output failed ("
-                            << inspected.status().ToString() << ")";
-    }
   }
-
-  if (options.determinism_check && !record.passes.empty() && record.passes.front().output_hash != 0) {
-    std::uint64_t reference = record.passes.front().output_hash;
-    for (const PassRecord& pass : record.passes) {
-      if (pass.output_hash != 0 && pass.output_hash != reference)
-        record.mismatched_passes.push_back(pass.pass);
-    }
-    record.deterministic = record.mismatched_passes.empty();
-    if (!record.deterministic) {
-      GPUPROF_LOG(kWarning) << "kernel " << record.kernel_name << " on device " << record.device
-                            << " is nondeterministic: pass(es) " << JoinPasses(record.mismatched_passes)
-                            << " wrote different bytes than pass 1 from identical inputs";
-    }
-  }
+  CheckDeterminism(snapshot, record, options);
   if (record.decline_reason != DeclineReason::kNone) {
     // A stopped replay may have left the arena and the device out of step.
     snapshot.Invalidate();
@@ -447,6 +609,151 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   return OkStatus();
 }
 
+Snapshot* Controller::CaptureInWindow(device::Device& device, device::LaunchExecutor& executor,
+                                      const ReplayOptions& options, ReplayRecord& record,
+                                      const std::function<Status(DeclineReason, std::string)>& decline,
+                                      Status& declined) {
+  // Everything queued before this launch must land before the snapshot; bounded (R14).
+  if (Status drained = device.Synchronize(options.drain_timeout); !drained.ok()) {
+    declined = decline(DeclineReason::kDrainTimeout, "device did not drain: " + drained.ToString());
+    return nullptr;
+  }
+  if (Status prepared = executor.PrepareForSnapshot(); !prepared.ok()) {
+    declined = decline(DeclineReason::kIncompleteSnapshot,
+                       "loading the kernel's module failed: " + prepared.ToString());
+    return nullptr;
+  }
+  record.untracked_writable_bytes = inventory_.untracked_writable_live_bytes();
+
+  SnapshotOptions snapshot_options;
+  snapshot_options.chunk_size = options.chunk_size;
+  snapshot_options.max_symbol_bytes = options.max_symbol_bytes;
+  // replay.h's SnapshotStorage names device.h's tiers in the same order (asserted above).
+  snapshot_options.fastest_tier = static_cast<device::StorageTier>(options.storage);
+  Snapshot& snapshot = *snapshots_[static_cast<std::size_t>(device.ordinal())];
+  std::int64_t capture_start = base::MonotonicNowNs();
+  const bool captured = snapshot.Capture(inventory_, snapshot_options);
+  record.snapshot_ns = static_cast<std::uint64_t>(base::MonotonicNowNs() - capture_start);
+  if (!captured) {
+    declined = decline(DeclineReason::kIncompleteSnapshot, snapshot.failure());
+    return nullptr;
+  }
+  record.snapshot_regions = snapshot.regions().size();
+  record.snapshot_bytes = snapshot.total_bytes();
+  record.snapshot_device_bytes = snapshot.device_bytes();
+  record.snapshot_copied_bytes = snapshot.last_capture().bytes_copied;
+  return &snapshot;
+}
+
+Status Controller::ReplayNodes(device::Device& device, ReplayRecord graph_record,
+                               device::LaunchExecutor& executor, const ReplayOptions& options,
+                               const device::GraphDescription& graph, Plan& plan) {
+  const std::int64_t replay_start = base::MonotonicNowNs();
+  auto held_ns = [replay_start] { return static_cast<std::uint64_t>(base::MonotonicNowNs() - replay_start); };
+  std::unique_lock<std::shared_mutex> window(windows_[static_cast<std::size_t>(device.ordinal())]);
+  graph_record.replay_mode = ReplayMode::kNode;
+  graph_record.clock_control = ClockControl::kNone;
+  graph_record.caches_flushed = executor.flushes_caches();
+
+  auto decline_in_window = [&](DeclineReason reason, std::string detail) {
+    graph_record.decline_reason = reason;
+    graph_record.decline_detail = std::move(detail);
+    GPUPROF_LOG(kWarning) << "replay declined for " << graph_record.kernel_name << " on device "
+                          << graph_record.device << " (" << DeclineReasonName(reason)
+                          << "): " << graph_record.decline_detail << "; it runs once";
+    Status status = executor.RunOriginal();
+    graph_record.replay_ns = held_ns();
+    Publish(graph_record);
+    return status;
+  };
+  // One snapshot, of the graph's inputs: node i's pass p > 1 starts from it with nodes [0, i) run
+  // again, so that every pass sees what node i sees inside the graph.
+  Status declined;
+  Snapshot* captured = CaptureInWindow(device, executor, options, graph_record, decline_in_window, declined);
+  if (captured == nullptr) return declined;
+  Snapshot& snapshot = *captured;
+
+  std::optional<ClockLock> clocks;
+  LockClocks(options, device.ordinal(), clocks, graph_record);
+
+  std::vector<ReplayRecord> node_records;
+  std::string walk_failure;  // non-empty: the walk stopped; the graph runs once as the application asked
+  for (std::size_t i = 0; i < graph.nodes.size() && walk_failure.empty(); ++i) {
+    const device::GraphNode& node = graph.nodes[i];
+    const bool selected = node.type == device::GraphNodeType::kKernel && plan.NameMatches(node.kernel_name);
+    if (!selected) {
+      if (StatusOr<device::PassTiming> ran = executor.RunGraphNode(i, 0); !ran.ok()) {
+        walk_failure = "node " + std::to_string(node.id) + " (" +
+                       std::string(device::GraphNodeTypeName(node.type)) +
+                       ") failed to run alone: " + ran.status().ToString();
+      }
+      continue;
+    }
+    const std::int64_t node_start = base::MonotonicNowNs();
+    ReplayRecord record = graph_record;
+    record.kernel_name = node.kernel_name;
+    record.graph_node_id = node.id;
+    PassSteps steps;
+    steps.after_restore = [&executor, i]() -> Status {
+      for (std::size_t j = 0; j < i; ++j) GPUPROF_RETURN_IF_ERROR(executor.RunGraphNode(j, 0).status());
+      return OkStatus();
+    };
+    steps.run = [&executor, i](int pass) { return executor.RunGraphNode(i, pass); };
+    steps.prepare_counter_pass = [&executor] { return executor.PrepareCounterPass(); };
+    steps.run_counter_pass = [&executor, i](int pass) { return executor.RunGraphNode(i, pass).status(); };
+    if (std::optional<Status> failed = RunTimingPasses(snapshot, record, steps, options, nullptr)) {
+      record.decline_reason = DeclineReason::kLaunchFailed;
+      record.decline_detail = "the node failed to run alone: " + failed->ToString();
+    }
+    if (!options.metrics.empty() && record.decline_reason == DeclineReason::kNone &&
+        !CollectMetrics(snapshot, record, executor, options, steps)) {
+      GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail;
+    }
+    if (!record.counter_status.empty()) WarnNoCounters(record);
+    CheckDeterminism(snapshot, record, options);
+    record.replayed = record.decline_reason == DeclineReason::kNone;
+    record.replay_ns = static_cast<std::uint64_t>(base::MonotonicNowNs() - node_start);
+    if (!record.replayed) walk_failure = "node " + std::to_string(node.id) + ": " + record.decline_detail;
+    node_records.push_back(std::move(record));
+  }
+  clocks.reset();
+
+  // Back to the graph's inputs when the application's own launch follows (it runs the graph), or
+  // when the walk stopped (the graph then runs once here, as the application asked).
+  const bool app_runs_after = executor.original_runs_after_return();
+  Status status = OkStatus();
+  if (app_runs_after || !walk_failure.empty()) {
+    RestoreStats restored =
+        snapshot.Restore(inventory_, walk_failure.empty() ? options.restore : RestoreMode::kFull, nullptr);
+    if (restored.regions_failed > 0) {
+      GPUPROF_LOG(kError) << "node-by-node replay of " << graph_record.kernel_name << ": "
+                          << restored.regions_failed
+                          << " region(s) could not be written back before the graph's own run; its results "
+                             "may differ from an unreplayed run";
+    }
+  }
+  if (!walk_failure.empty()) {
+    snapshot.Invalidate();
+    GPUPROF_LOG(kError) << "node-by-node replay of " << graph_record.kernel_name
+                        << " stopped: " << walk_failure << "; the graph runs once";
+    if (!app_runs_after) status = executor.RunOriginal();
+    if (node_records.empty()) {
+      graph_record.decline_reason = DeclineReason::kLaunchFailed;
+      graph_record.decline_detail = walk_failure;
+      node_records.push_back(graph_record);
+    }
+  } else {
+    executor.SignalCompletion();
+  }
+  const std::uint64_t total_ns = held_ns();
+  for (ReplayRecord& record : node_records) {
+    if (record.replay_ns == 0) record.replay_ns = total_ns;
+    Publish(record);
+  }
+  if (!options.metrics.empty() && Exhausted()) IdleCounters();
+  return status;
+}
+
 void Controller::IdleCounters() noexcept {
   std::shared_ptr<CounterBackend> backend;
   try {
@@ -458,7 +765,7 @@ void Controller::IdleCounters() noexcept {
 }
 
 bool Controller::CollectMetrics(Snapshot& snapshot, ReplayRecord& record, device::LaunchExecutor& executor,
-                                const ReplayOptions& options) {
+                                const ReplayOptions& options, const PassSteps& steps) {
   // Launch metrics come from the launch itself; the rest from counter passes, in one list.
   std::vector<std::string> counted;
   bool launch_metrics = false;
@@ -514,8 +821,8 @@ bool Controller::CollectMetrics(Snapshot& snapshot, ReplayRecord& record, device
       std::string failure;
       while (!submitted && record.counter_passes < limit) {
         std::uint64_t output_hash = 0;
-        RestoreStats restored =
-            snapshot.Restore(inventory_, options.restore, options.determinism_check ? &output_hash : nullptr);
+        std::string inputs_failure;
+        RestoreStats restored = RestoreInputs(snapshot, steps, options, &output_hash, &inputs_failure);
         if (record.counter_passes == 0 && !record.passes.empty() && record.passes.back().output_hash == 0) {
           record.passes.back().output_hash = output_hash;  // the last timing pass's output
         }
@@ -527,7 +834,14 @@ bool Controller::CollectMetrics(Snapshot& snapshot, ReplayRecord& record, device
           healthy = false;
           break;
         }
-        if (Status prepared = executor.PrepareCounterPass(); !prepared.ok()) {
+        if (!inputs_failure.empty()) {
+          record.decline_reason = DeclineReason::kLaunchFailed;
+          record.decline_detail = "running the graph's nodes before this one again for counter pass " +
+                                  std::to_string(record.counter_passes + 1) + " failed: " + inputs_failure;
+          healthy = false;
+          break;
+        }
+        if (Status prepared = steps.prepare_counter_pass(); !prepared.ok()) {
           failure = "preparing counter pass " + std::to_string(record.counter_passes + 1) + ": " +
                     prepared.message();
           break;
@@ -536,7 +850,7 @@ bool Controller::CollectMetrics(Snapshot& snapshot, ReplayRecord& record, device
           failure = begun.message();
           break;
         }
-        Status ran = executor.RunCounterPass(options.passes + record.counter_passes + 1);
+        Status ran = steps.run_counter_pass(options.passes + record.counter_passes + 1);
         ++record.counter_passes;
         if (!ran.ok()) {
           record.decline_reason = DeclineReason::kLaunchFailed;

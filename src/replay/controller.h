@@ -17,10 +17,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <shared_mutex>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "base/synchronized.h"
@@ -33,6 +35,7 @@
 namespace gpuprof::replay {
 
 class Snapshot;
+struct RestoreStats;
 
 class Controller {
  public:
@@ -64,6 +67,10 @@ class Controller {
   // True when replay is off (1 pass) or the launch count cap has been reached: no later launch
   // will be replayed.
   bool Exhausted() const noexcept;
+  // True when graph launches are replayed (options.graph_replay graph or node) and not
+  // Exhausted(): a backend then hands every graph launch to Dispatch (its kernel nodes' names
+  // decide the selection there).
+  bool ReplaysGraphs() const noexcept;
 
   // Holds `device`'s window shared for the lifetime of the returned lock (no-op lock for an
   // unknown ordinal).
@@ -106,18 +113,68 @@ class Controller {
     std::atomic<std::uint64_t> replayed{0};
     bool NameMatches(const std::string& kernel_name) const;
   };
+  // How the passes of one replayed unit run: a kernel or a whole graph (the executor's RunPass),
+  // or one kernel node of a graph run node by node (RunGraphNode, with the nodes before it run
+  // again after each restore, so that every pass sees the inputs the node sees in the graph).
+  struct PassSteps {
+    std::function<Status()> after_restore;  // empty: nothing
+    std::function<StatusOr<device::PassTiming>(int pass)> run;
+    std::function<Status()> prepare_counter_pass;
+    std::function<Status(int pass)> run_counter_pass;
+  };
   static std::unique_ptr<Plan> MakePlan(ReplayOptions options);
   Plan& CurrentPlan() const noexcept { return *plan_.load(std::memory_order_acquire); }
-  Selection Select(Plan& plan, const device::LaunchRequest& request);
+  Selection Select(Plan& plan, bool name_matches);
   Status RunUnreplayed(const device::LaunchRequest& request, device::LaunchExecutor& executor);
+  // A decline decided before the window: the launch runs once on the ordinary path; one warning
+  // line when `warn`.
+  Status DeclineUnreplayed(ReplayRecord record, DeclineReason reason, std::string detail,
+                           const device::LaunchRequest& request, device::LaunchExecutor& executor,
+                           bool warn = true);
+  // C2 and R14 for one kernel (a launch's or a graph node's); nullopt when it may be replayed.
+  static std::optional<std::pair<DeclineReason, std::string>> SideEffectDecline(const ReplayOptions& options,
+                                                                                const std::string& kernel,
+                                                                                bool uses_printf,
+                                                                                bool uses_malloc);
+  // The device state a snapshot cannot cover (C2 arrays, R14 peers, R6 strict); nullopt when none.
+  std::optional<std::pair<DeclineReason, std::string>> DeviceStateDecline(
+      const ReplayOptions& options, const device::LaunchRequest& request, ReplayRecord& record);
+  void WarnPrintf(const std::string& kernel, bool uses_printf);
+  // "--graph-replay graph or node (GPUPROF_REPLAY_GRAPH)", for messages.
+  static std::string GraphReplayHint();
+  // A graph launch with options.graph_replay graph or node (issue 24).
+  Status DispatchGraph(Plan& plan, const device::LaunchRequest& request, device::LaunchExecutor& executor);
+  // A kernel launch, or a graph launch replayed as a whole (`graph` not null).
   Status Replay(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor,
-                const ReplayOptions& options);
+                const ReplayOptions& options, const device::GraphDescription* graph);
+  // A graph launch run node by node (B8): one record per selected kernel node.
+  Status ReplayNodes(device::Device& device, ReplayRecord graph_record, device::LaunchExecutor& executor,
+                     const ReplayOptions& options, const device::GraphDescription& graph, Plan& plan);
+  // Inside the window: drains, prepares and captures the device's snapshot into `record`. Null
+  // when it could not (the launch was declined through `decline`, whose status is `declined`).
+  Snapshot* CaptureInWindow(device::Device& device, device::LaunchExecutor& executor,
+                            const ReplayOptions& options, ReplayRecord& record,
+                            const std::function<Status(DeclineReason, std::string)>& decline,
+                            Status& declined);
+  void LockClocks(const ReplayOptions& options, int device, std::optional<ClockLock>& clocks,
+                  ReplayRecord& record);
+  static PassSteps KernelSteps(device::LaunchExecutor& executor);
+  // Restores the snapshot (hashing the output on the way when the determinism check is on), then
+  // runs steps.after_restore; its failure lands in `failure`.
+  RestoreStats RestoreInputs(Snapshot& snapshot, const PassSteps& steps, const ReplayOptions& options,
+                             std::uint64_t* output_hash, std::string* failure);
+  // The timing passes into record.passes. A failed pass 1 (the application's own work) is
+  // returned; later failures stop the passes with record's decline set.
+  std::optional<Status> RunTimingPasses(Snapshot& snapshot, ReplayRecord& record, const PassSteps& steps,
+                                        const ReplayOptions& options, const device::GraphDescription* graph);
+  // B6: the last pass's output hash and the comparison with pass 1.
+  void CheckDeterminism(Snapshot& snapshot, ReplayRecord& record, const ReplayOptions& options);
   void Publish(const ReplayRecord& record);
   // The counter passes and launch metrics of one replayed launch (issue 19), after its timing
   // passes; fills record.metrics, counter_passes and counter_status. False when a restore or a
   // pass failed and the replay must stop (record's decline set).
   bool CollectMetrics(Snapshot& snapshot, ReplayRecord& record, device::LaunchExecutor& executor,
-                      const ReplayOptions& options);
+                      const ReplayOptions& options, const PassSteps& steps);
   void WarnNoCounters(const ReplayRecord& record);
 
   Inventory& inventory_;
@@ -129,8 +186,9 @@ class Controller {
   // Per device, the snapshot kept across replayed launches (B3); used under the device's window.
   std::vector<std::unique_ptr<Snapshot>> snapshots_;
   std::atomic<bool> warned_graph_{false};
-  base::Synchronized<std::shared_ptr<CounterBackend>> counter_backend_;  // may be set while launches run
-  base::Synchronized<std::unordered_set<std::string>> counter_warned_;   // counter_status texts warned about
+  base::Synchronized<std::unordered_set<std::uint64_t>> fallback_warned_;  // graphs told they run whole
+  base::Synchronized<std::shared_ptr<CounterBackend>> counter_backend_;    // may be set while launches run
+  base::Synchronized<std::unordered_set<std::string>> counter_warned_;  // counter_status texts warned about
   base::Synchronized<std::shared_ptr<ClockApi>> clock_api_;
   base::Synchronized<std::unordered_set<int>> clocks_given_up_;  // devices whose clocks could not be locked
   base::Synchronized<std::unordered_set<std::string>> printf_warned_;  // kernels warned about (C2)

@@ -319,6 +319,7 @@ Status SetSetting(SessionConfig& c, SettingId id, std::string_view text, std::st
       break;
     }
     case SettingId::kReplayClockControl: replay::ParseClockControl(v, &c.replay.clock_control); break;
+    case SettingId::kReplayGraph: replay::ParseGraphReplay(v, &c.replay.graph_replay); break;
     case SettingId::kReplayCounterRange: c.replay.counter_range = v; break;
     case SettingId::kProgress: c.progress = v != "off"; break;
     case SettingId::kCount: break;
@@ -365,6 +366,7 @@ std::string SettingText(const SessionConfig& c, SettingId id) {
     case SettingId::kReplaySection: return c.replay.sections;
     case SettingId::kReplaySet: return c.replay.set;
     case SettingId::kReplayClockControl: return std::string(replay::ClockControlName(c.replay.clock_control));
+    case SettingId::kReplayGraph: return std::string(replay::GraphReplayName(c.replay.graph_replay));
     case SettingId::kReplayCounterRange: return c.replay.counter_range;
     case SettingId::kProgress: return c.progress ? "auto" : "off";
     case SettingId::kCount: break;
@@ -519,6 +521,7 @@ replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings) {
     GPUPROF_LOG(kWarning) << "no hardware counters: " << metrics.status().message();
   }
   options.clock_control = settings.clock_control;
+  options.graph_replay = settings.graph_replay;
   return options;
 }
 

@@ -70,6 +70,7 @@ struct ReplaySettings {
   std::string set;
   replay::ClockControl clock_control;  // C3
   std::string counter_range;           // "auto" (the kernel alone) or "user" (the whole pass)
+  replay::GraphReplay graph_replay;    // issue 24: graph launches off / as a whole / node by node
   bool operator==(const ReplaySettings&) const = default;
 };
 

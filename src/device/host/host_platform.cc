@@ -792,7 +792,18 @@ Status HostPlatform::LaunchBatch(StreamId stream, const std::vector<Kernel>& ker
 
 Status HostPlatform::LaunchGraph(StreamId stream, const std::vector<Kernel>& kernels,
                                  CompletionSignal* signal) {
-  return impl_->LaunchKernels("LaunchGraph", stream, LaunchKind::kGraph, kernels, signal);
+  std::vector<GraphNodeSpec> nodes;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    GraphNodeSpec node;
+    node.kernel = kernels[i];
+    if (i > 0) node.dependencies = {i - 1};
+    nodes.push_back(std::move(node));
+  }
+  const int device = impl_->FindStream(stream) != nullptr ? impl_->FindStream(stream)->device() : -1;
+  GPUPROF_ASSIGN_OR_RETURN(const GraphId graph, CreateGraph(device, std::move(nodes)));
+  Status launched = LaunchGraph(stream, graph, signal);
+  Status destroyed = DestroyGraph(graph);
+  return launched.ok() ? destroyed : launched;
 }
 
 void HostPlatform::SetStreamCapturing(StreamId stream, bool capturing) {

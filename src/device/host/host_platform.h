@@ -66,6 +66,23 @@ class CompletionSignal {
   std::atomic<int> count_{0};
 };
 
+// ---- graphs (issue 24): the CUDA graph model, nodes and dependency edges ----
+using GraphId = std::uint64_t;
+inline constexpr std::size_t kNoGraphNode = static_cast<std::size_t>(-1);
+
+// One node of a graph. Addresses are the caller's to get right, as in a kernel body.
+struct GraphNodeSpec {
+  GraphNodeType type = GraphNodeType::kKernel;
+  Kernel kernel;            // kKernel
+  DevicePtr dst = 0;        // kMemcpy / kMemset destination; kMemFree: memory allocated outside the graph
+  DevicePtr src = 0;        // kMemcpy
+  std::uint8_t value = 0;   // kMemset
+  std::uint64_t bytes = 0;  // kMemcpy / kMemset / kMemAlloc
+  std::size_t allocation = kNoGraphNode;  // kMemFree: the kMemAlloc node whose memory it frees
+  std::function<void()> host;             // kHost: runs on the stream's worker
+  std::vector<std::size_t> dependencies;  // indexes of the nodes it waits for (acyclic)
+};
+
 struct ModuleVariableSpec {
   std::string name;
   std::uint64_t size = 0;
@@ -154,7 +171,24 @@ class HostPlatform {
   Status Launch(StreamId stream, const Kernel& kernel, CompletionSignal* signal = nullptr);
   // Several dispatches in one submission (LaunchKind::kBatch) or as a graph (kGraph).
   Status LaunchBatch(StreamId stream, const std::vector<Kernel>& kernels, CompletionSignal* signal = nullptr);
+  // A chain of kernel nodes, created, launched and destroyed in one call.
   Status LaunchGraph(StreamId stream, const std::vector<Kernel>& kernels, CompletionSignal* signal = nullptr);
+
+  // An executable graph on `device`, as cudaGraphInstantiate makes one: InvalidArgument for an
+  // out-of-range or cyclic dependency, a kMemFree naming no kMemAlloc node, or an empty graph.
+  // Each kMemAlloc node's memory has a fixed address for the graph's life (GraphAllocation), not
+  // tracked as an allocation (a CUDA graph's memory pool is not); its contents at the allocation
+  // are undefined (filled with 0xCD here). A launch allocates it and a kMemFree node of the same
+  // graph frees it; memory the graph leaves allocated must be freed (FreeGraphAllocation) before
+  // the graph is launched again, or that launch fails, as cuGraphLaunch does.
+  StatusOr<GraphId> CreateGraph(int device, std::vector<GraphNodeSpec> nodes);
+  Status DestroyGraph(GraphId graph);
+  StatusOr<DevicePtr> GraphAllocation(GraphId graph, std::size_t node) const;
+  // Frees what allocation node `node` of `graph` left allocated (cudaFreeAsync on its pointer).
+  Status FreeGraphAllocation(GraphId graph, std::size_t node);
+  // Launches `graph` on `stream` (whose device must be the graph's); `signal` is signalled when it
+  // completes. The nodes run in a topological order on the stream.
+  Status LaunchGraph(StreamId stream, GraphId graph, CompletionSignal* signal = nullptr);
   // Marks a stream as capturing (launches into it report stream_capturing).
   void SetStreamCapturing(StreamId stream, bool capturing);
 

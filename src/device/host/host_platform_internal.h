@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -201,6 +202,19 @@ std::unique_ptr<HostDevice::Arena> MakeArena(const ArenaOptions& options);
 
 // ---- the platform -------------------------------------------------------------------------------
 
+// An executable graph (HostPlatform::CreateGraph). The specs are immutable after creation; the
+// allocation state changes under `mu` at every launch and free.
+struct HostGraph {
+  GraphId id = 0;
+  int device = 0;
+  std::vector<GraphNodeSpec> nodes;
+  std::vector<std::uint64_t> node_ids;                  // per node, unique in the process
+  std::vector<std::size_t> order;                       // a topological order of node indexes
+  std::vector<std::unique_ptr<std::uint8_t[]>> memory;  // per node: kMemAlloc's memory, else null
+  std::mutex mu;
+  std::vector<bool> allocated;  // per node: kMemAlloc memory allocated now (guarded by mu)
+};
+
 struct HostPlatform::Impl {
   explicit Impl(HostPlatformOptions opts);
   ~Impl();  // Shutdown()
@@ -254,6 +268,8 @@ struct HostPlatform::Impl {
   Status Transfer(const TransferArgs& args);
   Status LaunchKernels(std::string_view call, StreamId stream, LaunchKind kind,
                        std::span<const Kernel> kernels, CompletionSignal* signal);
+  Status LaunchGraph(StreamId stream, GraphId graph, CompletionSignal* signal);
+  std::shared_ptr<HostGraph> FindGraph(GraphId graph) const;
   // Allocates, initializes and registers the variables of `module` (modules' write lock held).
   Status LoadVariables(ModuleId id, Module& module);
 
@@ -264,6 +280,9 @@ struct HostPlatform::Impl {
   base::Synchronized<ModuleTable> modules;
   base::Synchronized<std::vector<std::unique_ptr<Stream>>> streams;  // id = index + 1
   base::Synchronized<std::shared_ptr<const std::function<void(DevicePtr)>>> restore_hook;
+  base::Synchronized<std::map<GraphId, std::shared_ptr<HostGraph>>> graphs;
+  std::atomic<std::uint64_t> next_graph_id{1};
+  std::atomic<std::uint64_t> next_graph_node_id{1};
   std::vector<StreamId> default_streams;  // per device; written only by the constructor
   std::vector<std::unique_ptr<HostDevice>> devices;
   bool shut_down = false;  // touched only by the destroying thread

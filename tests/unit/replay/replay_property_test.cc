@@ -208,7 +208,8 @@ std::string Describe(const Workload& w) {
   out << "workload seed " << w.seed << ": " << w.device_count << " device(s), passes " << w.options.passes
       << ", restore " << RestoreModeName(w.options.restore) << ", chunk " << w.options.chunk_size
       << ", symbol cap " << w.options.max_symbol_bytes << ", determinism check "
-      << (w.options.determinism_check ? "on" : "off") << ", " << w.allocations.size() << " allocations, "
+      << (w.options.determinism_check ? "on" : "off") << ", graph replay "
+      << GraphReplayName(w.options.graph_replay) << ", " << w.allocations.size() << " allocations, "
       << w.modules.size() << " modules, " << w.variables.size() << " variables, " << w.kernels.size()
       << " launches, " << w.steps.size() << " steps";
   if (!w.faults.empty()) {
@@ -233,6 +234,8 @@ class Generator {
     o.chunk_size = kChunks[Uniform(0, kChunks.size() - 1)];
     o.max_symbol_bytes = Chance(0.2) ? std::uint64_t{16} * 1024 : (1ull << 30);
     o.determinism_check = Chance(0.7);
+    // Graph launches (issue 24): declined, replayed as a whole, or node by node.
+    o.graph_replay = static_cast<GraphReplay>(Uniform(0, 2));
     if (with_faults) AddFaults();
     Build();
   }
@@ -843,9 +846,21 @@ RunResult Execute(const Workload& w, bool replay) {
         };
         StreamId stream = platform->DefaultStream(plan.device);
         CompletionSignal* signal = &signals.emplace_back();
-        Status launched = plan.kind == LaunchKind::kGraph   ? platform->LaunchGraph(stream, {kernel}, signal)
-                          : plan.kind == LaunchKind::kBatch ? platform->LaunchBatch(stream, {kernel}, signal)
-                                                            : platform->Launch(stream, kernel, signal);
+        Status launched;
+        if (plan.kind == LaunchKind::kGraph) {
+          // An empty node, then the kernel: node-by-node replay runs the node before the kernel
+          // again before each pass.
+          std::vector<device::host::GraphNodeSpec> nodes(2);
+          nodes[0].type = device::GraphNodeType::kEmpty;
+          nodes[1].kernel = kernel;
+          nodes[1].dependencies = {0};
+          StatusOr<device::host::GraphId> graph = platform->CreateGraph(plan.device, std::move(nodes));
+          launched = graph.ok() ? platform->LaunchGraph(stream, *graph, signal) : graph.status();
+          if (graph.ok() && launched.ok()) launched = platform->DestroyGraph(*graph);
+        } else {
+          launched = plan.kind == LaunchKind::kBatch ? platform->LaunchBatch(stream, {kernel}, signal)
+                                                     : platform->Launch(stream, kernel, signal);
+        }
         if (!launched.ok()) fail("launching " + kernel.name, launched);
         break;
       }
@@ -907,6 +922,7 @@ std::string FirstDifference(const std::vector<std::uint8_t>& replayed,
 
 struct Totals {
   std::uint64_t replayed = 0;
+  std::uint64_t graphs_replayed = 0;  // of `replayed`, graph launches (whole or node by node)
   std::uint64_t declined = 0;
   std::uint64_t passes = 0;
   std::map<DeclineReason, std::uint64_t> reasons;
@@ -956,8 +972,15 @@ void Check(const Workload& w, const RunResult& replayed, const RunResult& refere
     if (record.replayed) {
       ++totals.replayed;
       totals.passes += executed.size();
-      EXPECT_EQ(plan.kind, LaunchKind::kKernel)
+      const bool graph = plan.kind == LaunchKind::kGraph;
+      EXPECT_TRUE(plan.kind == LaunchKind::kKernel || (graph && w.options.graph_replay != GraphReplay::kOff))
           << "launch " << i << " of kind " << device::LaunchKindName(plan.kind) << " was replayed";
+      if (graph) {
+        ++totals.graphs_replayed;
+        EXPECT_EQ(record.replay_mode,
+                  w.options.graph_replay == GraphReplay::kNode ? ReplayMode::kNode : ReplayMode::kGraph)
+            << "launch " << i;
+      }
       EXPECT_EQ(record.decline_reason, DeclineReason::kNone);
       EXPECT_EQ(record.passes.size(), static_cast<std::size_t>(passes)) << "launch " << i;
       ASSERT_EQ(executed.size(), static_cast<std::size_t>(passes))
@@ -975,7 +998,13 @@ void Check(const Workload& w, const RunResult& replayed, const RunResult& refere
       ++totals.declined;
       ++totals.reasons[record.decline_reason];
       std::set<DeclineReason> allowed;
-      if (plan.kind == LaunchKind::kGraph) allowed = {DeclineReason::kGraphLaunch};
+      if (plan.kind == LaunchKind::kGraph) {
+        allowed = {DeclineReason::kGraphLaunch};
+        if (w.options.graph_replay != GraphReplay::kOff) {
+          allowed = {};
+          if (!w.faults.empty()) allowed = {DeclineReason::kIncompleteSnapshot, DeclineReason::kDrainTimeout};
+        }
+      }
       if (plan.kind == LaunchKind::kBatch) allowed = {DeclineReason::kMultiDispatch};
       if (plan.kind == LaunchKind::kKernel && !w.faults.empty()) {
         allowed = {DeclineReason::kIncompleteSnapshot, DeclineReason::kDrainTimeout};
@@ -1039,7 +1068,8 @@ void RunProperty(bool with_faults) {
   }
   base::SetLogLevel(saved_level);
   std::cout << "workloads: " << config.iterations << ", launches replayed: " << totals.replayed
-            << " (passes run: " << totals.passes << "), declined: " << totals.declined << std::endl;
+            << " (passes run: " << totals.passes << "; graph launches: " << totals.graphs_replayed
+            << "), declined: " << totals.declined << std::endl;
   for (const auto& [reason, n] : totals.reasons)
     std::cout << "  declined " << DeclineReasonName(reason) << ": " << n << "\n";
   for (const auto& [point, n] : totals.fired) {
@@ -1050,6 +1080,7 @@ void RunProperty(bool with_faults) {
   // faults, failures at every injected point.
   EXPECT_GT(totals.replayed, config.iterations / 2);
   EXPECT_GT(totals.reasons[DeclineReason::kGraphLaunch], 0u);
+  EXPECT_GT(totals.graphs_replayed, 0u);
   EXPECT_GT(totals.reasons[DeclineReason::kMultiDispatch], 0u);
   if (with_faults) {
     for (FaultPoint point : kInjectablePoints) {
