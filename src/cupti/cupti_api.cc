@@ -98,6 +98,8 @@ struct CuptiTable {
   decltype(&cuptiActivityDisableContext) activity_disable_context = nullptr;
   std::string library;
   std::string counter_missing;
+  decltype(&cuptiGetGraphNodeId) get_graph_node_id = nullptr;  // optional (issue 24)
+  decltype(&cuptiGetGraphExecId) get_graph_exec_id = nullptr;
 };
 
 class LoadedCuptiApi final : public CuptiApi {
@@ -143,6 +145,12 @@ class LoadedCuptiApi final : public CuptiApi {
     return t_.activity_get_num_dropped_records(context, stream_id, dropped);
   }
   CUptiResult ActivityFlushAll(std::uint32_t flag) override { return t_.activity_flush_all(flag); }
+  CUptiResult GetGraphNodeId(CUgraphNode node, std::uint64_t* id) override {
+    return t_.get_graph_node_id != nullptr ? t_.get_graph_node_id(node, id) : CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  CUptiResult GetGraphExecId(CUgraphExec exec, std::uint32_t* id) override {
+    return t_.get_graph_exec_id != nullptr ? t_.get_graph_exec_id(exec, id) : CUPTI_ERROR_NOT_SUPPORTED;
+  }
   CUptiResult ActivityFlushPeriod(std::uint32_t period_ms) override {
     return t_.activity_flush_period(period_ms);
   }
@@ -332,6 +340,9 @@ StatusOr<std::unique_ptr<CuptiApi>> LoadCuptiApi(const std::vector<std::string>&
   Resolve(lib.handle, "cuptiActivityFlushPeriod", t.activity_flush_period, missing);
   Resolve(lib.handle, "cuptiActivityPushExternalCorrelationId", t.push_external_correlation_id, missing);
   Resolve(lib.handle, "cuptiActivityPopExternalCorrelationId", t.pop_external_correlation_id, missing);
+  std::string graph_missing;  // graph ids are optional: without them graphs get gpuprof's own ids
+  Resolve(lib.handle, "cuptiGetGraphNodeId", t.get_graph_node_id, graph_missing);
+  Resolve(lib.handle, "cuptiGetGraphExecId", t.get_graph_exec_id, graph_missing);
   // Counters are optional: a CUPTI without them still traces (CounterApiStatus names the gap).
   t.library = lib.name;
   Resolve(lib.handle, "cuptiProfilerInitialize", t.profiler_initialize, t.counter_missing);

@@ -72,6 +72,11 @@ class CuptiApi {
   virtual CUptiResult ActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
                                                        std::uint64_t* last_id) = 0;
 
+  // --- Graph ids (issue 24), as CUPTI's kernel records carry them. Optional: the defaults (and a
+  // CUPTI without them) answer CUPTI_ERROR_NOT_SUPPORTED.
+  virtual CUptiResult GetGraphNodeId(CUgraphNode, std::uint64_t*) { return CUPTI_ERROR_NOT_SUPPORTED; }
+  virtual CUptiResult GetGraphExecId(CUgraphExec, std::uint32_t*) { return CUPTI_ERROR_NOT_SUPPORTED; }
+
   // --- Hardware counters (issue 19): the Profiler Host API (cupti_profiler_host.h), the Range
   // Profiler (cupti_range_profiler.h) and the two target calls they need. An optional group: a
   // CUPTI that lacks any of them still traces, and CounterApiStatus() says why counters are off.

@@ -8,6 +8,7 @@ namespace gpuprof::cupti {
 namespace {
 
 thread_local std::uint64_t application_call = 0;
+thread_local const ScopedNestedGraphLaunch::Tasks* nested_graph_tasks = nullptr;
 
 std::uint64_t CorrelationOf(const trace::Record& record) {
   if (const auto* call = std::get_if<trace::ApiCall>(&record)) return call->correlation_id;
@@ -24,6 +25,15 @@ ScopedApplicationCall::ScopedApplicationCall(std::uint64_t correlation_id) noexc
 ScopedApplicationCall::~ScopedApplicationCall() { application_call = previous_; }
 std::uint64_t ScopedApplicationCall::Current() noexcept { return application_call; }
 
+ScopedNestedGraphLaunch::ScopedNestedGraphLaunch(Tasks tasks) noexcept
+    : tasks_(tasks), previous_(nested_graph_tasks) {
+  nested_graph_tasks = &tasks_;
+}
+ScopedNestedGraphLaunch::~ScopedNestedGraphLaunch() { nested_graph_tasks = previous_; }
+const ScopedNestedGraphLaunch::Tasks* ScopedNestedGraphLaunch::Current() noexcept {
+  return nested_graph_tasks;
+}
+
 void InternalWorkFilter::MarkNested(std::uint64_t correlation_id, std::string_view function) noexcept {
   try {
     auto nested = nested_.wlock();
@@ -36,6 +46,11 @@ void InternalWorkFilter::MarkNested(std::uint64_t correlation_id, std::string_vi
     if (function.starts_with("cuLaunch")) ++entry.tasks[static_cast<int>(trace::TaskKind::kKernel)];
     if (function.starts_with("cuMemcpy")) ++entry.tasks[static_cast<int>(trace::TaskKind::kMemcpy)];
     if (function.starts_with("cuMemset")) ++entry.tasks[static_cast<int>(trace::TaskKind::kMemset)];
+    if (function.starts_with("cuGraphLaunch")) {
+      if (const ScopedNestedGraphLaunch::Tasks* graph = ScopedNestedGraphLaunch::Current()) {
+        for (std::size_t kind = 0; kind < graph->size(); ++kind) entry.tasks[kind] += (*graph)[kind];
+      }
+    }
     any_nested_.store(true, std::memory_order_release);
   } catch (...) {
     overflowed_.fetch_add(1, std::memory_order_relaxed);

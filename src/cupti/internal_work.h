@@ -22,6 +22,7 @@
 // exactly one shared object (libgpuprof.so), or each copy would see its own.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +55,23 @@ class ScopedApplicationCall {
   std::uint64_t previous_;
 };
 
+// gpuprof's own cuGraphLaunch inside an application call (a whole-graph replay pass, issue 24):
+// the device tasks it will produce, by trace::TaskKind (one per kernel, memcpy and memset node),
+// which MarkNested counts for it while this lives on the calling thread. RAII, nests.
+class ScopedNestedGraphLaunch {
+ public:
+  using Tasks = std::array<std::uint32_t, 3>;
+  explicit ScopedNestedGraphLaunch(Tasks tasks) noexcept;
+  ~ScopedNestedGraphLaunch();
+  ScopedNestedGraphLaunch(const ScopedNestedGraphLaunch&) = delete;
+  ScopedNestedGraphLaunch& operator=(const ScopedNestedGraphLaunch&) = delete;
+  static const Tasks* Current() noexcept;
+
+ private:
+  Tasks tasks_;
+  const Tasks* previous_;
+};
+
 // The correlation ids of gpuprof's own CUDA calls, and the filter that drops their records.
 // Thread-safe: MarkInternal runs on the threads doing internal work (inside the CUPTI API
 // callback), IsInternal/Filter on the thread that completes an activity buffer. When nothing was
@@ -74,7 +92,8 @@ class InternalWorkFilter {
 
   // gpuprof's call `function` (e.g. "cuMemcpyDtoHAsync_v2") made inside the application call
   // `correlation_id` (see above): one ApiCall record of that name under the id is gpuprof's, and,
-  // for cuLaunch*, cuMemcpy* and cuMemset* calls, one kernel, memcpy or memset task. noexcept
+  // for cuLaunch*, cuMemcpy* and cuMemset* calls, one kernel, memcpy or memset task; for
+  // cuGraphLaunch*, the tasks of the ScopedNestedGraphLaunch around it. noexcept
   // (allocation failure counts as an overflow).
   void MarkNested(std::uint64_t correlation_id, std::string_view function) noexcept;
 

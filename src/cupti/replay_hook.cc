@@ -121,33 +121,7 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
   bool original_runs_after_return() const noexcept override { return true; }
   void SignalCompletion() override {}
 
-  Status PrepareForSnapshot() override {
-    const CudaDriver& d = device_.driver();
-    ScopedInternalWork internal;
-    // R7: the kernel's module is loaded before the snapshot (lazy loading would load it at the
-    // launch, after the snapshot); the variables of every other module loaded on the device are
-    // registered too (a kernel may write them through pointers).
-    GPUPROF_RETURN_IF_ERROR(d.Check("cuFuncLoad", d.FuncLoad(function_)));
-    hook_.ResolveLoadedModules(device_);
-    const char* name = nullptr;
-    CUmodule module = nullptr;
-    if (d.FuncGetName(&name, function_) != CUDA_SUCCESS || name == nullptr ||
-        d.FuncGetModule(&module, function_) != CUDA_SUCCESS) {
-      return OkStatus();  // no names: the module's variables stay out (counted nowhere)
-    }
-    std::shared_ptr<const CudaReplayHook::ModuleInfo> module_info = hook_.ModuleOf(name);
-    if (module_info == nullptr) return OkStatus();
-    std::vector<device::ModuleVariable> variables;
-    for (const std::string& variable : module_info->variables) {
-      CUdeviceptr address = 0;
-      size_t size = 0;
-      if (d.ModuleGetGlobal(&address, &size, module, variable.c_str()) == CUDA_SUCCESS && size > 0) {
-        variables.push_back({variable, address, size, module_info->module_id, false});
-      }
-    }
-    device_.RegisterModuleVariables(variables);
-    return OkStatus();
-  }
+  Status PrepareForSnapshot() override { return hook_.PrepareFunction(device_, function_); }
 
   // The flush finishes before the counters start, so that only the kernel is counted.
   Status PrepareCounterPass() override {
@@ -195,6 +169,245 @@ class CudaLaunchExecutor final : public device::LaunchExecutor {
   device::LaunchShape shape_;
 };
 
+// One intercepted graph launch (issue 24). Like CudaLaunchExecutor, every pass is gpuprof's own
+// work on the application's stream, and the application's cuGraphLaunch runs after the callback
+// returns. Whole-graph passes launch the executable graph itself; node-by-node runs the nodes of
+// the clone taken at instantiation as standalone operations.
+class CudaGraphExecutor final : public device::LaunchExecutor {
+ public:
+  CudaGraphExecutor(CudaReplayHook& hook, CudaDevice& device, CUgraphExec exec, CUstream stream,
+                    std::shared_ptr<CudaReplayHook::GraphInfo> graph)
+      : hook_(hook), device_(device), exec_(exec), stream_(stream), graph_(std::move(graph)) {}
+
+  Status RunOriginal() override { return OkStatus(); }
+  bool original_runs_after_return() const noexcept override { return true; }
+  void SignalCompletion() override {}
+  bool flushes_caches() const noexcept override { return hook_.flush_l2_.load(std::memory_order_relaxed); }
+
+  StatusOr<device::GraphDescription> DescribeGraph() override {
+    if (graph_ == nullptr) {
+      return UnavailableError(
+          "the graph was instantiated before gpuprof started watching (its nodes were not recorded)");
+    }
+    device::GraphDescription description;
+    description.graph_id = graph_->id;
+    description.node_blocker = graph_->node_blocker;
+    if (description.node_blocker.empty() && graph_->updated.load(std::memory_order_relaxed)) {
+      description.node_blocker =
+          "the executable graph was updated after its instantiation (cuGraphExecUpdate or cuGraphExec*Set*)";
+    }
+    description.relaunch_blocker = graph_->relaunch_blocker;
+    for (const CudaReplayHook::GraphNodeInfo& info : graph_->nodes) {
+      device::GraphNode node;
+      node.id = info.id;
+      node.type = NodeType(info.type);
+      if (info.function != nullptr) {
+        std::shared_ptr<const CudaReplayHook::FunctionInfo> function = hook_.InfoOf(info.function, stream_);
+        if (function != nullptr) {
+          node.kernel_name = function->name;
+          node.uses_device_printf = function->uses_printf;
+          node.uses_device_malloc = function->uses_device_malloc;
+        }
+      }
+      description.nodes.push_back(std::move(node));
+    }
+    return description;
+  }
+
+  Status PrepareForSnapshot() override {
+    for (const CudaReplayHook::GraphNodeInfo& info : graph_->nodes) {
+      if (info.function != nullptr) GPUPROF_RETURN_IF_ERROR(hook_.PrepareFunction(device_, info.function));
+    }
+    return OkStatus();
+  }
+
+  StatusOr<device::PassTiming> RunPass(int pass) override {
+    const CudaDriver& d = device_.driver();
+    ScopedInternalWork internal;
+    if (pass > 1) GPUPROF_RETURN_IF_ERROR(FreeLeftovers());
+    return Timed([&] {
+      ScopedNestedGraphLaunch tasks(graph_->tasks);
+      return d.Check("cuGraphLaunch (replay pass)", d.GraphLaunch(exec_, stream_));
+    });
+  }
+  Status PrepareCounterPass() override {
+    if (!hook_.flush_l2_.load(std::memory_order_relaxed)) return OkStatus();
+    const CudaDriver& d = device_.driver();
+    ScopedInternalWork internal;
+    GPUPROF_RETURN_IF_ERROR(device_.FlushL2(stream_));
+    return d.Check("cuStreamSynchronize", d.StreamSynchronize(stream_));
+  }
+  Status RunCounterPass(int) override {
+    const CudaDriver& d = device_.driver();
+    ScopedInternalWork internal;
+    GPUPROF_RETURN_IF_ERROR(FreeLeftovers());
+    ScopedNestedGraphLaunch tasks(graph_->tasks);
+    GPUPROF_RETURN_IF_ERROR(d.Check("cuGraphLaunch (counter pass)", d.GraphLaunch(exec_, stream_)));
+    return d.Check("cuStreamSynchronize", d.StreamSynchronize(stream_));
+  }
+  Status EndGraphPasses() override {
+    ScopedInternalWork internal;
+    GPUPROF_RETURN_IF_ERROR(FreeLeftovers());
+    return device_.driver().Check("cuStreamSynchronize", device_.driver().StreamSynchronize(stream_));
+  }
+
+  // Node `index` alone on the stream, waited for; timed when `pass` > 0.
+  StatusOr<device::PassTiming> RunGraphNode(std::size_t index, int pass) override {
+    if (index >= graph_->nodes.size()) {
+      return InvalidArgumentError("graph " + std::to_string(graph_->id) + " has " +
+                                  std::to_string(graph_->nodes.size()) + " nodes, not " +
+                                  std::to_string(index + 1));
+    }
+    const CudaDriver& d = device_.driver();
+    ScopedInternalWork internal;
+    const CudaReplayHook::GraphNodeInfo& node = graph_->nodes[index];
+    auto run = [&]() -> Status {
+      switch (node.type) {
+        case CU_GRAPH_NODE_TYPE_KERNEL: {
+          CUDA_KERNEL_NODE_PARAMS p{};
+          GPUPROF_RETURN_IF_ERROR(
+              d.Check("cuGraphKernelNodeGetParams", d.GraphKernelNodeGetParams(node.node, &p)));
+          CUfunction function = node.function;
+          return d.Check(
+              "cuLaunchKernel (graph node)",
+              d.LaunchKernel(function, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY,
+                             p.blockDimZ, p.sharedMemBytes, stream_, p.kernelParams, p.extra));
+        }
+        case CU_GRAPH_NODE_TYPE_MEMCPY: {
+          CUDA_MEMCPY3D p{};
+          GPUPROF_RETURN_IF_ERROR(
+              d.Check("cuGraphMemcpyNodeGetParams", d.GraphMemcpyNodeGetParams(node.node, &p)));
+          return d.Check("cuMemcpy3DAsync (graph node)", d.Memcpy3DAsync(&p, stream_));
+        }
+        case CU_GRAPH_NODE_TYPE_MEMSET: {
+          CUDA_MEMSET_NODE_PARAMS p{};
+          GPUPROF_RETURN_IF_ERROR(
+              d.Check("cuGraphMemsetNodeGetParams", d.GraphMemsetNodeGetParams(node.node, &p)));
+          if (p.elementSize == 1) {
+            return d.Check("cuMemsetD2D8Async (graph node)",
+                           d.MemsetD2D8Async(p.dst, p.pitch, static_cast<unsigned char>(p.value), p.width,
+                                             p.height, stream_));
+          }
+          if (p.elementSize == 2) {
+            return d.Check("cuMemsetD2D16Async (graph node)",
+                           d.MemsetD2D16Async(p.dst, p.pitch, static_cast<unsigned short>(p.value), p.width,
+                                              p.height, stream_));
+          }
+          return d.Check("cuMemsetD2D32Async (graph node)",
+                         d.MemsetD2D32Async(p.dst, p.pitch, p.value, p.width, p.height, stream_));
+        }
+        case CU_GRAPH_NODE_TYPE_EVENT_RECORD: {
+          CUevent event = nullptr;
+          GPUPROF_RETURN_IF_ERROR(
+              d.Check("cuGraphEventRecordNodeGetEvent", d.GraphEventRecordNodeGetEvent(node.node, &event)));
+          return d.Check("cuEventRecord (graph node)", d.EventRecord(event, stream_));
+        }
+        case CU_GRAPH_NODE_TYPE_WAIT_EVENT: {
+          CUevent event = nullptr;
+          GPUPROF_RETURN_IF_ERROR(
+              d.Check("cuGraphEventWaitNodeGetEvent", d.GraphEventWaitNodeGetEvent(node.node, &event)));
+          return d.Check("cuStreamWaitEvent (graph node)", d.StreamWaitEvent(stream_, event, 0));
+        }
+        case CU_GRAPH_NODE_TYPE_EMPTY: return OkStatus();
+        default:
+          return FailedPreconditionError("a " + std::string(device::GraphNodeTypeName(NodeType(node.type))) +
+                                         " node cannot run alone");
+      }
+    };
+    if (pass == 0) {
+      GPUPROF_RETURN_IF_ERROR(run());
+      GPUPROF_RETURN_IF_ERROR(d.Check("cuStreamSynchronize", d.StreamSynchronize(stream_)));
+      return device::PassTiming{};
+    }
+    return Timed(run);
+  }
+
+  static device::GraphNodeType NodeType(CUgraphNodeType type) {
+    switch (type) {
+      case CU_GRAPH_NODE_TYPE_KERNEL: return device::GraphNodeType::kKernel;
+      case CU_GRAPH_NODE_TYPE_MEMCPY: return device::GraphNodeType::kMemcpy;
+      case CU_GRAPH_NODE_TYPE_MEMSET: return device::GraphNodeType::kMemset;
+      case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return device::GraphNodeType::kEventRecord;
+      case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return device::GraphNodeType::kEventWait;
+      case CU_GRAPH_NODE_TYPE_EMPTY: return device::GraphNodeType::kEmpty;
+      case CU_GRAPH_NODE_TYPE_MEM_ALLOC: return device::GraphNodeType::kMemAlloc;
+      case CU_GRAPH_NODE_TYPE_MEM_FREE: return device::GraphNodeType::kMemFree;
+      case CU_GRAPH_NODE_TYPE_HOST: return device::GraphNodeType::kHost;
+      case CU_GRAPH_NODE_TYPE_GRAPH: return device::GraphNodeType::kChildGraph;
+      case CU_GRAPH_NODE_TYPE_CONDITIONAL: return device::GraphNodeType::kConditional;
+      case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+      case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT: return device::GraphNodeType::kExternalSemaphore;
+      default: return device::GraphNodeType::kOther;
+    }
+  }
+
+ private:
+  // `submit` between two events, with the L2 flush before (B7) and the SM clock around (C3).
+  template <typename Submit>
+  StatusOr<device::PassTiming> Timed(Submit submit) {
+    const CudaDriver& d = device_.driver();
+    if (hook_.flush_l2_.load(std::memory_order_relaxed)) GPUPROF_RETURN_IF_ERROR(device_.FlushL2(stream_));
+    GPUPROF_ASSIGN_OR_RETURN(const auto events, device_.PassEvents());
+    const std::uint32_t clock_before = device_.SmClockKhz();
+    Status status = d.Check("cuEventRecord", d.EventRecord(events[0], stream_));
+    if (status.ok()) status = submit();
+    if (status.ok()) status = d.Check("cuEventRecord", d.EventRecord(events[1], stream_));
+    if (status.ok()) status = d.Check("cuEventSynchronize", d.EventSynchronize(events[1]));
+    float ms = 0;
+    if (status.ok()) status = d.Check("cuEventElapsedTime", d.EventElapsedTime(&ms, events[0], events[1]));
+    GPUPROF_RETURN_IF_ERROR(status);
+    device::PassTiming timing;
+    timing.duration_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
+    timing.sm_clock_before_khz = clock_before;
+    timing.sm_clock_after_khz = device_.SmClockKhz();
+    return timing;
+  }
+
+  // The memory the graph's allocation nodes left allocated (no free node in the graph), freed in
+  // stream order so that the next launch can allocate it again.
+  Status FreeLeftovers() {
+    const CudaDriver& d = device_.driver();
+    for (CUdeviceptr ptr : graph_->leftovers) {
+      GPUPROF_RETURN_IF_ERROR(d.Check("cuMemFreeAsync (graph allocation)", d.MemFreeAsync(ptr, stream_)));
+    }
+    return OkStatus();
+  }
+
+  CudaReplayHook& hook_;
+  CudaDevice& device_;
+  CUgraphExec exec_;
+  CUstream stream_;
+  std::shared_ptr<CudaReplayHook::GraphInfo> graph_;
+};
+
+Status CudaReplayHook::PrepareFunction(CudaDevice& device, CUfunction function) {
+  const CudaDriver& d = device.driver();
+  ScopedInternalWork internal;
+  // R7: the kernel's module is loaded before the snapshot (lazy loading would load it at the
+  // launch, after the snapshot); the variables of every other module loaded on the device are
+  // registered too (a kernel may write them through pointers).
+  GPUPROF_RETURN_IF_ERROR(d.Check("cuFuncLoad", d.FuncLoad(function)));
+  ResolveLoadedModules(device);
+  const char* name = nullptr;
+  CUmodule module = nullptr;
+  if (d.FuncGetName(&name, function) != CUDA_SUCCESS || name == nullptr ||
+      d.FuncGetModule(&module, function) != CUDA_SUCCESS) {
+    return OkStatus();  // no names: the module's variables stay out (counted nowhere)
+  }
+  std::shared_ptr<const CudaReplayHook::ModuleInfo> module_info = ModuleOf(name);
+  if (module_info == nullptr) return OkStatus();
+  std::vector<device::ModuleVariable> variables;
+  for (const std::string& variable : module_info->variables) {
+    CUdeviceptr address = 0;
+    size_t size = 0;
+    if (d.ModuleGetGlobal(&address, &size, module, variable.c_str()) == CUDA_SUCCESS && size > 0) {
+      variables.push_back({variable, address, size, module_info->module_id, false});
+    }
+  }
+  device.RegisterModuleVariables(variables);
+  return OkStatus();
+}
+
 // The grid, block and dynamic shared memory of a launch's parameters.
 template <typename Params>
 device::LaunchShape ShapeOf(const Params& p) {
@@ -216,7 +429,8 @@ CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
       device_options_(settings.device),
       sink_(std::move(sink)),
       make_counter_backend_(std::move(settings.make_counter_backend)),
-      clock_api_(std::move(settings.clock_api)) {
+      clock_api_(std::move(settings.clock_api)),
+      cupti_(std::move(settings.cupti)) {
   inventory_.EnableRecording(true);
 }
 
@@ -696,6 +910,180 @@ std::shared_ptr<const CudaReplayHook::FunctionInfo> CudaReplayHook::InfoOf(CUfun
   }
 }
 
+CudaReplayHook::GraphInfo::~GraphInfo() {
+  if (clone == nullptr || driver == nullptr) return;
+  ScopedInternalWork internal;
+  static_cast<void>(driver->GraphDestroy(clone));
+}
+
+std::shared_ptr<CudaReplayHook::GraphInfo> CudaReplayHook::GraphOf(CUgraphExec exec) {
+  std::lock_guard<std::mutex> lock(graphs_mu_);
+  auto it = graphs_.find(exec);
+  return it == graphs_.end() ? nullptr : it->second;
+}
+
+// At cuGraphInstantiate's exit: the graph is cloned (the application may destroy it now), and its
+// nodes are listed in a topological order with what node-by-node replay needs of each.
+std::shared_ptr<CudaReplayHook::GraphInfo> CudaReplayHook::RecordInstantiatedGraph(CUgraph graph,
+                                                                                   CUgraphExec exec) {
+  const CudaDriver& d = *driver_;
+  ScopedInternalWork internal;
+  auto info = std::make_shared<GraphInfo>();
+  info->driver = driver_;
+  if (d.GraphClone(&info->clone, graph) != CUDA_SUCCESS) return nullptr;
+  size_t count = 0;
+  if (d.GraphGetNodes(graph, nullptr, &count) != CUDA_SUCCESS) return nullptr;
+  std::vector<CUgraphNode> originals(count);
+  if (count > 0 && d.GraphGetNodes(graph, originals.data(), &count) != CUDA_SUCCESS) return nullptr;
+  size_t edge_count = 0;
+  if (d.GraphGetEdges(graph, nullptr, nullptr, nullptr, &edge_count) != CUDA_SUCCESS) return nullptr;
+  std::vector<CUgraphNode> from(edge_count), to(edge_count);
+  if (edge_count > 0 && d.GraphGetEdges(graph, from.data(), to.data(), nullptr, &edge_count) != CUDA_SUCCESS)
+    return nullptr;
+  std::unordered_map<CUgraphNode, std::size_t> index;
+  for (std::size_t i = 0; i < originals.size(); ++i) index[originals[i]] = i;
+  std::vector<std::size_t> waiting(originals.size(), 0);
+  std::vector<std::vector<std::size_t>> dependents(originals.size());
+  for (std::size_t e = 0; e < edge_count; ++e) {
+    auto f = index.find(from[e]);
+    auto t = index.find(to[e]);
+    if (f == index.end() || t == index.end()) continue;
+    ++waiting[t->second];
+    dependents[f->second].push_back(t->second);
+  }
+  std::vector<std::size_t> order;
+  std::vector<std::size_t> ready;
+  for (std::size_t i = 0; i < originals.size(); ++i) {
+    if (waiting[i] == 0) ready.push_back(i);
+  }
+  while (!ready.empty()) {  // Kahn's algorithm, in the driver's node order among the ready ones
+    const auto lowest = std::min_element(ready.begin(), ready.end());
+    const std::size_t next = *lowest;
+    ready.erase(lowest);
+    order.push_back(next);
+    for (std::size_t dependent : dependents[next]) {
+      if (--waiting[dependent] == 0) ready.push_back(dependent);
+    }
+  }
+  if (order.size() != originals.size()) return nullptr;
+
+  std::uint32_t exec_id = 0;
+  {
+    std::lock_guard<std::mutex> lock(graphs_mu_);
+    info->id = cupti_ != nullptr && cupti_->GetGraphExecId(exec, &exec_id) == CUPTI_SUCCESS ? exec_id
+                                                                                            : next_graph_id_;
+    ++next_graph_id_;
+  }
+  std::vector<CUdeviceptr> allocated;
+  std::vector<CUdeviceptr> freed;
+  for (std::size_t position = 0; position < order.size(); ++position) {
+    const CUgraphNode original = originals[order[position]];
+    GraphNodeInfo node;
+    if (d.GraphNodeGetType(original, &node.type) != CUDA_SUCCESS ||
+        d.GraphNodeFindInClone(&node.node, original, info->clone) != CUDA_SUCCESS) {
+      return nullptr;
+    }
+    std::uint64_t id = 0;
+    node.id = cupti_ != nullptr && cupti_->GetGraphNodeId(original, &id) == CUPTI_SUCCESS
+                  ? id
+                  : (info->id << 32) | static_cast<std::uint64_t>(position + 1);
+    const device::GraphNodeType type = CudaGraphExecutor::NodeType(node.type);
+    switch (node.type) {
+      case CU_GRAPH_NODE_TYPE_KERNEL: {
+        ++info->tasks[static_cast<int>(trace::TaskKind::kKernel)];
+        CUDA_KERNEL_NODE_PARAMS p{};
+        if (d.GraphKernelNodeGetParams(node.node, &p) == CUDA_SUCCESS) {
+          node.function = p.func;
+          if (node.function == nullptr && p.kern != nullptr) d.KernelGetFunction(&node.function, p.kern);
+        }
+        if (node.function == nullptr && info->node_blocker.empty())
+          info->node_blocker =
+              "the function of kernel node " + std::to_string(node.id) + " could not be read";
+        break;
+      }
+      case CU_GRAPH_NODE_TYPE_MEMCPY: ++info->tasks[static_cast<int>(trace::TaskKind::kMemcpy)]; break;
+      case CU_GRAPH_NODE_TYPE_MEMSET: ++info->tasks[static_cast<int>(trace::TaskKind::kMemset)]; break;
+      case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      case CU_GRAPH_NODE_TYPE_EMPTY: break;
+      case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+        CUDA_MEM_ALLOC_NODE_PARAMS p{};
+        if (d.GraphMemAllocNodeGetParams(original, &p) == CUDA_SUCCESS) allocated.push_back(p.dptr);
+        [[fallthrough]];
+      }
+      default:
+        if (node.type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+          CUdeviceptr ptr = 0;
+          if (d.GraphMemFreeNodeGetParams(original, &ptr) == CUDA_SUCCESS) freed.push_back(ptr);
+        }
+        if (info->node_blocker.empty()) {
+          info->node_blocker = "it has a " + std::string(device::GraphNodeTypeName(type)) + " node (" +
+                               std::to_string(node.id) + "), which cannot run alone";
+        }
+    }
+    info->nodes.push_back(node);
+  }
+  for (CUdeviceptr ptr : allocated) {
+    if (std::find(freed.begin(), freed.end(), ptr) == freed.end()) info->leftovers.push_back(ptr);
+  }
+  for (CUdeviceptr ptr : freed) {
+    if (std::find(allocated.begin(), allocated.end(), ptr) == allocated.end() &&
+        info->relaunch_blocker.empty()) {
+      info->relaunch_blocker =
+          "a free node frees memory allocated outside the graph, which a second launch "
+          "would free again";
+    }
+  }
+  std::lock_guard<std::mutex> lock(graphs_mu_);
+  graphs_[exec] = info;
+  return info;
+}
+
+void CudaReplayHook::OnGraphCall(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
+  try {
+    if (!EnsureDevices() || inventory_.finalizing()) return;
+    const bool exit_ok = call.callbackSite == CUPTI_API_EXIT && call.functionReturnValue != nullptr &&
+                         *static_cast<const CUresult*>(call.functionReturnValue) == CUDA_SUCCESS;
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
+        if (!exit_ok) return;
+        // Every form starts with (CUgraphExec* phGraphExec, CUgraph hGraph).
+        const auto* params = static_cast<const cuGraphInstantiateWithFlags_params*>(call.functionParams);
+        if (params == nullptr || params->phGraphExec == nullptr || *params->phGraphExec == nullptr) return;
+        if (RecordInstantiatedGraph(params->hGraph, *params->phGraphExec) == nullptr) {
+          std::lock_guard<std::mutex> lock(graphs_mu_);
+          graphs_.erase(*params->phGraphExec);
+        }
+        return;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy: {
+        if (call.callbackSite != CUPTI_API_ENTER) return;
+        const auto* params = static_cast<const cuGraphExecDestroy_params*>(call.functionParams);
+        std::shared_ptr<GraphInfo> gone;  // destroyed outside the lock
+        std::lock_guard<std::mutex> lock(graphs_mu_);
+        auto it = graphs_.find(params->hGraphExec);
+        if (it != graphs_.end()) {
+          gone = std::move(it->second);
+          graphs_.erase(it);
+        }
+        return;
+      }
+      default: {
+        // cuGraphExecUpdate and the cuGraphExec*Set* calls: the clone no longer matches the exec.
+        if (!exit_ok) return;
+        const auto* params = static_cast<const cuGraphExecDestroy_params*>(call.functionParams);
+        if (std::shared_ptr<GraphInfo> info = GraphOf(params->hGraphExec)) info->updated.store(true);
+        return;
+      }
+    }
+  } catch (...) {
+  }
+}
+
 void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
   if (call.callbackSite == CUPTI_API_EXIT) {
     if (!held_windows.empty()) held_windows.pop_back();
@@ -726,6 +1114,7 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
   request.device = device->ordinal();
   CUfunction function = nullptr;
   CUstream stream = nullptr;
+  CUgraphExec graph_exec = nullptr;
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
@@ -750,10 +1139,15 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+      // Both forms are (CUgraphExec, CUstream).
+      auto* a = static_cast<const cuGraphLaunch_params*>(call.functionParams);
+      graph_exec = a->hGraph;
+      stream = a->hStream;
       request.kind = device::LaunchKind::kGraph;
       request.kernel_name = "<graph>";
       break;
+    }
     default: hold_for_the_call(device->ordinal()); return;
   }
   // The idle path (R3): a kernel whose name the selector rejects, or any launch once the count
@@ -781,7 +1175,32 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS) {
       request.stream_capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
     }
+  } else if (controller_->ReplaysGraphs()) {
+    // Graph replay: the controller selects by the kernel nodes' names (DescribeGraph).
+    {
+      std::lock_guard<std::mutex> lock(device_state_mu_);
+      if (static_cast<std::size_t>(device->ordinal()) < device_state_.size()) {
+        const DeviceState& state = device_state_[static_cast<std::size_t>(device->ordinal())];
+        request.live_arrays = state.arrays;
+        request.peer_access = state.peers > 0;
+      }
+    }
+    ScopedInternalWork internal;
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS) {
+      request.stream_capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
+    }
   } else if (controller_->Exhausted() || !controller_->NameMatches(request.kernel_name)) {
+    hold_for_the_call(device->ordinal());
+    return;
+  }
+  if (graph_exec != nullptr) {
+    CudaGraphExecutor executor(*this, *device, graph_exec, stream, GraphOf(graph_exec));
+    Status status = controller_->Dispatch(request, executor);
+    if (!status.ok()) {
+      GPUPROF_LOG(kWarning) << "replay of a graph launch: " << status.message()
+                            << "; the application's launch runs unreplayed";
+    }
     hold_for_the_call(device->ordinal());
     return;
   }
@@ -876,6 +1295,24 @@ void CudaReplayHook::OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: OnLaunch(cbid, call); return;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecHostNodeSetParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecChildGraphNodeSetParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecEventRecordNodeSetEvent:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecEventWaitNodeSetEvent:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphNodeSetEnabled:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams: OnGraphCall(cbid, call); return;
     case CUPTI_DRIVER_TRACE_CBID_cuModuleLoad:
     case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData:
     case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx:

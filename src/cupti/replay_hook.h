@@ -16,7 +16,10 @@
 //   the call it reports, so every pass is a copy of the launch that the executor submits itself
 //   (same function, arguments and stream, under ScopedInternalWork: C1), the controller restores
 //   the inputs after the last pass, and the application's own launch then runs once, as it
-//   would unprofiled. Graph launches and launches into a capturing stream are declined (R11).
+//   would unprofiled. Launches into a capturing stream are declined (R11). Graph launches
+//   (cuGraphLaunch) are declined unless --graph-replay asks for them (issue 24): then a
+//   CudaGraphExecutor runs the executable graph as a whole per pass, or its nodes one by one as
+//   standalone operations (from the clone of the graph taken at its instantiation).
 //
 // Devices are set up at the first callback that needs them (the driver cannot be called from
 // InitializeInjection, which runs inside cuInit), each GPU only when the process uses it: a
@@ -28,6 +31,7 @@
 
 #include <cupti.h>
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -38,6 +42,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "cupti/cupti_api.h"
 #include "cupti/subscriber.h"
 #include "device/cuda/cuda_device.h"
 #include "gpuprof/replay.h"
@@ -67,6 +72,9 @@ struct CudaReplaySettings {
   // NVML's clock calls for --clock-control base (C3; cupti/nvml_clock_api.h); null: that option
   // warns once and changes nothing.
   std::shared_ptr<replay::ClockApi> clock_api;
+  // CUPTI's graph and graph-node ids (issue 24), so that replayed graphs carry the ids of CUPTI's
+  // kernel records; null: gpuprof numbers graphs and nodes itself.
+  std::shared_ptr<CuptiApi> cupti;
 };
 
 class CudaReplayHook final : public DriverApiObserver {
@@ -108,6 +116,38 @@ class CudaReplayHook final : public DriverApiObserver {
   void RecordDeviceMemory(device::cuda::CudaDevice& device, CUdeviceptr ptr, std::uint64_t size) noexcept;
 
   friend class CudaLaunchExecutor;
+  friend class CudaGraphExecutor;
+  // R7 for one launched function: its module loaded, the variables of the modules loaded on the
+  // device registered (CudaLaunchExecutor and CudaGraphExecutor's PrepareForSnapshot).
+  Status PrepareFunction(device::cuda::CudaDevice& device, CUfunction function);
+
+  // Graph launches (issue 24). What an executable graph was instantiated from, recorded at its
+  // instantiation: a clone of the graph (PyTorch destroys the graph once it is instantiated), its
+  // nodes in a topological order, and why it cannot run node by node or be launched again.
+  struct GraphNodeInfo {
+    CUgraphNode node = nullptr;  // in the clone
+    CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+    std::uint64_t id = 0;           // CUPTI's id of the original node (gpuprof's when CUPTI has none)
+    CUfunction function = nullptr;  // kernel nodes
+  };
+  struct GraphInfo {
+    ~GraphInfo();
+    const device::cuda::CudaDriver* driver = nullptr;
+    CUgraph clone = nullptr;
+    std::uint64_t id = 0;
+    std::vector<GraphNodeInfo> nodes;
+    std::vector<CUdeviceptr> leftovers;  // allocated by the graph and not freed in it
+    std::string node_blocker;
+    std::string relaunch_blocker;
+    std::array<std::uint32_t, 3> tasks{};  // device tasks per launch, by trace::TaskKind
+    std::atomic<bool> updated{false};      // cuGraphExecUpdate / cuGraphExec*Set* since instantiation
+  };
+  void OnGraphCall(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  std::shared_ptr<GraphInfo> RecordInstantiatedGraph(CUgraph graph, CUgraphExec exec);
+  std::shared_ptr<GraphInfo> GraphOf(CUgraphExec exec);
+  std::mutex graphs_mu_;
+  std::unordered_map<CUgraphExec, std::shared_ptr<GraphInfo>> graphs_;  // guarded by graphs_mu_
+  std::uint64_t next_graph_id_ = 1;                                     // guarded by graphs_mu_
 
   replay::ReplayOptions options_;  // the first options; Configure changes the controller's
   std::atomic<bool> flush_l2_;
@@ -128,6 +168,7 @@ class CudaReplayHook final : public DriverApiObserver {
   std::unique_ptr<replay::Controller> controller_;
   std::function<StatusOr<std::shared_ptr<replay::CounterBackend>>()> make_counter_backend_;
   std::shared_ptr<replay::ClockApi> clock_api_;  // handed to the controller when it is made
+  std::shared_ptr<CuptiApi> cupti_;              // graph ids (CudaReplaySettings::cupti); may be null
   std::mutex counter_backend_mu_;
   bool counter_backend_tried_ = false;  // guarded by counter_backend_mu_
 

@@ -173,6 +173,7 @@ const std::vector<StringReference> kStringReferences = {
     {"GPUPROF_REPLAY_KERNEL", "name", false},
     {"GPUPROF_REPLAY_METRIC", "name", false},
     {"GPUPROF_REPLAY_METRIC", "unit", false},  // NULL when the metric has no unit
+    {"GPUPROF_REPLAY_GRAPH_NODE", "name", false},
 };
 
 // Columns that every consumer joins, sorts or sums on: a NULL there drops or breaks the row.
@@ -706,6 +707,7 @@ class Checker {
     GPUPROF_ASSIGN_OR_RETURN(bool kernels, Has("GPUPROF_REPLAY_KERNEL", {"id", "passes"}));
     if (!kernels) return OkStatus();
     GPUPROF_RETURN_IF_ERROR(CheckKernelIds("GPUPROF_REPLAY_METRIC"));
+    GPUPROF_RETURN_IF_ERROR(CheckKernelIds("GPUPROF_REPLAY_GRAPH_NODE"));
     GPUPROF_ASSIGN_OR_RETURN(bool passes, Has("GPUPROF_REPLAY_PASS", {"kernelId"}));
     if (!passes) return OkStatus();
     GPUPROF_RETURN_IF_ERROR(CheckKernelIds("GPUPROF_REPLAY_PASS"));

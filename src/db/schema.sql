@@ -63,9 +63,10 @@ CREATE TABLE IF NOT EXISTS OVERLAP_ANALYSIS (id INTEGER PRIMARY KEY, deviceId IN
 
 -- [gpuprof-tables]
 -- gpuprof's own tables (docs/db_gpuprof_tables.md), created in every profile.
-CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_KERNEL (id INTEGER PRIMARY KEY, timestampNs INTEGER, globalTid INTEGER, deviceId INTEGER, name INTEGER, connectionId INTEGER, launchIndex INTEGER, replayed INTEGER, declineReason TEXT, declineDetail TEXT, restoreMode TEXT, passes INTEGER, deterministic INTEGER, snapshotRegions INTEGER, snapshotBytes INTEGER, snapshotNs INTEGER, untrackedWritableBytes INTEGER, snapshotDeviceBytes INTEGER, replayNs INTEGER, counterPasses INTEGER, counterStatus TEXT, clockControl TEXT, cacheControl TEXT);
+CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_KERNEL (id INTEGER PRIMARY KEY, timestampNs INTEGER, globalTid INTEGER, deviceId INTEGER, name INTEGER, connectionId INTEGER, launchIndex INTEGER, replayed INTEGER, declineReason TEXT, declineDetail TEXT, restoreMode TEXT, passes INTEGER, deterministic INTEGER, snapshotRegions INTEGER, snapshotBytes INTEGER, snapshotNs INTEGER, untrackedWritableBytes INTEGER, snapshotDeviceBytes INTEGER, replayNs INTEGER, counterPasses INTEGER, counterStatus TEXT, clockControl TEXT, cacheControl TEXT, replayMode TEXT, graphId INTEGER, graphNodeId INTEGER, graphFallback TEXT);
 CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_PASS (kernelId INTEGER, pass INTEGER, startNs INTEGER, durationNs INTEGER, smClockBeforeKhz INTEGER, smClockAfterKhz INTEGER, bytesRestored INTEGER, regionsRestored INTEGER, dirtyChunks INTEGER, outputHash INTEGER, matchesPass1 INTEGER);
 CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_METRIC (kernelId INTEGER, name INTEGER, unit INTEGER, value REAL, passes INTEGER);
+CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_GRAPH_NODE (kernelId INTEGER, pass INTEGER, graphNodeId INTEGER, name INTEGER, durationNs INTEGER);
 
 -- [format-indexes]
 -- DB_SPEC.md's indexes. The writer creates them before the rows, not after (schema.h says why).
@@ -75,6 +76,7 @@ CREATE INDEX IF NOT EXISTS CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (gl
 -- [gpuprof-indexes]
 CREATE INDEX IF NOT EXISTS GpuprofReplayPassIndex ON GPUPROF_REPLAY_PASS (kernelId, pass);
 CREATE INDEX IF NOT EXISTS GpuprofReplayMetricIndex ON GPUPROF_REPLAY_METRIC (kernelId);
+CREATE INDEX IF NOT EXISTS GpuprofReplayGraphNodeIndex ON GPUPROF_REPLAY_GRAPH_NODE (kernelId, pass);
 
 -- [spec-rows]
 -- DB_SPEC.md's fixed rows, verbatim: check compares these tables' rows exactly.

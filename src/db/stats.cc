@@ -336,8 +336,12 @@ Status ReadReplay(const ProfileReader& reader, std::size_t top, ProfileStats* st
 
   // The kernel name is a STRING_IDS id; fall back to the raw value when it does not resolve.
   const bool has_strings = reader.HasStringValues();
-  const std::string kname = has_strings ? "COALESCE(s.value, CAST(k.name AS TEXT))" : "CAST(k.name AS TEXT)";
+  std::string kname = has_strings ? "COALESCE(s.value, CAST(k.name AS TEXT))" : "CAST(k.name AS TEXT)";
   const std::string join = has_strings ? " LEFT JOIN STRING_IDS s ON s.id = k.name" : "";
+  // Kernel nodes replayed inside a graph (issue 24) are their own rows, apart from the same
+  // kernel launched outside one. A DB written before graph replay has no replayMode.
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_mode, reader.HasColumns("GPUPROF_REPLAY_KERNEL", {"replayMode"}));
+  if (has_mode) kname = "(" + kname + " || CASE WHEN k.replayMode = 'node' THEN ' (graph node)' ELSE '' END)";
 
   using Key = std::pair<std::string, std::int64_t>;
   std::map<Key, std::size_t> index;  // (kernel, device) -> position in stats->replay

@@ -23,7 +23,7 @@ Status RowSink::Prepare() {
       Statement::Prepare(conn_,
                          "INSERT INTO GPUPROF_REPLAY_KERNEL VALUES (?1, ?2, ?3, ?4, "
                          "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
-                         "?22, ?23)"));
+                         "?22, ?23, ?24, ?25, ?26, ?27)"));
   GPUPROF_RETURN_IF_ERROR(pytorch_api_.Prepare(conn_, kInsertApiHead, kInsertApiRow));
   GPUPROF_RETURN_IF_ERROR(callchains_.Prepare(conn_, "INSERT INTO PYTORCH_CALLCHAINS VALUES ", "(?,?,?)"));
   // OR IGNORE: a repeated correlation id (a collector bug) must not stop the whole profile; it
@@ -40,6 +40,8 @@ Status RowSink::Prepare() {
       replay_pass_.Prepare(conn_, "INSERT INTO GPUPROF_REPLAY_PASS VALUES ", "(?,?,?,?,?,?,?,?,?,?,?)"));
   GPUPROF_RETURN_IF_ERROR(
       replay_metric_.Prepare(conn_, "INSERT INTO GPUPROF_REPLAY_METRIC VALUES ", "(?,?,?,?,?)"));
+  GPUPROF_RETURN_IF_ERROR(
+      replay_graph_node_.Prepare(conn_, "INSERT INTO GPUPROF_REPLAY_GRAPH_NODE VALUES ", "(?,?,?,?,?)"));
   GPUPROF_RETURN_IF_ERROR(
       memory_record_.Prepare(conn_, "INSERT INTO MEMORY_RECORD VALUES ", "(?,?,?,?,?,?,?)"));
   GPUPROF_RETURN_IF_ERROR(
@@ -301,6 +303,22 @@ Status RowSink::WriteRecord(trace::ReplayResult& result) {
   }
   k.BindStaticText(22, replay::ClockControlName(r.clock_control));
   k.BindStaticText(23, r.caches_flushed ? "all" : "none");
+  k.BindStaticText(24, replay::ReplayModeName(r.replay_mode));
+  if (r.replay_mode == replay::ReplayMode::kKernel) {
+    k.BindNull(25);
+  } else {
+    k.BindU64(25, r.graph_id);
+  }
+  if (r.replay_mode == replay::ReplayMode::kNode && r.graph_node_id != 0) {
+    k.BindU64(26, r.graph_node_id);
+  } else {
+    k.BindNull(26);
+  }
+  if (r.graph_fallback.empty()) {
+    k.BindNull(27);
+  } else {
+    k.BindStaticText(27, r.graph_fallback);
+  }
   GPUPROF_RETURN_IF_ERROR(k.Run());
   ++rows_;
   ++rows_in_txn_;
@@ -326,6 +344,16 @@ Status RowSink::WriteRecord(trace::ReplayResult& result) {
       p.Set(10, mismatched ? 0 : 1);
     }
     GPUPROF_RETURN_IF_ERROR(Pushed(p));
+    for (const replay::GraphNodeDuration& node : pass.kernel_nodes) {
+      GPUPROF_ASSIGN_OR_RETURN(std::uint64_t node_name, Id(StringSpace::kDevice, node.kernel_name));
+      BatchInserter& g = replay_graph_node_;
+      g.SetU64(0, kernel_id);
+      g.Set(1, pass.pass);
+      g.SetU64(2, node.node_id);
+      g.SetU64(3, node_name);
+      g.SetU64(4, node.duration_ns);
+      GPUPROF_RETURN_IF_ERROR(Pushed(g));
+    }
   }
 
   for (const replay::MetricValue& metric : r.metrics) {

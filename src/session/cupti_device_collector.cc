@@ -141,6 +141,7 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
     replay_settings->device.device_reserve_bytes = replay_settings_.device_reserve_bytes;
     replay_settings->device.spill_directory = spill_directory_;
     replay_settings->from_script = replay_settings_.from_script;
+    replay_settings->cupti = api;
     replay_settings->make_counter_backend = [api, range = replay_settings_.counter_range] {
       return MakeCounterBackend(api, range);
     };

@@ -175,8 +175,17 @@ class ProfileDb:
         keys = ("id", "device", "name_id", "launch_index", "replayed", "decline", "detail", "passes", "deterministic",
                 "regions", "bytes", "device_bytes", "snapshot_ns", "replay_ns")
         out = [dict(zip(keys, r)) for r in rows]
+        graph_columns = {"replayMode", "graphId", "graphNodeId", "graphFallback"} <= set(
+            c[1] for c in self.query("PRAGMA table_info(GPUPROF_REPLAY_KERNEL)"))
         for k in out:
             k["name"] = self.text(k["name_id"])
+            k["mode"], k["graph_id"], k["graph_node_id"], k["graph_fallback"] = (
+                self.query("SELECT replayMode, graphId, graphNodeId, graphFallback FROM GPUPROF_REPLAY_KERNEL "
+                           "WHERE id = ?", k["id"])[0] if graph_columns else ("kernel", None, None, None))
+            k["graph_nodes"] = [dict(zip(("pass", "node", "name", "duration"), (g[0], g[1], self.text(g[2]), g[3])))
+                                for g in self.query("SELECT pass, graphNodeId, name, durationNs FROM "
+                                                    "GPUPROF_REPLAY_GRAPH_NODE WHERE kernelId = ? ORDER BY pass, rowid",
+                                                    k["id"])] if "GPUPROF_REPLAY_GRAPH_NODE" in self.tables else []
             k["pass_rows"] = [dict(zip(("pass", "duration", "bytes_restored", "hash", "matches", "clock_before",
                                         "clock_after"), p)) for p in self.query(
                 "SELECT pass, durationNs, bytesRestored, outputHash, matchesPass1, smClockBeforeKhz, smClockAfterKhz "
@@ -804,6 +813,87 @@ def expect_replay_graph(c, dbs, program_output):
     c.expect(all(r["replayed"] == 0 for r in rows), "a captured or graph launch was replayed")
 
 
+CHAIN_KERNELS = ("chain_scale", "chain_add", "chain_finish")
+
+
+def expect_replay_graph_whole(c, dbs, program_output):
+    """--graph-replay graph: each of the 3 launches of the chain graph replayed as one unit."""
+    _, rows = replay_rows(c, dbs, "replay graph_whole")
+    c.expect("graph chain launches=3 ok" in (program_output or ""), "the program's own check did not pass")
+    graphs = [r for r in rows if r["mode"] == "graph"]
+    c.expect(len(graphs) == 3, f"expected 3 whole-graph rows, found {len(graphs)}")
+    for r in graphs:
+        c.expect(r["replayed"] == 1, f"graph launch {r['launch_index']} not replayed: {r['decline']}: {r['detail']}")
+        c.expect(len(r["pass_rows"]) == REPLAY_PASSES, f"graph launch {r['launch_index']}: {len(r['pass_rows'])} passes")
+        c.expect(all(p["duration"] > 0 for p in r["pass_rows"]), "a graph pass without a duration")
+        c.expect(r["deterministic"] == 1, f"graph launch {r['launch_index']} flagged nondeterministic")
+        c.expect(r["graph_id"] is not None and r["name"] == f"graph {r['graph_id']}", f"graph row named {r['name']}")
+    c.note("whole-graph pass durations (ns): " + "; ".join(
+        ",".join(str(p["duration"]) for p in r["pass_rows"]) for r in graphs))
+
+
+def expect_replay_graph_nodes(c, dbs, program_output):
+    """--graph-replay node: every kernel node of every launch replayed in place, identical inputs per
+    pass (deterministic), and the program's results those of ordinary launches."""
+    _, rows = replay_rows(c, dbs, "replay graph_nodes")
+    c.expect("graph chain launches=3 ok" in (program_output or ""), "the program's own check did not pass")
+    for kernel in CHAIN_KERNELS:
+        mine = [r for r in rows if r["name"] == kernel]
+        c.expect(len(mine) == 3, f"{kernel}: expected 3 node rows (one per graph launch), found {len(mine)}")
+        for r in mine:
+            c.expect(r["mode"] == "node" and r["replayed"] == 1,
+                     f"{kernel}: mode {r['mode']}, replayed {r['replayed']} ({r['decline']}: {r['detail']})")
+            c.expect(r["graph_node_id"] is not None, f"{kernel}: no graphNodeId")
+            c.expect(len(r["pass_rows"]) == REPLAY_PASSES and all(p["duration"] > 0 for p in r["pass_rows"]),
+                     f"{kernel}: passes {[(p['pass'], p['duration']) for p in r['pass_rows']]}")
+            c.expect(r["deterministic"] == 1, f"{kernel}: per-node inputs differed between passes")
+        c.note(f"{kernel} node pass durations (ns): " + "; ".join(
+            ",".join(str(p["duration"]) for p in r["pass_rows"]) for r in mine))
+
+
+def expect_replay_graph_alloc(c, dbs, program_output):
+    """Graphs with memory-allocation nodes: node mode falls back to whole-graph replay with the reason;
+    the graph that leaves its allocation is relaunched by the program after it frees it."""
+    _, rows = replay_rows(c, dbs, "replay graph_alloc")
+    c.expect("graph alloc launches=3 ok" in (program_output or ""), "the program's own check did not pass")
+    graphs = [r for r in rows if r["mode"] == "graph"]
+    c.expect(len(graphs) == 6, f"expected 6 whole-graph rows (2 graphs x 3 launches), found {len(graphs)}")
+    for r in graphs:
+        c.expect(r["replayed"] == 1, f"{r['name']} launch {r['launch_index']} not replayed: {r['decline']}: {r['detail']}")
+        c.expect("memory-allocation node" in (r["graph_fallback"] or ""), f"fallback reason {r['graph_fallback']!r}")
+        c.expect(len(r["pass_rows"]) == REPLAY_PASSES, f"{r['name']}: {len(r['pass_rows'])} passes")
+
+
+def expect_replay_graph_host(c, dbs, program_output):
+    """A host node: node mode falls back to whole-graph replay, with the reason in the DB."""
+    _, rows = replay_rows(c, dbs, "replay graph_host")
+    c.expect("graph host" in (program_output or "") and " ok" in (program_output or ""),
+             "the program's own check did not pass")
+    c.expect(len(rows) == 1 and rows[0]["mode"] == "graph" and rows[0]["replayed"] == 1,
+             f"rows: {[(r['name'], r['mode'], r['replayed'], r['decline']) for r in rows]}")
+    if rows:
+        c.expect("host node" in (rows[0]["graph_fallback"] or ""), f"fallback reason {rows[0]['graph_fallback']!r}")
+
+
+def expect_infer_compiled_nodes(c, dbs, program_output):
+    """examples/infer_compiled.py (torch.compile reduce-overhead) under --graph-replay node: the graph
+    launches' kernel nodes are replayed in place and timed; run_case.py compares the checksums."""
+    _, rows = replay_rows(c, dbs, "infer_compiled replay")
+    nodes = [r for r in rows if r["mode"] == "node"]
+    replayed = [r for r in nodes if r["replayed"] == 1]
+    c.expect(len(replayed) > 0, f"no kernel node replayed ({len(rows)} rows: "
+             f"{sorted({(r['mode'], r['decline']) for r in rows}, key=str)})")
+    c.expect(all(len(r["pass_rows"]) == REPLAY_PASSES and all(p["duration"] > 0 for p in r["pass_rows"])
+                 for r in replayed), "a replayed kernel node without its passes' durations")
+    c.expect(all(r["deterministic"] == 1 for r in replayed), "a kernel node flagged nondeterministic")
+    by_name = {}
+    for r in replayed:
+        by_name.setdefault(r["name"], []).extend(p["duration"] for p in r["pass_rows"])
+    c.note(f"{len(replayed)} kernel nodes replayed in {len({r['graph_id'] for r in replayed})} graph(s); "
+           f"median pass ns per kernel: " + "; ".join(
+               f"{name} {sorted(d)[len(d) // 2]}" for name, d in sorted(by_name.items())))
+
+
 def expect_replay_timer(c, dbs, program_output):
     _, rows = replay_rows(c, dbs, "replay timer")
     expect_replayed(c, rows, "write_globaltimer", 1, deterministic=False)
@@ -1153,6 +1243,11 @@ EXPECTATIONS = {
     "replay_constant": expect_replay_constant,
     "replay_async": expect_replay_async,
     "replay_graph": expect_replay_graph,
+    "replay_graph_whole": expect_replay_graph_whole,
+    "infer_compiled_nodes": expect_infer_compiled_nodes,
+    "replay_graph_nodes": expect_replay_graph_nodes,
+    "replay_graph_alloc": expect_replay_graph_alloc,
+    "replay_graph_host": expect_replay_graph_host,
     "replay_timer": expect_replay_timer,
     "replay_printf": expect_replay_printf,
     "replay_printf_off": expect_replay_printf_off,

@@ -86,6 +86,15 @@ CASES = {
     "ReplayStreamOrdered": replay_case("async", "in_place_update"),
     "ReplayGraphAndCapture": replay_case("graph"),
     "ReplayGlobaltimer": replay_case("timer", "write_globaltimer"),
+    # Issue 24: graph launches replayed as a whole and node by node.
+    "ReplayGraphWhole": replay_case("graph_whole", program="gpu_test_replay_graph", args=["chain"],
+                                    flags=["--graph-replay", "graph"]),
+    "ReplayGraphNodes": replay_case("graph_nodes", program="gpu_test_replay_graph", args=["chain"],
+                                    flags=["--graph-replay", "node"]),
+    "ReplayGraphAllocNodes": replay_case("graph_alloc", program="gpu_test_replay_graph", args=["alloc"],
+                                         flags=["--graph-replay", "node"]),
+    "ReplayGraphHostNode": replay_case("graph_host", program="gpu_test_replay_graph", args=["host"],
+                                       flags=["--graph-replay", "node"]),
     # Rule C2: device printf replayed by default, with one warning; declined when the option is off.
     "ReplayPrintf": replay_case("printf", "say_hello", program="gpu_test_replay_printf",
                                 stderr_has=["replaying say_hello, which uses device printf: a message it prints "
@@ -151,6 +160,12 @@ CASES = {
                                    command=["python3", "examples/train_transformer.py", "--steps", "3"],
                                    flags=["--passes", "3"], subcommand="replay", needs_torch=True,
                                    same_lines_as_plain=r"^step \d+ loss \S+$"),
+    # Issue 24: torch.compile(mode="reduce-overhead") runs its kernels in CUDA graphs; node-by-node
+    # replay times each kernel node, and the printed checksums equal a plain run's.
+    "InferCompiledGraphNodes": Case("infer_compiled_nodes",
+                                    command=["python3", "examples/infer_compiled.py", "--steps", "6"],
+                                    flags=["--passes", "3", "--graph-replay", "node"], subcommand="replay",
+                                    needs_torch=True, same_lines_as_plain=r"^step \d+ checksum \S+ sum \S+$"),
     # gpuprof.profile(kernel_replay=...) under `gpuprof replay --from-script` (issue 6).
     "TrainProfiledReplay": Case("train_profiled_replay",
                                 command=["python3", "examples/train_profiled.py", "--device", "cuda", "--steps", "8",

@@ -108,6 +108,26 @@ StatusOr<CudaDriver> CudaDriver::Load(const std::vector<std::string>& candidates
   GPUPROF_RESOLVE(LibraryEnumerateKernels, cuLibraryEnumerateKernels);
   GPUPROF_RESOLVE(KernelGetName, cuKernelGetName);
   GPUPROF_RESOLVE(LibraryGetGlobal, cuLibraryGetGlobal);
+  GPUPROF_RESOLVE(GraphClone, cuGraphClone);
+  GPUPROF_RESOLVE(GraphDestroy, cuGraphDestroy);
+  GPUPROF_RESOLVE(GraphGetNodes, cuGraphGetNodes);
+  GPUPROF_RESOLVE(GraphGetEdges, cuGraphGetEdges);
+  GPUPROF_RESOLVE(GraphNodeFindInClone, cuGraphNodeFindInClone);
+  GPUPROF_RESOLVE(GraphNodeGetType, cuGraphNodeGetType);
+  GPUPROF_RESOLVE(GraphKernelNodeGetParams, cuGraphKernelNodeGetParams);
+  GPUPROF_RESOLVE(GraphMemcpyNodeGetParams, cuGraphMemcpyNodeGetParams);
+  GPUPROF_RESOLVE(GraphMemsetNodeGetParams, cuGraphMemsetNodeGetParams);
+  GPUPROF_RESOLVE(GraphEventRecordNodeGetEvent, cuGraphEventRecordNodeGetEvent);
+  GPUPROF_RESOLVE(GraphEventWaitNodeGetEvent, cuGraphEventWaitNodeGetEvent);
+  GPUPROF_RESOLVE(GraphMemAllocNodeGetParams, cuGraphMemAllocNodeGetParams);
+  GPUPROF_RESOLVE(GraphMemFreeNodeGetParams, cuGraphMemFreeNodeGetParams);
+  GPUPROF_RESOLVE(GraphLaunch, cuGraphLaunch);
+  GPUPROF_RESOLVE(Memcpy3DAsync, cuMemcpy3DAsync);
+  GPUPROF_RESOLVE(MemsetD2D8Async, cuMemsetD2D8Async);
+  GPUPROF_RESOLVE(MemsetD2D16Async, cuMemsetD2D16Async);
+  GPUPROF_RESOLVE(MemsetD2D32Async, cuMemsetD2D32Async);
+  GPUPROF_RESOLVE(MemFreeAsync, cuMemFreeAsync);
+  GPUPROF_RESOLVE(StreamWaitEvent, cuStreamWaitEvent);
 #undef GPUPROF_RESOLVE
   return d;
 }

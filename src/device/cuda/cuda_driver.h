@@ -79,6 +79,27 @@ struct CudaDriver {
   CUresult (*LibraryEnumerateKernels)(CUkernel*, unsigned, CUlibrary) = nullptr;
   CUresult (*KernelGetName)(const char**, CUkernel) = nullptr;
   CUresult (*LibraryGetGlobal)(CUdeviceptr*, size_t*, CUlibrary, const char*) = nullptr;
+  // Graph launches replayed as a whole or node by node (issue 24).
+  CUresult (*GraphClone)(CUgraph*, CUgraph) = nullptr;
+  CUresult (*GraphDestroy)(CUgraph) = nullptr;
+  CUresult (*GraphGetNodes)(CUgraph, CUgraphNode*, size_t*) = nullptr;
+  CUresult (*GraphGetEdges)(CUgraph, CUgraphNode*, CUgraphNode*, CUgraphEdgeData*, size_t*) = nullptr;
+  CUresult (*GraphNodeFindInClone)(CUgraphNode*, CUgraphNode, CUgraph) = nullptr;
+  CUresult (*GraphNodeGetType)(CUgraphNode, CUgraphNodeType*) = nullptr;
+  CUresult (*GraphKernelNodeGetParams)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*) = nullptr;
+  CUresult (*GraphMemcpyNodeGetParams)(CUgraphNode, CUDA_MEMCPY3D*) = nullptr;
+  CUresult (*GraphMemsetNodeGetParams)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS*) = nullptr;
+  CUresult (*GraphEventRecordNodeGetEvent)(CUgraphNode, CUevent*) = nullptr;
+  CUresult (*GraphEventWaitNodeGetEvent)(CUgraphNode, CUevent*) = nullptr;
+  CUresult (*GraphMemAllocNodeGetParams)(CUgraphNode, CUDA_MEM_ALLOC_NODE_PARAMS*) = nullptr;
+  CUresult (*GraphMemFreeNodeGetParams)(CUgraphNode, CUdeviceptr*) = nullptr;
+  CUresult (*GraphLaunch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*Memcpy3DAsync)(const CUDA_MEMCPY3D*, CUstream) = nullptr;
+  CUresult (*MemsetD2D8Async)(CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream) = nullptr;
+  CUresult (*MemsetD2D16Async)(CUdeviceptr, size_t, unsigned short, size_t, size_t, CUstream) = nullptr;
+  CUresult (*MemsetD2D32Async)(CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream) = nullptr;
+  CUresult (*MemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
+  CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned int) = nullptr;
 
   // The library the entries came from, and the exported names of the entries it lacks
   // (comma-separated; empty when it has them all).

@@ -259,7 +259,8 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
   const std::int64_t main_tid = (std::int64_t{o.pid} << 32) | o.pid;
   // (id, timestampNs, globalTid, deviceId, name, connectionId, launchIndex, replayed, declineReason,
   //  declineDetail, restoreMode, passes, deterministic, snapshotRegions, snapshotBytes, snapshotNs,
-  //  untracked, snapshotDeviceBytes, replayNs, counterPasses, counterStatus, clockControl, cacheControl)
+  //  untracked, snapshotDeviceBytes, replayNs, counterPasses, counterStatus, clockControl, cacheControl,
+  //  replayMode, graphId, graphNodeId, graphFallback)
   GPUPROF_RETURN_IF_ERROR(db.Insert("GPUPROF_REPLAY_KERNEL", {std::int64_t{1},
                                                               us(175),
                                                               main_tid,
@@ -282,7 +283,11 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
                                                               std::int64_t{4},
                                                               nullptr,
                                                               std::string("base"),
-                                                              std::string("all")}));
+                                                              std::string("all"),
+                                                              std::string("kernel"),
+                                                              nullptr,
+                                                              nullptr,
+                                                              nullptr}));
   GPUPROF_RETURN_IF_ERROR(db.Insert("GPUPROF_REPLAY_KERNEL", {std::int64_t{2},
                                                               us(1115),
                                                               main_tid,
@@ -305,7 +310,11 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
                                                               std::int64_t{0},
                                                               nullptr,
                                                               std::string("none"),
-                                                              std::string("none")}));
+                                                              std::string("none"),
+                                                              std::string("graph"),
+                                                              std::int64_t{7},
+                                                              nullptr,
+                                                              nullptr}));
   GPUPROF_RETURN_IF_ERROR(db.Insert("GPUPROF_REPLAY_KERNEL", {std::int64_t{3},
                                                               us(745),
                                                               main_tid,
@@ -328,7 +337,11 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
                                                               std::int64_t{0},
                                                               std::string(kFixtureCounterStatus),
                                                               std::string("none"),
-                                                              std::string("all")}));
+                                                              std::string("all"),
+                                                              std::string("kernel"),
+                                                              nullptr,
+                                                              nullptr,
+                                                              nullptr}));
   // (kernelId, pass, startNs, durationNs, smClockBefore, smClockAfter, bytesRestored, regionsRestored,
   //  dirtyChunks, outputHash, matchesPass1). The declined launch ran once: one pass, no hash.
   struct Pass {

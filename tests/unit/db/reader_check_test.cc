@@ -57,7 +57,7 @@ class CheckTest : public ::testing::Test {
 
 TEST_F(CheckTest, FixtureBuiltFromTheSpecDdlIsClean) {
   EXPECT_THAT(Problems(""), ElementsAre());
-  EXPECT_EQ(report_.tables, 32u);  // 29 format tables (no optional device tables) + 3 GPUPROF_*
+  EXPECT_EQ(report_.tables, 33u);  // 29 format tables (no optional device tables) + 3 GPUPROF_*
   EXPECT_GT(report_.rows, 50u);
 }
 
@@ -192,8 +192,12 @@ TEST_F(CheckTest, ReplayMetricRowsReferToKernelRowsAndStrings) {
       ElementsAre("GPUPROF_REPLAY_METRIC: index GpuprofReplayMetricIndex (kernelId) missing",
                   "GPUPROF_REPLAY_METRIC: 1 distinct unit value(s) not in STRING_IDS (e.g. 888888)",
                   "GPUPROF_REPLAY_METRIC: 1 kernelId value(s) with no GPUPROF_REPLAY_KERNEL row (e.g. 42)"));
-  EXPECT_THAT(Problems("ALTER TABLE GPUPROF_REPLAY_KERNEL DROP COLUMN cacheControl;"),
-              ElementsAre("GPUPROF_REPLAY_KERNEL: column 23 missing: expected 'cacheControl TEXT'"));
+  EXPECT_THAT(Problems("ALTER TABLE GPUPROF_REPLAY_KERNEL DROP COLUMN graphFallback;"),
+              ElementsAre("GPUPROF_REPLAY_KERNEL: column 27 missing: expected 'graphFallback TEXT'"));
+  EXPECT_THAT(
+      Problems("INSERT INTO GPUPROF_REPLAY_GRAPH_NODE VALUES (42, 1, 9, 1, 100);"),
+      ElementsAre(
+          "GPUPROF_REPLAY_GRAPH_NODE: 1 kernelId value(s) with no GPUPROF_REPLAY_KERNEL row (e.g. 42)"));
 }
 
 // A DB written before hardware counters: no GPUPROF_REPLAY_METRIC, no counter columns. The table is

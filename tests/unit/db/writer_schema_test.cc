@@ -168,7 +168,8 @@ TEST_F(ProfileWriterSchemaTest, GpuprofTablesColumns) {
                   "deterministic INTEGER 0", "snapshotRegions INTEGER 0", "snapshotBytes INTEGER 0",
                   "snapshotNs INTEGER 0", "untrackedWritableBytes INTEGER 0", "snapshotDeviceBytes INTEGER 0",
                   "replayNs INTEGER 0", "counterPasses INTEGER 0", "counterStatus TEXT 0",
-                  "clockControl TEXT 0", "cacheControl TEXT 0"));
+                  "clockControl TEXT 0", "cacheControl TEXT 0", "replayMode TEXT 0", "graphId INTEGER 0",
+                  "graphNodeId INTEGER 0", "graphFallback TEXT 0"));
   EXPECT_THAT(Query(*suite_db, "SELECT name || ' ' || type FROM pragma_table_info('GPUPROF_REPLAY_PASS')"),
               ElementsAre("kernelId INTEGER", "pass INTEGER", "startNs INTEGER", "durationNs INTEGER",
                           "smClockBeforeKhz INTEGER", "smClockAfterKhz INTEGER", "bytesRestored INTEGER",
@@ -177,6 +178,10 @@ TEST_F(ProfileWriterSchemaTest, GpuprofTablesColumns) {
   EXPECT_THAT(
       Query(*suite_db, "SELECT name || ' ' || type FROM pragma_table_info('GPUPROF_REPLAY_METRIC')"),
       ElementsAre("kernelId INTEGER", "name INTEGER", "unit INTEGER", "value REAL", "passes INTEGER"));
+  EXPECT_THAT(
+      Query(*suite_db, "SELECT name || ' ' || type FROM pragma_table_info('GPUPROF_REPLAY_GRAPH_NODE')"),
+      ElementsAre("kernelId INTEGER", "pass INTEGER", "graphNodeId INTEGER", "name INTEGER",
+                  "durationNs INTEGER"));
 }
 
 TEST_F(ProfileWriterSchemaTest, IndexesMatchTheSpecAndExistAfterFinalize) {
@@ -190,6 +195,8 @@ TEST_F(ProfileWriterSchemaTest, IndexesMatchTheSpecAndExistAfterFinalize) {
               ElementsAre("kernelId", "pass"));
   EXPECT_THAT(Query(*suite_db, "SELECT name FROM pragma_index_info('GpuprofReplayMetricIndex')"),
               ElementsAre("kernelId"));
+  EXPECT_THAT(Query(*suite_db, "SELECT name FROM pragma_index_info('GpuprofReplayGraphNodeIndex')"),
+              ElementsAre("kernelId", "pass"));
 }
 
 TEST_F(ProfileWriterSchemaTest, SpecEnumRows) {
