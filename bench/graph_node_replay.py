@@ -33,9 +33,11 @@ def run(gpuprof, out, name, flags, mode, steps, passes):
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise SystemExit(f"{name}: `{' '.join(command)}` exited {result.returncode}:\n{result.stderr[-3000:]}")
-    dbs = glob.glob(os.path.join(out_dir, "**", "ascend_pytorch_profiler_*.db"), recursive=True)
+    # torch.compile's compile workers get DBs of their own: the one with replay rows is the program's.
+    dbs = [db for db in glob.glob(os.path.join(out_dir, "**", "ascend_pytorch_profiler*.db"), recursive=True)
+           if sqlite3.connect(db).execute("SELECT COUNT(*) FROM GPUPROF_REPLAY_KERNEL").fetchone()[0] > 0]
     if len(dbs) != 1:
-        raise SystemExit(f"{name}: expected one DB under {out_dir}, found {dbs}")
+        raise SystemExit(f"{name}: expected one DB with replay rows under {out_dir}, found {dbs}")
     lines = [line for line in result.stdout.splitlines() if line.startswith("step ")]
     return dbs[0], lines
 

@@ -930,7 +930,14 @@ std::shared_ptr<CudaReplayHook::GraphInfo> CudaReplayHook::RecordInstantiatedGra
   ScopedInternalWork internal;
   auto info = std::make_shared<GraphInfo>();
   info->driver = driver_;
-  if (d.GraphClone(&info->clone, graph) != CUDA_SUCCESS) return nullptr;
+  // A graph the driver will not clone (one with memory-allocation nodes) is still replayed as a
+  // whole; only node-by-node replay needs the clone.
+  std::string clone_error;
+  if (const CUresult cloned = d.GraphClone(&info->clone, graph); cloned != CUDA_SUCCESS) {
+    info->clone = nullptr;
+    clone_error = "the driver could not copy the graph to run its nodes alone (" +
+                  d.Error("cuGraphClone", cloned) + ")";
+  }
   size_t count = 0;
   if (d.GraphGetNodes(graph, nullptr, &count) != CUDA_SUCCESS) return nullptr;
   std::vector<CUgraphNode> originals(count);
@@ -979,8 +986,8 @@ std::shared_ptr<CudaReplayHook::GraphInfo> CudaReplayHook::RecordInstantiatedGra
   for (std::size_t position = 0; position < order.size(); ++position) {
     const CUgraphNode original = originals[order[position]];
     GraphNodeInfo node;
-    if (d.GraphNodeGetType(original, &node.type) != CUDA_SUCCESS ||
-        d.GraphNodeFindInClone(&node.node, original, info->clone) != CUDA_SUCCESS) {
+    if (d.GraphNodeGetType(original, &node.type) != CUDA_SUCCESS) return nullptr;
+    if (info->clone != nullptr && d.GraphNodeFindInClone(&node.node, original, info->clone) != CUDA_SUCCESS) {
       return nullptr;
     }
     std::uint64_t id = 0;
@@ -992,7 +999,7 @@ std::shared_ptr<CudaReplayHook::GraphInfo> CudaReplayHook::RecordInstantiatedGra
       case CU_GRAPH_NODE_TYPE_KERNEL: {
         ++info->tasks[static_cast<int>(trace::TaskKind::kKernel)];
         CUDA_KERNEL_NODE_PARAMS p{};
-        if (d.GraphKernelNodeGetParams(node.node, &p) == CUDA_SUCCESS) {
+        if (d.GraphKernelNodeGetParams(original, &p) == CUDA_SUCCESS) {
           node.function = p.func;
           if (node.function == nullptr && p.kern != nullptr) d.KernelGetFunction(&node.function, p.kern);
         }
@@ -1023,6 +1030,7 @@ std::shared_ptr<CudaReplayHook::GraphInfo> CudaReplayHook::RecordInstantiatedGra
     }
     info->nodes.push_back(node);
   }
+  if (info->node_blocker.empty()) info->node_blocker = clone_error;
   for (CUdeviceptr ptr : allocated) {
     if (std::find(freed.begin(), freed.end(), ptr) == freed.end()) info->leftovers.push_back(ptr);
   }

@@ -203,6 +203,57 @@ TEST_F(ProfileWriterTablesTest, ReplayKernelRowPerReplayedOrDeclinedLaunch) {
           std::string("2|6200|") + kTid102 + "|0|bwd_kernel|NULL|2|1|NULL|NULL|auto|1|1|0|0|0|0|0|0"));
 }
 
+// Issue 24: a whole-graph replay (its kernel nodes' durations per pass) and a kernel node replayed
+// node by node, beside an ordinary kernel launch (replayMode kernel, graph columns NULL).
+TEST(ProfileWriterGraphReplayTest, GraphRowsCarryTheModeTheIdsTheFallbackAndNodeDurations) {
+  TempDir dir;
+  std::vector<trace::Record> records;
+  trace::ReplayResult whole;
+  whole.time_ns = testing::kStartNs + 100;
+  whole.pid = 100;
+  whole.tid = 100;
+  whole.record.kernel_name = "graph 5";
+  whole.record.replayed = true;
+  whole.record.replay_mode = replay::ReplayMode::kGraph;
+  whole.record.graph_id = 5;
+  whole.record.graph_fallback = "it has a host node (9), which cannot run alone";
+  for (int pass = 1; pass <= 2; ++pass) {
+    replay::PassRecord p;
+    p.pass = pass;
+    p.duration_ns = 1000;
+    p.kernel_nodes = {{11, "scale", 400u + static_cast<unsigned>(pass)}, {12, "finish", 500}};
+    whole.record.passes.push_back(p);
+  }
+  records.emplace_back(whole);
+  trace::ReplayResult node;
+  node.time_ns = testing::kStartNs + 200;
+  node.pid = 100;
+  node.tid = 100;
+  node.record.kernel_name = "finish";
+  node.record.replayed = true;
+  node.record.replay_mode = replay::ReplayMode::kNode;
+  node.record.graph_id = 5;
+  node.record.graph_node_id = 12;
+  node.record.passes.push_back(replay::PassRecord{.pass = 1, .duration_ns = 450});
+  records.emplace_back(node);
+  trace::ReplayResult kernel;
+  kernel.time_ns = testing::kStartNs + 300;
+  kernel.record.kernel_name = "plain";
+  kernel.record.replayed = true;
+  kernel.record.passes.push_back(replay::PassRecord{.pass = 1, .duration_ns = 300});
+  records.emplace_back(kernel);
+  const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), {records});
+  EXPECT_THAT(Query(db,
+                    "SELECT s.value, k.replayMode, k.graphId, k.graphNodeId, k.graphFallback FROM "
+                    "GPUPROF_REPLAY_KERNEL k JOIN STRING_IDS s ON s.id = k.name ORDER BY k.id"),
+              ElementsAre("graph 5|graph|5|NULL|it has a host node (9), which cannot run alone",
+                          "finish|node|5|12|NULL", "plain|kernel|NULL|NULL|NULL"));
+  EXPECT_THAT(Query(db,
+                    "SELECT g.kernelId, g.pass, g.graphNodeId, s.value, g.durationNs FROM "
+                    "GPUPROF_REPLAY_GRAPH_NODE g JOIN STRING_IDS s ON s.id = g.name ORDER BY g.rowid"),
+              ElementsAre("0|1|11|scale|401", "0|1|12|finish|500", "0|2|11|scale|402", "0|2|12|finish|500"));
+}
+
 TEST_F(ProfileWriterTablesTest, ReplayKernelCounterColumns) {
   EXPECT_THAT(
       Q("SELECT id, counterPasses, counterStatus, clockControl, cacheControl FROM GPUPROF_REPLAY_KERNEL "
