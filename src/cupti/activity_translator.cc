@@ -105,6 +105,7 @@ trace::DeviceTask KernelTask(const CUpti_ActivityKernel10& kernel, const TimeCon
   task.block[0] = ClampDim(kernel.blockX);
   task.block[1] = ClampDim(kernel.blockY);
   task.block[2] = ClampDim(kernel.blockZ);
+  task.graph_node_id = kernel.graphNodeId;
   return task;
 }
 

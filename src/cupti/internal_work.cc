@@ -49,6 +49,7 @@ void InternalWorkFilter::MarkNested(std::uint64_t correlation_id, std::string_vi
     if (function.starts_with("cuGraphLaunch")) {
       if (const ScopedNestedGraphLaunch::Tasks* graph = ScopedNestedGraphLaunch::Current()) {
         for (std::size_t kind = 0; kind < graph->size(); ++kind) entry.tasks[kind] += (*graph)[kind];
+        entry.graph_passes = true;
       }
     }
     any_nested_.store(true, std::memory_order_release);
@@ -82,7 +83,8 @@ bool InternalWorkFilter::IsInternal(std::uint64_t correlation_id) const {
   return ids_.rlock()->count(correlation_id) != 0;
 }
 
-std::size_t InternalWorkFilter::Filter(std::vector<trace::Record>& records) {
+std::size_t InternalWorkFilter::Filter(std::vector<trace::Record>& records,
+                                       std::vector<trace::DeviceTask>* graph_pass_kernels) {
   const bool any_internal = any_.load(std::memory_order_acquire);
   const bool any_nested = any_nested_.load(std::memory_order_acquire);
   if (!any_internal && !any_nested) return 0;
@@ -101,6 +103,12 @@ std::size_t InternalWorkFilter::Filter(std::vector<trace::Record>& records) {
     }
     if (count == nullptr || *count == 0) return false;
     --*count;
+    if (graph_pass_kernels != nullptr && it->second.graph_passes) {
+      if (const auto* task = std::get_if<trace::DeviceTask>(&record);
+          task != nullptr && task->kind == trace::TaskKind::kKernel) {
+        graph_pass_kernels->push_back(*task);
+      }
+    }
     return true;
   };
   const auto first_removed = std::remove_if(records.begin(), records.end(), [&](const trace::Record& record) {

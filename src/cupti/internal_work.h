@@ -100,8 +100,10 @@ class InternalWorkFilter {
   bool IsInternal(std::uint64_t correlation_id) const;
   // Removes every ApiCall and DeviceTask whose correlation id is internal, and the records
   // MarkNested counted (other records and correlation id 0 are kept), preserving order. Returns
-  // how many were removed.
-  std::size_t Filter(std::vector<trace::Record>& records);
+  // how many were removed. The kernels of nested graph launches (whole-graph replay passes) that
+  // it removes are copied into `graph_pass_kernels` when given, in the order they came.
+  std::size_t Filter(std::vector<trace::Record>& records,
+                     std::vector<trace::DeviceTask>* graph_pass_kernels = nullptr);
 
   std::size_t size() const;
   std::uint64_t overflowed() const noexcept { return overflowed_.load(std::memory_order_relaxed); }
@@ -115,6 +117,7 @@ class InternalWorkFilter {
   struct Nested {
     std::unordered_map<std::string, std::uint32_t> api;  // by function name
     std::uint32_t tasks[3] = {0, 0, 0};                  // by trace::TaskKind
+    bool graph_passes = false;                           // a nested cuGraphLaunch counted tasks here
   };
   std::atomic<bool> any_nested_{false};
   base::Synchronized<std::unordered_map<std::uint64_t, Nested>> nested_;

@@ -765,16 +765,18 @@ void CudaReplayHook::OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& ca
       if (info.ok()) inventory_.RecordAlloc(*info);
       break;
     }
+    // Into a capturing stream these add a memory-allocation node: the address is the graph's, with
+    // no memory behind it outside the graph's launches, so it is not tracked (issue 24).
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
       auto* a = static_cast<const cuMemAllocAsync_params*>(p);
-      RecordDeviceMemory(*device, *a->dptr, a->bytesize);
+      if (!Capturing(a->hStream)) RecordDeviceMemory(*device, *a->dptr, a->bytesize);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
       auto* a = static_cast<const cuMemAllocFromPoolAsync_params*>(p);
-      RecordDeviceMemory(*device, *a->dptr, a->bytesize);
+      if (!Capturing(a->hStream)) RecordDeviceMemory(*device, *a->dptr, a->bytesize);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: break;  // memory without an address: cuMemMap records it
@@ -1090,6 +1092,13 @@ void CudaReplayHook::OnGraphCall(CUpti_CallbackId cbid, const CUpti_CallbackData
     }
   } catch (...) {
   }
+}
+
+bool CudaReplayHook::Capturing(CUstream stream) const noexcept {
+  ScopedInternalWork internal;
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  return driver_->StreamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
+         capture != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {

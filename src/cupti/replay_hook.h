@@ -111,6 +111,8 @@ class CudaReplayHook final : public DriverApiObserver {
   void MakeRoomForAllocation(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  // Whether `stream` is being captured into a graph now (its stream-ordered calls add nodes).
+  bool Capturing(CUstream stream) const noexcept;
   // CUDA arrays (C2) and peer access (R14) per device.
   void OnDeviceState(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void RecordDeviceMemory(device::cuda::CudaDevice& device, CUdeviceptr ptr, std::uint64_t size) noexcept;

@@ -504,7 +504,13 @@ void CuptiSubscriber::OnBufferCompleted(CUcontext context, std::uint32_t stream_
 
   std::size_t internal = 0;
   try {
-    internal = filter_.Filter(records);
+    std::vector<trace::DeviceTask> graph_pass_kernels;
+    internal = filter_.Filter(records, &graph_pass_kernels);
+    for (const trace::DeviceTask& task : graph_pass_kernels) {
+      records.emplace_back(trace::ReplayGraphNodeTask{
+          task.correlation_id, task.graph_node_id, task.name,
+          task.end_ns > task.start_ns ? static_cast<std::uint64_t>(task.end_ns - task.start_ns) : 0});
+    }
   } catch (...) {
   }
   internal_records_dropped_.fetch_add(internal, std::memory_order_relaxed);

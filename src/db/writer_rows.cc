@@ -259,6 +259,30 @@ Status RowSink::WriteRecord(trace::Mark& mark) {
   return Pushed(s);
 }
 
+Status RowSink::WriteRecord(trace::ReplayGraphNodeTask& task) {
+  auto replay = graph_replay_by_correlation_.find(task.correlation_id);
+  if (replay != graph_replay_by_correlation_.end()) return WriteGraphNode(replay->second, task);
+  // Its replay's row has not come yet. Kept for it, within a bound (records of a replay whose row
+  // never comes would otherwise pile up).
+  constexpr std::size_t kMaxEarlyGraphNodes = std::size_t{1} << 20;
+  if (early_graph_node_count_ >= kMaxEarlyGraphNodes) return OkStatus();
+  early_graph_nodes_[task.correlation_id].push_back(std::move(task));
+  ++early_graph_node_count_;
+  return OkStatus();
+}
+
+Status RowSink::WriteGraphNode(std::uint64_t kernel_id, const trace::ReplayGraphNodeTask& task) {
+  GPUPROF_ASSIGN_OR_RETURN(std::uint64_t name_id, Id(StringSpace::kDevice, task.name));
+  const int pass = ++graph_node_passes_[{kernel_id, task.graph_node_id}];
+  BatchInserter& g = replay_graph_node_;
+  g.SetU64(0, kernel_id);
+  g.Set(1, pass);
+  g.SetU64(2, task.graph_node_id);
+  g.SetU64(3, name_id);
+  g.SetU64(4, task.duration_ns);
+  return Pushed(g);
+}
+
 Status RowSink::WriteRecord(trace::ReplayResult& result) {
   const replay::ReplayRecord& r = result.record;
   std::uint64_t kernel_id = next_replay_id_++;
@@ -322,6 +346,16 @@ Status RowSink::WriteRecord(trace::ReplayResult& result) {
   GPUPROF_RETURN_IF_ERROR(k.Run());
   ++rows_;
   ++rows_in_txn_;
+  if (r.replay_mode == replay::ReplayMode::kGraph && r.replayed && result.correlation_id != 0) {
+    graph_replay_by_correlation_[result.correlation_id] = kernel_id;
+    if (auto early = early_graph_nodes_.find(result.correlation_id); early != early_graph_nodes_.end()) {
+      for (const trace::ReplayGraphNodeTask& task : early->second) {
+        GPUPROF_RETURN_IF_ERROR(WriteGraphNode(kernel_id, task));
+      }
+      early_graph_node_count_ -= early->second.size();
+      early_graph_nodes_.erase(early);
+    }
+  }
 
   BatchInserter& p = replay_pass_;
   for (const replay::PassRecord& pass : r.passes) {

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -125,6 +126,9 @@ class RowSink {
   Status WriteRecord(trace::GcEvent& gc);
   Status WriteRecord(trace::Mark& mark);
   Status WriteRecord(trace::ReplayResult& result);
+  Status WriteRecord(trace::ReplayGraphNodeTask& task);
+  // One GPUPROF_REPLAY_GRAPH_NODE row of the whole-graph replay `kernel_id`, the next pass of its node.
+  Status WriteGraphNode(std::uint64_t kernel_id, const trace::ReplayGraphNodeTask& task);
 
   // Finalize's parts, in the order WriteFinal runs them.
   Status WriteDerivedRows(const Derived& derived, const OpLane& lane,
@@ -156,6 +160,12 @@ class RowSink {
   // CUPTI external id -> correlation ids of the launches made under it (trace::ExternalCorrelation).
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> external_launches_;
   std::vector<trace::AllocatorEvent> alloc_events_;
+  // Whole-graph replays (issue 24) by their graph launch's correlation id, the passes written per
+  // (replay, node), and node records that came before their replay's row (bounded).
+  std::unordered_map<std::uint64_t, std::uint64_t> graph_replay_by_correlation_;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, int> graph_node_passes_;
+  std::unordered_map<std::uint64_t, std::vector<trace::ReplayGraphNodeTask>> early_graph_nodes_;
+  std::size_t early_graph_node_count_ = 0;
 };
 
 // PYTORCH_API rows [begin, end) in api_row order (writer_derived.cc), for the main connection

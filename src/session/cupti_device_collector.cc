@@ -173,6 +173,9 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
       result.time_ns = base::EpochNowNs();
       result.pid = static_cast<std::uint32_t>(getpid());
       result.tid = static_cast<std::uint32_t>(gettid());
+      // The application call being replayed (the sink runs inside its CUPTI callback): its kernel,
+      // or the graph launch whose passes' node records carry this id (GPUPROF_REPLAY_GRAPH_NODE).
+      result.correlation_id = cupti::ScopedApplicationCall::Current();
       result.record = record;
       static_cast<void>(sink(std::move(result)));
     };

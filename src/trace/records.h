@@ -48,6 +48,7 @@ struct DeviceTask {
   // kMemcpy / kMemset
   std::uint64_t bytes = 0;
   std::uint32_t memcpy_operation = 65535;  // ENUM_MEMCPY_OPERATION id (1 HtoD, 2 DtoH, 3 DtoD, ...)
+  std::uint64_t graph_node_id = 0;         // kKernel launched by a graph: CUPTI's graph node id; 0 otherwise
 };
 
 // A framework operator (RecordFunction range), including ProfilerStep#N, or a Python function.
@@ -123,8 +124,19 @@ struct ExternalCorrelation {
   std::uint32_t correlation_id = 0;
 };
 
+// A kernel node of one whole-graph replay pass (issue 24), from CUPTI's kernel record of gpuprof's
+// own graph launch, which carries the application's graph launch's correlation id (the pass runs
+// inside that call's callback). The DB writer ties it to the ReplayResult of that correlation id
+// (GPUPROF_REPLAY_GRAPH_NODE); the n-th record of a node is its pass n.
+struct ReplayGraphNodeTask {
+  std::uint64_t correlation_id = 0;
+  std::uint64_t graph_node_id = 0;
+  std::string name;
+  std::uint64_t duration_ns = 0;
+};
+
 using Record = std::variant<ApiCall, DeviceTask, TorchOp, AllocatorEvent, GcEvent, Mark, ReplayResult,
-                            ExternalCorrelation>;
+                            ExternalCorrelation, ReplayGraphNodeTask>;
 
 // Who and where: one per DB.
 struct RunInfo {

@@ -842,6 +842,14 @@ def expect_replay_graph_whole(c, dbs, program_output):
         c.expect(all(p["duration"] > 0 for p in r["pass_rows"]), "a graph pass without a duration")
         c.expect(r["deterministic"] == 1, f"graph launch {r['launch_index']} flagged nondeterministic")
         c.expect(r["graph_id"] is not None and r["name"] == f"graph {r['graph_id']}", f"graph row named {r['name']}")
+        # Each kernel node's duration in each pass, from CUPTI's records of the passes.
+        nodes = r["graph_nodes"]
+        c.expect(sorted({n["name"] for n in nodes}) == sorted(CHAIN_KERNELS) and
+                 len(nodes) == len(CHAIN_KERNELS) * REPLAY_PASSES and all(n["duration"] > 0 for n in nodes),
+                 f"graph launch {r['launch_index']}: kernel node rows {[(n['pass'], n['name'], n['duration']) for n in nodes]}")
+    if graphs:
+        c.note("kernel node durations of the first graph launch (pass, name, ns): " + "; ".join(
+            f"{n['pass']} {n['name']} {n['duration']}" for n in graphs[0]["graph_nodes"]))
     c.note("whole-graph pass durations (ns): " + "; ".join(
         ",".join(str(p["duration"]) for p in r["pass_rows"]) for r in graphs))
 

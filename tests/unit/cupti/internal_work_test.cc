@@ -162,5 +162,41 @@ TEST(InternalWorkFilterTest, NestedWorkDropsItsOwnRecordsAndKeepsTheApplications
   EXPECT_EQ(filter.Filter(later), 0u);
 }
 
+// Issue 24: gpuprof's own cuGraphLaunch inside the application's graph launch (a whole-graph
+// replay pass) produces one task per node under the application's id; the filter drops that many,
+// earliest first, and hands the kernels on for the replay tables.
+TEST(InternalWorkFilterTest, NestedGraphLaunchesDropOneTaskPerNodeAndHandOnTheKernels) {
+  InternalWorkFilter filter;
+  for (int pass = 0; pass < 2; ++pass) {
+    ScopedNestedGraphLaunch tasks({2, 1, 0});  // 2 kernel nodes, 1 memcpy node
+    filter.MarkNested(40, "cuGraphLaunch");
+  }
+  auto node_kernel = [](std::uint64_t node) {
+    trace::DeviceTask task;
+    task.correlation_id = 40;
+    task.kind = trace::TaskKind::kKernel;
+    task.graph_node_id = node;
+    task.start_ns = 100;
+    task.end_ns = 100 + static_cast<std::int64_t>(node);
+    return trace::Record(task);
+  };
+  std::vector<trace::Record> device = {
+      node_kernel(1), KindTask(40, trace::TaskKind::kMemcpy, ""), node_kernel(2), node_kernel(1),
+      KindTask(40, trace::TaskKind::kMemcpy, ""), node_kernel(2),
+      // the application's own launch of the graph, after the passes
+      node_kernel(1), KindTask(40, trace::TaskKind::kMemcpy, ""), node_kernel(2)};
+  std::vector<trace::DeviceTask> kernels;
+  EXPECT_EQ(filter.Filter(device, &kernels), 6u);
+  EXPECT_EQ(device.size(), 3u) << "the application's graph launch stays in the trace";
+  ASSERT_EQ(kernels.size(), 4u);
+  EXPECT_EQ(kernels[0].graph_node_id, 1u);
+  EXPECT_EQ(kernels[1].graph_node_id, 2u);
+  EXPECT_EQ(kernels[2].graph_node_id, 1u);
+  // Without an active ScopedNestedGraphLaunch a nested cuGraphLaunch counts no tasks.
+  filter.MarkNested(41, "cuGraphLaunch");
+  std::vector<trace::Record> other = {KindTask(41, trace::TaskKind::kKernel, "k")};
+  EXPECT_EQ(filter.Filter(other), 0u);
+}
+
 }  // namespace
 }  // namespace gpuprof::cupti

@@ -254,6 +254,32 @@ TEST(ProfileWriterGraphReplayTest, GraphRowsCarryTheModeTheIdsTheFallbackAndNode
               ElementsAre("0|1|11|scale|401", "0|1|12|finish|500", "0|2|11|scale|402", "0|2|12|finish|500"));
 }
 
+// The CUDA path: the node durations of a whole-graph replay come as ReplayGraphNodeTask records
+// carrying the graph launch's correlation id, before or after the replay's own row.
+TEST(ProfileWriterGraphReplayTest, NodeTasksJoinTheirGraphReplayByCorrelationInPassOrder) {
+  TempDir dir;
+  auto node_task = [](std::uint64_t correlation, std::uint64_t node, std::uint64_t ns) {
+    return trace::Record(trace::ReplayGraphNodeTask{correlation, node, "k" + std::to_string(node), ns});
+  };
+  trace::ReplayResult whole;
+  whole.time_ns = testing::kStartNs + 100;
+  whole.correlation_id = 77;
+  whole.record.kernel_name = "graph 3";
+  whole.record.replayed = true;
+  whole.record.replay_mode = replay::ReplayMode::kGraph;
+  whole.record.graph_id = 3;
+  whole.record.passes.resize(2);
+  std::vector<trace::Record> first = {node_task(77, 1, 10), node_task(78, 1, 99)};  // 78: no replay row
+  std::vector<trace::Record> second = {trace::Record(whole), node_task(77, 2, 20), node_task(77, 1, 11),
+                                       node_task(77, 2, 21)};
+  const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), {first, second});
+  EXPECT_THAT(
+      Query(db,
+            "SELECT g.kernelId, g.pass, g.graphNodeId, s.value, g.durationNs FROM "
+            "GPUPROF_REPLAY_GRAPH_NODE g JOIN STRING_IDS s ON s.id = g.name ORDER BY g.pass, g.graphNodeId"),
+      ElementsAre("0|1|1|k1|10", "0|1|2|k2|20", "0|2|1|k1|11", "0|2|2|k2|21"));
+}
+
 TEST_F(ProfileWriterTablesTest, ReplayKernelCounterColumns) {
   EXPECT_THAT(
       Q("SELECT id, counterPasses, counterStatus, clockControl, cacheControl FROM GPUPROF_REPLAY_KERNEL "
