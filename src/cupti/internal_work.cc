@@ -105,7 +105,7 @@ std::size_t InternalWorkFilter::Filter(std::vector<trace::Record>& records,
     --*count;
     if (graph_pass_kernels != nullptr && it->second.graph_passes) {
       if (const auto* task = std::get_if<trace::DeviceTask>(&record);
-          task != nullptr && task->kind == trace::TaskKind::kKernel) {
+          task != nullptr && task->kind == trace::TaskKind::kKernel && task->graph_node_id != 0) {
         graph_pass_kernels->push_back(*task);
       }
     }

@@ -101,7 +101,8 @@ class InternalWorkFilter {
   // Removes every ApiCall and DeviceTask whose correlation id is internal, and the records
   // MarkNested counted (other records and correlation id 0 are kept), preserving order. Returns
   // how many were removed. The kernels of nested graph launches (whole-graph replay passes) that
-  // it removes are copied into `graph_pass_kernels` when given, in the order they came.
+  // it removes, those with a graph node id, are copied into `graph_pass_kernels` when given, in the
+  // order they came (gpuprof's own snapshot kernels nested in the same call are not).
   std::size_t Filter(std::vector<trace::Record>& records,
                      std::vector<trace::DeviceTask>* graph_pass_kernels = nullptr);
 
