@@ -185,8 +185,11 @@ TEST(InternalWorkFilterTest, NestedGraphLaunchesDropOneTaskPerNodeAndHandOnTheKe
       KindTask(40, trace::TaskKind::kMemcpy, ""), node_kernel(2),
       // the application's own launch of the graph, after the passes
       node_kernel(1), KindTask(40, trace::TaskKind::kMemcpy, ""), node_kernel(2)};
+  // gpuprof's own snapshot kernel nested in the same call (no graph node id) is dropped, not handed on.
+  filter.MarkNested(40, "cuLaunchKernel");
+  device.insert(device.begin(), KindTask(40, trace::TaskKind::kKernel, "gpuprof_chunk_op"));
   std::vector<trace::DeviceTask> kernels;
-  EXPECT_EQ(filter.Filter(device, &kernels), 6u);
+  EXPECT_EQ(filter.Filter(device, &kernels), 7u);
   EXPECT_EQ(device.size(), 3u) << "the application's graph launch stays in the trace";
   ASSERT_EQ(kernels.size(), 4u);
   EXPECT_EQ(kernels[0].graph_node_id, 1u);
