@@ -668,8 +668,16 @@ warning per kernel says so; --no-replay-printf-kernels declines them). Kernels t
 malloc/free, and every launch while CUDA arrays exist (their writes cannot be undone), are declined
 unless --replay-malloc-kernels or --replay-with-live-arrays.
 
-Declined launches (graph launches, launches into a capturing stream, the side effects above, a
-device that does not drain) run once, unreplayed; the reason is in the DB and in one warning line.
+Declined launches (launches into a capturing stream, the side effects above, a device that does
+not drain) run once, unreplayed; the reason is in the DB and in one warning line.
+
+CUDA graphs (torch.compile mode="reduce-overhead", torch.cuda.CUDAGraph, cudaGraphLaunch) run once,
+unreplayed, unless --graph-replay asks: graph replays a selected graph launch as one unit (the
+graph's duration and each kernel node's, per pass); node runs its nodes one at a time and replays
+each kernel node that -k selects in place, with the inputs it has inside the graph. -k selects a
+graph launch when one of its kernel nodes matches; -s and -c count graph launches. A graph with
+host, memory-allocation or conditional nodes is replayed whole instead of node by node (the DB's
+graphFallback says why). The application's graphs are relaunched as usual afterwards.
 
 Hardware counters (Nsight Compute's names; docs/metrics.md): --metrics LIST, --section LIST and
 --set basic|full choose metrics, collected over extra counter passes after the timed passes (each
@@ -686,6 +694,7 @@ gpuprof.profile(kernel_replay=gpuprof.KernelReplay(passes=..., kernel=...)), and
 profile records (python/README.md).
 
 Example: gpuprof replay --passes 5 -k regex:gemm -c 3 -- python3 examples/train_plain.py --steps 5
+         gpuprof replay --graph-replay node -- python3 examples/infer_compiled.py
          gpuprof replay --from-script -- python3 examples/train_profiled.py --replay-kernel regex:gemm
          gpuprof replay -k regex:gemm -c 1 --section SpeedOfLight,MemoryWorkloadAnalysis,Occupancy -- ./app
          gpuprof replay --query-metrics --chip GH100
