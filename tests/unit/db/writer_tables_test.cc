@@ -234,13 +234,17 @@ TEST(ProfileWriterGraphReplayTest, GraphRowsCarryTheModeTheIdsTheFallbackAndNode
   node.record.replay_mode = replay::ReplayMode::kNode;
   node.record.graph_id = 5;
   node.record.graph_node_id = 12;
-  node.record.passes.push_back(replay::PassRecord{.pass = 1, .duration_ns = 450});
+  node.record.passes.resize(1);
+  node.record.passes[0].pass = 1;
+  node.record.passes[0].duration_ns = 450;
   records.emplace_back(node);
   trace::ReplayResult kernel;
   kernel.time_ns = testing::kStartNs + 300;
   kernel.record.kernel_name = "plain";
   kernel.record.replayed = true;
-  kernel.record.passes.push_back(replay::PassRecord{.pass = 1, .duration_ns = 300});
+  kernel.record.passes.resize(1);
+  kernel.record.passes[0].pass = 1;
+  kernel.record.passes[0].duration_ns = 300;
   records.emplace_back(kernel);
   const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), {records});
   EXPECT_THAT(Query(db,

@@ -277,8 +277,8 @@ inline std::vector<std::vector<trace::Record>> SyntheticRun() {
   replayed.record.deterministic = false;
   replayed.record.mismatched_passes = {2};
   replayed.record.passes = {
-      replay::PassRecord{1, 2000, 500, 1980000, 1980000, 0, 0, 0, 0x0123456789abcdefull},
-      replay::PassRecord{2, 2600, 480, 1980000, 1965000, 65536, 1, 1, 0xfedcba9876543210ull}};
+      replay::PassRecord{1, 2000, 500, 1980000, 1980000, 0, 0, 0, 0x0123456789abcdefull, {}},
+      replay::PassRecord{2, 2600, 480, 1980000, 1965000, 65536, 1, 1, 0xfedcba9876543210ull, {}}};
   replayed.record.counter_passes = 3;
   replayed.record.clock_control = replay::ClockControl::kBase;
   replayed.record.caches_flushed = true;
@@ -295,7 +295,7 @@ inline std::vector<std::vector<trace::Record>> SyntheticRun() {
   declined.record.kernel_name = "bwd_kernel";
   declined.record.decline_reason = replay::DeclineReason::kGraphLaunch;
   declined.record.decline_detail = "launched from a CUDA graph";
-  declined.record.passes = {replay::PassRecord{1, 6000, 100, 0, 0, 0, 0, 0, 0}};
+  declined.record.passes = {replay::PassRecord{1, 6000, 100, 0, 0, 0, 0, 0, 0, {}}};
   memory.emplace_back(declined);
   trace::ReplayResult no_counters;  // replayed and timed, but the counters were refused
   no_counters.time_ns = 6200;
@@ -304,7 +304,7 @@ inline std::vector<std::vector<trace::Record>> SyntheticRun() {
   no_counters.record.launch_index = 2;
   no_counters.record.kernel_name = "bwd_kernel";
   no_counters.record.replayed = true;
-  no_counters.record.passes = {replay::PassRecord{1, 6200, 90, 0, 0, 0, 0, 0, 0}};
+  no_counters.record.passes = {replay::PassRecord{1, 6200, 90, 0, 0, 0, 0, 0, 0, {}}};
   no_counters.record.caches_flushed = true;
   no_counters.record.counter_status =
       "counters not permitted (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): run as root or set "

@@ -116,7 +116,7 @@ class RunsAfterReturnExecutor : public device::LaunchExecutor {
   StatusOr<device::PassTiming> RunPass(int) override {
     body_();
     ++passes;
-    return device::PassTiming{1000, 0, 0};
+    return device::PassTiming{1000, 0, 0, {}};
   }
   void SignalCompletion() override { ++completions; }
   bool original_runs_after_return() const noexcept override { return true; }

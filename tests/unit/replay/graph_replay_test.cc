@@ -343,7 +343,8 @@ TEST_F(GraphReplayTest, NodeByNodeDetectsANondeterministicNode) {
   const DevicePtr a = a_;
   std::vector<GraphNodeSpec> nodes;
   nodes.push_back(KernelNode("steady", [=](const KernelContext&) { Words(a)[1] += 1; }, {}));
-  nodes.push_back(KernelNode("racy", [=, &calls](const KernelContext&) { Words(a)[0] = ++calls; }, {0}));
+  nodes.push_back(KernelNode(
+      "racy", [=, &calls](const KernelContext&) { Words(a)[0] = static_cast<std::uint32_t>(++calls); }, {0}));
   const GraphId graph = *rig_.platform().CreateGraph(0, std::move(nodes));
   ASSERT_TRUE(Launch(graph).ok());
   auto records = Records();
