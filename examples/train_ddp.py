@@ -21,7 +21,12 @@ after every step, outside any torch op). Each rank prints
 
     rank 0 done on cpu, replicas identical: True
 
-and the exit status is 1 when the replicas differ.
+and the exit status is 1 when the replicas differ. Before training each rank prints its backend and
+the variables that keep NVLink multicast off (on the shared GPU machines they must reach every rank:
+NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NVSHMEM_DISABLE_NVLS=1), "unset" for one
+that is not set:
+
+    rank 0 backend gloo, NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 """
 
 import argparse
@@ -30,6 +35,9 @@ import sys
 
 import torch
 import torch.distributed as dist
+
+# The variables that turn NVLink multicast off in NCCL, PyTorch and NVSHMEM (printed at the start).
+MULTICAST_VARIABLES = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
 
 try:  # the marks are optional: the example runs without gpuprof too
     from gpuprof import mstx
@@ -77,6 +85,9 @@ def main():
     dist.init_process_group(backend)
     rank = dist.get_rank()
     world = dist.get_world_size()
+    seen = " ".join(f"{name}={os.environ.get(name, 'unset')}" for name in MULTICAST_VARIABLES)
+    sys.stdout.write(f"rank {rank} backend {backend}, {seen}\n")  # one write: see --print-every
+    sys.stdout.flush()
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), CrossRankCenter(), torch.nn.ReLU(),

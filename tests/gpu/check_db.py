@@ -667,7 +667,11 @@ def expect_two_ranks_nccl(c, dbs, program_output):
     (CANN_API `communication` rows on the same connectionId), NCCL kernels in TASK linked to a
     torch op through CONNECTION_IDS, and Module ranges."""
     out = program_output or ""
+    multicast_off = "NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1"
     for rank in (0, 1):
+        c.expect(f"rank {rank} backend nccl, {multicast_off}" in out,
+                 f"rank {rank} did not print 'backend nccl, {multicast_off}' (NVLink multicast must be off in "
+                 f"every rank's environment)")
         c.expect(f"rank {rank} done on cuda:{rank}, replicas identical: True" in out,
                  f"rank {rank} did not finish with identical replicas")
     c.expect(len(dbs) == 2, f"{len(dbs)} DBs, expected one per rank: {dbs}")
@@ -701,8 +705,11 @@ def expect_two_ranks_nccl(c, dbs, program_output):
         task_info = db.query("""SELECT i.opId, MIN(t.startNs), MAX(t.endNs), c.startNs, c.endNs
                                 FROM COMMUNICATION_TASK_INFO i JOIN TASK t ON t.globalTaskId = i.globalTaskId
                                 JOIN COMMUNICATION_OP c ON c.opId = i.opId GROUP BY i.opId""")
-        c.note(f"COMMUNICATION_TASK_INFO: {len(task_info)} ops with device tasks")
+        c.note(f"COMMUNICATION_TASK_INFO: {len(task_info)} of {len(comm)} ops with device tasks")
         c.expect(any(True for _ in task_info), "no COMMUNICATION_TASK_INFO row: NCCL kernels not tied to their op")
+        # On NCCL every collective runs a kernel: no op without its device tasks.
+        c.expect(len(task_info) == len(comm), f"{len(comm) - len(task_info)} COMMUNICATION_OP rows without "
+                                              f"COMMUNICATION_TASK_INFO (NCCL kernels) rows")
         c.expect(all(r[1] == r[3] and r[2] == r[4] for r in task_info),
                  f"COMMUNICATION_OP times are not their tasks' device times: {task_info[:3]}")
         modules = db.query("""SELECT m.value, COUNT(*) FROM MSTX_EVENTS e JOIN STRING_IDS d ON d.id = e.domainId
@@ -1173,6 +1180,16 @@ def expect_replay_counters(c, dbs, program_output, peer=None):
     c.expect("GPUPROF_REPLAY_METRIC" in db.tables, "no GPUPROF_REPLAY_METRIC table")
     metrics = replay_metrics(db)
     launches = [f for what, f in parse_program_output(program_output) if what == "launch"]
+    # Every launch ran on the device the program names (0, or 1 in ReplayCountersDevice1): the replay
+    # rows, and so the counter passes, are that device's.
+    devices = [int(f["device"]) for what, f in parse_program_output(program_output) if what == "counters"]
+    c.expect(len(devices) == 1, f"expected one 'counters device=N' line, found {len(devices)}")
+    if devices:
+        c.note(f"counters on device {devices[0]}")
+        on_other = sorted({r["device"] for r in rows} - {devices[0]})
+        c.expect(not on_other, f"replay rows on device(s) {on_other}, the program ran on device {devices[0]}")
+        on_task = sorted({k["device"] for k in db.kernels()} - {devices[0]})
+        c.expect(not on_task, f"TASK rows on device(s) {on_task}, the program ran on device {devices[0]}")
 
     def values_of(kernel):
         """The metric rows of each replayed launch of `kernel`, in launch order; a launch without them

@@ -12,8 +12,13 @@
 //
 // The program checks its own results (the copy's output, the FMA result) and prints one
 // "gpuprof-test: launch kernel=... k=..." line per launch, in launch order.
+//
+//   gpu_test_replay_counters [DEVICE]   runs every launch on DEVICE (default 0; "ReplayCountersDevice1"
+//                                       passes 1) and prints "gpuprof-test: counters device=DEVICE";
+//                                       on a machine without that device it prints a skip line
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -44,9 +49,17 @@ __global__ void fixed_grid(unsigned* out) {
   if (threadIdx.x == 0) out[block] = block + 1;
 }
 
-int main() {
-  gpuprof_test::PrintProcess("main", 0);
-  GPUPROF_TEST_CUDA_CHECK(cudaSetDevice(0));
+int main(int argc, char** argv) {
+  const int device = argc > 1 ? std::atoi(argv[1]) : 0;
+  int count = 0;
+  GPUPROF_TEST_CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (device < 0 || device >= count) {
+    std::printf("gpuprof-test: skip reason=no_device_%d devices=%d\n", device, count);
+    return 0;
+  }
+  GPUPROF_TEST_CUDA_CHECK(cudaSetDevice(device));
+  gpuprof_test::PrintProcess("main", device);
+  std::printf("gpuprof-test: counters device=%d\n", device);
 
   // stream_copy
   const std::size_t n = kCopyBytes / sizeof(uint4);

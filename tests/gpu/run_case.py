@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs one GPU test case: `gpuprof run` on a test program, then checks what it wrote.
 
-    run_case.py --list
+    run_case.py --list [--min-gpus 2]
     run_case.py --build-dir BUILD --case NAME [--work-dir DIR]
 
 Everything is found from BUILD (a build folder of the `gpu` preset, wherever it was copied):
@@ -70,6 +70,17 @@ def replay_case(mode, kernel=None, program="gpu_test_replay", args=None, flags=(
                 stderr_has=stderr_has)
 
 
+# NVLink multicast off in NCCL, PyTorch and NVSHMEM: on the GPU machines a program that uses it can
+# put the host's shared GPUs out of service (the device tool's KINDS.md). Set explicitly for every
+# command a case starts (gpuprof, and so the program it starts with its environment; the plain run; ncu),
+# not only inherited; train_ddp.py prints what each rank saw and check_db.py checks it.
+NVLINK_MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def command_environment():
+    """This process's environment with NVLink multicast off."""
+    return {**os.environ, **NVLINK_MULTICAST_OFF}
+
 COUNTER_METRICS = ("dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum,"
                    "launch__grid_size,launch__block_size")
 
@@ -103,10 +114,16 @@ CASES = {
                                                flags=["--no-replay-printf-kernels"]),
     "ReplayFreeOnAnotherThread": replay_case("free_thread", "slow_update"),
     "ReplayCudaArrayDeclined": replay_case("array", "in_place_update"),
-    "ReplayTwoGpusSnapshotsOneDevice": replay_case("two_gpu", "in_place_update"),
+    "ReplayTwoGpusSnapshotsOneDevice": Case("replay_two_gpu", program="gpu_test_replay", args=["two_gpu"],
+                                            flags=["--passes", "3", "-k", "in_place_update"], subcommand="replay",
+                                            min_gpus=2),
     # Issue 19: hardware counters over replay passes (GPUPROF_REPLAY_METRIC).
     "ReplayCounters": Case("replay_counters", program="gpu_test_replay_counters", subcommand="replay",
                            flags=["--passes", "3", "--metrics", COUNTER_METRICS], ncu_metrics=COUNTER_METRICS),
+    # Issue 23: the same launches on device 1 (the counter passes in device 1's context); skipped on one GPU.
+    "ReplayCountersDevice1": Case("replay_counters", program="gpu_test_replay_counters", args=["1"],
+                                  subcommand="replay", flags=["--passes", "3", "--metrics", COUNTER_METRICS],
+                                  ncu_metrics=COUNTER_METRICS, min_gpus=2),
     # --section SpeedOfLight on a large square cuBLAS GEMM (compute-bound) and a streaming copy
     # (memory-bound), beside ncu's values for the same launches.
     "ReplaySpeedOfLight": Case("replay_speed_of_light", program="gpu_test_replay_cublas", args=["sol"],
@@ -148,7 +165,8 @@ CASES = {
                                    command=["python3", "examples/train_profiled.py", "--device", "cuda", "--steps", "8"],
                                    flags=["--cuda-trace", "runtime,driver,nvtx"], needs_torch=True,
                                    needs_torch_hooks=True),
-    # Two ranks over NCCL on two GPUs under torchrun (issue 7); skipped with fewer than 2 GPUs.
+    # Two ranks over NCCL on two GPUs under torchrun (issues 7, 23), NVLink multicast off in the
+    # environment gpuprof hands the ranks; skipped with fewer than 2 GPUs.
     "TwoRanksNccl": Case("two_ranks_nccl",
                          command=["python3", "-m", "torch.distributed.run", "--nproc_per_node=2",
                                   "--master_addr=127.0.0.1", "--master_port=29577", "examples/train_ddp.py"],
@@ -213,7 +231,7 @@ def run_plain(command, pattern, case_dir):
     begin = time.monotonic()
     try:
         plain = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, errors="replace",
-                               timeout=RUN_TIMEOUT_S)
+                               env=command_environment(), timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return f"the plain run did not finish within {RUN_TIMEOUT_S} s"
     print(f"exit status {plain.returncode} after {time.monotonic() - begin:.1f} s")
@@ -280,7 +298,7 @@ def ncu_peer(case, command, case_dir):
     begin = time.monotonic()
     try:
         peer = subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, errors="replace",
-                              timeout=RUN_TIMEOUT_S)
+                              env=command_environment(), timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return f"ncu did not finish within {RUN_TIMEOUT_S} s"
     print(f"ncu exit status {peer.returncode} after {time.monotonic() - begin:.1f} s")
@@ -348,7 +366,7 @@ def run_case(name, build_dir, work_dir):
     begin = time.monotonic()
     try:
         result = subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, errors="replace",
-                                timeout=RUN_TIMEOUT_S)
+                                env=command_environment(), timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         dump("stdout", e.stdout or "")
         dump("stderr", e.stderr or "")
@@ -411,12 +429,14 @@ def run_case(name, build_dir, work_dir):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="print the case names, one per line")
+    parser.add_argument("--min-gpus", type=int, default=1, metavar="N",
+                        help="with --list: only the cases that need at least N GPUs (2: the two-GPU cases)")
     parser.add_argument("--build-dir", help="the build folder (gpu preset)")
     parser.add_argument("--case", choices=sorted(CASES))
     parser.add_argument("--work-dir", help="where each case writes (default: BUILD/tests/gpu/work)")
     args = parser.parse_args(argv)
     if args.list:
-        print("\n".join(CASES))
+        print("\n".join(name for name, case in CASES.items() if case.min_gpus >= args.min_gpus))
         return 0
     if not args.build_dir or not args.case:
         parser.error("--build-dir and --case are required (or --list)")

@@ -21,6 +21,8 @@ SHARED = os.path.join(os.path.dirname(REPO), "shared")
 # stepN_start / stepN_stop marks.
 SCRIPT = os.path.join(REPO, "examples", "train_ddp.py")
 COLLECTIVES = 4 + 3 * (1 + 4) + 1 + 1
+# Set for the run; each rank prints what it saw (issue 23: they must reach every rank).
+MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 def free_port():
@@ -47,6 +49,8 @@ class TwoRankRun(unittest.TestCase):
         env = dict(os.environ)
         env.pop("RANK", None)
         env.pop("WORLD_SIZE", None)
+        # NVLink multicast off, as on the GPU machines: gpuprof hands them to the launcher and the ranks.
+        env.update(MULTICAST_OFF)
         # As README.md gives it: no --redirects/--tee, which Debian's torch 1.13 launcher cannot
         # parse on Python 3.11 by default ("0"): gpuprof's autorun repairs that in the launcher.
         cmd = [cls.cli, "run", "-o", os.path.join(cls.out, "prof"), "--with-modules", "--",
@@ -78,6 +82,11 @@ class TwoRankTest(TwoRankRun):
             self.assertEqual(self.rows(db, "SELECT rankId, deviceId FROM RANK_DEVICE_MAP"), [(rank, rank)])
             check = subprocess.run([self.cli, "check", db], capture_output=True, text=True, timeout=120)
             self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+
+    def test_every_rank_sees_nvlink_multicast_off(self):
+        seen = " ".join(f"{name}={value}" for name, value in MULTICAST_OFF.items())
+        for rank in (0, 1):
+            self.assertIn(f"rank {rank} backend gloo, {seen}\n", self.done.stdout)
 
     def test_every_collective_is_a_communication_op(self):
         for db in self.dbs:
