@@ -46,6 +46,18 @@
 # --counter-overhead runs only bench/counter_overhead.py (hardware counters with --set basic on
 # examples/train_transformer.py against ncu --set basic, issue 19; bench/README.md); ARGS go to it.
 #
+#   bash tools/gpu_check.sh --two-gpu [BUILD_DIR [BRING_BACK_DIR]]   # on nvidia-h200-x2, from the root
+#
+# --two-gpu runs only the two-GPU cases (run_case.py --list --min-gpus 2: TwoRanksNccl,
+# ReplayTwoGpusSnapshotsOneDevice, ReplayCountersDevice1; issue 23) after building the PyTorch hooks,
+# then copies TwoRanksNccl's rank profiles (its *_ascend_pt directories) to BRING_BACK_DIR/two_ranks
+# (default $OUT/two_ranks when $OUT is set, as in a device call), for tools/cluster_report.sh on the
+# development machine. Its table is the normal run's. On a machine with one GPU every case says skipped.
+#
+# Every command this script and run_case.py start has NVLink multicast off (NCCL_NVLS_ENABLE=0,
+# TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NVSHMEM_DISABLE_NVLS=1, exported below): on the shared GPU
+# machines a program that uses it can put the host's GPUs out of service.
+#
 # Environment: GPU_CHECK_WORK (default /tmp/gpuprof_gpu_check) holds each case's output and DBs;
 # GPUPROF_TEST_PYTHON picks the interpreter for the Python cases (default: python3).
 # Exit status: 0 when nothing failed (skips allowed), 1 otherwise.
@@ -116,6 +128,17 @@ if [[ "${1:-}" == "--counter-overhead" ]]; then
   exec "${GPUPROF_TEST_PYTHON:-python3}" bench/counter_overhead.py --gpuprof "${2:-build/gpu}/bin/gpuprof" "${@:3}"
 fi
 
+# NVLink multicast off for everything started from here (see the header).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+two_gpu=0
+bring_back=""
+if [[ "${1:-}" == "--two-gpu" ]]; then
+  two_gpu=1
+  bring_back="${3:-${OUT:-}}"
+  shift
+fi
+
 build_dir="${1:-build/gpu}"
 work="${GPU_CHECK_WORK:-/tmp/gpuprof_gpu_check}"
 python="${GPUPROF_TEST_PYTHON:-python3}"
@@ -166,7 +189,11 @@ if "$python" -c 'import torch' >/dev/null 2>&1; then
 fi
 
 # ---- 1. the gpu tests (the cases CTest registers as GpuRunTest.<case>) --------------------------
-mapfile -t cases < <("$python" tests/gpu/run_case.py --list)
+if [[ $two_gpu -eq 1 ]]; then
+  mapfile -t cases < <("$python" tests/gpu/run_case.py --list --min-gpus 2)
+else
+  mapfile -t cases < <("$python" tests/gpu/run_case.py --list)
+fi
 for case in "${cases[@]}"; do
   echo
   echo "==== GpuRunTest.$case"
@@ -181,6 +208,22 @@ for case in "${cases[@]}"; do
   esac
   record "GpuRunTest.$case" "$result" "$elapsed"
 done
+
+# ---- 1'. --two-gpu: bring TwoRanksNccl's rank profiles back; nothing else runs ----------------------
+if [[ $two_gpu -eq 1 ]]; then
+  ranks="$work/tests/TwoRanksNccl/out"
+  if [[ -z "$bring_back" ]]; then
+    echo "gpu_check: --two-gpu: no BRING_BACK_DIR and no \$OUT; the rank profiles stay in $ranks"
+  elif compgen -G "$ranks/*_ascend_pt" > /dev/null; then
+    mkdir -p "$bring_back/two_ranks"
+    cp -a "$ranks"/*_ascend_pt "$bring_back/two_ranks/"
+    echo "gpu_check: the rank profiles are in $bring_back/two_ranks:"
+    find "$bring_back/two_ranks" -name '*.db' -exec ls -l {} \;
+    record "bring back the rank profiles" passed "0"
+  else
+    record "bring back the rank profiles" "skipped (TwoRanksNccl wrote none)" "0"
+  fi
+else  # the rest of the normal run, up to the table
 
 # ---- 1b. gtest programs with the gpu label (chunk kernels and CudaDevice's arena, B1-B3) ---------
 for gtest in "$build_dir"/tests/gpu/chunk_kernels_gpu_test "$build_dir"/tests/gpu/cuda_device_gpu_test; do
@@ -293,6 +336,8 @@ else
   echo "==== examples: skipped: $python cannot import torch"
   record "train_plain" "skipped (torch not importable)" "0"
 fi
+
+fi  # --two-gpu
 
 # ---- 3. the table ---------------------------------------------------------------------------------
 failed=0
