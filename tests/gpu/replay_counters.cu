@@ -51,10 +51,10 @@ __global__ void fixed_grid(unsigned* out) {
 
 int main(int argc, char** argv) {
   const int device = argc > 1 ? std::atoi(argv[1]) : 0;
-  int count = 0;
-  GPUPROF_TEST_CUDA_CHECK(cudaGetDeviceCount(&count));
-  if (device < 0 || device >= count) {
-    std::printf("gpuprof-test: skip reason=no_device_%d devices=%d\n", device, count);
+  int device_count = 0;
+  GPUPROF_TEST_CUDA_CHECK(cudaGetDeviceCount(&device_count));
+  if (device < 0 || device >= device_count) {
+    std::printf("gpuprof-test: skip reason=no_device_%d devices=%d\n", device, device_count);
     return 0;
   }
   GPUPROF_TEST_CUDA_CHECK(cudaSetDevice(device));
