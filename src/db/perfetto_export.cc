@@ -226,7 +226,7 @@ class Tracks {
     }
   }
 
-  // `pid` is a Python process: the Python package recorded its ops (PYTORCH_API).
+  // `pid` is a Python process: the Python package recorded its torch ops or Python functions.
   void MarkPython(std::uint32_t pid) { python_pids_.insert(pid); }
 
   void EmitMetadata(std::string* out, bool* first_event) {
@@ -530,7 +530,9 @@ class Exporter {
       const std::uint32_t pid = tracks_.HostPid(db, PidOf(global_tid));
       const std::uint32_t tid = TidOf(global_tid);
       tracks_.Thread(pid, tid, "thread");
-      tracks_.MarkPython(pid);
+      // Torch ops and Python functions come from the Python package; an mstx row (50004) may come
+      // from a C++ program's NVTX mark.
+      if (q.Int(4) == 50001 || q.Int(4) == 50003) tracks_.MarkPython(pid);
       std::string_view category = "cpu_op";
       switch (q.Int(4)) {
         case 50002: category = "queue"; break;
