@@ -188,6 +188,9 @@ struct ReplayOptions {
   // kernel nodes passes the name test (every graph when the name is empty), and -s/-c count graph
   // launches as launches; in kNode every kernel node that passes the name test is replayed.
   GraphReplay graph_replay = GraphReplay::kOff;
+  // Whether the command offers --graph-replay (GPUPROF_REPLAY_GRAPH): a declined graph launch's
+  // message suggests it only then (`gpuprof demo` has no such option).
+  bool graph_replay_offered = true;
 };
 
 // One metric's value for one replayed launch.

@@ -77,13 +77,20 @@ void SetLogLevel(LogLevel level) noexcept {
 
 void EmitLogLine(LogLevel level, std::string_view file, int line, std::string_view text) noexcept {
   try {
+    // A user reads "[gpuprof] warning: text"; where in gpuprof's source it came from is for the
+    // developer who asked for debug output, and only then shown.
     std::string out = "[gpuprof] ";
-    out += LevelLetter(level);
-    out += ' ';
-    out += BaseName(file);
-    out += ':';
-    out += std::to_string(line);
-    out += "] ";
+    if (CurrentLogLevel() == LogLevel::kDebug) {
+      out += LevelLetter(level);
+      out += ' ';
+      out += BaseName(file);
+      out += ':';
+      out += std::to_string(line);
+      out += "] ";
+    } else {
+      out += LogLevelName(level);
+      out += ": ";
+    }
     out += text;
     if (g_capture.load(std::memory_order_acquire) != nullptr) {
       std::lock_guard<std::mutex> lock(g_capture_mu);

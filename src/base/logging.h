@@ -1,4 +1,4 @@
-// Logging: one prefix ("[gpuprof] "), one sink (stderr), level from GPUPROF_LOG_LEVEL.
+// Logging: one prefix ("[gpuprof] warning: "), one sink (stderr), level from GPUPROF_LOG_LEVEL.
 //
 //   GPUPROF_LOG(kWarning) << "replay declined for " << name << ": " << reason;
 //
@@ -31,7 +31,8 @@ LogLevel CurrentLogLevel() noexcept;
 void SetLogLevel(LogLevel level) noexcept;
 inline bool LogEnabled(LogLevel level) noexcept { return level >= CurrentLogLevel(); }
 
-// Writes one finished line ("[gpuprof] W file.cc:12] text") to the sink.
+// Writes one finished line to the sink: "[gpuprof] warning: text", or, while the level is debug,
+// "[gpuprof] W file.cc:12] text" (source locations are for developers, never in a user's warning).
 void EmitLogLine(LogLevel level, std::string_view file, int line, std::string_view text) noexcept;
 
 class LogMessage {

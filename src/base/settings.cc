@@ -233,7 +233,7 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
      "MiB of device memory that snapshots leave free; beyond it they go to host memory", nullptr},
     {SettingId::kReplayStorage, "replay_storage", "GPUPROF_REPLAY_STORAGE", "", T::kChoice, 0, 0,
      "device|pinned|pageable|file", "device", "--storage", kReplayCommand, "TIER",
-     "Fastest storage for snapshots (B2): device memory under the reserve, then pinned host memory, then "
+     "Fastest storage for snapshots: device memory under the reserve, then pinned host memory, then "
      "pageable host memory, then a spill file (mode 0600, deleted at exit) under the output directory; "
      "what does not fit goes to the next",
      nullptr},

@@ -15,6 +15,7 @@
 
 #include "base/utf8.h"
 #include "cli/cli11.h"
+#include "cli/default_output.h"
 #include "cli/exit_codes.h"
 #include "cli/help_formatter.h"
 #include "cli/html_report.h"
@@ -624,8 +625,8 @@ int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err) {
 
 namespace {
 
-int RunExport(const std::string& path, const std::string& format, const std::string& output,
-              std::string_view progress, std::ostream& out, std::ostream& err) {
+int RunExport(const std::string& path, const std::string& format, const std::string& requested_output,
+              bool force, std::string_view progress, std::ostream& out, std::ostream& err) {
   std::vector<std::string_view> formats = db::ExportFormats();
   if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
     std::string known;
@@ -636,6 +637,16 @@ int RunExport(const std::string& path, const std::string& format, const std::str
   }
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
+  // Without -o: beside the profile, as report's page; a file there that an earlier export did not
+  // write is the user's, and stays.
+  const std::string output =
+      requested_output.empty() ? DefaultOutputPath(path, kDefaultTraceName) : requested_output;
+  if (requested_output.empty() && !force) {
+    if (Status replaceable = CheckDefaultTraceReplaceable(output); !replaceable.ok()) {
+      PrintError(err, replaceable);
+      return kExitFailure;
+    }
+  }
   StatusOr<db::ExportSummary> summary = [&] {
     WorkProgress line(progress, "gpuprof export");
     return db::ExportPerfettoTrace(resolved->dbs, output, line.progress());
@@ -647,30 +658,23 @@ int RunExport(const std::string& path, const std::string& format, const std::str
   for (const std::string& note : summary->notes) err << "gpuprof: note: " << note << "\n";
   // With -o - the trace is standard output: the summary goes to stderr, so the JSON stays valid.
   std::ostream& report = output == "-" ? err : out;
-  report << "wrote " << (output == "-" ? "standard output" : output) << " (" << FormatBytes(summary->bytes)
-         << "): " << summary->dbs << " DB(s), " << summary->slices << " slices, " << summary->flows
-         << " flows, " << summary->counters << " counter samples, " << summary->instants << " instants, "
-         << summary->async_ranges << " async ranges\n"
+  std::error_code ec;
+  const std::string shown = output == "-" ? std::string("standard output")
+                                          : std::filesystem::absolute(output, ec).lexically_normal().string();
+  report << "wrote " << shown << " (" << FormatBytes(summary->bytes) << "): " << summary->dbs << " DB(s), "
+         << summary->slices << " slices, " << summary->flows << " flows, " << summary->counters
+         << " counter samples, " << summary->instants << " instants, " << summary->async_ranges
+         << " async ranges\n"
          << "open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing\n";
   return kExitOk;
-}
-
-// Where `report` writes when -o is not given: in the profile's own folder (the run directory of a
-// DB, or the directory given), a file gpuprof names.
-std::string DefaultReportPath(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path dir = fs::is_directory(path, ec) ? fs::path(path) : fs::path(path).parent_path();
-  if (dir.filename() == "ASCEND_PROFILER_OUTPUT") dir = dir.parent_path();
-  if (dir.empty()) dir = ".";
-  return (dir / "gpuprof_report.html").lexically_normal().string();
 }
 
 int RunReport(const std::string& path, const std::string& requested_output, std::size_t top,
               std::string_view progress, std::ostream& out, std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
-  const std::string output = requested_output.empty() ? DefaultReportPath(path) : requested_output;
+  const std::string output =
+      requested_output.empty() ? DefaultOutputPath(path, kDefaultReportName) : requested_output;
   // What -o names is checked before any DB is read (a directory, a dangling link).
   if (Status usable = db::OutputFile::ClassifyOutput(output, "report.html").status(); !usable.ok()) {
     PrintError(err, usable);
@@ -834,13 +838,17 @@ DbCommands::DbCommands(CLI::App& app) {
   export_
       ->add_option(
           "-o,--output", output_,
-          "Output file: a new or regular file is written complete or not at all (renamed into place), "
-          "a device or FIFO is written into, '-' is standard output, a symbolic link is followed")
-      ->type_name("FILE")
-      ->required();
+          "Output file (default: gpuprof_trace.json in the profile's run directory, or in the directory "
+          "given; a file of that name that gpuprof export did not write is kept unless --force): a new or "
+          "regular file is written complete or not at all (renamed into place), a device or FIFO is written "
+          "into, '-' is standard output, a symbolic link is followed")
+      ->type_name("FILE");
+  export_->add_flag(
+      "--force", force_,
+      "Without -o: replace the default gpuprof_trace.json even when gpuprof export did not write it");
 
   if (auto help = std::dynamic_pointer_cast<HelpFormatter>(app.get_formatter())) {
-    help->SetUsage(export_, "Usage: gpuprof export [--format perfetto] PATH -o FILE");
+    help->SetUsage(export_, "Usage: gpuprof export [--format perfetto] PATH [-o FILE] [--force]");
   }
 
   report_ = app.add_subcommand(
@@ -886,7 +894,7 @@ int DbCommands::Run(std::ostream& out, std::ostream& err) const {
                 : RunStats(stats_path_, top_, stats_settings_->value(progress), out, err);
   }
   if (export_->parsed())
-    return RunExport(export_path_, format_, output_, export_settings_->value(progress), out, err);
+    return RunExport(export_path_, format_, output_, force_, export_settings_->value(progress), out, err);
   if (report_->parsed()) {
     return RunReport(report_path_, report_output_, report_top_, report_settings_->value(progress), out, err);
   }

@@ -3,7 +3,7 @@
 // directory of them (one DB per rank).
 //
 // Exit codes, as for every gpuprof command: 0 success, 1 bad input or a failed check (a message
-// names the file, the problem and the fix), 2 usage (unknown --format, missing -o).
+// names the file, the problem and the fix), 2 usage (unknown --format, an unknown flag).
 #pragma once
 
 #include <cstddef>
@@ -57,6 +57,7 @@ class DbCommands {
   std::string export_path_;
   std::string format_ = "perfetto";
   std::string output_;
+  bool force_ = false;
   std::string report_path_;
   std::string report_output_;
   std::size_t report_top_ = 25;

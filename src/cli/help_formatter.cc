@@ -83,6 +83,26 @@ std::string HelpFormatter::make_option_name(const CLI::Option* opt, bool is_posi
   return names.empty() ? opt->get_name(false, false) : names;
 }
 
+std::string HelpFormatter::make_option(const CLI::Option* opt, bool is_positional) const {
+  const std::string name = "  " + make_option_name(opt, is_positional) + make_option_opts(opt);
+  const std::string description = make_option_desc(opt);
+  const std::size_t column = get_column_width();
+  std::string out = name;
+  if (!description.empty()) {
+    if (name.size() + 2 <= column) {
+      out.append(column - name.size(), ' ');
+    } else {
+      out += '\n' + std::string(column, ' ');
+    }
+    for (char c : description) {
+      out.push_back(c);
+      if (c == '\n') out.append(column, ' ');
+    }
+  }
+  out.push_back('\n');
+  return out;
+}
+
 std::string HelpFormatter::make_option_opts(const CLI::Option* opt) const {
   // A positional's name is its placeholder; a flag takes no value.
   if (opt->get_positional() || opt->get_type_name().empty() || opt->get_expected_max() == 0) return "";

@@ -34,6 +34,9 @@ class HelpFormatter : public CLI::Formatter {
   std::string make_usage(const CLI::App* app, std::string name) const override;
   std::string make_option_name(const CLI::Option* opt, bool is_positional) const override;
   std::string make_option_opts(const CLI::Option* opt) const override;
+  // CLI11's entry, except that a name ending a space or one short of the description column puts
+  // its description on the next line (WrapHelpText finds the column after a gap of two spaces).
+  std::string make_option(const CLI::Option* opt, bool is_positional) const override;
 
  private:
   std::map<const CLI::App*, std::string> usage_;

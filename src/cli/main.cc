@@ -7,9 +7,11 @@
 #include <string>
 
 #include "base/settings.h"
+#include "cli/build_info.h"
 #include "cli/cli11.h"
 #include "cli/db_commands.h"
 #include "cli/demo.h"
+#include "cli/did_you_mean.h"
 #include "cli/escaping_stream.h"
 #include "cli/exit_codes.h"
 #include "cli/help_formatter.h"
@@ -25,6 +27,16 @@
 
 namespace gpuprof::cli {
 namespace {
+
+// What a bug report needs: which source (the commit; "-dirty": with uncommitted changes; "unknown":
+// built outside a git checkout) and which build (CUDA and the torch hooks are optional).
+std::string VersionText() {
+  return std::string("gpuprof ") + GPUPROF_VERSION_STRING + "\n" +  //
+         "commit: " + GPUPROF_BUILD_COMMIT + "\n" +                 //
+         "build type: " + GPUPROF_BUILD_TYPE + "\n" +               //
+         "CUDA backend: " + GPUPROF_BUILD_CUDA + "\n" +             //
+         "torch hooks: " + GPUPROF_BUILD_TORCH;
+}
 
 int UsageError(const std::string& message, const std::string& help_command) {
   std::cerr << "gpuprof: error: " << message << "\n"
@@ -51,6 +63,7 @@ int RunDemoCommand(const DemoFlags& flags, const SettingOptions& settings) {
     return UsageError("--restore must be auto, exact or full", "gpuprof demo --help");
   }
   options.replay.chunk_size = flags.chunk_kib * 1024;
+  options.replay.graph_replay_offered = false;  // the demo's graph launches always run once
   options.devices = flags.devices;
   options.output_dir = flags.output_dir;
   if (Status valid = replay::Controller::ValidateOptions(options.replay); !valid.ok()) {
@@ -69,8 +82,7 @@ int RunDemoCommand(const DemoFlags& flags, const SettingOptions& settings) {
 int Main(int argc, char** argv) {
   CLI::App app{"gpuprof: a CUDA/PyTorch profiler with kernel replay (device-memory snapshot and restore)",
                "gpuprof"};
-  app.set_version_flag("--version", std::string("gpuprof ") + GPUPROF_VERSION_STRING,
-                       "Print the version and exit");
+  app.set_version_flag("--version", VersionText(), "Print the version, commit and build options, and exit");
   app.require_subcommand(0, 1);
   app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands, which share it
 
@@ -107,7 +119,12 @@ int Main(int argc, char** argv) {
     std::string help = demo->parsed() ? "gpuprof demo --help" : db_commands.HelpCommand();
     if (run_command.parsed()) help = "gpuprof run --help";
     if (replay_command.parsed()) help = "gpuprof replay --help";
-    return UsageError(e.what(), help.empty() ? "gpuprof --help" : help);
+    // CLI11 lists unexpected words last first and suggests nothing: name the first unknown one
+    // and the closest valid command or option instead.
+    const std::string message = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr
+                                    ? DescribeExtras(app, app.remaining(/*recurse=*/true))
+                                    : std::string(e.what());
+    return UsageError(message, help.empty() ? "gpuprof --help" : help);
   }
 
   if (demo->parsed()) return RunDemoCommand(flags, demo_settings);

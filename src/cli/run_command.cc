@@ -33,6 +33,7 @@
 #include "base/utf8.h"
 #include "cli/cli11.h"
 #include "cli/db_commands.h"
+#include "cli/did_you_mean.h"
 #include "cli/exit_codes.h"
 #include "cli/help_formatter.h"
 #include "cli/live_line.h"
@@ -614,9 +615,9 @@ says why in one line: usually that the application never initialized CUDA (a CPU
 
 PyTorch scripts: when the script imports torch, the gpuprof Python package (python/ beside the
 build, or $GPUPROF_PYTHON_DIR) also records its ops, input shapes (--no-record-shapes: off),
-allocator events (--no-profile-memory: off), Python call stacks (--with-stack: on) and steps, on the CPU too: each optimizer.step() ends a
-step unless the script calls gpuprof.profile's step() itself; a script's own gpuprof.profile joins
-the run's DB.
+allocator events (--no-profile-memory: off), Python call stacks (--with-stack: on) and steps, on the
+CPU too: each optimizer.step() ends a step unless the script calls gpuprof.profile's step() itself;
+a script's own gpuprof.profile joins the run's DB.
 
 Child processes: without --follow-children only the process gpuprof started is profiled (a child
 that uses CUDA runs unprofiled); with it, every descendant that uses CUDA writes its own DB, named
@@ -660,8 +661,8 @@ kernel launch is replayed (slow for a large program: pick kernels).
 Each pass flushes the L2 cache first (--cache-control all, Nsight Compute's default) unless
 --cache-control none. --restore auto writes back only the chunks a pass changed; full writes
 everything back. Snapshots are kept in device memory while --device-reserve MiB stay free (then
-pinned host memory, then pageable); the DB's snapshotDeviceBytes says where they went. --strict declines launches while host-mapped, managed or IPC memory is live
-(writes to it cannot be undone).
+pinned host memory, then pageable); the DB's snapshotDeviceBytes says where they went. --strict
+declines launches while host-mapped, managed or IPC memory is live (writes to it cannot be undone).
 
 Kernels that use device printf are replayed, and what they print repeats once per pass (one
 warning per kernel says so; --no-replay-printf-kernels declines them). Kernels that use device
@@ -695,8 +696,9 @@ profile records (python/README.md).
 
 Example: gpuprof replay --passes 5 -k regex:gemm -c 3 -- python3 examples/train_plain.py --steps 5
          gpuprof replay --graph-replay node -- python3 examples/infer_compiled.py
-         gpuprof replay --from-script -- python3 examples/train_profiled.py --replay-kernel regex:gemm
-         gpuprof replay -k regex:gemm -c 1 --section SpeedOfLight,MemoryWorkloadAnalysis,Occupancy -- ./app
+         gpuprof replay --from-script -- \
+             python3 examples/train_profiled.py --replay-kernel regex:gemm
+         gpuprof replay -k regex:gemm -c 1 --section SpeedOfLight,Occupancy -- ./app
          gpuprof replay --query-metrics --chip GH100
 )";
 
@@ -730,8 +732,9 @@ RunCommand::RunCommand(CLI::App& app, bool replay) : replay_(replay) {
         ->needs(query);
     run_->add_flag(
             "--csv", csv_,
-            "After the run, print each replayed launch's metric values as CSV (kernel, launch, metric, "
-            "unit, value) on stdout (not yet: the DB reader does not read them; it says so)")
+            "After the run, print each replayed launch's metric values as CSV, as `gpuprof stats --csv "
+            "DIR` does (rank,kernelId,kernel,launchIndex,metric,unit,value,passes), on stderr with gpuprof's "
+            "other lines (stdout stays the application's)")
         ->excludes(query);
   }
   run_->footer(replay_ ? kReplayFooter : kRunFooter);
@@ -803,7 +806,9 @@ int RunCommand::Run(std::ostream& report) const {
   // than try to run it.
   if (const std::string& first = app_argv.front();
       first.size() > 1 && first[0] == '-' && (!separator_ || !run_->remaining().empty())) {
+    const std::string closest = ClosestWord(first.substr(0, first.find('=')), OptionNames(*run_));
     report << "gpuprof: error: " << first << " is not a flag of gpuprof " << name()
+           << (closest.empty() ? "" : " (did you mean '" + closest + "'?)")
            << "; put the application after `--` if its name starts with '-'\n"
            << "run 'gpuprof " << name() << " --help' for the accepted flags and values\n";
     return kExitUsage;

@@ -24,6 +24,7 @@
 #include "base/json.h"
 #include "db/db_constants.h"
 #include "db/output_file.h"
+#include "db/trace_args.h"
 
 namespace gpuprof::db {
 namespace {
@@ -86,6 +87,12 @@ class Event {
     }
     base::AppendJsonString(out_, std::string(value.substr(0, cut)) + "... [cut from " +
                                      std::to_string(value.size()) + " bytes]");
+    return *this;
+  }
+  // A value already in JSON (an array of Input Dims).
+  Event& Json(std::string_view key, std::string_view json) {
+    Key(key);
+    out_->append(json);
     return *this;
   }
   Event& Int(std::string_view key, std::int64_t value) {
@@ -219,7 +226,17 @@ class Tracks {
     }
   }
 
-  void EmitMetadata(std::string* out, bool* first_event) const {
+  // `pid` is a Python process: the Python package recorded its torch ops or Python functions.
+  void MarkPython(std::uint32_t pid) { python_pids_.insert(pid); }
+
+  void EmitMetadata(std::string* out, bool* first_event) {
+    // A Python process's main thread (tid == pid) is the one Python names "MainThread"; torch's
+    // own threads (autograd) have no Python name and keep their number.
+    for (const auto& [key, pid] : host_pids_) {
+      if (python_pids_.count(pid) == 0 || key.second <= 0) continue;
+      auto main = threads_.find({pid, static_cast<std::uint32_t>(key.second)});
+      if (main != threads_.end()) main->second.name = "MainThread";
+    }
     for (const Process& process : processes_) {
       {
         Event event(out, first_event, 0);
@@ -281,6 +298,7 @@ class Tracks {
   std::vector<Process> processes_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, ThreadInfo> threads_;
   std::pair<std::uint32_t, std::uint32_t> last_thread_{0, 0};
+  std::set<std::uint32_t> python_pids_;
 };
 
 std::int64_t PidOf(std::int64_t global_tid) {
@@ -512,6 +530,9 @@ class Exporter {
       const std::uint32_t pid = tracks_.HostPid(db, PidOf(global_tid));
       const std::uint32_t tid = TidOf(global_tid);
       tracks_.Thread(pid, tid, "thread");
+      // Torch ops and Python functions come from the Python package; an mstx row (50004) may come
+      // from a C++ program's NVTX mark.
+      if (q.Int(4) == 50001 || q.Int(4) == 50003) tracks_.MarkPython(pid);
       std::string_view category = "cpu_op";
       switch (q.Int(4)) {
         case 50002: category = "queue"; break;
@@ -525,8 +546,24 @@ class Exporter {
       event.BeginArgs();
       if (!q.IsNull(5)) event.Int("Sequence number", q.Int(5));
       if (!q.IsNull(6)) event.Int("Fwd thread id", q.Int(6));
-      if (!q.IsNull(7) && !q.Text(7).empty()) event.Str("Input Dims", q.Text(7));
-      if (!q.IsNull(8) && !q.Text(8).empty()) event.Str("Input type", q.Text(8));
+      // As torch's Chrome trace has them: "Input Dims": [[64, 10], [10, 512]], "Input type":
+      // ["float", "float"]; a text too long for the trace, or not dims, stays text (then cut).
+      if (!q.IsNull(7) && !q.Text(7).empty()) {
+        std::optional<std::string> dims;
+        if (q.Text(7).size() <= kMaxTraceStringBytes) dims = InputDimsJson(q.Text(7));
+        if (dims.has_value()) {
+          event.Json("Input Dims", *dims);
+        } else {
+          event.Str("Input Dims", q.Text(7));
+        }
+      }
+      if (!q.IsNull(8) && !q.Text(8).empty()) {
+        if (q.Text(8).size() <= kMaxTraceStringBytes) {
+          event.Json("Input type", InputTypesJson(q.Text(8)));
+        } else {
+          event.Str("Input type", q.Text(8));
+        }
+      }
       event.EndArgs();
       ++summary_->slices;
     });

@@ -8,6 +8,7 @@ add_library(gpuprof_db_reader STATIC
   stats.cc
   cluster_stats.cc
   perfetto_export.cc
+  trace_args.cc
   check.cc
   report_data.cc)
 add_library(gpuprof::db_reader ALIAS gpuprof_db_reader)

@@ -210,11 +210,16 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
   if (request.kind == device::LaunchKind::kGraph) {
     record.replay_mode = ReplayMode::kGraph;
     if (!warned_graph_.exchange(true, std::memory_order_relaxed)) {
-      GPUPROF_LOG(kWarning) << "graph launches are not replayed; each runs once (pass " << GraphReplayHint()
-                            << " to replay them; this warning is shown once)";
+      GPUPROF_LOG(kWarning) << "graph launches are not replayed; each runs once ("
+                            << (options.graph_replay_offered
+                                    ? "pass " + GraphReplayHint() + " to replay them; "
+                                    : std::string())
+                            << "this warning is shown once)";
     }
     return decline(DeclineReason::kGraphLaunch,
-                   "graph launches are not replayed; pass " + GraphReplayHint() + " to replay them");
+                   options.graph_replay_offered
+                       ? "graph launches are not replayed; pass " + GraphReplayHint() + " to replay them"
+                       : "graph launches are not replayed");
   }
   if (request.stream_capturing) {
     return decline(DeclineReason::kStreamCapture,

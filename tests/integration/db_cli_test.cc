@@ -478,13 +478,6 @@ TEST_F(DbCliTest, ExportUnknownFormatIsAUsageErrorListingFormats) {
   EXPECT_FALSE(fs::exists(trace));
 }
 
-TEST_F(DbCliTest, ExportWithoutOutputIsAUsageError) {
-  CliResult result = Run("export " + ShellQuote(db_));
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_THAT(result.err, HasSubstr("--output is required"));
-  EXPECT_THAT(result.err, HasSubstr("gpuprof export --help"));
-}
-
 TEST_F(DbCliTest, MissingPathArgumentIsAUsageError) {
   for (const std::string command : {"stats", "check", "export -o x.json"}) {
     CliResult result = Run(command);

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -99,10 +101,112 @@ std::uint64_t TotalRestored(const std::vector<PassRow>& rows) {
   return total;
 }
 
-TEST(GpuprofCliTest, VersionFlagPrintsProjectVersion) {
+// What a bug report needs (issue 39): the version, the commit ("-dirty" with uncommitted changes,
+// "unknown" outside a git checkout) and the build's options.
+TEST(GpuprofCliTest, VersionNamesTheCommitAndTheBuildOptions) {
   CliResult result = RunCli("--version");
   EXPECT_EQ(result.exit_code, 0);
-  EXPECT_EQ(result.output, std::string("gpuprof ") + GPUPROF_EXPECTED_VERSION + "\n");
+  const std::vector<std::string> lines = Split(result.output, '\n');
+  ASSERT_EQ(lines.size(), 5u) << result.output;
+  EXPECT_EQ(lines[0], std::string("gpuprof ") + GPUPROF_EXPECTED_VERSION);
+  EXPECT_TRUE(std::regex_match(lines[1], std::regex("commit: ([0-9a-f]{7,40}(-dirty)?|unknown)")))
+      << lines[1];
+  EXPECT_TRUE(std::regex_match(lines[2], std::regex("build type: [A-Za-z]+"))) << lines[2];
+  EXPECT_TRUE(std::regex_match(lines[3], std::regex("CUDA backend: (on \\(CUDA toolkit [0-9.]+\\)|off)")))
+      << lines[3];
+  EXPECT_TRUE(std::regex_match(lines[4], std::regex("torch hooks: (on \\(torch [0-9][0-9A-Za-z.+]*\\)|off)")))
+      << lines[4];
+}
+
+// A typo (issue 39): the word as typed and the closest valid one, not CLI11's reversed list; the
+// usage exit code.
+TEST(GpuprofCliTest, ATypoNamesTheWordAndTheClosestCommandOrOption) {
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"stat x.db", "gpuprof: error: unknown command 'stat'; did you mean 'stats'?"},
+      {"exprot x.db", "gpuprof: error: unknown command 'exprot'; did you mean 'export'?"},
+      {"stats --tpo 5 x.db",
+       "gpuprof: error: unknown option '--tpo' of 'gpuprof stats'; did you mean '--top'?"},
+      {"demo --pases 3",
+       "gpuprof: error: unknown option '--pases' of 'gpuprof demo'; did you mean '--passes'?"},
+      {"--verison", "gpuprof: error: unknown option '--verison' of 'gpuprof'; did you mean '--version'?"},
+      {"replay --pases 3 -- true",
+       "gpuprof: error: --pases is not a flag of gpuprof replay (did you mean "
+       "'--passes'?)"},
+  };
+  for (const Case& c : cases) {
+    CliResult result = RunCli(c.args, /*merge_stderr=*/true);
+    EXPECT_EQ(result.exit_code, 2) << c.args;
+    EXPECT_THAT(result.output, HasSubstr(c.message)) << c.args;
+    EXPECT_THAT(result.output, Not(HasSubstr("not expected"))) << c.args;
+  }
+}
+
+// Every --help (issue 39): no internal rule ids ("(B2)", "R3", "W5": docs/replay_rules.md's, not
+// the user's), and every line of an options list on the formatter's columns: an entry at 2, its
+// description (and each continuation) at 28.
+TEST(GpuprofCliTest, EveryHelpHasNoRuleIdsAndKeepsTheFormattersColumns) {
+  const std::regex rule_id("\\b[BCRW][0-9]{1,2}\\b");
+  constexpr std::size_t kColumn = 28;
+  for (const std::string command : {"", "demo", "stats", "export", "report", "check", "run", "replay"}) {
+    CliResult result = RunCli(command + " --help");
+    EXPECT_EQ(result.exit_code, 0) << command;
+    bool in_list = false;
+    for (const std::string& line : Split(result.output, '\n')) {
+      EXPECT_FALSE(std::regex_search(line, rule_id)) << command << ": " << line;
+      if (line.empty()) {
+        in_list = false;
+        continue;
+      }
+      if (line == "Options:" || line == "Subcommands:" || line == "Positionals:" || line == "OPTIONS:" ||
+          line == "SUBCOMMANDS:" || line == "POSITIONALS:") {
+        in_list = true;
+        continue;
+      }
+      if (!in_list) continue;
+      const std::size_t indent = line.find_first_not_of(' ');
+      if (indent == kColumn) continue;  // a description on its own line
+      ASSERT_EQ(indent, 2u) << command << ": " << line;
+      const std::size_t gap = line.find("  ", indent);
+      if (gap == std::string::npos) {
+        // A name alone (its description below): "--opt" or "--opt VALUE=default", no more words.
+        EXPECT_LE(Words(line).size(), 2u) << command << ": a description off the column: " << line;
+        continue;
+      }
+      EXPECT_EQ(line.find_first_not_of(' ', gap), kColumn) << command << ": " << line;
+    }
+  }
+}
+
+// The demo suggests only what its reader accepts (issue 39: it suggested --graph-replay, which
+// only `replay` has): every --option in its output is an option of the command it is given with
+// ('gpuprof export --format ...'), else of `demo`.
+TEST(GpuprofCliTest, EveryOptionTheDemoSuggestsIsAccepted) {
+  char dir_template[] = "/tmp/gpuprof_demo_suggests_XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  CliResult result = RunCli("demo --passes 2 -o '" + dir + "'", /*merge_stderr=*/true);
+  EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::map<std::string, std::string> helps;
+  const std::regex mention("(gpuprof ([a-z]+)[^']*?)?(--[a-z][a-z-]+)");
+  int suggested = 0;
+  for (const std::string& line : Split(result.output, '\n')) {
+    for (std::sregex_iterator it(line.begin(), line.end(), mention), end; it != end; ++it) {
+      const std::string command = (*it)[2].matched ? (*it)[2].str() : "demo";
+      const std::string option = (*it)[3].str();
+      if (!helps.count(command)) helps[command] = RunCli(command + " --help").output;
+      EXPECT_TRUE(std::regex_search(helps[command], std::regex("(^|[ ,])" + option + "([ ,=\\n]|$)")))
+          << "the demo suggests " << option << " for gpuprof " << command << ", which does not take it:\n"
+          << line;
+      ++suggested;
+    }
+  }
+  EXPECT_GT(suggested, 0) << "the demo names at least one option ('gpuprof export --format perfetto')\n"
+                          << result.output;
 }
 
 TEST(GpuprofCliTest, HelpListsDemoSubcommand) {

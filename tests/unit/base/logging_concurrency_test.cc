@@ -31,7 +31,7 @@ TEST(ScopedLogCaptureTest, LinesFromManyThreadsAreCapturedWhole) {
     std::vector<std::string> lines = capture.lines();
     ASSERT_EQ(lines.size(), static_cast<std::size_t>(kThreads * kLinesPerThread));
     for (const std::string& line : lines) {
-      EXPECT_EQ(line.rfind("[gpuprof] I ", 0), 0u) << line;
+      EXPECT_EQ(line.rfind("[gpuprof] info: ", 0), 0u) << line;
       EXPECT_EQ(line.substr(line.size() - 4), " end") << line;
     }
     for (int t = 0; t < kThreads; ++t) {
@@ -57,7 +57,7 @@ TEST(ScopedLogCaptureTest, CapturesComingAndGoingWhileAnotherThreadLogs) {
     ScopedLogCapture capture;
     std::this_thread::yield();
     for (const std::string& line : capture.lines()) {
-      EXPECT_EQ(line.rfind("[gpuprof] E ", 0), 0u) << line;
+      EXPECT_EQ(line.rfind("[gpuprof] error: ", 0), 0u) << line;
       EXPECT_EQ(line.substr(line.size() - 4), " end") << line;
       ++captured;
     }

@@ -55,7 +55,26 @@ TEST_F(LoggingTest, SetLogLevelChangesWhatIsEnabled) {
   EXPECT_FALSE(LogEnabled(LogLevel::kError));
 }
 
-TEST_F(LoggingTest, LineHasPrefixLevelLetterFileAndLine) {
+// What a user reads (issue 39): the level in words and the text, no "file.cc:line" of gpuprof's.
+TEST_F(LoggingTest, UserFacingLinesCarryNoSourceLocation) {
+  for (LogLevel level : {LogLevel::kInfo, LogLevel::kWarning, LogLevel::kError}) {
+    SetLogLevel(level);
+    ScopedLogCapture capture;
+    GPUPROF_LOG(kError) << "replay declined for k1: " << 3;
+    ASSERT_EQ(capture.lines().size(), 1u);
+    EXPECT_EQ(capture.lines()[0], "[gpuprof] error: replay declined for k1: 3");
+    EXPECT_EQ(capture.lines()[0].find(".cc:"), std::string::npos) << capture.lines()[0];
+  }
+  SetLogLevel(LogLevel::kWarning);
+  ScopedLogCapture capture;
+  GPUPROF_LOG(kWarning) << "w";
+  GPUPROF_LOG(kInfo) << "not shown";
+  ASSERT_EQ(capture.lines().size(), 1u);
+  EXPECT_EQ(capture.lines()[0], "[gpuprof] warning: w");
+}
+
+// GPUPROF_LOG_LEVEL=debug is the developer's: every line then says where it came from.
+TEST_F(LoggingTest, DebugLevelLinesHaveLevelLetterFileAndLine) {
   SetLogLevel(LogLevel::kDebug);
   ScopedLogCapture capture;
   std::string kernel = "k1";
@@ -67,7 +86,7 @@ TEST_F(LoggingTest, LineHasPrefixLevelLetterFileAndLine) {
             "[gpuprof] W logging_test.cc:" + std::to_string(line) + "] replay declined for k1: 3");
 }
 
-TEST_F(LoggingTest, EachLevelHasItsLetter) {
+TEST_F(LoggingTest, EachLevelHasItsLetterAtDebugLevel) {
   SetLogLevel(LogLevel::kDebug);
   ScopedLogCapture capture;
   GPUPROF_LOG(kDebug) << "d";
@@ -138,6 +157,7 @@ TEST_F(LoggingTest, LogInUnbracedIfElseBindsToTheCallersIf) {
 }
 
 TEST_F(LoggingTest, EmitLogLineWritesOneLineWithTheFileBaseName) {
+  SetLogLevel(LogLevel::kDebug);
   ScopedLogCapture capture;
   EmitLogLine(LogLevel::kError, "/a/b/c/session.cc", 77, "text");
   ASSERT_EQ(capture.lines().size(), 1u);

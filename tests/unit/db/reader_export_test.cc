@@ -128,7 +128,11 @@ TEST_F(PerfettoExportTest, EveryOpTaskFlowCounterAndTrackIsThere) {
     if (op->Str("name") == "ProfilerStep#1") step = op;
     if (op->Str("name") == "aten::linear") {
       ASSERT_NE(op->Find("args"), nullptr);
-      EXPECT_EQ(op->Find("args")->Str("Input Dims"), "8,16;\r\n16,32");
+      // As torch's Chrome trace: [[8, 16], [16, 32]], not the DB's "8,16;\r\n16,32".
+      const JsonValue* dims = op->Find("args")->Find("Input Dims");
+      ASSERT_NE(dims, nullptr);
+      ASSERT_EQ(dims->array.size(), 2u);
+      EXPECT_EQ(dims->array[0].array[1].text, "16");
       EXPECT_EQ(op->Find("args")->Num("Sequence number"), 7);
     }
   }
@@ -195,7 +199,7 @@ TEST_F(PerfettoExportTest, EveryOpTaskFlowCounterAndTrackIsThere) {
   EXPECT_TRUE(process_names.count("rank 0 device 0 (Fixture GPU)"));
   EXPECT_TRUE(thread_names.count("stream 7"));
   EXPECT_TRUE(thread_names.count("stream 13"));
-  EXPECT_TRUE(thread_names.count("thread 4242"));
+  EXPECT_TRUE(thread_names.count("MainThread"));  // the Python process's main thread (tid == pid)
   EXPECT_TRUE(thread_names.count("thread 4243"));
   EXPECT_TRUE(thread_names.count("Python GC"));
   EXPECT_TRUE(thread_names.count("gpuprof replay"));

@@ -1,0 +1,43 @@
+#include "cli/default_output.h"
+
+#include <filesystem>
+#include <fstream>
+
+namespace gpuprof::cli {
+namespace {
+
+// How every trace of db::ExportPerfettoTrace begins (src/db/perfetto_export.cc): its otherData's
+// producer, within the first bytes.
+constexpr std::string_view kExportProducer = R"("producer":"gpuprof export")";
+constexpr std::size_t kHeadBytes = 256;
+
+}  // namespace
+
+std::string DefaultOutputPath(const std::string& profile_path, std::string_view file_name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path dir =
+      fs::is_directory(profile_path, ec) ? fs::path(profile_path) : fs::path(profile_path).parent_path();
+  if (dir.filename() == "ASCEND_PROFILER_OUTPUT") dir = dir.parent_path();
+  if (dir.empty()) dir = ".";
+  return (dir / file_name).lexically_normal().string();
+}
+
+Status CheckDefaultTraceReplaceable(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(path, ec);
+  if (status.type() == fs::file_type::not_found) return OkStatus();
+  if (status.type() == fs::file_type::regular) {
+    std::ifstream in(path, std::ios::binary);
+    std::string head(kHeadBytes, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    if (head.find(kExportProducer) != std::string::npos) return OkStatus();
+  }
+  return AlreadyExistsError(path +
+                            " exists and is not a trace gpuprof export wrote; pass --force to replace it, " +
+                            "or -o FILE to write the trace elsewhere");
+}
+
+}  // namespace gpuprof::cli
