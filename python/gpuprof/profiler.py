@@ -18,7 +18,9 @@ warm-up, and what a warm-up would record is discarded anyway.
 Profiles that record at once in one process (in threads, or nested) share one session and one
 DB: each one's db_path names it, and it is complete when the last of them stops. Under `gpuprof
 run` the process's session is already running: the profile joins it (one DB for the whole run,
-written when the program exits) and db_path stays None.
+written when the program exits, _run_db.py) and db_path names that DB; a db_handler's folder is
+not used (one warning says where the DB is), key_averages() is empty until the DB is written (one
+warning), and export_chrome_trace(path) writes the trace when the program exits, right after the DB.
 
 A profile that cannot record (an output folder it cannot create, a setting the session refuses,
 native libraries that do not load) says so in one RuntimeWarning, naming the problem and the fix,
@@ -357,6 +359,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         self._off = False  # this profile cannot record: it said why once and tries no more
         # `gpuprof run`'s own profile (_autorun.py): the session's configuration is the environment's.
         self._whole_run = _whole_run
+        self._in_run_db = False  # recorded into a session it did not start (`gpuprof run`'s): _run_db.py
 
     @property
     def recording(self):
@@ -425,18 +428,35 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         a list of entries (key, count, cpu_time_total, self_cpu_time_total, cpu_time, and the device
         times of the kernels linked to each op; microseconds) whose table(sort_by=..., row_limit=...)
         prints them as torch's does. Read from the DB with sqlite3 (_key_averages.py says how self
-        and device times are counted). RuntimeError while there is no complete DB."""
+        and device times are counted). RuntimeError while there is no complete DB; under `gpuprof
+        run`, empty (and one warning) until the run's DB is written at the program's exit."""
         from . import _key_averages
 
+        if self._in_run_db and not (self.db_path and os.path.isfile(self.db_path)):
+            from . import _run_db
+
+            _run_db.warn_not_written_yet("key_averages", self.db_path)
+            return _key_averages.EventList([], has_device=False)
         return _key_averages.key_averages(self._complete_db("key_averages"))
 
     def export_chrome_trace(self, path):
         """Writes this profile's DB (db_path) as Chrome trace-event JSON to `path`, through
         `gpuprof export DB -o path` (the CLI beside the native libraries, else `gpuprof` on PATH).
-        RuntimeError while there is no complete DB, or when the export fails (its message)."""
+        RuntimeError while there is no complete DB, or when the export fails (its message). Under
+        `gpuprof run`, the trace is written at the program's exit, once the run's DB is (one warning)."""
+        if self._in_run_db and self.db_path and not os.path.isfile(self.db_path):
+            from . import _autorun, _run_db
+
+            db, target = self.db_path, os.path.abspath(os.fspath(path))
+            if _autorun.after_run_db(lambda: self._export(db, target)):
+                _run_db.warn_not_written_yet("export_chrome_trace", db)
+                return
+        self._export(self._complete_db("export_chrome_trace"), path)
+
+    @staticmethod
+    def _export(db, path):
         import subprocess
 
-        db = self._complete_db("export_chrome_trace")
         cli = _native.cli_path()
         done = subprocess.run([cli, "export", db, "-o", os.fspath(path)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, errors="replace")
@@ -549,6 +569,10 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         if status != _native.GPUPROF_OK:
             self._cannot_record(status, n.last_error(), self._start_fix(status))
             return
+        if self._in_run_db and isinstance(self.on_trace_ready, db_handler):
+            from . import _run_db
+
+            _run_db.warn_handler_not_used(self.on_trace_ready.dir_name, self.db_path)
         enabled = n.hooks.gpuprof_torch_enable_v1(int(self.record_shapes), int(self.profile_memory),
                                                   int(self.with_stack))
         if enabled != 0:
@@ -663,12 +687,15 @@ class _SharedSession:
         """Starts or joins the session for `prof`; the native status."""
         with self.lock:
             ours = self.result_file is not None
-            if self.members and ours:
-                status = n.core.gpuprof_start(None)  # ours: nothing to configure, nothing to warn about
+            if self.members:
+                # Ours: nothing to configure. Not ours (`gpuprof run`'s): nothing would be applied,
+                # and the profile says itself what it cannot honour (_run_db.py).
+                status = n.core.gpuprof_start(None)
                 if status == _native.GPUPROF_OK:
                     self.members.append(prof)
                     self.joined.append(prof)
                     prof.db_path = self.db_path
+                    prof._in_run_db = not ours
                 return status
             config = None if prof._whole_run else json.dumps(prof._config()).encode()
             result_file, prof._result_file = prof._result_file, None
@@ -676,20 +703,20 @@ class _SharedSession:
             if status != _native.GPUPROF_OK:
                 _remove(result_file)
                 return status
-            if not self.members:
-                partial = _result_line(result_file, "partial")
-                if partial is not None:
-                    self.result_file = result_file
-                    self.db_path = partial[:-len(".partial")] if partial.endswith(".partial") else partial
-                else:
-                    _remove(result_file)  # joined a session not ours: the file was not taken
-                    self.result_file, self.db_path = None, None
-                self.joined = []
+            partial = _result_line(result_file, "partial")
+            if partial is not None:
+                self.result_file = result_file
+                self.db_path = partial[:-len(".partial")] if partial.endswith(".partial") else partial
             else:
-                _remove(result_file)  # joined a session not ours (its configuration is not applied)
+                _remove(result_file)  # joined a session not ours: the file was not taken
+                from . import _run_db
+
+                self.result_file, self.db_path = None, _run_db.running_db_path()
+            self.joined = []
             self.members.append(prof)
             self.joined.append(prof)
             prof.db_path = self.db_path
+            prof._in_run_db = self.result_file is None
             return _native.GPUPROF_OK
 
     def end(self, prof, n):
@@ -702,8 +729,8 @@ class _SharedSession:
                 return status
             result_file, self.result_file = self.result_file, None
             joined, self.joined = self.joined, []
-            self.db_path = None
             if result_file is not None:
+                self.db_path = None
                 final = _result_line(result_file, "db") if status == _native.GPUPROF_OK else None
                 _remove(result_file)
                 for member in joined:

@@ -38,6 +38,32 @@ TORCH_PROFILER = textwrap.dedent("""
     print("script done", flush=True)
     """)
 
+# A gpuprof.profile script that works standalone, with a schedule and a db_handler of its own.
+GPUPROF_PROFILE = textwrap.dedent("""
+    import json, os, sys, torch, warnings
+    import gpuprof
+    warnings.simplefilter("always")
+    x = torch.randn(32, 32)
+    x.sub(1)
+    handler = gpuprof.db_handler(sys.argv[2])
+    with warnings.catch_warnings(record=True) as said:
+        with gpuprof.profile(activities=[gpuprof.ProfilerActivity.CPU], on_trace_ready=handler,
+                             schedule=gpuprof.schedule(wait=1, warmup=0, active=2, repeat=1)) as prof:
+            for step in range(5):
+                x.mm(x)
+                prof.step()
+        print("db_path", prof.db_path, flush=True)
+        averages = prof.key_averages()
+        print(averages.table(sort_by="cpu_time_total", row_limit=5))
+        prof.export_chrome_trace(sys.argv[1])
+        prof.export_chrome_trace(sys.argv[1] + ".again")
+    print("warnings", json.dumps([str(w.message) for w in said]), flush=True)
+    print("handler", json.dumps(handler.db_paths), flush=True)
+    x.mul(2)
+    print("script done", flush=True)
+    """)
+
+
 def run_env():
     return {k: v for k, v in os.environ.items()
             if k not in ("RANK", "WORLD_SIZE", "GPUPROF_WORKER_NAME", "GPUPROF_OUTPUT_DIR")}
@@ -94,6 +120,43 @@ class TorchProfilerInsideRunTest(unittest.TestCase):
             sizes = {r[0] for r in c.execute("SELECT size FROM OP_MEMORY")}
         # Memory recorded before torch's profiler and again after it.
         self.assertTrue({111111, 222222} <= sizes, sorted(sizes)[:20])
+
+
+@unittest.skipUnless(os.environ.get("GPUPROF_LIB_DIR") and os.environ.get("GPUPROF_CLI"),
+                     "GPUPROF_LIB_DIR and GPUPROF_CLI are set by CTest")
+@unittest.skipUnless(os.path.exists("/usr/bin/python3"), "needs /usr/bin/python3 (with torch)")
+class GpuprofProfileInsideRunTest(unittest.TestCase):
+    def test_the_scripts_profile_records_into_the_runs_db(self):
+        out = tempfile.mkdtemp(prefix="gpuprof_user_profilers_")
+        trace = os.path.join(out, "trace.json")
+        handler_dir = os.path.join(out, "handler")
+        done = run(GPUPROF_PROFILE, out, trace, handler_dir)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("script done", done.stdout)
+        lines = dict(ln.split(" ", 1) for ln in done.stdout.splitlines() if ln.startswith(("db_path ", "warnings ",
+                                                                                           "handler ")))
+        (db,) = run_db(out)
+        # db_path names the run's DB, which is complete once the program has exited.
+        self.assertEqual(os.path.realpath(lines["db_path"]), os.path.realpath(db))
+        self.assertEqual(json.loads(lines["handler"]), [lines["db_path"]])
+        self.assertFalse(os.path.exists(handler_dir) and os.listdir(handler_dir))
+        said = json.loads(lines["warnings"])
+        # The handler's folder is not used (the run owns the DB): said once, naming where it is.
+        handler_said = [w for w in said if handler_dir in w]
+        self.assertEqual(len(handler_said), 1, said)
+        self.assertIn("gpuprof run", handler_said[0])
+        self.assertIn(lines["db_path"], handler_said[0])
+        # Before the DB is written: key_averages() empty and export_chrome_trace() at exit, each said once.
+        self.assertEqual(len([w for w in said if "key_averages" in w]), 1, said)
+        self.assertEqual(len([w for w in said if "export_chrome_trace" in w]), 1, said)
+        # Both traces were written at exit, from the run's DB.
+        for path in (trace, trace + ".again"):
+            self.assertIn("aten::mm", trace_names(path))
+        names = op_names(db)
+        for op in ("aten::sub", "aten::mm", "aten::mul"):
+            self.assertIn(op, names)
+        # No native "configuration not applied" line: the profile said what it could not honour.
+        self.assertNotIn("not applied", done.stderr)
 
 
 if __name__ == "__main__":
