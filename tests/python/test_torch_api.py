@@ -51,6 +51,7 @@ SCRIPT = """
     work()  # warm: first calls allocate what later ones reuse
     with torch.profiler.profile(activities=[TorchActivity.CPU], **ARGS) as tp:
         work()
+    os.environ["GPUPROF_OUTPUT_DIR"] = OUT  # the DBs of the profiles without db_handler
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         config = torch._C._profiler._ExperimentalConfig()

@@ -94,7 +94,7 @@ class TorchHabitsTest(test_profile.ScriptRunner, unittest.TestCase):
             self.assertIn(column, header)
         # sort_by="count", row_limit=2: the two most called ops, in order.
         first_table = lines[:next(i for i, ln in enumerate(lines) if ln.startswith("total "))]
-        body = [ln for ln in first_table if ln.strip() and not ln.startswith(("-", "Name", "Self CPU time total"))]
+        body = [ln for ln in first_table if ln.strip() and not ln.strip().startswith(("-", "Name", "Self CPU time total"))]
         self.assertEqual(len(body), 2, first_table)
         counts = [int(ln.split()[-1]) for ln in body]
         self.assertEqual(counts, sorted(counts, reverse=True))
