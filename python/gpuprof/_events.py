@@ -161,7 +161,7 @@ def load(db, *, use_cuda=True, profile_memory=False, record_shapes=False, with_f
             input_shapes=_shapes(shape_text),
             stack=[f for f in stacks.get(chain, []) if pu._filter_stack_entry(f)] if chain is not None else [],
             scope=_BACKWARD_FUNCTION if backward else 0, cpu_memory_usage=cpu_mem, cuda_memory_usage=cuda_mem,
-            sequence_nr=seq if seq is not None else -1, device_type=DeviceType.CPU)
+            sequence_nr=seq if seq is not None else -1, device_type=DeviceType.CPU, flops=0)
         fe._gpuprof_ns = (begin, end)
         events.append(fe)
         by_row[rowid] = fe
@@ -176,7 +176,7 @@ def load(db, *, use_cuda=True, profile_memory=False, record_shapes=False, with_f
     for rowid, begin, end, device, name in tasks:
         fe = pu.FunctionEvent(id=next_id, name=name, trace_name=name, thread=0, start_us=us(begin), end_us=us(end),
                               fwd_thread=0, input_shapes=[], stack=[], device_type=DeviceType.CUDA,
-                              device_index=device)
+                              device_index=device, flops=0)
         next_id += 1
         events.append(fe)
         if rowid in task_op:
