@@ -6,12 +6,15 @@ by the path's suffix as torch chooses it:
   for each time the bytes live on the device by category, 9 numbers as torch 2.x's
   _memory_profiler writes them: [0, PARAMETER, OPTIMIZER_STATE, INPUT, TEMPORARY, ACTIVATION,
   GRADIENT, AUTOGRAD_DETAIL, unknown];
-- `.raw.json.gz`: the raw events `[timestamp ns, action, bytes, category index]`, action 2
-  (CREATE) or 4 (DESTROY), as torch's export_memory_timeline_raw;
+- `.raw.json.gz`: the raw events `[timestamp ns, action, bytes, category index]`, action 1
+  (PREEXISTING, timestamp -1), 2 (CREATE) or 4 (DESTROY), as torch's export_memory_timeline_raw;
 - `.html`: a page with the stacked plot (an inline SVG: no matplotlib needed).
 
 The events come from OP_MEMORY: an allocation is CREATE at allocationTime, DESTROY at releaseTime
-(none while it is still live at the end). The DB does not know what a tensor was for (torch 2.x
+(none while it is still live at the end); what the allocator held before the first of them (its
+allocationTotalAllocated, the MEMORY_RECORD total, less its size) is PREEXISTING, as torch shows
+memory allocated before the profile. A pre-existing block freed during the recording is in no
+OP_MEMORY row: the timeline keeps counting it. The DB does not know what a tensor was for (torch 2.x
 infers parameters, gradients, activations ... from its own op graph): every byte is in the
 `unknown` category. `device`: "cpu", "cuda" or "cuda:N" (default: "cuda:0" when torch sees a GPU,
 else "cpu", as torch); OP_MEMORY's deviceId -1 is the CPU.
@@ -26,6 +29,7 @@ from . import _events
 
 __all__ = ["export_memory_timeline"]
 
+_ACTION_PREEXISTING = 1  # torch.profiler._memory_profiler.Action.PREEXISTING.value
 _ACTION_CREATE = 2  # torch.profiler._memory_profiler.Action.CREATE.value
 _ACTION_DESTROY = 4  # Action.DESTROY.value
 _CATEGORIES = 8  # len(_CATEGORY_TO_INDEX): seven categories and None
@@ -55,10 +59,13 @@ def _raw_events(db, device_id):
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "OP_MEMORY" not in tables:
             return []
-        rows = conn.execute("SELECT size, allocationTime, releaseTime FROM OP_MEMORY WHERE allocationTime IS NOT NULL "
-                            "AND COALESCE(deviceId, -1) = ?", (device_id,)).fetchall()
+        rows = conn.execute("SELECT size, allocationTime, releaseTime, allocationTotalAllocated FROM OP_MEMORY "
+                            "WHERE allocationTime IS NOT NULL AND COALESCE(deviceId, -1) = ? ORDER BY allocationTime",
+                            (device_id,)).fetchall()
     raw = []
-    for size, allocated, released in rows:
+    if rows and rows[0][3] is not None and rows[0][3] > (rows[0][0] or 0):
+        raw.append((-1, _ACTION_PREEXISTING, rows[0][3] - (rows[0][0] or 0)))
+    for size, allocated, released, _ in rows:
         raw.append((allocated, _ACTION_CREATE, size or 0))
         if released is not None:
             raw.append((released, _ACTION_DESTROY, -(size or 0)))
@@ -67,10 +74,14 @@ def _raw_events(db, device_id):
 
 
 def _coalesce(raw):
-    """torch's _coalesce_timeline: one point per microsecond with a change, sizes carried over."""
+    """torch's _coalesce_timeline: one point per microsecond with a change, sizes carried over; the
+    pre-existing bytes (time -1) at the first time."""
     times, sizes = [], []
+    t_min = -1
     for t_ns, _, nbytes in raw:
-        t = int(t_ns / 1000)
+        t = int(t_ns / 1000) if t_ns != -1 else -1
+        if t_min == -1 or 0 < t < t_min:
+            t_min = t
         if not times:
             times.append(t)
             sizes.append([0] * (_CATEGORIES + 1))
@@ -78,7 +89,7 @@ def _coalesce(raw):
             times.append(t)
             sizes.append(sizes[-1].copy())
         sizes[-1][_UNKNOWN + 1] += int(nbytes)
-    return times, sizes
+    return [t_min if t < 0 else t for t in times], sizes
 
 
 def _svg(times, sizes):
