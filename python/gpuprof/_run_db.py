@@ -1,7 +1,12 @@
 """A gpuprof.profile inside `gpuprof run` (or inside a session C code started): the process's
 session is not the profile's, so the profile records into that session's DB, which is written
-when the program exits. This module finds that DB's name and says what the profile cannot do
-before it exists.
+when the program exits. This module finds that DB's name, and gives the profile its figures at
+once through a window DB: while the profile records, the session copies what it collects into a
+second DB in a temporary folder (gpuprof_window_begin_v1 / _end_v1), finalized when the recording
+stops, so key_averages(), events(), export_chrome_trace(path) (written when called) and the other
+exports read the profile's own recording (its active steps) then. The folder goes at exit. What
+cannot have a window (a second profile recording at once, a failure) says so once and falls
+back to the run's DB, written at exit.
 
 The name: every profiled process of the run notes "partial <path>" in the run's result file
 (GPUPROF_RESULT_FILE) when its session starts; this process's line is the one whose file this
@@ -9,7 +14,11 @@ process has open (its session's SQLite connection), so ranks and children writin
 file are told apart without guessing from folder names.
 """
 
+import atexit
+import ctypes
 import os
+import shutil
+import tempfile
 
 from . import _messages
 
@@ -77,3 +86,71 @@ def warn_not_written_yet(what, db_path):
                         + ("no figures before then (this list is empty); after the run, `gpuprof stats "
                            f"{db_path or '<db>'}` has them" if what == "key_averages" else
                            "the trace is written then, right after the DB"))
+
+
+def recording_began(prof, n):
+    """`prof` joined the run's session and records: its window DB opens (its earlier one goes).
+    `gpuprof run`'s own profile (_autorun.py) is the run: it has none."""
+    if prof._whole_run:
+        return
+    from .profiler import db_handler
+
+    if isinstance(prof.on_trace_ready, db_handler):
+        warn_handler_not_used(prof.on_trace_ready.dir_name, prof.db_path)
+    _discard(prof)
+    folder = tempfile.mkdtemp(prefix="gpuprof_window_")
+    if n.core.gpuprof_window_begin_v1(folder.encode()) != 0:
+        shutil.rmtree(folder, ignore_errors=True)
+        _no_window(n)
+        return
+    prof._window = [folder, None]
+    _folders.add(folder)
+
+
+def recording_ended(prof, n):
+    """`prof`'s recording stopped: its window DB is finalized and named (prof._window[1])."""
+    window = getattr(prof, "_window", None)
+    if window is None or window[1] is not None:
+        return
+    path = ctypes.create_string_buffer(4096)
+    if n.core.gpuprof_window_end_v1(path, len(path)) != 0:
+        _no_window(n)
+        _discard(prof)
+        return
+    window[1] = path.value.decode("utf-8", "surrogateescape")
+
+
+def results_db(prof):
+    """The DB `prof`'s results are read from now: the window DB of its last recording, else the
+    run's DB once written; None while neither exists."""
+    window = getattr(prof, "_window", None)
+    if window is not None and window[1] and os.path.isfile(window[1]):
+        return window[1]
+    return prof.db_path if prof.db_path and os.path.isfile(prof.db_path) else None
+
+
+def _no_window(n):
+    _messages.warn_once(("run DB window", n.last_error()),
+                        "gpuprof.profile under `gpuprof run`: this profile's figures come from the run's DB, "
+                        f"written when the program exits, not at once: {n.last_error()}")
+
+
+def _discard(prof):
+    window, prof._window = getattr(prof, "_window", None), None
+    if window is not None:
+        _folders.discard(window[0])
+        shutil.rmtree(window[0], ignore_errors=True)
+
+
+_folders = set()  # the window DBs' folders of this process, removed at exit
+
+
+_owner = os.getpid()  # a fork child leaves its parent's folders alone
+
+
+@atexit.register
+def _remove_folders():
+    if os.getpid() != _owner:
+        return
+    for folder in list(_folders):
+        shutil.rmtree(folder, ignore_errors=True)

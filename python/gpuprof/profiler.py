@@ -19,8 +19,9 @@ Profiles that record at once in one process (in threads, or nested) share one se
 DB: each one's db_path names it, and it is complete when the last of them stops. Under `gpuprof
 run` the process's session is already running: the profile joins it (one DB for the whole run,
 written when the program exits, _run_db.py) and db_path names that DB; a db_handler's folder is
-not used (one warning says where the DB is), key_averages() is empty until the DB is written (one
-warning), and export_chrome_trace(path) writes the trace when the program exits, right after the DB.
+not used (one warning says where the DB is). Its results come at once from a window DB of its own
+recording (its active steps) that the session writes beside the run's: key_averages(), events(),
+export_chrome_trace(path) and the other exports read it when called.
 
 A profile that cannot record (an output folder it cannot create, a setting the session refuses,
 native libraries that do not load) says so in one RuntimeWarning, naming the problem and the fix,
@@ -47,7 +48,7 @@ import threading
 import time
 import warnings
 
-from . import _native, _torch_profiler_coexist
+from . import _native, _run_db, _torch_profiler_coexist
 from .schedule import ProfilerAction
 
 __all__ = ["profile", "db_handler", "ProfilerActivity", "KernelReplay", "supported_activities"]
@@ -462,14 +463,11 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         """events() averaged by op name (and input shapes, and the top group_by_stack_n stack
         frames), as torch.profiler's key_averages(): torch's EventList of FunctionEventAvg, whose
         table(sort_by=..., row_limit=...) and total_average() are torch's."""
-        if self._in_run_db and not (self.db_path and os.path.isfile(self.db_path)):
+        if self._in_run_db and not _run_db.results_db(self):
             from torch.autograd.profiler_util import EventList
-
-            from . import _run_db
 
             _run_db.warn_not_written_yet("key_averages", self.db_path)
             return EventList([])
-        self._complete_db("key_averages")
         return self.events().key_averages(group_by_input_shape, group_by_stack_n)
 
     def export_stacks(self, path, metric="self_cpu_time_total"):
@@ -490,9 +488,9 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         """Writes this profile's DB (db_path) as Chrome trace-event JSON to `path`, through
         `gpuprof export DB -o path` (the CLI beside the native libraries, else `gpuprof` on PATH).
         RuntimeError while there is no complete DB, or when the export fails (its message). Under
-        `gpuprof run`, the trace is written at the program's exit, once the run's DB is (one warning)."""
-        if self._in_run_db and self.db_path and not os.path.isfile(self.db_path):
-            from . import _autorun, _run_db
+        `gpuprof run`, its window DB (its own recording); without one, at exit from the run's DB."""
+        if self._in_run_db and self.db_path and not _run_db.results_db(self):
+            from . import _autorun
 
             db, target = self.db_path, os.path.abspath(os.fspath(path))
             if _autorun.after_run_db(lambda: self._export(db, target)):
@@ -518,6 +516,8 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                                f"failed (exit status {done.returncode}): {done.stderr.strip()}")
 
     def _complete_db(self, what):
+        if self._in_run_db and _run_db.results_db(self):  # its window DB, else the run's (_run_db.py)
+            return _run_db.results_db(self)
         if self.db_path is None:
             raise RuntimeError(f"gpuprof.profile.{what}: this profile has no DB: it has one once a recording "
                                "stopped (the `with` block ended, or a cycle of its schedule was saved), "
@@ -622,10 +622,6 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         if status != _native.GPUPROF_OK:
             self._cannot_record(status, n.last_error(), self._start_fix(status))
             return
-        if self._in_run_db and isinstance(self.on_trace_ready, db_handler):
-            from . import _run_db
-
-            _run_db.warn_handler_not_used(self.on_trace_ready.dir_name, self.db_path)
         enabled = n.hooks.gpuprof_torch_enable_v1(int(self.record_shapes or self.with_flops), int(self.profile_memory),
                                                   int(self.with_stack))
         if enabled != 0:
@@ -639,6 +635,8 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                 self._cannot_record("with_stack", "with_stack: the Python C API is not in this process",
                                     "profile without with_stack=True")
             return
+        if self._in_run_db:  # its figures at once, from a window DB beside the run's (_run_db.py)
+            _run_db.recording_began(self, n)
         if self.gc_detect_threshold is not None:
             gc.callbacks.append(self._on_gc)
         self._recording = True
@@ -694,6 +692,8 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                               stacklevel=3)
         n.hooks.gpuprof_torch_disable_v1()
         _torch_profiler_coexist.recording_ended()
+        if self._in_run_db:
+            _run_db.recording_ended(self, n)
         status = _session.end(self, n)
         if status != _native.GPUPROF_OK:
             # The recording is lost (its DB could not be finalized): said, and the program runs on.
@@ -762,8 +762,6 @@ class _SharedSession:
                 self.db_path = partial[:-len(".partial")] if partial.endswith(".partial") else partial
             else:
                 _remove(result_file)  # joined a session not ours: the file was not taken
-                from . import _run_db
-
                 self.result_file, self.db_path = None, _run_db.running_db_path()
             self.joined = []
             self.members.append(prof)

@@ -155,6 +155,7 @@ class Session::Impl {
     if (device) run.devices = device->Devices();
     GPUPROF_RETURN_IF_ERROR(PickFreeLayout(run));
 
+    run_ = run;
     db::WriterOptions writer_options;
     writer_options.out_dir = config_.output_dir;
     writer_options.worker_name = config_.worker_name;
@@ -250,6 +251,39 @@ class Session::Impl {
     }
     DrainToWriter();
     return OkStatus();
+  }
+
+  Status WindowBegin(const std::string& out_dir) {
+    GPUPROF_RETURN_IF_ERROR(Flush());  // what came before the window stays out of it
+    db::WriterOptions options;
+    options.out_dir = out_dir;
+    options.worker_name = config_.worker_name;
+    options.run = run_;
+    options.run.start_ns = base::EpochNowNs();
+    std::lock_guard<std::mutex> lock(drain_mu_);
+    if (writer_closed_)
+      return FailedPreconditionError("the session of pid " + std::to_string(pid_) + " is stopping");
+    if (window_ != nullptr) {
+      return FailedPreconditionError("a window DB is already being written for the session of pid " +
+                                     std::to_string(pid_) + "; end it first");
+    }
+    GPUPROF_ASSIGN_OR_RETURN(window_, db::ProfileWriter::Create(options));
+    return OkStatus();
+  }
+
+  StatusOr<std::string> WindowEnd() {
+    Status flushed = Flush();
+    std::unique_ptr<db::ProfileWriter> window;
+    {
+      std::lock_guard<std::mutex> lock(drain_mu_);
+      window = std::move(window_);
+    }
+    if (window == nullptr) {
+      return FailedPreconditionError("no window DB is being written for the session of pid " +
+                                     std::to_string(pid_));
+    }
+    GPUPROF_RETURN_IF_ERROR(flushed);
+    return window->Finalize(base::EpochNowNs());
   }
 
   // Accepted until Stop's final drain begins, so that what the device collector delivers while
@@ -417,6 +451,7 @@ class Session::Impl {
     try {
       for (std::vector<trace::Record>& chunk : box_->collector->DrainChunks()) {
         if (progress_path_.has_value()) CountForProgress(chunk);
+        if (window_ != nullptr) window_->Submit(std::vector<trace::Record>(chunk));
         writer_->Submit(std::move(chunk));
       }
     } catch (const std::exception& e) {  // bad_alloc while swapping chunks out
@@ -486,6 +521,7 @@ class Session::Impl {
     {
       std::lock_guard<std::mutex> lock(drain_mu_);
       writer_closed_ = true;
+      window_.reset();  // a window still open at the end is not finalized: its .partial stays
       if (progress_path_.has_value()) {  // the live line says the DB is being written, at once
         progress_.finalizing = 1;
         progress_written_at_ = {};
@@ -526,7 +562,9 @@ class Session::Impl {
 
   std::thread flusher_;
   std::mutex drain_mu_;
-  bool writer_closed_ = false;  // guarded by drain_mu_
+  bool writer_closed_ = false;                 // guarded by drain_mu_
+  std::unique_ptr<db::ProfileWriter> window_;  // guarded by drain_mu_: WindowBegin to WindowEnd
+  trace::RunInfo run_;                         // the session's, for a window's writer
   // Under `gpuprof run`: the progress file (db::RunProgressPath) and the counts; guarded by drain_mu_.
   static constexpr std::chrono::milliseconds kProgressInterval{500};
   std::optional<std::string> progress_path_;
@@ -616,6 +654,8 @@ StatusOr<std::unique_ptr<Session>> Session::StartInForkChild(Session& parent) {
 
 Status Session::Stop() { return impl_->Stop(); }
 Status Session::Flush() { return impl_->Flush(); }
+Status Session::WindowBegin(const std::string& out_dir) { return impl_->WindowBegin(out_dir); }
+StatusOr<std::string> Session::WindowEnd() { return impl_->WindowEnd(); }
 bool Session::Append(trace::Record&& record) noexcept { return impl_->Append(std::move(record)); }
 Status Session::Mark(std::string_view message) { return impl_->Mark(message); }
 StatusOr<std::uint64_t> Session::RangeStart(std::string_view message) { return impl_->RangeStart(message); }

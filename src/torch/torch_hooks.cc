@@ -407,7 +407,13 @@ GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_mem
       sinks.format_inputs = &FormatInputs;
       g_buffer = new OpBuffer(std::move(sinks));
     }
-    if (g_users == 0) g_buffer->Start();
+    if (g_users == 0) {
+      g_buffer->Start();
+    } else {
+      // What the earlier users' ops left buffered reaches the session now, before the joining
+      // profile opens its window DB (gpuprof_window_begin_v1): ops before it stay out of it.
+      g_buffer->Flush();
+    }
     // GPUPROF_TORCH_DEVICE_CORRELATION=0: no per-op push/pop; the writer links ops to kernels by
     // time on the launching thread instead (bench/torch_overhead.py --breakdown measures the cost).
     const char* tagging = std::getenv("GPUPROF_TORCH_DEVICE_CORRELATION");

@@ -146,10 +146,10 @@ class GpuprofProfileInsideRunTest(unittest.TestCase):
         self.assertEqual(len(handler_said), 1, said)
         self.assertIn("gpuprof run", handler_said[0])
         self.assertIn(lines["db_path"], handler_said[0])
-        # Before the DB is written: key_averages() empty and export_chrome_trace() at exit, each said once.
-        self.assertEqual(len([w for w in said if "key_averages" in w]), 1, said)
-        self.assertEqual(len([w for w in said if "export_chrome_trace" in w]), 1, said)
-        # Both traces were written at exit, from the run's DB.
+        # key_averages() and export_chrome_trace() work at once, from the profile's window DB
+        # (test_run_profile_window.py checks its figures): nothing to say.
+        self.assertEqual([w for w in said if "key_averages" in w or "export_chrome_trace" in w], [], said)
+        self.assertIn("aten::mm", done.stdout)
         for path in (trace, trace + ".again"):
             self.assertIn("aten::mm", trace_names(path))
         names = op_names(db)
