@@ -86,7 +86,8 @@ class _Native:
         c.gpuprof_configure_replay_v1.argtypes = [ctypes.c_void_p]
         c.gpuprof_record_range_v1.argtypes = [ctypes.c_void_p]
         c.gpuprof_window_begin_v1.argtypes = [ctypes.c_char_p]
-        c.gpuprof_window_end_v1.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        c.gpuprof_window_end_v1.argtypes = []
+        c.gpuprof_window_db_v1.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         h = self.hooks
         h.gpuprof_torch_enable_v1.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
         h.gpuprof_torch_disable_v1.argtypes = []

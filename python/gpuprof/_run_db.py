@@ -2,10 +2,12 @@
 session is not the profile's, so the profile records into that session's DB, which is written
 when the program exits. This module finds that DB's name, and gives the profile its figures at
 once through a window DB: while the profile records, the session copies what it collects into a
-second DB in a temporary folder (gpuprof_window_begin_v1 / _end_v1), finalized when the recording
-stops, so key_averages(), events(), export_chrome_trace(path) (written when called) and the other
-exports read the profile's own recording (its active steps) then. The folder goes at exit. What
-cannot have a window (a second profile recording at once, a failure) says so once and falls
+second DB in a temporary folder (gpuprof_window_begin_v1 / _end_v1), finalized the first time the
+profile's results are asked for (gpuprof_window_db_v1: a profile nobody reads costs no finalize),
+so key_averages(), events(), export_chrome_trace(path) (written when called) and the other
+exports read the profile's own recording (its active steps). The session keeps one ended window:
+the next recording's replaces it unread. The folders go at exit. What cannot have a window (a
+second profile recording at once, a failure, a window replaced unread) says so once and falls
 back to the run's DB, written at exit.
 
 The name: every profiled process of the run notes "partial <path>" in the run's result file
@@ -91,6 +93,7 @@ def warn_not_written_yet(what, db_path):
 def recording_began(prof, n):
     """`prof` joined the run's session and records: its window DB opens (its earlier one goes).
     `gpuprof run`'s own profile (_autorun.py) is the run: it has none."""
+    global _last
     if prof._whole_run:
         return
     from .profiler import db_handler
@@ -98,6 +101,7 @@ def recording_began(prof, n):
     if isinstance(prof.on_trace_ready, db_handler):
         warn_handler_not_used(prof.on_trace_ready.dir_name, prof.db_path)
     _discard(prof)
+    _last = None  # the session's ended window, unread, goes with this begin
     folder = tempfile.mkdtemp(prefix="gpuprof_window_")
     if n.core.gpuprof_window_begin_v1(folder.encode()) != 0:
         shutil.rmtree(folder, ignore_errors=True)
@@ -108,22 +112,33 @@ def recording_began(prof, n):
 
 
 def recording_ended(prof, n):
-    """`prof`'s recording stopped: its window DB is finalized and named (prof._window[1])."""
+    """`prof`'s recording stopped: its window DB is complete, finalized when first read."""
+    global _last
     window = getattr(prof, "_window", None)
     if window is None or window[1] is not None:
         return
-    path = ctypes.create_string_buffer(4096)
-    if n.core.gpuprof_window_end_v1(path, len(path)) != 0:
+    if n.core.gpuprof_window_end_v1() != 0:
         _no_window(n)
         _discard(prof)
         return
-    window[1] = path.value.decode("utf-8", "surrogateescape")
+    window[1] = ""  # ended, not finalized yet
+    _last = prof
 
 
 def results_db(prof):
-    """The DB `prof`'s results are read from now: the window DB of its last recording, else the
-    run's DB once written; None while neither exists."""
+    """The DB `prof`'s results are read from now: the window DB of its last recording (finalized
+    now if it is not yet), else the run's DB once written; None while neither exists."""
     window = getattr(prof, "_window", None)
+    if window is not None and window[1] == "" and _last is prof:
+        from . import _native
+
+        n = _native.native()
+        path = ctypes.create_string_buffer(4096)
+        if n.core.gpuprof_window_db_v1(path, len(path)) == 0:
+            window[1] = path.value.decode("utf-8", "surrogateescape")
+        else:
+            _no_window(n)
+            _discard(prof)
     if window is not None and window[1] and os.path.isfile(window[1]):
         return window[1]
     return prof.db_path if prof.db_path and os.path.isfile(prof.db_path) else None
@@ -143,6 +158,7 @@ def _discard(prof):
 
 
 _folders = set()  # the window DBs' folders of this process, removed at exit
+_last = None  # the profile whose window the session holds ended (one at a time)
 
 
 _owner = os.getpid()  # a fork child leaves its parent's folders alone

@@ -163,12 +163,17 @@ GPUPROF_API int gpuprof_window_begin_v1(const char* out_dir) noexcept {
              });
 }
 
-GPUPROF_API int gpuprof_window_end_v1(char* path, size_t path_size) noexcept {
+GPUPROF_API int gpuprof_window_end_v1(void) noexcept {
   return Run([] { return std::string("gpuprof_window_end_v1()"); },
+             [] { return ProcessSession::Get().WindowEnd(); });
+}
+
+GPUPROF_API int gpuprof_window_db_v1(char* path, size_t path_size) noexcept {
+  return Run([] { return std::string("gpuprof_window_db_v1()"); },
              [&] {
                if (path == nullptr || path_size == 0)
                  return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "path is NULL or path_size is 0"};
-               return ProcessSession::Get().WindowEnd(path, path_size);
+               return ProcessSession::Get().WindowDb(path, path_size);
              });
 }
 

@@ -73,8 +73,11 @@ int TableRangeEnd(std::uint64_t range_id) noexcept {
 int TableWindowBegin(const char* out_dir) noexcept {
   return TableCall([&] { return ProcessSession::Get().WindowBegin(out_dir); });
 }
-int TableWindowEnd(char* path, std::size_t path_size) noexcept {
-  return TableCall([&] { return ProcessSession::Get().WindowEnd(path, path_size); });
+int TableWindowEnd() noexcept {
+  return TableCall([] { return ProcessSession::Get().WindowEnd(); });
+}
+int TableWindowDb(char* path, std::size_t path_size) noexcept {
+  return TableCall([&] { return ProcessSession::Get().WindowDb(path, path_size); });
 }
 const char* TableLastError() noexcept { return t_table_reason.c_str(); }
 int TableRecordTorchOp(const gpuprof_torch_op_v1* op) noexcept {
@@ -115,6 +118,7 @@ gpuprof_session_v1 MakeTable() {
   table.record_range = &TableRecordRange;
   table.window_begin = &TableWindowBegin;
   table.window_end = &TableWindowEnd;
+  table.window_db = &TableWindowDb;
   return table;
 }
 
@@ -461,6 +465,13 @@ std::uint32_t RecordPid() noexcept {
   return g_record_pid.load(std::memory_order_relaxed);
 }
 
+// A window's errors: FailedPrecondition is the session's state (NOT_STARTED), the rest the window
+// DB's file (OUTPUT).
+CallResult FromWindowStatus(const Status& status) {
+  if (status.ok() || status.code() == StatusCode::kFailedPrecondition) return FromStatus(status);
+  return {GPUPROF_ERROR_OUTPUT, status.message()};
+}
+
 }  // namespace
 
 CallResult ProcessSession::WindowBegin(const char* out_dir) {
@@ -470,23 +481,28 @@ CallResult ProcessSession::WindowBegin(const char* out_dir) {
     if (!Has(table, &gpuprof_session_v1::window_begin)) return OlderCopy("writes no window DB");
     return Forwarded(table, table->window_begin(out_dir));
   }
-  Status status = target.session->WindowBegin(out_dir);
-  if (status.ok() || status.code() == StatusCode::kFailedPrecondition) return FromStatus(status);
-  return {GPUPROF_ERROR_OUTPUT, status.message()};
+  return FromWindowStatus(target.session->WindowBegin(out_dir));
 }
 
-CallResult ProcessSession::WindowEnd(char* path, std::size_t path_size) {
+CallResult ProcessSession::WindowEnd() {
   Target target;
   if (CallResult running = Running(&target); !running.ok()) return running;
   if (const gpuprof_session_v1* table = target.attached; table != nullptr) {
     if (!Has(table, &gpuprof_session_v1::window_end)) return OlderCopy("writes no window DB");
-    return Forwarded(table, table->window_end(path, path_size));
+    return Forwarded(table, table->window_end());
   }
-  StatusOr<std::string> written = target.session->WindowEnd();
-  if (!written.ok()) {
-    if (written.status().code() == StatusCode::kFailedPrecondition) return FromStatus(written.status());
-    return {GPUPROF_ERROR_OUTPUT, written.status().message()};
+  return FromWindowStatus(target.session->WindowEnd());
+}
+
+CallResult ProcessSession::WindowDb(char* path, std::size_t path_size) {
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  if (const gpuprof_session_v1* table = target.attached; table != nullptr) {
+    if (!Has(table, &gpuprof_session_v1::window_db)) return OlderCopy("writes no window DB");
+    return Forwarded(table, table->window_db(path, path_size));
   }
+  StatusOr<std::string> written = target.session->WindowDb();
+  if (!written.ok()) return FromWindowStatus(written.status());
   if (written->size() + 1 > path_size) {
     return {GPUPROF_ERROR_INVALID_ARGUMENT, "the window DB " + *written + " does not fit in path_size " +
                                                 std::to_string(path_size) + " bytes"};
