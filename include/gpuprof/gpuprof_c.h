@@ -120,6 +120,22 @@ GPUPROF_API int gpuprof_stop(void) GPUPROF_NOEXCEPT;
  * GPUPROF_ERROR_FORK_CHILD. */
 GPUPROF_API int gpuprof_flush(void) GPUPROF_NOEXCEPT;
 
+/* A window DB (the Python package's gpuprof.profile inside `gpuprof run`, whose results are wanted
+ * before the session's DB is written at exit). gpuprof_window_begin_v1(out_dir) flushes and starts
+ * copying every record the session collects into a second DB under `out_dir` (its own
+ * <worker>_<ts>_ascend_pt folder); gpuprof_window_end_v1 flushes and stops the copying. The ended
+ * window is finalized only when gpuprof_window_db_v1 asks (the first call; later ones give the
+ * same DB), which copies its path, NUL-terminated, into `path` (path_size bytes); one nobody asks
+ * for is deleted unfinalized by the next begin or the session's stop. The session's own DB is
+ * unchanged, and nothing is copied outside a window. One window at a time. Returns GPUPROF_OK,
+ * GPUPROF_ERROR_INVALID_ARGUMENT (NULL or empty out_dir, NULL path, a path_size too small),
+ * GPUPROF_ERROR_NOT_STARTED (no session; a window already open at begin, none open at end, none
+ * ended at db), GPUPROF_ERROR_OUTPUT (the window DB could not be created or finalized) or
+ * GPUPROF_ERROR_FORK_CHILD. */
+GPUPROF_API int gpuprof_window_begin_v1(const char* out_dir) GPUPROF_NOEXCEPT;
+GPUPROF_API int gpuprof_window_end_v1(void) GPUPROF_NOEXCEPT;
+GPUPROF_API int gpuprof_window_db_v1(char* path, size_t path_size) GPUPROF_NOEXCEPT;
+
 /* Registers `hook`, called when a signal that would end the process without its exit handlers
  * (SIGTERM, SIGHUP, SIGQUIT; SIGINT where the program does not handle it) makes gpuprof finalize
  * the profile: on the thread that finalizes, before the session stops, so that a producer holding
@@ -327,6 +343,10 @@ typedef struct gpuprof_session_v1 {
   int (*configure_replay)(const gpuprof_replay_config_v1* config);
   /* Appended with domain ranges: check `size` before calling. */
   int (*record_range)(const gpuprof_range_v1* range);
+  /* Appended with window DBs: check `size` before calling. */
+  int (*window_begin)(const char* out_dir);
+  int (*window_end)(void);
+  int (*window_db)(char* path, size_t path_size);
 } gpuprof_session_v1;
 
 GPUPROF_API const gpuprof_session_v1* gpuprof_active_session_v1(void) GPUPROF_NOEXCEPT;

@@ -16,6 +16,14 @@
  * gpuprof_torch_disable_v1: releases the latest enable (call it on the thread that enabled); the
  *   last one removes the hooks. Returns 0.
  * gpuprof_torch_ops_dropped_v1: ops the session did not take (not started, buffer full).
+ * gpuprof_torch_memory_step_aside_v1: call on a thread before torch's own profiler starts there.
+ *   torch keeps one profiler state per thread and refuses to start while the memory reporter holds
+ *   it; this takes the reporter off the calling thread (its memory events are not recorded until
+ *   gpuprof_torch_memory_resume_v1). Returns 1 when it stepped aside, 0 when the thread had no
+ *   reporter, -1 when it could not (something else was pushed above it).
+ * gpuprof_torch_memory_resume_v1: call on the same thread after torch's profiler stopped: the
+ *   reporter returns while memory is still asked for and the slot is free. Returns 1 when it
+ *   returned, 0 when it had nothing to do (or the slot is still taken), -1 on failure.
  *
  * Thread-safety: enable/disable are serialized; the callbacks run on torch's threads. */
 #ifndef GPUPROF_GPUPROF_TORCH_H_
@@ -36,6 +44,8 @@ GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_mem
                                               int with_stack) GPUPROF_TORCH_NOEXCEPT;
 GPUPROF_TORCH_API int gpuprof_torch_disable_v1(void) GPUPROF_TORCH_NOEXCEPT;
 GPUPROF_TORCH_API uint64_t gpuprof_torch_ops_dropped_v1(void) GPUPROF_TORCH_NOEXCEPT;
+GPUPROF_TORCH_API int gpuprof_torch_memory_step_aside_v1(void) GPUPROF_TORCH_NOEXCEPT;
+GPUPROF_TORCH_API int gpuprof_torch_memory_resume_v1(void) GPUPROF_TORCH_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -8,13 +8,17 @@ ascend_pytorch_profiler DB (DB_SPEC.md) that msprof-analyze and MindStudio Insig
             train_step()
             prof.step()
 
-See profiler.py (profile, db_handler), schedule.py and mstx.py. The collection runs in gpuprof's
+See profiler.py (profile, db_handler, supported_activities), schedule.py, mstx.py, _record_function.py
+(record_function) and _handlers.py (tensorboard_trace_handler). The collection runs in gpuprof's
 native libraries (libgpuprof.so, libgpuprof_torch.so), found in $GPUPROF_LIB_DIR or this
 checkout's build folder.
 """
 
 from . import mstx
-from .profiler import KernelReplay, ProfilerActivity, db_handler, profile
+from ._handlers import tensorboard_trace_handler
+from ._record_function import record_function
+from .profiler import KernelReplay, ProfilerActivity, db_handler, profile, supported_activities
 from .schedule import ProfilerAction, schedule
 
-__all__ = ["ProfilerActivity", "ProfilerAction", "KernelReplay", "schedule", "profile", "db_handler", "mstx"]
+__all__ = ["ProfilerActivity", "ProfilerAction", "KernelReplay", "schedule", "profile", "db_handler", "mstx",
+           "record_function", "supported_activities", "tensorboard_trace_handler"]

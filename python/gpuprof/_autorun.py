@@ -20,6 +20,7 @@ import time
 
 _installed = False
 _profile = None
+_after_stop = []  # run once the run's DB is written (after_run_db)
 
 
 class _TorchWatcher(importlib.abc.MetaPathFinder):
@@ -126,12 +127,26 @@ def _start():
         print(f"gpuprof: optimizer steps are not recorded as steps: {type(e).__name__}: {e}", file=sys.stderr)
 
 
+def after_run_db(fn):
+    """Runs fn() at the program's exit, after this profile's stop wrote the run's DB (a script's
+    gpuprof.profile exporting what it recorded into that DB); False when there is no such profile."""
+    if _profile is None:
+        return False
+    _after_stop.append(fn)
+    return True
+
+
 def _stop():
     if _profile is not None:
         try:
             _profile.stop()
         except Exception as e:  # noqa: BLE001
             print(f"gpuprof: stopping the PyTorch profile failed: {e}", file=sys.stderr)
+    while _after_stop:
+        try:
+            _after_stop.pop(0)()
+        except Exception as e:  # noqa: BLE001  (the program has ended: said, not raised)
+            print(f"gpuprof: {e}", file=sys.stderr)
 
 
 def _hook_optimizer_steps(prof):

@@ -85,10 +85,15 @@ class _Native:
         c.gpuprof_record_torch_op_v1.argtypes = [ctypes.c_void_p]
         c.gpuprof_configure_replay_v1.argtypes = [ctypes.c_void_p]
         c.gpuprof_record_range_v1.argtypes = [ctypes.c_void_p]
+        c.gpuprof_window_begin_v1.argtypes = [ctypes.c_char_p]
+        c.gpuprof_window_end_v1.argtypes = []
+        c.gpuprof_window_db_v1.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         h = self.hooks
         h.gpuprof_torch_enable_v1.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
         h.gpuprof_torch_disable_v1.argtypes = []
         h.gpuprof_torch_ops_dropped_v1.restype = ctypes.c_uint64
+        h.gpuprof_torch_memory_step_aside_v1.argtypes = []
+        h.gpuprof_torch_memory_resume_v1.argtypes = []
 
     def configure_replay(self, passes, kernel=None, skip=0, count=0, flush_l2=True, restore_full=0, strict=False,
                          printf_kernels=True, malloc_kernels=False, with_live_arrays=False, metrics="", section="",
@@ -147,6 +152,11 @@ def native():
     global _native
     if _native is None:
         _native = _Native()
+    return _native
+
+
+def loaded():
+    """The libraries when a call loaded them already, else None (never loads them)."""
     return _native
 
 

@@ -18,7 +18,10 @@ warm-up, and what a warm-up would record is discarded anyway.
 Profiles that record at once in one process (in threads, or nested) share one session and one
 DB: each one's db_path names it, and it is complete when the last of them stops. Under `gpuprof
 run` the process's session is already running: the profile joins it (one DB for the whole run,
-written when the program exits) and db_path stays None.
+written when the program exits, _run_db.py) and db_path names that DB; a db_handler's folder is
+not used (one warning says where the DB is). Its results come at once from a window DB of its own
+recording (its active steps) that the session writes beside the run's: key_averages(), events(),
+export_chrome_trace(path) and the other exports read it when called.
 
 A profile that cannot record (an output folder it cannot create, a setting the session refuses,
 native libraries that do not load) says so in one RuntimeWarning, naming the problem and the fix,
@@ -26,9 +29,13 @@ and the program runs on unprofiled. In a fork() child the profile records nothin
 without a word (the child's exit status is its own).
 
 As torch.profiler users write it: torch.profiler.schedule(...) and torch.profiler.ProfilerActivity
-are taken as gpuprof's; torch.profiler.tensorboard_trace_handler is refused (gpuprof.db_handler is
-the equivalent); after a recording, prof.key_averages().table(sort_by=..., row_limit=...) sums the
-DB's ops and prof.export_chrome_trace(path) writes it as Chrome trace JSON.
+are taken as gpuprof's, activities may come first without its name, with_flops and
+experimental_config are taken (the latter ignored, said once); torch.profiler.tensorboard_trace_handler
+(or gpuprof.tensorboard_trace_handler) writes the Chrome trace where TensorBoard reads it. After a
+recording, prof.events() and prof.key_averages(group_by_input_shape, group_by_stack_n) are torch's
+own EventList built from the DB (_events.py), prof.export_chrome_trace(path) writes the DB as Chrome
+trace JSON, prof.export_stacks(path, metric) the flame-graph stacks and
+prof.export_memory_timeline(path, device) the allocations over time (_memory_timeline.py).
 """
 
 import enum
@@ -41,10 +48,10 @@ import threading
 import time
 import warnings
 
-from . import _native
+from . import _native, _run_db, _torch_profiler_coexist
 from .schedule import ProfilerAction
 
-__all__ = ["profile", "db_handler", "ProfilerActivity", "KernelReplay"]
+__all__ = ["profile", "db_handler", "ProfilerActivity", "KernelReplay", "supported_activities"]
 
 _user_steps = False  # some profile's step() was called in this process
 _open_profiles = 0  # profiles started and not stopped in this process (recording or not)
@@ -67,6 +74,17 @@ def inside_a_profile():
 class ProfilerActivity(enum.Enum):
     CPU = "cpu"
     CUDA = "cuda"
+
+
+def supported_activities():
+    """The activities gpuprof can record here, as torch.profiler.supported_activities(): CPU, and CUDA
+    where torch sees a GPU."""
+    try:
+        import torch
+        has_gpu = torch.cuda.is_available()
+    except ImportError:
+        has_gpu = False
+    return {ProfilerActivity.CPU, ProfilerActivity.CUDA} if has_gpu else {ProfilerActivity.CPU}
 
 
 class KernelReplay:
@@ -245,26 +263,20 @@ def _check_on_trace_ready(handler):
         return None
     if not callable(handler):
         raise TypeError("gpuprof.profile: on_trace_ready must be callable, e.g. gpuprof.db_handler(dir)")
-    if getattr(handler, "__qualname__", "").startswith("tensorboard_trace_handler.") and \
-            getattr(handler, "__module__", "").startswith("torch"):
-        raise TypeError("gpuprof.profile: on_trace_ready is torch.profiler.tensorboard_trace_handler, which writes "
-                        "TensorBoard's trace files; gpuprof writes a profile DB: use "
-                        "gpuprof.db_handler(dir_name, worker_name) (then prof.export_chrome_trace(path) gives a "
-                        "Chrome trace of it)")
     return handler
 
 
 def _check_activities(activities):
-    if activities is None:  # as torch.profiler: everything there is (no GPU: CUDA collects nothing)
-        return {ProfilerActivity.CPU, ProfilerActivity.CUDA}
+    if isinstance(activities, ProfilerActivity) or type(activities).__name__ == "ProfilerActivity":
+        raise TypeError(f"gpuprof.profile: activities must be a list of gpuprof.ProfilerActivity, got {activities!r}: "
+                        f"write [{activities!r}]")
     try:
-        chosen = set(activities)
+        chosen = set(activities) if activities is not None else set()
     except TypeError:
         raise TypeError(f"gpuprof.profile: activities must be a list of gpuprof.ProfilerActivity, got {activities!r}")
-    chosen = {_activity(a) for a in chosen}
-    if not chosen:
-        raise ValueError("gpuprof.profile: activities is empty; give at least gpuprof.ProfilerActivity.CPU")
-    return chosen
+    if not chosen:  # None or empty, as torch.profiler: everything there is (no GPU: CUDA collects nothing)
+        return {ProfilerActivity.CPU, ProfilerActivity.CUDA}
+    return {_activity(a) for a in chosen}
 
 
 class _ModuleRanges:
@@ -314,15 +326,27 @@ class _ModuleRanges:
 
 
 class profile:  # noqa: N801  (named like torch.profiler.profile)
-    """See the module docstring. Arguments as torch.profiler.profile's (activities: default CPU and
-    CUDA; without ProfilerActivity.CUDA no GPU activity is collected, CUPTI is not started), plus gc_detect_threshold
-    (ms; 0: every collection; None: off), kernel_replay (gpuprof.KernelReplay) and with_modules
-    (each nn.Module forward as an MSTX_EVENTS range in domain "Module", named by its class)."""
+    """See the module docstring. Arguments as torch.profiler.profile's (activities, which may come first
+    unnamed: default CPU and CUDA; without ProfilerActivity.CUDA no GPU activity is collected, CUPTI is
+    not started; with_flops: _flops.py, it records input shapes; experimental_config: ignored, said
+    once), plus gc_detect_threshold (ms; 0: every collection; None: off), kernel_replay
+    (gpuprof.KernelReplay) and with_modules (each nn.Module forward as an MSTX_EVENTS range in domain
+    "Module", named by its class)."""
 
-    def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
-                 profile_memory=False, with_stack=False, gc_detect_threshold=None, kernel_replay=None,
-                 with_modules=False, _whole_run=False):
+    def __init__(self, activities=None, *, schedule=None, on_trace_ready=None, record_shapes=False,
+                 profile_memory=False, with_stack=False, with_flops=False, experimental_config=None,
+                 gc_detect_threshold=None, kernel_replay=None, with_modules=False, _whole_run=False):
         self.activities = _check_activities(activities)
+        self.with_flops = bool(with_flops)
+        self.experimental_config = experimental_config
+        if experimental_config is not None:
+            from . import _messages
+
+            _messages.warn_once(("profile", "experimental_config"),
+                                "gpuprof.profile: experimental_config is ignored (Kineto's options: profiler_metrics, "
+                                "profiler_measure_per_kernel, verbose; gpuprof does not run Kineto). For hardware "
+                                "counters per kernel use kernel_replay=gpuprof.KernelReplay(metrics=[...]). "
+                                "(Said once.)", UserWarning)
         if schedule is not None and not callable(schedule):
             raise TypeError("gpuprof.profile: schedule must be gpuprof.schedule(...), torch.profiler.schedule(...) "
                             "or a step -> ProfilerAction function")
@@ -357,6 +381,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         self._off = False  # this profile cannot record: it said why once and tries no more
         # `gpuprof run`'s own profile (_autorun.py): the session's configuration is the environment's.
         self._whole_run = _whole_run
+        self._in_run_db = False  # recorded into a session it did not start (`gpuprof run`'s): _run_db.py
 
     @property
     def recording(self):
@@ -420,31 +445,79 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         self._action = ProfilerAction.NONE
 
     # ---- after a recording, as torch.profiler users call them ----------------------------------
-    def key_averages(self):
-        """The ops of this profile's DB (db_path) summed by name, as torch.profiler's key_averages():
-        a list of entries (key, count, cpu_time_total, self_cpu_time_total, cpu_time, and the device
-        times of the kernels linked to each op; microseconds) whose table(sort_by=..., row_limit=...)
-        prints them as torch's does. Read from the DB with sqlite3 (_key_averages.py says how self
-        and device times are counted). RuntimeError while there is no complete DB."""
-        from . import _key_averages
+    def events(self):
+        """The ops and GPU tasks of this profile's DB (db_path) as torch's own EventList of
+        FunctionEvent, built as torch.profiler builds it (_events.py says from what). RuntimeError
+        while there is no complete DB."""
+        db = self._complete_db("events")
+        cached = getattr(self, "_events_of", None)
+        if cached is None or cached[0] != db:
+            from . import _events
 
-        return _key_averages.key_averages(self._complete_db("key_averages"))
+            cached = self._events_of = (db, _events.load(
+                db, use_cuda=ProfilerActivity.CUDA in self.activities, profile_memory=self.profile_memory,
+                record_shapes=self.record_shapes, with_flops=self.with_flops))
+        return cached[1]
+
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
+        """events() averaged by op name (and input shapes, and the top group_by_stack_n stack
+        frames), as torch.profiler's key_averages(): torch's EventList of FunctionEventAvg, whose
+        table(sort_by=..., row_limit=...) and total_average() are torch's."""
+        if self._in_run_db and not _run_db.results_db(self):
+            from torch.autograd.profiler_util import EventList
+
+            _run_db.warn_not_written_yet("key_averages", self.db_path)
+            return EventList([])
+        return self.events().key_averages(group_by_input_shape, group_by_stack_n)
+
+    def export_stacks(self, path, metric="self_cpu_time_total"):
+        """The ops' Python stacks (with_stack=True: PYTORCH_CALLCHAINS) in the flame-graph text format,
+        as torch.profiler's export_stacks: one "outer;...;inner value" line per op with a stack, the
+        value its `metric` ("self_cpu_time_total" or "self_cuda_time_total", microseconds)."""
+        self._complete_db("export_stacks")
+        return self.events().export_stacks(os.fspath(path), metric)
+
+    def export_memory_timeline(self, path, device=None):
+        """The DB's allocations over time on `device`, as torch 2.x's export_memory_timeline
+        (_memory_timeline.py: .json, .json.gz, .raw.json.gz or .html by the path's suffix)."""
+        from . import _memory_timeline
+
+        _memory_timeline.export_memory_timeline(self._complete_db("export_memory_timeline"), path, device)
 
     def export_chrome_trace(self, path):
         """Writes this profile's DB (db_path) as Chrome trace-event JSON to `path`, through
         `gpuprof export DB -o path` (the CLI beside the native libraries, else `gpuprof` on PATH).
-        RuntimeError while there is no complete DB, or when the export fails (its message)."""
+        RuntimeError while there is no complete DB, or when the export fails (its message). Under
+        `gpuprof run`, its window DB (its own recording); without one, at exit from the run's DB."""
+        if self._in_run_db and self.db_path and not _run_db.results_db(self):
+            from . import _autorun
+
+            db, target = self.db_path, os.path.abspath(os.fspath(path))
+            if _autorun.after_run_db(lambda: self._export(db, target)):
+                _run_db.warn_not_written_yet("export_chrome_trace", db)
+                return
+        self._export(self._complete_db("export_chrome_trace"), path)
+
+    @staticmethod
+    def _export(db, path):
         import subprocess
 
-        db = self._complete_db("export_chrome_trace")
+        from . import _handlers
+
         cli = _native.cli_path()
-        done = subprocess.run([cli, "export", db, "-o", os.fspath(path)], stdout=subprocess.PIPE,
+        target = os.fspath(path)
+        out = _handlers.plain_name(target)  # a .gz path is written plain first, then gzipped (as torch's)
+        done = subprocess.run([cli, "export", db, "-o", out], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, errors="replace")
+        if done.returncode == 0 and out != target:
+            _handlers.gzip_into(out, target)
         if done.returncode != 0:
             raise RuntimeError(f"gpuprof.profile.export_chrome_trace: `{cli} export {db} -o {os.fspath(path)}` "
                                f"failed (exit status {done.returncode}): {done.stderr.strip()}")
 
     def _complete_db(self, what):
+        if self._in_run_db and _run_db.results_db(self):  # its window DB, else the run's (_run_db.py)
+            return _run_db.results_db(self)
         if self.db_path is None:
             raise RuntimeError(f"gpuprof.profile.{what}: this profile has no DB: it has one once a recording "
                                "stopped (the `with` block ended, or a cycle of its schedule was saved), "
@@ -549,7 +622,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         if status != _native.GPUPROF_OK:
             self._cannot_record(status, n.last_error(), self._start_fix(status))
             return
-        enabled = n.hooks.gpuprof_torch_enable_v1(int(self.record_shapes), int(self.profile_memory),
+        enabled = n.hooks.gpuprof_torch_enable_v1(int(self.record_shapes or self.with_flops), int(self.profile_memory),
                                                   int(self.with_stack))
         if enabled != 0:
             _session.end(self, n)
@@ -562,9 +635,12 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                 self._cannot_record("with_stack", "with_stack: the Python C API is not in this process",
                                     "profile without with_stack=True")
             return
+        if self._in_run_db:  # its figures at once, from a window DB beside the run's (_run_db.py)
+            _run_db.recording_began(self, n)
         if self.gc_detect_threshold is not None:
             gc.callbacks.append(self._on_gc)
         self._recording = True
+        _torch_profiler_coexist.recording_began()  # a script's torch.profiler may start beside it
         if self.with_modules:
             self._begin_modules()
         if self.kernel_replay is not None:
@@ -615,6 +691,9 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                 warnings.warn(f"gpuprof.profile: pausing kernel replay failed: {n.last_error()}", RuntimeWarning,
                               stacklevel=3)
         n.hooks.gpuprof_torch_disable_v1()
+        _torch_profiler_coexist.recording_ended()
+        if self._in_run_db:
+            _run_db.recording_ended(self, n)
         status = _session.end(self, n)
         if status != _native.GPUPROF_OK:
             # The recording is lost (its DB could not be finalized): said, and the program runs on.
@@ -661,12 +740,15 @@ class _SharedSession:
         """Starts or joins the session for `prof`; the native status."""
         with self.lock:
             ours = self.result_file is not None
-            if self.members and ours:
-                status = n.core.gpuprof_start(None)  # ours: nothing to configure, nothing to warn about
+            if self.members:
+                # Ours: nothing to configure. Not ours (`gpuprof run`'s): nothing would be applied,
+                # and the profile says itself what it cannot honour (_run_db.py).
+                status = n.core.gpuprof_start(None)
                 if status == _native.GPUPROF_OK:
                     self.members.append(prof)
                     self.joined.append(prof)
                     prof.db_path = self.db_path
+                    prof._in_run_db = not ours
                 return status
             config = None if prof._whole_run else json.dumps(prof._config()).encode()
             result_file, prof._result_file = prof._result_file, None
@@ -674,20 +756,18 @@ class _SharedSession:
             if status != _native.GPUPROF_OK:
                 _remove(result_file)
                 return status
-            if not self.members:
-                partial = _result_line(result_file, "partial")
-                if partial is not None:
-                    self.result_file = result_file
-                    self.db_path = partial[:-len(".partial")] if partial.endswith(".partial") else partial
-                else:
-                    _remove(result_file)  # joined a session not ours: the file was not taken
-                    self.result_file, self.db_path = None, None
-                self.joined = []
+            partial = _result_line(result_file, "partial")
+            if partial is not None:
+                self.result_file = result_file
+                self.db_path = partial[:-len(".partial")] if partial.endswith(".partial") else partial
             else:
-                _remove(result_file)  # joined a session not ours (its configuration is not applied)
+                _remove(result_file)  # joined a session not ours: the file was not taken
+                self.result_file, self.db_path = None, _run_db.running_db_path()
+            self.joined = []
             self.members.append(prof)
             self.joined.append(prof)
             prof.db_path = self.db_path
+            prof._in_run_db = self.result_file is None
             return _native.GPUPROF_OK
 
     def end(self, prof, n):
@@ -700,8 +780,8 @@ class _SharedSession:
                 return status
             result_file, self.result_file = self.result_file, None
             joined, self.joined = self.joined, []
-            self.db_path = None
             if result_file is not None:
+                self.db_path = None
                 final = _result_line(result_file, "db") if status == _native.GPUPROF_OK else None
                 _remove(result_file)
                 for member in joined:

@@ -49,6 +49,9 @@ class ProfileWriter {
   virtual void Submit(std::vector<trace::Record> records) = 0;
   // `end_ns` closes the session time. Returns the final DB path.
   virtual StatusOr<std::string> Finalize(std::int64_t end_ns) = 0;
+  // Instead of Finalize, after the last Submit: stops the threads and deletes the .partial file,
+  // without a word (a DB nobody asked for: the session's window DB). A no-op once finalized.
+  virtual void Discard() = 0;
 
   virtual const OutputLayout& layout() const = 0;
   virtual WriterStats stats() const = 0;

@@ -63,6 +63,9 @@ class ProfileWriterImpl final : public ProfileWriter {
 
   void Submit(std::vector<trace::Record> records) override;
   StatusOr<std::string> Finalize(std::int64_t end_ns) override;  // writer_finalize.cc
+  void Discard() override {
+    if (!finalized_) Abandon();
+  }
 
   const OutputLayout& layout() const override { return layout_; }
   WriterStats stats() const override;

@@ -154,6 +154,29 @@ GPUPROF_API int gpuprof_flush(void) noexcept {
   return Run([] { return std::string("gpuprof_flush()"); }, [] { return ProcessSession::Get().Flush(); });
 }
 
+GPUPROF_API int gpuprof_window_begin_v1(const char* out_dir) noexcept {
+  return Run([&] { return "gpuprof_window_begin_v1(" + Excerpt(out_dir) + ")"; },
+             [&] {
+               if (out_dir == nullptr || *out_dir == '\0')
+                 return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "out_dir is NULL or empty"};
+               return ProcessSession::Get().WindowBegin(out_dir);
+             });
+}
+
+GPUPROF_API int gpuprof_window_end_v1(void) noexcept {
+  return Run([] { return std::string("gpuprof_window_end_v1()"); },
+             [] { return ProcessSession::Get().WindowEnd(); });
+}
+
+GPUPROF_API int gpuprof_window_db_v1(char* path, size_t path_size) noexcept {
+  return Run([] { return std::string("gpuprof_window_db_v1()"); },
+             [&] {
+               if (path == nullptr || path_size == 0)
+                 return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "path is NULL or path_size is 0"};
+               return ProcessSession::Get().WindowDb(path, path_size);
+             });
+}
+
 GPUPROF_API int gpuprof_add_signal_stop_hook_v1(void (*hook)(void)) noexcept {
   return Run([] { return std::string("gpuprof_add_signal_stop_hook_v1()"); },
              [&] { return ProcessSession::Get().AddSignalStopHook(hook); });

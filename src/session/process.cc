@@ -70,6 +70,15 @@ int TableRangeStart(const char* message, std::uint64_t* range_id) noexcept {
 int TableRangeEnd(std::uint64_t range_id) noexcept {
   return TableCall([&] { return ProcessSession::Get().RangeEnd(range_id); });
 }
+int TableWindowBegin(const char* out_dir) noexcept {
+  return TableCall([&] { return ProcessSession::Get().WindowBegin(out_dir); });
+}
+int TableWindowEnd() noexcept {
+  return TableCall([] { return ProcessSession::Get().WindowEnd(); });
+}
+int TableWindowDb(char* path, std::size_t path_size) noexcept {
+  return TableCall([&] { return ProcessSession::Get().WindowDb(path, path_size); });
+}
 const char* TableLastError() noexcept { return t_table_reason.c_str(); }
 int TableRecordTorchOp(const gpuprof_torch_op_v1* op) noexcept {
   return TableCall([&] { return ProcessSession::Get().RecordTorchOp(*op); });
@@ -107,6 +116,9 @@ gpuprof_session_v1 MakeTable() {
   table.get_device_correlation = &TableGetDeviceCorrelation;
   table.configure_replay = &TableConfigureReplay;
   table.record_range = &TableRecordRange;
+  table.window_begin = &TableWindowBegin;
+  table.window_end = &TableWindowEnd;
+  table.window_db = &TableWindowDb;
   return table;
 }
 
@@ -423,9 +435,9 @@ bool Has(const gpuprof_session_v1* table, Entry gpuprof_session_v1::*entry) {
   return table->size >= end && table->*entry != nullptr;
 }
 
-CallResult OlderCopy() {
+CallResult OlderCopy(std::string_view what = "takes no framework records") {
   return {GPUPROF_ERROR_INTERNAL,
-          "the running session belongs to an older copy of libgpuprof.so that takes no framework records"};
+          "the running session belongs to an older copy of libgpuprof.so that " + std::string(what)};
 }
 
 // Calls another copy's `entry` with `record`, or says that copy is too old to have it.
@@ -453,7 +465,51 @@ std::uint32_t RecordPid() noexcept {
   return g_record_pid.load(std::memory_order_relaxed);
 }
 
+// A window's errors: FailedPrecondition is the session's state (NOT_STARTED), the rest the window
+// DB's file (OUTPUT).
+CallResult FromWindowStatus(const Status& status) {
+  if (status.ok() || status.code() == StatusCode::kFailedPrecondition) return FromStatus(status);
+  return {GPUPROF_ERROR_OUTPUT, status.message()};
+}
+
 }  // namespace
+
+CallResult ProcessSession::WindowBegin(const char* out_dir) {
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  if (const gpuprof_session_v1* table = target.attached; table != nullptr) {
+    if (!Has(table, &gpuprof_session_v1::window_begin)) return OlderCopy("writes no window DB");
+    return Forwarded(table, table->window_begin(out_dir));
+  }
+  return FromWindowStatus(target.session->WindowBegin(out_dir));
+}
+
+CallResult ProcessSession::WindowEnd() {
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  if (const gpuprof_session_v1* table = target.attached; table != nullptr) {
+    if (!Has(table, &gpuprof_session_v1::window_end)) return OlderCopy("writes no window DB");
+    return Forwarded(table, table->window_end());
+  }
+  return FromWindowStatus(target.session->WindowEnd());
+}
+
+CallResult ProcessSession::WindowDb(char* path, std::size_t path_size) {
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  if (const gpuprof_session_v1* table = target.attached; table != nullptr) {
+    if (!Has(table, &gpuprof_session_v1::window_db)) return OlderCopy("writes no window DB");
+    return Forwarded(table, table->window_db(path, path_size));
+  }
+  StatusOr<std::string> written = target.session->WindowDb();
+  if (!written.ok()) return FromWindowStatus(written.status());
+  if (written->size() + 1 > path_size) {
+    return {GPUPROF_ERROR_INVALID_ARGUMENT, "the window DB " + *written + " does not fit in path_size " +
+                                                std::to_string(path_size) + " bytes"};
+  }
+  std::memcpy(path, written->c_str(), written->size() + 1);
+  return {};
+}
 
 CallResult ProcessSession::DeviceCorrelation(gpuprof_device_correlation_v1* out) {
   Target target;

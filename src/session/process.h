@@ -65,6 +65,10 @@ class ProcessSession {
   CallResult Acquire();
   CallResult Stop();
   CallResult Flush();
+  // gpuprof_window_begin_v1 / _end_v1 / _db_v1 (arguments checked by the caller).
+  CallResult WindowBegin(const char* out_dir);
+  CallResult WindowEnd();
+  CallResult WindowDb(char* path, std::size_t path_size);
   // `message` is validated by the caller (non-null, NUL-terminated, within the size limit).
   CallResult Mark(const char* message);
   CallResult RangeStart(const char* message, std::uint64_t* range_id);

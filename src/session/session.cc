@@ -155,6 +155,7 @@ class Session::Impl {
     if (device) run.devices = device->Devices();
     GPUPROF_RETURN_IF_ERROR(PickFreeLayout(run));
 
+    run_ = run;
     db::WriterOptions writer_options;
     writer_options.out_dir = config_.output_dir;
     writer_options.worker_name = config_.worker_name;
@@ -250,6 +251,66 @@ class Session::Impl {
     }
     DrainToWriter();
     return OkStatus();
+  }
+
+  Status WindowBegin(const std::string& out_dir) {
+    GPUPROF_RETURN_IF_ERROR(Flush());  // what came before the window stays out of it
+    DiscardEndedWindow();
+    db::WriterOptions options;
+    options.out_dir = out_dir;
+    options.worker_name = config_.worker_name;
+    options.run = run_;
+    options.run.start_ns = base::EpochNowNs();
+    std::lock_guard<std::mutex> lock(drain_mu_);
+    if (writer_closed_)
+      return FailedPreconditionError("the session of pid " + std::to_string(pid_) + " is stopping");
+    if (window_ != nullptr) {
+      return FailedPreconditionError("a window DB is already being written for the session of pid " +
+                                     std::to_string(pid_) + "; end it first");
+    }
+    GPUPROF_ASSIGN_OR_RETURN(window_, db::ProfileWriter::Create(options));
+    return OkStatus();
+  }
+
+  Status WindowEnd() {
+    Status flushed = Flush();
+    std::unique_ptr<db::ProfileWriter> window;
+    {
+      std::lock_guard<std::mutex> lock(drain_mu_);
+      window = std::move(window_);
+    }
+    if (window == nullptr) {
+      return FailedPreconditionError("no window DB is being written for the session of pid " +
+                                     std::to_string(pid_));
+    }
+    if (!flushed.ok()) {
+      window->Discard();
+      return flushed;
+    }
+    std::lock_guard<std::mutex> lock(window_mu_);
+    if (ended_window_ != nullptr) ended_window_->Discard();
+    ended_window_ = std::move(window);
+    ended_window_path_.clear();
+    window_end_ns_ = base::EpochNowNs();
+    return OkStatus();
+  }
+
+  StatusOr<std::string> WindowDb() {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    if (!ended_window_path_.empty()) return ended_window_path_;
+    if (ended_window_ == nullptr) {
+      return FailedPreconditionError("no window DB has ended for the session of pid " + std::to_string(pid_));
+    }
+    std::unique_ptr<db::ProfileWriter> window = std::move(ended_window_);
+    GPUPROF_ASSIGN_OR_RETURN(ended_window_path_, window->Finalize(window_end_ns_));
+    return ended_window_path_;
+  }
+
+  void DiscardEndedWindow() {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    if (ended_window_ != nullptr) ended_window_->Discard();
+    ended_window_.reset();
+    ended_window_path_.clear();
   }
 
   // Accepted until Stop's final drain begins, so that what the device collector delivers while
@@ -417,6 +478,7 @@ class Session::Impl {
     try {
       for (std::vector<trace::Record>& chunk : box_->collector->DrainChunks()) {
         if (progress_path_.has_value()) CountForProgress(chunk);
+        if (window_ != nullptr) window_->Submit(std::vector<trace::Record>(chunk));
         writer_->Submit(std::move(chunk));
       }
     } catch (const std::exception& e) {  // bad_alloc while swapping chunks out
@@ -486,6 +548,8 @@ class Session::Impl {
     {
       std::lock_guard<std::mutex> lock(drain_mu_);
       writer_closed_ = true;
+      if (window_ != nullptr) window_->Discard();  // a window still open at the end is not asked for
+      window_.reset();
       if (progress_path_.has_value()) {  // the live line says the DB is being written, at once
         progress_.finalizing = 1;
         progress_written_at_ = {};
@@ -497,6 +561,7 @@ class Session::Impl {
                             << " (buffer cap of " << box_->collector->options().max_buffered_records
                             << " records reached); the profile is missing them";
     }
+    DiscardEndedWindow();
     StatusOr<std::string> path = writer_->Finalize(end_ns);
     if (!path.ok()) return path.status().WithContext("finalizing the profile of pid " + std::to_string(pid_));
     finalized_.store(true, std::memory_order_release);
@@ -526,7 +591,13 @@ class Session::Impl {
 
   std::thread flusher_;
   std::mutex drain_mu_;
-  bool writer_closed_ = false;  // guarded by drain_mu_
+  bool writer_closed_ = false;                 // guarded by drain_mu_
+  std::unique_ptr<db::ProfileWriter> window_;  // guarded by drain_mu_: WindowBegin to WindowEnd
+  trace::RunInfo run_;                         // the session's, for a window's writer
+  std::mutex window_mu_;                       // guards the ended window: WindowEnd to WindowDb
+  std::unique_ptr<db::ProfileWriter> ended_window_;
+  std::string ended_window_path_;  // finalized: WindowDb gives it again
+  std::int64_t window_end_ns_ = 0;
   // Under `gpuprof run`: the progress file (db::RunProgressPath) and the counts; guarded by drain_mu_.
   static constexpr std::chrono::milliseconds kProgressInterval{500};
   std::optional<std::string> progress_path_;
@@ -616,6 +687,9 @@ StatusOr<std::unique_ptr<Session>> Session::StartInForkChild(Session& parent) {
 
 Status Session::Stop() { return impl_->Stop(); }
 Status Session::Flush() { return impl_->Flush(); }
+Status Session::WindowBegin(const std::string& out_dir) { return impl_->WindowBegin(out_dir); }
+Status Session::WindowEnd() { return impl_->WindowEnd(); }
+StatusOr<std::string> Session::WindowDb() { return impl_->WindowDb(); }
 bool Session::Append(trace::Record&& record) noexcept { return impl_->Append(std::move(record)); }
 Status Session::Mark(std::string_view message) { return impl_->Mark(message); }
 StatusOr<std::uint64_t> Session::RangeStart(std::string_view message) { return impl_->RangeStart(message); }

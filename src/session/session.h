@@ -88,6 +88,19 @@ class Session {
   // FailedPrecondition when the session is not running.
   Status Flush();
 
+  // A window DB beside the session's (issue 39: a gpuprof.profile inside `gpuprof run` reads its
+  // own steps back at once, while the session's DB is written at exit). From WindowBegin to
+  // WindowEnd every record handed to the session's writer is also copied to a second writer under
+  // `out_dir`; both flush first, so the window holds what was collected between the two calls.
+  // Nothing is copied outside a window. The ended window is finalized only when WindowDb asks
+  // (once; later calls give the same path), so a window nobody reads costs no Finalize: the next
+  // WindowBegin or Stop discards it. One window at a time: FailedPrecondition when one is open
+  // (Begin), none is (End), none ended (WindowDb), or the session is not running; the window
+  // writer's own error otherwise. The session's DB is not touched.
+  Status WindowBegin(const std::string& out_dir);
+  Status WindowEnd();
+  StatusOr<std::string> WindowDb();
+
   // Appends a record (pid/tid fields are the caller's). False when it was dropped: over the
   // buffer cap, or Stop's final drain has begun (records arriving while Stop flushes the device
   // collector are still taken).

@@ -327,6 +327,19 @@ class MemoryReporter final : public torch::profiler::impl::ProfilerStateBase {
   bool memoryProfilingEnabled() const override { return true; }
 };
 
+// The reporter while any enable asked for memory (guarded by g_mu). torch's own profiler (a
+// script's torch.profiler) takes the same thread-local slot and refuses to start while anything
+// holds it ("Profiler is already enabled on this thread"), so the reporter steps aside on a thread
+// for as long as torch's profiler runs there (gpuprof_torch_memory_step_aside_v1).
+std::shared_ptr<MemoryReporter> g_memory_reporter;
+thread_local bool t_memory_stepped_aside = false;
+
+// Any reporter of ours, a stale one too (left on a thread when the last disable ran on another).
+bool ThreadHoldsReporter() {  // under g_mu
+  return dynamic_cast<MemoryReporter*>(c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE)) !=
+         nullptr;
+}
+
 // Nested profiles (a script's gpuprof.profile inside `gpuprof run`'s) share the hooks: each enable
 // is released by one disable, and the inputs are recorded while any user asked for shapes.
 std::mutex g_mu;
@@ -394,7 +407,13 @@ GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_mem
       sinks.format_inputs = &FormatInputs;
       g_buffer = new OpBuffer(std::move(sinks));
     }
-    if (g_users == 0) g_buffer->Start();
+    if (g_users == 0) {
+      g_buffer->Start();
+    } else {
+      // What the earlier users' ops left buffered reaches the session now, before the joining
+      // profile opens its window DB (gpuprof_window_begin_v1): ops before it stay out of it.
+      g_buffer->Flush();
+    }
     // GPUPROF_TORCH_DEVICE_CORRELATION=0: no per-op push/pop; the writer links ops to kernels by
     // time on the launching thread instead (bench/torch_overhead.py --breakdown measures the cost).
     const char* tagging = std::getenv("GPUPROF_TORCH_DEVICE_CORRELATION");
@@ -411,8 +430,13 @@ GPUPROF_TORCH_API int gpuprof_torch_enable_v1(int record_shapes, int profile_mem
     InstallCallback();
     if (profile_memory != 0 && g_memory_users++ == 0) {
       // On this thread and on those that inherit its thread-local state (autograd's workers).
-      c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
-                                       std::make_shared<MemoryReporter>());
+      // Not while torch's own profiler holds this thread's slot: the reporter comes when it ends.
+      g_memory_reporter = std::make_shared<MemoryReporter>();
+      if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) == nullptr) {
+        c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, g_memory_reporter);
+      } else {
+        t_memory_stepped_aside = true;
+      }
     }
     return 0;
   } catch (...) {
@@ -430,7 +454,11 @@ GPUPROF_TORCH_API int gpuprof_torch_disable_v1(void) noexcept {
     if (request.shapes) --g_shape_users;
     if (request.stack && --g_stack_users == 0) g_with_stack.store(false, std::memory_order_relaxed);
     const bool memory = request.memory;
-    if (memory && --g_memory_users == 0) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+    if (memory && --g_memory_users == 0) {
+      // Only the reporter itself: the slot may be torch's profiler's now (stepped aside).
+      if (ThreadHoldsReporter()) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+      g_memory_reporter.reset();
+    }
     if (g_users == 0) {
       at::removeCallback(g_callback);
       g_callback = 0;
@@ -443,6 +471,38 @@ GPUPROF_TORCH_API int gpuprof_torch_disable_v1(void) noexcept {
     return 0;
   } catch (...) {
     return 1;
+  }
+}
+
+GPUPROF_TORCH_API int gpuprof_torch_memory_step_aside_v1(void) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!ThreadHoldsReporter()) return 0;
+    // Throws when something else was pushed above the reporter: then it stays (torch's profiler
+    // refuses to start, as it would have).
+    c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+    t_memory_stepped_aside = true;
+    return 1;
+  } catch (...) {
+    return -1;
+  }
+}
+
+GPUPROF_TORCH_API int gpuprof_torch_memory_resume_v1(void) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!t_memory_stepped_aside) return 0;
+    if (g_memory_reporter == nullptr) {  // the last memory user stopped meanwhile
+      t_memory_stepped_aside = false;
+      return 0;
+    }
+    if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != nullptr)
+      return 0;  // still taken
+    c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, g_memory_reporter);
+    t_memory_stepped_aside = false;
+    return 1;
+  } catch (...) {
+    return -1;
   }
 }
 

@@ -480,7 +480,8 @@ class ProfileTest(ScriptRunner, unittest.TestCase):
         side = tempfile.mkdtemp(prefix="gpuprof_pyjoin_side_")
         done, dbs = self.gpuprof_run(script, side)
         self.assertEqual(len(dbs), 1, f"one DB for the run: {dbs}")
-        self.assertIn("own db None", done.stdout, "the script's profile joined the run's session")
+        # It joined the run's session: its db_path names the run's DB (issue 39, item 2).
+        self.assertIn(f"own db {dbs[0]}", done.stdout, "the script's profile joined the run's session")
         self.assertEqual(glob.glob(os.path.join(side, "**", "*.db"), recursive=True), [])
         # The script's steps delimit the steps (no optimizer here).
         self.assertEqual([r[0] for r in rows(dbs[0], "SELECT id FROM STEP_TIME ORDER BY id")], [0, 1])

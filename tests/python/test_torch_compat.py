@@ -1,12 +1,11 @@
-"""What torch.profiler users bring to gpuprof.profile: torch.profiler's schedule, ProfilerActivity and
-tensorboard_trace_handler as arguments, and key_averages().table() / export_chrome_trace() after a
-run. Needs torch; the runs need the native libraries and the CLI (GPUPROF_LIB_DIR, GPUPROF_CLI, set
-by CTest as for test_profile).
+"""What torch.profiler users bring to gpuprof.profile: torch.profiler's schedule and ProfilerActivity as
+arguments, and key_averages().table() / export_chrome_trace() after a run (the rest of torch's API,
+tensorboard_trace_handler included: test_torch_api.py). Needs torch; the runs need the native
+libraries and the CLI (GPUPROF_LIB_DIR, GPUPROF_CLI, set by CTest as for test_profile).
 """
 
 import json
 import os
-import sqlite3
 import sys
 import tempfile
 import unittest
@@ -32,11 +31,6 @@ class TorchArgumentsTest(unittest.TestCase):
                                                      torch_profiler.ProfilerActivity.CUDA]).activities, {cpu, cuda})
         self.assertEqual(gpuprof.profile(activities={torch_profiler.ProfilerActivity.CUDA, cpu}).activities,
                          {cpu, cuda})
-
-    def test_tensorboard_trace_handler_is_refused_naming_db_handler(self):
-        import gpuprof
-        with self.assertRaisesRegex(TypeError, "tensorboard_trace_handler.*gpuprof.db_handler"):
-            gpuprof.profile(on_trace_ready=torch_profiler.tensorboard_trace_handler(tempfile.mkdtemp()))
 
     def test_a_torch_schedules_actions_are_gpuprofs(self):
         import warnings
@@ -100,7 +94,7 @@ class TorchHabitsTest(test_profile.ScriptRunner, unittest.TestCase):
             self.assertIn(column, header)
         # sort_by="count", row_limit=2: the two most called ops, in order.
         first_table = lines[:next(i for i, ln in enumerate(lines) if ln.startswith("total "))]
-        body = [ln for ln in first_table if ln.strip() and not ln.startswith(("-", "Name", "Self CPU time total"))]
+        body = [ln for ln in first_table if ln.strip() and not ln.strip().startswith(("-", "Name", "Self CPU time total"))]
         self.assertEqual(len(body), 2, first_table)
         counts = [int(ln.split()[-1]) for ln in body]
         self.assertEqual(counts, sorted(counts, reverse=True))
@@ -159,83 +153,6 @@ class TorchHabitsTest(test_profile.ScriptRunner, unittest.TestCase):
         self.assertEqual(sorted(f for f in os.listdir(out) if f.endswith(".json")), ["trace_1.json", "trace_2.json"])
         self.assertEqual(self.script_output.count("aten::relu"), 2)
         self.assertEqual(len(dbs), 2)
-
-
-class KeyAveragesSummaryTest(unittest.TestCase):
-    """The summary over a hand-made DB: self times subtract the direct children on the same thread,
-    device time comes from the kernels linked to the innermost op."""
-
-    def make_db(self):
-        db = os.path.join(tempfile.mkdtemp(prefix="gpuprof_keyavg_"), "ascend_pytorch_profiler.db")
-        with sqlite3.connect(db) as conn:
-            conn.executescript("""
-                CREATE TABLE STRING_IDS (id INTEGER PRIMARY KEY, value TEXT);
-                CREATE TABLE PYTORCH_API (startNs INTEGER, endNs INTEGER, globalTid INTEGER, connectionId INTEGER,
-                    name INTEGER, sequenceNumber INTEGER, fwdThreadId INTEGER, inputDtypes INTEGER,
-                    inputShapes INTEGER, callchainId INTEGER, type INTEGER);
-                CREATE TABLE CONNECTION_IDS (id INTEGER, connectionId INTEGER);
-                CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER,
-                    globalTaskId INTEGER, globalPid INTEGER, taskType INTEGER, contextId INTEGER, streamId INTEGER,
-                    taskId INTEGER, modelId INTEGER);
-                INSERT INTO STRING_IDS VALUES (1, 'aten::linear'), (2, 'aten::addmm'), (3, 'aten::relu'),
-                    (4, 'mark');
-                -- thread 7: linear [0, 10000) holding addmm [1000, 7000); relu [20000, 23000) alone
-                -- thread 8: addmm [0, 4000); an mstx row (type 50004) that is not an op
-                INSERT INTO PYTORCH_API VALUES
-                    (0, 10000, 7, 100, 1, -1, 0, NULL, NULL, NULL, 50001),
-                    (1000, 7000, 7, 101, 2, -1, 0, NULL, NULL, NULL, 50001),
-                    (20000, 23000, 7, NULL, 3, -1, 0, NULL, NULL, NULL, 50001),
-                    (0, 4000, 8, 102, 2, -1, 0, NULL, NULL, NULL, 50001),
-                    (0, 50000, 8, 103, 4, -1, 0, NULL, NULL, NULL, 50004);
-                -- kernel 55 is linked to linear and to the addmm inside it: it is addmm's
-                INSERT INTO CONNECTION_IDS VALUES (100, 55), (101, 55), (102, 56);
-                INSERT INTO TASK (startNs, endNs, connectionId) VALUES (30000, 32500, 55), (40000, 41000, 56);
-            """)
-        return db
-
-    def test_self_total_and_device_times(self):
-        from gpuprof import _key_averages
-        averages = {e.key: e for e in _key_averages.key_averages(self.make_db())}
-        self.assertEqual(sorted(averages), ["aten::addmm", "aten::linear", "aten::relu"])
-        linear, addmm, relu = averages["aten::linear"], averages["aten::addmm"], averages["aten::relu"]
-        self.assertEqual((linear.count, linear.cpu_time_total, linear.self_cpu_time_total), (1, 10.0, 4.0))
-        self.assertEqual((addmm.count, addmm.cpu_time_total, addmm.self_cpu_time_total), (2, 10.0, 10.0))
-        self.assertEqual(addmm.cpu_time, 5.0)
-        self.assertEqual((relu.count, relu.cpu_time_total, relu.self_cpu_time_total), (1, 3.0, 3.0))
-        self.assertEqual((addmm.self_device_time_total, addmm.device_time_total), (3.5, 3.5))
-        self.assertEqual((linear.self_device_time_total, linear.device_time_total), (0.0, 2.5))
-        self.assertEqual(relu.device_time_total, 0.0)
-        self.assertEqual(addmm.cuda_time_total, addmm.device_time_total, "torch's name for it")
-
-    def test_table_sorts_limits_and_shows_device_columns_only_with_kernels(self):
-        from gpuprof import _key_averages
-        averages = _key_averages.key_averages(self.make_db())
-        table = averages.table(sort_by="cuda_time_total", row_limit=2)
-        lines = [ln for ln in table.splitlines() if ln.startswith("aten::")]
-        self.assertEqual([ln.split()[0] for ln in lines], ["aten::addmm", "aten::linear"])
-        self.assertIn("Self CUDA", table)
-        self.assertIn("Self CPU time total: 17.000us", table)
-        self.assertIn("Self CUDA time total: 3.500us", table)
-        by_total = averages.table(sort_by="cpu_time_total")  # addmm and linear tie: by name
-        self.assertEqual([ln.split()[0] for ln in by_total.splitlines() if ln.startswith("aten::")],
-                         ["aten::addmm", "aten::linear", "aten::relu"])
-        with self.assertRaisesRegex(ValueError, "sort_by='cpu_memory_usage'.*cpu_time_total"):
-            averages.table(sort_by="cpu_memory_usage")
-
-    def test_a_db_without_kernels_has_no_device_columns(self):
-        from gpuprof import _key_averages
-        db = self.make_db()
-        with sqlite3.connect(db) as conn:
-            conn.execute("DELETE FROM TASK")
-        averages = _key_averages.key_averages(db)
-        self.assertNotIn("CUDA", averages.table())
-        # torch.profiler users' sort_by="cuda_time_total" on a CPU run: sorted by zeros (ties by name),
-        # and the table says so.
-        table = averages.table(sort_by="cuda_time_total")
-        self.assertEqual([ln.split()[0] for ln in table.splitlines() if ln.startswith("aten::")],
-                         ["aten::addmm", "aten::linear", "aten::relu"])
-        self.assertIn("no kernel of this profile is linked to an op: every cuda_time_total is 0", table)
-        self.assertEqual(averages[0].cuda_time_total, 0.0)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
+using ::testing::UnorderedElementsAre;
 
 const std::string kPid = std::to_string(getpid());
 
@@ -55,6 +56,36 @@ TEST_F(GpuprofCApiTest, StartMarkRangeStopWritesOneDb) {
   EXPECT_THAT(MarkMessages(dbs[0]), ElementsAre("hello", "step 1"));
   EXPECT_THAT(gpuprof::session::testing::DbResultLines(dir_ / "result"),
               ::testing::ElementsAre("db " + dbs[0]));
+}
+
+TEST_F(GpuprofCApiTest, AWindowDbHoldsWhatWasCollectedBetweenItsBeginAndEnd) {
+  char path[4096] = {};
+  EXPECT_EQ(gpuprof_window_begin_v1((dir_ / "window").c_str()), GPUPROF_ERROR_NOT_STARTED);
+  ASSERT_EQ(gpuprof_start(nullptr), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_window_end_v1(), GPUPROF_ERROR_NOT_STARTED);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("no window DB"));
+  EXPECT_EQ(gpuprof_window_db_v1(path, sizeof(path)), GPUPROF_ERROR_NOT_STARTED);
+  EXPECT_EQ(gpuprof_window_begin_v1(""), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpuprof_mark("before"), GPUPROF_OK);
+  // A window nobody reads is deleted unfinalized by the next one.
+  ASSERT_EQ(gpuprof_window_begin_v1((dir_ / "unread").c_str()), GPUPROF_OK) << gpuprof_last_error();
+  ASSERT_EQ(gpuprof_window_end_v1(), GPUPROF_OK) << gpuprof_last_error();
+  ASSERT_EQ(gpuprof_window_begin_v1((dir_ / "window").c_str()), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_window_begin_v1((dir_ / "window").c_str()), GPUPROF_ERROR_NOT_STARTED);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("already"));
+  EXPECT_EQ(gpuprof_mark("inside"), GPUPROF_OK);
+  ASSERT_EQ(gpuprof_window_end_v1(), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_mark("after"), GPUPROF_OK);
+  ASSERT_EQ(gpuprof_window_db_v1(path, 4), GPUPROF_ERROR_INVALID_ARGUMENT);  // finalized, but too long
+  ASSERT_EQ(gpuprof_window_db_v1(path, sizeof(path)), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_THAT(FinalDbs(dir_ / "window"), ElementsAre(std::string(path)));
+  EXPECT_THAT(MarkMessages(path), ElementsAre("inside"));
+  ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_THAT(FinalDbs(dir_ / "unread"), IsEmpty());
+  std::vector<std::string> dbs = FinalDbs(dir_ / "out");
+  ASSERT_THAT(dbs, SizeIs(1));
+  EXPECT_THAT(MarkMessages(dbs[0]),
+              UnorderedElementsAre("before", "inside", "after"));  // the run's DB is whole
 }
 
 TEST_F(GpuprofCApiTest, RecordedRangesKeepTheirDomainTimesAndThread) {
