@@ -32,7 +32,7 @@ import urllib.request
 
 from . import _flops, _messages
 
-__all__ = ["load", "GPUPROF_TORCH_OP"]
+__all__ = ["load", "empty", "GPUPROF_TORCH_OP"]
 
 GPUPROF_TORCH_OP = 50001
 _SHAPE_SEPARATOR = ";\r\n"
@@ -198,17 +198,30 @@ def load(db, *, use_cuda=True, profile_memory=False, record_shapes=False, with_f
             next_id += 1
 
     events.sort(key=lambda e: [e.time_range.start, -e.time_range.end])
+    result = _event_list(events, use_cuda, profile_memory, with_flops)
+    if with_flops:
+        _set_flops(result)
+    if not record_shapes:
+        for fe in result:  # with_flops alone records shapes; torch then shows none
+            fe.input_shapes = []
+    return result
+
+
+def empty(*, use_cuda=True, profile_memory=False, with_flops=False):
+    """torch's EventList with no event (a profile whose DB is not written yet: `gpuprof run`'s)."""
+    return _event_list([], use_cuda, profile_memory, with_flops)
+
+
+def _event_list(events, use_cuda, profile_memory, with_flops):
+    """torch's EventList of `events`, its tree built (as torch's profile does before handing it out)."""
+    from torch.autograd import profiler_util as pu
+
     try:
         result = pu.EventList(events, use_cuda=use_cuda, profile_memory=profile_memory, with_flops=with_flops)
     except TypeError:  # torch 2.x names it use_device
         result = pu.EventList(events, use_device="cuda" if use_cuda else None, profile_memory=profile_memory,
                               with_flops=with_flops)
     result._build_tree()
-    if with_flops:
-        _set_flops(result)
-    if not record_shapes:
-        for fe in result:  # with_flops alone records shapes; torch then shows none
-            fe.input_shapes = []
     return result
 
 
