@@ -32,7 +32,7 @@ import urllib.request
 
 from . import _flops, _messages
 
-__all__ = ["load", "GPUPROF_TORCH_OP"]
+__all__ = ["load", "empty", "GPUPROF_TORCH_OP"]
 
 GPUPROF_TORCH_OP = 50001
 _SHAPE_SEPARATOR = ";\r\n"
@@ -128,6 +128,13 @@ def load(db, *, use_cuda=True, profile_memory=False, record_shapes=False, with_f
         memory = _memory(conn, tables) if profile_memory else []
 
     ops = [op for op in ops if not pu._filter_name(op[4])]
+    # torch 2.x calls a GPU's memory device_memory_usage; 1.13 cuda_memory_usage.
+    memory_name = "device_memory_usage" if "device_memory_usage" in _parameters(pu.FunctionEvent.__init__) else \
+        "cuda_memory_usage"
+
+    def gpu_memory(nbytes):
+        return {memory_name: nbytes}
+
     if start_ns is None:
         start_ns = min([op[1] for op in ops] + [t[1] for t in tasks], default=0)
 
@@ -160,7 +167,7 @@ def load(db, *, use_cuda=True, profile_memory=False, record_shapes=False, with_f
             fwd_thread=forward_thread.get(seq, 0) if backward else 0,
             input_shapes=_shapes(shape_text),
             stack=[f for f in stacks.get(chain, []) if pu._filter_stack_entry(f)] if chain is not None else [],
-            scope=_BACKWARD_FUNCTION if backward else 0, cpu_memory_usage=cpu_mem, cuda_memory_usage=cuda_mem,
+            scope=_BACKWARD_FUNCTION if backward else 0, cpu_memory_usage=cpu_mem, **gpu_memory(cuda_mem),
             sequence_nr=seq if seq is not None else -1, device_type=DeviceType.CPU, flops=0)
         fe._gpuprof_ns = (begin, end)
         events.append(fe)
@@ -187,18 +194,41 @@ def load(db, *, use_cuda=True, profile_memory=False, record_shapes=False, with_f
             events.append(pu.FunctionEvent(
                 id=next_id, name=pu.MEMORY_EVENT_NAME, trace_name=None, thread=0, start_us=us(at), end_us=us(at),
                 fwd_thread=0, input_shapes=[], stack=[], cpu_memory_usage=0 if on_gpu else nbytes,
-                cuda_memory_usage=nbytes if on_gpu else 0, device_type=DeviceType.CPU))
+                device_type=DeviceType.CPU, **gpu_memory(nbytes if on_gpu else 0)))
             next_id += 1
 
     events.sort(key=lambda e: [e.time_range.start, -e.time_range.end])
-    result = pu.EventList(events, use_cuda=use_cuda, profile_memory=profile_memory, with_flops=with_flops)
-    result._build_tree()
+    result = _event_list(events, use_cuda, profile_memory, with_flops)
     if with_flops:
         _set_flops(result)
     if not record_shapes:
         for fe in result:  # with_flops alone records shapes; torch then shows none
             fe.input_shapes = []
     return result
+
+
+def empty(*, use_cuda=True, profile_memory=False, with_flops=False):
+    """torch's EventList with no event (a profile whose DB is not written yet: `gpuprof run`'s)."""
+    return _event_list([], use_cuda, profile_memory, with_flops)
+
+
+def _event_list(events, use_cuda, profile_memory, with_flops):
+    """torch's EventList of `events`, its tree built (as torch's profile does before handing it out)."""
+    from torch.autograd import profiler_util as pu
+
+    try:
+        result = pu.EventList(events, use_cuda=use_cuda, profile_memory=profile_memory, with_flops=with_flops)
+    except TypeError:  # torch 2.x names it use_device
+        result = pu.EventList(events, use_device="cuda" if use_cuda else None, profile_memory=profile_memory,
+                              with_flops=with_flops)
+    result._build_tree()
+    return result
+
+
+def _parameters(fn):
+    import inspect
+
+    return set(inspect.signature(fn).parameters)
 
 
 def _descendants(fe):
