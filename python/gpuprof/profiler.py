@@ -464,10 +464,11 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         frames), as torch.profiler's key_averages(): torch's EventList of FunctionEventAvg, whose
         table(sort_by=..., row_limit=...) and total_average() are torch's."""
         if self._in_run_db and not _run_db.results_db(self):
-            from torch.autograd.profiler_util import EventList
+            from . import _events
 
             _run_db.warn_not_written_yet("key_averages", self.db_path)
-            return EventList([])
+            return _events.empty(use_cuda=ProfilerActivity.CUDA in self.activities,
+                                 profile_memory=self.profile_memory, with_flops=self.with_flops)
         return self.events().key_averages(group_by_input_shape, group_by_stack_n)
 
     def export_stacks(self, path, metric="self_cpu_time_total"):
