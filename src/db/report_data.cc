@@ -9,6 +9,7 @@
 
 #include "db/db_constants.h"
 #include "db/schema.h"
+#include "db/task_op_link.h"
 
 namespace gpuprof::db {
 namespace {
@@ -74,19 +75,15 @@ Status ReadMemoryCurves(const ProfileReader& reader, const ReportOptions& option
 // One row per task linked to an op: the innermost (latest-starting) op of its connection.
 Status ReadOpLaunches(const ProfileReader& reader, const ReportOptions& options, ReportDb* report) {
   GPUPROF_ASSIGN_OR_RETURN(bool has_connections, reader.HasColumns("CONNECTION_IDS", {"id", "connectionId"}));
-  GPUPROF_ASSIGN_OR_RETURN(bool has_ops,
-                           reader.HasColumns("PYTORCH_API", {"startNs", "name", "connectionId"}));
+  GPUPROF_ASSIGN_OR_RETURN(
+      bool has_ops, reader.HasColumns("PYTORCH_API", {"startNs", "globalTid", "name", "connectionId"}));
   GPUPROF_ASSIGN_OR_RETURN(bool has_tasks, reader.HasColumns("TASK", {"startNs", "endNs", "connectionId"}));
   if (!has_connections || !has_ops || !has_tasks) return OkStatus();
   const std::string name = NameOf(reader, "l.op_name");
   GPUPROF_ASSIGN_OR_RETURN(
       Query query,
-      reader.Prepare(
-          "SELECT " + name +
-          ", t.startNs - l.op_start, t.endNs - t.startNs FROM (SELECT c.connectionId AS cid, "
-          "MAX(p.startNs) AS op_start, p.name AS op_name FROM CONNECTION_IDS c JOIN PYTORCH_API p ON "
-          "p.connectionId = c.id GROUP BY c.connectionId) l JOIN TASK t ON t.connectionId = l.cid "
-          "WHERE t.startNs IS NOT NULL AND t.endNs >= t.startNs"));
+      reader.Prepare("SELECT " + name + ", t.startNs - l.op_start, t.endNs - t.startNs FROM " +
+                     TaskOpLinkFrom() + " WHERE t.startNs IS NOT NULL AND t.endNs >= t.startNs"));
   std::map<std::string, OpLaunchStat> by_op;
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
