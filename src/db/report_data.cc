@@ -7,7 +7,9 @@
 #include <string>
 #include <utility>
 
+#include "base/utf8.h"
 #include "db/db_constants.h"
+#include "db/plausible.h"
 #include "db/schema.h"
 #include "db/task_op_link.h"
 
@@ -19,6 +21,13 @@ std::string NameOf(const ProfileReader& reader, const std::string& column) {
   return reader.HasStringValues()
              ? "IFNULL((SELECT value FROM STRING_IDS WHERE id = " + column + "), '#' || " + column + ")"
              : "'#' || " + column;
+}
+
+// The MEMORY_RECORD rows `gpuprof stats` counts (plausible.h): an impossible figure (INT64_MAX
+// bytes) would scale the curve and name a peak no device had.
+StatusOr<std::string> PlausibleMemory(const ProfileReader& reader) {
+  GPUPROF_ASSIGN_OR_RETURN(bool has_active, reader.HasColumns("MEMORY_RECORD", {"totalActive"}));
+  return PlausibleMemorySql(has_active);
 }
 
 std::size_t DelayBucket(std::int64_t delay_ns) {
@@ -43,9 +52,11 @@ Status ReadMemoryCurves(const ProfileReader& reader, const ReportOptions& option
   GPUPROF_ASSIGN_OR_RETURN(bool has, reader.HasColumns("MEMORY_RECORD", {"timestamp", "totalAllocated",
                                                                          "totalReserved", "deviceId"}));
   if (!has) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(const std::string plausible, PlausibleMemory(reader));
   GPUPROF_ASSIGN_OR_RETURN(Query span,
                            reader.Prepare("SELECT MIN(timestamp), MAX(timestamp) FROM MEMORY_RECORD "
-                                          "WHERE timestamp IS NOT NULL"));
+                                          "WHERE timestamp IS NOT NULL AND " +
+                                          plausible));
   GPUPROF_ASSIGN_OR_RETURN(bool any, span.Step());
   if (!any || span.IsNull(0)) return OkStatus();
   const std::int64_t first = span.Int(0);
@@ -55,8 +66,8 @@ Status ReadMemoryCurves(const ProfileReader& reader, const ReportOptions& option
   GPUPROF_ASSIGN_OR_RETURN(
       Query query,
       reader.Prepare("SELECT IFNULL(deviceId, 0), (timestamp - ?1) / ?2 AS bucket, MAX(totalAllocated), "
-                     "MAX(totalReserved) FROM MEMORY_RECORD WHERE timestamp IS NOT NULL "
-                     "GROUP BY 1, 2 ORDER BY 1, 2"));
+                     "MAX(totalReserved) FROM MEMORY_RECORD WHERE timestamp IS NOT NULL AND " +
+                     plausible + " GROUP BY 1, 2 ORDER BY 1, 2"));
   query.BindInt(1, first);
   query.BindInt(2, width);
   while (true) {
@@ -137,10 +148,11 @@ Status ReadOpMemory(const ProfileReader& reader, const ReportOptions& options, R
   GPUPROF_ASSIGN_OR_RETURN(bool has_records,
                            reader.HasColumns("MEMORY_RECORD", {"timestamp", "totalAllocated", "deviceId"}));
   if (!has_records) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(const std::string plausible, PlausibleMemory(reader));
   GPUPROF_ASSIGN_OR_RETURN(Query peak,
                            reader.Prepare("SELECT timestamp, IFNULL(deviceId, 0) FROM MEMORY_RECORD "
-                                          "WHERE timestamp IS NOT NULL AND totalAllocated > 0 "
-                                          "ORDER BY totalAllocated DESC, timestamp LIMIT 1"));
+                                          "WHERE timestamp IS NOT NULL AND totalAllocated > 0 AND " +
+                                          plausible + " ORDER BY totalAllocated DESC, timestamp LIMIT 1"));
   GPUPROF_ASSIGN_OR_RETURN(bool found, peak.Step());
   if (!found) return OkStatus();
   report->peak_time_ns = peak.Int(0);
@@ -168,7 +180,9 @@ Status ReadItems(const ProfileReader& reader, const std::string& sql, const Step
     item.start_ns = std::max(query.Int(0), step.start_ns);
     item.end_ns = std::min(std::max(query.Int(1), query.Int(0)), step.end_ns);
     item.lane = lane(query.Int(2), query.Int(3));
-    item.name = query.IsNull(4) ? std::string("[unnamed]") : std::string(query.Text(4));
+    const std::string_view name = query.IsNull(4) ? std::string_view("[unnamed]") : query.Text(4);
+    item.name = std::string(base::Utf8Prefix(name, kReportNameBytes));
+    item.name_bytes = name.size();
     items->push_back(std::move(item));
   }
   return OkStatus();
@@ -252,10 +266,11 @@ StatusOr<StepTimeline> ReadStepTimeline(const ProfileReader& reader, const RankS
   GPUPROF_ASSIGN_OR_RETURN(
       bool has_memory, reader.HasColumns("MEMORY_RECORD", {"timestamp", "totalAllocated", "totalReserved"}));
   if (has_memory) {
+    GPUPROF_ASSIGN_OR_RETURN(const std::string plausible, PlausibleMemory(reader));
     GPUPROF_ASSIGN_OR_RETURN(Query query,
                              reader.Prepare("SELECT timestamp, totalAllocated, totalReserved FROM "
-                                            "MEMORY_RECORD WHERE timestamp >= ?1 AND timestamp < ?2 "
-                                            "ORDER BY timestamp LIMIT 2000"));
+                                            "MEMORY_RECORD WHERE timestamp >= ?1 AND timestamp < ?2 AND " +
+                                            plausible + " ORDER BY timestamp LIMIT 2000"));
     query.BindInt(1, step.start_ns);
     query.BindInt(2, step.end_ns);
     while (true) {
@@ -323,7 +338,8 @@ StatusOr<ReportDb> ReadReportDb(const ProfileDbFile& file, const ReportOptions& 
   ReportDb report;
   GPUPROF_ASSIGN_OR_RETURN(report.stats, ComputeStats(*reader, StatsOptions{options.top, options.progress}));
   base::Progress::StageOf(options.progress, "the step split");
-  GPUPROF_ASSIGN_OR_RETURN(report.split, ComputeRankStats(file, WithoutSteps::kWholeRunWithoutSteps));
+  GPUPROF_ASSIGN_OR_RETURN(
+      report.split, ComputeRankStats(file, WithoutSteps::kWholeRunWithoutSteps, ImpossibleSteps::kLeaveOut));
   GPUPROF_RETURN_IF_ERROR(ReadStepMemcpy(*reader, &report));
   base::Progress::StageOf(options.progress, "the memory curve (MEMORY_RECORD)");
   GPUPROF_RETURN_IF_ERROR(ReadMemoryCurves(*reader, options, &report));
