@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "base/utf8.h"
@@ -166,10 +167,48 @@ Status ReadOpMemory(const ProfileReader& reader, const ReportOptions& options, R
   return OkStatus();
 }
 
-// Rows of `sql` (start, end, lane key, name) within [start, end) of the step, into `items`.
+// The timeline's names by STRING_IDS id, each read once and kept cut to kReportNameBytes. The
+// timeline's queries sort ids, not names: sorting an op's 20 MB name with each of its rows held
+// gigabytes.
+class TimelineNames {
+ public:
+  static StatusOr<TimelineNames> Create(const ProfileReader& reader) {
+    TimelineNames names;
+    if (reader.HasStringValues()) {
+      GPUPROF_ASSIGN_OR_RETURN(names.query_, reader.Prepare("SELECT value FROM STRING_IDS WHERE id = ?1"));
+      names.available_ = true;
+    }
+    return names;
+  }
+
+  // The name (cut) and its whole length; "[unnamed]" for NULL, "#<id>" for an id not in STRING_IDS.
+  StatusOr<std::pair<std::string, std::size_t>> Get(const Query& row, int column) {
+    if (row.IsNull(column)) return std::pair<std::string, std::size_t>{"[unnamed]", 9};
+    const std::int64_t id = row.Int(column);
+    auto it = cache_.find(id);
+    if (it != cache_.end()) return it->second;
+    std::pair<std::string, std::size_t> name{"#" + std::to_string(id), 0};
+    if (available_) {
+      query_.Reset();
+      query_.BindInt(1, id);
+      GPUPROF_ASSIGN_OR_RETURN(bool found, query_.Step());
+      if (found) name.first = std::string(base::Utf8Prefix(query_.Text(0), kReportNameBytes));
+      if (found) name.second = query_.Text(0).size();
+    }
+    name.second = std::max(name.second, name.first.size());
+    return cache_.emplace(id, std::move(name)).first->second;
+  }
+
+ private:
+  Query query_;
+  bool available_ = false;
+  std::map<std::int64_t, std::pair<std::string, std::size_t>> cache_;
+};
+
+// Rows of `sql` (start, end, lane key, name id) within [start, end) of the step, into `items`.
 template <typename LaneFn>
 Status ReadItems(const ProfileReader& reader, const std::string& sql, const StepTimeline& step, LaneFn lane,
-                 std::vector<TimelineItem>* items) {
+                 TimelineNames& names, std::vector<TimelineItem>* items) {
   GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare(sql));
   query.BindInt(1, step.start_ns);
   query.BindInt(2, step.end_ns);
@@ -180,9 +219,7 @@ Status ReadItems(const ProfileReader& reader, const std::string& sql, const Step
     item.start_ns = std::max(query.Int(0), step.start_ns);
     item.end_ns = std::min(std::max(query.Int(1), query.Int(0)), step.end_ns);
     item.lane = lane(query.Int(2), query.Int(3));
-    const std::string_view name = query.IsNull(4) ? std::string_view("[unnamed]") : query.Text(4);
-    item.name = std::string(base::Utf8Prefix(name, kReportNameBytes));
-    item.name_bytes = name.size();
+    GPUPROF_ASSIGN_OR_RETURN(std::tie(item.name, item.name_bytes), names.Get(query, 4));
     items->push_back(std::move(item));
   }
   return OkStatus();
@@ -196,16 +233,18 @@ StatusOr<StepTimeline> ReadStepTimeline(const ProfileReader& reader, const RankS
   step.start_ns = chosen.start_ns;
   step.end_ns = std::max(chosen.end_ns, chosen.start_ns + 1);
   std::vector<TimelineItem> items;
+  GPUPROF_ASSIGN_OR_RETURN(TimelineNames names, TimelineNames::Create(reader));
   GPUPROF_ASSIGN_OR_RETURN(bool has_ops,
                            reader.HasColumns("PYTORCH_API", {"startNs", "endNs", "globalTid", "name"}));
   if (has_ops) {
     // Ops per thread, by start then longest first, so that nesting depth is a stack sweep.
     GPUPROF_RETURN_IF_ERROR(ReadItems(
         reader,
-        "SELECT startNs, endNs, globalTid, 0, " + NameOf(reader, "name") +
-            " FROM PYTORCH_API WHERE endNs > ?1 AND startNs < ?2 ORDER BY globalTid, startNs, endNs DESC",
+        "SELECT startNs, endNs, globalTid, 0, name FROM PYTORCH_API WHERE endNs > ?1 AND startNs < ?2 ORDER "
+        "BY "
+        "globalTid, startNs, endNs DESC",
         step, [](std::int64_t tid, std::int64_t) { return "thread " + std::to_string(tid & 0xffffffff); },
-        &items));
+        names, &items));
     std::vector<std::int64_t> open_ends;
     std::string lane;
     for (TimelineItem& item : items) {
@@ -223,11 +262,10 @@ StatusOr<StepTimeline> ReadStepTimeline(const ProfileReader& reader, const RankS
       reader.HasColumns("TASK", {"startNs", "endNs", "deviceId", "streamId", "globalTaskId", "taskType"}));
   if (has_tasks) {
     GPUPROF_ASSIGN_OR_RETURN(bool has_info, reader.HasColumns("COMPUTE_TASK_INFO", {"name", "globalTaskId"}));
-    const std::string name = has_info
-                                 ? "COALESCE((SELECT " + NameOf(reader, "c.name") +
-                                       " FROM COMPUTE_TASK_INFO c WHERE c.globalTaskId = t.globalTaskId), " +
-                                       NameOf(reader, "t.taskType") + ")"
-                                 : NameOf(reader, "t.taskType");
+    // The kernel's name where it has a COMPUTE_TASK_INFO row, else the task type.
+    const std::string name = has_info ? "COALESCE((SELECT c.name FROM COMPUTE_TASK_INFO c WHERE "
+                                        "c.globalTaskId = t.globalTaskId), t.taskType)"
+                                      : "t.taskType";
     GPUPROF_RETURN_IF_ERROR(ReadItems(
         reader,
         "SELECT t.startNs, t.endNs, IFNULL(t.deviceId, 0), IFNULL(t.streamId, 0), " + name +
@@ -236,15 +274,15 @@ StatusOr<StepTimeline> ReadStepTimeline(const ProfileReader& reader, const RankS
         [](std::int64_t device, std::int64_t stream) {
           return "device " + std::to_string(device) + " stream " + std::to_string(stream);
         },
-        &items));
+        names, &items));
   }
   GPUPROF_ASSIGN_OR_RETURN(bool has_marks, reader.HasColumns("MSTX_EVENTS", {"startNs", "endNs", "message"}));
   if (has_marks) {
     GPUPROF_RETURN_IF_ERROR(ReadItems(
         reader,
-        "SELECT startNs, endNs, 0, 0, " + NameOf(reader, "message") +
-            " FROM MSTX_EVENTS WHERE endNs >= ?1 AND startNs < ?2 ORDER BY startNs",
-        step, [](std::int64_t, std::int64_t) { return std::string("marks"); }, &items));
+        "SELECT startNs, endNs, 0, 0, message FROM MSTX_EVENTS WHERE endNs >= ?1 AND startNs < ?2 ORDER BY "
+        "startNs",
+        step, [](std::int64_t, std::int64_t) { return std::string("marks"); }, names, &items));
   }
   if (items.size() > options.timeline_items) {
     // The longest bars stay; the rest would be under a pixel at the step's scale anyway.
