@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "base/utf8.h"
+#include "cli/page_names.h"
 #include "cli/report.h"
 
 namespace gpuprof::cli {
@@ -27,26 +27,6 @@ std::string Fixed(double value, int decimals) { return FormatFixed(value, decima
 std::string Ms(std::int64_t ns) { return FormatMillis(ns); }
 std::string Percent(std::int64_t part, std::int64_t whole) { return FormatPercent(part, whole); }
 std::string Num(double value) { return Fixed(value, 2); }
-
-// A name from the DB as the page shows it: whole up to kShownNameBytes, past that its start, an
-// ellipsis and its length, with a tooltip of at most kTitleNameBytes. A 20M-character op name,
-// written whole into every row, bar and suggestion, made a 300 MB page. `full_bytes`: the length
-// of a name the reader already cut (db::TimelineItem).
-constexpr std::size_t kShownNameBytes = 200;
-constexpr std::size_t kTitleNameBytes = 2000;
-std::string ShownName(std::string_view name, std::size_t full_bytes = 0) {
-  full_bytes = std::max(full_bytes, name.size());
-  if (full_bytes <= kShownNameBytes) return std::string(name);
-  return std::string(base::Utf8Prefix(name, kShownNameBytes)) + "… (" + std::to_string(full_bytes) +
-         " bytes)";
-}
-// The tooltip of a name ShownName cuts; "" for one shown whole.
-std::string NameTitle(std::string_view name) {
-  if (name.size() <= kShownNameBytes) return "";
-  std::string title(base::Utf8Prefix(name, kTitleNameBytes));
-  if (title.size() < name.size()) title += "…";
-  return title;
-}
 
 // The step table lists at most this many steps: the first half by start and the slowest of the
 // rest (100k steps made a 38.8 MB table).
