@@ -82,6 +82,15 @@ inline void AppendUtf8(std::string* out, std::uint32_t code_point) {
   }
 }
 
+// The longest prefix of `text` of at most `max_bytes` that does not end inside a UTF-8 sequence
+// (a continuation byte is never its last): where a long name is cut for display.
+inline std::string_view Utf8Prefix(std::string_view text, std::size_t max_bytes) noexcept {
+  if (text.size() <= max_bytes) return text;
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0U) == 0x80U) --cut;
+  return text.substr(0, cut);
+}
+
 // `text` for a terminal: C0 and C1 control characters shown as escapes (\t, \n, \x1b, \u009b),
 // invalid UTF-8 bytes as U+FFFD, so a name read from a DB can neither garble nor misalign what is
 // printed, nor send the terminal escape sequences. Every line gpuprof prints with text from a DB

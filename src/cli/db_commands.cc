@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/interrupt_cleanup.h"
 #include "base/utf8.h"
 #include "cli/cli11.h"
 #include "cli/default_output.h"
@@ -352,7 +353,18 @@ void PrintStats(std::ostream& out, const db::ProfileStats& stats) {
   if (stats.device.has_value()) facts.push_back("device " + IdOrNotSet(*stats.device));
   if (!stats.host_name.empty()) facts.push_back("host " + ShortName(stats.host_name));
   if (stats.session_start_ns.has_value() && stats.session_end_ns.has_value()) {
-    facts.push_back("session " + Ms(*stats.session_end_ns - *stats.session_start_ns) + " ms");
+    const std::int64_t start = *stats.session_start_ns;
+    const std::int64_t end = *stats.session_end_ns;
+    std::int64_t span = 0;
+    if (__builtin_sub_overflow(end, start, &span)) {
+      facts.push_back("session impossible (SESSION_TIME_INFO; `gpuprof check` names it)");
+    } else if (span < 0) {
+      // Shown as "session 0.000 ms" before: say what is wrong instead.
+      facts.push_back("session reversed (it ends " + Ms(-span) +
+                      " ms before its start; `gpuprof check` names it)");
+    } else {
+      facts.push_back("session " + Ms(span) + " ms");
+    }
   }
   if (!facts.empty()) {
     out << " ";
@@ -647,6 +659,7 @@ int RunExport(const std::string& path, const std::string& format, const std::str
       return kExitFailure;
     }
   }
+  base::InstallInterruptCleanup();  // Ctrl-C or kill leaves no full-size temporary file
   StatusOr<db::ExportSummary> summary = [&] {
     WorkProgress line(progress, "gpuprof export");
     return db::ExportPerfettoTrace(resolved->dbs, output, line.progress());
@@ -656,10 +669,13 @@ int RunExport(const std::string& path, const std::string& format, const std::str
     return kExitFailure;
   }
   for (const std::string& note : summary->notes) err << "gpuprof: note: " << note << "\n";
-  // With -o - the trace is standard output: the summary goes to stderr, so the JSON stays valid.
-  std::ostream& report = output == "-" ? err : out;
+  // With -o - (or /dev/stdout) the trace is standard output: the summary goes to stderr, so the
+  // JSON stays valid.
+  const bool to_stdout = db::OutputFile::IsStandardOutput(output);
+  std::ostream& report = to_stdout ? err : out;
   std::error_code ec;
   const std::string shown = output == "-" ? std::string("standard output")
+                            : to_stdout   ? output
                                           : std::filesystem::absolute(output, ec).lexically_normal().string();
   report << "wrote " << shown << " (" << FormatBytes(summary->bytes) << "): " << summary->dbs << " DB(s), "
          << summary->slices << " slices, " << summary->flows << " flows, " << summary->counters
@@ -716,6 +732,7 @@ int RunReport(const std::string& path, const std::string& requested_output, std:
     }
   }
   const std::string page = RenderHtmlReport(input);
+  base::InstallInterruptCleanup();
   StatusOr<std::unique_ptr<db::OutputFile>> file = db::OutputFile::Create(output, "report.html");
   StatusOr<std::uint64_t> bytes = file.ok() ? [&]() -> StatusOr<std::uint64_t> {
     (*file)->buffer()->append(page);
@@ -726,7 +743,7 @@ int RunReport(const std::string& path, const std::string& requested_output, std:
     PrintError(err, bytes.status());
     return kExitFailure;
   }
-  std::ostream& report = output == "-" ? err : out;
+  std::ostream& report = db::OutputFile::IsStandardOutput(output) ? err : out;
   std::error_code ec;
   const std::string shown = output == "-" ? std::string("standard output")
                                           : std::filesystem::absolute(output, ec).lexically_normal().string();

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/page_names.h"
 #include "cli/report.h"
 
 namespace gpuprof::cli {
@@ -27,6 +28,10 @@ std::string Ms(std::int64_t ns) { return FormatMillis(ns); }
 std::string Percent(std::int64_t part, std::int64_t whole) { return FormatPercent(part, whole); }
 std::string Num(double value) { return Fixed(value, 2); }
 
+// The step table lists at most this many steps: the first half by start and the slowest of the
+// rest (100k steps made a 38.8 MB table).
+constexpr std::size_t kMaxStepRows = 100;
+
 // A table whose columns sort on a click (the page's script); numeric cells carry data-v.
 class HtmlTable {
  public:
@@ -41,6 +46,7 @@ class HtmlTable {
     double value = 0;
     std::string figure;  // data-figure name, or ""
     std::string html;    // markup drawn after the text (a small chart), already safe; "" for none
+    std::string title;   // a tooltip (the longer part of a cut name), or ""
   };
   void AddRow(std::vector<Cell> cells) { rows_.push_back(std::move(cells)); }
   std::string Html() const {
@@ -57,6 +63,7 @@ class HtmlTable {
         out += "<td";
         if (columns_[i].numeric) out += " class=\"num\" data-v=\"" + Fixed(cell.value, 6) + "\"";
         if (!cell.figure.empty()) out += " data-figure=\"" + HtmlEscape(cell.figure) + "\"";
+        if (!cell.title.empty()) out += " title=\"" + HtmlEscape(cell.title) + "\"";
         out += ">" + HtmlEscape(cell.text) + cell.html + "</td>";
       }
       out += "</tr>";
@@ -71,10 +78,11 @@ class HtmlTable {
 };
 
 HtmlTable::Cell N(std::string text, double value, std::string figure = "") {
-  return {std::move(text), value, std::move(figure), ""};
+  return {std::move(text), value, std::move(figure), "", ""};
 }
+// A text cell; a long text (a name from the DB) is cut, with its start as the tooltip.
 HtmlTable::Cell T(std::string text, std::string figure = "") {
-  return {std::move(text), 0, std::move(figure), ""};
+  return {ShownName(text), 0, std::move(figure), "", NameTitle(text)};
 }
 
 std::string Absent(std::string_view what, std::string_view why) {
@@ -268,10 +276,10 @@ std::vector<Suggestion> Suggestions(const db::ReportDb& db) {
   if (!db.stats.top_kernels.empty() && db.stats.kernel_total_ns > 0) {
     const db::KernelStat& k = db.stats.top_kernels.front();
     const double share = static_cast<double>(k.total_ns) / static_cast<double>(db.stats.kernel_total_ns);
-    out.push_back({share, "The top kernel, " + k.name + ", takes " +
+    out.push_back({share, "The top kernel, " + ShownName(k.name) + ", takes " +
                               Percent(k.total_ns, db.stats.kernel_total_ns) +
                               "% of the kernel time: replay it for its counters (gpuprof replay -k '" +
-                              k.name + "' --section SpeedOfLight)."});
+                              ShownName(k.name) + "' --section SpeedOfLight)."});
   }
   // The step ops' self time is the step's host time outside every op: not an op to look at.
   auto op_it = std::find_if(db.stats.top_ops_by_self.begin(), db.stats.top_ops_by_self.end(),
@@ -280,7 +288,7 @@ std::vector<Suggestion> Suggestions(const db::ReportDb& db) {
     const db::OpStat& op = *op_it;
     const double share =
         static_cast<double>(op.totals.self_ns) / static_cast<double>(db.stats.op_self_sum_ns);
-    out.push_back({share, "The op with the most self time on the host is " + op.name + " (" +
+    out.push_back({share, "The op with the most self time on the host is " + ShownName(op.name) + " (" +
                               Percent(op.totals.self_ns, db.stats.op_self_sum_ns) +
                               "% of the time covered by ops)."});
   }
@@ -302,15 +310,16 @@ std::string Overview(const HtmlReportInput& input) {
                           {"peak allocated", false}});
   for (const db::ReportDb& db : input.dbs) {
     const db::ProfileStats& s = db.stats;
+    const bool reversed = s.session_start_ns && s.session_end_ns && *s.session_end_ns < *s.session_start_ns;
     const std::int64_t session =
-        s.session_start_ns && s.session_end_ns ? *s.session_end_ns - *s.session_start_ns : 0;
+        s.session_start_ns && s.session_end_ns && !reversed ? *s.session_end_ns - *s.session_start_ns : 0;
     const std::int64_t avg = s.step_count > 0 ? s.step_total_ns / static_cast<std::int64_t>(s.step_count) : 0;
     std::int64_t peak = 0;
     for (const db::MemoryPeak& m : s.memory) peak = std::max(peak, m.peak_allocated);
     runs.AddRow(
         {T(DbLabel(db)), T(s.host_name.empty() ? "-" : s.host_name),
          T(s.device.has_value() && *s.device >= 0 ? std::to_string(*s.device) : "not set"),
-         N(Ms(session), static_cast<double>(session)),
+         N(reversed ? "reversed (ends before it starts)" : Ms(session), static_cast<double>(session)),
          N(std::to_string(s.step_count), static_cast<double>(s.step_count), "step-count"),
          N(s.step_count > 0 ? Ms(avg) : "-", static_cast<double>(avg), "step-avg-ms"),
          N(std::to_string(s.op_calls), static_cast<double>(s.op_calls), "op-calls"),
@@ -319,6 +328,13 @@ std::string Overview(const HtmlReportInput& input) {
          T(s.memory.empty() ? "-" : FormatBytes(static_cast<std::uint64_t>(peak)), "peak-allocated")});
   }
   out += runs.Html();
+  // What the figures leave out (stats' notes: impossible spans and memory figures).
+  for (const db::ReportDb& db : input.dbs) {
+    for (const std::string& note : db.stats.data_notes) {
+      out +=
+          "<p class=\"note\">" + HtmlEscape((input.dbs.size() > 1 ? DbLabel(db) + ": " : "") + note) + "</p>";
+    }
+  }
   out += "<h3>What to look at first</h3><ol class=\"suggestions\">";
   std::vector<Suggestion> all;
   for (const db::ReportDb& db : input.dbs) {
@@ -371,7 +387,18 @@ std::string Steps(const HtmlReportInput& input) {
                      {"idle %", true},
                      {"memcpy/memset ms", true},
                      {"", false}});
-    for (std::size_t i = 0; i < split.steps.size(); ++i) {
+    std::vector<std::size_t> listed;
+    for (std::size_t i = 0; i < split.steps.size(); ++i) listed.push_back(i);
+    if (listed.size() > kMaxStepRows) {
+      // The first half by start, then the slowest of the others; shown by start.
+      const auto first = static_cast<std::ptrdiff_t>(kMaxStepRows / 2);
+      std::stable_sort(listed.begin() + first, listed.end(), [&](std::size_t a, std::size_t b) {
+        return split.steps[a].duration_ns > split.steps[b].duration_ns;
+      });
+      listed.resize(kMaxStepRows);
+      std::sort(listed.begin(), listed.end());
+    }
+    for (std::size_t i : listed) {
       const db::RankStepStats& step = split.steps[i];
       const std::int64_t memcpy_ns = i < db.step_memcpy_ns.size() ? db.step_memcpy_ns[i] : 0;
       const bool host_bound = step.duration_ns > 0 && step.idle_ns * 2 > step.duration_ns;
@@ -389,6 +416,12 @@ std::string Steps(const HtmlReportInput& input) {
            T(host_bound ? "host-bound" : "")});
     }
     out += table.Html();
+    if (listed.size() < split.steps.size()) {
+      out += "<p class=\"note\">" + std::to_string(split.steps.size() - listed.size()) +
+             " more steps are not listed: the table holds the first " + std::to_string(kMaxStepRows / 2) +
+             " and the " + std::to_string(listed.size() - kMaxStepRows / 2) + " slowest of the " +
+             std::to_string(split.steps.size()) + " (every step: gpuprof export).</p>";
+    }
   }
   return out + "</section>";
 }
@@ -458,8 +491,8 @@ std::string TimelineSvg(const db::StepTimeline& step) {
                                                                   : NameColor(item.name);
     bars += "<rect x=\"" + Fixed(x, 3) + "\" y=\"" + std::to_string(lane.y + row * kRow) + "\" width=\"" +
             Fixed(w, 3) + "\" height=\"" + std::to_string(kRow - 1) + "\" fill=\"" + color + "\"><title>" +
-            HtmlEscape(item.name) + ": " + FormatMicros(static_cast<double>(item.end_ns - item.start_ns)) +
-            " µs</title></rect>";
+            HtmlEscape(ShownName(item.name, item.name_bytes)) + ": " +
+            FormatMicros(static_cast<double>(item.end_ns - item.start_ns)) + " µs</title></rect>";
   }
   if (!step.memory.empty()) {
     std::int64_t top = 1;
@@ -665,7 +698,7 @@ std::string Replay(const HtmlReportInput& input) {
              N(FormatMicros(static_cast<double>(k.median_ns)), static_cast<double>(k.median_ns)),
              N(FormatMicros(static_cast<double>(k.max_ns)), static_cast<double>(k.max_ns)),
              HtmlTable::Cell{"+" + Fixed(100.0 * spread, 1) + "% max over min", 0, "",
-                             SpreadBar(k.min_ns, k.median_ns, k.max_ns, k.max_ns)},
+                             SpreadBar(k.min_ns, k.median_ns, k.max_ns, k.max_ns), ""},
              N(FormatBytes(static_cast<std::uint64_t>(k.restored_bytes_per_pass)), k.restored_bytes_per_pass),
              T(k.nondeterministic_launches == 0
                    ? "yes"
@@ -686,15 +719,15 @@ std::string Replay(const HtmlReportInput& input) {
     }
     for (const db::ReplayCounterStat& group : s.replay_counters) {
       if (group.metrics.empty()) continue;
-      out += "<h4>Counters of " + HtmlEscape(group.kernel) + " (device " + std::to_string(group.device) +
-             ")</h4>";
+      out += "<h4>Counters of " + HtmlEscape(ShownName(group.kernel)) + " (device " +
+             std::to_string(group.device) + ")</h4>";
       HtmlTable metrics(
           "counters-" + id + "-" + std::to_string(&group - s.replay_counters.data()),
           {{"metric", false}, {"unit", false}, {"mean", true}, {"min", true}, {"max", true}, {"", false}});
       for (const db::ReplayMetricStat& m : group.metrics) {
         metrics.AddRow({T(m.name), T(m.unit), N(Num(m.mean), m.mean), N(Num(m.min), m.min),
                         N(Num(m.max), m.max),
-                        HtmlTable::Cell{"", 0, "", m.unit == "%" ? PercentBar(m.mean) : ""}});
+                        HtmlTable::Cell{"", 0, "", m.unit == "%" ? PercentBar(m.mean) : "", ""}});
       }
       out += metrics.Html();
     }

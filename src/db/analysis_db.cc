@@ -293,7 +293,7 @@ Status WriteAnalysisDb(const std::string& profile_db_path, const std::string& an
   const std::filesystem::path profile(profile_db_path);
   GPUPROF_ASSIGN_OR_RETURN(
       RankStats stats, ComputeRankStats({profile_db_path, RankFromDbFileName(profile.filename().string())},
-                                        WithoutSteps::kWholeRunWithoutSteps));
+                                        WithoutSteps::kWholeRunWithoutSteps, ImpossibleSteps::kKeep));
   std::vector<CommunicationRecord> ops;
   {
     GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<ProfileReader> reader, ProfileReader::Open(profile_db_path));

@@ -190,6 +190,8 @@ const std::vector<NeverNull> kNeverNull = {
     {"CONNECTION_IDS", {"id", "connectionId"}},
     {"STEP_TIME", {"id", "startNs", "endNs"}},
     {"COMMUNICATION_OP", {"opName", "startNs", "endNs"}},
+    // Insight's memory view keys on the component, every reader groups by device.
+    {"MEMORY_RECORD", {"component", "timestamp", "totalAllocated", "totalReserved", "deviceId"}},
 };
 
 std::string Describe(const ColumnInfo& column) {
@@ -657,6 +659,23 @@ class Checker {
                         return std::to_string(n) +
                                " row(s) whose startNs or endNs is negative or beyond 2^62 ns (e.g. rowid " +
                                example + "): no clock reading, and sums over them overflow";
+                      }));
+    }
+    GPUPROF_ASSIGN_OR_RETURN(bool memory,
+                             Has("MEMORY_RECORD", {"totalAllocated", "totalReserved", "totalActive"}));
+    if (memory) {
+      // NULLs and other types have their own lines (CheckColumnValues); here the integers.
+      const std::string range = " NOT BETWEEN 0 AND " + std::to_string(kMaxPlausibleBytes);
+      GPUPROF_RETURN_IF_ERROR(
+          ReportCount("MEMORY_RECORD",
+                      "SELECT COUNT(*), MIN(rowid) FROM MEMORY_RECORD WHERE totalAllocated" + range +
+                          " OR totalReserved" + range + " OR totalActive" + range,
+                      [](std::int64_t n, const std::string& example) {
+                        return std::to_string(n) +
+                               " row(s) whose totalAllocated, totalReserved or totalActive is negative or "
+                               "above 1 PiB (e.g. "
+                               "rowid " +
+                               example + "): no allocator's reading";
                       }));
     }
     GPUPROF_ASSIGN_OR_RETURN(bool rank_map, Has("RANK_DEVICE_MAP", {"rankId"}));

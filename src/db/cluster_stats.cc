@@ -4,8 +4,12 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
+
+#include "db/plausible.h"
 
 namespace gpuprof::db {
 namespace {
@@ -100,7 +104,7 @@ Status ReadRankAndDevice(const ProfileReader& reader, const ProfileDbFile& file,
   return OkStatus();
 }
 
-Status ReadSteps(const ProfileReader& reader, RankStats* stats) {
+Status ReadSteps(const ProfileReader& reader, ImpossibleSteps impossible, RankStats* stats) {
   GPUPROF_ASSIGN_OR_RETURN(bool has_steps, reader.HasColumns("STEP_TIME", {"id", "startNs", "endNs"}));
   if (!has_steps) {
     stats->steps_absent = reader.HasTable("STEP_TIME")
@@ -109,8 +113,28 @@ Status ReadSteps(const ProfileReader& reader, RankStats* stats) {
                               : "no steps (no STEP_TIME table in this DB)";
     return OkStatus();
   }
-  GPUPROF_ASSIGN_OR_RETURN(Query query,
-                           reader.Prepare("SELECT id, startNs, endNs FROM STEP_TIME ORDER BY startNs, id"));
+  std::string plausible = "1";
+  if (impossible == ImpossibleSteps::kLeaveOut) {
+    std::optional<std::int64_t> session_start;
+    std::optional<std::int64_t> session_end;
+    GPUPROF_ASSIGN_OR_RETURN(bool has_session,
+                             reader.HasColumns("SESSION_TIME_INFO", {"startTimeNs", "endTimeNs"}));
+    if (has_session) {
+      GPUPROF_ASSIGN_OR_RETURN(
+          Query session, reader.Prepare("SELECT startTimeNs, endTimeNs FROM SESSION_TIME_INFO LIMIT 1"));
+      GPUPROF_ASSIGN_OR_RETURN(bool row, session.Step());
+      if (row) {
+        session_start = session.OptionalInt(0);
+        session_end = session.OptionalInt(1);
+      }
+    }
+    plausible = PlausibleSpanSql("startNs", "endNs", session_start, session_end);
+    GPUPROF_ASSIGN_OR_RETURN(std::int64_t left_out,
+                             reader.QueryInt("SELECT COUNT(*) FROM STEP_TIME WHERE NOT " + plausible));
+    stats->steps_left_out = static_cast<std::uint64_t>(left_out);
+  }
+  GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare("SELECT id, startNs, endNs FROM STEP_TIME WHERE " +
+                                                       plausible + " ORDER BY startNs, id"));
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
@@ -121,7 +145,11 @@ Status ReadSteps(const ProfileReader& reader, RankStats* stats) {
     step.duration_ns = std::max<std::int64_t>(0, step.end_ns - step.start_ns);
     stats->steps.push_back(step);
   }
-  if (stats->steps.empty()) {
+  if (stats->steps.empty() && stats->steps_left_out > 0) {
+    stats->steps_absent =
+        "no steps (every STEP_TIME row is impossible: reversed, negative or far outside the "
+        "session; `gpuprof check` names them)";
+  } else if (stats->steps.empty()) {
     stats->steps_absent =
         "no steps (STEP_TIME is empty: steps come from ProfilerStep#N ops, which torch.profiler records "
         "on each prof.step())";
@@ -231,12 +259,13 @@ Status ReadWholeRun(const ProfileReader& reader, RankStats* stats) {
   return OkStatus();
 }
 
-StatusOr<RankStats> ComputeRankStatsOf(const ProfileDbFile& file, WithoutSteps without_steps) {
+StatusOr<RankStats> ComputeRankStatsOf(const ProfileDbFile& file, WithoutSteps without_steps,
+                                       ImpossibleSteps impossible) {
   GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<ProfileReader> reader, ProfileReader::Open(file.path));
   RankStats stats;
   stats.path = file.path;
   GPUPROF_RETURN_IF_ERROR(ReadRankAndDevice(*reader, file, &stats));
-  GPUPROF_RETURN_IF_ERROR(ReadSteps(*reader, &stats));
+  GPUPROF_RETURN_IF_ERROR(ReadSteps(*reader, impossible, &stats));
   if (stats.steps.empty() && without_steps == WithoutSteps::kWholeRunWithoutSteps) {
     GPUPROF_RETURN_IF_ERROR(ReadWholeRun(*reader, &stats));
   }
@@ -408,8 +437,9 @@ std::string_view ComputeSourceName(ComputeSource source) {
   return "none";
 }
 
-StatusOr<RankStats> ComputeRankStats(const ProfileDbFile& file, WithoutSteps without_steps) {
-  return ComputeRankStatsOf(file, without_steps);
+StatusOr<RankStats> ComputeRankStats(const ProfileDbFile& file, WithoutSteps without_steps,
+                                     ImpossibleSteps impossible) {
+  return ComputeRankStatsOf(file, without_steps, impossible);
 }
 
 StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs, base::Progress* progress) {
@@ -423,7 +453,8 @@ StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs
   for (const ProfileDbFile& file : dbs) {
     base::Progress::StageOf(progress, "the step split of DB " + std::to_string(cluster.ranks.size() + 1) +
                                           " of " + std::to_string(dbs.size()));
-    GPUPROF_ASSIGN_OR_RETURN(RankStats rank, ComputeRankStatsOf(file, WithoutSteps::kNoRows));
+    GPUPROF_ASSIGN_OR_RETURN(RankStats rank,
+                             ComputeRankStatsOf(file, WithoutSteps::kNoRows, ImpossibleSteps::kLeaveOut));
     cluster.ranks.push_back(std::move(rank));
   }
   std::stable_sort(cluster.ranks.begin(), cluster.ranks.end(), [](const RankStats& a, const RankStats& b) {

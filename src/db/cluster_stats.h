@@ -105,6 +105,7 @@ struct RankStats {
   std::string steps_absent;          // "no steps (...)" when there is no step to split; "" otherwise
   std::string communication_absent;  // why communication is 0 ("" when COMMUNICATION_OP was read)
   std::vector<RankStepStats> steps;  // by start, then id
+  std::uint64_t steps_left_out = 0;  // STEP_TIME rows left out as impossible (ImpossibleSteps)
   // Set by ComputeRankStats(..., kWholeRunWithoutSteps) on a DB without steps: `steps` then holds
   // one step, id -1, over SESSION_TIME_INFO's span ("" steps_absent stays as the reason).
   bool whole_run = false;
@@ -139,9 +140,15 @@ struct ClusterStats {
 // one step over the whole run (SESSION_TIME_INFO's start and end).
 enum class WithoutSteps : std::uint8_t { kNoRows, kWholeRunWithoutSteps };
 
+// What ComputeRankStats does with the STEP_TIME rows whose span `gpuprof stats` leaves out
+// (plausible.h: reversed, negative, beyond 2^62 ns, far outside the session): leave them out too
+// (counted in RankStats::steps_left_out), or keep them (analysis.db has a row per STEP_TIME row).
+enum class ImpossibleSteps : std::uint8_t { kLeaveOut, kKeep };
+
 // One DB's split (read-only). Errors: the reader's Status, naming the file.
 StatusOr<RankStats> ComputeRankStats(const ProfileDbFile& file,
-                                     WithoutSteps without_steps = WithoutSteps::kNoRows);
+                                     WithoutSteps without_steps = WithoutSteps::kNoRows,
+                                     ImpossibleSteps impossible = ImpossibleSteps::kLeaveOut);
 
 // Reads every DB in `dbs` (read-only, one at a time). Errors: InvalidArgument for an empty list;
 // the reader's Status, naming the file, for a DB that cannot be opened or read. `progress` (may be

@@ -14,6 +14,9 @@ inline constexpr std::uint64_t kDbInvalidValue = 4294967295ull;
 // A time (epoch ns) beyond this (year 2116) or below 0 is no clock reading, and sums over such
 // times overflow: `check` flags them and `stats` leaves their rows out.
 inline constexpr std::int64_t kMaxPlausibleTimeNs = std::int64_t{1} << 62;
+// A memory figure (MEMORY_RECORD's totals, bytes) above this (1 PiB) or below 0 is no allocator's
+// reading: `check` flags it and `stats` and `report` leave its rows out (plausible.h).
+inline constexpr std::int64_t kMaxPlausibleBytes = std::int64_t{1} << 50;
 
 // ENUM_API_TYPE ids of the CANN_API rows gpuprof writes.
 inline constexpr std::int64_t kApiTypeRuntime = 5000;        // "runtime": the host API call

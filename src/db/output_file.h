@@ -2,8 +2,11 @@
 // not create. What the path names decides how it is written: a new name or a regular file is
 // written under a temporary name and renamed over it (the final name never holds a partial file);
 // a character device or FIFO (/dev/null, a pipe a viewer reads) is written into as it is; "-" is
-// standard output; a symbolic link is followed to what it names and that is treated by the same
-// rules; a directory, a dangling link, a block device or a socket is refused before any work.
+// standard output, and so is a path that reaches this process's standard output or error (-o
+// /dev/stdout or /dev/stderr: a terminal, a pipe, a socket) when that is not a regular file; a
+// symbolic link is followed to what it names and that is treated by the same rules; a directory, a
+// dangling link, a block device or another socket is refused before any work. A temporary file is
+// removed when the command is interrupted (base/interrupt_cleanup.h, once the CLI installed it).
 //
 //   GPUPROF_ASSIGN_OR_RETURN(auto file, OutputFile::Create(path, "trace.json"));
 //   file->buffer()->append(...); GPUPROF_RETURN_IF_ERROR(file->MaybeFlush());
@@ -26,6 +29,7 @@
 #include <utility>
 
 #include "base/errno_text.h"
+#include "base/interrupt_cleanup.h"
 #include "gpuprof/status.h"
 
 namespace gpuprof::db {
@@ -39,7 +43,7 @@ class OutputFile {
     GPUPROF_ASSIGN_OR_RETURN(Target target, ClassifyOutput(requested_path, example_name));
     auto file = std::unique_ptr<OutputFile>(new OutputFile(target.path));
     if (target.kind == TargetKind::kStdout) {
-      file->fd_ = STDOUT_FILENO;
+      file->fd_ = target.fd;
       file->owns_fd_ = false;
       file->direct_ = true;
     } else if (target.kind == TargetKind::kStream) {
@@ -60,7 +64,10 @@ class OutputFile {
 
   ~OutputFile() {
     if (fd_ >= 0 && owns_fd_) ::close(fd_);
-    if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+    if (!committed_ && !temp_path_.empty()) {
+      ::unlink(temp_path_.c_str());
+      base::ForgetOnInterrupt();
+    }
   }
 
   std::string* buffer() noexcept { return &buffer_; }
@@ -95,6 +102,7 @@ class OutputFile {
                                   base::ErrnoText(error));
     }
     committed_ = true;
+    base::ForgetOnInterrupt();
     return written_;
   }
 
@@ -102,16 +110,36 @@ class OutputFile {
   struct Target {
     TargetKind kind;
     std::string path;  // the file finally written: a followed link's target
+    int fd = -1;       // kStdout: the descriptor written (standard output or error)
   };
 
+  // True when what `requested` names is this process's standard output (so the command's own
+  // messages go to standard error instead of into the output).
+  static bool IsStandardOutput(const std::string& requested) {
+    StatusOr<Target> target = ClassifyOutput(requested, "");
+    return target.ok() && target->kind == TargetKind::kStdout && target->fd == STDOUT_FILENO;
+  }
+
   static StatusOr<Target> ClassifyOutput(const std::string& requested, std::string_view example_name) {
-    if (requested == "-") return Target{TargetKind::kStdout, "standard output"};
+    if (requested == "-") return Target{TargetKind::kStdout, "standard output", STDOUT_FILENO};
     std::string path = requested;
     struct stat info {};
     if (::lstat(path.c_str(), &info) != 0) {
       const int error = errno;
       if (error == ENOENT) return Target{TargetKind::kRenameOver, path};
       return InvalidArgumentError("cannot use the output " + path + ": " + base::ErrnoText(error));
+    }
+    // /dev/stdout of a piped command is a link to /proc/self/fd/1, itself a link to "pipe:[N]",
+    // which no path names (and a socket cannot be opened at all): what this process already holds
+    // is written through its descriptor.
+    struct stat reached {};
+    if (::stat(path.c_str(), &reached) == 0 && !S_ISREG(reached.st_mode) && !S_ISDIR(reached.st_mode)) {
+      for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+        struct stat held {};
+        if (::fstat(fd, &held) == 0 && held.st_dev == reached.st_dev && held.st_ino == reached.st_ino) {
+          return Target{TargetKind::kStdout, path, fd};
+        }
+      }
     }
     if (S_ISLNK(info.st_mode)) {
       std::error_code ec;
@@ -145,7 +173,7 @@ class OutputFile {
     for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
       temp_path_ = final_path_ + ".tmp." + std::to_string(::getpid()) +
                    (attempt == 0 ? "" : "." + std::to_string(attempt));
-      fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      fd_ = base::CreateRemovedOnInterrupt(temp_path_, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
       if (fd_ < 0 && errno != EEXIST) {
         const int error = errno;
         temp_path_.clear();

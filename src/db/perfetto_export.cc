@@ -1,6 +1,7 @@
 #include "db/perfetto_export.h"
 
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "base/json.h"
 #include "db/db_constants.h"
 #include "db/output_file.h"
+#include "db/task_op_link.h"
 #include "db/trace_args.h"
 
 namespace gpuprof::db {
@@ -319,7 +321,14 @@ class Schema {
     for (std::string_view table : tables) {
       GPUPROF_ASSIGN_OR_RETURN(std::vector<ColumnInfo> columns, reader.Columns(table));
       std::set<std::string> names;
-      for (ColumnInfo& column : columns) names.insert(std::move(column.name));
+      std::size_t keys = 0;
+      bool id_is_key = false;
+      for (ColumnInfo& column : columns) {
+        keys += column.primary_key ? 1 : 0;
+        id_is_key = id_is_key || (column.primary_key && column.name == "id");
+        names.insert(std::move(column.name));
+      }
+      if (table == "STRING_IDS") schema.unique_string_ids_ = keys == 1 && id_is_key;
       if (!names.empty()) schema.tables_.emplace(std::string(table), std::move(names));
     }
     schema.has_strings_ = schema.Has("STRING_IDS", "value");
@@ -339,10 +348,13 @@ class Schema {
     return Has(table, column) ? std::string(alias) + "." + std::string(column) : "NULL";
   }
   bool has_strings() const noexcept { return has_strings_; }
+  // STRING_IDS.id is its primary key (as the format declares it), so no id has two rows.
+  bool unique_string_ids() const noexcept { return unique_string_ids_; }
 
  private:
   std::map<std::string, std::set<std::string>> tables_;
   bool has_strings_ = false;
+  bool unique_string_ids_ = false;
 };
 
 // A STRING_IDS lookup for `id_expr` as a LEFT JOIN aliased `alias`: {select expression, join}.
@@ -350,7 +362,13 @@ std::pair<std::string, std::string> StringJoin(const Schema& schema, const std::
                                                const std::string& alias) {
   if (id_expr == "NULL") return {"NULL", ""};
   if (!schema.has_strings()) return {"CAST(" + id_expr + " AS TEXT)", ""};
-  return {alias + ".value", " LEFT JOIN STRING_IDS " + alias + " ON " + alias + ".id = " + id_expr};
+  // A STRING_IDS without its primary key may hold an id twice; joined as it is, every repeat
+  // multiplied the rows (an op's name, shapes and dtypes each k times: k^3 events). Each id then
+  // resolves once, to its smallest value (`gpuprof check` names the repeated ids).
+  const std::string strings = schema.unique_string_ids()
+                                  ? "STRING_IDS"
+                                  : "(SELECT id, MIN(value) AS value FROM STRING_IDS GROUP BY id)";
+  return {alias + ".value", " LEFT JOIN " + strings + " " + alias + " ON " + alias + ".id = " + id_expr};
 }
 
 // ---- A replayed launch's hardware counters, as slice args ----------------------------------------
@@ -512,6 +530,8 @@ class Exporter {
       }
       GPUPROF_RETURN_IF_ERROR(file_->MaybeFlush());
     }
+    summary_->sqlite_steps +=
+        static_cast<std::uint32_t>(sqlite3_stmt_status(query.get(), SQLITE_STMTSTATUS_VM_STEP, /*reset=*/0));
     return OkStatus();
   }
 
@@ -694,19 +714,14 @@ class Exporter {
 
   Status ExportTaskFlows(const ProfileReader& reader, const Schema& schema, DbContext& db) {
     if (!schema.HasAll("CONNECTION_IDS", {"id", "connectionId"}) ||
-        !schema.HasAll("PYTORCH_API", {"startNs", "globalTid", "connectionId"}) ||
+        !schema.HasAll("PYTORCH_API", {"startNs", "globalTid", "name", "connectionId"}) ||
         !schema.HasAll("TASK", {"startNs", "deviceId", "streamId", "connectionId"})) {
       return OkStatus();
     }
-    // The consumers' join (DB_SPEC §3.4): TASK.connectionId = CONNECTION_IDS.connectionId AND
-    // CONNECTION_IDS.id = PYTORCH_API.connectionId. One flow per task, from the latest-starting
-    // (innermost) op linked to it: repeated CONNECTION_IDS or op rows would otherwise multiply the
-    // flows (SQLite takes the bare columns from the row of MAX()).
-    const std::string sql =
-        "SELECT l.op_start, l.op_tid, t.startNs, t.deviceId, t.streamId FROM (SELECT c.connectionId AS cid, "
-        "MAX(p.startNs) AS op_start, p.globalTid AS op_tid FROM CONNECTION_IDS c JOIN PYTORCH_API p ON "
-        "p.connectionId = c.id GROUP BY c.connectionId) l JOIN TASK t ON t.connectionId = l.cid "
-        "ORDER BY l.cid, t.startNs, t.rowid";
+    // One flow per task, from the op that launched it (task_op_link.h: linear on a DB without an
+    // index on the link columns).
+    const std::string sql = "SELECT l.op_start, l.op_tid, t.startNs, t.deviceId, t.streamId FROM " +
+                            TaskOpLinkFrom() + " ORDER BY l.cid, t.startNs, t.rowid";
     return Stream(reader, sql, [&](const Query& q) {
       const std::uint32_t from_pid = tracks_.HostPid(db, PidOf(q.Int(1)));
       const std::uint32_t to_pid = tracks_.DevicePid(db, q.Int(3));

@@ -55,6 +55,10 @@ struct ExportSummary {
   std::uint64_t async_ranges = 0;  // b/e pairs
   std::uint64_t bytes = 0;         // size of the written file
   std::int64_t time_base_ns = 0;
+  // SQLite virtual-machine steps of the statements that streamed the rows: the work the export
+  // did, whatever the machine's speed (the tests check that it grows linearly with the rows).
+  // SQLite counts per statement in 32 bits: past 2^32 steps of one statement the sum wraps.
+  std::uint64_t sqlite_steps = 0;
   std::vector<std::string> notes;  // tables that were absent and so not exported
 };
 

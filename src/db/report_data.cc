@@ -5,10 +5,14 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
+#include "base/utf8.h"
 #include "db/db_constants.h"
+#include "db/plausible.h"
 #include "db/schema.h"
+#include "db/task_op_link.h"
 
 namespace gpuprof::db {
 namespace {
@@ -18,6 +22,13 @@ std::string NameOf(const ProfileReader& reader, const std::string& column) {
   return reader.HasStringValues()
              ? "IFNULL((SELECT value FROM STRING_IDS WHERE id = " + column + "), '#' || " + column + ")"
              : "'#' || " + column;
+}
+
+// The MEMORY_RECORD rows `gpuprof stats` counts (plausible.h): an impossible figure (INT64_MAX
+// bytes) would scale the curve and name a peak no device had.
+StatusOr<std::string> PlausibleMemory(const ProfileReader& reader) {
+  GPUPROF_ASSIGN_OR_RETURN(bool has_active, reader.HasColumns("MEMORY_RECORD", {"totalActive"}));
+  return PlausibleMemorySql(has_active);
 }
 
 std::size_t DelayBucket(std::int64_t delay_ns) {
@@ -42,9 +53,11 @@ Status ReadMemoryCurves(const ProfileReader& reader, const ReportOptions& option
   GPUPROF_ASSIGN_OR_RETURN(bool has, reader.HasColumns("MEMORY_RECORD", {"timestamp", "totalAllocated",
                                                                          "totalReserved", "deviceId"}));
   if (!has) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(const std::string plausible, PlausibleMemory(reader));
   GPUPROF_ASSIGN_OR_RETURN(Query span,
                            reader.Prepare("SELECT MIN(timestamp), MAX(timestamp) FROM MEMORY_RECORD "
-                                          "WHERE timestamp IS NOT NULL"));
+                                          "WHERE timestamp IS NOT NULL AND " +
+                                          plausible));
   GPUPROF_ASSIGN_OR_RETURN(bool any, span.Step());
   if (!any || span.IsNull(0)) return OkStatus();
   const std::int64_t first = span.Int(0);
@@ -54,8 +67,8 @@ Status ReadMemoryCurves(const ProfileReader& reader, const ReportOptions& option
   GPUPROF_ASSIGN_OR_RETURN(
       Query query,
       reader.Prepare("SELECT IFNULL(deviceId, 0), (timestamp - ?1) / ?2 AS bucket, MAX(totalAllocated), "
-                     "MAX(totalReserved) FROM MEMORY_RECORD WHERE timestamp IS NOT NULL "
-                     "GROUP BY 1, 2 ORDER BY 1, 2"));
+                     "MAX(totalReserved) FROM MEMORY_RECORD WHERE timestamp IS NOT NULL AND " +
+                     plausible + " GROUP BY 1, 2 ORDER BY 1, 2"));
   query.BindInt(1, first);
   query.BindInt(2, width);
   while (true) {
@@ -74,19 +87,15 @@ Status ReadMemoryCurves(const ProfileReader& reader, const ReportOptions& option
 // One row per task linked to an op: the innermost (latest-starting) op of its connection.
 Status ReadOpLaunches(const ProfileReader& reader, const ReportOptions& options, ReportDb* report) {
   GPUPROF_ASSIGN_OR_RETURN(bool has_connections, reader.HasColumns("CONNECTION_IDS", {"id", "connectionId"}));
-  GPUPROF_ASSIGN_OR_RETURN(bool has_ops,
-                           reader.HasColumns("PYTORCH_API", {"startNs", "name", "connectionId"}));
+  GPUPROF_ASSIGN_OR_RETURN(
+      bool has_ops, reader.HasColumns("PYTORCH_API", {"startNs", "globalTid", "name", "connectionId"}));
   GPUPROF_ASSIGN_OR_RETURN(bool has_tasks, reader.HasColumns("TASK", {"startNs", "endNs", "connectionId"}));
   if (!has_connections || !has_ops || !has_tasks) return OkStatus();
   const std::string name = NameOf(reader, "l.op_name");
   GPUPROF_ASSIGN_OR_RETURN(
       Query query,
-      reader.Prepare(
-          "SELECT " + name +
-          ", t.startNs - l.op_start, t.endNs - t.startNs FROM (SELECT c.connectionId AS cid, "
-          "MAX(p.startNs) AS op_start, p.name AS op_name FROM CONNECTION_IDS c JOIN PYTORCH_API p ON "
-          "p.connectionId = c.id GROUP BY c.connectionId) l JOIN TASK t ON t.connectionId = l.cid "
-          "WHERE t.startNs IS NOT NULL AND t.endNs >= t.startNs"));
+      reader.Prepare("SELECT " + name + ", t.startNs - l.op_start, t.endNs - t.startNs FROM " +
+                     TaskOpLinkFrom() + " WHERE t.startNs IS NOT NULL AND t.endNs >= t.startNs"));
   std::map<std::string, OpLaunchStat> by_op;
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
@@ -140,10 +149,11 @@ Status ReadOpMemory(const ProfileReader& reader, const ReportOptions& options, R
   GPUPROF_ASSIGN_OR_RETURN(bool has_records,
                            reader.HasColumns("MEMORY_RECORD", {"timestamp", "totalAllocated", "deviceId"}));
   if (!has_records) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(const std::string plausible, PlausibleMemory(reader));
   GPUPROF_ASSIGN_OR_RETURN(Query peak,
                            reader.Prepare("SELECT timestamp, IFNULL(deviceId, 0) FROM MEMORY_RECORD "
-                                          "WHERE timestamp IS NOT NULL AND totalAllocated > 0 "
-                                          "ORDER BY totalAllocated DESC, timestamp LIMIT 1"));
+                                          "WHERE timestamp IS NOT NULL AND totalAllocated > 0 AND " +
+                                          plausible + " ORDER BY totalAllocated DESC, timestamp LIMIT 1"));
   GPUPROF_ASSIGN_OR_RETURN(bool found, peak.Step());
   if (!found) return OkStatus();
   report->peak_time_ns = peak.Int(0);
@@ -157,10 +167,48 @@ Status ReadOpMemory(const ProfileReader& reader, const ReportOptions& options, R
   return OkStatus();
 }
 
-// Rows of `sql` (start, end, lane key, name) within [start, end) of the step, into `items`.
+// The timeline's names by STRING_IDS id, each read once and kept cut to kReportNameBytes. The
+// timeline's queries sort ids, not names: sorting an op's 20 MB name with each of its rows held
+// gigabytes.
+class TimelineNames {
+ public:
+  static StatusOr<TimelineNames> Create(const ProfileReader& reader) {
+    TimelineNames names;
+    if (reader.HasStringValues()) {
+      GPUPROF_ASSIGN_OR_RETURN(names.query_, reader.Prepare("SELECT value FROM STRING_IDS WHERE id = ?1"));
+      names.available_ = true;
+    }
+    return names;
+  }
+
+  // The name (cut) and its whole length; "[unnamed]" for NULL, "#<id>" for an id not in STRING_IDS.
+  StatusOr<std::pair<std::string, std::size_t>> Get(const Query& row, int column) {
+    if (row.IsNull(column)) return std::pair<std::string, std::size_t>{"[unnamed]", 9};
+    const std::int64_t id = row.Int(column);
+    auto it = cache_.find(id);
+    if (it != cache_.end()) return it->second;
+    std::pair<std::string, std::size_t> name{"#" + std::to_string(id), 0};
+    if (available_) {
+      query_.Reset();
+      query_.BindInt(1, id);
+      GPUPROF_ASSIGN_OR_RETURN(bool found, query_.Step());
+      if (found) name.first = std::string(base::Utf8Prefix(query_.Text(0), kReportNameBytes));
+      if (found) name.second = query_.Text(0).size();
+    }
+    name.second = std::max(name.second, name.first.size());
+    return cache_.emplace(id, std::move(name)).first->second;
+  }
+
+ private:
+  Query query_;
+  bool available_ = false;
+  std::map<std::int64_t, std::pair<std::string, std::size_t>> cache_;
+};
+
+// Rows of `sql` (start, end, lane key, name id) within [start, end) of the step, into `items`.
 template <typename LaneFn>
 Status ReadItems(const ProfileReader& reader, const std::string& sql, const StepTimeline& step, LaneFn lane,
-                 std::vector<TimelineItem>* items) {
+                 TimelineNames& names, std::vector<TimelineItem>* items) {
   GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare(sql));
   query.BindInt(1, step.start_ns);
   query.BindInt(2, step.end_ns);
@@ -171,7 +219,7 @@ Status ReadItems(const ProfileReader& reader, const std::string& sql, const Step
     item.start_ns = std::max(query.Int(0), step.start_ns);
     item.end_ns = std::min(std::max(query.Int(1), query.Int(0)), step.end_ns);
     item.lane = lane(query.Int(2), query.Int(3));
-    item.name = query.IsNull(4) ? std::string("[unnamed]") : std::string(query.Text(4));
+    GPUPROF_ASSIGN_OR_RETURN(std::tie(item.name, item.name_bytes), names.Get(query, 4));
     items->push_back(std::move(item));
   }
   return OkStatus();
@@ -185,16 +233,18 @@ StatusOr<StepTimeline> ReadStepTimeline(const ProfileReader& reader, const RankS
   step.start_ns = chosen.start_ns;
   step.end_ns = std::max(chosen.end_ns, chosen.start_ns + 1);
   std::vector<TimelineItem> items;
+  GPUPROF_ASSIGN_OR_RETURN(TimelineNames names, TimelineNames::Create(reader));
   GPUPROF_ASSIGN_OR_RETURN(bool has_ops,
                            reader.HasColumns("PYTORCH_API", {"startNs", "endNs", "globalTid", "name"}));
   if (has_ops) {
     // Ops per thread, by start then longest first, so that nesting depth is a stack sweep.
     GPUPROF_RETURN_IF_ERROR(ReadItems(
         reader,
-        "SELECT startNs, endNs, globalTid, 0, " + NameOf(reader, "name") +
-            " FROM PYTORCH_API WHERE endNs > ?1 AND startNs < ?2 ORDER BY globalTid, startNs, endNs DESC",
+        "SELECT startNs, endNs, globalTid, 0, name FROM PYTORCH_API WHERE endNs > ?1 AND startNs < ?2 ORDER "
+        "BY "
+        "globalTid, startNs, endNs DESC",
         step, [](std::int64_t tid, std::int64_t) { return "thread " + std::to_string(tid & 0xffffffff); },
-        &items));
+        names, &items));
     std::vector<std::int64_t> open_ends;
     std::string lane;
     for (TimelineItem& item : items) {
@@ -212,11 +262,10 @@ StatusOr<StepTimeline> ReadStepTimeline(const ProfileReader& reader, const RankS
       reader.HasColumns("TASK", {"startNs", "endNs", "deviceId", "streamId", "globalTaskId", "taskType"}));
   if (has_tasks) {
     GPUPROF_ASSIGN_OR_RETURN(bool has_info, reader.HasColumns("COMPUTE_TASK_INFO", {"name", "globalTaskId"}));
-    const std::string name = has_info
-                                 ? "COALESCE((SELECT " + NameOf(reader, "c.name") +
-                                       " FROM COMPUTE_TASK_INFO c WHERE c.globalTaskId = t.globalTaskId), " +
-                                       NameOf(reader, "t.taskType") + ")"
-                                 : NameOf(reader, "t.taskType");
+    // The kernel's name where it has a COMPUTE_TASK_INFO row, else the task type.
+    const std::string name = has_info ? "COALESCE((SELECT c.name FROM COMPUTE_TASK_INFO c WHERE "
+                                        "c.globalTaskId = t.globalTaskId), t.taskType)"
+                                      : "t.taskType";
     GPUPROF_RETURN_IF_ERROR(ReadItems(
         reader,
         "SELECT t.startNs, t.endNs, IFNULL(t.deviceId, 0), IFNULL(t.streamId, 0), " + name +
@@ -225,15 +274,15 @@ StatusOr<StepTimeline> ReadStepTimeline(const ProfileReader& reader, const RankS
         [](std::int64_t device, std::int64_t stream) {
           return "device " + std::to_string(device) + " stream " + std::to_string(stream);
         },
-        &items));
+        names, &items));
   }
   GPUPROF_ASSIGN_OR_RETURN(bool has_marks, reader.HasColumns("MSTX_EVENTS", {"startNs", "endNs", "message"}));
   if (has_marks) {
     GPUPROF_RETURN_IF_ERROR(ReadItems(
         reader,
-        "SELECT startNs, endNs, 0, 0, " + NameOf(reader, "message") +
-            " FROM MSTX_EVENTS WHERE endNs >= ?1 AND startNs < ?2 ORDER BY startNs",
-        step, [](std::int64_t, std::int64_t) { return std::string("marks"); }, &items));
+        "SELECT startNs, endNs, 0, 0, message FROM MSTX_EVENTS WHERE endNs >= ?1 AND startNs < ?2 ORDER BY "
+        "startNs",
+        step, [](std::int64_t, std::int64_t) { return std::string("marks"); }, names, &items));
   }
   if (items.size() > options.timeline_items) {
     // The longest bars stay; the rest would be under a pixel at the step's scale anyway.
@@ -255,10 +304,11 @@ StatusOr<StepTimeline> ReadStepTimeline(const ProfileReader& reader, const RankS
   GPUPROF_ASSIGN_OR_RETURN(
       bool has_memory, reader.HasColumns("MEMORY_RECORD", {"timestamp", "totalAllocated", "totalReserved"}));
   if (has_memory) {
+    GPUPROF_ASSIGN_OR_RETURN(const std::string plausible, PlausibleMemory(reader));
     GPUPROF_ASSIGN_OR_RETURN(Query query,
                              reader.Prepare("SELECT timestamp, totalAllocated, totalReserved FROM "
-                                            "MEMORY_RECORD WHERE timestamp >= ?1 AND timestamp < ?2 "
-                                            "ORDER BY timestamp LIMIT 2000"));
+                                            "MEMORY_RECORD WHERE timestamp >= ?1 AND timestamp < ?2 AND " +
+                                            plausible + " ORDER BY timestamp LIMIT 2000"));
     query.BindInt(1, step.start_ns);
     query.BindInt(2, step.end_ns);
     while (true) {
@@ -326,7 +376,8 @@ StatusOr<ReportDb> ReadReportDb(const ProfileDbFile& file, const ReportOptions& 
   ReportDb report;
   GPUPROF_ASSIGN_OR_RETURN(report.stats, ComputeStats(*reader, StatsOptions{options.top, options.progress}));
   base::Progress::StageOf(options.progress, "the step split");
-  GPUPROF_ASSIGN_OR_RETURN(report.split, ComputeRankStats(file, WithoutSteps::kWholeRunWithoutSteps));
+  GPUPROF_ASSIGN_OR_RETURN(
+      report.split, ComputeRankStats(file, WithoutSteps::kWholeRunWithoutSteps, ImpossibleSteps::kLeaveOut));
   GPUPROF_RETURN_IF_ERROR(ReadStepMemcpy(*reader, &report));
   base::Progress::StageOf(options.progress, "the memory curve (MEMORY_RECORD)");
   GPUPROF_RETURN_IF_ERROR(ReadMemoryCurves(*reader, options, &report));

@@ -60,8 +60,13 @@ struct TimelineItem {
   int depth = 0;  // ops: how many ops enclose it on its thread
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
-  std::string name;
+  std::string name;            // at most kReportNameBytes of it (base::Utf8Prefix)
+  std::size_t name_bytes = 0;  // the whole name's length
 };
+
+// A timeline keeps this much of each bar's name: thousands of bars of one op with a name of
+// megabytes held gigabytes; a page shows less than this anyway.
+inline constexpr std::size_t kReportNameBytes = 4096;
 
 // The step a timeline shows, chosen as `why` ("median", "slowest"), with what ran in it; at most
 // ReportOptions::timeline_items items (the longest kept: `dropped` says how many were not).

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "db/db_constants.h"
+#include "db/plausible.h"
 
 namespace gpuprof::db {
 namespace {
@@ -23,26 +24,10 @@ constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
 // PYTORCH_API.type of torch ops (ENUM_API_TYPE 'op'); queue and python-trace rows are not ops.
 constexpr std::int64_t kApiTypeOp = 50001;
 
-// The spans stats counts: integer times (or integer text, as torch_npu declares them), not
-// negative, end >= start, below 2^62 ns and, when the session's span is sound, within an hour of
-// it. Other rows are impossible (a damaged or hand-edited DB): they are left out and counted, so
-// that sums stay sums and percentages stay below the session (`gpuprof check` names them).
-constexpr std::int64_t kSessionSlackNs = std::int64_t{3600} * 1'000'000'000;
-
+// The spans stats counts (plausible.h): other rows are left out and counted, so that sums stay
+// sums and percentages stay below the session (`gpuprof check` names them).
 std::string PlausibleSpan(const ProfileStats& stats, const std::string& start, const std::string& end) {
-  std::int64_t lo = 0;
-  std::int64_t hi = kMaxPlausibleTimeNs;
-  if (stats.session_start_ns.has_value() && stats.session_end_ns.has_value() &&
-      *stats.session_start_ns >= 0 && *stats.session_start_ns <= *stats.session_end_ns &&
-      *stats.session_end_ns <= kMaxPlausibleTimeNs) {
-    lo = std::max<std::int64_t>(0, *stats.session_start_ns - kSessionSlackNs);
-    hi = std::min(kMaxPlausibleTimeNs, *stats.session_end_ns + kSessionSlackNs);
-  }
-  const std::string s = "CAST(" + start + " AS INTEGER)";
-  const std::string e = "CAST(" + end + " AS INTEGER)";
-  return "(typeof(" + start + ") IN ('integer', 'text') AND typeof(" + end + ") IN ('integer', 'text') AND " +
-         s + " >= " + std::to_string(lo) + " AND " + e + " <= " + std::to_string(hi) + " AND " + e +
-         " >= " + s + ")";
+  return PlausibleSpanSql(start, end, stats.session_start_ns, stats.session_end_ns);
 }
 
 // Counts the rows of `table` (`where` selecting the ones stats reads) whose span is not plausible,
@@ -250,11 +235,20 @@ Status ReadMemory(const ProfileReader& reader, StringLookup& strings, ProfileSta
                                                          {"deviceId", "component", "totalAllocated",
                                                           "totalReserved", "totalActive"}));
   if (!stats->memory_absent.empty()) return OkStatus();
+  // A figure no allocator can hold (INT64_MAX bytes showed as "peak reserved 8388608 TiB").
+  GPUPROF_ASSIGN_OR_RETURN(
+      std::int64_t impossible,
+      reader.QueryInt("SELECT COUNT(*) FROM MEMORY_RECORD WHERE NOT " + PlausibleMemorySql()));
+  if (impossible > 0) {
+    stats->data_notes.push_back("MEMORY_RECORD: " + std::to_string(impossible) +
+                                " row(s) left out: their totalAllocated/totalReserved/totalActive are not "
+                                "integers, negative or above 1 PiB (`gpuprof check` names them)");
+  }
   GPUPROF_ASSIGN_OR_RETURN(
       Query query,
-      reader.Prepare(
-          "SELECT deviceId, component, COUNT(*), MAX(totalAllocated), MAX(totalReserved), "
-          "MAX(totalActive) FROM MEMORY_RECORD GROUP BY deviceId, component ORDER BY deviceId, component"));
+      reader.Prepare("SELECT deviceId, component, COUNT(*), MAX(totalAllocated), MAX(totalReserved), "
+                     "MAX(totalActive) FROM MEMORY_RECORD WHERE " +
+                     PlausibleMemorySql() + " GROUP BY deviceId, component ORDER BY deviceId, component"));
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
@@ -267,7 +261,10 @@ Status ReadMemory(const ProfileReader& reader, StringLookup& strings, ProfileSta
     peak.peak_active = query.OptionalInt(5);
     stats->memory.push_back(std::move(peak));
   }
-  if (stats->memory.empty()) stats->memory_absent = EmptyTable("MEMORY_RECORD");
+  if (stats->memory.empty()) {
+    stats->memory_absent =
+        impossible > 0 ? "every MEMORY_RECORD row was left out (see the note)" : EmptyTable("MEMORY_RECORD");
+  }
   // The writer's stand-in for "nothing recorded" (one zero row, for msprof-analyze's compare) is no
   // peak of 0 B: say what it means.
   if (stats->memory.size() == 1 && stats->memory[0].records == 1 && stats->memory[0].peak_allocated == 0 &&

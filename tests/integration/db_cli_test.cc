@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli_harness.h"
+#include "db_cli_fixture.h"
 #include "unit/db/fixture_db.h"
 #include "unit/db/mini_json.h"
 
@@ -32,42 +33,9 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 using gpuprof::testing::CliResult;
+using gpuprof::testing::DbCliTest;
 using gpuprof::testing::RunShell;
 using gpuprof::testing::ShellQuote;
-
-class DbCliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fixture::MakeTempDir("gpuprof_db_cli");
-    ASSERT_FALSE(dir_.empty());
-    gpuprof::StatusOr<std::string> db = fixture::WriteFixtureRun(dir_ + "/runs", "node0_1_20240101");
-    ASSERT_TRUE(db.ok()) << db.status().message();
-    db_ = *db;
-    run_dir_ = dir_ + "/runs/node0_1_20240101_ascend_pt";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  // Runs `gpuprof <args>` with stdout and stderr captured separately.
-  CliResult Run(const std::string& args) const {
-    const std::string err_path = dir_ + "/stderr.txt";
-    // Sanitizers exit with 1 by default, which would pass for "bad input": give them their own.
-    const std::string command =
-        "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}exitcode=86\" "
-        "UBSAN_OPTIONS=\"${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}exitcode=87:print_stacktrace=1\" " +
-        ShellQuote(GPUPROF_CLI_PATH) + " " + args + " 2>" + ShellQuote(err_path);
-    CliResult result = RunShell(command, err_path);
-    EXPECT_THAT(result.err, Not(HasSubstr("Sanitizer"))) << args;
-    EXPECT_THAT(result.err, Not(HasSubstr("runtime error"))) << args;
-    return result;
-  }
-
-  std::string dir_;
-  std::string db_;
-  std::string run_dir_;
-};
 
 // The lines of the section whose title starts with `title`, up to the next blank line.
 std::vector<std::string> Section(const std::string& output, const std::string& title) {

@@ -1,0 +1,52 @@
+// The fixture of the `gpuprof stats / export / report / check` integration tests: a fixture run
+// (tests/unit/db/fixture_db.h) in a fresh folder, and `gpuprof <args>` run with stdout and stderr
+// captured apart, no sanitizer report allowed.
+#pragma once
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+#include "cli_harness.h"
+#include "unit/db/fixture_db.h"
+
+namespace gpuprof::testing {
+
+class DbCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = db::fixture::MakeTempDir("gpuprof_db_cli");
+    ASSERT_FALSE(dir_.empty());
+    gpuprof::StatusOr<std::string> db = db::fixture::WriteFixtureRun(dir_ + "/runs", "node0_1_20240101");
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    db_ = *db;
+    run_dir_ = dir_ + "/runs/node0_1_20240101_ascend_pt";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Runs `gpuprof <args>` with stdout and stderr captured separately.
+  CliResult Run(const std::string& args) const {
+    const std::string err_path = dir_ + "/stderr.txt";
+    // Sanitizers exit with 1 by default, which would pass for "bad input": give them their own.
+    const std::string command =
+        "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}exitcode=86\" "
+        "UBSAN_OPTIONS=\"${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}exitcode=87:print_stacktrace=1\" " +
+        ShellQuote(GPUPROF_CLI_PATH) + " " + args + " 2>" + ShellQuote(err_path);
+    CliResult result = RunShell(command, err_path);
+    EXPECT_THAT(result.err, ::testing::Not(::testing::HasSubstr("Sanitizer"))) << args;
+    EXPECT_THAT(result.err, ::testing::Not(::testing::HasSubstr("runtime error"))) << args;
+    return result;
+  }
+
+  std::string dir_;
+  std::string db_;
+  std::string run_dir_;
+};
+
+}  // namespace gpuprof::testing
