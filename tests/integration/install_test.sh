@@ -54,6 +54,7 @@ while IFS= read -r -d '' file; do
   if head -c 4 "$file" | grep -q $'\x7fELF'; then
     paths=$(readelf -d "$file" | sed -n 's/.*(\(RUNPATH\|RPATH\)).*\[\(.*\)\]/\2/p')
     for path in ${paths//:/ }; do
+      # shellcheck disable=SC2016  # the literal $ORIGIN
       [[ $path == '$ORIGIN' || $path == '$ORIGIN/'* ]] || fail "${file#"$prefix"/} has RUNPATH/RPATH $path (only \$ORIGIN-relative paths may be installed)"
     done
   elif grep -qF -e "$source" -e "$build" "$file"; then
