@@ -3,8 +3,11 @@
 #   bin/gpuprof                                  the CLI
 #   lib/libgpuprof.so, lib/libgpuprof_inject.so  the session library and the CUDA injection shim
 #   lib/libgpuprof_torch.so                      the PyTorch hooks (with GPUPROF_ENABLE_TORCH)
-#   lib/python3/dist-packages/gpuprof/           the Python package (where Debian's python3 looks
-#                                                under /usr, and a --system-site-packages venv too)
+#   lib/python3.X/dist-packages/gpuprof/         the Python package, X the system python3's minor
+#                                                version: Debian's python3 looks there under /usr
+#                                                and /usr/local both (and so does a venv made with
+#                                                --system-site-packages); lib/python3/dist-packages
+#                                                only under /usr
 #   share/man/man1/gpuprof.1                     from `gpuprof --help` by help2man (when installed)
 #   share/bash-completion/completions/gpuprof
 #
@@ -20,8 +23,26 @@
 
 # Not GNUInstallDirs' multiarch libdir: the CLI looks for its libraries in ../lib beside bin/.
 set(GPUPROF_INSTALL_LIBDIR "lib")
-set(GPUPROF_INSTALL_PYTHONDIR "lib/python3/dist-packages" CACHE STRING
-    "Where under the prefix the gpuprof Python package is installed (Debian's layout by default)")
+find_program(GPUPROF_INSTALL_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(NOT GPUPROF_INSTALL_PYTHON)
+  find_program(GPUPROF_INSTALL_PYTHON NAMES python3)
+endif()
+set(GPUPROF_INSTALL_PYTHON_VERSION "")
+if(GPUPROF_INSTALL_PYTHON)
+  execute_process(COMMAND "${GPUPROF_INSTALL_PYTHON}" -c "import sys; print('%d.%d' % sys.version_info[:2])"
+                  OUTPUT_VARIABLE GPUPROF_INSTALL_PYTHON_VERSION OUTPUT_STRIP_TRAILING_WHITESPACE
+                  RESULT_VARIABLE _gpuprof_python_rc ERROR_QUIET)
+  if(NOT _gpuprof_python_rc EQUAL 0)
+    set(GPUPROF_INSTALL_PYTHON_VERSION "")
+  endif()
+endif()
+if(GPUPROF_INSTALL_PYTHON_VERSION)
+  set(_gpuprof_pythondir "lib/python${GPUPROF_INSTALL_PYTHON_VERSION}/dist-packages")
+else()
+  set(_gpuprof_pythondir "lib/python3/dist-packages")
+endif()
+set(GPUPROF_INSTALL_PYTHONDIR "${_gpuprof_pythondir}" CACHE STRING
+    "Where under the prefix the gpuprof Python package is installed (default: Debian's lib/python3.X/dist-packages of /usr/bin/python3)")
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
 
 # Only run_command.cc looks for the package (one file recompiles when the setting changes).

@@ -21,11 +21,12 @@ python=${GPUPROF_PYTHON:-/usr/bin/python3}
 if [[ ! -x build/venv/bin/python ]]; then
   "$python" -m venv --without-pip --system-site-packages build/venv
 fi
-# The installed package's folder (what /usr/lib/python3/dist-packages is for a .deb) joins the
-# venv's path; the command is the installed one, which finds its libraries and package relative
-# to itself.
+# The installed package's folder (build/install/lib/python3.X/dist-packages, as /usr/lib/... for
+# a .deb) joins the venv's path; the command is the installed one, which finds its libraries and
+# package relative to itself.
+pythondir=$(sed -n 's/^GPUPROF_INSTALL_PYTHONDIR:[A-Z]*=//p' build/default/CMakeCache.txt)
 site=$(build/venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-echo "$PWD/build/install/lib/python3/dist-packages" > "$site/gpuprof.pth"
+echo "$PWD/build/install/$pythondir" > "$site/gpuprof.pth"
 ln -sfn "$PWD/build/install/bin/gpuprof" build/venv/bin/gpuprof
 build/venv/bin/python -c 'import gpuprof' || {
   echo "setup: build/venv cannot import gpuprof" >&2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # InstallTest.InstalledTreeRunsWithoutTheCheckout (tests/integration/CMakeLists.txt):
-#   install_test.sh BUILD_DIR SOURCE_DIR WITH_TORCH(ON|OFF) WITH_MAN(ON|OFF)
+#   install_test.sh BUILD_DIR SOURCE_DIR PYTHONDIR WITH_TORCH(ON|OFF) WITH_MAN(ON|OFF)
+# (PYTHONDIR: the package's folder under the prefix, GPUPROF_INSTALL_PYTHONDIR)
 #
 # `cmake --install` into a temporary prefix, then that prefix moved elsewhere (nothing may depend on
 # where it was installed), then: the installed files name neither the build tree nor the checkout
@@ -14,8 +15,9 @@ set -euo pipefail
 
 build=$(realpath "$1")
 source=$(realpath "$2")
-with_torch=$3
-with_man=$4
+pythondir=$3
+with_torch=$4
+with_man=$5
 python=/usr/bin/python3
 [[ -x $python ]] || python=$(command -v python3)
 
@@ -37,11 +39,11 @@ cmake --install "$build" --prefix "$tmp/installed" >"$tmp/install.log" || {
 }
 mv "$tmp/installed" "$tmp/prefix"
 prefix=$tmp/prefix
-pydir=$prefix/lib/python3/dist-packages
+pydir=$prefix/$pythondir
 
 expected=(bin/gpuprof lib/libgpuprof.so lib/libgpuprof_inject.so
-  lib/python3/dist-packages/gpuprof/__init__.py lib/python3/dist-packages/gpuprof/_install_layout.py
-  lib/python3/dist-packages/gpuprof/_autoload/sitecustomize.py share/bash-completion/completions/gpuprof)
+  "$pythondir/gpuprof/__init__.py" "$pythondir/gpuprof/_install_layout.py"
+  "$pythondir/gpuprof/_autoload/sitecustomize.py" share/bash-completion/completions/gpuprof)
 [[ $with_torch == ON ]] && expected+=(lib/libgpuprof_torch.so)
 [[ $with_man == ON ]] && expected+=(share/man/man1/gpuprof.1)
 for file in "${expected[@]}"; do
