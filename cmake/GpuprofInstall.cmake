@@ -79,7 +79,10 @@ install(FILES "${PROJECT_SOURCE_DIR}/tools/gpuprof.bash-completion"
 
 # The man page, from the CLI's own --help and --version, at build time (part of gpuprof_runtime).
 find_program(GPUPROF_HELP2MAN help2man)
-if(GPUPROF_HELP2MAN)
+if(GPUPROF_SANITIZE)
+  # A sanitizer build is for tests, never installed; its CLI is not run at build time.
+  message(STATUS "GPUPROF_SANITIZE is set: no man page")
+elseif(GPUPROF_HELP2MAN)
   set(_gpuprof_man "${PROJECT_BINARY_DIR}/share/man/man1/gpuprof.1")
   add_custom_command(OUTPUT "${_gpuprof_man}"
     COMMAND "${CMAKE_COMMAND}" -E make_directory "${PROJECT_BINARY_DIR}/share/man/man1"
