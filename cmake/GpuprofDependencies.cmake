@@ -1,4 +1,5 @@
-# Third-party libraries, all from Debian packages (the package list is tools/packages.txt).
+# Third-party libraries, all from Debian packages (tools/packages.txt: what the CLI, libraries and
+# torch hooks need; tools/packages-test.txt: GoogleTest and what the tests run).
 # Nothing is vendored and nothing is downloaded at configure or build time.
 find_package(Threads REQUIRED)
 
@@ -25,6 +26,11 @@ if(NOT SQLite3_FOUND)
 endif()
 
 if(GPUPROF_BUILD_TESTS)
-  find_package(GTest REQUIRED)
+  find_package(GTest)
+  if(NOT GTest_FOUND)
+    message(FATAL_ERROR "GPUPROF_BUILD_TESTS is ON but GoogleTest was not found: install the packages in "
+                        "tools/packages-test.txt (bash tools/install_packages.sh tools/packages-test.txt), or "
+                        "configure with -DGPUPROF_BUILD_TESTS=OFF")
+  endif()
   include(GoogleTest)
 endif()

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if ! command -v clang-format >/dev/null 2>&1; then
-  echo "check_format: clang-format not found; install it (tools/packages.txt lists it: bash tools/install_packages.sh)" >&2
+  echo "check_format: clang-format not found; install it (tools/packages-test.txt lists it: bash tools/install_packages.sh tools/packages-test.txt)" >&2
   exit 1
 fi
 mapfile -t files < <(git ls-files -- '*.cc' '*.h' '*.cu' '*.cuh')

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Installs whichever Debian packages in tools/packages.txt are not installed yet. When all are
-# present it only says so: no apt-get update, no network, no root needed.
+# install_packages.sh [LIST...]: installs whichever Debian packages of the lists (default:
+# tools/packages.txt, what the main job needs; .ci/run adds tools/packages-test.txt) are not
+# installed yet, in one apt-get call. When all are present it only says so: no apt-get update, no
+# network, no root needed.
 set -euo pipefail
 
-list="$(dirname "${BASH_SOURCE[0]}")/packages.txt"
-mapfile -t packages < <(sed -e 's/#.*//' "$list" | tr -s ' \t' '\n' | sed -e '/^$/d')
+lists=("$@")
+((${#lists[@]})) || lists=("$(dirname "${BASH_SOURCE[0]}")/packages.txt")
+for list in "${lists[@]}"; do
+  [[ -r $list ]] || { echo "install_packages: cannot read the package list $list" >&2; exit 1; }
+done
+mapfile -t packages < <(sed -e 's/#.*//' "${lists[@]}" | tr -s ' \t' '\n' | sed -e '/^$/d')
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "install_packages: dpkg-query not found; this needs Debian or Ubuntu. Packages: ${packages[*]}" >&2
@@ -18,7 +24,7 @@ for package in "${packages[@]}"; do
   fi
 done
 if ((${#missing[@]} == 0)); then
-  echo "install_packages: all ${#packages[@]} packages in tools/packages.txt are installed"
+  echo "install_packages: all ${#packages[@]} packages in ${lists[*]} are installed"
   exit 0
 fi
 

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 python=build/venv/bin/python
-gpuprof=build/default/bin/gpuprof
+gpuprof=build/venv/bin/gpuprof
 for need in "$python" "$gpuprof"; do
   [[ -x "$need" ]] || { echo "profile_example: $need is missing; run: bash tools/setup.sh" >&2; exit 1; }
 done

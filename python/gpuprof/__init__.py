@@ -10,8 +10,8 @@ ascend_pytorch_profiler DB (DB_SPEC.md) that msprof-analyze and MindStudio Insig
 
 See profiler.py (profile, db_handler, supported_activities), schedule.py, mstx.py, _record_function.py
 (record_function) and _handlers.py (tensorboard_trace_handler). The collection runs in gpuprof's
-native libraries (libgpuprof.so, libgpuprof_torch.so), found in $GPUPROF_LIB_DIR or this
-checkout's build folder.
+native libraries (libgpuprof.so, libgpuprof_torch.so), found in $GPUPROF_LIB_DIR, else where
+`cmake --install` put them, else this checkout's build folder (_native.py).
 """
 
 from . import mstx

@@ -1,15 +1,17 @@
 """The native libraries, through ctypes: libgpuprof.so (the session's C API, gpuprof_c.h) and
 libgpuprof_torch.so (PyTorch's op and memory hooks, include/gpuprof/gpuprof_torch.h).
 
-They are looked up in $GPUPROF_LIB_DIR, then in the build folders of this checkout
-(build/default/lib, build/ci/lib, build/gpu/lib). Loading torch first matters: libgpuprof_torch.so
-links the libtorch that `import torch` brought in.
+They are looked up in $GPUPROF_LIB_DIR, then, for an installed package, where `cmake --install`
+put them (_install_layout.py, written by the install: <prefix>/lib), else in the build folders of
+this checkout (build/default/lib, build/ci/lib, build/gpu/lib). Loading torch first matters:
+libgpuprof_torch.so links the libtorch that `import torch` brought in.
 """
 
 import ctypes
 import os
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_REPO_ROOT = os.path.dirname(os.path.dirname(_PACKAGE_DIR))
 _BUILD_DIRS = ("build/default/lib", "build/ci/lib", "build/gpu/lib")
 
 GPUPROF_OK = 0
@@ -26,8 +28,13 @@ def _candidate_dirs():
     env = os.environ.get("GPUPROF_LIB_DIR")
     if env:
         yield env
-    for rel in _BUILD_DIRS:
-        yield os.path.join(_REPO_ROOT, rel)
+    try:
+        from . import _install_layout
+    except ImportError:  # a checkout: its build folders
+        for rel in _BUILD_DIRS:
+            yield os.path.join(_REPO_ROOT, rel)
+    else:
+        yield os.path.normpath(os.path.join(_PACKAGE_DIR, _install_layout.LIB_DIR))
 
 
 def lib_dir():
@@ -40,7 +47,7 @@ def lib_dir():
     raise NativeLibraryError(
         "gpuprof's native libraries (libgpuprof.so, libgpuprof_torch.so) were not found in "
         + ", ".join(tried)
-        + "; build them (bash tools/setup.sh) or set GPUPROF_LIB_DIR to the folder that has them")
+        + "; build them (bash tools/setup.sh), reinstall gpuprof, or set GPUPROF_LIB_DIR to the folder that has them")
 
 
 def cli_path():

@@ -188,14 +188,19 @@ StatusOr<std::string> ResolveInjectLibrary() {
 }
 
 // The folder holding the gpuprof Python package (its gpuprof/__init__.py): $GPUPROF_PYTHON_DIR,
-// else python/ of the checkout the executable was built in (build/<preset>/bin/gpuprof), found
-// relative to the executable so a copied checkout works too. Empty when there is none.
+// else the installed tree's (<prefix>/bin/gpuprof, <prefix>/GPUPROF_INSTALL_PYTHONDIR; see
+// cmake/GpuprofInstall.cmake), else python/ of the checkout the executable was built in
+// (build/<preset>/bin/gpuprof). All relative to the executable, so a moved tree works too. Empty
+// when there is none.
 std::string FindPythonPackageDir() {
   std::vector<fs::path> candidates;
   if (const char* from_env = std::getenv("GPUPROF_PYTHON_DIR"); from_env != nullptr && *from_env != '\0') {
     candidates.emplace_back(from_env);
   }
   if (StatusOr<fs::path> exe_dir = ExecutableDir(); exe_dir.ok()) {
+#ifdef GPUPROF_INSTALL_PYTHONDIR
+    candidates.push_back(*exe_dir / ".." / GPUPROF_INSTALL_PYTHONDIR);
+#endif
     candidates.push_back(*exe_dir / ".." / ".." / ".." / "python");
     candidates.push_back(*exe_dir / ".." / "python");
   }
@@ -613,11 +618,11 @@ and when the application ends gpuprof prints each DB's path with its top kernels
 CUDA API time (`gpuprof stats`, `export` and `check` read the DB further). When no DB was written it
 says why in one line: usually that the application never initialized CUDA (a CPU-only run).
 
-PyTorch scripts: when the script imports torch, the gpuprof Python package (python/ beside the
-build, or $GPUPROF_PYTHON_DIR) also records its ops, input shapes (--no-record-shapes: off),
-allocator events (--no-profile-memory: off), Python call stacks (--with-stack: on) and steps, on the
-CPU too: each optimizer.step() ends a step unless the script calls gpuprof.profile's step() itself;
-a script's own gpuprof.profile joins the run's DB.
+PyTorch scripts: when the script imports torch, the gpuprof Python package (installed beside
+gpuprof, python/ of its checkout, or $GPUPROF_PYTHON_DIR) also records its ops, input shapes
+(--no-record-shapes: off), allocator events (--no-profile-memory: off), Python call stacks
+(--with-stack: on) and steps, on the CPU too: each optimizer.step() ends a step unless the script
+calls gpuprof.profile's step() itself; a script's own gpuprof.profile joins the run's DB.
 
 Child processes: without --follow-children only the process gpuprof started is profiled (a child
 that uses CUDA runs unprofiled); with it, every descendant that uses CUDA writes its own DB, named

@@ -25,7 +25,7 @@ from test_distributed import free_port  # noqa: E402  (tests/python is the worki
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MSPROF_ANALYZE = os.path.join(os.path.dirname(REPO), "shared", "third_party", "msprof-analyze")
-# What msprof_analyze imports at start-up (Debian: python3-pandas, python3-psutil, ...; tools/packages.txt).
+# What msprof_analyze imports at start-up (Debian: python3-pandas, python3-psutil, ...; tools/packages-test.txt).
 MODULES = ("pandas", "numpy", "click", "tqdm", "prettytable", "xlsxwriter", "psutil", "networkx", "ijson",
            "sqlalchemy", "jinja2")
 ENTRY = "import sys; from msprof_analyze.cli.entrance import msprof_analyze_cli; sys.exit(msprof_analyze_cli())"
@@ -38,7 +38,7 @@ def missing_requirement():
         try:
             __import__(module)
         except ImportError:
-            return f"skipped: msprof-analyze needs the Python module {module} (tools/packages.txt)"
+            return f"skipped: msprof-analyze needs the Python module {module} (tools/packages-test.txt)"
     return None
 
 

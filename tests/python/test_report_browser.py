@@ -5,7 +5,7 @@ request, has every section, and shows in its rendered DOM the figures `gpuprof s
 same DB. A screenshot of each page goes to $GPUPROF_SCREENSHOT_DIR (.ci/run: build/ci-logs/
 screenshots) so a person can look at it.
 
-Needs Debian's chromium, chromium-driver and python3-selenium (tools/packages.txt); skipped without
+Needs Debian's chromium, chromium-driver and python3-selenium (tools/packages-test.txt); skipped without
 them. The example and the two ranks also need torch and the PyTorch hooks (skipped without)."""
 
 import json
