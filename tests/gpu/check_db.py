@@ -1270,6 +1270,34 @@ def expect_replay_counters(c, dbs, program_output, peer=None):
                      only="stream_copy")
 
 
+def expect_user_profilers(c, dbs, program_output):
+    """tests/gpu/user_profilers.py under `gpuprof run` (issue 39, items 1 and 2): the script ran to
+    its end; torch.profiler kept its CPU ops; the script's gpuprof.profile had its ops, 2 steps and
+    its kernels' device time at once, and its trace has kernels; the run's DB has the kernels."""
+    out = program_output or ""
+    c.expect("user_profilers: ok" in out, "user_profilers.py did not run to its end")
+
+    def figure(pattern):
+        m = re.search(pattern, out, re.M)
+        return float(m.group(1)) if m else None
+
+    cpu_ops = figure(r"^torch_profiler_cpu_ops (\d+)")
+    c.expect(cpu_ops is not None and cpu_ops > 0, f"torch.profiler's own CPU ops: {cpu_ops}")
+    torch_kernels = figure(r"^torch_profiler_kernels (\d+)")
+    c.note(f"torch.profiler saw {torch_kernels} kernels (CUPTI is gpuprof's)")
+    m = re.search(r"^gpuprof_profile_ops (\d+) steps (\d+) device_us (\S+)", out, re.M)
+    if c.expect(m is not None, "no gpuprof_profile_ops line"):
+        ops, steps, device_us = int(m.group(1)), int(m.group(2)), float(m.group(3))
+        c.note(f"gpuprof.profile at once: {ops} ops, {steps} steps, {device_us} us of kernels")
+        c.expect(ops > 0 and steps == 2, f"gpuprof.profile's figures: {ops} ops, {steps} steps (expected 2)")
+        c.expect(device_us > 0, "gpuprof.profile's key_averages has no device time")
+    kernels = figure(r"^gpuprof_trace_kernels (\d+)")
+    c.expect(kernels is not None and kernels > 0, f"gpuprof.profile's trace has {kernels} kernels")
+    db = one_db(c, dbs, "user_profilers")
+    if db is not None:
+        c.expect(len(db.kernels()) > 0, "no kernels in the run's DB")
+
+
 EXPECTATIONS = {
     "replay_counters": expect_replay_counters,
     "replay_speed_of_light": expect_replay_speed_of_light,
@@ -1311,6 +1339,7 @@ EXPECTATIONS = {
     "train_profiled_every_call": expect_train_profiled_every_call,
     "train_profiled_replay": expect_train_profiled_replay,
     "two_ranks_nccl": expect_two_ranks_nccl,
+    "user_profilers": expect_user_profilers,
 }
 
 

@@ -190,6 +190,10 @@ CASES = {
                                          "--replay-kernel", "regex:gemm", "--replay-passes", "3"],
                                 flags=["--from-script"], subcommand="replay", needs_torch=True,
                                 needs_torch_hooks=True),
+    # Issue 39: a script's own torch.profiler (CUDA activity) and gpuprof.profile under `gpuprof run`.
+    "UserProfilersUnderRun": Case("user_profilers", command=["python3", "tests/gpu/user_profilers.py"],
+                                  needs_torch=True, needs_torch_hooks=True,
+                                  stderr_has=["so torch.profiler sees no GPU kernels"]),
 }
 
 
