@@ -68,6 +68,8 @@ constexpr std::array<base::SettingId, 13> kReplaySelection = {base::SettingId::k
 constexpr const char* kInjectLibraryName = "libgpuprof_inject.so";
 constexpr const char* kSessionLibraryName = "libgpuprof.so";
 constexpr const char* kInjectLibraryEnv = "GPUPROF_INJECT_LIBRARY";
+// Preloaded so that a program that calls exec finalizes its profile first (src/inject/exec_guard.cc).
+constexpr const char* kExecGuardLibraryName = "libgpuprof_exec_guard.so";
 constexpr const char* kRootPidEnv = "GPUPROF_ROOT_PID";
 constexpr const char* kNvtxInjectionEnv = "NVTX_INJECTION64_PATH";
 // What the NVTX loader looks up in the library NVTX_INJECTION64_PATH names.
@@ -870,6 +872,18 @@ int RunCommand::Run(std::ostream& report) const {
            << ", " << settings_->value(SettingId::kReplayPasses) << " passes per launch"
            << (count != "0" ? ", at most " + count + " launches" : "")
            << "; one line per replayed launch follows\n";
+  }
+  // exec replaces the program without its exit handlers: the guard beside the injection library
+  // lets the session finalize first (an install without it just goes without).
+  if (const fs::path guard = fs::path(*inject_library).parent_path() / kExecGuardLibraryName;
+      IsReadableFile(guard) &&
+      guard.string().find_first_of(": ") == std::string::npos) {  // LD_PRELOAD splits there
+    // After the user's own (a sanitizer's runtime must stay first).
+    std::string preload = guard.string();
+    if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing != '\0') {
+      preload = std::string(existing) + ":" + preload;
+    }
+    env.Set("LD_PRELOAD", preload);
   }
   // NVTX ranges reach a profiler only through the library NVTX_INJECTION64_PATH names. When the
   // injection library provides that entry point, name it (it forwards to the CUPTI the session
