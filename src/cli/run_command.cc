@@ -290,7 +290,7 @@ std::vector<std::string> ReadResultLines(const std::string& result_file, std::st
     if (line.size() <= kind.size() || line.compare(0, kind.size(), kind) != 0 || line[kind.size()] != ' ') {
       continue;
     }
-    std::string text = line.substr(kind.size() + 1);
+    std::string text = db::UnescapeResultText(std::string_view(line).substr(kind.size() + 1));
     if (!text.empty() && std::find(texts.begin(), texts.end(), text) == texts.end()) {
       texts.push_back(std::move(text));
     }
@@ -308,6 +308,29 @@ std::vector<std::string> UnfinishedDbs(const std::string& result_file) {
   }
   std::sort(unfinished.begin(), unfinished.end());
   return unfinished;
+}
+
+// A session's "unfinalized" line (pid N: why) for the last line: a full disk (or the file size
+// limit) said in those words with the fix, and what became of the unfinished file.
+std::string WhyNotFinalized(const std::string& line, const std::string& result_file) {
+  std::string text = line;
+  auto has = [&](std::string_view what) { return line.find(what) != std::string::npos; };
+  std::vector<std::string> reported = ReadResultLines(result_file, db::kResultLinePartial);
+  const std::string dir =
+      reported.empty() ? std::string() : fs::path(reported.front()).parent_path().string();
+  if (has(base::ErrnoText(ENOSPC)) || has("database or disk is full")) {
+    text = "the disk is full (ENOSPC) under " + dir + ": free space there or choose another -o DIR (" + line +
+           ")";
+  } else if (has(base::ErrnoText(EFBIG))) {
+    text =
+        "the file size limit was reached (EFBIG; see `ulimit -f`) writing under " + dir + " (" + line + ")";
+  }
+  std::error_code ec;
+  for (const std::string& path : reported) {
+    text += fs::exists(path, ec) ? "; the unfinished file " + path + " was kept (not a complete profile)"
+                                 : "; the unfinished file " + path + " was removed";
+  }
+  return text;
 }
 
 // What the live line of `run` shows: the counts of this run's processes (their progress files
@@ -359,6 +382,23 @@ std::string Percent(std::int64_t part, std::int64_t whole) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
   return text;
+}
+
+// `path` as one shell word to paste: '...' when it is printable, else bash's $'...' with the
+// control characters as escapes (a newline in -o or in the worker name must not break the line).
+std::string ShellWord(std::string_view path) {
+  std::string quoted;
+  for (char c : path) {
+    if (c == '\\' || c == '\'') quoted.push_back('\\');
+    quoted.push_back(c);
+  }
+  const std::string printable = base::PrintableText(quoted);
+  if (printable == quoted) {
+    std::string word = "'";
+    for (char c : path) word += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return word + "'";
+  }
+  return "$'" + printable + "'";
 }
 
 std::string ShortName(std::string_view raw) {
@@ -425,7 +465,7 @@ void PrintApi(std::ostream& report, const db::ApiSummary& api) {
 // One DB: its path, then its top kernels, device tasks and API time. A DB that cannot be read is
 // reported and skipped; it does not change the exit status, which is the application's.
 void PrintDbSummary(std::ostream& report, const std::string& path) {
-  report << "gpuprof: profile DB: " << path << "\n";
+  report << "gpuprof: profile DB: " << base::PrintableText(path) << "\n";
   StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(path);
   if (!reader.ok()) {
     report << "gpuprof: warning: cannot summarize it: " << reader.status().message() << "\n";
@@ -443,7 +483,7 @@ void PrintDbSummary(std::ostream& report, const std::string& path) {
   } else {
     PrintApi(report, *api);
   }
-  report << "  More: gpuprof stats '" << path << "' (or export, check)\n";
+  report << "  More: gpuprof stats " << ShellWord(path) << " (or export, check)\n";
 }
 
 void PrintReplaySummary(std::ostream& report, const std::string& path) {
@@ -942,18 +982,25 @@ int RunCommand::Run(std::ostream& report) const {
     RunStatsCsv(out_dir_text, report, report);
   }
   if (dbs.size() > 1) {
-    report << "gpuprof: " << dbs.size() << " profile DBs written under " << out_dir_text << "\n"
+    report << "gpuprof: " << dbs.size() << " profile DBs written under " << base::PrintableText(out_dir_text)
+           << "\n"
            << "  All of them (for the ranks of one job, first the step times per rank, the slowest rank and "
-              "compute / communication / idle): gpuprof stats '"
-           << out_dir_text << "'\n";
+              "compute / communication / idle): gpuprof stats "
+           << ShellWord(out_dir_text) << "\n";
   }
 
   std::vector<std::string> partial = UnfinishedDbs(result_file);
   std::vector<std::string> failed_starts = ReadResultLines(result_file, db::kResultLineFailed);
-  if (dbs.empty()) {
+  std::vector<std::string> unfinalized = ReadResultLines(result_file, db::kResultLineUnfinalized);
+  if (dbs.empty() && !unfinalized.empty()) {
+    report << "gpuprof: no profile DB was finalized: "
+           << base::PrintableText(WhyNotFinalized(unfinalized.front(), result_file))
+           << (unfinalized.size() > 1 ? " (and " + std::to_string(unfinalized.size() - 1) + " more)" : "")
+           << "\n";
+  } else if (dbs.empty()) {
     if (!partial.empty()) {
       report
-          << "gpuprof: no profile DB was finalized: " << partial.front()
+          << "gpuprof: no profile DB was finalized: " << base::PrintableText(partial.front())
           << (partial.size() > 1 ? " (and " + std::to_string(partial.size() - 1) + " more)" : "")
           << " was left unfinished, because a profiled process ended before gpuprof could finish writing it"
           << (WIFSIGNALED(wait_status) ? " (" + SignalName(WTERMSIG(wait_status)) + ")" : "") << "\n";
@@ -962,7 +1009,8 @@ int RunCommand::Run(std::ostream& report) const {
              << SignalName(WTERMSIG(wait_status)) << " before any DB was finalized\n";
     } else if (!failed_starts.empty()) {
       // Each process said why (its warning is above); the last line repeats the first reason.
-      report << "gpuprof: no profile was recorded: profiling could not start in " << failed_starts.front()
+      report << "gpuprof: no profile was recorded: profiling could not start in "
+             << base::PrintableText(failed_starts.front())
              << (failed_starts.size() > 1 ? " (and " + std::to_string(failed_starts.size() - 1) + " more)"
                                           : "")
              << "; the application ran unprofiled\n";
@@ -976,7 +1024,7 @@ int RunCommand::Run(std::ostream& report) const {
     }
   } else if (!partial.empty()) {
     report << "gpuprof: note: " << partial.size()
-           << " unfinished DB(s) from processes that ended early: " << partial.front()
+           << " unfinished DB(s) from processes that ended early: " << base::PrintableText(partial.front())
            << (partial.size() > 1 ? ", ..." : "") << "\n";
   }
   return exit_code;
