@@ -38,6 +38,7 @@
 #include "cli/live_line.h"
 #include "cli/query_metrics.h"
 #include "cli/report.h"
+#include "cli/result_file.h"
 #include "cli/setting_options.h"
 #include "db/output_layout.h"
 #include "db/profile_reader.h"
@@ -278,60 +279,6 @@ class ResultDir {
   explicit ResultDir(std::string dir) : dir_(std::move(dir)) {}
   std::string dir_;
 };
-
-// The texts of the result file's lines of `kind` (db::kResultLine*), in order, without duplicates.
-// Lines of other kinds are ignored, so sessions may add kinds later.
-std::vector<std::string> ReadResultLines(const std::string& result_file, std::string_view kind) {
-  std::vector<std::string> texts;
-  std::ifstream in(result_file);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.size() <= kind.size() || line.compare(0, kind.size(), kind) != 0 || line[kind.size()] != ' ') {
-      continue;
-    }
-    std::string text = db::UnescapeResultText(std::string_view(line).substr(kind.size() + 1));
-    if (!text.empty() && std::find(texts.begin(), texts.end(), text) == texts.end()) {
-      texts.push_back(std::move(text));
-    }
-  }
-  return texts;
-}
-
-// The ".partial" DBs this run's processes began and never finalized: those they reported, still
-// there. Another run's files in the same output directory are not this run's to report.
-std::vector<std::string> UnfinishedDbs(const std::string& result_file) {
-  std::vector<std::string> unfinished;
-  std::error_code ec;
-  for (std::string& path : ReadResultLines(result_file, db::kResultLinePartial)) {
-    if (fs::exists(path, ec)) unfinished.push_back(std::move(path));
-  }
-  std::sort(unfinished.begin(), unfinished.end());
-  return unfinished;
-}
-
-// A session's "unfinalized" line (pid N: why) for the last line: a full disk (or the file size
-// limit) said in those words with the fix, and what became of the unfinished file.
-std::string WhyNotFinalized(const std::string& line, const std::string& result_file) {
-  std::string text = line;
-  auto has = [&](std::string_view what) { return line.find(what) != std::string::npos; };
-  std::vector<std::string> reported = ReadResultLines(result_file, db::kResultLinePartial);
-  const std::string dir =
-      reported.empty() ? std::string() : fs::path(reported.front()).parent_path().string();
-  if (has(base::ErrnoText(ENOSPC)) || has("database or disk is full")) {
-    text = "the disk is full (ENOSPC) under " + dir + ": free space there or choose another -o DIR (" + line +
-           ")";
-  } else if (has(base::ErrnoText(EFBIG))) {
-    text =
-        "the file size limit was reached (EFBIG; see `ulimit -f`) writing under " + dir + " (" + line + ")";
-  }
-  std::error_code ec;
-  for (const std::string& path : reported) {
-    text += fs::exists(path, ec) ? "; the unfinished file " + path + " was kept (not a complete profile)"
-                                 : "; the unfinished file " + path + " was removed";
-  }
-  return text;
-}
 
 // What the live line of `run` shows: the counts of this run's processes (their progress files
 // beside the result file, db::RunProgressPath), summed.
