@@ -887,8 +887,11 @@ int RunCommand::Run(std::ostream& report) const {
   env.Build();
 
   int wait_status = 0;
+  // Held to the end, not just while the application runs: `timeout`, Slurm and group kills send
+  // more than one signal, and one that arrives once the application has ended would otherwise
+  // kill gpuprof mid-summary and replace the application's exit status with gpuprof's own death.
+  SignalForwarding signals;
   {
-    SignalForwarding signals;
     StatusOr<Started> started = StartApplication(app_argv, env, signals);
     if (!started.ok()) return Fail(report, started.status());
     pid_t pid = started->pid;
