@@ -137,11 +137,26 @@ def after_run_db(fn):
 
 
 def _stop():
-    if _profile is not None:
+    if _profile is None:
+        return
+    # A second Ctrl-C (or a SIGINT a launcher or `timeout -s INT` repeats) while the DB is being
+    # finalized would raise KeyboardInterrupt in the middle of it and leave only the .partial file:
+    # the process is ending anyway, so SIGINT is held off until the profile is written.
+    import signal
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
         try:
-            _profile.stop()
-        except Exception as e:  # noqa: BLE001
-            print(f"gpuprof: stopping the PyTorch profile failed: {e}", file=sys.stderr)
+            previous = signal.signal(signal.SIGINT, lambda *_: None)
+        except (ValueError, OSError):
+            previous = None
+    try:
+        _profile.stop()
+    except Exception as e:  # noqa: BLE001
+        print(f"gpuprof: stopping the PyTorch profile failed: {e}", file=sys.stderr)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     while _after_stop:
         try:
             _after_stop.pop(0)()

@@ -39,6 +39,7 @@
 #include "cli/live_line.h"
 #include "cli/query_metrics.h"
 #include "cli/report.h"
+#include "cli/result_file.h"
 #include "cli/setting_options.h"
 #include "db/output_layout.h"
 #include "db/profile_reader.h"
@@ -69,6 +70,8 @@ constexpr std::array<base::SettingId, 13> kReplaySelection = {base::SettingId::k
 constexpr const char* kInjectLibraryName = "libgpuprof_inject.so";
 constexpr const char* kSessionLibraryName = "libgpuprof.so";
 constexpr const char* kInjectLibraryEnv = "GPUPROF_INJECT_LIBRARY";
+// Preloaded so that a program that calls exec finalizes its profile first (src/inject/exec_guard.cc).
+constexpr const char* kExecGuardLibraryName = "libgpuprof_exec_guard.so";
 constexpr const char* kRootPidEnv = "GPUPROF_ROOT_PID";
 constexpr const char* kNvtxInjectionEnv = "NVTX_INJECTION64_PATH";
 // What the NVTX loader looks up in the library NVTX_INJECTION64_PATH names.
@@ -283,37 +286,6 @@ class ResultDir {
   std::string dir_;
 };
 
-// The texts of the result file's lines of `kind` (db::kResultLine*), in order, without duplicates.
-// Lines of other kinds are ignored, so sessions may add kinds later.
-std::vector<std::string> ReadResultLines(const std::string& result_file, std::string_view kind) {
-  std::vector<std::string> texts;
-  std::ifstream in(result_file);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.size() <= kind.size() || line.compare(0, kind.size(), kind) != 0 || line[kind.size()] != ' ') {
-      continue;
-    }
-    std::string text = line.substr(kind.size() + 1);
-    if (!text.empty() && std::find(texts.begin(), texts.end(), text) == texts.end()) {
-      texts.push_back(std::move(text));
-    }
-  }
-  return texts;
-}
-
-// The ".partial" DBs this run's processes began and never finalized: those they reported, still
-// there. Another run's files in the same output directory are not this run's to report.
-std::vector<std::string> UnfinishedDbs(const std::string& result_file) {
-  std::vector<std::string> unfinished;
-  std::error_code ec;
-  for (std::string& path : ReadResultLines(result_file, db::kResultLinePartial)) {
-    if (fs::exists(path, ec)) unfinished.push_back(std::move(path));
-  }
-  std::sort(unfinished.begin(), unfinished.end());
-  return unfinished;
-}
-
 // What the live line of `run` shows: the counts of this run's processes (their progress files
 // beside the result file, db::RunProgressPath), summed.
 std::string RunProgressText(const std::string& result_file, bool replay) {
@@ -363,6 +335,23 @@ std::string Percent(std::int64_t part, std::int64_t whole) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
   return text;
+}
+
+// `path` as one shell word to paste: '...' when it is printable, else bash's $'...' with the
+// control characters as escapes (a newline in -o or in the worker name must not break the line).
+std::string ShellWord(std::string_view path) {
+  std::string quoted;
+  for (char c : path) {
+    if (c == '\\' || c == '\'') quoted.push_back('\\');
+    quoted.push_back(c);
+  }
+  const std::string printable = base::PrintableText(quoted);
+  if (printable == quoted) {
+    std::string word = "'";
+    for (char c : path) word += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return word + "'";
+  }
+  return "$'" + printable + "'";
 }
 
 std::string ShortName(std::string_view raw) {
@@ -429,7 +418,7 @@ void PrintApi(std::ostream& report, const db::ApiSummary& api) {
 // One DB: its path, then its top kernels, device tasks and API time. A DB that cannot be read is
 // reported and skipped; it does not change the exit status, which is the application's.
 void PrintDbSummary(std::ostream& report, const std::string& path) {
-  report << "gpuprof: profile DB: " << path << "\n";
+  report << "gpuprof: profile DB: " << base::PrintableText(path) << "\n";
   StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(path);
   if (!reader.ok()) {
     report << "gpuprof: warning: cannot summarize it: " << reader.status().message() << "\n";
@@ -447,7 +436,7 @@ void PrintDbSummary(std::ostream& report, const std::string& path) {
   } else {
     PrintApi(report, *api);
   }
-  report << "  More: gpuprof stats '" << path << "' (or export, check)\n";
+  report << "  More: gpuprof stats " << ShellWord(path) << " (or export, check)\n";
 }
 
 void PrintReplaySummary(std::ostream& report, const std::string& path) {
@@ -881,6 +870,18 @@ int RunCommand::Run(std::ostream& report) const {
            << (count != "0" ? ", at most " + count + " launches" : "")
            << "; one line per replayed launch follows\n";
   }
+  // exec replaces the program without its exit handlers: the guard beside the injection library
+  // lets the session finalize first (an install without it just goes without).
+  if (const fs::path guard = fs::path(*inject_library).parent_path() / kExecGuardLibraryName;
+      IsReadableFile(guard) &&
+      guard.string().find_first_of(": ") == std::string::npos) {  // LD_PRELOAD splits there
+    // After the user's own (a sanitizer's runtime must stay first).
+    std::string preload = guard.string();
+    if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing != '\0') {
+      preload = std::string(existing) + ":" + preload;
+    }
+    env.Set("LD_PRELOAD", preload);
+  }
   // NVTX ranges reach a profiler only through the library NVTX_INJECTION64_PATH names. When the
   // injection library provides that entry point, name it (it forwards to the CUPTI the session
   // loads, so it works even when the application calls NVTX before initializing CUDA); otherwise
@@ -896,8 +897,11 @@ int RunCommand::Run(std::ostream& report) const {
   env.Build();
 
   int wait_status = 0;
+  // Held to the end, not just while the application runs: `timeout`, Slurm and group kills send
+  // more than one signal, and one that arrives once the application has ended would otherwise
+  // kill gpuprof mid-summary and replace the application's exit status with gpuprof's own death.
+  SignalForwarding signals;
   {
-    SignalForwarding signals;
     StatusOr<Started> started = StartApplication(app_argv, env, signals);
     if (!started.ok()) return Fail(report, started.status());
     pid_t pid = started->pid;
@@ -938,18 +942,25 @@ int RunCommand::Run(std::ostream& report) const {
     RunStatsCsv(out_dir_text, report, report);
   }
   if (dbs.size() > 1) {
-    report << "gpuprof: " << dbs.size() << " profile DBs written under " << out_dir_text << "\n"
+    report << "gpuprof: " << dbs.size() << " profile DBs written under " << base::PrintableText(out_dir_text)
+           << "\n"
            << "  All of them (for the ranks of one job, first the step times per rank, the slowest rank and "
-              "compute / communication / idle): gpuprof stats '"
-           << out_dir_text << "'\n";
+              "compute / communication / idle): gpuprof stats "
+           << ShellWord(out_dir_text) << "\n";
   }
 
   std::vector<std::string> partial = UnfinishedDbs(result_file);
   std::vector<std::string> failed_starts = ReadResultLines(result_file, db::kResultLineFailed);
-  if (dbs.empty()) {
+  std::vector<std::string> unfinalized = ReadResultLines(result_file, db::kResultLineUnfinalized);
+  if (dbs.empty() && !unfinalized.empty()) {
+    report << "gpuprof: no profile DB was finalized: "
+           << base::PrintableText(WhyNotFinalized(unfinalized.front(), result_file))
+           << (unfinalized.size() > 1 ? " (and " + std::to_string(unfinalized.size() - 1) + " more)" : "")
+           << "\n";
+  } else if (dbs.empty()) {
     if (!partial.empty()) {
       report
-          << "gpuprof: no profile DB was finalized: " << partial.front()
+          << "gpuprof: no profile DB was finalized: " << base::PrintableText(partial.front())
           << (partial.size() > 1 ? " (and " + std::to_string(partial.size() - 1) + " more)" : "")
           << " was left unfinished, because a profiled process ended before gpuprof could finish writing it"
           << (WIFSIGNALED(wait_status) ? " (" + SignalName(WTERMSIG(wait_status)) + ")" : "") << "\n";
@@ -958,7 +969,8 @@ int RunCommand::Run(std::ostream& report) const {
              << SignalName(WTERMSIG(wait_status)) << " before any DB was finalized\n";
     } else if (!failed_starts.empty()) {
       // Each process said why (its warning is above); the last line repeats the first reason.
-      report << "gpuprof: no profile was recorded: profiling could not start in " << failed_starts.front()
+      report << "gpuprof: no profile was recorded: profiling could not start in "
+             << base::PrintableText(failed_starts.front())
              << (failed_starts.size() > 1 ? " (and " + std::to_string(failed_starts.size() - 1) + " more)"
                                           : "")
              << "; the application ran unprofiled\n";
@@ -972,7 +984,7 @@ int RunCommand::Run(std::ostream& report) const {
     }
   } else if (!partial.empty()) {
     report << "gpuprof: note: " << partial.size()
-           << " unfinished DB(s) from processes that ended early: " << partial.front()
+           << " unfinished DB(s) from processes that ended early: " << base::PrintableText(partial.front())
            << (partial.size() > 1 ? ", ..." : "") << "\n";
   }
   return exit_code;

@@ -57,6 +57,34 @@ RunProgress& RunProgress::operator+=(const RunProgress& other) {
   return *this;
 }
 
+std::string EscapeResultText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string UnescapeResultText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\\' || i + 1 == text.size()) {
+      out.push_back(text[i]);
+      continue;
+    }
+    const char next = text[++i];
+    out.push_back(next == 'n' ? '\n' : next == 'r' ? '\r' : next);
+  }
+  return out;
+}
+
 std::string RunProgressPath(const std::string& result_file, std::uint32_t pid) {
   return result_file + std::string(kRunProgressInfix) + std::to_string(pid);
 }

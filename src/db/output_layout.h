@@ -38,6 +38,12 @@ inline constexpr const char* kPartialSuffix = ".partial";
 inline constexpr std::string_view kResultLinePartial = "partial";  // a session began writing this file
 inline constexpr std::string_view kResultLineDb = "db";            // ... and finalized this DB
 inline constexpr std::string_view kResultLineFailed = "failed";    // a start failed: "pid N: why"
+// ... or began the file and could not finish it (disk full, I/O error): "pid N: why", why naming it.
+inline constexpr std::string_view kResultLineUnfinalized = "unfinalized";
+// The text of a result line: one line whatever it holds (a path may contain a newline), as
+// backslash escapes \\, \n and \r; Unescape gives the text back.
+std::string EscapeResultText(std::string_view text);
+std::string UnescapeResultText(std::string_view text);
 
 // What one profiled process under `gpuprof run` has recorded so far, for run's live line: written
 // (replaced whole, by rename) beside the result file as RunProgressPath(result_file, pid) by the

@@ -145,10 +145,12 @@ Status SideFile::MergeInto(const Connection& main) {
   if (conn_.is_open() || thread_.joinable()) {
     return FailedPreconditionError("merging " + path_ + " before its thread finished");
   }
+  // Held until DETACH: a long path's name is its directory's descriptor (sqlite_file_name.h).
+  GPUPROF_ASSIGN_OR_RETURN(SqliteFileName name, SqliteFileName::For(path_));
   {
     GPUPROF_ASSIGN_OR_RETURN(Statement attach,
                              Statement::Prepare(main, "ATTACH DATABASE ?1 AS " + std::string(kSchemaName)));
-    attach.BindStaticText(1, path_);
+    attach.BindStaticText(1, name.name());
     GPUPROF_RETURN_IF_ERROR(attach.Run());
   }
   Status status = main.Exec("BEGIN");

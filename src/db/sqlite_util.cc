@@ -87,6 +87,7 @@ Connection& Connection::operator=(Connection&& other) noexcept {
     CloseQuietly();
     db_ = std::exchange(other.db_, nullptr);
     path_ = std::move(other.path_);
+    file_name_ = std::move(other.file_name_);
     formatter_ = other.formatter_;
   }
   return *this;
@@ -94,7 +95,11 @@ Connection& Connection::operator=(Connection&& other) noexcept {
 
 int Connection::Open(const std::string& path, int flags, Connection* conn) {
   conn->path_ = path;
-  int rc = sqlite3_open_v2(PlainFileName(path).c_str(), &conn->db_, flags, nullptr);
+  StatusOr<SqliteFileName> name = SqliteFileName::For(path);
+  if (!name.ok()) return SQLITE_CANTOPEN;
+  conn->file_name_ = std::move(name).value();
+  int rc =
+      sqlite3_open_v2(PlainFileName(conn->file_name_.name()).c_str(), &conn->db_, flags, SqliteVfsName());
   if (rc == SQLITE_OK) sqlite3_extended_result_codes(conn->db_, 1);
   return rc;
 }
@@ -118,9 +123,13 @@ StatusOr<Connection> Connection::OpenReadOnly(const std::string& path, SqliteErr
   // its input), and with no -wal there is no writer whose pages immutable could miss. NOMUTEX: a
   // reader is used by one thread. The name goes in as a URI so that it is only ever a file name.
   conn.path_ = path;
-  const std::string uri = FileUri(path, IsQuiescentWalFile(path) ? "mode=ro&immutable=1" : "mode=ro");
+  StatusOr<SqliteFileName> name = SqliteFileName::For(path);
+  if (!name.ok()) return name.status();
+  conn.file_name_ = std::move(name).value();
+  const std::string uri =
+      FileUri(conn.file_name_.name(), IsQuiescentWalFile(path) ? "mode=ro&immutable=1" : "mode=ro");
   int rc = sqlite3_open_v2(uri.c_str(), &conn.db_,
-                           SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr);
+                           SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, SqliteVfsName());
   if (rc == SQLITE_OK) sqlite3_extended_result_codes(conn.db_, 1);
   if (rc != SQLITE_OK) return conn.Error("opening", rc);
   return conn;

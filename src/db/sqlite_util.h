@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "db/sqlite_file_name.h"
 #include "gpuprof/status.h"
 
 struct sqlite3;
@@ -55,7 +56,10 @@ class Connection {
   Connection() = default;
   ~Connection() { CloseQuietly(); }
   Connection(Connection&& other) noexcept
-      : db_(other.db_), path_(std::move(other.path_)), formatter_(other.formatter_) {
+      : db_(other.db_),
+        path_(std::move(other.path_)),
+        file_name_(std::move(other.file_name_)),
+        formatter_(other.formatter_) {
     other.db_ = nullptr;
   }
   Connection& operator=(Connection&& other) noexcept;
@@ -91,6 +95,7 @@ class Connection {
 
   sqlite3* db_ = nullptr;
   std::string path_;
+  SqliteFileName file_name_;  // what SQLite was given for path_ (a long path's directory held open)
   SqliteErrorFormatter formatter_ = DefaultSqliteError;
 };
 

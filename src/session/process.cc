@@ -21,6 +21,7 @@
 #include "replay/controller.h"
 #include "replay/metric_catalog.h"
 #include "session/config.h"
+#include "session/exec_finalizer.h"
 #include "session/signal_finalizer.h"
 
 namespace gpuprof::session {
@@ -187,6 +188,8 @@ std::string ObjectOf(const void* address) {
 
 void OnExit() { ProcessSession::Get().StopAtExit(); }
 void OnFinalizingSignal() noexcept { ProcessSession::Get().StopOnSignal(); }
+// exec ends the program as a signal would, without exit handlers: the same stop (hooks included).
+void OnExec() noexcept { ProcessSession::Get().StopOnSignal(); }
 
 // gpuprof_add_signal_stop_hook_v1's hooks: a fixed table, read by the signal watcher thread.
 constexpr std::size_t kMaxSignalStopHooks = 8;
@@ -239,6 +242,7 @@ void ProcessSession::RegisterProcessHooks() {
   // SIGTERM and its kind would end the process without the exit handler: finalize first. Again in
   // a fork child that starts a session of its own (the child took the parent's back).
   SignalFinalizer::Install(&OnFinalizingSignal);
+  ExecFinalizer::Install(&OnExec);  // exec, too, would leave the DB unfinished
   if (hooks_registered_) return;
   hooks_registered_ = true;
   db::SqliteForkGuard::Init();
@@ -791,6 +795,7 @@ void ProcessSession::ChildAfterFork() noexcept {
           state.abandoned.reserve(state.abandoned.size() + 1);  // for this child's own children
           published_.store(true, std::memory_order_release);
           SignalFinalizer::Install(&OnFinalizingSignal);
+          ExecFinalizer::Install(&OnExec);
         } else {
           GPUPROF_LOG(kWarning) << "fork child " << getpid() << " of profiled pid " << parent->pid()
                                 << " is not profiled: " << child.status().message();

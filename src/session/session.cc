@@ -89,9 +89,7 @@ struct OpenRange {
 }  // namespace
 
 Status AppendResultLine(const std::string& result_file, std::string_view kind, std::string_view text) {
-  std::string line = std::string(kind) + " " + std::string(text);
-  std::replace(line.begin(), line.end(), '\n', ' ');  // one line, whatever the text holds
-  line.push_back('\n');
+  std::string line = std::string(kind) + " " + db::EscapeResultText(text) + "\n";  // one line, always
   int fd = ::open(result_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
     return FailedPreconditionError("cannot open the result file " + result_file + ": " +
@@ -563,7 +561,15 @@ class Session::Impl {
     }
     DiscardEndedWindow();
     StatusOr<std::string> path = writer_->Finalize(end_ns);
-    if (!path.ok()) return path.status().WithContext("finalizing the profile of pid " + std::to_string(pid_));
+    if (!path.ok()) {
+      Status failed = path.status().WithContext("finalizing the profile of pid " + std::to_string(pid_));
+      if (!config_.result_file.empty()) {  // so that `gpuprof run` says why, not just that it is unfinished
+        AppendResultLine(config_.result_file, db::kResultLineUnfinalized,
+                         "pid " + std::to_string(pid_) + ": " + failed.message())
+            .IgnoreError();
+      }
+      return failed;
+    }
     finalized_.store(true, std::memory_order_release);
     const db::WriterStats stats = writer_->stats();
     GPUPROF_LOG(kInfo) << "profile written: " << db_path_ << " (" << stats.records << " records, "

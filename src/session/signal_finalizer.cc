@@ -31,8 +31,15 @@ static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_alw
 // Async-signal-safe: write, sigaction and raise only.
 void OnSignal(int signal_number) {
   const int fd = g_write_fd.load(std::memory_order_relaxed);
-  if (g_signalled.exchange(true) || fd < 0) {
-    // A second signal while finalizing (or no watcher): end now, as the default would have.
+  if (fd >= 0 && g_signalled.exchange(true)) {
+    // A repeat while the watcher finalizes: `timeout`, Slurm and a process-group kill signal every
+    // process of the job while `gpuprof run` forwards one more, so a second SIGTERM is the common
+    // case, not an impatient user. Ending now would leave only the .partial file; the watcher
+    // ends the process with the first signal once the DB is written (SIGKILL still ends it now).
+    return;
+  }
+  if (fd < 0) {
+    // No watcher: end now, as the default would have.
     struct sigaction fallback {};
     fallback.sa_handler = SIG_DFL;
     sigemptyset(&fallback.sa_mask);

@@ -7,8 +7,9 @@
 // pipe, calls `finalize` (the session's stop, which writes the DB), then restores the default and
 // sends the signal again, so the process ends with that signal's usual status. A signal the
 // application handles or ignores is left to it, and a handler it installs later replaces this one
-// (its own handling, exit handlers included, then applies). A second signal while the profile is
-// being finalized ends the process at once.
+// (its own handling, exit handlers included, then applies). Repeats of these signals while the
+// profile is being finalized are ignored (timeout, Slurm and group kills send more than one, and
+// `gpuprof run` forwards its own); SIGKILL still ends the process at once, leaving the .partial file.
 //
 // Thread-safety: Install and ChildAfterFork are called under the process session's lifecycle lock
 // (Install from the first start, ChildAfterFork from the fork child handler). Errors: none

@@ -64,6 +64,84 @@ class SignalTest(unittest.TestCase):
                 check = subprocess.run([os.environ["GPUPROF_CLI"], "check", db], capture_output=True, text=True)
                 self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
 
+    def test_repeated_sigterm_to_the_process_group_during_finalize_keeps_the_db(self):
+        # Issue 39 item 5: `timeout`, Slurm and a group kill signal every process of the job while
+        # gpuprof forwards one more, so the application gets SIGTERM twice or more; repeats that
+        # arrive while the DB is being finalized must not end it with only the .partial file left.
+        # Enough ops that finalizing takes a while; the repeats are sent once the application says
+        # it is finalizing (its warning line), so they reach it mid-finalize.
+        out = tempfile.mkdtemp(prefix="gpuprof_signal_")
+        script = textwrap.dedent("""
+            import threading, time, torch
+            from gpuprof import _native
+            tid, t0 = threading.get_native_id(), time.time_ns()
+            for i in range(200000):
+                _native.record_op(f"op{i % 5000}", tid, t0 + i * 1000, t0 + i * 1000 + 500)
+            """) + LOOP
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+        run = subprocess.Popen([os.environ["GPUPROF_CLI"], "run", "-o", out, "--", sys.executable, "-c", script],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               start_new_session=True)
+        watchdog = threading.Timer(300, run.kill)
+        watchdog.start()
+        self.addCleanup(watchdog.cancel)
+        self.assertEqual(run.stdout.readline().strip(), "ready")
+        os.killpg(run.pid, signal.SIGTERM)  # gpuprof and the application, and gpuprof forwards it
+        stderr = []
+        for line in run.stderr:
+            stderr.append(line)
+            if "finalizing the profile" in line:
+                break
+        for _ in range(3):
+            try:
+                os.killpg(run.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                break
+        _, rest = run.communicate(timeout=120)
+        stderr = "".join(stderr) + rest
+        self.assertEqual(run.returncode, 128 + signal.SIGTERM, stderr)
+        (db,) = self.dbs(out)
+        self.assertGreater(ops(db), 200000, stderr)
+        check = subprocess.run([os.environ["GPUPROF_CLI"], "check", db], capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+
+    def test_repeated_sigint_to_the_process_group_keeps_the_db_and_the_exit_status(self):
+        # SIGINT (Python's KeyboardInterrupt, then the exit handler finalizes), repeated to the
+        # whole group until the run has ended: repeats during the exit handler's finalize must not
+        # interrupt it, and those that reach `gpuprof run` once the application has ended must not
+        # kill it mid-summary (its status stays the application's, 128+2).
+        out = tempfile.mkdtemp(prefix="gpuprof_signal_")
+        script = textwrap.dedent("""
+            import threading, time, torch
+            from gpuprof import _native
+            tid, t0 = threading.get_native_id(), time.time_ns()
+            for i in range(200000):
+                _native.record_op(f"op{i % 5000}", tid, t0 + i * 1000, t0 + i * 1000 + 500)
+            """) + LOOP
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+        run = subprocess.Popen([os.environ["GPUPROF_CLI"], "run", "-o", out, "--", sys.executable, "-c", script],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               start_new_session=True)
+        watchdog = threading.Timer(300, run.kill)
+        watchdog.start()
+        self.addCleanup(watchdog.cancel)
+        self.assertEqual(run.stdout.readline().strip(), "ready")
+        while run.poll() is None:
+            try:
+                os.killpg(run.pid, signal.SIGINT)
+            except ProcessLookupError:
+                break
+            try:
+                run.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                pass
+        _, stderr = run.communicate(timeout=120)
+        self.assertEqual(run.returncode, 128 + signal.SIGINT, stderr)
+        self.assertIn("More: gpuprof stats", stderr)
+        (db,) = self.dbs(out)
+        check = subprocess.run([os.environ["GPUPROF_CLI"], "check", db], capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+
     def test_a_programs_own_sigterm_handler_still_runs(self):
         out = tempfile.mkdtemp(prefix="gpuprof_signal_")
         script = "import signal, sys\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(3))\n" + LOOP
