@@ -85,6 +85,8 @@ class _Native:
         c.gpuprof_record_torch_op_v1.argtypes = [ctypes.c_void_p]
         c.gpuprof_configure_replay_v1.argtypes = [ctypes.c_void_p]
         c.gpuprof_record_range_v1.argtypes = [ctypes.c_void_p]
+        if hasattr(c, "gpuprof_name_thread_v1"):  # an older library: threads keep their numbers
+            c.gpuprof_name_thread_v1.argtypes = [ctypes.c_uint64, ctypes.c_char_p]
         h = self.hooks
         h.gpuprof_torch_enable_v1.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
         h.gpuprof_torch_disable_v1.argtypes = []

@@ -41,7 +41,7 @@ import threading
 import time
 import warnings
 
-from . import _native
+from . import _native, _thread_names
 from .schedule import ProfilerAction
 
 __all__ = ["profile", "db_handler", "ProfilerActivity", "KernelReplay"]
@@ -564,6 +564,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             return
         if self.gc_detect_threshold is not None:
             gc.callbacks.append(self._on_gc)
+        _thread_names.install()
         self._recording = True
         if self.with_modules:
             self._begin_modules()
@@ -615,6 +616,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                 warnings.warn(f"gpuprof.profile: pausing kernel replay failed: {n.last_error()}", RuntimeWarning,
                               stacklevel=3)
         n.hooks.gpuprof_torch_disable_v1()
+        _thread_names.hand_over(n.core)
         status = _session.end(self, n)
         if status != _native.GPUPROF_OK:
             # The recording is lost (its DB could not be finalized): said, and the program runs on.
