@@ -283,6 +283,15 @@ GPUPROF_API int gpuprof_record_allocator_event_v1(const gpuprof_allocator_event_
 GPUPROF_API int gpuprof_record_gc_event_v1(const gpuprof_gc_event_v1* event) GPUPROF_NOEXCEPT;
 GPUPROF_API int gpuprof_record_range_v1(const gpuprof_range_v1* range) GPUPROF_NOEXCEPT;
 
+/* Names the OS thread `tid` of this process as the program names it (Python's threading name,
+ * "MainThread", "Thread-1 (worker)"), for the thread names of `gpuprof export`'s trace: stored in
+ * META_DATA gpuprof_thread_names (docs/db_gpuprof_tables.md). A later name of the same tid
+ * replaces the earlier. `name` is UTF-8 text of 1 to GPUPROF_MAX_THREAD_NAME_BYTES bytes, copied.
+ * Returns GPUPROF_OK, GPUPROF_ERROR_INVALID_ARGUMENT (tid 0 or above 2^32-1, a bad name),
+ * GPUPROF_ERROR_NOT_STARTED, GPUPROF_ERROR_RECORD_DROPPED or GPUPROF_ERROR_FORK_CHILD. */
+#define GPUPROF_MAX_THREAD_NAME_BYTES 1024
+GPUPROF_API int gpuprof_name_thread_v1(uint64_t tid, const char* name) GPUPROF_NOEXCEPT;
+
 /* The error line of the calling thread's last failed gpuprof call, or "" when its last call
  * succeeded. Valid until the thread's next gpuprof call; never NULL. */
 GPUPROF_API const char* gpuprof_last_error(void) GPUPROF_NOEXCEPT;
@@ -347,6 +356,8 @@ typedef struct gpuprof_session_v1 {
   int (*window_begin)(const char* out_dir);
   int (*window_end)(void);
   int (*window_db)(char* path, size_t path_size);
+  /* Appended with thread names: check `size` before calling. */
+  int (*name_thread)(uint64_t tid, const char* name);
 } gpuprof_session_v1;
 
 GPUPROF_API const gpuprof_session_v1* gpuprof_active_session_v1(void) GPUPROF_NOEXCEPT;

@@ -95,6 +95,8 @@ class _Native:
         c.gpuprof_window_begin_v1.argtypes = [ctypes.c_char_p]
         c.gpuprof_window_end_v1.argtypes = []
         c.gpuprof_window_db_v1.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        if hasattr(c, "gpuprof_name_thread_v1"):  # an older library: threads keep their numbers
+            c.gpuprof_name_thread_v1.argtypes = [ctypes.c_uint64, ctypes.c_char_p]
         h = self.hooks
         h.gpuprof_torch_enable_v1.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
         h.gpuprof_torch_disable_v1.argtypes = []

@@ -48,7 +48,7 @@ import threading
 import time
 import warnings
 
-from . import _native, _run_db, _torch_profiler_coexist
+from . import _native, _run_db, _thread_names, _torch_profiler_coexist
 from .schedule import ProfilerAction
 
 __all__ = ["profile", "db_handler", "ProfilerActivity", "KernelReplay", "supported_activities"]
@@ -640,6 +640,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             _run_db.recording_began(self, n)
         if self.gc_detect_threshold is not None:
             gc.callbacks.append(self._on_gc)
+        _thread_names.install()
         self._recording = True
         _torch_profiler_coexist.recording_began()  # a script's torch.profiler may start beside it
         if self.with_modules:
@@ -693,6 +694,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                               stacklevel=3)
         n.hooks.gpuprof_torch_disable_v1()
         _torch_profiler_coexist.recording_ended()
+        _thread_names.hand_over(n.core)  # before the window ends, so its DB has the names too
         if self._in_run_db:
             _run_db.recording_ended(self, n)
         status = _session.end(self, n)

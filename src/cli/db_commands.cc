@@ -654,7 +654,8 @@ int RunExport(const std::string& path, const std::string& format, const std::str
   const std::string output =
       requested_output.empty() ? DefaultOutputPath(path, kDefaultTraceName) : requested_output;
   if (requested_output.empty() && !force) {
-    if (Status replaceable = CheckDefaultTraceReplaceable(output); !replaceable.ok()) {
+    if (Status replaceable = CheckDefaultOutputReplaceable(output, DefaultOutput::kTrace);
+        !replaceable.ok()) {
       PrintError(err, replaceable);
       return kExitFailure;
     }
@@ -685,12 +686,19 @@ int RunExport(const std::string& path, const std::string& format, const std::str
   return kExitOk;
 }
 
-int RunReport(const std::string& path, const std::string& requested_output, std::size_t top,
+int RunReport(const std::string& path, const std::string& requested_output, bool force, std::size_t top,
               std::string_view progress, std::ostream& out, std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
   const std::string output =
       requested_output.empty() ? DefaultOutputPath(path, kDefaultReportName) : requested_output;
+  if (requested_output.empty() && !force) {
+    if (Status replaceable = CheckDefaultOutputReplaceable(output, DefaultOutput::kReport);
+        !replaceable.ok()) {
+      PrintError(err, replaceable);
+      return kExitFailure;
+    }
+  }
   // What -o names is checked before any DB is read (a directory, a dangling link).
   if (Status usable = db::OutputFile::ClassifyOutput(output, "report.html").status(); !usable.ok()) {
     PrintError(err, usable);
@@ -877,8 +885,12 @@ DbCommands::DbCommands(CLI::App& app) {
   report_
       ->add_option("-o,--output", report_output_,
                    "Output file (default: gpuprof_report.html in the profile's run directory, or in the "
-                   "directory given); written as export writes, '-' is standard output")
+                   "directory given; a file of that name that gpuprof report did not write is kept unless "
+                   "--force); written as export writes, '-' is standard output")
       ->type_name("FILE");
+  report_->add_flag(
+      "--force", report_force_,
+      "Without -o: replace the default gpuprof_report.html even when gpuprof report did not write it");
   report_->add_option("--top", report_top_, "Rows of the op and kernel tables")
       ->check(CLI::Range(std::size_t{1}, kMaxTop))
       ->capture_default_str();
@@ -913,7 +925,8 @@ int DbCommands::Run(std::ostream& out, std::ostream& err) const {
   if (export_->parsed())
     return RunExport(export_path_, format_, output_, force_, export_settings_->value(progress), out, err);
   if (report_->parsed()) {
-    return RunReport(report_path_, report_output_, report_top_, report_settings_->value(progress), out, err);
+    return RunReport(report_path_, report_output_, report_force_, report_top_,
+                     report_settings_->value(progress), out, err);
   }
   if (check_->parsed()) return RunCheck(check_path_, check_settings_->value(progress), out, err);
   return kExitUsage;

@@ -60,6 +60,7 @@ class DbCommands {
   bool force_ = false;
   std::string report_path_;
   std::string report_output_;
+  bool report_force_ = false;
   std::size_t report_top_ = 25;
   std::string check_path_;
   std::unique_ptr<SettingOptions> stats_settings_;  // --progress of each

@@ -6,10 +6,8 @@
 namespace gpuprof::cli {
 namespace {
 
-// How every trace of db::ExportPerfettoTrace begins (src/db/perfetto_export.cc): its otherData's
-// producer, within the first bytes.
-constexpr std::string_view kExportProducer = R"("producer":"gpuprof export")";
-constexpr std::size_t kHeadBytes = 256;
+// The report's title follows its head's meta tags (about 300 bytes).
+constexpr std::size_t kHeadBytes = 1024;
 
 }  // namespace
 
@@ -23,7 +21,9 @@ std::string DefaultOutputPath(const std::string& profile_path, std::string_view 
   return (dir / file_name).lexically_normal().string();
 }
 
-Status CheckDefaultTraceReplaceable(const std::string& path) {
+Status CheckDefaultOutputReplaceable(const std::string& path, DefaultOutput kind) {
+  const bool trace = kind == DefaultOutput::kTrace;
+  const std::string_view mark = trace ? kTraceProducerMark : kReportTitleMark;
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status status = fs::symlink_status(path, ec);
@@ -33,11 +33,12 @@ Status CheckDefaultTraceReplaceable(const std::string& path) {
     std::string head(kHeadBytes, '\0');
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
-    if (head.find(kExportProducer) != std::string::npos) return OkStatus();
+    if (head.find(mark) != std::string::npos) return OkStatus();
   }
-  return AlreadyExistsError(path +
-                            " exists and is not a trace gpuprof export wrote; pass --force to replace it, " +
-                            "or -o FILE to write the trace elsewhere");
+  const std::string what = trace ? "trace" : "page";
+  return AlreadyExistsError(
+      path + " exists and is not a " + what + " gpuprof " + (trace ? "export" : "report") +
+      " wrote; pass --force to replace it, or -o FILE to write the " + what + " elsewhere");
 }
 
 }  // namespace gpuprof::cli

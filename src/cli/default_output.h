@@ -19,9 +19,16 @@ inline constexpr std::string_view kDefaultReportName = "gpuprof_report.html";
 // `file_name` in the folder of the profile `profile_path` (a .db, a run directory or a directory of them).
 std::string DefaultOutputPath(const std::string& profile_path, std::string_view file_name);
 
-// OK when `export` may write its default file at `path`: nothing is there, or a trace an earlier
-// `gpuprof export` wrote. Otherwise AlreadyExists naming the file, --force and -o: a name gpuprof
-// chose must never replace a file of the user's.
-Status CheckDefaultTraceReplaceable(const std::string& path);
+// How the files gpuprof writes under those names begin, within their first bytes: the trace's
+// otherData producer (db/perfetto_export.cc) and the report page's title (cli/html_report.cc).
+inline constexpr std::string_view kTraceProducerMark = R"("producer":"gpuprof export")";
+inline constexpr std::string_view kReportTitleMark = "<title>gpuprof report: ";
+
+enum class DefaultOutput { kTrace, kReport };
+
+// OK when `export` or `report` may write its default file at `path`: nothing is there, or a file
+// an earlier `gpuprof export` / `gpuprof report` wrote. Otherwise AlreadyExists naming the file,
+// --force and -o: a name gpuprof chose must never replace a file of the user's.
+Status CheckDefaultOutputReplaceable(const std::string& path, DefaultOutput kind);
 
 }  // namespace gpuprof::cli

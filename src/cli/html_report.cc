@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/default_output.h"
 #include "cli/page_names.h"
 #include "cli/report.h"
 
@@ -903,8 +904,9 @@ std::string RenderHtmlReport(const HtmlReportInput& input) {
       // Nothing may be fetched: no script, style, image, font or frame from anywhere.
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
       "script-src 'unsafe-inline'; img-src data:\">"
-      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>gpuprof report: " +
-      HtmlEscape(input.path) + "</title><style>" + std::string(kStyle) + "</style></head><body>";
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">" +
+      std::string(kReportTitleMark) + HtmlEscape(input.path) + "</title><style>" + std::string(kStyle) +
+      "</style></head><body>";
   page += "<header><h1>gpuprof report</h1><p>" + HtmlEscape(input.path) + " &middot; " +
           std::to_string(input.dbs.size()) + " profile DB(s)</p></header>";
   page +=

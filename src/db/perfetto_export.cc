@@ -26,6 +26,7 @@
 #include "db/db_constants.h"
 #include "db/output_file.h"
 #include "db/task_op_link.h"
+#include "db/thread_names.h"
 #include "db/trace_args.h"
 
 namespace gpuprof::db {
@@ -175,6 +176,8 @@ struct DbContext {
   std::string label;  // "rank 0" or the file name
   std::string host_name;
   std::map<std::int64_t, std::string> device_names;  // NPU_INFO
+  ThreadNames thread_names;                          // META_DATA gpuprof_thread_names
+  std::string thread_names_problem;                  // why they could not be read ("": none)
 };
 
 class Tracks {
@@ -195,6 +198,7 @@ class Tracks {
     std::string name = db.label + " pid " + std::to_string(real_pid);
     if (!db.host_name.empty()) name += " (" + db.host_name + ")";
     processes_.push_back({pid, std::move(name), SortIndex(db, 0)});
+    if (!db.thread_names.empty()) thread_names_.emplace(pid, db.thread_names);
     return pid;
   }
 
@@ -238,6 +242,13 @@ class Tracks {
       if (python_pids_.count(pid) == 0 || key.second <= 0) continue;
       auto main = threads_.find({pid, static_cast<std::uint32_t>(key.second)});
       if (main != threads_.end()) main->second.name = "MainThread";
+    }
+    // The names the program gave its threads (Python's threading names), where recorded.
+    for (const auto& [pid, names] : thread_names_) {
+      for (auto it = threads_.lower_bound({pid, 0}); it != threads_.end() && it->first.first == pid; ++it) {
+        auto named = names.find(it->first.second);
+        if (named != names.end() && !named->second.empty()) it->second.name = named->second;
+      }
     }
     for (const Process& process : processes_) {
       {
@@ -299,6 +310,7 @@ class Tracks {
   std::uint32_t next_synthetic_ = 0;
   std::vector<Process> processes_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, ThreadInfo> threads_;
+  std::map<std::uint32_t, ThreadNames> thread_names_;  // per host pid, from its DB
   std::pair<std::uint32_t, std::uint32_t> last_thread_{0, 0};
   std::set<std::uint32_t> python_pids_;
 };
@@ -982,6 +994,21 @@ StatusOr<DbContext> LoadContext(const ProfileReader& reader, const ProfileDbFile
       db.device_names.emplace(query.Int(0), std::string(query.Text(1)));
     }
   }
+  GPUPROF_ASSIGN_OR_RETURN(bool has_meta, reader.HasColumns("META_DATA", {"name", "value"}));
+  if (has_meta) {
+    GPUPROF_ASSIGN_OR_RETURN(Query query,
+                             reader.Prepare("SELECT value FROM META_DATA WHERE name = ?1 LIMIT 1"));
+    query.BindText(1, kMetaThreadNames);
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (row && !query.IsNull(0)) {
+      StatusOr<ThreadNames> names = DecodeThreadNames(query.Text(0));
+      if (names.ok()) {
+        db.thread_names = std::move(names).value();
+      } else {
+        db.thread_names_problem = names.status().message();
+      }
+    }
+  }
   return db;
 }
 
@@ -1043,6 +1070,9 @@ StatusOr<ExportSummary> ExportPerfettoTrace(const std::vector<ProfileDbFile>& db
   Exporter exporter(file.get(), summary.time_base_ns, &summary, progress);
   for (std::size_t i = 0; i < readers.size(); ++i) {
     GPUPROF_ASSIGN_OR_RETURN(DbContext db, LoadContext(*readers[i], dbs[i], i));
+    if (!db.thread_names_problem.empty()) {
+      summary.notes.push_back(db.label + ": " + db.thread_names_problem + "; threads keep their numbers");
+    }
     GPUPROF_RETURN_IF_ERROR(exporter.ExportDb(*readers[i], db));
   }
   exporter.Finish();

@@ -212,6 +212,12 @@ Status RowSink::WriteRecord(trace::AllocatorEvent& event) {
   return OkStatus();
 }
 
+Status RowSink::WriteRecord(trace::ThreadName& thread) {
+  // One META_DATA row of them all at Finalize (WriteRunTables); the latest name of a tid wins.
+  thread_names_[thread.tid] = std::move(thread.name);
+  return OkStatus();
+}
+
 Status RowSink::WriteRecord(trace::GcEvent& gc) {
   BatchInserter& s = gc_record_;
   s.Set(0, gc.start_ns);

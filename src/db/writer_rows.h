@@ -28,6 +28,7 @@
 #include "db/derive.h"
 #include "db/sqlite_util.h"
 #include "db/string_table.h"
+#include "db/thread_names.h"
 #include "db/writer_op_lane.h"
 #include "gpuprof/status.h"
 #include "trace/records.h"
@@ -127,6 +128,7 @@ class RowSink {
   Status WriteRecord(trace::Mark& mark);
   Status WriteRecord(trace::ReplayResult& result);
   Status WriteRecord(trace::ReplayGraphNodeTask& task);
+  Status WriteRecord(trace::ThreadName& thread);
   // One GPUPROF_REPLAY_GRAPH_NODE row of the whole-graph replay `kernel_id`, the next pass of its node.
   Status WriteGraphNode(std::uint64_t kernel_id, const trace::ReplayGraphNodeTask& task);
 
@@ -160,6 +162,7 @@ class RowSink {
   // CUPTI external id -> correlation ids of the launches made under it (trace::ExternalCorrelation).
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> external_launches_;
   std::vector<trace::AllocatorEvent> alloc_events_;
+  ThreadNames thread_names_;  // META_DATA gpuprof_thread_names, written at Finalize
   // Whole-graph replays (issue 24) by their graph launch's correlation id, the passes written per
   // (replay, node), and node records that came before their replay's row (bounded).
   std::unordered_map<std::uint64_t, std::uint64_t> graph_replay_by_correlation_;

@@ -98,6 +98,12 @@ Status RowSink::WriteRunTables(const trace::RunInfo& run, std::int64_t end_ns) {
     // when it is not distributed. The default group holds every rank; its key is
     // COMMUNICATION_OP.groupName's value (computational_op_masking joins on it). Subgroups and
     // pipeline stages are not recorded: pp_info stays "{}".
+    if (!thread_names_.empty()) {
+      const std::string names = EncodeThreadNames(thread_names_);
+      s.BindStaticText(1, kMetaThreadNames);
+      s.BindStaticText(2, names);
+      GPUPROF_RETURN_IF_ERROR(run_one(s));
+    }
     const std::vector<std::pair<std::string_view, std::string>> distributed = DistributedMetaData(run);
     for (const auto& [name, value] : distributed) {
       s.BindStaticText(1, name);

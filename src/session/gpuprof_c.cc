@@ -320,6 +320,25 @@ GPUPROF_API int gpuprof_record_range_v1(const gpuprof_range_v1* range) noexcept 
              });
 }
 
+GPUPROF_API int gpuprof_name_thread_v1(uint64_t tid, const char* name) noexcept {
+  return Run(
+      [&] { return "gpuprof_name_thread_v1(" + std::to_string(tid) + ", " + Excerpt(name) + ")"; },
+      [&] {
+        if (tid == 0 || tid > UINT32_MAX) {
+          return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "tid must be an OS thread id (1 to 2^32-1)"};
+        }
+        if (name == nullptr || name[0] == '\0') {
+          return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "name is NULL or empty"};
+        }
+        if (strnlen(name, GPUPROF_MAX_THREAD_NAME_BYTES + 1) > GPUPROF_MAX_THREAD_NAME_BYTES) {
+          return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT,
+                            "name is longer than GPUPROF_MAX_THREAD_NAME_BYTES (" +
+                                std::to_string(GPUPROF_MAX_THREAD_NAME_BYTES) + ")"};
+        }
+        return ProcessSession::Get().NameThread(static_cast<std::uint32_t>(tid), name);
+      });
+}
+
 GPUPROF_API int gpuprof_range_end(uint64_t range_id) noexcept {
   return Run([&] { return "gpuprof_range_end(range_id=" + std::to_string(range_id) + ")"; },
              [&] {

@@ -100,6 +100,10 @@ int TableRecordRange(const gpuprof_range_v1* range) noexcept {
   return TableCall([&] { return ProcessSession::Get().RecordRange(*range); });
 }
 
+int TableNameThread(std::uint64_t tid, const char* name) noexcept {
+  return TableCall([&] { return ProcessSession::Get().NameThread(static_cast<std::uint32_t>(tid), name); });
+}
+
 gpuprof_session_v1 MakeTable() {
   gpuprof_session_v1 table{};
   table.size = sizeof(gpuprof_session_v1);
@@ -120,6 +124,7 @@ gpuprof_session_v1 MakeTable() {
   table.window_begin = &TableWindowBegin;
   table.window_end = &TableWindowEnd;
   table.window_db = &TableWindowDb;
+  table.name_thread = &TableNameThread;
   return table;
 }
 
@@ -686,6 +691,16 @@ CallResult ProcessSession::RecordRange(const gpuprof_range_v1& range) {
   return Record(std::move(record), [&range](const gpuprof_session_v1* table) -> CallResult {
     if (!Has(table, &gpuprof_session_v1::record_range)) return OlderCopy();
     return Forwarded(table, table->record_range(&range));
+  });
+}
+
+CallResult ProcessSession::NameThread(std::uint32_t tid, const char* name) {
+  trace::ThreadName record;
+  record.tid = tid;
+  record.name = name;
+  return Record(std::move(record), [&](const gpuprof_session_v1* table) -> CallResult {
+    if (!Has(table, &gpuprof_session_v1::name_thread)) return OlderCopy();
+    return Forwarded(table, table->name_thread(tid, name));
   });
 }
 

@@ -79,6 +79,7 @@ class ProcessSession {
   CallResult RecordAllocatorEvent(const gpuprof_allocator_event_v1& event);
   CallResult RecordGcEvent(const gpuprof_gc_event_v1& event);
   CallResult RecordRange(const gpuprof_range_v1& range);
+  CallResult NameThread(std::uint32_t tid, const char* name);
   CallResult DeviceCorrelation(gpuprof_device_correlation_v1* out);
   // `config` is non-null with a v1 size (checked by the caller); its fields are checked here.
   CallResult ConfigureReplay(const gpuprof_replay_config_v1& config);

@@ -135,8 +135,15 @@ struct ReplayGraphNodeTask {
   std::uint64_t duration_ns = 0;
 };
 
+// The name the program gives the thread `tid` (Python's threading name), for the trace's thread
+// names (META_DATA gpuprof_thread_names). A later name of the same tid replaces the earlier one.
+struct ThreadName {
+  std::uint32_t tid = 0;
+  std::string name;
+};
+
 using Record = std::variant<ApiCall, DeviceTask, TorchOp, AllocatorEvent, GcEvent, Mark, ReplayResult,
-                            ExternalCorrelation, ReplayGraphNodeTask>;
+                            ExternalCorrelation, ReplayGraphNodeTask, ThreadName>;
 
 // Who and where: one per DB.
 struct RunInfo {

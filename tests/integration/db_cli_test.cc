@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -821,6 +822,25 @@ TEST_F(DbCliTest, ReportIsOneSelfContainedPageWithTheFiguresOfStats) {
   // The step split's chart and the memory curve are drawn.
   EXPECT_THAT(page, HasSubstr("aria-label=\"step breakdown\""));
   EXPECT_THAT(page, HasSubstr("aria-label=\"memory of device 0\""));
+}
+
+// As export's default trace: a gpuprof_report.html that gpuprof report did not write is the user's.
+TEST_F(DbCliTest, ReportsDefaultNeverReplacesAFileGpuprofDidNotWrite) {
+  const std::string page = run_dir_ + "/gpuprof_report.html";
+  { std::ofstream(page) << "my own notes\n"; }
+  CliResult result = Run("report " + ShellQuote(run_dir_));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr(page + " exists and is not a page gpuprof report wrote"));
+  EXPECT_THAT(result.err, HasSubstr("--force"));
+  EXPECT_THAT(result.err, HasSubstr("-o FILE"));
+  EXPECT_EQ(fixture::ReadFileBytes(page), "my own notes\n");
+
+  result = Run("report --force " + ShellQuote(run_dir_));
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(fixture::ReadFileBytes(page).rfind("<!DOCTYPE html>", 0), 0u);
+  // A page an earlier report wrote is replaced without --force.
+  result = Run("report " + ShellQuote(run_dir_));
+  EXPECT_EQ(result.exit_code, 0) << result.err;
 }
 
 TEST_F(DbCliTest, ReportOfTwoRanksHasTheClusterSectionAndReportsReplay) {

@@ -162,4 +162,28 @@ TEST_F(ExportCliTest, APythonProcesssMainThreadIsMainThread) {
   EXPECT_EQ(names[4242], "thread 4242");
 }
 
+// The names the program gave its threads (gpuprof_name_thread_v1: Python's threading names), kept
+// in META_DATA gpuprof_thread_names, name every thread they cover; the others keep today's names.
+TEST_F(ExportCliTest, ThreadsAreNamedAsThePythonPackageRecordedThem) {
+  ASSERT_TRUE(fixture::ExecSql(db_,
+                               "INSERT INTO META_DATA VALUES ('gpuprof_thread_names', "
+                               "'{\"4243\": \"Thread-1 (worker)\", \"9999\": \"idle\"}');")
+                  .ok());
+  const std::string trace = dir_ + "/trace.json";
+  CliResult result = Run("export " + ShellQuote(db_) + " -o " + ShellQuote(trace));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::map<double, std::string> names = ThreadNames(trace);
+  EXPECT_EQ(names[4243], "Thread-1 (worker)");
+  EXPECT_EQ(names[4242], "MainThread") << "not in the row: as before";
+  EXPECT_EQ(names.count(9999), 0u) << "a named thread without events gets no track";
+
+  // A row that is not such an object: a note, and the threads keep their numbers.
+  ASSERT_TRUE(
+      fixture::ExecSql(db_, "UPDATE META_DATA SET value = '[1' WHERE name = 'gpuprof_thread_names';").ok());
+  result = Run("export " + ShellQuote(db_) + " -o " + ShellQuote(trace));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("gpuprof_thread_names: expected a JSON object"));
+  EXPECT_EQ(ThreadNames(trace)[4243], "thread 4243");
+}
+
 }  // namespace

@@ -6,8 +6,10 @@ libraries and the CLI (GPUPROF_LIB_DIR, GPUPROF_CLI, set by CTest as for test_pr
 
 import json
 import os
+import re
 import sys
 import tempfile
+import textwrap
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -136,6 +138,59 @@ class TorchHabitsTest(test_profile.ScriptRunner, unittest.TestCase):
         names = {e.get("name") for e in trace["traceEvents"]}
         self.assertIn("aten::relu", names)
         self.assertTrue(op_names(dbs[0]) <= names | {None}, "every op of the DB is in the trace")
+
+    # Threads as Python names them (issue 39): the worker's ops sit on a track named as threading
+    # named it, also when the worker ended before the recording stopped.
+    WORKER_SCRIPT = """
+        import threading
+        def worker():
+            torch.relu(torch.randn(4))
+        def run():
+            torch.relu(torch.randn(4))
+            t = threading.Thread(target=worker)
+            t.start()
+            t.join()
+            print(f"threads main={threading.get_native_id()} worker={t.native_id} name={t.name}")
+    """
+
+    def thread_names(self, trace_path):
+        with open(trace_path, encoding="utf-8") as f:
+            trace = json.load(f)
+        ops = {e["tid"] for e in trace["traceEvents"] if e.get("name") == "aten::relu"}
+        names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+                 if e.get("ph") == "M" and e.get("name") == "thread_name"}
+        main, worker, worker_name = re.search(r"threads main=(\d+) worker=(\d+) name=(.*)",
+                                              self.script_output).groups()
+        self.assertIn(int(worker), ops, "the worker's op is on its own track")
+        self.assertEqual(worker_name, "Thread-1 (worker)")
+        self.assertEqual(names.get(int(worker)), worker_name, names)
+        self.assertEqual(names.get(int(main)), "MainThread", names)
+
+    def test_the_trace_names_threads_as_python_does(self):
+        out, _ = self.run_script(textwrap.dedent(self.WORKER_SCRIPT) + textwrap.dedent("""
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)) as prof:
+                run()
+            prof.export_chrome_trace(os.path.join(OUT, "trace.json"))
+        """))
+        self.thread_names(os.path.join(out, "trace.json"))
+
+    def test_under_gpuprof_run_the_trace_names_threads_as_python_does(self):
+        import subprocess
+        out = tempfile.mkdtemp(prefix="gpuprof_pyrun_")
+        script = os.path.join(out, "script.py")
+        with open(script, "w") as f:
+            f.write("import torch\n" + textwrap.dedent(self.WORKER_SCRIPT) + "run()\n")
+        done = subprocess.run([os.environ["GPUPROF_CLI"], "run", "-o", out, "--", sys.executable, script],
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(done.returncode, 0, f"gpuprof run failed:\n{done.stdout}\n{done.stderr}")
+        self.script_output = done.stdout
+        dbs = self.checked_dbs(out)
+        self.assertEqual(len(dbs), 1, done.stderr)
+        trace = os.path.join(out, "trace.json")
+        export = subprocess.run([os.environ["GPUPROF_CLI"], "export", dbs[0], "-o", trace], capture_output=True,
+                                text=True, timeout=120)
+        self.assertEqual(export.returncode, 0, export.stderr)
+        self.thread_names(trace)
 
     def test_a_torch_handler_that_exports_a_chrome_trace_works(self):
         # What torch.profiler users write as on_trace_ready.

@@ -115,6 +115,26 @@ TEST_F(GpuprofCApiTest, RecordedRangesKeepTheirDomainTimesAndThread) {
               ElementsAre("250|4242|Module|Linear|start/end"));
 }
 
+// gpuprof_name_thread_v1: one META_DATA row of every name (docs/db_gpuprof_tables.md), the latest
+// name of a tid kept, JSON-escaped; bad arguments refused.
+TEST_F(GpuprofCApiTest, ThreadNamesGoToOneMetaDataRow) {
+  EXPECT_EQ(gpuprof_name_thread_v1(4242, "MainThread"), GPUPROF_ERROR_NOT_STARTED);
+  ASSERT_EQ(gpuprof_start(nullptr), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_name_thread_v1(4243, "Thread-1"), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_name_thread_v1(4243, "Thread-1 (\"worker\")"), GPUPROF_OK);
+  EXPECT_EQ(gpuprof_name_thread_v1(4242, "MainThread"), GPUPROF_OK);
+  EXPECT_EQ(gpuprof_name_thread_v1(0, "x"), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("gpuprof_name_thread_v1(0, \"x\"): tid"));
+  EXPECT_EQ(gpuprof_name_thread_v1(1, ""), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpuprof_name_thread_v1(1, nullptr), GPUPROF_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
+  std::vector<std::string> dbs = FinalDbs(dir_ / "out");
+  ASSERT_THAT(dbs, SizeIs(1));
+  EXPECT_THAT(gpuprof::session::testing::Query(
+                  dbs[0], "SELECT value FROM META_DATA WHERE name = 'gpuprof_thread_names'"),
+              ElementsAre(R"x({"4242": "MainThread", "4243": "Thread-1 (\"worker\")"})x"));
+}
+
 TEST_F(GpuprofCApiTest, ConfigJsonOverridesTheEnvironment) {
   const std::string json =
       R"({"output_dir": ")" + (dir_ / "json_out") + R"(", "rank": 4, "experiment": "a"})";
