@@ -49,6 +49,7 @@ import time
 import warnings
 
 from . import _native, _run_db, _thread_names, _torch_profiler_coexist
+from ._kernel_replay import KernelReplay
 from .schedule import ProfilerAction
 
 __all__ = ["profile", "db_handler", "ProfilerActivity", "KernelReplay", "supported_activities"]
@@ -85,92 +86,6 @@ def supported_activities():
     except ImportError:
         has_gpu = False
     return {ProfilerActivity.CPU, ProfilerActivity.CUDA} if has_gpu else {ProfilerActivity.CPU}
-
-
-class KernelReplay:
-    """Kernel replay for a profile (gpuprof's `replay` flags, chosen by the program).
-
-    While the profile records, each CUDA kernel launch the selector picks runs `passes` times on
-    identical inputs (device memory snapshotted before the first pass and restored before each
-    later one); the passes' times go to GPUPROF_REPLAY_KERNEL / GPUPROF_REPLAY_PASS. `kernel` is a
-    function name, "regex:PATTERN" or None (every kernel); `skip` matching launches run unreplayed
-    first; at most `count` launches are replayed per recording (0: no limit); `cache_control`
-    "all" flushes L2 before each pass, "none" does not; `restore` "auto" writes back only what a
-    pass changed (by chunk hash), "exact" what differs byte for byte, "full" everything; `strict`
-    declines launches while kernel-writable untracked memory is live. Side effects replay would
-    repeat (rule C2): `printf_kernels` replays kernels that use device printf (the default; what
-    they print repeats once per pass, and one warning says so), `malloc_kernels` kernels that use
-    device malloc/free, and `with_live_arrays` launches while CUDA arrays exist (writes to arrays
-    are not undone); each declined otherwise.
-
-    Hardware counters (Nsight Compute's names, docs/metrics.md): `metrics` (a list of metric names
-    or one comma-separated str, e.g. ["dram__bytes_read.sum"]), `section` (section names, e.g.
-    "SpeedOfLight" or ["SpeedOfLight", "Occupancy"]) and `set` ("none", "basic" or "full") are
-    collected over extra counter passes of each replayed launch; none by default. `clock_control`
-    "base" locks the SM and memory clocks at base for the passes and restores them after (NVML lets
-    only root do it; otherwise one warning and the clocks stay as they are); "none", the default,
-    never touches them.
-
-    Replay needs device memory tracked from the start of the process: run the program with
-    `gpuprof replay --from-script -- python3 script.py`. Otherwise the profile records without
-    replay and a RuntimeWarning says why.
-    """
-
-    # Each argument is a declared setting (src/base/settings.h): its default and its check come from
-    # the table, so the program is held to what `gpuprof replay` accepts.
-    _SETTINGS = (("passes", "replay_passes"), ("kernel", "replay_kernel"), ("skip", "replay_skip"),
-                 ("count", "replay_count"), ("cache_control", "replay_cache_control"),
-                 ("restore", "replay_restore"), ("strict", "replay_strict"),
-                 ("printf_kernels", "replay_printf_kernels"), ("malloc_kernels", "replay_malloc_kernels"),
-                 ("with_live_arrays", "replay_with_live_arrays"), ("metrics", "replay_metrics"),
-                 ("section", "replay_section"), ("set", "replay_set"), ("clock_control", "replay_clock_control"))
-
-    def __init__(self, passes=None, kernel=None, skip=None, count=None, cache_control=None, restore=None,
-                 strict=None, printf_kernels=None, malloc_kernels=None, with_live_arrays=None, metrics=None,
-                 section=None, set=None, clock_control=None):  # noqa: A002  (ncu's --set)
-        from . import _settings
-
-        def comma_list(name, value):
-            # A list of names or one comma-separated str, as the command line takes it.
-            if isinstance(value, (list, tuple)):
-                if not all(isinstance(v, str) for v in value):
-                    raise ValueError(f"gpuprof.KernelReplay: {name} must be a str or a list of str, got {value!r}")
-                return ",".join(value)
-            return value
-
-        given = {"passes": passes, "kernel": kernel, "skip": skip, "count": count,
-                 "cache_control": cache_control, "restore": restore, "strict": strict,
-                 "printf_kernels": printf_kernels, "malloc_kernels": malloc_kernels,
-                 "with_live_arrays": with_live_arrays, "metrics": comma_list("metrics", metrics),
-                 "section": comma_list("section", section), "set": set, "clock_control": clock_control}
-        for name, key in self._SETTINGS:
-            value = given[name]
-            if value is None:
-                value = _settings.default(key)
-            kind = _settings.table()[key]["type"]
-            if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ValueError(f"gpuprof.KernelReplay: {name} must be an int, got {value!r}")
-            if kind in ("string", "choice", "list") and not isinstance(value, str):
-                raise ValueError(f"gpuprof.KernelReplay: {name} must be a str, got {value!r}")
-            if name == "kernel" and ("\0" in value or (kernel is not None and not value)):
-                raise ValueError("gpuprof.KernelReplay: kernel must be a function name, 'regex:PATTERN' or None "
-                                 f"(every kernel), got {kernel!r}")
-            canonical = _settings.check(key, value, f"gpuprof.KernelReplay: {name}")
-            if kind == "int":
-                value = int(canonical)
-            elif kind == "bool":
-                value = canonical == "1"
-            else:
-                value = canonical
-            setattr(self, name, value)
-        self.kernel = self.kernel or None
-
-    def __repr__(self):
-        return (f"KernelReplay(passes={self.passes}, kernel={self.kernel!r}, skip={self.skip}, count={self.count}, "
-                f"cache_control={self.cache_control!r}, restore={self.restore!r}, strict={self.strict}, "
-                f"printf_kernels={self.printf_kernels}, malloc_kernels={self.malloc_kernels}, "
-                f"with_live_arrays={self.with_live_arrays}, metrics={self.metrics!r}, section={self.section!r}, "
-                f"set={self.set!r}, clock_control={self.clock_control!r})")
 
 
 class db_handler:  # noqa: N801  (named like torch.profiler.tensorboard_trace_handler)
