@@ -10,6 +10,9 @@ add_library(gpuprof_db_reader STATIC
   perfetto_export.cc
   trace_args.cc
   check.cc
+  check_expectations.cc
+  check_schema.cc
+  check_rows.cc
   report_data.cc)
 add_library(gpuprof::db_reader ALIAS gpuprof_db_reader)
 target_link_libraries(gpuprof_db_reader
