@@ -8,6 +8,8 @@ add_library(gpuprof_db_reader STATIC
   stats.cc
   cluster_stats.cc
   perfetto_export.cc
+  perfetto_export_device.cc
+  perfetto_export_host.cc
   trace_args.cc
   check.cc
   check_expectations.cc
