@@ -40,6 +40,7 @@
 #include "cli/query_metrics.h"
 #include "cli/report.h"
 #include "cli/result_file.h"
+#include "cli/sanitizer_runtime.h"
 #include "cli/setting_options.h"
 #include "db/output_layout.h"
 #include "db/profile_reader.h"
@@ -225,6 +226,48 @@ bool ExportsNvtxEntryPoint(const std::string& library) {
   const bool found = dlsym(handle, kNvtxEntryPoint) != nullptr;
   dlclose(handle);
   return found;
+}
+
+// --exec-guard / --no-exec-guard, else GPUPROF_EXEC_GUARD in gpuprof's environment, else on.
+StatusOr<bool> ExecGuardWanted(const SettingOptions& settings) {
+  const base::SettingSpec& spec = base::Spec(base::SettingId::kExecGuard);
+  if (settings.given(spec.id)) return settings.value(spec.id) == "1";
+  const std::string variable(spec.env);
+  const char* text = std::getenv(variable.c_str());
+  if (text == nullptr || *text == '\0') return spec.default_value == "1";
+  GPUPROF_ASSIGN_OR_RETURN(std::string canonical, base::ParseSettingText(spec, text, variable));
+  return canonical == "1";
+}
+
+// The LD_PRELOAD that adds the exec guard beside `inject_library` for the application `app`, or
+// empty to leave LD_PRELOAD as it is: when there is no guard, when its path cannot go into
+// LD_PRELOAD, and when a sanitizer runtime must come first (one info line on `report` says so:
+// AddressSanitizer exits at start when a preloaded library comes before its runtime).
+std::string ExecGuardPreload(const std::string& inject_library, const std::string& app,
+                             std::ostream& report) {
+  const fs::path guard = fs::path(inject_library).parent_path() / kExecGuardLibraryName;
+  if (!IsReadableFile(guard) || guard.string().find_first_of(": ") != std::string::npos) {
+    return {};  // LD_PRELOAD splits at ':' and ' '
+  }
+  const char* existing = std::getenv("LD_PRELOAD");
+  const std::string user_preload = existing != nullptr ? existing : "";
+  std::string runtime = SanitizerInPreload(user_preload);
+  if (runtime.empty()) {
+    // execvpe's own default when PATH is unset.
+    const char* path = std::getenv("PATH");
+    const std::string executable = ResolveLikeExecvp(app, path != nullptr ? path : "/bin:/usr/bin");
+    if (!executable.empty())
+      runtime = SanitizerRuntimeOf(executable, path != nullptr ? path : "/bin:/usr/bin");
+  }
+  if (!runtime.empty()) {
+    report << "gpuprof: " << base::PrintableText(app) << " runs with a sanitizer ("
+           << base::PrintableText(runtime)
+           << "), whose runtime must be the first library loaded: the exec guard is off (a process that "
+              "calls exec leaves its DB unfinished)\n";
+    return {};
+  }
+  // After the user's own (a sanitizer's runtime must stay first).
+  return user_preload.empty() ? guard.string() : user_preload + ":" + guard.string();
 }
 
 constexpr std::string_view kResultDirPrefix = "gpuprof-run-";
@@ -507,6 +550,10 @@ class ChildEnvironment {
     *out = '\0';
   }
 
+  bool Has(std::string_view name) const {
+    return std::any_of(overrides_.begin(), overrides_.end(), [&](const auto& o) { return o.first == name; });
+  }
+
   char** envp() noexcept { return pointers_.data(); }
 
  private:
@@ -624,9 +671,11 @@ for the application, so its DB is finalized before the summary is printed.
 Environment: GPUPROF_LOG_LEVEL (the session's log level) and GPUPROF_WORKER_NAME (replaces
 <host>_<pid> in the run directory's name) pass through to the application; gpuprof sets
 CUDA_INJECTION64_PATH, GPUPROF_OUTPUT_DIR, GPUPROF_RESULT_FILE, GPUPROF_FOLLOW_CHILDREN and
-GPUPROF_ROOT_PID, GPUPROF_CUDA_TRACE (with --cuda-trace), and NVTX_INJECTION64_PATH (to the
+GPUPROF_ROOT_PID, GPUPROF_CUDA_TRACE (with --cuda-trace), NVTX_INJECTION64_PATH (to the
 injection library, when that library provides InitializeInjectionNvtx2 and the variable is not
-already set).
+already set), and LD_PRELOAD: the user's, then libgpuprof_exec_guard.so, so that a process that
+calls exec finalizes its DB first (--no-exec-guard or GPUPROF_EXEC_GUARD=0: not added; left out by
+itself, with one line, when APP or LD_PRELOAD has a sanitizer runtime, which must be loaded first).
 
 CUDA API calls: by default (--cuda-trace launches,nvtx) gpuprof records, of both APIs, only the
 calls that launch, copy, set, allocate, free or wait (the CANN_API rows of every kernel, copy and
@@ -871,17 +920,16 @@ int RunCommand::Run(std::ostream& report) const {
            << "; one line per replayed launch follows\n";
   }
   // exec replaces the program without its exit handlers: the guard beside the injection library
-  // lets the session finalize first (an install without it just goes without).
-  if (const fs::path guard = fs::path(*inject_library).parent_path() / kExecGuardLibraryName;
-      IsReadableFile(guard) &&
-      guard.string().find_first_of(": ") == std::string::npos) {  // LD_PRELOAD splits there
-    // After the user's own (a sanitizer's runtime must stay first).
-    std::string preload = guard.string();
-    if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing != '\0') {
-      preload = std::string(existing) + ":" + preload;
-    }
-    env.Set("LD_PRELOAD", preload);
+  // lets the session finalize first (an install without it just goes without). The application
+  // learns whether it is there (recorded in the DB).
+  StatusOr<bool> exec_guard_wanted = ExecGuardWanted(*settings_);
+  if (!exec_guard_wanted.ok()) {
+    report << "gpuprof: error: " << exec_guard_wanted.status().message() << "\n";
+    return kExitUsage;
   }
+  std::string preload = *exec_guard_wanted ? ExecGuardPreload(*inject_library, app_argv.front(), report) : "";
+  if (!preload.empty()) env.Set("LD_PRELOAD", std::move(preload));
+  env.Set(std::string(base::Spec(SettingId::kExecGuard).env), env.Has("LD_PRELOAD") ? "1" : "0");
   // NVTX ranges reach a profiler only through the library NVTX_INJECTION64_PATH names. When the
   // injection library provides that entry point, name it (it forwards to the CUPTI the session
   // loads, so it works even when the application calls NVTX before initializing CUDA); otherwise
