@@ -91,6 +91,8 @@ std::string RuntimeOfElf(const File& file) {
     return section.sh_link < sections.size() &&
            file.ReadBytes(sections[section.sh_link].sh_offset, sections[section.sh_link].sh_size, out);
   };
+  // A needed library names the runtime better than its symbol: the symbol is kept for the end.
+  std::string symbol_found;
   for (const Shdr& section : sections) {
     std::string strings;
     if (section.sh_type == SHT_DYNAMIC && string_table(section, &strings)) {
@@ -102,7 +104,7 @@ std::string RuntimeOfElf(const File& file) {
         const std::string_view needed = NameAt(strings, entry.d_un.d_val);
         if (IsRuntimeLibrary(needed)) return std::string(needed);
       }
-    } else if (section.sh_type == SHT_DYNSYM && string_table(section, &strings)) {
+    } else if (section.sh_type == SHT_DYNSYM && symbol_found.empty() && string_table(section, &strings)) {
       // The names are in the string table: finding one there first spares reading the symbols.
       bool mentioned = false;
       for (std::string_view symbol : kRuntimeSymbols) {
@@ -114,12 +116,12 @@ std::string RuntimeOfElf(const File& file) {
       for (const Sym& symbol : symbols) {
         const std::string_view name = NameAt(strings, symbol.st_name);
         for (std::string_view runtime : kRuntimeSymbols) {
-          if (name == runtime) return std::string(name);
+          if (name == runtime) symbol_found = std::string(name);
         }
       }
     }
   }
-  return {};
+  return symbol_found;
 }
 
 // The interpreter a "#!" line names (with `/usr/bin/env NAME`, NAME looked up in PATH); empty
