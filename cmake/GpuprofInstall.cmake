@@ -45,8 +45,8 @@ set(GPUPROF_INSTALL_PYTHONDIR "${_gpuprof_pythondir}" CACHE STRING
     "Where under the prefix the gpuprof Python package is installed (default: Debian's lib/python3.X/dist-packages of /usr/bin/python3)")
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
 
-# Only run_command.cc looks for the package (one file recompiles when the setting changes).
-set_property(SOURCE "${PROJECT_SOURCE_DIR}/src/cli/run_command.cc" DIRECTORY "${PROJECT_SOURCE_DIR}/src/cli" APPEND PROPERTY
+# Only run_libraries.cc looks for the package (one file recompiles when the setting changes).
+set_property(SOURCE "${PROJECT_SOURCE_DIR}/src/cli/run_libraries.cc" DIRECTORY "${PROJECT_SOURCE_DIR}/src/cli" APPEND PROPERTY
   COMPILE_DEFINITIONS GPUPROF_INSTALL_PYTHONDIR="${GPUPROF_INSTALL_PYTHONDIR}")
 
 # Installed binaries carry only relative RUNPATHs ($ORIGIN, set on the libraries themselves), never

@@ -287,6 +287,12 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
      "second (run and replay: the launches, kernels, ops and replays so far, on the terminal's last row; "
      "stats, export and check: the part of the DB being read); off shows none. A pipe or a file gets none",
      nullptr},
+    {SettingId::kExecGuard, "exec_guard", "GPUPROF_EXEC_GUARD", "", T::kBool, 0, 0, "", "1",
+     "--exec-guard,!--no-exec-guard", kRunCommand | kReplayCommand, "",
+     "Preload libgpuprof_exec_guard.so so that a program that calls exec finalizes its profile first "
+     "(default: on; left out by itself, with one line, for a program built with AddressSanitizer or "
+     "ThreadSanitizer, whose runtime must come first; off: an exec leaves the DB unfinished)",
+     nullptr, /*inherit=*/true},
 }};
 
 constexpr bool RowsInIdOrder() {

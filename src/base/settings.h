@@ -89,6 +89,7 @@ enum class SettingId : std::uint8_t {
   kReplayCounterRange,
   kReplayGraph,
   kProgress,
+  kExecGuard,
   kCount,  // not a setting
 };
 

@@ -1,13 +1,40 @@
 // The result file of `gpuprof run` (GPUPROF_RESULT_FILE): each profiled process appends lines
 // "<kind> <text>" (db::kResultLine*, the text escaped by db::EscapeResultText); run reads them
-// after the application to say which DBs were written, which were left unfinished and why.
+// after the application to say which DBs were written, which were left unfinished and why. Its
+// private folder also holds the processes' progress files (db::RunProgressPath), which run's live
+// line sums while the application runs.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "gpuprof/status.h"
+
 namespace gpuprof::cli {
+
+// A private temporary directory holding the result file, removed with the object. Its name carries
+// this process's pid, so that a later run can remove it should this one be killed (SIGKILL): Create
+// first removes such directories of gpuprof processes that no longer exist.
+class ResultDir {
+ public:
+  static StatusOr<std::unique_ptr<ResultDir>> Create();
+  ~ResultDir();
+  ResultDir(const ResultDir&) = delete;
+  ResultDir& operator=(const ResultDir&) = delete;
+
+  std::string result_file() const { return dir_ + "/results"; }
+
+ private:
+  explicit ResultDir(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
+// What the live line of `run` shows: the counts of this run's processes (their progress files
+// beside the result file, db::RunProgressPath), summed.
+std::string RunProgressText(const std::string& result_file, bool replay);
 
 // The texts of the lines of `kind`, unescaped, in order, without duplicates. Lines of other kinds
 // are ignored, so sessions may add kinds later.

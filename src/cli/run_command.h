@@ -19,6 +19,12 @@
 //                            started from a child that initializes CUDA on its own after fork()
 //   NVTX_INJECTION64_PATH    libgpuprof_inject.so as well, when it exports InitializeInjectionNvtx2
 //                            (what the NVTX loader calls) and the user did not set the variable
+//   LD_PRELOAD               the user's, then libgpuprof_exec_guard.so from beside the injection
+//                            library (a program that calls exec finalizes its profile first);
+//                            left as it was with --no-exec-guard / GPUPROF_EXEC_GUARD=0, and, with
+//                            one line, when the program (resolved in PATH like execvp; a script's
+//                            interpreter) or LD_PRELOAD carries a sanitizer runtime, which must be
+//                            loaded first (cli/sanitizer_runtime.h); GPUPROF_EXEC_GUARD then says 0
 // GPUPROF_WORKER_NAME, GPUPROF_LOG_LEVEL and everything else pass through unchanged.
 //
 // Exit status: the application's (128 + N when signal N killed it); 126/127 when it cannot be

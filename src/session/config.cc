@@ -322,6 +322,7 @@ Status SetSetting(SessionConfig& c, SettingId id, std::string_view text, std::st
     case SettingId::kReplayGraph: replay::ParseGraphReplay(v, &c.replay.graph_replay); break;
     case SettingId::kReplayCounterRange: c.replay.counter_range = v; break;
     case SettingId::kProgress: c.progress = v != "off"; break;
+    case SettingId::kExecGuard: c.exec_guard = on; break;
     case SettingId::kCount: break;
   }
   return OkStatus();
@@ -369,6 +370,7 @@ std::string SettingText(const SessionConfig& c, SettingId id) {
     case SettingId::kReplayGraph: return std::string(replay::GraphReplayName(c.replay.graph_replay));
     case SettingId::kReplayCounterRange: return c.replay.counter_range;
     case SettingId::kProgress: return c.progress ? "auto" : "off";
+    case SettingId::kExecGuard: return flag(c.exec_guard);
     case SettingId::kCount: break;
   }
   return {};

@@ -112,6 +112,10 @@ struct SessionConfig {
   // progress: under `gpuprof run` (root_pid set), each process writes its counts beside the result
   // file for run's live line (db::RunProgressPath) unless this is off (run says off when it shows none).
   bool progress;
+  // exec_guard: whether `gpuprof run` preloaded libgpuprof_exec_guard.so (it hands on what it did:
+  // 0 when asked to go without or when it left the guard out of a sanitizer-built program). Only
+  // recorded: without the guard an exec leaves the DB unfinished.
+  bool exec_guard;
   TorchSettings torch;
   ReplaySettings replay;
   // The JSON object's members in their order: key and the value's JSON text as given. Recognized

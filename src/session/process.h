@@ -44,6 +44,9 @@ struct CallResult {
   bool ok() const noexcept { return code == GPUPROF_OK; }
 };
 
+// The result of a call forwarded to another copy's `table` (`code` from it), with that copy's reason.
+CallResult Forwarded(const gpuprof_session_v1* table, int code);
+
 // The device collector factory of this build: the CUPTI subscriber with GPUPROF_ENABLE_CUDA,
 // none otherwise.
 DeviceCollectorFactory DefaultDeviceCollectorFactory();

@@ -327,6 +327,53 @@ TEST_F(RunCommandTest, NvtxInjectionNamesAnInjectionLibraryWithTheNvtxEntryPoint
   EXPECT_EQ(without_entry.out, "\n") << "a library without InitializeInjectionNvtx2 is not named";
 }
 
+TEST_F(RunCommandTest, TheExecGuardIsPreloadedUnlessTurnedOff) {
+  // The real guard beside the stand-in injection library, as in a build tree.
+  fs::copy_file(GPUPROF_EXEC_GUARD_LIBRARY, dir_ + "/libgpuprof_exec_guard.so");
+  const std::string echo = "-- /bin/sh -c 'echo \"$LD_PRELOAD|$GPUPROF_EXEC_GUARD\"'";
+  CliResult on = Run("run " + echo, "LD_PRELOAD=");
+  EXPECT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_EQ(on.out, dir_ + "/libgpuprof_exec_guard.so|1\n");
+  CliResult flag = Run("run --no-exec-guard " + echo, "LD_PRELOAD=");
+  EXPECT_EQ(flag.out, "|0\n") << flag.err;
+  EXPECT_THAT(flag.err, Not(HasSubstr("exec guard"))) << "asked for: no line";
+  CliResult variable = Run("replay " + echo, "LD_PRELOAD= GPUPROF_EXEC_GUARD=off");
+  EXPECT_EQ(variable.out, "|0\n") << variable.err;
+  CliResult flag_wins = Run("run --exec-guard " + echo, "LD_PRELOAD= GPUPROF_EXEC_GUARD=0");
+  EXPECT_EQ(flag_wins.out, dir_ + "/libgpuprof_exec_guard.so|1\n") << flag_wins.err;
+  CliResult bad = Run("run " + echo, "GPUPROF_EXEC_GUARD=maybe");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("GPUPROF_EXEC_GUARD"));
+  // A sanitizer runtime the user preloads must stay first: the guard is left out, with one line.
+  CliResult preloaded = Run("run " + echo, "LD_PRELOAD=/nonexistent/libasan.so.8");
+  EXPECT_EQ(preloaded.out, "/nonexistent/libasan.so.8|0\n") << preloaded.err;
+  EXPECT_THAT(preloaded.err, HasSubstr("runs with a sanitizer (/nonexistent/libasan.so.8)"));
+}
+
+#ifdef GPUPROF_TEST_ASAN_APP
+TEST_F(RunCommandTest, AnAddressSanitizerProgramRunsWithoutTheExecGuard) {
+  fs::copy_file(GPUPROF_EXEC_GUARD_LIBRARY, dir_ + "/libgpuprof_exec_guard.so");
+  // Preloaded before its runtime, the guard made it exit at start: "ASan runtime does not come
+  // first in initial library list".
+  CliResult r = Run(std::string("run -- ") + ShellQuote(GPUPROF_TEST_ASAN_APP), "LD_PRELOAD=");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "asan app ran\n") << r.err;
+  EXPECT_THAT(r.err, HasSubstr("the exec guard is off"));
+  // Found through PATH, as execvp finds it.
+  const fs::path app(GPUPROF_TEST_ASAN_APP);
+  CliResult by_name = Run("run -- " + app.filename().string(),
+                          "LD_PRELOAD= PATH=" + ShellQuote(app.parent_path().string()) + ":\"$PATH\"");
+  EXPECT_EQ(by_name.exit_code, 0) << by_name.err;
+  EXPECT_EQ(by_name.out, "asan app ran\n") << by_name.err;
+  EXPECT_THAT(by_name.err, HasSubstr("the exec guard is off"));
+}
+#else
+TEST_F(RunCommandTest, AnAddressSanitizerProgramRunsWithoutTheExecGuard) {
+  GTEST_SKIP() << "no AddressSanitizer program here: the compiler cannot link one, or this build uses "
+                  "ThreadSanitizer, whose flags exclude AddressSanitizer's (tests/unit/cli/CMakeLists.txt)";
+}
+#endif
+
 TEST_F(RunCommandTest, ArgumentsAfterTheApplicationBelongToIt) {
   // No `--`: the application starts at the first argument that is not one of run's flags.
   CliResult r = Run("run -o out /bin/sh -c 'echo \"$*\"' sh -o --help --follow-children run");
