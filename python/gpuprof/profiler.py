@@ -364,7 +364,10 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         """The ops and GPU tasks of this profile's DB (db_path) as torch's own EventList of
         FunctionEvent, built as torch.profiler builds it (_events.py says from what). RuntimeError
         while there is no complete DB."""
-        db = self._complete_db("events")
+        return self._events_for("events")
+
+    def _events_for(self, what):
+        db = self._complete_db(what)  # its error names the method the user called
         cached = getattr(self, "_events_of", None)
         if cached is None or cached[0] != db:
             from . import _events
@@ -384,14 +387,13 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             _run_db.warn_not_written_yet("key_averages", self.db_path)
             return _events.empty(use_cuda=ProfilerActivity.CUDA in self.activities,
                                  profile_memory=self.profile_memory, with_flops=self.with_flops)
-        return self.events().key_averages(group_by_input_shape, group_by_stack_n)
+        return self._events_for("key_averages").key_averages(group_by_input_shape, group_by_stack_n)
 
     def export_stacks(self, path, metric="self_cpu_time_total"):
         """The ops' Python stacks (with_stack=True: PYTORCH_CALLCHAINS) in the flame-graph text format,
         as torch.profiler's export_stacks: one "outer;...;inner value" line per op with a stack, the
         value its `metric` ("self_cpu_time_total" or "self_cuda_time_total", microseconds)."""
-        self._complete_db("export_stacks")
-        return self.events().export_stacks(os.fspath(path), metric)
+        return self._events_for("export_stacks").export_stacks(os.fspath(path), metric)
 
     def export_memory_timeline(self, path, device=None):
         """The DB's allocations over time on `device`, as torch 2.x's export_memory_timeline
