@@ -30,14 +30,15 @@ class DbCliTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ec);
   }
 
-  // Runs `gpuprof <args>` with stdout and stderr captured separately.
-  CliResult Run(const std::string& args) const {
+  // Runs `gpuprof <args>` (in `cwd` when given) with stdout and stderr captured separately.
+  CliResult Run(const std::string& args, const std::string& cwd = "") const {
     const std::string err_path = dir_ + "/stderr.txt";
     // Sanitizers exit with 1 by default, which would pass for "bad input": give them their own.
-    const std::string command =
+    std::string command =
         "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}exitcode=86\" "
         "UBSAN_OPTIONS=\"${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}exitcode=87:print_stacktrace=1\" " +
         ShellQuote(GPUPROF_CLI_PATH) + " " + args + " 2>" + ShellQuote(err_path);
+    if (!cwd.empty()) command = "cd " + ShellQuote(cwd) + " && " + command;
     CliResult result = RunShell(command, err_path);
     EXPECT_THAT(result.err, ::testing::Not(::testing::HasSubstr("Sanitizer"))) << args;
     EXPECT_THAT(result.err, ::testing::Not(::testing::HasSubstr("runtime error"))) << args;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli_harness.h"
+#include "db_cli_fixture.h"
 #include "unit/db/fixture_db.h"
 #include "unit/db/mini_json.h"
 
@@ -21,35 +22,10 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 using gpuprof::testing::CliResult;
-using gpuprof::testing::RunShell;
 using gpuprof::testing::ShellQuote;
 
-class ExportCliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fixture::MakeTempDir("gpuprof_export_cli");
-    ASSERT_FALSE(dir_.empty());
-    gpuprof::StatusOr<std::string> db = fixture::WriteFixtureRun(dir_ + "/runs", "node0_1_20240101");
-    ASSERT_TRUE(db.ok()) << db.status().message();
-    db_ = *db;
-    run_dir_ = dir_ + "/runs/node0_1_20240101_ascend_pt";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  // `gpuprof <args>` run in `cwd`, stdout and stderr apart.
-  CliResult Run(const std::string& args, const std::string& cwd = "") const {
-    const std::string err_path = dir_ + "/stderr.txt";
-    return RunShell((cwd.empty() ? "" : "cd " + ShellQuote(cwd) + " && ") + ShellQuote(GPUPROF_CLI_PATH) +
-                        " " + args + " 2>" + ShellQuote(err_path),
-                    err_path);
-  }
-
-  std::string dir_;
-  std::string db_;
-  std::string run_dir_;
-};
+// DbCliTest's fixture run; its Run takes the directory to run in.
+class ExportCliTest : public gpuprof::testing::DbCliTest {};
 
 TEST_F(ExportCliTest, WithoutOutputWritesBesideTheProfileAndSaysWhere) {
   // From another directory: the trace goes beside the profile, not into the current directory.
