@@ -64,13 +64,9 @@ class SignalTest(unittest.TestCase):
                 check = subprocess.run([os.environ["GPUPROF_CLI"], "check", db], capture_output=True, text=True)
                 self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
 
-    def test_repeated_sigterm_to_the_process_group_during_finalize_keeps_the_db(self):
-        # Issue 39 item 5: `timeout`, Slurm and a group kill signal every process of the job while
-        # gpuprof forwards one more, so the application gets SIGTERM twice or more; repeats that
-        # arrive while the DB is being finalized must not end it with only the .partial file left.
-        # Enough ops that finalizing takes a while; the repeats are sent once the application says
-        # it is finalizing (its warning line), so they reach it mid-finalize.
-        out = tempfile.mkdtemp(prefix="gpuprof_signal_")
+    def start_many_ops_run(self, out):
+        """`gpuprof run` of a script with 200,000 ops (so finalizing takes a while) in its own
+        process group, once it printed "ready"; killed after 300 s."""
         script = textwrap.dedent("""
             import threading, time, torch
             from gpuprof import _native
@@ -86,6 +82,16 @@ class SignalTest(unittest.TestCase):
         watchdog.start()
         self.addCleanup(watchdog.cancel)
         self.assertEqual(run.stdout.readline().strip(), "ready")
+        return run
+
+    def test_repeated_sigterm_to_the_process_group_during_finalize_keeps_the_db(self):
+        # Issue 39 item 5: `timeout`, Slurm and a group kill signal every process of the job while
+        # gpuprof forwards one more, so the application gets SIGTERM twice or more; repeats that
+        # arrive while the DB is being finalized must not end it with only the .partial file left.
+        # Enough ops that finalizing takes a while; the repeats are sent once the application says
+        # it is finalizing (its warning line), so they reach it mid-finalize.
+        out = tempfile.mkdtemp(prefix="gpuprof_signal_")
+        run = self.start_many_ops_run(out)
         os.killpg(run.pid, signal.SIGTERM)  # gpuprof and the application, and gpuprof forwards it
         stderr = []
         for line in run.stderr:
@@ -111,21 +117,7 @@ class SignalTest(unittest.TestCase):
         # interrupt it, and those that reach `gpuprof run` once the application has ended must not
         # kill it mid-summary (its status stays the application's, 128+2).
         out = tempfile.mkdtemp(prefix="gpuprof_signal_")
-        script = textwrap.dedent("""
-            import threading, time, torch
-            from gpuprof import _native
-            tid, t0 = threading.get_native_id(), time.time_ns()
-            for i in range(200000):
-                _native.record_op(f"op{i % 5000}", tid, t0 + i * 1000, t0 + i * 1000 + 500)
-            """) + LOOP
-        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
-        run = subprocess.Popen([os.environ["GPUPROF_CLI"], "run", "-o", out, "--", sys.executable, "-c", script],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                               start_new_session=True)
-        watchdog = threading.Timer(300, run.kill)
-        watchdog.start()
-        self.addCleanup(watchdog.cancel)
-        self.assertEqual(run.stdout.readline().strip(), "ready")
+        run = self.start_many_ops_run(out)
         while run.poll() is None:
             try:
                 os.killpg(run.pid, signal.SIGINT)
