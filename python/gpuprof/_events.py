@@ -129,11 +129,13 @@ def load(db, *, use_cuda=True, profile_memory=False, record_shapes=False, with_f
 
     ops = [op for op in ops if not pu._filter_name(op[4])]
     # torch 2.x calls a GPU's memory device_memory_usage; 1.13 cuda_memory_usage.
-    memory_name = "device_memory_usage" if "device_memory_usage" in _parameters(pu.FunctionEvent.__init__) else \
-        "cuda_memory_usage"
+    parameters = _parameters(pu.FunctionEvent.__init__)
+    memory_name = "device_memory_usage" if "device_memory_usage" in parameters else "cuda_memory_usage"
+    # torch 2.x counts an event's device time only when it names the device (use_device); 1.13 always.
+    device = {"use_device": "cuda" if use_cuda else None} if "use_device" in parameters else {}
 
     def gpu_memory(nbytes):
-        return {memory_name: nbytes}
+        return {memory_name: nbytes, **device}
 
     if start_ns is None:
         start_ns = min([op[1] for op in ops] + [t[1] for t in tasks], default=0)
@@ -180,14 +182,14 @@ def load(db, *, use_cuda=True, profile_memory=False, record_shapes=False, with_f
         if op in by_row and (best is None or (begin, -end) > (best[1], -best[2])):
             task_op[task] = (op, begin, end)
     next_id = max([op[0] for op in ops], default=0) + 1
-    for rowid, begin, end, device, name in tasks:
+    for rowid, begin, end, device_index, name in tasks:
         fe = pu.FunctionEvent(id=next_id, name=name, trace_name=name, thread=0, start_us=us(begin), end_us=us(end),
                               fwd_thread=0, input_shapes=[], stack=[], device_type=DeviceType.CUDA,
-                              device_index=device, flops=0)
+                              device_index=device_index, flops=0, **device)
         next_id += 1
         events.append(fe)
         if rowid in task_op:
-            by_row[task_op[rowid][0]].append_kernel(name, device, (end - begin) / 1e3)
+            by_row[task_op[rowid][0]].append_kernel(name, device_index, (end - begin) / 1e3)
 
     for i, (at, nbytes, on_gpu) in enumerate(memory):
         if not mem_used[i]:
