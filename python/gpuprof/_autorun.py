@@ -121,6 +121,7 @@ def _start():
         return
     _profile = prof
     atexit.register(_stop)
+    _hold_off_sigint_once_the_program_ends()
     try:
         _hook_optimizer_steps(prof)
     except Exception as e:  # noqa: BLE001  (profiled on, without steps)
@@ -136,27 +137,41 @@ def after_run_db(fn):
     return True
 
 
+def _ignore_sigint():
+    import signal
+
+    if threading.current_thread() is threading.main_thread():
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except (ValueError, OSError):
+            pass
+
+
+def _hold_off_sigint_once_the_program_ends():
+    """A second Ctrl-C (or a SIGINT a launcher or `timeout -s INT` repeats to the group) after the
+    first one ended the program would raise KeyboardInterrupt in the exit path, before or inside the
+    DB's finalize, and leave only the .partial file (seen on Python 3.12): once an uncaught
+    exception ends the program (sys.excepthook), SIGINT is ignored. Python's own exit by SIGINT
+    sets the default handler again itself, so the exit status stays 128+2."""
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        _ignore_sigint()
+        previous(kind, value, tb)
+
+    sys.excepthook = hook
+
+
 def _stop():
     if _profile is None:
         return
-    # A second Ctrl-C (or a SIGINT a launcher or `timeout -s INT` repeats) while the DB is being
-    # finalized would raise KeyboardInterrupt in the middle of it and leave only the .partial file:
-    # the process is ending anyway, so SIGINT is held off until the profile is written.
-    import signal
-
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        try:
-            previous = signal.signal(signal.SIGINT, lambda *_: None)
-        except (ValueError, OSError):
-            previous = None
+    # The program has ended (atexit): SIGINT stays ignored until the process is gone, so a repeat
+    # cannot interrupt the DB's finalize (see _hold_off_sigint_once_the_program_ends).
+    _ignore_sigint()
     try:
         _profile.stop()
     except Exception as e:  # noqa: BLE001
         print(f"gpuprof: stopping the PyTorch profile failed: {e}", file=sys.stderr)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
     while _after_stop:
         try:
             _after_stop.pop(0)()

@@ -1,11 +1,12 @@
 """A script's gpuprof.profile under `gpuprof run` has its figures at once (issue 39, item 2): right
 after the `with` block, key_averages() holds the ops of the profile's active steps, the same ops the
 run's DB (written at exit) holds for that window, and export_chrome_trace(path) has written the file
-before the program ends. Runs `gpuprof run -- /usr/bin/python3 <script>` on the CPU. Needs torch and
+before the program ends. Runs `gpuprof run -- python3 <script>` (this test's Python) on the CPU. Needs torch and
 the PyTorch hooks."""
 
 import collections
 import glob
+import importlib.util
 import json
 import os
 import subprocess
@@ -50,7 +51,7 @@ def run_env():
 
 @unittest.skipUnless(os.environ.get("GPUPROF_LIB_DIR") and os.environ.get("GPUPROF_CLI"),
                      "GPUPROF_LIB_DIR and GPUPROF_CLI are set by CTest")
-@unittest.skipUnless(os.path.exists("/usr/bin/python3"), "needs /usr/bin/python3 (with torch)")
+@unittest.skipUnless(importlib.util.find_spec("torch"), "needs torch in this Python")
 class ProfileWindowInsideRunTest(unittest.TestCase):
     maxDiff = None
 
@@ -60,7 +61,7 @@ class ProfileWindowInsideRunTest(unittest.TestCase):
         with open(script, "w") as f:
             f.write(SCRIPT)
         done = subprocess.run([os.environ["GPUPROF_CLI"], "run", "-o", os.path.join(out, "prof"), "--",
-                               "/usr/bin/python3", script, trace], capture_output=True, text=True, env=run_env(),
+                               sys.executable, script, trace], capture_output=True, text=True, env=run_env(),
                               timeout=300)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         self.assertIn("script done", done.stdout)

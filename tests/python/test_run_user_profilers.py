@@ -2,9 +2,10 @@
 torch.profiler itself runs to its end with its own results intact, the one thing the two cannot
 share said once, and gpuprof's profile of the run still written; a script's gpuprof.profile records
 into the run's DB, and its db_path, key_averages() and export_chrome_trace() work. Runs
-`gpuprof run -- /usr/bin/python3 <script>` on the CPU. Needs torch and the PyTorch hooks."""
+`gpuprof run -- python3 <script>` (this test's Python) on the CPU. Needs torch and the PyTorch hooks."""
 
 import glob
+import importlib.util
 import json
 import os
 import sqlite3
@@ -73,7 +74,7 @@ def run(script, out, *args):
     path = os.path.join(out, "script.py")
     with open(path, "w") as f:
         f.write(script)
-    return subprocess.run([os.environ["GPUPROF_CLI"], "run", "-o", os.path.join(out, "prof"), "--", "/usr/bin/python3",
+    return subprocess.run([os.environ["GPUPROF_CLI"], "run", "-o", os.path.join(out, "prof"), "--", sys.executable,
                            path, *args], capture_output=True, text=True, env=run_env(), timeout=300)
 
 
@@ -97,7 +98,7 @@ def trace_names(path):
 
 @unittest.skipUnless(os.environ.get("GPUPROF_LIB_DIR") and os.environ.get("GPUPROF_CLI"),
                      "GPUPROF_LIB_DIR and GPUPROF_CLI are set by CTest")
-@unittest.skipUnless(os.path.exists("/usr/bin/python3"), "needs /usr/bin/python3 (with torch)")
+@unittest.skipUnless(importlib.util.find_spec("torch"), "needs torch in this Python")
 class TorchProfilerInsideRunTest(unittest.TestCase):
     def test_the_scripts_torch_profiler_runs_to_its_end(self):
         out = tempfile.mkdtemp(prefix="gpuprof_user_profilers_")
@@ -124,7 +125,7 @@ class TorchProfilerInsideRunTest(unittest.TestCase):
 
 @unittest.skipUnless(os.environ.get("GPUPROF_LIB_DIR") and os.environ.get("GPUPROF_CLI"),
                      "GPUPROF_LIB_DIR and GPUPROF_CLI are set by CTest")
-@unittest.skipUnless(os.path.exists("/usr/bin/python3"), "needs /usr/bin/python3 (with torch)")
+@unittest.skipUnless(importlib.util.find_spec("torch"), "needs torch in this Python")
 class GpuprofProfileInsideRunTest(unittest.TestCase):
     def test_the_scripts_profile_records_into_the_runs_db(self):
         out = tempfile.mkdtemp(prefix="gpuprof_user_profilers_")
