@@ -121,6 +121,7 @@ def _start():
         return
     _profile = prof
     atexit.register(_stop)
+    _drop_sigint_in_the_exit_path()
     _hold_off_sigint_once_the_program_ends()
     try:
         _hook_optimizer_steps(prof)
@@ -147,19 +148,49 @@ def _ignore_sigint():
             pass
 
 
+def _drop_sigint_in_the_exit_path():
+    """Both holds below start with a line of Python, and a repeated SIGINT can land before it runs
+    (seen on Python 3.12: on the excepthook wrapper's first instruction, where its KeyboardInterrupt
+    replaced the program's and the exit status became 1, not 128+2). While Python's own
+    KeyboardInterrupt handler is in place, SIGINT goes through one that drops the signal when it
+    lands inside those functions and raises KeyboardInterrupt as before anywhere else. A handler the
+    program installs itself is left alone."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+    exit_path = {_ignore_sigint_then_report.__code__, _ignore_sigint.__code__, _stop.__code__}
+
+    def interrupt_unless_exiting(signum, frame):
+        caller = frame
+        while caller is not None:
+            if caller.f_code in exit_path:
+                return
+            caller = caller.f_back
+        signal.default_int_handler(signum, frame)
+
+    signal.signal(signal.SIGINT, interrupt_unless_exiting)
+
+
 def _hold_off_sigint_once_the_program_ends():
     """A second Ctrl-C (or a SIGINT a launcher or `timeout -s INT` repeats to the group) after the
     first one ended the program would raise KeyboardInterrupt in the exit path, before or inside the
     DB's finalize, and leave only the .partial file (seen on Python 3.12): once an uncaught
     exception ends the program (sys.excepthook), SIGINT is ignored. Python's own exit by SIGINT
     sets the default handler again itself, so the exit status stays 128+2."""
-    previous = sys.excepthook
+    global _excepthook_before_gpuprof
+    _excepthook_before_gpuprof = sys.excepthook
+    sys.excepthook = _ignore_sigint_then_report
 
-    def hook(kind, value, tb):
-        _ignore_sigint()
-        previous(kind, value, tb)
 
-    sys.excepthook = hook
+_excepthook_before_gpuprof = None
+
+
+def _ignore_sigint_then_report(kind, value, tb):
+    _ignore_sigint()
+    _excepthook_before_gpuprof(kind, value, tb)
 
 
 def _stop():
