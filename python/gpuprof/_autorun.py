@@ -48,6 +48,8 @@ def install():
     if _installed:
         return
     _installed = True
+    # Registered first, so it runs after every other exit handler (they run last-in, first-out).
+    atexit.register(_keep_the_exit_status_of_a_keyboard_interrupt)
     if "torch" in sys.modules:
         _start()
     else:
@@ -186,11 +188,38 @@ def _hold_off_sigint_once_the_program_ends():
 
 
 _excepthook_before_gpuprof = None
+_ended_by_keyboard_interrupt = False
 
 
 def _ignore_sigint_then_report(kind, value, tb):
+    global _ended_by_keyboard_interrupt
     _ignore_sigint()
+    _ended_by_keyboard_interrupt = issubclass(kind, KeyboardInterrupt)
     _excepthook_before_gpuprof(kind, value, tb)
+
+
+def _keep_the_exit_status_of_a_keyboard_interrupt():
+    """A program ended by Ctrl-C exits by SIGINT (status 128+2): CPython re-raises the signal at
+    exit when a flag says the program's code ended with KeyboardInterrupt. Every string exec()
+    clears that flag when it starts (CPython's run_eval_code_obj), so one anywhere in the exit
+    path (a dataclass or namedtuple made late) turns the status into 1, as seen on the H100
+    machine's Python 3.12. The flag is set again the way CPython sets it: a string exec() that
+    ends with KeyboardInterrupt."""
+    if not _ended_by_keyboard_interrupt:
+        return
+    # CPython then ends the process by SIGINT, past the library's own exit handler (seen on the
+    # H100 machine: the CUDA injection's session was left .partial): every start still held is
+    # released here, so the DB is finalized first.
+    from . import _native
+
+    loaded = _native.loaded()
+    for _ in range(64):
+        if loaded is None or loaded.core.gpuprof_stop() != 0:
+            break
+    try:
+        exec("raise KeyboardInterrupt", {})  # noqa: S102  (sets CPython's flag; nothing else runs)
+    except KeyboardInterrupt:
+        pass
 
 
 def _stop():

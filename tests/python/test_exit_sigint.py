@@ -6,7 +6,9 @@ needed: the signal is delivered from a trace function, inside the frame it names
 
 import os
 import signal
+import subprocess
 import sys
+import textwrap
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
@@ -58,6 +60,25 @@ class ExitPathSigintTest(unittest.TestCase):
         self.interrupt_on_entering(the_users_code)
         with self.assertRaises(KeyboardInterrupt):
             the_users_code()
+
+
+class ExitStatusTest(unittest.TestCase):
+    def test_a_program_ended_by_keyboard_interrupt_exits_by_sigint_whatever_its_exit_path_execs(self):
+        # An exit handler that runs a string exec() (a dataclass made while the DB is finalized)
+        # cleared CPython's "ended by KeyboardInterrupt" flag: the program exited 1, not by SIGINT.
+        python_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
+        script = textwrap.dedent(f"""
+            import atexit, sys
+            sys.path.insert(0, {python_dir!r})
+            from gpuprof import _autorun
+            _autorun.install()  # as sitecustomize does at start-up
+            _autorun._hold_off_sigint_once_the_program_ends()  # as the profile's start does
+            atexit.register(lambda: exec("pass"))
+            raise KeyboardInterrupt
+            """)
+        run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             env={**os.environ, "GPUPROF_SKIP_PID": "0"})
+        self.assertEqual(run.returncode, -signal.SIGINT, run.stderr)
 
 
 if __name__ == "__main__":
