@@ -24,6 +24,7 @@
 #include "device/cuda/chunk_hash_reference.h"
 #include "device/cuda/chunk_kernels_ptx.h"
 #include "device/cuda/chunk_op_abi.h"
+#include "device/cuda/cuda_device_internal.h"
 #include "device/cuda/scoped_internal_work.h"
 
 namespace gpuprof::device::cuda {
@@ -45,53 +46,6 @@ constexpr std::uint64_t kOpBufferGranule = std::uint64_t{64} << 10;
 // cuCtxSynchronize is waited for at most this long, whatever the caller asks (and the deadline
 // arithmetic of a wait of nanoseconds::max() would overflow).
 constexpr std::chrono::hours kLongestDrainWait{24};
-
-// gpuprof's own driver work on this thread, in `context`: invisible to the profile (C1).
-class InternalScope {
- public:
-  InternalScope(const CudaDriver& driver, CUcontext context) : driver_(driver) {
-    pushed_ = driver_.CtxPushCurrent(context) == CUDA_SUCCESS;
-  }
-  ~InternalScope() {
-    CUcontext popped = nullptr;
-    if (pushed_) driver_.CtxPopCurrent(&popped);
-  }
-  InternalScope(const InternalScope&) = delete;
-  InternalScope& operator=(const InternalScope&) = delete;
-  bool ok() const noexcept { return pushed_; }
-
- private:
-  ScopedInternalWork internal_;
-  const CudaDriver& driver_;
-  bool pushed_ = false;
-};
-
-std::size_t TierIndex(StorageTier tier) noexcept { return static_cast<std::size_t>(tier); }
-
-std::string TierName(StorageTier tier) { return std::string(StorageTierName(tier)); }
-
-// x rounded up to a multiple of m (m > 0); false when that overflows.
-bool RoundUp(std::uint64_t x, std::uint64_t m, std::uint64_t* out) noexcept {
-  const std::uint64_t remainder = x % m;
-  if (remainder == 0) {
-    *out = x;
-    return true;
-  }
-  if (x > std::numeric_limits<std::uint64_t>::max() - (m - remainder)) return false;
-  *out = x + (m - remainder);
-  return true;
-}
-
-std::uint64_t RoundDown(std::uint64_t x, std::uint64_t m) noexcept { return x - x % m; }
-
-std::uint64_t ChunksOf(std::uint64_t bytes, std::uint64_t chunk_size) noexcept {
-  return bytes / chunk_size + (bytes % chunk_size != 0 ? 1 : 0);
-}
-
-std::uint64_t SaturatingAdd(std::uint64_t a, std::uint64_t b) noexcept {
-  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max()
-                                                           : a + b;
-}
 
 // Host memory the kernel could still hand out without swapping: /proc/meminfo's MemAvailable,
 // else the free pages. 0 when neither can be read.
