@@ -199,26 +199,7 @@ Status CudaDevice::CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_
   return Copy("cuMemcpyDtoDAsync", driver_.MemcpyDtoDAsync(dst, src, bytes, stream_));
 }
 
-// ---- module variables, synchronization, caches ----
-
-void CudaDevice::RegisterModuleVariables(const std::vector<ModuleVariable>& variables) {
-  std::lock_guard<std::mutex> lock(variables_mu_);
-  for (const ModuleVariable& v : variables) {
-    bool known = std::any_of(variables_.begin(), variables_.end(),
-                             [&v](const ModuleVariable& k) { return k.address == v.address; });
-    if (!known) variables_.push_back(v);
-  }
-}
-
-void CudaDevice::UnregisterModule(std::uint64_t module_id) {
-  std::lock_guard<std::mutex> lock(variables_mu_);
-  std::erase_if(variables_, [module_id](const ModuleVariable& v) { return v.module_id == module_id; });
-}
-
-StatusOr<std::vector<ModuleVariable>> CudaDevice::EnumerateModuleVariables() {
-  std::lock_guard<std::mutex> lock(variables_mu_);
-  return variables_;
-}
+// ---- synchronization, caches ----
 
 Status CudaDevice::Synchronize(std::chrono::nanoseconds timeout) {
   // cuCtxSynchronize cannot be bounded: the helper thread calls it, and this waits at most
