@@ -28,55 +28,6 @@
 #include "device/cuda/scoped_internal_work.h"
 
 namespace gpuprof::device::cuda {
-namespace {
-
-// cuCtxSynchronize is waited for at most this long, whatever the caller asks (and the deadline
-// arithmetic of a wait of nanoseconds::max() would overflow).
-constexpr std::chrono::hours kLongestDrainWait{24};
-
-}  // namespace
-
-// Requests from Synchronize to the helper thread that calls cuCtxSynchronize. A drain started
-// after request r was made covers it: `finished >= r` means every piece of work queued before
-// request r was made has completed.
-struct CudaDevice::DrainState {
-  const CudaDriver* driver = nullptr;
-  CUcontext context = nullptr;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool thread_started = false;     // guarded by mu, as is everything below
-  bool stop = false;               // the device is gone: the helper exits after its current drain
-  std::uint64_t requested = 0;     // requests made
-  std::uint64_t started = 0;       // requests covered by the drain in progress (or the last one)
-  std::uint64_t finished = 0;      // requests covered by finished drains
-  CUresult result = CUDA_SUCCESS;  // of the last finished drain
-  bool abandoned = false;          // a caller stopped waiting for a drain that has not finished
-  std::int64_t drain_started_ns = 0;
-
-  static void Run(const std::shared_ptr<DrainState>& state) {
-    DrainState& s = *state;
-    std::unique_lock<std::mutex> lock(s.mu);
-    for (;;) {
-      s.cv.wait(lock, [&s] { return s.stop || s.requested > s.started; });
-      if (s.stop) return;
-      const std::uint64_t covers = s.requested;
-      s.started = covers;
-      s.drain_started_ns = base::MonotonicNowNs();
-      lock.unlock();
-      CUresult result = CUDA_SUCCESS;
-      {
-        InternalScope scope(*s.driver, s.context);
-        result = scope.ok() ? s.driver->CtxSynchronize() : CUDA_ERROR_INVALID_CONTEXT;
-      }
-      lock.lock();
-      s.finished = covers;
-      s.result = result;
-      s.abandoned = false;
-      s.cv.notify_all();
-    }
-  }
-};
-
 CudaDevice::CudaDevice(const CudaDriver& driver, int ordinal, CudaDeviceOptions options)
     : driver_(driver),
       ordinal_(ordinal),
@@ -200,38 +151,6 @@ Status CudaDevice::CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_
 }
 
 // ---- synchronization, caches ----
-
-Status CudaDevice::Synchronize(std::chrono::nanoseconds timeout) {
-  // cuCtxSynchronize cannot be bounded: the helper thread calls it, and this waits at most
-  // `timeout`. A device that never drains leaves the helper blocked in the driver; until it
-  // returns, every call fails at once (R14: the launch is declined, never hangs).
-  DrainState& s = *drain_;
-  std::unique_lock<std::mutex> lock(s.mu);
-  if (s.abandoned) {
-    const std::int64_t running_ms = (base::MonotonicNowNs() - s.drain_started_ns) / 1000000;
-    return DeadlineExceededError("device " + std::to_string(ordinal_) +
-                                 " has not drained: an earlier drain " + "is still waiting after " +
-                                 std::to_string(running_ms) + " ms");
-  }
-  if (!s.thread_started) {
-    try {
-      std::thread([state = drain_] { DrainState::Run(state); }).detach();
-    } catch (const std::system_error& e) {
-      return UnavailableError(std::string("cannot start the drain thread: ") + e.what());
-    }
-    s.thread_started = true;
-  }
-  const std::uint64_t ticket = ++s.requested;
-  s.cv.notify_all();
-  const auto wait = std::min<std::chrono::nanoseconds>(timeout, kLongestDrainWait);
-  if (!s.cv.wait_for(lock, wait, [&s, ticket] { return s.finished >= ticket; })) {
-    s.abandoned = true;
-    return DeadlineExceededError(
-        "device " + std::to_string(ordinal_) + " did not drain within " +
-        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) + " ms");
-  }
-  return driver_.Check("cuCtxSynchronize", s.result);
-}
 
 StatusOr<std::array<CUevent, 2>> CudaDevice::PassEvents() {
   std::lock_guard<std::mutex> lock(events_mu_);

@@ -4,11 +4,15 @@
 
 #include <cuda.h>
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <string>
 
+#include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_driver.h"
 #include "device/cuda/scoped_internal_work.h"
 #include "device/device.h"
@@ -61,5 +65,26 @@ inline std::uint64_t SaturatingAdd(std::uint64_t a, std::uint64_t b) noexcept {
   return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max()
                                                            : a + b;
 }
+
+// Requests from Synchronize to the helper thread that calls cuCtxSynchronize. A drain started
+// after request r was made covers it: `finished >= r` means every piece of work queued before
+// request r was made has completed.
+struct CudaDevice::DrainState {
+  const CudaDriver* driver = nullptr;
+  CUcontext context = nullptr;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool thread_started = false;     // guarded by mu, as is everything below
+  bool stop = false;               // the device is gone: the helper exits after its current drain
+  std::uint64_t requested = 0;     // requests made
+  std::uint64_t started = 0;       // requests covered by the drain in progress (or the last one)
+  std::uint64_t finished = 0;      // requests covered by finished drains
+  CUresult result = CUDA_SUCCESS;  // of the last finished drain
+  bool abandoned = false;          // a caller stopped waiting for a drain that has not finished
+  std::int64_t drain_started_ns = 0;
+
+  // The helper thread: drains whenever a request is newer than the last drain, until `stop`.
+  static void Run(const std::shared_ptr<DrainState>& state);
+};
 
 }  // namespace gpuprof::device::cuda
