@@ -1,33 +1,19 @@
+// CudaDevice (cuda_device.h): its setup and teardown, pointer queries and copies on the private
+// stream, and the replay pass's timing events and L2 flush. The other jobs have their own files:
+// cuda_device_arena.cc (the snapshot arena), cuda_device_chunk_ops.cc (HashChunks, RunChunkOp),
+// cuda_device_host_tiers.cc (the pageable and file tiers' copies), cuda_device_drain.cc
+// (Synchronize), cuda_device_module_variables.cc.
 #include "device/cuda/cuda_device.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/statvfs.h>
-#include <unistd.h>
-
-#include <algorithm>
 #include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <condition_variable>
-#include <cstddef>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <limits>
-#include <system_error>
-#include <thread>
+#include <memory>
+#include <string>
 
-#include "base/clock.h"
-#include "base/errno_text.h"
-#include "base/logging.h"
-#include "device/cuda/chunk_hash_reference.h"
-#include "device/cuda/chunk_kernels_ptx.h"
-#include "device/cuda/chunk_op_abi.h"
 #include "device/cuda/cuda_device_internal.h"
 #include "device/cuda/scoped_internal_work.h"
 
 namespace gpuprof::device::cuda {
+
 CudaDevice::CudaDevice(const CudaDriver& driver, int ordinal, CudaDeviceOptions options)
     : driver_(driver),
       ordinal_(ordinal),
@@ -150,7 +136,7 @@ Status CudaDevice::CopyDeviceToDevice(DevicePtr dst, DevicePtr src, std::uint64_
   return Copy("cuMemcpyDtoDAsync", driver_.MemcpyDtoDAsync(dst, src, bytes, stream_));
 }
 
-// ---- synchronization, caches ----
+// ---- what a replay pass needs ----
 
 StatusOr<std::array<CUevent, 2>> CudaDevice::PassEvents() {
   std::lock_guard<std::mutex> lock(events_mu_);

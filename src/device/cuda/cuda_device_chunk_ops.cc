@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "base/logging.h"
