@@ -71,7 +71,7 @@ CudaDevice::~CudaDevice() {
   InternalScope scope(driver_, context_);
   std::lock_guard<std::mutex> lock(mu_);
   // Even without the context: the pageable mapping and the spill file are the host's.
-  for (std::size_t tier = 0; tier < kStorageTierCount; ++tier) FreeArena(static_cast<StorageTier>(tier));
+  FreeArenas();
   if (!scope.ok()) return;
   if (l2_scratch_ != 0) driver_.MemFree(l2_scratch_);
   for (CUevent event : pass_events_) {

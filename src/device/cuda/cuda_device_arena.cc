@@ -29,6 +29,16 @@ constexpr std::uint64_t kMakeRoomSlackBytes = std::uint64_t{64} << 20;
 // The file tier leaves this much of its filesystem free.
 constexpr std::uint64_t kSpillFreeMarginBytes = std::uint64_t{1} << 30;
 
+// Geometric growth is a wish, `need` the requirement: tries allocate(*size) and, when that fails
+// with *size above `need`, once more with `need`. *size is left at the size of the last try.
+template <typename Allocate>
+bool AllocateGrownElseNeed(std::uint64_t need, std::uint64_t* size, Allocate allocate) {
+  if (allocate(*size)) return true;
+  if (*size <= need) return false;
+  *size = need;
+  return allocate(*size);
+}
+
 // Host memory the kernel could still hand out without swapping: /proc/meminfo's MemAvailable,
 // else the free pages. 0 when neither can be read.
 std::uint64_t HostMemoryAvailable() noexcept {
@@ -72,16 +82,14 @@ std::uint64_t CudaDevice::ArenaLimitLocked(StorageTier tier) {
       size_t free_bytes = 0;
       size_t total_bytes = 0;
       if (driver_.MemGetInfo(&free_bytes, &total_bytes) != CUDA_SUCCESS) return held;
-      const std::uint64_t above_reserve =
-          free_bytes > options_.device_reserve_bytes ? free_bytes - options_.device_reserve_bytes : 0;
-      return SaturatingAdd(held, above_reserve);
+      return SaturatingAdd(held, SaturatingSub(free_bytes, options_.device_reserve_bytes));
     }
     case StorageTier::kPinnedHost: return std::max(held, options_.pinned_limit_bytes);
     case StorageTier::kPageableHost: return SaturatingAdd(held, HostMemoryAvailable() / 2);
     case StorageTier::kFile: {
       if (options_.spill_directory.empty()) return 0;
       const std::uint64_t space = FileSpaceAvailable(options_.spill_directory);
-      return SaturatingAdd(held, space > kSpillFreeMarginBytes ? space - kSpillFreeMarginBytes : 0);
+      return SaturatingAdd(held, SaturatingSub(space, kSpillFreeMarginBytes));
     }
   }
   return 0;
@@ -94,11 +102,7 @@ Status CudaDevice::ReserveArena(const TierBytes& bytes, std::uint64_t chunk_size
   if (!scope.ok()) return InternalError("ReserveArena: cuCtxPushCurrent failed");
   if (chunk_size != arena_chunk_size_) {
     // Slots change size: every saved hash is void. Start over in the new chunk size.
-    bool freed = false;
-    for (std::size_t tier = 0; tier < kStorageTierCount; ++tier) {
-      freed = FreeArena(static_cast<StorageTier>(tier)) || freed;
-    }
-    if (freed) ++arena_stats_.generation;
+    if (FreeArenas()) ++arena_stats_.generation;
     arena_chunk_size_ = chunk_size;
   }
   for (std::size_t tier = 0; tier < kStorageTierCount; ++tier) {
@@ -132,8 +136,7 @@ Status CudaDevice::GrowArena(StorageTier tier, std::uint64_t bytes) {
       // The old block and its hashes are freed first: they count as free for the new ones.
       const std::uint64_t available =
           SaturatingAdd(free_bytes, old == 0 ? 0 : old + old / chunk * sizeof(std::uint64_t));
-      const std::uint64_t usable =
-          available > options_.device_reserve_bytes ? available - options_.device_reserve_bytes : 0;
+      const std::uint64_t usable = SaturatingSub(available, options_.device_reserve_bytes);
       // A capacity c costs c bytes plus c / chunk saved hashes.
       const std::uint64_t most = usable / (chunk + sizeof(std::uint64_t)) * chunk;
       if (need > most) {
@@ -144,12 +147,10 @@ Status CudaDevice::GrowArena(StorageTier tier, std::uint64_t bytes) {
       grown = std::min(grown, most);
       if (FreeArena(tier)) ++arena_stats_.generation;
       CUdeviceptr block = 0;
-      CUresult r = driver_.MemAlloc(&block, grown);
-      if (r != CUDA_SUCCESS && grown > need) {
-        grown = need;
-        r = driver_.MemAlloc(&block, grown);
-      }
-      if (r != CUDA_SUCCESS) {
+      CUresult r = CUDA_SUCCESS;
+      if (!AllocateGrownElseNeed(need, &grown, [&](std::uint64_t size) {
+            return (r = driver_.MemAlloc(&block, size)) == CUDA_SUCCESS;
+          })) {
         return ResourceExhaustedError(driver_.Error("cuMemAlloc", r) + " for the " + what + " (" +
                                       std::to_string(grown) + " bytes)");
       }
@@ -169,12 +170,10 @@ Status CudaDevice::GrowArena(StorageTier tier, std::uint64_t bytes) {
       // PORTABLE: pinned for every context, not only the primary one that allocates it.
       constexpr unsigned kFlags = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE;
       void* host = nullptr;
-      CUresult r = driver_.MemHostAlloc(&host, grown, kFlags);
-      if (r != CUDA_SUCCESS && grown > need) {
-        grown = need;
-        r = driver_.MemHostAlloc(&host, grown, kFlags);
-      }
-      if (r != CUDA_SUCCESS) {
+      CUresult r = CUDA_SUCCESS;
+      if (!AllocateGrownElseNeed(need, &grown, [&](std::uint64_t size) {
+            return (r = driver_.MemHostAlloc(&host, size, kFlags)) == CUDA_SUCCESS;
+          })) {
         return ResourceExhaustedError(driver_.Error("cuMemHostAlloc(DEVICEMAP | PORTABLE)", r) + " for the " +
                                       what + " (" + std::to_string(grown) + " bytes)");
       }
@@ -197,12 +196,11 @@ Status CudaDevice::GrowArena(StorageTier tier, std::uint64_t bytes) {
       if (FreeArena(tier)) ++arena_stats_.generation;
       // Anonymous pages: zero and untouched until a capture writes them, and returned to the
       // system whole by munmap.
-      void* host = mmap(nullptr, grown, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (host == MAP_FAILED && grown > need) {
-        grown = need;
-        host = mmap(nullptr, grown, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      }
-      if (host == MAP_FAILED) {
+      void* host = MAP_FAILED;
+      if (!AllocateGrownElseNeed(need, &grown, [&](std::uint64_t size) {
+            host = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            return host != MAP_FAILED;
+          })) {
         return ResourceExhaustedError(what + ": mmap of " + std::to_string(grown) +
                                       " bytes failed: " + base::ErrnoText(errno));
       }
@@ -225,12 +223,9 @@ Status CudaDevice::GrowArena(StorageTier tier, std::uint64_t bytes) {
       arena.fd = -1;
       if (FreeArena(tier)) ++arena_stats_.generation;
       if (fd < 0) GPUPROF_RETURN_IF_ERROR(CreateSpillFile(&fd));
-      int truncated = ftruncate(fd, static_cast<off_t>(grown));
-      if (truncated != 0 && grown > need) {
-        grown = need;
-        truncated = ftruncate(fd, static_cast<off_t>(grown));
-      }
-      if (truncated != 0) {
+      if (!AllocateGrownElseNeed(need, &grown, [fd](std::uint64_t size) {
+            return ftruncate(fd, static_cast<off_t>(size)) == 0;
+          })) {
         const int err = errno;
         close(fd);
         return ResourceExhaustedError(what + ": cannot make the spill file " + std::to_string(grown) +
@@ -318,14 +313,18 @@ bool CudaDevice::FreeArena(StorageTier tier) {
   return held;
 }
 
-void CudaDevice::ReleaseArena() {
-  std::lock_guard<std::mutex> lock(mu_);
-  InternalScope scope(driver_, context_);
+bool CudaDevice::FreeArenas() {
   bool freed = false;
   for (std::size_t tier = 0; tier < kStorageTierCount; ++tier) {
     freed = FreeArena(static_cast<StorageTier>(tier)) || freed;
   }
-  if (freed) {
+  return freed;
+}
+
+void CudaDevice::ReleaseArena() {
+  std::lock_guard<std::mutex> lock(mu_);
+  InternalScope scope(driver_, context_);
+  if (FreeArenas()) {
     ++arena_stats_.generation;
     ++arena_stats_.releases;
   }

@@ -66,6 +66,8 @@ inline std::uint64_t SaturatingAdd(std::uint64_t a, std::uint64_t b) noexcept {
                                                            : a + b;
 }
 
+inline std::uint64_t SaturatingSub(std::uint64_t a, std::uint64_t b) noexcept { return a > b ? a - b : 0; }
+
 // Requests from Synchronize to the helper thread that calls cuCtxSynchronize. A drain started
 // after request r was made covers it: `finished >= r` means every piece of work queued before
 // request r was made has completed.
