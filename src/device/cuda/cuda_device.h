@@ -156,6 +156,7 @@ class CudaDevice final : public Device {
   std::uint64_t ArenaLimitLocked(StorageTier tier);
   Status GrowArena(StorageTier tier, std::uint64_t bytes);
   bool FreeArena(StorageTier tier);  // true when it held something; counts nothing
+  bool FreeArenas();                 // every tier; true when one held something; counts nothing
   Status CreateSpillFile(int* fd);
   // The pageable and file tiers' part of RunChunkOp, after the kernel: copies the chunks `flags`
   // marks (every chunk for kCapture and kRestoreAll; `flags` is indexed by table chunk) between
