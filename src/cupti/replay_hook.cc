@@ -12,6 +12,7 @@
 #include "cupti/internal_work.h"
 #include "cupti/subscriber.h"
 #include "device/cuda/cubin_symbols.h"
+#include "device/graph_order.h"
 
 namespace gpuprof::cupti {
 namespace {
@@ -951,30 +952,16 @@ std::shared_ptr<CudaReplayHook::GraphInfo> CudaReplayHook::RecordInstantiatedGra
     return nullptr;
   std::unordered_map<CUgraphNode, std::size_t> index;
   for (std::size_t i = 0; i < originals.size(); ++i) index[originals[i]] = i;
-  std::vector<std::size_t> waiting(originals.size(), 0);
-  std::vector<std::vector<std::size_t>> dependents(originals.size());
+  std::vector<device::GraphEdge> edges;
   for (std::size_t e = 0; e < edge_count; ++e) {
     auto f = index.find(from[e]);
     auto t = index.find(to[e]);
-    if (f == index.end() || t == index.end()) continue;
-    ++waiting[t->second];
-    dependents[f->second].push_back(t->second);
+    if (f != index.end() && t != index.end()) edges.push_back({f->second, t->second});
   }
-  std::vector<std::size_t> order;
-  std::vector<std::size_t> ready;
-  for (std::size_t i = 0; i < originals.size(); ++i) {
-    if (waiting[i] == 0) ready.push_back(i);
-  }
-  while (!ready.empty()) {  // Kahn's algorithm, in the driver's node order among the ready ones
-    const auto lowest = std::min_element(ready.begin(), ready.end());
-    const std::size_t next = *lowest;
-    ready.erase(lowest);
-    order.push_back(next);
-    for (std::size_t dependent : dependents[next]) {
-      if (--waiting[dependent] == 0) ready.push_back(dependent);
-    }
-  }
-  if (order.size() != originals.size()) return nullptr;
+  // In the driver's node order among the nodes ready to run.
+  StatusOr<std::vector<std::size_t>> sorted = device::TopologicalOrder(originals.size(), edges);
+  if (!sorted.ok()) return nullptr;
+  const std::vector<std::size_t>& order = *sorted;
 
   std::uint32_t exec_id = 0;
   {
