@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "cupti/cupti_api.h"
+#include "cupti/graph_registry.h"
 #include "cupti/subscriber.h"
 #include "device/cuda/cuda_device.h"
 #include "gpuprof/replay.h"
@@ -123,33 +124,9 @@ class CudaReplayHook final : public DriverApiObserver {
   // device registered (CudaLaunchExecutor and CudaGraphExecutor's PrepareForSnapshot).
   Status PrepareFunction(device::cuda::CudaDevice& device, CUfunction function);
 
-  // Graph launches (issue 24). What an executable graph was instantiated from, recorded at its
-  // instantiation: a clone of the graph (PyTorch destroys the graph once it is instantiated), its
-  // nodes in a topological order, and why it cannot run node by node or be launched again.
-  struct GraphNodeInfo {
-    CUgraphNode node = nullptr;  // in the clone
-    CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
-    std::uint64_t id = 0;           // CUPTI's id of the original node (gpuprof's when CUPTI has none)
-    CUfunction function = nullptr;  // kernel nodes
-  };
-  struct GraphInfo {
-    ~GraphInfo();
-    const device::cuda::CudaDriver* driver = nullptr;
-    CUgraph clone = nullptr;
-    std::uint64_t id = 0;
-    std::vector<GraphNodeInfo> nodes;
-    std::vector<CUdeviceptr> leftovers;  // allocated by the graph and not freed in it
-    std::string node_blocker;
-    std::string relaunch_blocker;
-    std::array<std::uint32_t, 3> tasks{};  // device tasks per launch, by trace::TaskKind
-    std::atomic<bool> updated{false};      // cuGraphExecUpdate / cuGraphExec*Set* since instantiation
-  };
+  // Graph launches (issue 24): instantiations recorded in graphs_ once the devices are set up.
   void OnGraphCall(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
-  std::shared_ptr<GraphInfo> RecordInstantiatedGraph(CUgraph graph, CUgraphExec exec);
-  std::shared_ptr<GraphInfo> GraphOf(CUgraphExec exec);
-  std::mutex graphs_mu_;
-  std::unordered_map<CUgraphExec, std::shared_ptr<GraphInfo>> graphs_;  // guarded by graphs_mu_
-  std::uint64_t next_graph_id_ = 1;                                     // guarded by graphs_mu_
+  GraphRegistry graphs_;
 
   replay::ReplayOptions options_;  // the first options; Configure changes the controller's
   std::atomic<bool> flush_l2_;
@@ -170,7 +147,6 @@ class CudaReplayHook final : public DriverApiObserver {
   std::unique_ptr<replay::Controller> controller_;
   std::function<StatusOr<std::shared_ptr<replay::CounterBackend>>()> make_counter_backend_;
   std::shared_ptr<replay::ClockApi> clock_api_;  // handed to the controller when it is made
-  std::shared_ptr<CuptiApi> cupti_;              // graph ids (CudaReplaySettings::cupti); may be null
   std::mutex counter_backend_mu_;
   bool counter_backend_tried_ = false;  // guarded by counter_backend_mu_
 
