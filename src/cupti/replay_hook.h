@@ -44,6 +44,7 @@
 
 #include "cupti/cupti_api.h"
 #include "cupti/graph_registry.h"
+#include "cupti/module_registry.h"
 #include "cupti/subscriber.h"
 #include "device/cuda/cuda_device.h"
 #include "gpuprof/replay.h"
@@ -120,9 +121,6 @@ class CudaReplayHook final : public DriverApiObserver {
 
   friend class CudaLaunchExecutor;
   friend class CudaGraphExecutor;
-  // R7 for one launched function: its module loaded, the variables of the modules loaded on the
-  // device registered (CudaLaunchExecutor and CudaGraphExecutor's PrepareForSnapshot).
-  Status PrepareFunction(device::cuda::CudaDevice& device, CUfunction function);
 
   // Graph launches (issue 24): instantiations recorded in graphs_ once the devices are set up.
   void OnGraphCall(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
@@ -158,35 +156,8 @@ class CudaReplayHook final : public DriverApiObserver {
   std::vector<DeviceState> device_state_;                      // guarded by device_state_mu_, by ordinal
   std::unordered_map<const void*, std::size_t> array_device_;  // guarded by device_state_mu_
 
-  // What a loaded cubin says about its kernels: its variables (R7) and side effects (C2).
-  struct ModuleInfo {
-    std::uint32_t module_id = 0;  // CUPTI's, per context
-    std::vector<std::string> variables;
-    std::vector<std::string> kernels;  // mangled
-    bool uses_printf = false;
-    bool uses_device_malloc = false;
-  };
-  std::shared_ptr<const ModuleInfo> ModuleOf(const std::string& kernel);
-
-  // R7 for every loaded module, not only the launched kernel's: a loaded cubin with variables
-  // waits here until a snapshot on its device finds the library or module handle it belongs to
-  // (by its kernel names) and registers the variables' addresses with the CudaDevice, once.
-  struct PendingModule {
-    CUcontext context = nullptr;
-    std::shared_ptr<const ModuleInfo> info;
-  };
-  // A handle the application loaded code through (cuLibraryLoad* or cuModuleLoad*).
-  struct CodeHandle {
-    CUlibrary library = nullptr;
-    CUmodule module = nullptr;
-    friend bool operator==(const CodeHandle&, const CodeHandle&) = default;
-  };
-  void OnCodeLoad(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
-  // Registers the variables of the modules loaded on `device` so far (called in the replay window).
-  void ResolveLoadedModules(device::cuda::CudaDevice& device) noexcept;
-  void IndexCodeHandles(const std::vector<CodeHandle>& handles);  // under resolve_mu_
-  // The loaded handles that define every kernel of `module` (one: found); under resolve_mu_.
-  std::vector<CodeHandle> HandlesDefining(const ModuleInfo& module) const;
+  // Module loads and the code handles they came through (R7, C2).
+  ModuleRegistry modules_;
 
   // What the hook knows of a launched function, computed at its first launch (driver calls) and
   // cached, so later launches cost a lookup (R3).
@@ -203,17 +174,6 @@ class CudaReplayHook final : public DriverApiObserver {
   std::shared_mutex caches_mu_;
   std::unordered_map<CUfunction, std::shared_ptr<const FunctionInfo>> functions_;  // guarded by caches_mu_
   std::unordered_map<CUcontext, device::cuda::CudaDevice*> device_by_context_;     // guarded by caches_mu_
-  // By kernel (mangled) name, from each loaded cubin.
-  std::mutex modules_mu_;
-  std::unordered_map<std::string, std::shared_ptr<const ModuleInfo>> modules_by_kernel_;
-  std::vector<PendingModule> pending_modules_;          // guarded by modules_mu_
-  std::unordered_set<std::uint32_t> unloaded_modules_;  // guarded by modules_mu_
-  std::vector<CodeHandle> code_handles_;                // guarded by modules_mu_, in load order
-  std::size_t code_handles_indexed_ = 0;                // guarded by modules_mu_: how many are in the index
-  bool code_index_stale_ = false;                       // guarded by modules_mu_: a handle was unloaded
-  // Serializes ResolveLoadedModules, which calls the driver without modules_mu_.
-  std::mutex resolve_mu_;
-  std::unordered_map<std::string, std::vector<CodeHandle>> handles_by_kernel_;  // guarded by resolve_mu_
 };
 
 }  // namespace gpuprof::cupti
