@@ -45,6 +45,7 @@
 #include "cupti/cupti_api.h"
 #include "cupti/graph_registry.h"
 #include "cupti/module_registry.h"
+#include "cupti/replay_executor.h"
 #include "cupti/subscriber.h"
 #include "device/cuda/cuda_device.h"
 #include "gpuprof/replay.h"
@@ -79,7 +80,7 @@ struct CudaReplaySettings {
   std::shared_ptr<CuptiApi> cupti;
 };
 
-class CudaReplayHook final : public DriverApiObserver {
+class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
  public:
   CudaReplayHook(CudaReplaySettings settings, std::function<void(const replay::ReplayRecord&)> sink);
   ~CudaReplayHook();
@@ -119,8 +120,14 @@ class CudaReplayHook final : public DriverApiObserver {
   void OnDeviceState(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void RecordDeviceMemory(device::cuda::CudaDevice& device, CUdeviceptr ptr, std::uint64_t size) noexcept;
 
-  friend class CudaLaunchExecutor;
-  friend class CudaGraphExecutor;
+  // ExecutorHost: all the launch and graph executors may ask of the hook.
+  bool flush_l2() const noexcept override { return flush_l2_.load(std::memory_order_relaxed); }
+  Status PrepareFunction(device::cuda::CudaDevice& device, CUfunction function) override {
+    return modules_.PrepareFunction(device, function);
+  }
+  // Cached per function (R3): computed at its first launch, dropped by Configure (the selector
+  // changed) and by a module unload (its handles may come back for another kernel).
+  std::shared_ptr<const FunctionInfo> InfoOf(CUfunction function, CUstream stream) noexcept override;
 
   // Graph launches (issue 24): instantiations recorded in graphs_ once the devices are set up.
   void OnGraphCall(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
@@ -159,17 +166,6 @@ class CudaReplayHook final : public DriverApiObserver {
   // Module loads and the code handles they came through (R7, C2).
   ModuleRegistry modules_;
 
-  // What the hook knows of a launched function, computed at its first launch (driver calls) and
-  // cached, so later launches cost a lookup (R3).
-  struct FunctionInfo {
-    CUfunction resolved = nullptr;  // this context's CUfunction (a launch may pass a CUkernel)
-    std::string mangled;
-    std::string name;      // as the DB and the selector see it
-    bool matches = false;  // the selector's name test
-    bool uses_printf = false;
-    bool uses_device_malloc = false;
-  };
-  std::shared_ptr<const FunctionInfo> InfoOf(CUfunction function, CUstream stream) noexcept;
   device::cuda::CudaDevice* DeviceOf(CUcontext context) noexcept;
   std::shared_mutex caches_mu_;
   std::unordered_map<CUfunction, std::shared_ptr<const FunctionInfo>> functions_;  // guarded by caches_mu_
