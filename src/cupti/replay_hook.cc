@@ -82,8 +82,8 @@ CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
     : graphs_(std::move(settings.cupti)),
       options_(std::move(settings.options)),
       flush_l2_(settings.flush_l2),
-      device_options_(settings.device),
       sink_(std::move(sink)),
+      devices_(settings.device),
       make_counter_backend_(std::move(settings.make_counter_backend)),
       clock_api_(std::move(settings.clock_api)) {
   inventory_.EnableRecording(true);
@@ -124,85 +124,6 @@ Status CudaReplayHook::Configure(const replay::ReplayOptions& options, bool flus
   }
 }
 
-// The controller's view of device `ordinal`: the CudaDevice is made at the first call that needs
-// it, so a process that uses one GPU of eight retains one primary context, not eight.
-class LazyCudaDevice final : public device::Device {
- public:
-  LazyCudaDevice(CudaReplayHook& hook, int ordinal) : hook_(hook), ordinal_(ordinal) {}
-
-  int ordinal() const noexcept override { return ordinal_; }
-  std::string name() const override {
-    CudaDevice* real = hook_.DeviceAt(ordinal_);
-    return real != nullptr ? real->name() : "CUDA device " + std::to_string(ordinal_);
-  }
-  StatusOr<device::PointerInfo> QueryPointer(device::DevicePtr ptr) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->QueryPointer(ptr);
-  }
-  Status CopyDeviceToHost(void* dst, device::DevicePtr src, std::uint64_t bytes) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->CopyDeviceToHost(dst, src, bytes);
-  }
-  Status CopyHostToDevice(device::DevicePtr dst, const void* src, std::uint64_t bytes) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->CopyHostToDevice(dst, src, bytes);
-  }
-  Status CopyDeviceToDevice(device::DevicePtr dst, device::DevicePtr src, std::uint64_t bytes) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->CopyDeviceToDevice(dst, src, bytes);
-  }
-  Status HashChunks(device::DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
-                    std::span<std::uint64_t> out) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->HashChunks(src, bytes, chunk_size, out);
-  }
-  std::uint64_t ArenaLimit(device::StorageTier tier) override {
-    StatusOr<CudaDevice*> real = Real();
-    return real.ok() ? (*real)->ArenaLimit(tier) : 0;
-  }
-  Status ReserveArena(const device::TierBytes& bytes, std::uint64_t chunk_size) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->ReserveArena(bytes, chunk_size);
-  }
-  // A device that was never set up holds no arena: these three do not set it up.
-  void ReleaseArena() override {
-    if (CudaDevice* real = hook_.ExistingDeviceAt(ordinal_); real != nullptr) real->ReleaseArena();
-  }
-  bool MakeRoomFor(std::uint64_t bytes) override {
-    CudaDevice* real = hook_.ExistingDeviceAt(ordinal_);
-    return real != nullptr && real->MakeRoomFor(bytes);
-  }
-  device::ArenaStats arena_stats() override {
-    CudaDevice* real = hook_.ExistingDeviceAt(ordinal_);
-    return real != nullptr ? real->arena_stats() : device::ArenaStats{};
-  }
-  StatusOr<device::ChunkOpResult> RunChunkOp(device::ChunkOp op, std::span<const device::ArenaRegion> regions,
-                                             std::uint64_t chunk_size,
-                                             std::span<std::uint64_t> hashes) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->RunChunkOp(op, regions, chunk_size, hashes);
-  }
-  StatusOr<std::vector<device::ModuleVariable>> EnumerateModuleVariables() override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->EnumerateModuleVariables();
-  }
-  Status Synchronize(std::chrono::nanoseconds timeout) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->Synchronize(timeout);
-  }
-
- private:
-  StatusOr<CudaDevice*> Real() const {
-    CudaDevice* real = hook_.DeviceAt(ordinal_);
-    if (real == nullptr)
-      return UnavailableError("CUDA device " + std::to_string(ordinal_) + " could not be set up");
-    return real;
-  }
-
-  CudaReplayHook& hook_;
-  const int ordinal_;
-};
-
 bool CudaReplayHook::EnsureDevices() noexcept {
   std::call_once(devices_once_, [this] {
     ScopedInternalWork internal;
@@ -212,16 +133,8 @@ bool CudaReplayHook::EnsureDevices() noexcept {
       return;
     }
     driver_ = *driver;
-    int count = 0;
-    if (driver_->DeviceGetCount(&count) != CUDA_SUCCESS) count = 0;
     try {
-      devices_.resize(static_cast<std::size_t>(count));
-      device_failed_.assign(static_cast<std::size_t>(count), false);
-      std::vector<device::Device*> raw;
-      for (int ordinal = 0; ordinal < count; ++ordinal) {
-        proxies_.push_back(std::make_unique<LazyCudaDevice>(*this, ordinal));
-        raw.push_back(proxies_.back().get());
-      }
+      std::vector<device::Device*> raw = devices_.Open(*driver_);
       controller_ = std::make_unique<replay::Controller>(inventory_, raw, options_);
       controller_->SetRecordSink(sink_);
       controller_->SetClockApi(clock_api_);
@@ -255,41 +168,6 @@ void CudaReplayHook::EnsureCounterBackend() noexcept {
   } catch (const std::exception& e) {
     GPUPROF_LOG(kWarning) << "replay: no hardware counters: " << e.what();
   }
-}
-
-CudaDevice* CudaReplayHook::DeviceAt(int ordinal) noexcept {
-  if (ordinal < 0 || static_cast<std::size_t>(ordinal) >= devices_.size()) return nullptr;
-  const auto index = static_cast<std::size_t>(ordinal);
-  std::lock_guard<std::mutex> lock(devices_mu_);
-  if (devices_[index] == nullptr && !device_failed_[index]) {
-    ScopedInternalWork internal;
-    StatusOr<std::unique_ptr<CudaDevice>> made = CudaDevice::Create(*driver_, ordinal, device_options_);
-    if (made.ok()) {
-      devices_[index] = std::move(made).value();
-    } else {
-      device_failed_[index] = true;  // said once; its launches run unreplayed
-      GPUPROF_LOG(kWarning) << "replay off on device " << ordinal << ": " << made.status().message();
-    }
-  }
-  return devices_[index].get();
-}
-
-CudaDevice* CudaReplayHook::ExistingDeviceAt(int ordinal) noexcept {
-  if (ordinal < 0 || static_cast<std::size_t>(ordinal) >= devices_.size()) return nullptr;
-  std::lock_guard<std::mutex> lock(devices_mu_);
-  return devices_[static_cast<std::size_t>(ordinal)].get();
-}
-
-CudaDevice* CudaReplayHook::DeviceOfCurrentContext() noexcept {
-  CUdevice device = 0;
-  if (driver_ == nullptr || driver_->CtxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
-  for (std::size_t ordinal = 0; ordinal < devices_.size(); ++ordinal) {
-    CUdevice candidate = 0;
-    if (driver_->DeviceGet(&candidate, static_cast<int>(ordinal)) == CUDA_SUCCESS && candidate == device) {
-      return DeviceAt(static_cast<int>(ordinal));
-    }
-  }
-  return nullptr;
 }
 
 void CudaReplayHook::RecordDeviceMemory(CudaDevice& device, CUdeviceptr ptr, std::uint64_t size) noexcept {
@@ -350,13 +228,13 @@ void CudaReplayHook::MakeRoomForAllocation(CUpti_CallbackId cbid, const CUpti_Ca
           auto* a = static_cast<const cuMemCreate_params*>(p);
           bytes = a->size;
           if (a->prop != nullptr && a->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-            device = ExistingDeviceAt(a->prop->location.id);
+            device = devices_.ExistingDeviceAt(a->prop->location.id);
           }
           break;
         }
         default: break;
       }
-      if (cbid != CUPTI_DRIVER_TRACE_CBID_cuMemCreate) device = DeviceOf(call.context);
+      if (cbid != CUPTI_DRIVER_TRACE_CBID_cuMemCreate) device = devices_.DeviceOf(call.context);
       // Past the device lookup, one relaxed load for almost every allocation: no device-tier arena.
       if (device != nullptr && device->device_arena_bytes() != 0 && bytes > 0) {
         bool capturing = false;
@@ -400,7 +278,7 @@ void CudaReplayHook::OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& ca
     return;
   }
   if (!EnsureDevices()) return;
-  CudaDevice* device = DeviceOf(call.context);
+  CudaDevice* device = devices_.DeviceOf(call.context);
   if (device == nullptr) return;
   const void* p = call.functionParams;
   switch (cbid) {
@@ -502,24 +380,6 @@ void CudaReplayHook::OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& cal
   inventory_.RecordFree(ptr);
 }
 
-CudaDevice* CudaReplayHook::DeviceOf(CUcontext context) noexcept {
-  {
-    std::shared_lock<std::shared_mutex> lock(caches_mu_);
-    if (auto it = device_by_context_.find(context); it != device_by_context_.end()) return it->second;
-  }
-  CudaDevice* device = nullptr;
-  {
-    ScopedInternalWork internal;
-    device = DeviceOfCurrentContext();
-  }
-  try {
-    std::unique_lock<std::shared_mutex> lock(caches_mu_);
-    device_by_context_[context] = device;
-  } catch (...) {
-  }
-  return device;
-}
-
 std::shared_ptr<const FunctionInfo> CudaReplayHook::InfoOf(CUfunction function, CUstream stream) noexcept {
   {
     std::shared_lock<std::shared_mutex> lock(caches_mu_);
@@ -598,7 +458,7 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     hold_for_the_call(-1);
     return;
   }
-  CudaDevice* device = DeviceOf(call.context);
+  CudaDevice* device = devices_.DeviceOf(call.context);
   if (device == nullptr) {
     hold_for_the_call(-1);
     return;
@@ -824,7 +684,7 @@ void CudaReplayHook::OnDeviceState(CUpti_CallbackId cbid, const CUpti_CallbackDa
   const bool succeeded = !entry && call.functionReturnValue != nullptr &&
                          *static_cast<const CUresult*>(call.functionReturnValue) == CUDA_SUCCESS;
   if (!EnsureDevices()) return;
-  CudaDevice* device = DeviceOf(call.context);
+  CudaDevice* device = devices_.DeviceOf(call.context);
   if (device == nullptr) return;
   const auto ordinal = static_cast<std::size_t>(device->ordinal());
   try {
@@ -878,10 +738,7 @@ void CudaReplayHook::OnModule(const ModuleEvent& event) noexcept {
     }
     modules_.OnModuleUnloading(event.module_id);
     // Its variables' memory goes with it: no later snapshot may read it.
-    std::lock_guard<std::mutex> lock(devices_mu_);
-    for (const auto& device : devices_) {
-      if (device != nullptr) device->UnregisterModule(event.module_id);
-    }
+    devices_.UnregisterModule(event.module_id);
     return;
   }
   modules_.OnModuleLoaded(event);

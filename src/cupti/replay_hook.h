@@ -45,6 +45,7 @@
 #include "cupti/cupti_api.h"
 #include "cupti/graph_registry.h"
 #include "cupti/module_registry.h"
+#include "cupti/replay_devices.h"
 #include "cupti/replay_executor.h"
 #include "cupti/subscriber.h"
 #include "device/cuda/cuda_device.h"
@@ -108,7 +109,6 @@ class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
   bool EnsureDevices() noexcept;
   // Gives the controller a counter backend, once (see CudaReplaySettings::make_counter_backend).
   void EnsureCounterBackend() noexcept;
-  device::cuda::CudaDevice* DeviceOfCurrentContext() noexcept;
   void OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   // The entry of an allocation that makes device memory (see above); pushes one held window.
   void MakeRoomForAllocation(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
@@ -135,20 +135,11 @@ class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
 
   replay::ReplayOptions options_;  // the first options; Configure changes the controller's
   std::atomic<bool> flush_l2_;
-  device::cuda::CudaDeviceOptions device_options_;
   std::function<void(const replay::ReplayRecord&)> sink_;
   replay::Inventory inventory_;
   std::once_flag devices_once_;
   const device::cuda::CudaDriver* driver_ = nullptr;
-  // Device `ordinal`, made at its first use (null when it could not be set up). Thread-safe.
-  device::cuda::CudaDevice* DeviceAt(int ordinal) noexcept;
-  // Device `ordinal` if it was set up already (never sets it up); null otherwise. Thread-safe.
-  device::cuda::CudaDevice* ExistingDeviceAt(int ordinal) noexcept;
-  friend class LazyCudaDevice;
-  std::mutex devices_mu_;
-  std::vector<std::unique_ptr<device::cuda::CudaDevice>> devices_;  // by ordinal; guarded by devices_mu_
-  std::vector<bool> device_failed_;                                 // guarded by devices_mu_
-  std::vector<std::unique_ptr<device::Device>> proxies_;            // the controller's devices
+  ReplayDevices devices_;  // set up by EnsureDevices
   std::unique_ptr<replay::Controller> controller_;
   std::function<StatusOr<std::shared_ptr<replay::CounterBackend>>()> make_counter_backend_;
   std::shared_ptr<replay::ClockApi> clock_api_;  // handed to the controller when it is made
@@ -166,10 +157,8 @@ class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
   // Module loads and the code handles they came through (R7, C2).
   ModuleRegistry modules_;
 
-  device::cuda::CudaDevice* DeviceOf(CUcontext context) noexcept;
   std::shared_mutex caches_mu_;
   std::unordered_map<CUfunction, std::shared_ptr<const FunctionInfo>> functions_;  // guarded by caches_mu_
-  std::unordered_map<CUcontext, device::cuda::CudaDevice*> device_by_context_;     // guarded by caches_mu_
 };
 
 }  // namespace gpuprof::cupti
