@@ -237,15 +237,8 @@ void CudaReplayHook::MakeRoomForAllocation(CUpti_CallbackId cbid, const CUpti_Ca
       if (cbid != CUPTI_DRIVER_TRACE_CBID_cuMemCreate) device = devices_.DeviceOf(call.context);
       // Past the device lookup, one relaxed load for almost every allocation: no device-tier arena.
       if (device != nullptr && device->device_arena_bytes() != 0 && bytes > 0) {
-        bool capturing = false;
-        if (stream_ordered) {
-          // Into a capturing stream the call adds a graph node and allocates nothing now.
-          ScopedInternalWork internal;
-          CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-          capturing = driver_->StreamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
-                      capture != CU_STREAM_CAPTURE_STATUS_NONE;
-        }
-        if (!capturing) {
+        // Into a capturing stream the call adds a graph node and allocates nothing now.
+        if (!stream_ordered || !Capturing(stream)) {
           window = controller_->EnterDeviceShared(device->ordinal());
           device->MakeRoomFor(bytes);
         }
@@ -507,6 +500,9 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
   // The idle path (R3): a kernel whose name the selector rejects, or any launch once the count
   // is used up, costs two cached lookups and no driver call.
   std::shared_ptr<const FunctionInfo> info;
+  // Graph replay selects by the kernel nodes' names (DescribeGraph); without it a graph launch
+  // reaches the controller only when its name matches, to be declined.
+  const bool replayed_graph = function == nullptr && controller_->ReplaysGraphs();
   if (function != nullptr) {
     info = controller_->Exhausted() ? nullptr : InfoOf(function, stream);
     if (info == nullptr || !info->matches) {
@@ -516,37 +512,14 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     request.kernel_name = info->name;
     request.uses_device_printf = info->uses_printf;  // C2
     request.uses_device_malloc = info->uses_device_malloc;
-    {
-      std::lock_guard<std::mutex> lock(device_state_mu_);
-      if (static_cast<std::size_t>(device->ordinal()) < device_state_.size()) {
-        const DeviceState& state = device_state_[static_cast<std::size_t>(device->ordinal())];
-        request.live_arrays = state.arrays;     // C2
-        request.peer_access = state.peers > 0;  // R14
-      }
-    }
-    ScopedInternalWork internal;
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS) {
-      request.stream_capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
-    }
-  } else if (controller_->ReplaysGraphs()) {
-    // Graph replay: the controller selects by the kernel nodes' names (DescribeGraph).
-    {
-      std::lock_guard<std::mutex> lock(device_state_mu_);
-      if (static_cast<std::size_t>(device->ordinal()) < device_state_.size()) {
-        const DeviceState& state = device_state_[static_cast<std::size_t>(device->ordinal())];
-        request.live_arrays = state.arrays;
-        request.peer_access = state.peers > 0;
-      }
-    }
-    ScopedInternalWork internal;
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS) {
-      request.stream_capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
-    }
-  } else if (controller_->Exhausted() || !controller_->NameMatches(request.kernel_name)) {
+  } else if (!replayed_graph &&
+             (controller_->Exhausted() || !controller_->NameMatches(request.kernel_name))) {
     hold_for_the_call(device->ordinal());
     return;
+  }
+  if (function != nullptr || replayed_graph) {
+    usage_.Describe(static_cast<std::size_t>(device->ordinal()), request);  // C2 arrays, R14
+    request.stream_capturing = Capturing(stream);
   }
   if (graph_exec != nullptr) {
     CudaGraphExecutor executor(*this, *device, graph_exec, stream, graphs_.GraphOf(graph_exec));
@@ -680,53 +653,10 @@ void CudaReplayHook::OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData
 }
 
 void CudaReplayHook::OnDeviceState(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
-  const bool entry = call.callbackSite == CUPTI_API_ENTER;
-  const bool succeeded = !entry && call.functionReturnValue != nullptr &&
-                         *static_cast<const CUresult*>(call.functionReturnValue) == CUDA_SUCCESS;
   if (!EnsureDevices()) return;
   CudaDevice* device = devices_.DeviceOf(call.context);
   if (device == nullptr) return;
-  const auto ordinal = static_cast<std::size_t>(device->ordinal());
-  try {
-    std::lock_guard<std::mutex> lock(device_state_mu_);
-    if (device_state_.size() <= ordinal) device_state_.resize(ordinal + 1);
-    DeviceState& state = device_state_[ordinal];
-    // CUDA arrays by handle, so a destroy finds the device whose count it lowers.
-    auto created = [&](const void* handle) {
-      if (succeeded && array_device_.emplace(handle, ordinal).second) ++state.arrays;
-    };
-    auto destroyed = [&](const void* handle) {
-      auto it = array_device_.find(handle);
-      if (!entry || it == array_device_.end()) return;
-      --device_state_[it->second].arrays;
-      array_device_.erase(it);
-    };
-    switch (cbid) {
-      case CUPTI_DRIVER_TRACE_CBID_cuArrayCreate_v2:
-        created(static_cast<const cuArrayCreate_v2_params*>(call.functionParams)->pHandle[0]);
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuArray3DCreate_v2:
-        created(static_cast<const cuArray3DCreate_v2_params*>(call.functionParams)->pHandle[0]);
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayCreate:
-        created(static_cast<const cuMipmappedArrayCreate_params*>(call.functionParams)->pHandle[0]);
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy:
-        destroyed(static_cast<const cuArrayDestroy_params*>(call.functionParams)->hArray);
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayDestroy:
-        destroyed(static_cast<const cuMipmappedArrayDestroy_params*>(call.functionParams)->hMipmappedArray);
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuCtxEnablePeerAccess:
-        if (succeeded) ++state.peers;
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuCtxDisablePeerAccess:
-        if (succeeded && state.peers > 0) --state.peers;
-        break;
-      default: break;
-    }
-  } catch (...) {
-  }
+  usage_.OnDeviceState(static_cast<std::size_t>(device->ordinal()), cbid, call);
 }
 
 void CudaReplayHook::OnModule(const ModuleEvent& event) noexcept {

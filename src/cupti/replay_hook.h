@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "cupti/cupti_api.h"
+#include "cupti/device_usage.h"
 #include "cupti/graph_registry.h"
 #include "cupti/module_registry.h"
 #include "cupti/replay_devices.h"
@@ -146,13 +147,7 @@ class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
   std::mutex counter_backend_mu_;
   bool counter_backend_tried_ = false;  // guarded by counter_backend_mu_
 
-  struct DeviceState {
-    std::uint32_t arrays = 0;  // live CUDA arrays (and mipmapped arrays) on the device
-    std::uint32_t peers = 0;   // peer accesses enabled from its contexts
-  };
-  std::mutex device_state_mu_;
-  std::vector<DeviceState> device_state_;                      // guarded by device_state_mu_, by ordinal
-  std::unordered_map<const void*, std::size_t> array_device_;  // guarded by device_state_mu_
+  DeviceUsage usage_;  // CUDA arrays (C2) and peer access (R14) per device
 
   // Module loads and the code handles they came through (R7, C2).
   ModuleRegistry modules_;
