@@ -13,23 +13,12 @@
 #include <cupti.h>
 
 #include <memory>
-#include <string>
 
+#include "cupti/kernel_functions.h"
 #include "device/cuda/cuda_device.h"
 #include "device/device.h"
 
 namespace gpuprof::cupti {
-
-// What the hook knows of a launched function, computed at its first launch (driver calls) and
-// cached, so later launches cost a lookup (R3).
-struct FunctionInfo {
-  CUfunction resolved = nullptr;  // this context's CUfunction (a launch may pass a CUkernel)
-  std::string mangled;
-  std::string name;      // as the DB and the selector see it
-  bool matches = false;  // the selector's name test
-  bool uses_printf = false;
-  bool uses_device_malloc = false;
-};
 
 // What an executor may ask of the hook that made it. The hook outlives its executors.
 class ExecutorHost {

@@ -1,14 +1,8 @@
 #include "cupti/replay_hook.h"
 
-#include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <shared_mutex>
-#include <span>
 
-#include "base/clock.h"
 #include "base/logging.h"
-#include "cupti/activity_translator.h"
 #include "cupti/graph_executor.h"
 #include "cupti/internal_work.h"
 #include "cupti/launch_executor.h"
@@ -39,29 +33,6 @@ bool AllocatesDeviceMemory(CUpti_CallbackId cbid) noexcept {
 }
 
 }  // namespace
-
-std::string KernelFunctionName(const char* mangled) {
-  std::string out = DemangleKernelName(mangled);
-  // Cut the parameter list: the first '(' outside template arguments that does not open an
-  // "(anonymous namespace)" qualifier.
-  constexpr std::string_view kAnonymous = "(anonymous namespace)";
-  int depth = 0;
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const char ch = out[i];
-    if (ch == '<') ++depth;
-    if (ch == '>') --depth;
-    if (ch != '(' || depth != 0) continue;
-    if (out.compare(i, kAnonymous.size(), kAnonymous) == 0) {
-      i += kAnonymous.size() - 1;
-      continue;
-    }
-    out.resize(i);
-    break;
-  }
-  // Function templates demangle with their return type first ("void k<int>(int*)").
-  if (out.rfind("void ", 0) == 0) out.erase(0, 5);
-  return out;
-}
 
 // The grid, block and dynamic shared memory of a launch's parameters.
 template <typename Params>
@@ -116,8 +87,7 @@ Status CudaReplayHook::Configure(const replay::ReplayOptions& options, bool flus
     GPUPROF_RETURN_IF_ERROR(controller_->Reconfigure(options));
     flush_l2_.store(flush_l2, std::memory_order_relaxed);
     // The cached selector verdicts (FunctionInfo::matches) were the old selector's.
-    std::unique_lock<std::shared_mutex> lock(caches_mu_);
-    functions_.clear();
+    functions_.Clear();
     return OkStatus();
   } catch (const std::exception& e) {
     return InternalError(std::string("configuring replay: ") + e.what());
@@ -374,49 +344,7 @@ void CudaReplayHook::OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& cal
 }
 
 std::shared_ptr<const FunctionInfo> CudaReplayHook::InfoOf(CUfunction function, CUstream stream) noexcept {
-  {
-    std::shared_lock<std::shared_mutex> lock(caches_mu_);
-    if (auto it = functions_.find(function); it != functions_.end()) return it->second;
-  }
-  try {
-    const CudaDriver& d = *driver_;
-    ScopedInternalWork internal;
-    auto info = std::make_shared<FunctionInfo>();
-    info->resolved = function;
-    const char* name = nullptr;
-    CUfunction from_kernel = nullptr;
-    if (d.FuncGetName(&name, function) != CUDA_SUCCESS &&
-        d.KernelGetFunction(&from_kernel, reinterpret_cast<CUkernel>(function)) == CUDA_SUCCESS) {
-      info->resolved = from_kernel;  // the runtime launches library kernels (cuLibrary*) as CUkernel
-      name = nullptr;
-      d.FuncGetName(&name, from_kernel);
-    }
-    if (name == nullptr) return nullptr;
-    info->mangled = name;
-    info->name =
-        controller_->options().selector.name == info->mangled ? info->mangled : KernelFunctionName(name);
-    info->matches = controller_->NameMatches(info->name) || controller_->NameMatches(info->mangled);
-    std::shared_ptr<const ModuleInfo> module = modules_.ModuleOf(info->mangled);
-    // A lazily loaded module loads at its first launch, after this callback: load it now, so its
-    // cubin (MODULE_LOADED) says what the kernel does before the decision (C2, R7). Not while the
-    // stream captures (loading is not capture-safe): then nothing is cached, the next launch retries.
-    if (module == nullptr && info->matches) {
-      CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-      if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-        return info;
-      }
-      if (d.FuncLoad(info->resolved) == CUDA_SUCCESS) module = modules_.ModuleOf(info->mangled);
-    }
-    if (module != nullptr) {
-      info->uses_printf = module->uses_printf;
-      info->uses_device_malloc = module->uses_device_malloc;
-    }
-    std::unique_lock<std::shared_mutex> lock(caches_mu_);
-    functions_[function] = info;
-    return info;
-  } catch (...) {
-    return nullptr;
-  }
+  return functions_.InfoOf(*driver_, *controller_, modules_, function, stream);
 }
 
 void CudaReplayHook::OnGraphCall(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
@@ -661,11 +589,7 @@ void CudaReplayHook::OnDeviceState(CUpti_CallbackId cbid, const CUpti_CallbackDa
 
 void CudaReplayHook::OnModule(const ModuleEvent& event) noexcept {
   if (event.kind == ModuleEvent::Kind::kUnloadStarting) {
-    {
-      // Function handles of an unloaded module may come back for another kernel.
-      std::unique_lock<std::shared_mutex> lock(caches_mu_);
-      functions_.clear();
-    }
+    functions_.Clear();  // function handles of an unloaded module may come back for another kernel
     modules_.OnModuleUnloading(event.module_id);
     // Its variables' memory goes with it: no later snapshot may read it.
     devices_.UnregisterModule(event.module_id);

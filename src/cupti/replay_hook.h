@@ -31,20 +31,15 @@
 
 #include <cupti.h>
 
-#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
-#include <string>
-#include <unordered_map>
-#include <unordered_set>
-#include <vector>
 
 #include "cupti/cupti_api.h"
 #include "cupti/device_usage.h"
 #include "cupti/graph_registry.h"
+#include "cupti/kernel_functions.h"
 #include "cupti/module_registry.h"
 #include "cupti/replay_devices.h"
 #include "cupti/replay_executor.h"
@@ -55,11 +50,6 @@
 #include "replay/inventory.h"
 
 namespace gpuprof::cupti {
-
-// The name a launch is selected by and stored under (C4): the demangled function name without its
-// parameter list ("_Z15in_place_updatePji" -> "in_place_update", "void k<int>(int*)" -> "k<int>");
-// a name that does not demangle is returned as is.
-std::string KernelFunctionName(const char* mangled);
 
 // What `gpuprof replay` configures, for the engine and for the CUDA side of it: made by the
 // session from its parsed configuration (session/config.h ReplaySettings).
@@ -152,8 +142,7 @@ class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
   // Module loads and the code handles they came through (R7, C2).
   ModuleRegistry modules_;
 
-  std::shared_mutex caches_mu_;
-  std::unordered_map<CUfunction, std::shared_ptr<const FunctionInfo>> functions_;  // guarded by caches_mu_
+  KernelFunctions functions_;  // what each launched function is (InfoOf)
 };
 
 }  // namespace gpuprof::cupti
