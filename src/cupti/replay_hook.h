@@ -26,6 +26,12 @@
 // CudaDevice retains its GPU's primary context, which must not happen on GPUs the program never
 // touches (a rank of an 8-GPU job uses one).
 //
+// The hook dispatches; each job it dispatches to has its own file: replay_devices.h (the devices),
+// device_usage.h (CUDA arrays, peer access), kernel_functions.h (what a launched function is),
+// module_registry.h (R7's loaded code), graph_registry.h (instantiated graphs), and the executors
+// (replay_executor.h, launch_executor.h, graph_executor.h), which see the hook only as an
+// ExecutorHost.
+//
 // Thread-safety: the callbacks run on the application's threads, concurrently.
 #pragma once
 
