@@ -1,17 +1,12 @@
 #include "cupti/replay_hook.h"
 
-#include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <shared_mutex>
-#include <span>
 
-#include "base/clock.h"
 #include "base/logging.h"
-#include "cupti/activity_translator.h"
+#include "cupti/graph_executor.h"
 #include "cupti/internal_work.h"
+#include "cupti/launch_executor.h"
 #include "cupti/subscriber.h"
-#include "device/cuda/cubin_symbols.h"
 
 namespace gpuprof::cupti {
 namespace {
@@ -39,375 +34,6 @@ bool AllocatesDeviceMemory(CUpti_CallbackId cbid) noexcept {
 
 }  // namespace
 
-std::string KernelFunctionName(const char* mangled) {
-  std::string out = DemangleKernelName(mangled);
-  // Cut the parameter list: the first '(' outside template arguments that does not open an
-  // "(anonymous namespace)" qualifier.
-  constexpr std::string_view kAnonymous = "(anonymous namespace)";
-  int depth = 0;
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const char ch = out[i];
-    if (ch == '<') ++depth;
-    if (ch == '>') --depth;
-    if (ch != '(' || depth != 0) continue;
-    if (out.compare(i, kAnonymous.size(), kAnonymous) == 0) {
-      i += kAnonymous.size() - 1;
-      continue;
-    }
-    out.resize(i);
-    break;
-  }
-  // Function templates demangle with their return type first ("void k<int>(int*)").
-  if (out.rfind("void ", 0) == 0) out.erase(0, 5);
-  return out;
-}
-
-// One intercepted launch. Passes are copies submitted on the application's stream under
-// ScopedInternalWork; the application's own launch runs after the callback returns.
-class CudaLaunchExecutor final : public device::LaunchExecutor {
- public:
-  // `shape` carries the launch's grid, block and dynamic shared memory; DescribeLaunch adds the rest.
-  CudaLaunchExecutor(CudaReplayHook& hook, CudaDevice& device, CUfunction function, CUstream stream,
-                     std::function<CUresult()> launch, const device::LaunchShape& shape)
-      : hook_(hook),
-        device_(device),
-        function_(function),
-        stream_(stream),
-        launch_(std::move(launch)),
-        shape_(shape) {}
-
-  Status RunOriginal() override { return OkStatus(); }
-  bool flushes_caches() const noexcept override { return hook_.flush_l2_.load(std::memory_order_relaxed); }
-
-  // launch__* metrics (issue 19): the function's attributes and the occupancy API's answer for
-  // this block size and dynamic shared memory, read in the launch's context (current here).
-  StatusOr<device::LaunchShape> DescribeLaunch() override {
-    if (function_ == nullptr) return FailedPreconditionError("no kernel function to describe (graph launch)");
-    const CudaDriver& d = device_.driver();
-    ScopedInternalWork internal;
-    device::LaunchShape shape = shape_;
-    int value = 0;
-    GPUPROF_RETURN_IF_ERROR(d.Check("cuFuncGetAttribute(NUM_REGS)",
-                                    d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, function_)));
-    shape.registers_per_thread = static_cast<std::uint32_t>(value);
-    GPUPROF_RETURN_IF_ERROR(
-        d.Check("cuFuncGetAttribute(SHARED_SIZE_BYTES)",
-                d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function_)));
-    shape.static_shared_bytes = static_cast<std::uint64_t>(value);
-    const std::uint64_t threads =
-        static_cast<std::uint64_t>(shape.block[0]) * shape.block[1] * shape.block[2];
-    if (threads > 0 && threads <= 1024) {
-      GPUPROF_RETURN_IF_ERROR(d.Check(
-          "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-          d.OccupancyMaxActiveBlocksPerMultiprocessor(&value, function_, static_cast<int>(threads),
-                                                      static_cast<size_t>(shape.dynamic_shared_bytes))));
-      shape.active_blocks_per_sm = static_cast<std::uint32_t>(value);
-    }
-    CUdevice dev = 0;
-    GPUPROF_RETURN_IF_ERROR(d.Check("cuDeviceGet", d.DeviceGet(&dev, device_.ordinal())));
-    GPUPROF_RETURN_IF_ERROR(
-        d.Check("cuDeviceGetAttribute(MAX_THREADS_PER_MULTIPROCESSOR)",
-                d.DeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev)));
-    int warp = 32;
-    if (d.DeviceGetAttribute(&warp, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev) != CUDA_SUCCESS || warp <= 0)
-      warp = 32;
-    shape.max_warps_per_sm = static_cast<std::uint32_t>(value / warp);
-    GPUPROF_RETURN_IF_ERROR(
-        d.Check("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)",
-                d.DeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)));
-    shape.sm_count = static_cast<std::uint32_t>(value);
-    return shape;
-  }
-  bool original_runs_after_return() const noexcept override { return true; }
-  void SignalCompletion() override {}
-
-  Status PrepareForSnapshot() override { return hook_.PrepareFunction(device_, function_); }
-
-  // The flush finishes before the counters start, so that only the kernel is counted.
-  Status PrepareCounterPass() override {
-    if (!hook_.flush_l2_.load(std::memory_order_relaxed)) return OkStatus();
-    const CudaDriver& d = device_.driver();
-    ScopedInternalWork internal;
-    GPUPROF_RETURN_IF_ERROR(device_.FlushL2(stream_));
-    return d.Check("cuStreamSynchronize", d.StreamSynchronize(stream_));
-  }
-  Status RunCounterPass(int) override {
-    const CudaDriver& d = device_.driver();
-    ScopedInternalWork internal;
-    GPUPROF_RETURN_IF_ERROR(d.Check("launch (counter pass)", launch_()));
-    return d.Check("cuStreamSynchronize", d.StreamSynchronize(stream_));
-  }
-
-  StatusOr<device::PassTiming> RunPass(int) override {
-    const CudaDriver& d = device_.driver();
-    ScopedInternalWork internal;
-    if (hook_.flush_l2_.load(std::memory_order_relaxed)) GPUPROF_RETURN_IF_ERROR(device_.FlushL2(stream_));
-    GPUPROF_ASSIGN_OR_RETURN(const auto events, device_.PassEvents());
-    const CUevent start = events[0];
-    const CUevent end = events[1];
-    const std::uint32_t clock_before = device_.SmClockKhz();  // C3
-    Status status = d.Check("cuEventRecord", d.EventRecord(start, stream_));
-    if (status.ok()) status = d.Check("launch (replay pass)", launch_());
-    if (status.ok()) status = d.Check("cuEventRecord", d.EventRecord(end, stream_));
-    if (status.ok()) status = d.Check("cuEventSynchronize", d.EventSynchronize(end));
-    float ms = 0;
-    if (status.ok()) status = d.Check("cuEventElapsedTime", d.EventElapsedTime(&ms, start, end));
-    GPUPROF_RETURN_IF_ERROR(status);
-    device::PassTiming timing;
-    timing.duration_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
-    timing.sm_clock_before_khz = clock_before;
-    timing.sm_clock_after_khz = device_.SmClockKhz();
-    return timing;
-  }
-
- private:
-  CudaReplayHook& hook_;
-  CudaDevice& device_;
-  CUfunction function_;
-  CUstream stream_;
-  std::function<CUresult()> launch_;
-  device::LaunchShape shape_;
-};
-
-// One intercepted graph launch (issue 24). Like CudaLaunchExecutor, every pass is gpuprof's own
-// work on the application's stream, and the application's cuGraphLaunch runs after the callback
-// returns. Whole-graph passes launch the executable graph itself; node-by-node runs the nodes of
-// the clone taken at instantiation as standalone operations.
-class CudaGraphExecutor final : public device::LaunchExecutor {
- public:
-  CudaGraphExecutor(CudaReplayHook& hook, CudaDevice& device, CUgraphExec exec, CUstream stream,
-                    std::shared_ptr<CudaReplayHook::GraphInfo> graph)
-      : hook_(hook), device_(device), exec_(exec), stream_(stream), graph_(std::move(graph)) {}
-
-  Status RunOriginal() override { return OkStatus(); }
-  bool original_runs_after_return() const noexcept override { return true; }
-  void SignalCompletion() override {}
-  bool flushes_caches() const noexcept override { return hook_.flush_l2_.load(std::memory_order_relaxed); }
-
-  StatusOr<device::GraphDescription> DescribeGraph() override {
-    if (graph_ == nullptr) {
-      return UnavailableError(
-          "the graph was instantiated before gpuprof started watching (its nodes were not recorded)");
-    }
-    device::GraphDescription description;
-    description.graph_id = graph_->id;
-    description.node_blocker = graph_->node_blocker;
-    if (description.node_blocker.empty() && graph_->updated.load(std::memory_order_relaxed)) {
-      description.node_blocker =
-          "the executable graph was updated after its instantiation (cuGraphExecUpdate or cuGraphExec*Set*)";
-    }
-    description.relaunch_blocker = graph_->relaunch_blocker;
-    for (const CudaReplayHook::GraphNodeInfo& info : graph_->nodes) {
-      device::GraphNode node;
-      node.id = info.id;
-      node.type = NodeType(info.type);
-      if (info.function != nullptr) {
-        std::shared_ptr<const CudaReplayHook::FunctionInfo> function = hook_.InfoOf(info.function, stream_);
-        if (function != nullptr) {
-          node.kernel_name = function->name;
-          node.uses_device_printf = function->uses_printf;
-          node.uses_device_malloc = function->uses_device_malloc;
-        }
-      }
-      description.nodes.push_back(std::move(node));
-    }
-    return description;
-  }
-
-  Status PrepareForSnapshot() override {
-    for (const CudaReplayHook::GraphNodeInfo& info : graph_->nodes) {
-      if (info.function != nullptr) GPUPROF_RETURN_IF_ERROR(hook_.PrepareFunction(device_, info.function));
-    }
-    return OkStatus();
-  }
-
-  StatusOr<device::PassTiming> RunPass(int pass) override {
-    const CudaDriver& d = device_.driver();
-    ScopedInternalWork internal;
-    if (pass > 1) GPUPROF_RETURN_IF_ERROR(FreeLeftovers());
-    return Timed([&] {
-      ScopedNestedGraphLaunch tasks(graph_->tasks);
-      return d.Check("cuGraphLaunch (replay pass)", d.GraphLaunch(exec_, stream_));
-    });
-  }
-  Status PrepareCounterPass() override {
-    if (!hook_.flush_l2_.load(std::memory_order_relaxed)) return OkStatus();
-    const CudaDriver& d = device_.driver();
-    ScopedInternalWork internal;
-    GPUPROF_RETURN_IF_ERROR(device_.FlushL2(stream_));
-    return d.Check("cuStreamSynchronize", d.StreamSynchronize(stream_));
-  }
-  Status RunCounterPass(int) override {
-    const CudaDriver& d = device_.driver();
-    ScopedInternalWork internal;
-    GPUPROF_RETURN_IF_ERROR(FreeLeftovers());
-    ScopedNestedGraphLaunch tasks(graph_->tasks);
-    GPUPROF_RETURN_IF_ERROR(d.Check("cuGraphLaunch (counter pass)", d.GraphLaunch(exec_, stream_)));
-    return d.Check("cuStreamSynchronize", d.StreamSynchronize(stream_));
-  }
-  Status EndGraphPasses() override {
-    ScopedInternalWork internal;
-    GPUPROF_RETURN_IF_ERROR(FreeLeftovers());
-    return device_.driver().Check("cuStreamSynchronize", device_.driver().StreamSynchronize(stream_));
-  }
-
-  // Node `index` alone on the stream, waited for; timed when `pass` > 0.
-  StatusOr<device::PassTiming> RunGraphNode(std::size_t index, int pass) override {
-    if (index >= graph_->nodes.size()) {
-      return InvalidArgumentError("graph " + std::to_string(graph_->id) + " has " +
-                                  std::to_string(graph_->nodes.size()) + " nodes, not " +
-                                  std::to_string(index + 1));
-    }
-    const CudaDriver& d = device_.driver();
-    ScopedInternalWork internal;
-    const CudaReplayHook::GraphNodeInfo& node = graph_->nodes[index];
-    auto run = [&]() -> Status {
-      switch (node.type) {
-        case CU_GRAPH_NODE_TYPE_KERNEL: {
-          CUDA_KERNEL_NODE_PARAMS p{};
-          GPUPROF_RETURN_IF_ERROR(
-              d.Check("cuGraphKernelNodeGetParams", d.GraphKernelNodeGetParams(node.node, &p)));
-          CUfunction function = node.function;
-          return d.Check(
-              "cuLaunchKernel (graph node)",
-              d.LaunchKernel(function, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY,
-                             p.blockDimZ, p.sharedMemBytes, stream_, p.kernelParams, p.extra));
-        }
-        case CU_GRAPH_NODE_TYPE_MEMCPY: {
-          CUDA_MEMCPY3D p{};
-          GPUPROF_RETURN_IF_ERROR(
-              d.Check("cuGraphMemcpyNodeGetParams", d.GraphMemcpyNodeGetParams(node.node, &p)));
-          return d.Check("cuMemcpy3DAsync (graph node)", d.Memcpy3DAsync(&p, stream_));
-        }
-        case CU_GRAPH_NODE_TYPE_MEMSET: {
-          CUDA_MEMSET_NODE_PARAMS p{};
-          GPUPROF_RETURN_IF_ERROR(
-              d.Check("cuGraphMemsetNodeGetParams", d.GraphMemsetNodeGetParams(node.node, &p)));
-          if (p.elementSize == 1) {
-            return d.Check("cuMemsetD2D8Async (graph node)",
-                           d.MemsetD2D8Async(p.dst, p.pitch, static_cast<unsigned char>(p.value), p.width,
-                                             p.height, stream_));
-          }
-          if (p.elementSize == 2) {
-            return d.Check("cuMemsetD2D16Async (graph node)",
-                           d.MemsetD2D16Async(p.dst, p.pitch, static_cast<unsigned short>(p.value), p.width,
-                                              p.height, stream_));
-          }
-          return d.Check("cuMemsetD2D32Async (graph node)",
-                         d.MemsetD2D32Async(p.dst, p.pitch, p.value, p.width, p.height, stream_));
-        }
-        case CU_GRAPH_NODE_TYPE_EVENT_RECORD: {
-          CUevent event = nullptr;
-          GPUPROF_RETURN_IF_ERROR(
-              d.Check("cuGraphEventRecordNodeGetEvent", d.GraphEventRecordNodeGetEvent(node.node, &event)));
-          return d.Check("cuEventRecord (graph node)", d.EventRecord(event, stream_));
-        }
-        case CU_GRAPH_NODE_TYPE_WAIT_EVENT: {
-          CUevent event = nullptr;
-          GPUPROF_RETURN_IF_ERROR(
-              d.Check("cuGraphEventWaitNodeGetEvent", d.GraphEventWaitNodeGetEvent(node.node, &event)));
-          return d.Check("cuStreamWaitEvent (graph node)", d.StreamWaitEvent(stream_, event, 0));
-        }
-        case CU_GRAPH_NODE_TYPE_EMPTY: return OkStatus();
-        default:
-          return FailedPreconditionError("a " + std::string(device::GraphNodeTypeName(NodeType(node.type))) +
-                                         " node cannot run alone");
-      }
-    };
-    if (pass == 0) {
-      GPUPROF_RETURN_IF_ERROR(run());
-      GPUPROF_RETURN_IF_ERROR(d.Check("cuStreamSynchronize", d.StreamSynchronize(stream_)));
-      return device::PassTiming{};
-    }
-    return Timed(run);
-  }
-
-  static device::GraphNodeType NodeType(CUgraphNodeType type) {
-    switch (type) {
-      case CU_GRAPH_NODE_TYPE_KERNEL: return device::GraphNodeType::kKernel;
-      case CU_GRAPH_NODE_TYPE_MEMCPY: return device::GraphNodeType::kMemcpy;
-      case CU_GRAPH_NODE_TYPE_MEMSET: return device::GraphNodeType::kMemset;
-      case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return device::GraphNodeType::kEventRecord;
-      case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return device::GraphNodeType::kEventWait;
-      case CU_GRAPH_NODE_TYPE_EMPTY: return device::GraphNodeType::kEmpty;
-      case CU_GRAPH_NODE_TYPE_MEM_ALLOC: return device::GraphNodeType::kMemAlloc;
-      case CU_GRAPH_NODE_TYPE_MEM_FREE: return device::GraphNodeType::kMemFree;
-      case CU_GRAPH_NODE_TYPE_HOST: return device::GraphNodeType::kHost;
-      case CU_GRAPH_NODE_TYPE_GRAPH: return device::GraphNodeType::kChildGraph;
-      case CU_GRAPH_NODE_TYPE_CONDITIONAL: return device::GraphNodeType::kConditional;
-      case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
-      case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT: return device::GraphNodeType::kExternalSemaphore;
-      default: return device::GraphNodeType::kOther;
-    }
-  }
-
- private:
-  // `submit` between two events, with the L2 flush before (B7) and the SM clock around (C3).
-  template <typename Submit>
-  StatusOr<device::PassTiming> Timed(Submit submit) {
-    const CudaDriver& d = device_.driver();
-    if (hook_.flush_l2_.load(std::memory_order_relaxed)) GPUPROF_RETURN_IF_ERROR(device_.FlushL2(stream_));
-    GPUPROF_ASSIGN_OR_RETURN(const auto events, device_.PassEvents());
-    const std::uint32_t clock_before = device_.SmClockKhz();
-    Status status = d.Check("cuEventRecord", d.EventRecord(events[0], stream_));
-    if (status.ok()) status = submit();
-    if (status.ok()) status = d.Check("cuEventRecord", d.EventRecord(events[1], stream_));
-    if (status.ok()) status = d.Check("cuEventSynchronize", d.EventSynchronize(events[1]));
-    float ms = 0;
-    if (status.ok()) status = d.Check("cuEventElapsedTime", d.EventElapsedTime(&ms, events[0], events[1]));
-    GPUPROF_RETURN_IF_ERROR(status);
-    device::PassTiming timing;
-    timing.duration_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
-    timing.sm_clock_before_khz = clock_before;
-    timing.sm_clock_after_khz = device_.SmClockKhz();
-    return timing;
-  }
-
-  // The memory the graph's allocation nodes left allocated (no free node in the graph), freed in
-  // stream order so that the next launch can allocate it again.
-  Status FreeLeftovers() {
-    const CudaDriver& d = device_.driver();
-    for (CUdeviceptr ptr : graph_->leftovers) {
-      GPUPROF_RETURN_IF_ERROR(d.Check("cuMemFreeAsync (graph allocation)", d.MemFreeAsync(ptr, stream_)));
-    }
-    return OkStatus();
-  }
-
-  CudaReplayHook& hook_;
-  CudaDevice& device_;
-  CUgraphExec exec_;
-  CUstream stream_;
-  std::shared_ptr<CudaReplayHook::GraphInfo> graph_;
-};
-
-Status CudaReplayHook::PrepareFunction(CudaDevice& device, CUfunction function) {
-  const CudaDriver& d = device.driver();
-  ScopedInternalWork internal;
-  // R7: the kernel's module is loaded before the snapshot (lazy loading would load it at the
-  // launch, after the snapshot); the variables of every other module loaded on the device are
-  // registered too (a kernel may write them through pointers).
-  GPUPROF_RETURN_IF_ERROR(d.Check("cuFuncLoad", d.FuncLoad(function)));
-  ResolveLoadedModules(device);
-  const char* name = nullptr;
-  CUmodule module = nullptr;
-  if (d.FuncGetName(&name, function) != CUDA_SUCCESS || name == nullptr ||
-      d.FuncGetModule(&module, function) != CUDA_SUCCESS) {
-    return OkStatus();  // no names: the module's variables stay out (counted nowhere)
-  }
-  std::shared_ptr<const CudaReplayHook::ModuleInfo> module_info = ModuleOf(name);
-  if (module_info == nullptr) return OkStatus();
-  std::vector<device::ModuleVariable> variables;
-  for (const std::string& variable : module_info->variables) {
-    CUdeviceptr address = 0;
-    size_t size = 0;
-    if (d.ModuleGetGlobal(&address, &size, module, variable.c_str()) == CUDA_SUCCESS && size > 0) {
-      variables.push_back({variable, address, size, module_info->module_id, false});
-    }
-  }
-  device.RegisterModuleVariables(variables);
-  return OkStatus();
-}
-
 // The grid, block and dynamic shared memory of a launch's parameters.
 template <typename Params>
 device::LaunchShape ShapeOf(const Params& p) {
@@ -424,13 +50,13 @@ device::LaunchShape ShapeOf(const Params& p) {
 
 CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
                                std::function<void(const replay::ReplayRecord&)> sink)
-    : options_(std::move(settings.options)),
+    : graphs_(std::move(settings.cupti)),
+      options_(std::move(settings.options)),
       flush_l2_(settings.flush_l2),
-      device_options_(settings.device),
       sink_(std::move(sink)),
+      devices_(settings.device),
       make_counter_backend_(std::move(settings.make_counter_backend)),
-      clock_api_(std::move(settings.clock_api)),
-      cupti_(std::move(settings.cupti)) {
+      clock_api_(std::move(settings.clock_api)) {
   inventory_.EnableRecording(true);
 }
 
@@ -461,92 +87,12 @@ Status CudaReplayHook::Configure(const replay::ReplayOptions& options, bool flus
     GPUPROF_RETURN_IF_ERROR(controller_->Reconfigure(options));
     flush_l2_.store(flush_l2, std::memory_order_relaxed);
     // The cached selector verdicts (FunctionInfo::matches) were the old selector's.
-    std::unique_lock<std::shared_mutex> lock(caches_mu_);
-    functions_.clear();
+    functions_.Clear();
     return OkStatus();
   } catch (const std::exception& e) {
     return InternalError(std::string("configuring replay: ") + e.what());
   }
 }
-
-// The controller's view of device `ordinal`: the CudaDevice is made at the first call that needs
-// it, so a process that uses one GPU of eight retains one primary context, not eight.
-class LazyCudaDevice final : public device::Device {
- public:
-  LazyCudaDevice(CudaReplayHook& hook, int ordinal) : hook_(hook), ordinal_(ordinal) {}
-
-  int ordinal() const noexcept override { return ordinal_; }
-  std::string name() const override {
-    CudaDevice* real = hook_.DeviceAt(ordinal_);
-    return real != nullptr ? real->name() : "CUDA device " + std::to_string(ordinal_);
-  }
-  StatusOr<device::PointerInfo> QueryPointer(device::DevicePtr ptr) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->QueryPointer(ptr);
-  }
-  Status CopyDeviceToHost(void* dst, device::DevicePtr src, std::uint64_t bytes) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->CopyDeviceToHost(dst, src, bytes);
-  }
-  Status CopyHostToDevice(device::DevicePtr dst, const void* src, std::uint64_t bytes) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->CopyHostToDevice(dst, src, bytes);
-  }
-  Status CopyDeviceToDevice(device::DevicePtr dst, device::DevicePtr src, std::uint64_t bytes) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->CopyDeviceToDevice(dst, src, bytes);
-  }
-  Status HashChunks(device::DevicePtr src, std::uint64_t bytes, std::uint64_t chunk_size,
-                    std::span<std::uint64_t> out) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->HashChunks(src, bytes, chunk_size, out);
-  }
-  std::uint64_t ArenaLimit(device::StorageTier tier) override {
-    StatusOr<CudaDevice*> real = Real();
-    return real.ok() ? (*real)->ArenaLimit(tier) : 0;
-  }
-  Status ReserveArena(const device::TierBytes& bytes, std::uint64_t chunk_size) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->ReserveArena(bytes, chunk_size);
-  }
-  // A device that was never set up holds no arena: these three do not set it up.
-  void ReleaseArena() override {
-    if (CudaDevice* real = hook_.ExistingDeviceAt(ordinal_); real != nullptr) real->ReleaseArena();
-  }
-  bool MakeRoomFor(std::uint64_t bytes) override {
-    CudaDevice* real = hook_.ExistingDeviceAt(ordinal_);
-    return real != nullptr && real->MakeRoomFor(bytes);
-  }
-  device::ArenaStats arena_stats() override {
-    CudaDevice* real = hook_.ExistingDeviceAt(ordinal_);
-    return real != nullptr ? real->arena_stats() : device::ArenaStats{};
-  }
-  StatusOr<device::ChunkOpResult> RunChunkOp(device::ChunkOp op, std::span<const device::ArenaRegion> regions,
-                                             std::uint64_t chunk_size,
-                                             std::span<std::uint64_t> hashes) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->RunChunkOp(op, regions, chunk_size, hashes);
-  }
-  StatusOr<std::vector<device::ModuleVariable>> EnumerateModuleVariables() override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->EnumerateModuleVariables();
-  }
-  Status Synchronize(std::chrono::nanoseconds timeout) override {
-    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
-    return real->Synchronize(timeout);
-  }
-
- private:
-  StatusOr<CudaDevice*> Real() const {
-    CudaDevice* real = hook_.DeviceAt(ordinal_);
-    if (real == nullptr)
-      return UnavailableError("CUDA device " + std::to_string(ordinal_) + " could not be set up");
-    return real;
-  }
-
-  CudaReplayHook& hook_;
-  const int ordinal_;
-};
 
 bool CudaReplayHook::EnsureDevices() noexcept {
   std::call_once(devices_once_, [this] {
@@ -557,16 +103,8 @@ bool CudaReplayHook::EnsureDevices() noexcept {
       return;
     }
     driver_ = *driver;
-    int count = 0;
-    if (driver_->DeviceGetCount(&count) != CUDA_SUCCESS) count = 0;
     try {
-      devices_.resize(static_cast<std::size_t>(count));
-      device_failed_.assign(static_cast<std::size_t>(count), false);
-      std::vector<device::Device*> raw;
-      for (int ordinal = 0; ordinal < count; ++ordinal) {
-        proxies_.push_back(std::make_unique<LazyCudaDevice>(*this, ordinal));
-        raw.push_back(proxies_.back().get());
-      }
+      std::vector<device::Device*> raw = devices_.Open(*driver_);
       controller_ = std::make_unique<replay::Controller>(inventory_, raw, options_);
       controller_->SetRecordSink(sink_);
       controller_->SetClockApi(clock_api_);
@@ -600,41 +138,6 @@ void CudaReplayHook::EnsureCounterBackend() noexcept {
   } catch (const std::exception& e) {
     GPUPROF_LOG(kWarning) << "replay: no hardware counters: " << e.what();
   }
-}
-
-CudaDevice* CudaReplayHook::DeviceAt(int ordinal) noexcept {
-  if (ordinal < 0 || static_cast<std::size_t>(ordinal) >= devices_.size()) return nullptr;
-  const auto index = static_cast<std::size_t>(ordinal);
-  std::lock_guard<std::mutex> lock(devices_mu_);
-  if (devices_[index] == nullptr && !device_failed_[index]) {
-    ScopedInternalWork internal;
-    StatusOr<std::unique_ptr<CudaDevice>> made = CudaDevice::Create(*driver_, ordinal, device_options_);
-    if (made.ok()) {
-      devices_[index] = std::move(made).value();
-    } else {
-      device_failed_[index] = true;  // said once; its launches run unreplayed
-      GPUPROF_LOG(kWarning) << "replay off on device " << ordinal << ": " << made.status().message();
-    }
-  }
-  return devices_[index].get();
-}
-
-CudaDevice* CudaReplayHook::ExistingDeviceAt(int ordinal) noexcept {
-  if (ordinal < 0 || static_cast<std::size_t>(ordinal) >= devices_.size()) return nullptr;
-  std::lock_guard<std::mutex> lock(devices_mu_);
-  return devices_[static_cast<std::size_t>(ordinal)].get();
-}
-
-CudaDevice* CudaReplayHook::DeviceOfCurrentContext() noexcept {
-  CUdevice device = 0;
-  if (driver_ == nullptr || driver_->CtxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
-  for (std::size_t ordinal = 0; ordinal < devices_.size(); ++ordinal) {
-    CUdevice candidate = 0;
-    if (driver_->DeviceGet(&candidate, static_cast<int>(ordinal)) == CUDA_SUCCESS && candidate == device) {
-      return DeviceAt(static_cast<int>(ordinal));
-    }
-  }
-  return nullptr;
 }
 
 void CudaReplayHook::RecordDeviceMemory(CudaDevice& device, CUdeviceptr ptr, std::uint64_t size) noexcept {
@@ -695,24 +198,17 @@ void CudaReplayHook::MakeRoomForAllocation(CUpti_CallbackId cbid, const CUpti_Ca
           auto* a = static_cast<const cuMemCreate_params*>(p);
           bytes = a->size;
           if (a->prop != nullptr && a->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-            device = ExistingDeviceAt(a->prop->location.id);
+            device = devices_.ExistingDeviceAt(a->prop->location.id);
           }
           break;
         }
         default: break;
       }
-      if (cbid != CUPTI_DRIVER_TRACE_CBID_cuMemCreate) device = DeviceOf(call.context);
+      if (cbid != CUPTI_DRIVER_TRACE_CBID_cuMemCreate) device = devices_.DeviceOf(call.context);
       // Past the device lookup, one relaxed load for almost every allocation: no device-tier arena.
       if (device != nullptr && device->device_arena_bytes() != 0 && bytes > 0) {
-        bool capturing = false;
-        if (stream_ordered) {
-          // Into a capturing stream the call adds a graph node and allocates nothing now.
-          ScopedInternalWork internal;
-          CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-          capturing = driver_->StreamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
-                      capture != CU_STREAM_CAPTURE_STATUS_NONE;
-        }
-        if (!capturing) {
+        // Into a capturing stream the call adds a graph node and allocates nothing now.
+        if (!stream_ordered || !Capturing(stream)) {
           window = controller_->EnterDeviceShared(device->ordinal());
           device->MakeRoomFor(bytes);
         }
@@ -745,7 +241,7 @@ void CudaReplayHook::OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& ca
     return;
   }
   if (!EnsureDevices()) return;
-  CudaDevice* device = DeviceOf(call.context);
+  CudaDevice* device = devices_.DeviceOf(call.context);
   if (device == nullptr) return;
   const void* p = call.functionParams;
   switch (cbid) {
@@ -847,251 +343,13 @@ void CudaReplayHook::OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& cal
   inventory_.RecordFree(ptr);
 }
 
-CudaDevice* CudaReplayHook::DeviceOf(CUcontext context) noexcept {
-  {
-    std::shared_lock<std::shared_mutex> lock(caches_mu_);
-    if (auto it = device_by_context_.find(context); it != device_by_context_.end()) return it->second;
-  }
-  CudaDevice* device = nullptr;
-  {
-    ScopedInternalWork internal;
-    device = DeviceOfCurrentContext();
-  }
-  try {
-    std::unique_lock<std::shared_mutex> lock(caches_mu_);
-    device_by_context_[context] = device;
-  } catch (...) {
-  }
-  return device;
-}
-
-std::shared_ptr<const CudaReplayHook::FunctionInfo> CudaReplayHook::InfoOf(CUfunction function,
-                                                                           CUstream stream) noexcept {
-  {
-    std::shared_lock<std::shared_mutex> lock(caches_mu_);
-    if (auto it = functions_.find(function); it != functions_.end()) return it->second;
-  }
-  try {
-    const CudaDriver& d = *driver_;
-    ScopedInternalWork internal;
-    auto info = std::make_shared<FunctionInfo>();
-    info->resolved = function;
-    const char* name = nullptr;
-    CUfunction from_kernel = nullptr;
-    if (d.FuncGetName(&name, function) != CUDA_SUCCESS &&
-        d.KernelGetFunction(&from_kernel, reinterpret_cast<CUkernel>(function)) == CUDA_SUCCESS) {
-      info->resolved = from_kernel;  // the runtime launches library kernels (cuLibrary*) as CUkernel
-      name = nullptr;
-      d.FuncGetName(&name, from_kernel);
-    }
-    if (name == nullptr) return nullptr;
-    info->mangled = name;
-    info->name =
-        controller_->options().selector.name == info->mangled ? info->mangled : KernelFunctionName(name);
-    info->matches = controller_->NameMatches(info->name) || controller_->NameMatches(info->mangled);
-    std::shared_ptr<const ModuleInfo> module = ModuleOf(info->mangled);
-    // A lazily loaded module loads at its first launch, after this callback: load it now, so its
-    // cubin (MODULE_LOADED) says what the kernel does before the decision (C2, R7). Not while the
-    // stream captures (loading is not capture-safe): then nothing is cached, the next launch retries.
-    if (module == nullptr && info->matches) {
-      CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-      if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-        return info;
-      }
-      if (d.FuncLoad(info->resolved) == CUDA_SUCCESS) module = ModuleOf(info->mangled);
-    }
-    if (module != nullptr) {
-      info->uses_printf = module->uses_printf;
-      info->uses_device_malloc = module->uses_device_malloc;
-    }
-    std::unique_lock<std::shared_mutex> lock(caches_mu_);
-    functions_[function] = info;
-    return info;
-  } catch (...) {
-    return nullptr;
-  }
-}
-
-CudaReplayHook::GraphInfo::~GraphInfo() {
-  if (clone == nullptr || driver == nullptr) return;
-  ScopedInternalWork internal;
-  static_cast<void>(driver->GraphDestroy(clone));
-}
-
-std::shared_ptr<CudaReplayHook::GraphInfo> CudaReplayHook::GraphOf(CUgraphExec exec) {
-  std::lock_guard<std::mutex> lock(graphs_mu_);
-  auto it = graphs_.find(exec);
-  return it == graphs_.end() ? nullptr : it->second;
-}
-
-// At cuGraphInstantiate's exit: the graph is cloned (the application may destroy it now), and its
-// nodes are listed in a topological order with what node-by-node replay needs of each.
-std::shared_ptr<CudaReplayHook::GraphInfo> CudaReplayHook::RecordInstantiatedGraph(CUgraph graph,
-                                                                                   CUgraphExec exec) {
-  const CudaDriver& d = *driver_;
-  ScopedInternalWork internal;
-  auto info = std::make_shared<GraphInfo>();
-  info->driver = driver_;
-  // A graph the driver will not clone (one with memory-allocation nodes) is still replayed as a
-  // whole; only node-by-node replay needs the clone.
-  std::string clone_error;
-  if (const CUresult cloned = d.GraphClone(&info->clone, graph); cloned != CUDA_SUCCESS) {
-    info->clone = nullptr;
-    clone_error = "the driver could not copy the graph to run its nodes alone (" +
-                  d.Error("cuGraphClone", cloned) + ")";
-  }
-  size_t count = 0;
-  if (d.GraphGetNodes(graph, nullptr, &count) != CUDA_SUCCESS) return nullptr;
-  std::vector<CUgraphNode> originals(count);
-  if (count > 0 && d.GraphGetNodes(graph, originals.data(), &count) != CUDA_SUCCESS) return nullptr;
-  size_t edge_count = 0;
-  if (d.GraphGetEdges(graph, nullptr, nullptr, nullptr, &edge_count) != CUDA_SUCCESS) return nullptr;
-  std::vector<CUgraphNode> from(edge_count), to(edge_count);
-  if (edge_count > 0 && d.GraphGetEdges(graph, from.data(), to.data(), nullptr, &edge_count) != CUDA_SUCCESS)
-    return nullptr;
-  std::unordered_map<CUgraphNode, std::size_t> index;
-  for (std::size_t i = 0; i < originals.size(); ++i) index[originals[i]] = i;
-  std::vector<std::size_t> waiting(originals.size(), 0);
-  std::vector<std::vector<std::size_t>> dependents(originals.size());
-  for (std::size_t e = 0; e < edge_count; ++e) {
-    auto f = index.find(from[e]);
-    auto t = index.find(to[e]);
-    if (f == index.end() || t == index.end()) continue;
-    ++waiting[t->second];
-    dependents[f->second].push_back(t->second);
-  }
-  std::vector<std::size_t> order;
-  std::vector<std::size_t> ready;
-  for (std::size_t i = 0; i < originals.size(); ++i) {
-    if (waiting[i] == 0) ready.push_back(i);
-  }
-  while (!ready.empty()) {  // Kahn's algorithm, in the driver's node order among the ready ones
-    const auto lowest = std::min_element(ready.begin(), ready.end());
-    const std::size_t next = *lowest;
-    ready.erase(lowest);
-    order.push_back(next);
-    for (std::size_t dependent : dependents[next]) {
-      if (--waiting[dependent] == 0) ready.push_back(dependent);
-    }
-  }
-  if (order.size() != originals.size()) return nullptr;
-
-  std::uint32_t exec_id = 0;
-  {
-    std::lock_guard<std::mutex> lock(graphs_mu_);
-    info->id = cupti_ != nullptr && cupti_->GetGraphExecId(exec, &exec_id) == CUPTI_SUCCESS ? exec_id
-                                                                                            : next_graph_id_;
-    ++next_graph_id_;
-  }
-  std::vector<CUdeviceptr> allocated;
-  std::vector<CUdeviceptr> freed;
-  for (std::size_t position = 0; position < order.size(); ++position) {
-    const CUgraphNode original = originals[order[position]];
-    GraphNodeInfo node;
-    if (d.GraphNodeGetType(original, &node.type) != CUDA_SUCCESS) return nullptr;
-    if (info->clone != nullptr && d.GraphNodeFindInClone(&node.node, original, info->clone) != CUDA_SUCCESS) {
-      return nullptr;
-    }
-    std::uint64_t id = 0;
-    node.id = cupti_ != nullptr && cupti_->GetGraphNodeId(original, &id) == CUPTI_SUCCESS
-                  ? id
-                  : (info->id << 32) | static_cast<std::uint64_t>(position + 1);
-    const device::GraphNodeType type = CudaGraphExecutor::NodeType(node.type);
-    switch (node.type) {
-      case CU_GRAPH_NODE_TYPE_KERNEL: {
-        ++info->tasks[static_cast<int>(trace::TaskKind::kKernel)];
-        CUDA_KERNEL_NODE_PARAMS p{};
-        if (d.GraphKernelNodeGetParams(original, &p) == CUDA_SUCCESS) {
-          node.function = p.func;
-          if (node.function == nullptr && p.kern != nullptr) d.KernelGetFunction(&node.function, p.kern);
-        }
-        if (node.function == nullptr && info->node_blocker.empty())
-          info->node_blocker =
-              "the function of kernel node " + std::to_string(node.id) + " could not be read";
-        break;
-      }
-      case CU_GRAPH_NODE_TYPE_MEMCPY: ++info->tasks[static_cast<int>(trace::TaskKind::kMemcpy)]; break;
-      case CU_GRAPH_NODE_TYPE_MEMSET: ++info->tasks[static_cast<int>(trace::TaskKind::kMemset)]; break;
-      case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
-      case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
-      case CU_GRAPH_NODE_TYPE_EMPTY: break;
-      case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
-        CUDA_MEM_ALLOC_NODE_PARAMS p{};
-        if (d.GraphMemAllocNodeGetParams(original, &p) == CUDA_SUCCESS) allocated.push_back(p.dptr);
-        [[fallthrough]];
-      }
-      default:
-        if (node.type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
-          CUdeviceptr ptr = 0;
-          if (d.GraphMemFreeNodeGetParams(original, &ptr) == CUDA_SUCCESS) freed.push_back(ptr);
-        }
-        if (info->node_blocker.empty()) {
-          info->node_blocker = "it has a " + std::string(device::GraphNodeTypeName(type)) + " node (" +
-                               std::to_string(node.id) + "), which cannot run alone";
-        }
-    }
-    info->nodes.push_back(node);
-  }
-  if (info->node_blocker.empty()) info->node_blocker = clone_error;
-  for (CUdeviceptr ptr : allocated) {
-    if (std::find(freed.begin(), freed.end(), ptr) == freed.end()) info->leftovers.push_back(ptr);
-  }
-  for (CUdeviceptr ptr : freed) {
-    if (std::find(allocated.begin(), allocated.end(), ptr) == allocated.end() &&
-        info->relaunch_blocker.empty()) {
-      info->relaunch_blocker =
-          "a free node frees memory allocated outside the graph, which a second launch "
-          "would free again";
-    }
-  }
-  std::lock_guard<std::mutex> lock(graphs_mu_);
-  graphs_[exec] = info;
-  return info;
+std::shared_ptr<const FunctionInfo> CudaReplayHook::InfoOf(CUfunction function, CUstream stream) noexcept {
+  return functions_.InfoOf(*driver_, *controller_, modules_, function, stream);
 }
 
 void CudaReplayHook::OnGraphCall(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
-  try {
-    if (!EnsureDevices() || inventory_.finalizing()) return;
-    const bool exit_ok = call.callbackSite == CUPTI_API_EXIT && call.functionReturnValue != nullptr &&
-                         *static_cast<const CUresult*>(call.functionReturnValue) == CUDA_SUCCESS;
-    switch (cbid) {
-      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
-      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
-      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
-      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
-      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
-        if (!exit_ok) return;
-        // Every form starts with (CUgraphExec* phGraphExec, CUgraph hGraph).
-        const auto* params = static_cast<const cuGraphInstantiateWithFlags_params*>(call.functionParams);
-        if (params == nullptr || params->phGraphExec == nullptr || *params->phGraphExec == nullptr) return;
-        if (RecordInstantiatedGraph(params->hGraph, *params->phGraphExec) == nullptr) {
-          std::lock_guard<std::mutex> lock(graphs_mu_);
-          graphs_.erase(*params->phGraphExec);
-        }
-        return;
-      }
-      case CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy: {
-        if (call.callbackSite != CUPTI_API_ENTER) return;
-        const auto* params = static_cast<const cuGraphExecDestroy_params*>(call.functionParams);
-        std::shared_ptr<GraphInfo> gone;  // destroyed outside the lock
-        std::lock_guard<std::mutex> lock(graphs_mu_);
-        auto it = graphs_.find(params->hGraphExec);
-        if (it != graphs_.end()) {
-          gone = std::move(it->second);
-          graphs_.erase(it);
-        }
-        return;
-      }
-      default: {
-        // cuGraphExecUpdate and the cuGraphExec*Set* calls: the clone no longer matches the exec.
-        if (!exit_ok) return;
-        const auto* params = static_cast<const cuGraphExecDestroy_params*>(call.functionParams);
-        if (std::shared_ptr<GraphInfo> info = GraphOf(params->hGraphExec)) info->updated.store(true);
-        return;
-      }
-    }
-  } catch (...) {
-  }
+  if (!EnsureDevices() || inventory_.finalizing()) return;
+  graphs_.OnGraphCall(*driver_, cbid, call);
 }
 
 bool CudaReplayHook::Capturing(CUstream stream) const noexcept {
@@ -1121,7 +379,7 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     hold_for_the_call(-1);
     return;
   }
-  CudaDevice* device = DeviceOf(call.context);
+  CudaDevice* device = devices_.DeviceOf(call.context);
   if (device == nullptr) {
     hold_for_the_call(-1);
     return;
@@ -1170,6 +428,9 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
   // The idle path (R3): a kernel whose name the selector rejects, or any launch once the count
   // is used up, costs two cached lookups and no driver call.
   std::shared_ptr<const FunctionInfo> info;
+  // Graph replay selects by the kernel nodes' names (DescribeGraph); without it a graph launch
+  // reaches the controller only when its name matches, to be declined.
+  const bool replayed_graph = function == nullptr && controller_->ReplaysGraphs();
   if (function != nullptr) {
     info = controller_->Exhausted() ? nullptr : InfoOf(function, stream);
     if (info == nullptr || !info->matches) {
@@ -1179,40 +440,17 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     request.kernel_name = info->name;
     request.uses_device_printf = info->uses_printf;  // C2
     request.uses_device_malloc = info->uses_device_malloc;
-    {
-      std::lock_guard<std::mutex> lock(device_state_mu_);
-      if (static_cast<std::size_t>(device->ordinal()) < device_state_.size()) {
-        const DeviceState& state = device_state_[static_cast<std::size_t>(device->ordinal())];
-        request.live_arrays = state.arrays;     // C2
-        request.peer_access = state.peers > 0;  // R14
-      }
-    }
-    ScopedInternalWork internal;
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS) {
-      request.stream_capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
-    }
-  } else if (controller_->ReplaysGraphs()) {
-    // Graph replay: the controller selects by the kernel nodes' names (DescribeGraph).
-    {
-      std::lock_guard<std::mutex> lock(device_state_mu_);
-      if (static_cast<std::size_t>(device->ordinal()) < device_state_.size()) {
-        const DeviceState& state = device_state_[static_cast<std::size_t>(device->ordinal())];
-        request.live_arrays = state.arrays;
-        request.peer_access = state.peers > 0;
-      }
-    }
-    ScopedInternalWork internal;
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (d.StreamIsCapturing(stream, &capture) == CUDA_SUCCESS) {
-      request.stream_capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
-    }
-  } else if (controller_->Exhausted() || !controller_->NameMatches(request.kernel_name)) {
+  } else if (!replayed_graph &&
+             (controller_->Exhausted() || !controller_->NameMatches(request.kernel_name))) {
     hold_for_the_call(device->ordinal());
     return;
   }
+  if (function != nullptr || replayed_graph) {
+    usage_.Describe(static_cast<std::size_t>(device->ordinal()), request);  // C2 arrays, R14
+    request.stream_capturing = Capturing(stream);
+  }
   if (graph_exec != nullptr) {
-    CudaGraphExecutor executor(*this, *device, graph_exec, stream, GraphOf(graph_exec));
+    CudaGraphExecutor executor(*this, *device, graph_exec, stream, graphs_.GraphOf(graph_exec));
     Status status = controller_->Dispatch(request, executor);
     if (!status.ok()) {
       GPUPROF_LOG(kWarning) << "replay of a graph launch: " << status.message()
@@ -1337,276 +575,27 @@ void CudaReplayHook::OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData
     case CUPTI_DRIVER_TRACE_CBID_cuModuleUnload:
     case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
     case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile:
-    case CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload: OnCodeLoad(cbid, call); return;
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload: modules_.OnCodeLoad(cbid, call); return;
     default: return;
   }
 }
 
 void CudaReplayHook::OnDeviceState(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
-  const bool entry = call.callbackSite == CUPTI_API_ENTER;
-  const bool succeeded = !entry && call.functionReturnValue != nullptr &&
-                         *static_cast<const CUresult*>(call.functionReturnValue) == CUDA_SUCCESS;
   if (!EnsureDevices()) return;
-  CudaDevice* device = DeviceOf(call.context);
+  CudaDevice* device = devices_.DeviceOf(call.context);
   if (device == nullptr) return;
-  const auto ordinal = static_cast<std::size_t>(device->ordinal());
-  try {
-    std::lock_guard<std::mutex> lock(device_state_mu_);
-    if (device_state_.size() <= ordinal) device_state_.resize(ordinal + 1);
-    DeviceState& state = device_state_[ordinal];
-    // CUDA arrays by handle, so a destroy finds the device whose count it lowers.
-    auto created = [&](const void* handle) {
-      if (succeeded && array_device_.emplace(handle, ordinal).second) ++state.arrays;
-    };
-    auto destroyed = [&](const void* handle) {
-      auto it = array_device_.find(handle);
-      if (!entry || it == array_device_.end()) return;
-      --device_state_[it->second].arrays;
-      array_device_.erase(it);
-    };
-    switch (cbid) {
-      case CUPTI_DRIVER_TRACE_CBID_cuArrayCreate_v2:
-        created(static_cast<const cuArrayCreate_v2_params*>(call.functionParams)->pHandle[0]);
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuArray3DCreate_v2:
-        created(static_cast<const cuArray3DCreate_v2_params*>(call.functionParams)->pHandle[0]);
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayCreate:
-        created(static_cast<const cuMipmappedArrayCreate_params*>(call.functionParams)->pHandle[0]);
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy:
-        destroyed(static_cast<const cuArrayDestroy_params*>(call.functionParams)->hArray);
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayDestroy:
-        destroyed(static_cast<const cuMipmappedArrayDestroy_params*>(call.functionParams)->hMipmappedArray);
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuCtxEnablePeerAccess:
-        if (succeeded) ++state.peers;
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuCtxDisablePeerAccess:
-        if (succeeded && state.peers > 0) --state.peers;
-        break;
-      default: break;
-    }
-  } catch (...) {
-  }
-}
-
-std::shared_ptr<const CudaReplayHook::ModuleInfo> CudaReplayHook::ModuleOf(const std::string& kernel) {
-  std::lock_guard<std::mutex> lock(modules_mu_);
-  auto it = modules_by_kernel_.find(kernel);
-  return it == modules_by_kernel_.end() ? nullptr : it->second;
+  usage_.OnDeviceState(static_cast<std::size_t>(device->ordinal()), cbid, call);
 }
 
 void CudaReplayHook::OnModule(const ModuleEvent& event) noexcept {
   if (event.kind == ModuleEvent::Kind::kUnloadStarting) {
-    {
-      // Function handles of an unloaded module may come back for another kernel.
-      std::unique_lock<std::shared_mutex> lock(caches_mu_);
-      functions_.clear();
-    }
-    try {
-      std::lock_guard<std::mutex> lock(modules_mu_);
-      std::erase_if(pending_modules_,
-                    [&](const PendingModule& m) { return m.info->module_id == event.module_id; });
-      unloaded_modules_.insert(event.module_id);
-    } catch (...) {
-    }
+    functions_.Clear();  // function handles of an unloaded module may come back for another kernel
+    modules_.OnModuleUnloading(event.module_id);
     // Its variables' memory goes with it: no later snapshot may read it.
-    std::lock_guard<std::mutex> lock(devices_mu_);
-    for (const auto& device : devices_) {
-      if (device != nullptr) device->UnregisterModule(event.module_id);
-    }
+    devices_.UnregisterModule(event.module_id);
     return;
   }
-  if (event.cubin == nullptr || event.cubin_size == 0) return;
-  try {
-    std::span<const std::byte> image(static_cast<const std::byte*>(event.cubin), event.cubin_size);
-    StatusOr<std::vector<device::cuda::CubinVariable>> variables = device::cuda::ReadCubinVariables(image);
-    StatusOr<std::vector<std::string>> kernels = device::cuda::ReadCubinKernelNames(image);
-    StatusOr<device::cuda::CubinSideEffects> effects = device::cuda::ReadCubinSideEffects(image);
-    if (!variables.ok() || !kernels.ok()) return;
-    auto info = std::make_shared<ModuleInfo>();
-    info->module_id = event.module_id;
-    for (const auto& v : *variables) info->variables.push_back(v.name);
-    info->kernels = *kernels;
-    if (effects.ok()) {
-      info->uses_printf = effects->uses_printf;
-      info->uses_device_malloc = effects->uses_device_malloc;
-    }
-    std::lock_guard<std::mutex> lock(modules_mu_);
-    for (const std::string& kernel : *kernels) modules_by_kernel_[kernel] = info;
-    if (!info->variables.empty() && !info->kernels.empty()) pending_modules_.push_back({event.context, info});
-  } catch (...) {
-  }
-}
-
-void CudaReplayHook::OnCodeLoad(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
-  const bool entry = call.callbackSite == CUPTI_API_ENTER;
-  CodeHandle handle;
-  try {
-    switch (cbid) {
-      case CUPTI_DRIVER_TRACE_CBID_cuModuleUnload:
-      case CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload: {
-        if (!entry) return;
-        if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleUnload) {
-          handle.module = static_cast<const cuModuleUnload_params*>(call.functionParams)->hmod;
-        } else {
-          handle.library = static_cast<const cuLibraryUnload_params*>(call.functionParams)->library;
-        }
-        std::lock_guard<std::mutex> lock(modules_mu_);
-        if (std::erase(code_handles_, handle) > 0) code_index_stale_ = true;  // rebuilt at the next snapshot
-        return;
-      }
-      default: break;
-    }
-    if (entry || call.functionReturnValue == nullptr ||
-        *static_cast<const CUresult*>(call.functionReturnValue) != CUDA_SUCCESS) {
-      return;
-    }
-    switch (cbid) {
-      case CUPTI_DRIVER_TRACE_CBID_cuModuleLoad:
-        handle.module = *static_cast<const cuModuleLoad_params*>(call.functionParams)->module;
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData:
-        handle.module = *static_cast<const cuModuleLoadData_params*>(call.functionParams)->module;
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx:
-        handle.module = *static_cast<const cuModuleLoadDataEx_params*>(call.functionParams)->module;
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary:
-        handle.module = *static_cast<const cuModuleLoadFatBinary_params*>(call.functionParams)->module;
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
-        handle.library = *static_cast<const cuLibraryLoadData_params*>(call.functionParams)->library;
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile:
-        handle.library = *static_cast<const cuLibraryLoadFromFile_params*>(call.functionParams)->library;
-        break;
-      default: return;
-    }
-    // Only remembered here; its kernels are named at the first snapshot that needs them, so
-    // loading a program's many libraries costs nothing more than this.
-    std::lock_guard<std::mutex> lock(modules_mu_);
-    code_handles_.push_back(handle);
-  } catch (...) {
-  }
-}
-
-void CudaReplayHook::IndexCodeHandles(const std::vector<CodeHandle>& handles) {
-  const CudaDriver& d = *driver_;
-  for (const CodeHandle& handle : handles) {
-    unsigned count = 0;
-    if (handle.library != nullptr) {
-      if (d.LibraryGetKernelCount(&count, handle.library) != CUDA_SUCCESS || count == 0) continue;
-      std::vector<CUkernel> kernels(count);
-      if (d.LibraryEnumerateKernels(kernels.data(), count, handle.library) != CUDA_SUCCESS) continue;
-      for (CUkernel kernel : kernels) {
-        const char* name = nullptr;
-        if (d.KernelGetName(&name, kernel) == CUDA_SUCCESS && name != nullptr)
-          handles_by_kernel_[name].push_back(handle);
-      }
-    } else {
-      if (d.ModuleGetFunctionCount(&count, handle.module) != CUDA_SUCCESS || count == 0) continue;
-      std::vector<CUfunction> functions(count);
-      if (d.ModuleEnumerateFunctions(functions.data(), count, handle.module) != CUDA_SUCCESS) continue;
-      for (CUfunction function : functions) {
-        const char* name = nullptr;
-        if (d.FuncGetName(&name, function) == CUDA_SUCCESS && name != nullptr) {
-          handles_by_kernel_[name].push_back(handle);
-        }
-      }
-    }
-  }
-}
-
-std::vector<CudaReplayHook::CodeHandle> CudaReplayHook::HandlesDefining(const ModuleInfo& module) const {
-  // Kernel names repeat across libraries (one template instantiated in several files): the
-  // handle must define every kernel of the cubin.
-  std::vector<CodeHandle> candidates;
-  for (const std::string& kernel : module.kernels) {
-    auto it = handles_by_kernel_.find(kernel);
-    if (it == handles_by_kernel_.end()) return {};
-    if (&kernel == &module.kernels.front()) {
-      candidates = it->second;
-    } else {
-      std::erase_if(candidates, [&](const CodeHandle& c) {
-        return std::find(it->second.begin(), it->second.end(), c) == it->second.end();
-      });
-    }
-    if (candidates.size() <= 1) break;
-  }
-  std::sort(candidates.begin(), candidates.end(), [](const CodeHandle& a, const CodeHandle& b) {
-    return std::pair(a.library, a.module) < std::pair(b.library, b.module);
-  });
-  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-  return candidates;
-}
-
-void CudaReplayHook::ResolveLoadedModules(CudaDevice& device) noexcept {
-  if (driver_ == nullptr) return;
-  const CudaDriver& d = *driver_;
-  ScopedInternalWork internal;
-  try {
-    // Driver calls run without modules_mu_: one that loads a module would re-enter OnModule.
-    std::lock_guard<std::mutex> resolving(resolve_mu_);
-    std::vector<PendingModule> pending;
-    std::vector<CodeHandle> new_handles;
-    {
-      std::lock_guard<std::mutex> lock(modules_mu_);
-      if (pending_modules_.empty()) return;
-      pending.swap(pending_modules_);
-      if (code_index_stale_) {
-        handles_by_kernel_.clear();
-        code_handles_indexed_ = 0;
-        code_index_stale_ = false;
-      }
-      new_handles.assign(code_handles_.begin() + static_cast<std::ptrdiff_t>(code_handles_indexed_),
-                         code_handles_.end());
-      code_handles_indexed_ = code_handles_.size();
-    }
-    IndexCodeHandles(new_handles);
-    CUdevice mine = 0;
-    if (d.DeviceGet(&mine, device.ordinal()) != CUDA_SUCCESS) mine = -1;
-    std::vector<PendingModule> kept;
-    for (PendingModule& pending_module : pending) {
-      const ModuleInfo& module = *pending_module.info;
-      if (d.CtxPushCurrent(pending_module.context) != CUDA_SUCCESS) continue;  // the context is gone
-      CUdevice owner = 0;
-      if (d.CtxGetDevice(&owner) != CUDA_SUCCESS || owner != mine) {
-        kept.push_back(std::move(pending_module));  // waits for a snapshot on its own device
-      } else if (std::vector<CodeHandle> handle = HandlesDefining(module); handle.size() == 1) {
-        std::vector<device::ModuleVariable> variables;
-        for (const std::string& name : module.variables) {
-          CUdeviceptr address = 0;
-          size_t size = 0;
-          CUresult found = handle[0].library != nullptr
-                               ? d.LibraryGetGlobal(&address, &size, handle[0].library, name.c_str())
-                               : d.ModuleGetGlobal(&address, &size, handle[0].module, name.c_str());
-          if (found == CUDA_SUCCESS && address != 0 && size > 0) {
-            variables.push_back({name, address, size, module.module_id, false});
-          }
-        }
-        std::lock_guard<std::mutex> lock(modules_mu_);
-        if (!unloaded_modules_.contains(module.module_id)) device.RegisterModuleVariables(variables);
-      } else {
-        GPUPROF_LOG(kDebug) << "replay: the variables of module " << module.module_id << " (kernel "
-                            << module.kernels.front() << ", ...) are not snapshotted: "
-                            << (handle.empty()
-                                    ? "no library or module loaded since gpuprof started defines its kernels"
-                                    : "several loaded libraries define its kernels");
-      }
-      CUcontext popped = nullptr;
-      d.CtxPopCurrent(&popped);
-    }
-    std::lock_guard<std::mutex> lock(modules_mu_);
-    for (PendingModule& pending_module : kept) {
-      if (!unloaded_modules_.contains(pending_module.info->module_id)) {
-        pending_modules_.push_back(std::move(pending_module));
-      }
-    }
-  } catch (...) {
-  }
+  modules_.OnModuleLoaded(event);
 }
 
 }  // namespace gpuprof::cupti

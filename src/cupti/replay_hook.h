@@ -26,23 +26,29 @@
 // CudaDevice retains its GPU's primary context, which must not happen on GPUs the program never
 // touches (a rank of an 8-GPU job uses one).
 //
+// The hook dispatches; each job it dispatches to has its own file: replay_devices.h (the devices),
+// device_usage.h (CUDA arrays, peer access), kernel_functions.h (what a launched function is),
+// module_registry.h (R7's loaded code), graph_registry.h (instantiated graphs), and the executors
+// (replay_executor.h, launch_executor.h, graph_executor.h), which see the hook only as an
+// ExecutorHost.
+//
 // Thread-safety: the callbacks run on the application's threads, concurrently.
 #pragma once
 
 #include <cupti.h>
 
-#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
-#include <string>
-#include <unordered_map>
-#include <unordered_set>
-#include <vector>
 
 #include "cupti/cupti_api.h"
+#include "cupti/device_usage.h"
+#include "cupti/graph_registry.h"
+#include "cupti/kernel_functions.h"
+#include "cupti/module_registry.h"
+#include "cupti/replay_devices.h"
+#include "cupti/replay_executor.h"
 #include "cupti/subscriber.h"
 #include "device/cuda/cuda_device.h"
 #include "gpuprof/replay.h"
@@ -50,11 +56,6 @@
 #include "replay/inventory.h"
 
 namespace gpuprof::cupti {
-
-// The name a launch is selected by and stored under (C4): the demangled function name without its
-// parameter list ("_Z15in_place_updatePji" -> "in_place_update", "void k<int>(int*)" -> "k<int>");
-// a name that does not demangle is returned as is.
-std::string KernelFunctionName(const char* mangled);
 
 // What `gpuprof replay` configures, for the engine and for the CUDA side of it: made by the
 // session from its parsed configuration (session/config.h ReplaySettings).
@@ -77,7 +78,7 @@ struct CudaReplaySettings {
   std::shared_ptr<CuptiApi> cupti;
 };
 
-class CudaReplayHook final : public DriverApiObserver {
+class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
  public:
   CudaReplayHook(CudaReplaySettings settings, std::function<void(const replay::ReplayRecord&)> sink);
   ~CudaReplayHook();
@@ -105,7 +106,6 @@ class CudaReplayHook final : public DriverApiObserver {
   bool EnsureDevices() noexcept;
   // Gives the controller a counter backend, once (see CudaReplaySettings::make_counter_backend).
   void EnsureCounterBackend() noexcept;
-  device::cuda::CudaDevice* DeviceOfCurrentContext() noexcept;
   void OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   // The entry of an allocation that makes device memory (see above); pushes one held window.
   void MakeRoomForAllocation(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
@@ -117,127 +117,38 @@ class CudaReplayHook final : public DriverApiObserver {
   void OnDeviceState(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void RecordDeviceMemory(device::cuda::CudaDevice& device, CUdeviceptr ptr, std::uint64_t size) noexcept;
 
-  friend class CudaLaunchExecutor;
-  friend class CudaGraphExecutor;
-  // R7 for one launched function: its module loaded, the variables of the modules loaded on the
-  // device registered (CudaLaunchExecutor and CudaGraphExecutor's PrepareForSnapshot).
-  Status PrepareFunction(device::cuda::CudaDevice& device, CUfunction function);
+  // ExecutorHost: all the launch and graph executors may ask of the hook.
+  bool flush_l2() const noexcept override { return flush_l2_.load(std::memory_order_relaxed); }
+  Status PrepareFunction(device::cuda::CudaDevice& device, CUfunction function) override {
+    return modules_.PrepareFunction(device, function);
+  }
+  // Cached per function (R3): computed at its first launch, dropped by Configure (the selector
+  // changed) and by a module unload (its handles may come back for another kernel).
+  std::shared_ptr<const FunctionInfo> InfoOf(CUfunction function, CUstream stream) noexcept override;
 
-  // Graph launches (issue 24). What an executable graph was instantiated from, recorded at its
-  // instantiation: a clone of the graph (PyTorch destroys the graph once it is instantiated), its
-  // nodes in a topological order, and why it cannot run node by node or be launched again.
-  struct GraphNodeInfo {
-    CUgraphNode node = nullptr;  // in the clone
-    CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
-    std::uint64_t id = 0;           // CUPTI's id of the original node (gpuprof's when CUPTI has none)
-    CUfunction function = nullptr;  // kernel nodes
-  };
-  struct GraphInfo {
-    ~GraphInfo();
-    const device::cuda::CudaDriver* driver = nullptr;
-    CUgraph clone = nullptr;
-    std::uint64_t id = 0;
-    std::vector<GraphNodeInfo> nodes;
-    std::vector<CUdeviceptr> leftovers;  // allocated by the graph and not freed in it
-    std::string node_blocker;
-    std::string relaunch_blocker;
-    std::array<std::uint32_t, 3> tasks{};  // device tasks per launch, by trace::TaskKind
-    std::atomic<bool> updated{false};      // cuGraphExecUpdate / cuGraphExec*Set* since instantiation
-  };
+  // Graph launches (issue 24): instantiations recorded in graphs_ once the devices are set up.
   void OnGraphCall(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
-  std::shared_ptr<GraphInfo> RecordInstantiatedGraph(CUgraph graph, CUgraphExec exec);
-  std::shared_ptr<GraphInfo> GraphOf(CUgraphExec exec);
-  std::mutex graphs_mu_;
-  std::unordered_map<CUgraphExec, std::shared_ptr<GraphInfo>> graphs_;  // guarded by graphs_mu_
-  std::uint64_t next_graph_id_ = 1;                                     // guarded by graphs_mu_
+  GraphRegistry graphs_;
 
   replay::ReplayOptions options_;  // the first options; Configure changes the controller's
   std::atomic<bool> flush_l2_;
-  device::cuda::CudaDeviceOptions device_options_;
   std::function<void(const replay::ReplayRecord&)> sink_;
   replay::Inventory inventory_;
   std::once_flag devices_once_;
   const device::cuda::CudaDriver* driver_ = nullptr;
-  // Device `ordinal`, made at its first use (null when it could not be set up). Thread-safe.
-  device::cuda::CudaDevice* DeviceAt(int ordinal) noexcept;
-  // Device `ordinal` if it was set up already (never sets it up); null otherwise. Thread-safe.
-  device::cuda::CudaDevice* ExistingDeviceAt(int ordinal) noexcept;
-  friend class LazyCudaDevice;
-  std::mutex devices_mu_;
-  std::vector<std::unique_ptr<device::cuda::CudaDevice>> devices_;  // by ordinal; guarded by devices_mu_
-  std::vector<bool> device_failed_;                                 // guarded by devices_mu_
-  std::vector<std::unique_ptr<device::Device>> proxies_;            // the controller's devices
+  ReplayDevices devices_;  // set up by EnsureDevices
   std::unique_ptr<replay::Controller> controller_;
   std::function<StatusOr<std::shared_ptr<replay::CounterBackend>>()> make_counter_backend_;
   std::shared_ptr<replay::ClockApi> clock_api_;  // handed to the controller when it is made
-  std::shared_ptr<CuptiApi> cupti_;              // graph ids (CudaReplaySettings::cupti); may be null
   std::mutex counter_backend_mu_;
   bool counter_backend_tried_ = false;  // guarded by counter_backend_mu_
 
-  struct DeviceState {
-    std::uint32_t arrays = 0;  // live CUDA arrays (and mipmapped arrays) on the device
-    std::uint32_t peers = 0;   // peer accesses enabled from its contexts
-  };
-  std::mutex device_state_mu_;
-  std::vector<DeviceState> device_state_;                      // guarded by device_state_mu_, by ordinal
-  std::unordered_map<const void*, std::size_t> array_device_;  // guarded by device_state_mu_
+  DeviceUsage usage_;  // CUDA arrays (C2) and peer access (R14) per device
 
-  // What a loaded cubin says about its kernels: its variables (R7) and side effects (C2).
-  struct ModuleInfo {
-    std::uint32_t module_id = 0;  // CUPTI's, per context
-    std::vector<std::string> variables;
-    std::vector<std::string> kernels;  // mangled
-    bool uses_printf = false;
-    bool uses_device_malloc = false;
-  };
-  std::shared_ptr<const ModuleInfo> ModuleOf(const std::string& kernel);
+  // Module loads and the code handles they came through (R7, C2).
+  ModuleRegistry modules_;
 
-  // R7 for every loaded module, not only the launched kernel's: a loaded cubin with variables
-  // waits here until a snapshot on its device finds the library or module handle it belongs to
-  // (by its kernel names) and registers the variables' addresses with the CudaDevice, once.
-  struct PendingModule {
-    CUcontext context = nullptr;
-    std::shared_ptr<const ModuleInfo> info;
-  };
-  // A handle the application loaded code through (cuLibraryLoad* or cuModuleLoad*).
-  struct CodeHandle {
-    CUlibrary library = nullptr;
-    CUmodule module = nullptr;
-    friend bool operator==(const CodeHandle&, const CodeHandle&) = default;
-  };
-  void OnCodeLoad(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
-  // Registers the variables of the modules loaded on `device` so far (called in the replay window).
-  void ResolveLoadedModules(device::cuda::CudaDevice& device) noexcept;
-  void IndexCodeHandles(const std::vector<CodeHandle>& handles);  // under resolve_mu_
-  // The loaded handles that define every kernel of `module` (one: found); under resolve_mu_.
-  std::vector<CodeHandle> HandlesDefining(const ModuleInfo& module) const;
-
-  // What the hook knows of a launched function, computed at its first launch (driver calls) and
-  // cached, so later launches cost a lookup (R3).
-  struct FunctionInfo {
-    CUfunction resolved = nullptr;  // this context's CUfunction (a launch may pass a CUkernel)
-    std::string mangled;
-    std::string name;      // as the DB and the selector see it
-    bool matches = false;  // the selector's name test
-    bool uses_printf = false;
-    bool uses_device_malloc = false;
-  };
-  std::shared_ptr<const FunctionInfo> InfoOf(CUfunction function, CUstream stream) noexcept;
-  device::cuda::CudaDevice* DeviceOf(CUcontext context) noexcept;
-  std::shared_mutex caches_mu_;
-  std::unordered_map<CUfunction, std::shared_ptr<const FunctionInfo>> functions_;  // guarded by caches_mu_
-  std::unordered_map<CUcontext, device::cuda::CudaDevice*> device_by_context_;     // guarded by caches_mu_
-  // By kernel (mangled) name, from each loaded cubin.
-  std::mutex modules_mu_;
-  std::unordered_map<std::string, std::shared_ptr<const ModuleInfo>> modules_by_kernel_;
-  std::vector<PendingModule> pending_modules_;          // guarded by modules_mu_
-  std::unordered_set<std::uint32_t> unloaded_modules_;  // guarded by modules_mu_
-  std::vector<CodeHandle> code_handles_;                // guarded by modules_mu_, in load order
-  std::size_t code_handles_indexed_ = 0;                // guarded by modules_mu_: how many are in the index
-  bool code_index_stale_ = false;                       // guarded by modules_mu_: a handle was unloaded
-  // Serializes ResolveLoadedModules, which calls the driver without modules_mu_.
-  std::mutex resolve_mu_;
-  std::unordered_map<std::string, std::vector<CodeHandle>> handles_by_kernel_;  // guarded by resolve_mu_
+  KernelFunctions functions_;  // what each launched function is (InfoOf)
 };
 
 }  // namespace gpuprof::cupti

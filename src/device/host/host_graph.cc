@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "device/graph_order.h"
 #include "device/host/host_platform.h"
 #include "device/host/host_platform_internal.h"
 
@@ -269,8 +270,7 @@ StatusOr<GraphId> HostPlatform::CreateGraph(int device, std::vector<GraphNodeSpe
   graph->id = impl_->next_graph_id.fetch_add(1);
   graph->device = device;
   const std::size_t count = nodes.size();
-  std::vector<std::size_t> waiting(count, 0);
-  std::vector<std::vector<std::size_t>> dependents(count);
+  std::vector<GraphEdge> edges;
   for (std::size_t i = 0; i < count; ++i) {
     const GraphNodeSpec& node = nodes[i];
     for (std::size_t dependency : node.dependencies) {
@@ -278,8 +278,7 @@ StatusOr<GraphId> HostPlatform::CreateGraph(int device, std::vector<GraphNodeSpe
         return InvalidArgumentError("CreateGraph: node " + std::to_string(i) + " depends on node " +
                                     std::to_string(dependency) + " of a graph of " + std::to_string(count));
       }
-      ++waiting[i];
-      dependents[dependency].push_back(i);
+      edges.push_back({dependency, i});
     }
     if (node.type == GraphNodeType::kKernel && !node.kernel.body) {
       return InvalidArgumentError("CreateGraph: kernel node " + std::to_string(i) + " ('" + node.kernel.name +
@@ -295,21 +294,10 @@ StatusOr<GraphId> HostPlatform::CreateGraph(int device, std::vector<GraphNodeSpe
                                   ", which is not a memory-allocation node");
     }
   }
-  // Kahn's algorithm, lowest index first: the order every run of the graph uses.
-  std::vector<std::size_t> ready;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (waiting[i] == 0) ready.push_back(i);
-  }
-  while (!ready.empty()) {
-    const auto lowest = std::min_element(ready.begin(), ready.end());
-    const std::size_t next = *lowest;
-    ready.erase(lowest);
-    graph->order.push_back(next);
-    for (std::size_t dependent : dependents[next]) {
-      if (--waiting[dependent] == 0) ready.push_back(dependent);
-    }
-  }
-  if (graph->order.size() != count) return InvalidArgumentError("CreateGraph: the dependencies form a cycle");
+  // The order every run of the graph uses.
+  StatusOr<std::vector<std::size_t>> order = TopologicalOrder(count, edges);
+  if (!order.ok()) return InvalidArgumentError("CreateGraph: " + std::string(order.status().message()));
+  graph->order = *std::move(order);
   graph->memory.resize(count);
   graph->allocated.assign(count, false);
   for (std::size_t i = 0; i < count; ++i) {

@@ -1,0 +1,58 @@
+#include "cupti/launch_executor.h"
+
+#include "cupti/internal_work.h"
+
+namespace gpuprof::cupti {
+
+using device::cuda::CudaDriver;
+
+StatusOr<device::LaunchShape> CudaLaunchExecutor::DescribeLaunch() {
+  if (function_ == nullptr) return FailedPreconditionError("no kernel function to describe (graph launch)");
+  const CudaDriver& d = device_.driver();
+  ScopedInternalWork internal;
+  device::LaunchShape shape = shape_;
+  int value = 0;
+  GPUPROF_RETURN_IF_ERROR(d.Check("cuFuncGetAttribute(NUM_REGS)",
+                                  d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, function_)));
+  shape.registers_per_thread = static_cast<std::uint32_t>(value);
+  GPUPROF_RETURN_IF_ERROR(
+      d.Check("cuFuncGetAttribute(SHARED_SIZE_BYTES)",
+              d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function_)));
+  shape.static_shared_bytes = static_cast<std::uint64_t>(value);
+  const std::uint64_t threads = static_cast<std::uint64_t>(shape.block[0]) * shape.block[1] * shape.block[2];
+  if (threads > 0 && threads <= 1024) {
+    GPUPROF_RETURN_IF_ERROR(d.Check(
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+        d.OccupancyMaxActiveBlocksPerMultiprocessor(&value, function_, static_cast<int>(threads),
+                                                    static_cast<size_t>(shape.dynamic_shared_bytes))));
+    shape.active_blocks_per_sm = static_cast<std::uint32_t>(value);
+  }
+  CUdevice dev = 0;
+  GPUPROF_RETURN_IF_ERROR(d.Check("cuDeviceGet", d.DeviceGet(&dev, device_.ordinal())));
+  GPUPROF_RETURN_IF_ERROR(
+      d.Check("cuDeviceGetAttribute(MAX_THREADS_PER_MULTIPROCESSOR)",
+              d.DeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev)));
+  int warp = 32;
+  if (d.DeviceGetAttribute(&warp, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev) != CUDA_SUCCESS || warp <= 0) warp = 32;
+  shape.max_warps_per_sm = static_cast<std::uint32_t>(value / warp);
+  GPUPROF_RETURN_IF_ERROR(
+      d.Check("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)",
+              d.DeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)));
+  shape.sm_count = static_cast<std::uint32_t>(value);
+  return shape;
+}
+
+StatusOr<device::PassTiming> CudaLaunchExecutor::RunPass(int) {
+  const CudaDriver& d = device_.driver();
+  ScopedInternalWork internal;
+  return Timed([&] { return d.Check("launch (replay pass)", launch_()); });
+}
+
+Status CudaLaunchExecutor::RunCounterPass(int) {
+  const CudaDriver& d = device_.driver();
+  ScopedInternalWork internal;
+  GPUPROF_RETURN_IF_ERROR(d.Check("launch (counter pass)", launch_()));
+  return d.Check("cuStreamSynchronize", d.StreamSynchronize(stream_));
+}
+
+}  // namespace gpuprof::cupti
