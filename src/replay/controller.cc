@@ -9,7 +9,6 @@
 #include "base/clock.h"
 #include "base/logging.h"
 #include "base/settings.h"
-#include "replay/metric_catalog.h"
 #include "replay/snapshot.h"
 
 namespace gpuprof::replay {
@@ -131,7 +130,16 @@ std::shared_lock<std::shared_mutex> Controller::EnterDeviceShared(int device) {
 }
 
 void Controller::SetCounterBackend(std::shared_ptr<CounterBackend> backend) {
-  *counter_backend_.wlock() = std::move(backend);
+  counters_.SetBackend(std::move(backend));
+}
+
+void Controller::IdleCounters() noexcept { counters_.Idle(); }
+
+void Controller::RunCounterPasses(Snapshot& snapshot, ReplayRecord& record, device::LaunchExecutor& executor,
+                                  const ReplayOptions& options, const ReplayUnit& steps) {
+  counters_.Run(record, executor, options, steps, [&](std::uint64_t* output_hash, std::string* failure) {
+    return RestoreInputs(snapshot, steps, options, output_hash, failure);
+  });
 }
 
 void Controller::SetClockApi(std::shared_ptr<ClockApi> api) { *clock_api_.wlock() = std::move(api); }
@@ -419,15 +427,15 @@ void Controller::LockClocks(const ReplayOptions& options, int device, std::optio
   }
 }
 
-Controller::PassSteps Controller::KernelSteps(device::LaunchExecutor& executor) {
-  PassSteps steps;
+ReplayUnit Controller::KernelSteps(device::LaunchExecutor& executor) {
+  ReplayUnit steps;
   steps.run = [&executor](int pass) { return executor.RunPass(pass); };
   steps.prepare_counter_pass = [&executor] { return executor.PrepareCounterPass(); };
   steps.run_counter_pass = [&executor](int pass) { return executor.RunCounterPass(pass); };
   return steps;
 }
 
-RestoreStats Controller::RestoreInputs(Snapshot& snapshot, const PassSteps& steps,
+RestoreStats Controller::RestoreInputs(Snapshot& snapshot, const ReplayUnit& steps,
                                        const ReplayOptions& options, std::uint64_t* output_hash,
                                        std::string* failure) {
   RestoreStats restored =
@@ -439,7 +447,7 @@ RestoreStats Controller::RestoreInputs(Snapshot& snapshot, const PassSteps& step
 }
 
 std::optional<Status> Controller::RunTimingPasses(Snapshot& snapshot, ReplayRecord& record,
-                                                  const PassSteps& steps, const ReplayOptions& options,
+                                                  const ReplayUnit& steps, const ReplayOptions& options,
                                                   const device::GraphDescription* graph) {
   // The output of pass p is hashed by the restore before pass p + 1 (one read for both), and the
   // last pass's by the final inspection or restore.
@@ -561,7 +569,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
   std::optional<ClockLock> clocks;
   LockClocks(options, device.ordinal(), clocks, record);
 
-  const PassSteps steps = KernelSteps(executor);
+  const ReplayUnit steps = KernelSteps(executor);
   if (std::optional<Status> failed = RunTimingPasses(snapshot, record, steps, options, graph)) {
     // The application's own launch failed: that is its error to see, not a replay problem.
     // What it may have written is not what the arena holds any more.
@@ -571,11 +579,7 @@ Status Controller::Replay(device::Device& device, ReplayRecord record, device::L
     return *failed;
   }
 
-  if (!options.metrics.empty() && record.decline_reason == DeclineReason::kNone &&
-      !CollectMetrics(snapshot, record, executor, options, steps)) {
-    GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail;
-  }
-  if (!record.counter_status.empty()) WarnNoCounters(record);
+  RunCounterPasses(snapshot, record, executor, options, steps);
   clocks.reset();  // the passes are over: the clocks go back before the application's launch
   if (graph != nullptr && executor.original_runs_after_return()) {
     if (Status ended = executor.EndGraphPasses(); !ended.ok()) {
@@ -698,7 +702,7 @@ Status Controller::ReplayNodes(device::Device& device, ReplayRecord graph_record
     ReplayRecord record = graph_record;
     record.kernel_name = node.kernel_name;
     record.graph_node_id = node.id;
-    PassSteps steps;
+    ReplayUnit steps;
     steps.after_restore = [&executor, i]() -> Status {
       for (std::size_t j = 0; j < i; ++j) GPUPROF_RETURN_IF_ERROR(executor.RunGraphNode(j, 0).status());
       return OkStatus();
@@ -710,11 +714,7 @@ Status Controller::ReplayNodes(device::Device& device, ReplayRecord graph_record
       record.decline_reason = DeclineReason::kLaunchFailed;
       record.decline_detail = "the node failed to run alone: " + failed->ToString();
     }
-    if (!options.metrics.empty() && record.decline_reason == DeclineReason::kNone &&
-        !CollectMetrics(snapshot, record, executor, options, steps)) {
-      GPUPROF_LOG(kError) << "replay of " << record.kernel_name << ": " << record.decline_detail;
-    }
-    if (!record.counter_status.empty()) WarnNoCounters(record);
+    RunCounterPasses(snapshot, record, executor, options, steps);
     CheckDeterminism(snapshot, record, options);
     record.replayed = record.decline_reason == DeclineReason::kNone;
     record.replay_ns = static_cast<std::uint64_t>(base::MonotonicNowNs() - node_start);
@@ -757,166 +757,6 @@ Status Controller::ReplayNodes(device::Device& device, ReplayRecord graph_record
   }
   if (!options.metrics.empty() && Exhausted()) IdleCounters();
   return status;
-}
-
-void Controller::IdleCounters() noexcept {
-  std::shared_ptr<CounterBackend> backend;
-  try {
-    backend = *counter_backend_.rlock();
-  } catch (...) {
-    return;
-  }
-  if (backend != nullptr) backend->Idle();
-}
-
-bool Controller::CollectMetrics(Snapshot& snapshot, ReplayRecord& record, device::LaunchExecutor& executor,
-                                const ReplayOptions& options, const PassSteps& steps) {
-  // Launch metrics come from the launch itself; the rest from counter passes, in one list.
-  std::vector<std::string> counted;
-  bool launch_metrics = false;
-  for (const std::string& name : options.metrics) {
-    if (IsLaunchMetric(name)) {
-      launch_metrics = true;
-    } else {
-      counted.push_back(name);
-    }
-  }
-  std::vector<MetricValue> from_launch;
-  std::vector<MetricValue> from_counters;
-  std::vector<std::string> problems;
-  if (launch_metrics) {
-    StatusOr<device::LaunchShape> shape = executor.DescribeLaunch();
-    if (!shape.ok()) {
-      problems.push_back("launch attributes unavailable: " + shape.status().message());
-    } else {
-      for (const std::string& name : options.metrics) {
-        if (!IsLaunchMetric(name)) continue;
-        StatusOr<MetricValue> value = LaunchMetric(name, *shape);
-        if (value.ok()) {
-          from_launch.push_back(*std::move(value));
-        } else {
-          problems.push_back(value.status().message());
-        }
-      }
-    }
-  }
-
-  bool healthy = true;
-  const std::shared_ptr<CounterBackend> backend = *counter_backend_.rlock();
-  if (!counted.empty()) {
-    if (backend == nullptr) {
-      problems.push_back(
-          "no counter backend: hardware counters need the CUDA build of gpuprof with CUPTI's "
-          "profiling API");
-    } else if (StatusOr<CounterPlan> plan = backend->Plan(record.device, counted); !plan.ok()) {
-      problems.push_back(plan.status().message());
-    } else if (plan->passes > options.max_counter_passes) {
-      problems.push_back("the metrics need " + std::to_string(plan->passes) +
-                         " counter passes, more than the " + std::to_string(options.max_counter_passes) +
-                         " allowed; ask for fewer metrics");
-    } else if (StatusOr<std::unique_ptr<CounterCollection>> collection =
-                   backend->Begin(record.device, counted);
-               !collection.ok()) {
-      problems.push_back(collection.status().message());
-    } else {
-      // Every counter pass starts from the inputs every timing pass saw. A backend that keeps
-      // asking is stopped a little past its plan.
-      const int limit = std::max(plan->passes, 1) + 2;
-      bool submitted = false;
-      std::string failure;
-      while (!submitted && record.counter_passes < limit) {
-        std::uint64_t output_hash = 0;
-        std::string inputs_failure;
-        RestoreStats restored = RestoreInputs(snapshot, steps, options, &output_hash, &inputs_failure);
-        if (record.counter_passes == 0 && !record.passes.empty() && record.passes.back().output_hash == 0) {
-          record.passes.back().output_hash = output_hash;  // the last timing pass's output
-        }
-        if (restored.regions_failed > 0) {
-          record.decline_reason = DeclineReason::kRestoreFailed;
-          record.decline_detail = std::to_string(restored.regions_failed) +
-                                  " region(s) could not be written back before counter pass " +
-                                  std::to_string(record.counter_passes + 1) + "; replay stopped";
-          healthy = false;
-          break;
-        }
-        if (!inputs_failure.empty()) {
-          record.decline_reason = DeclineReason::kLaunchFailed;
-          record.decline_detail = "running the graph's nodes before this one again for counter pass " +
-                                  std::to_string(record.counter_passes + 1) + " failed: " + inputs_failure;
-          healthy = false;
-          break;
-        }
-        if (Status prepared = steps.prepare_counter_pass(); !prepared.ok()) {
-          failure = "preparing counter pass " + std::to_string(record.counter_passes + 1) + ": " +
-                    prepared.message();
-          break;
-        }
-        if (Status begun = (*collection)->BeginPass(); !begun.ok()) {
-          failure = begun.message();
-          break;
-        }
-        Status ran = steps.run_counter_pass(options.passes + record.counter_passes + 1);
-        ++record.counter_passes;
-        if (!ran.ok()) {
-          record.decline_reason = DeclineReason::kLaunchFailed;
-          record.decline_detail = "counter pass " + std::to_string(record.counter_passes) +
-                                  " failed to launch: " + ran.ToString();
-          healthy = false;
-          break;
-        }
-        StatusOr<bool> ended = (*collection)->EndPass();
-        if (!ended.ok()) {
-          failure = ended.status().message();
-          break;
-        }
-        submitted = *ended;
-      }
-      if (healthy && failure.empty() && !submitted) {
-        failure = "the counter backend still wanted passes after " + std::to_string(record.counter_passes) +
-                  " (planned " + std::to_string(plan->passes) + ")";
-      }
-      if (healthy && failure.empty()) {
-        StatusOr<std::vector<MetricValue>> values = (*collection)->Finish();
-        if (!values.ok()) {
-          failure = values.status().message();
-        } else {
-          from_counters = *std::move(values);
-          for (std::size_t i = 0; i < from_counters.size() && i < plan->metric_passes.size(); ++i) {
-            if (from_counters[i].passes == 0) from_counters[i].passes = plan->metric_passes[i];
-            if (from_counters[i].unit.empty() && i < plan->units.size())
-              from_counters[i].unit = plan->units[i];
-          }
-        }
-      }
-      if (!failure.empty()) problems.push_back(failure);
-    }
-  }
-
-  // In the order asked.
-  for (const std::string& name : options.metrics) {
-    for (std::vector<MetricValue>* source : {&from_launch, &from_counters}) {
-      auto it =
-          std::find_if(source->begin(), source->end(), [&](const MetricValue& v) { return v.name == name; });
-      if (it != source->end()) {
-        record.metrics.push_back(std::move(*it));
-        source->erase(it);
-        break;
-      }
-    }
-  }
-  for (std::size_t i = 0; i < problems.size(); ++i) {
-    if (i > 0) record.counter_status += "; ";
-    record.counter_status += problems[i];
-  }
-  return healthy;
-}
-
-void Controller::WarnNoCounters(const ReplayRecord& record) {
-  if (!counter_warned_.wlock()->insert(record.counter_status).second) return;
-  GPUPROF_LOG(kWarning)
-      << "replay of " << record.kernel_name << " on device " << record.device << ": no hardware counters ("
-      << record.counter_status
-      << "); the launch is still replayed and timed (this warning is shown once per reason)";
 }
 
 }  // namespace gpuprof::replay

@@ -30,7 +30,9 @@
 #include "gpuprof/replay.h"
 #include "replay/clock_lock.h"
 #include "replay/counter_backend.h"
+#include "replay/counter_passes.h"
 #include "replay/inventory.h"
+#include "replay/replay_unit.h"
 
 namespace gpuprof::replay {
 
@@ -113,15 +115,6 @@ class Controller {
     std::atomic<std::uint64_t> replayed{0};
     bool NameMatches(const std::string& kernel_name) const;
   };
-  // How the passes of one replayed unit run: a kernel or a whole graph (the executor's RunPass),
-  // or one kernel node of a graph run node by node (RunGraphNode, with the nodes before it run
-  // again after each restore, so that every pass sees the inputs the node sees in the graph).
-  struct PassSteps {
-    std::function<Status()> after_restore;  // empty: nothing
-    std::function<StatusOr<device::PassTiming>(int pass)> run;
-    std::function<Status()> prepare_counter_pass;
-    std::function<Status(int pass)> run_counter_pass;
-  };
   static std::unique_ptr<Plan> MakePlan(ReplayOptions options);
   Plan& CurrentPlan() const noexcept { return *plan_.load(std::memory_order_acquire); }
   Selection Select(Plan& plan, bool name_matches);
@@ -158,24 +151,21 @@ class Controller {
                             Status& declined);
   void LockClocks(const ReplayOptions& options, int device, std::optional<ClockLock>& clocks,
                   ReplayRecord& record);
-  static PassSteps KernelSteps(device::LaunchExecutor& executor);
+  static ReplayUnit KernelSteps(device::LaunchExecutor& executor);
   // Restores the snapshot (hashing the output on the way when the determinism check is on), then
   // runs steps.after_restore; its failure lands in `failure`.
-  RestoreStats RestoreInputs(Snapshot& snapshot, const PassSteps& steps, const ReplayOptions& options,
+  RestoreStats RestoreInputs(Snapshot& snapshot, const ReplayUnit& steps, const ReplayOptions& options,
                              std::uint64_t* output_hash, std::string* failure);
   // The timing passes into record.passes. A failed pass 1 (the application's own work) is
   // returned; later failures stop the passes with record's decline set.
-  std::optional<Status> RunTimingPasses(Snapshot& snapshot, ReplayRecord& record, const PassSteps& steps,
+  std::optional<Status> RunTimingPasses(Snapshot& snapshot, ReplayRecord& record, const ReplayUnit& steps,
                                         const ReplayOptions& options, const device::GraphDescription* graph);
   // B6: the last pass's output hash and the comparison with pass 1.
   void CheckDeterminism(Snapshot& snapshot, ReplayRecord& record, const ReplayOptions& options);
   void Publish(const ReplayRecord& record);
-  // The counter passes and launch metrics of one replayed launch (issue 19), after its timing
-  // passes; fills record.metrics, counter_passes and counter_status. False when a restore or a
-  // pass failed and the replay must stop (record's decline set).
-  bool CollectMetrics(Snapshot& snapshot, ReplayRecord& record, device::LaunchExecutor& executor,
-                      const ReplayOptions& options, const PassSteps& steps);
-  void WarnNoCounters(const ReplayRecord& record);
+  // The counter passes of a unit whose timing passes went through (CounterPasses::Run).
+  void RunCounterPasses(Snapshot& snapshot, ReplayRecord& record, device::LaunchExecutor& executor,
+                        const ReplayOptions& options, const ReplayUnit& steps);
 
   Inventory& inventory_;
   std::vector<device::Device*> devices_;
@@ -187,8 +177,7 @@ class Controller {
   std::vector<std::unique_ptr<Snapshot>> snapshots_;
   std::atomic<bool> warned_graph_{false};
   base::Synchronized<std::unordered_set<std::uint64_t>> fallback_warned_;  // graphs told they run whole
-  base::Synchronized<std::shared_ptr<CounterBackend>> counter_backend_;    // may be set while launches run
-  base::Synchronized<std::unordered_set<std::string>> counter_warned_;  // counter_status texts warned about
+  CounterPasses counters_;
   base::Synchronized<std::shared_ptr<ClockApi>> clock_api_;
   base::Synchronized<std::unordered_set<int>> clocks_given_up_;  // devices whose clocks could not be locked
   base::Synchronized<std::unordered_set<std::string>> printf_warned_;  // kernels warned about (C2)
