@@ -21,6 +21,11 @@ struct ReplayUnit {
   // then, between the counter backend's BeginPass and EndPass, the unit's work, waited for.
   std::function<Status()> prepare_counter_pass;
   std::function<Status(int pass)> run_counter_pass;
+  // Once the passes are over and the clocks released, before the window's final restore (a whole
+  // graph: the executor's EndGraphPasses). Empty: nothing.
+  std::function<Status()> end_passes;
+  // A whole graph's description: each pass's kernel-node durations are named from it.
+  const device::GraphDescription* graph = nullptr;
 };
 
 }  // namespace gpuprof::replay
