@@ -7,6 +7,10 @@
 // replay safely is declined: the launch runs exactly once with its original completion
 // semantics, one warning line names the reason, and the ReplayRecord carries it.
 //
+// One job a file: controller.cc selects launches, declines those it must before the window and
+// picks the shape of a replay; replay_window.cc is the one window path every shape runs through;
+// counter_passes.* runs the counter passes of a unit.
+//
 // Thread-safety: Dispatch may be called from any number of threads. Ordinary launches, frees and
 // transfers on a device hold its window shared (EnterDeviceShared); a replay holds it exclusive,
 // so none of them interleave with a window (R13, B5). Lock order: window, then inventory.
