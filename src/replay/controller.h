@@ -7,6 +7,10 @@
 // replay safely is declined: the launch runs exactly once with its original completion
 // semantics, one warning line names the reason, and the ReplayRecord carries it.
 //
+// One job a file: controller.cc selects launches, declines those it must before the window and
+// picks the shape of a replay; replay_window.cc is the one window path every shape runs through;
+// counter_passes.* runs the counter passes of a unit.
+//
 // Thread-safety: Dispatch may be called from any number of threads. Ordinary launches, frees and
 // transfers on a device hold its window shared (EnterDeviceShared); a replay holds it exclusive,
 // so none of them interleave with a window (R13, B5). Lock order: window, then inventory.
@@ -30,7 +34,9 @@
 #include "gpuprof/replay.h"
 #include "replay/clock_lock.h"
 #include "replay/counter_backend.h"
+#include "replay/counter_passes.h"
 #include "replay/inventory.h"
+#include "replay/replay_unit.h"
 
 namespace gpuprof::replay {
 
@@ -113,24 +119,12 @@ class Controller {
     std::atomic<std::uint64_t> replayed{0};
     bool NameMatches(const std::string& kernel_name) const;
   };
-  // How the passes of one replayed unit run: a kernel or a whole graph (the executor's RunPass),
-  // or one kernel node of a graph run node by node (RunGraphNode, with the nodes before it run
-  // again after each restore, so that every pass sees the inputs the node sees in the graph).
-  struct PassSteps {
-    std::function<Status()> after_restore;  // empty: nothing
-    std::function<StatusOr<device::PassTiming>(int pass)> run;
-    std::function<Status()> prepare_counter_pass;
-    std::function<Status(int pass)> run_counter_pass;
-  };
   static std::unique_ptr<Plan> MakePlan(ReplayOptions options);
   Plan& CurrentPlan() const noexcept { return *plan_.load(std::memory_order_acquire); }
   Selection Select(Plan& plan, bool name_matches);
   Status RunUnreplayed(const device::LaunchRequest& request, device::LaunchExecutor& executor);
-  // A decline decided before the window: the launch runs once on the ordinary path; one warning
-  // line when `warn`.
-  Status DeclineUnreplayed(ReplayRecord record, DeclineReason reason, std::string detail,
-                           const device::LaunchRequest& request, device::LaunchExecutor& executor,
-                           bool warn = true);
+  // The request's device; null, with one warning line naming `launch`, for an unknown ordinal.
+  device::Device* DeviceOf(const device::LaunchRequest& request, const std::string& launch);
   // C2 and R14 for one kernel (a launch's or a graph node's); nullopt when it may be replayed.
   static std::optional<std::pair<DeclineReason, std::string>> SideEffectDecline(const ReplayOptions& options,
                                                                                 const std::string& kernel,
@@ -144,38 +138,85 @@ class Controller {
   static std::string GraphReplayHint();
   // A graph launch with options.graph_replay graph or node (issue 24).
   Status DispatchGraph(Plan& plan, const device::LaunchRequest& request, device::LaunchExecutor& executor);
+  // An open replay window (R9): the device's window held exclusively from construction to
+  // destruction, its snapshot captured (OpenWindow), its clocks locked (LockClocks).
+  struct Window {
+    Window(std::shared_mutex& window, device::Device& device, device::LaunchExecutor& executor,
+           const ReplayOptions& options);
+    std::uint64_t held_ns() const;  // since the window was asked for
+    const std::int64_t start_ns;
+    std::unique_lock<std::shared_mutex> lock;
+    device::Device& device;
+    device::LaunchExecutor& executor;
+    const ReplayOptions& options;
+    Snapshot* snapshot = nullptr;     // the device's, once captured
+    std::optional<ClockLock> clocks;  // released before the lock
+  };
+  // What a shape's units left for the window's close.
+  struct Units {
+    std::vector<ReplayRecord> records;  // one per replayed unit, in order
+    // Pass 1, the application's own work, failed: its error to see; the window closes at once.
+    std::optional<Status> application_failed;
+    // Non-empty: why the shape stopped early; the window restores fully and the application's
+    // work runs once, as it asked.
+    std::string stopped;
+    // The device holds records.back()'s last pass output: the final restore hashes it, and its
+    // determinism is checked then (a node's is checked before the next node runs).
+    bool output_on_device = false;
+  };
+  // One shape of replay (ARCHITECTURE.md: one replay window, four shapes): a kernel, a whole graph
+  // or a range is one `unit`; a graph run node by node is a `walk` over its nodes' units.
+  struct Shape {
+    ReplayUnit unit;                                                        // without `walk`
+    std::function<Units(Window&, const ReplayRecord& window_record)> walk;  // calls RunUnit per unit
+    std::string what;       // messages: "replay of K", "node-by-node replay of graph G"
+    std::string final_run;  // what follows the final restore: "the application's launch"
+    std::string runs_once;  // when a walk stops: "the graph runs once"
+  };
+
+  // The one decline routine of every shape (R9): the launch runs once as the application asked,
+  // one warning line names the reason (when `warn`), and the record is published. Before the
+  // window (`window` null) it runs on the ordinary path, the window held shared; inside it, still
+  // holding the window, and the record carries the time held.
+  Status Decline(ReplayRecord record, DeclineReason reason, std::string detail,
+                 device::LaunchExecutor& executor, const Window* window, bool warn = true);
   // A kernel launch, or a graph launch replayed as a whole (`graph` not null).
   Status Replay(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor,
                 const ReplayOptions& options, const device::GraphDescription* graph);
   // A graph launch run node by node (B8): one record per selected kernel node.
   Status ReplayNodes(device::Device& device, ReplayRecord graph_record, device::LaunchExecutor& executor,
                      const ReplayOptions& options, const device::GraphDescription& graph, Plan& plan);
-  // Inside the window: drains, prepares and captures the device's snapshot into `record`. Null
-  // when it could not (the launch was declined through `decline`, whose status is `declined`).
-  Snapshot* CaptureInWindow(device::Device& device, device::LaunchExecutor& executor,
-                            const ReplayOptions& options, ReplayRecord& record,
-                            const std::function<Status(DeclineReason, std::string)>& decline,
-                            Status& declined);
+  Units WalkNodes(Window& window, const ReplayRecord& graph_record, const device::GraphDescription& graph,
+                  Plan& plan);
+
+  // replay_window.cc: the one window path. Opens the window (drain, prepare, snapshot, clocks),
+  // runs the shape's units, checks determinism and closes it (CloseWindow); a decline decided
+  // while opening runs through Decline, inside the window.
+  Status ReplayInWindow(device::Device& device, ReplayRecord record, device::LaunchExecutor& executor,
+                        const ReplayOptions& options, const Shape& shape);
+  // Drains, prepares and captures the device's snapshot into window.snapshot and `record`; the
+  // reason to decline when it could not.
+  std::optional<std::pair<DeclineReason, std::string>> OpenWindow(Window& window, ReplayRecord& record);
   void LockClocks(const ReplayOptions& options, int device, std::optional<ClockLock>& clocks,
                   ReplayRecord& record);
-  static PassSteps KernelSteps(device::LaunchExecutor& executor);
+  // One unit's timing passes, then its counter passes. A failed pass 1 is returned (no counter
+  // passes ran); later failures stop the passes with record's decline set.
+  std::optional<Status> RunUnit(Window& window, ReplayRecord& record, const ReplayUnit& unit);
+  // The clocks released, unit.end_passes, the final restore (when the application's launch runs
+  // after, or fully when the shape stopped), determinism, the application's completion signalled
+  // once (or its work run once when the shape stopped), every record published.
+  Status CloseWindow(Window& window, ReplayRecord& window_record, Units& units, const Shape& shape);
   // Restores the snapshot (hashing the output on the way when the determinism check is on), then
   // runs steps.after_restore; its failure lands in `failure`.
-  RestoreStats RestoreInputs(Snapshot& snapshot, const PassSteps& steps, const ReplayOptions& options,
+  RestoreStats RestoreInputs(Snapshot& snapshot, const ReplayUnit& steps, const ReplayOptions& options,
                              std::uint64_t* output_hash, std::string* failure);
   // The timing passes into record.passes. A failed pass 1 (the application's own work) is
   // returned; later failures stop the passes with record's decline set.
-  std::optional<Status> RunTimingPasses(Snapshot& snapshot, ReplayRecord& record, const PassSteps& steps,
-                                        const ReplayOptions& options, const device::GraphDescription* graph);
+  std::optional<Status> RunTimingPasses(Snapshot& snapshot, ReplayRecord& record, const ReplayUnit& steps,
+                                        const ReplayOptions& options);
   // B6: the last pass's output hash and the comparison with pass 1.
   void CheckDeterminism(Snapshot& snapshot, ReplayRecord& record, const ReplayOptions& options);
   void Publish(const ReplayRecord& record);
-  // The counter passes and launch metrics of one replayed launch (issue 19), after its timing
-  // passes; fills record.metrics, counter_passes and counter_status. False when a restore or a
-  // pass failed and the replay must stop (record's decline set).
-  bool CollectMetrics(Snapshot& snapshot, ReplayRecord& record, device::LaunchExecutor& executor,
-                      const ReplayOptions& options, const PassSteps& steps);
-  void WarnNoCounters(const ReplayRecord& record);
 
   Inventory& inventory_;
   std::vector<device::Device*> devices_;
@@ -187,8 +228,7 @@ class Controller {
   std::vector<std::unique_ptr<Snapshot>> snapshots_;
   std::atomic<bool> warned_graph_{false};
   base::Synchronized<std::unordered_set<std::uint64_t>> fallback_warned_;  // graphs told they run whole
-  base::Synchronized<std::shared_ptr<CounterBackend>> counter_backend_;    // may be set while launches run
-  base::Synchronized<std::unordered_set<std::string>> counter_warned_;  // counter_status texts warned about
+  CounterPasses counters_;
   base::Synchronized<std::shared_ptr<ClockApi>> clock_api_;
   base::Synchronized<std::unordered_set<int>> clocks_given_up_;  // devices whose clocks could not be locked
   base::Synchronized<std::unordered_set<std::string>> printf_warned_;  // kernels warned about (C2)

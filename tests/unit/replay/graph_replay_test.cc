@@ -481,6 +481,105 @@ TEST_F(GraphReplayTest, AFailedRestoreOnceRecoversAndTheResultIsOneLaunchs) {
   EXPECT_EQ(B(), expected.second);
 }
 
+// A graph executor shaped like the CUDA backend's (a CUPTI entry callback cannot skip the graph
+// launch it reports): every pass and node run is the executor's own, RunOriginal submits nothing,
+// and the application's launch of the graph runs after Dispatch returns. Two kernel nodes:
+// scale_a (a = a*3+1), then bump_b (b += a); bump_b's pass `fail_pass` fails when set.
+class GraphRunsAfterReturnExecutor : public device::LaunchExecutor {
+ public:
+  GraphRunsAfterReturnExecutor(DevicePtr a, DevicePtr b) : a_(a), b_(b) {}
+  Status RunOriginal() override {
+    ++originals;
+    return OkStatus();
+  }
+  StatusOr<device::PassTiming> RunPass(int pass) override {
+    GPUPROF_RETURN_IF_ERROR(RunGraphNode(0, pass).status());
+    return RunGraphNode(1, pass);
+  }
+  void SignalCompletion() override { ++completions; }
+  bool original_runs_after_return() const noexcept override { return true; }
+  StatusOr<device::GraphDescription> DescribeGraph() override {
+    device::GraphDescription graph;
+    graph.graph_id = 42;
+    for (const char* name : {"scale_a", "bump_b"}) {
+      device::GraphNode node;
+      node.id = graph.nodes.size() + 1;
+      node.type = GraphNodeType::kKernel;
+      node.kernel_name = name;
+      graph.nodes.push_back(node);
+    }
+    return graph;
+  }
+  StatusOr<device::PassTiming> RunGraphNode(std::size_t index, int pass) override {
+    if (index == 0) {
+      for (std::size_t i = 0; i < kWords; ++i) Words(a_)[i] = Words(a_)[i] * 3 + 1;
+    } else {
+      if (pass == fail_pass) return InternalError("bump_b failed");
+      for (std::size_t i = 0; i < kWords; ++i) Words(b_)[i] += Words(a_)[i];
+    }
+    return device::PassTiming{1000, 0, 0, {}};
+  }
+  Status EndGraphPasses() override {
+    ++ended;
+    return OkStatus();
+  }
+
+  int originals = 0;
+  int completions = 0;
+  int ended = 0;
+  int fail_pass = -1;
+
+ private:
+  DevicePtr a_;
+  DevicePtr b_;
+};
+
+// Whole-graph and node-by-node replay of a graph whose own launch runs after the call: the
+// passes' inputs are put back for it, completion is left to it, and a walk that stops restores
+// fully without running the graph itself.
+TEST_F(GraphReplayTest, AGraphWhoseOwnLaunchRunsAfterTheCallFindsItsInputsRestored) {
+  device::LaunchRequest request;
+  request.device = 0;
+  request.kind = device::LaunchKind::kGraph;
+  request.kernel_name = "graph";
+  for (GraphReplay mode : {GraphReplay::kGraph, GraphReplay::kNode}) {
+    SCOPED_TRACE(mode == GraphReplay::kGraph ? "graph" : "node");
+    Configure(mode, 3);
+    SnapshotInitial();
+    GraphRunsAfterReturnExecutor executor(a_, b_);
+    ASSERT_TRUE(rig_.controller()->Dispatch(request, executor).ok());
+    EXPECT_EQ(A(), a_initial_) << "the application's launch finds the graph's inputs";
+    EXPECT_EQ(B(), b_initial_);
+    EXPECT_EQ(executor.originals, 0);
+    EXPECT_EQ(executor.completions, 1);
+    EXPECT_EQ(executor.ended, mode == GraphReplay::kGraph ? 1 : 0);
+    auto records = Records();
+    ASSERT_EQ(records.size(), mode == GraphReplay::kGraph ? 1u : 2u);
+    for (const ReplayRecord& r : records) {
+      EXPECT_TRUE(r.replayed) << r.decline_detail;
+      EXPECT_EQ(r.passes.size(), 3u);
+      EXPECT_TRUE(r.deterministic);
+    }
+  }
+
+  Configure(GraphReplay::kNode, 3);
+  SnapshotInitial();
+  GraphRunsAfterReturnExecutor executor(a_, b_);
+  executor.fail_pass = 2;
+  base::ScopedLogCapture logs;
+  ASSERT_TRUE(rig_.controller()->Dispatch(request, executor).ok());
+  EXPECT_EQ(A(), a_initial_) << "a stopped walk restores the inputs fully";
+  EXPECT_EQ(B(), b_initial_);
+  EXPECT_EQ(executor.originals, 0) << "the application's own launch runs the graph once";
+  EXPECT_EQ(executor.completions, 0);
+  auto records = Records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_TRUE(records[0].replayed);
+  EXPECT_FALSE(records[1].replayed);
+  EXPECT_EQ(records[1].decline_reason, DeclineReason::kLaunchFailed);
+  EXPECT_EQ(logs.Count("node-by-node replay of graph 42 stopped"), 1);
+}
+
 TEST_F(GraphReplayTest, CreateGraphRejectsCyclesAndBadFrees) {
   auto& platform = rig_.platform();
   std::vector<GraphNodeSpec> cycle;
