@@ -144,6 +144,7 @@ enum class ReplayMode : std::uint8_t {
   kKernel,
   kGraph,
   kNode,
+  kRange,  // one launch of a replayed range (W6): the range re-issued per pass
 };
 
 constexpr std::string_view ReplayModeName(ReplayMode mode) noexcept {
@@ -151,6 +152,7 @@ constexpr std::string_view ReplayModeName(ReplayMode mode) noexcept {
     case ReplayMode::kKernel: return "kernel";
     case ReplayMode::kGraph: return "graph";
     case ReplayMode::kNode: return "node";
+    case ReplayMode::kRange: return "range";
   }
   return "unknown";
 }
@@ -188,6 +190,14 @@ struct ReplayOptions {
   // kernel nodes passes the name test (every graph when the name is empty), and -s/-c count graph
   // launches as launches; in kNode every kernel node that passes the name test is replayed.
   GraphReplay graph_replay = GraphReplay::kOff;
+  // Range replay (REPLAY_SPEC.md W1-W6): with `range_replay` the selector's -s/-c count ranges
+  // (BeginRange .. EndRange on one device), every operation of a selected range is recorded as
+  // the application runs it (pass 1) and passes 2..N re-issue the recording; kernel launches
+  // outside ranges run unreplayed. A range with more operations or captured host bytes than these
+  // caps is declined whole.
+  bool range_replay = false;
+  std::uint64_t max_range_operations = std::uint64_t{1} << 20;
+  std::uint64_t max_range_host_bytes = std::uint64_t{1} << 30;
   // Whether the command offers --graph-replay (GPUPROF_REPLAY_GRAPH): a declined graph launch's
   // message suggests it only then (`gpuprof demo` has no such option).
   bool graph_replay_offered = true;
@@ -214,6 +224,10 @@ enum class DeclineReason : std::uint8_t {
   kFinalizing,               // R5: process teardown has begun
   kRestoreFailed,            // R10: a restore between passes failed; replay stopped early
   kLaunchFailed,             // a pass failed to launch
+  // Range replay (W5): the range held something its re-issue could not repeat faithfully.
+  kAllocationInRange,  // an allocation, free, unmap or pool trim of tracked memory
+  kRangeTooLarge,      // more operations or captured host bytes than the configured cap
+  kNotRecordable,      // an operation the backend cannot record (a host function, ...)
 };
 
 // The reason as GPUPROF_REPLAY_KERNEL.declineReason and the logs spell it (docs/db_gpuprof_tables.md).
@@ -231,6 +245,9 @@ constexpr std::string_view DeclineReasonName(DeclineReason reason) noexcept {
     case DeclineReason::kFinalizing: return "finalizing";
     case DeclineReason::kRestoreFailed: return "restore-failed";
     case DeclineReason::kLaunchFailed: return "launch-failed";
+    case DeclineReason::kAllocationInRange: return "allocation-in-range";
+    case DeclineReason::kRangeTooLarge: return "range-too-large";
+    case DeclineReason::kNotRecordable: return "not-recordable";
   }
   return "unknown";
 }
@@ -300,6 +317,12 @@ struct ReplayRecord {
   // kGraph chosen where kNode was asked: why the nodes could not run one by one (a host node, a
   // memory-allocation node, ...); empty otherwise.
   std::string graph_fallback;
+  // Range replay (kRange): the range's number (selected ranges of the device, from 1), this
+  // launch's place in it (from 0) and the range's launches. A declined range has one record, with
+  // kernel_name "range N" and range_launch 0.
+  std::uint64_t range_id = 0;
+  std::uint32_t range_launch = 0;
+  std::uint32_t range_launches = 0;
 };
 
 }  // namespace gpuprof::replay

@@ -1,5 +1,7 @@
 #include "device/device.h"
 
+#include "device/range.h"
+
 namespace gpuprof::device {
 
 std::string_view MemoryKindName(MemoryKind kind) noexcept {
@@ -66,6 +68,18 @@ std::string_view ChunkOpName(ChunkOp op) noexcept {
     case ChunkOp::kHash: return "hash";
   }
   return "unknown";
+}
+
+StatusOr<RangePassTiming> Device::ReissueRange(std::span<const RangeOp> ops, int pass,
+                                               const ReissueOptions& options) {
+  static_cast<void>(ops);
+  static_cast<void>(pass);
+  static_cast<void>(options);
+  return UnimplementedError("this backend does not re-issue recorded ranges");
+}
+
+StatusOr<std::shared_ptr<const RecordedLaunch>> LaunchExecutor::RecordForRange() {
+  return UnimplementedError("this backend does not record launches for range replay");
 }
 
 }  // namespace gpuprof::device

@@ -23,6 +23,12 @@
 
 namespace gpuprof::device {
 
+// Range replay's operations (device/range.h).
+class RecordedLaunch;
+struct RangeOp;
+struct RangePassTiming;
+struct ReissueOptions;
+
 // An address in the process's unified device address space (CUdeviceptr on CUDA). 0 is null.
 using DevicePtr = std::uint64_t;
 // Identifies a stream within a runtime; 0 is the default stream of the device.
@@ -192,6 +198,11 @@ class Device {
   // drained within `timeout` (nothing is cancelled).
   virtual Status Synchronize(std::chrono::nanoseconds timeout) = 0;
 
+  // Range replay (W4): runs a recorded range once more (device/range.h) on the backend's own
+  // streams and waits for it; `pass` counts from 2. Unimplemented where the backend cannot.
+  virtual StatusOr<RangePassTiming> ReissueRange(std::span<const RangeOp> ops, int pass,
+                                                 const ReissueOptions& options);
+
   // Host memory resource for snapshot metadata (region tables, hash arrays). Backends may
   // return one that fails on purpose to exercise the metadata-reservation failure path.
   virtual std::pmr::memory_resource* metadata_resource() noexcept { return std::pmr::get_default_resource(); }
@@ -343,6 +354,11 @@ class LaunchExecutor {
     return UnimplementedError("this backend does not describe launches");
   }
 
+  // Range replay (W3): the launch as the application asked for it, copied so that it can be issued
+  // again after the application's call has returned. Unimplemented where the backend cannot
+  // (the range is then declined).
+  virtual StatusOr<std::shared_ptr<const RecordedLaunch>> RecordForRange();
+
   // ---- graph launches (LaunchKind::kGraph) ----
   // For a graph launch RunPass runs the whole graph once and waits for it; RunOriginal submits it
   // as the application asked.
@@ -394,6 +410,17 @@ struct TransferArgs {
   bool asynchronous = false;
 };
 
+// An event operation (cudaEventRecord, cudaStreamWaitEvent): the cross-stream order a recorded
+// range must keep (W3).
+enum class EventOpKind : std::uint8_t { kRecord, kWait };
+
+struct EventArgs {
+  EventOpKind kind = EventOpKind::kRecord;
+  int device = 0;  // the device of `stream`
+  StreamId stream = 0;
+  std::uint64_t event = 0;
+};
+
 // The runtime's allocate/free/transfer/launch entry points as a table of function pointers, the
 // way HSA exposes its API table. The runtime calls every entry through the table; a tool saves
 // the originals and installs wrappers (replay::Interceptor does, at most once per table).
@@ -404,12 +431,14 @@ struct RuntimeApiTable {
   using FreeFn = Status (*)(RuntimeApiTable& table, const FreeArgs& args);
   using TransferFn = Status (*)(RuntimeApiTable& table, const TransferArgs& args);
   using LaunchFn = Status (*)(RuntimeApiTable& table, const LaunchRequest& request, LaunchExecutor& executor);
+  using EventFn = Status (*)(RuntimeApiTable& table, const EventArgs& args);
 
   void* runtime = nullptr;  // the runtime's own state, for the original entries
   AllocateFn allocate = nullptr;
   FreeFn free = nullptr;
   TransferFn transfer = nullptr;
   LaunchFn launch = nullptr;
+  EventFn event = nullptr;  // null in a runtime without events
   void* hook_context = nullptr;
 };
 

@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/logging.h"
 #include "base/settings.h"
+#include "replay/range_replay.h"
 #include "replay/snapshot.h"
 
 namespace gpuprof::replay {
@@ -53,6 +54,7 @@ Controller::Controller(Inventory& inventory, std::vector<device::Device*> device
   for (device::Device* device : devices_) {
     snapshots_.push_back(device != nullptr ? std::make_unique<Snapshot>(*device) : nullptr);
   }
+  range_ = std::make_unique<RangeReplay>(inventory_, devices_.size());
   plans_.push_back(MakePlan(std::move(options)));
   plan_.store(plans_.back().get(), std::memory_order_release);
 }
@@ -184,6 +186,7 @@ Status Controller::Dispatch(const device::LaunchRequest& request, device::Launch
   // One plan for the whole launch, even when Reconfigure replaces it meanwhile.
   Plan& plan = CurrentPlan();
   const ReplayOptions& options = plan.options;
+  if (options.range_replay) return DispatchInRange(plan, request, executor);
   if (request.kind == device::LaunchKind::kGraph && options.graph_replay != GraphReplay::kOff) {
     return DispatchGraph(plan, request, executor);
   }
@@ -286,6 +289,25 @@ std::optional<std::pair<DeclineReason, std::string>> Controller::DeviceStateDecl
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::pair<DeclineReason, std::string>> Controller::RangeLaunchDecline(
+    const ReplayOptions& options, const device::LaunchRequest& request) {
+  if (inventory_.finalizing())
+    return std::pair{DeclineReason::kFinalizing, std::string("process finalization has begun")};
+  if (request.kind == device::LaunchKind::kGraph) {
+    return std::pair{DeclineReason::kGraphLaunch,
+                     std::string("graph launches inside a range are not re-issued")};
+  }
+  if (request.stream_capturing) {
+    return std::pair{DeclineReason::kStreamCapture, std::string("the stream is capturing into a graph")};
+  }
+  if (auto refused = SideEffectDecline(options, request.kernel_name, request.uses_device_printf,
+                                       request.uses_device_malloc)) {
+    return refused;
+  }
+  ReplayRecord unused;
+  return DeviceStateDecline(options, request, unused);
 }
 
 void Controller::WarnPrintf(const std::string& kernel, bool uses_printf) {

@@ -40,6 +40,7 @@
 
 namespace gpuprof::replay {
 
+class RangeReplay;
 class Snapshot;
 struct RestoreStats;
 
@@ -77,6 +78,21 @@ class Controller {
   // Exhausted(): a backend then hands every graph launch to Dispatch (its kernel nodes' names
   // decide the selection there).
   bool ReplaysGraphs() const noexcept;
+
+  // Range replay (options.range_replay, REPLAY_SPEC.md W1-W6; controller_range.cc). A backend
+  // calls BeginRange and EndRange at the range's delimiters (cudaProfilerStart/Stop, an NVTX
+  // range, an optimizer step); -s/-c count ranges. Inside a range every launch, transfer and event
+  // on the device is recorded as it runs (pass 1); EndRange re-issues the recording for passes
+  // 2..N and publishes one record per launch. Thread-safe.
+  void BeginRange(int device);
+  void EndRange(int device);
+  // Whether a range records on `device` now (one relaxed load).
+  bool RangeRecording(int device) const noexcept;
+  // A copy or memset, and an event operation, on a recording device: recorded, then issued.
+  Status RecordRangeTransfer(const device::TransferArgs& args, const std::function<Status()>& issue);
+  Status RecordRangeEvent(const device::EventArgs& args, const std::function<Status()>& issue);
+  // Something the range on `device` cannot repeat (an allocation or free of tracked memory, W5).
+  void DeclineRange(int device, DeclineReason reason, std::string detail);
 
   // Holds `device`'s window shared for the lifetime of the returned lock (no-op lock for an
   // unknown ordinal).
@@ -136,6 +152,12 @@ class Controller {
   void WarnPrintf(const std::string& kernel, bool uses_printf);
   // "--graph-replay graph or node (GPUPROF_REPLAY_GRAPH)", for messages.
   static std::string GraphReplayHint();
+  // A launch while options.range_replay: recorded when its device records a range, else run once.
+  Status DispatchInRange(Plan& plan, const device::LaunchRequest& request, device::LaunchExecutor& executor);
+  // Why a launch cannot be part of a replayed range (the kernel-replay rules that apply to it).
+  std::optional<std::pair<DeclineReason, std::string>> RangeLaunchDecline(
+      const ReplayOptions& options, const device::LaunchRequest& request);
+  device::Device* DeviceAt(int ordinal) const noexcept;
   // A graph launch with options.graph_replay graph or node (issue 24).
   Status DispatchGraph(Plan& plan, const device::LaunchRequest& request, device::LaunchExecutor& executor);
   // An open replay window (R9): the device's window held exclusively from construction to
@@ -226,6 +248,7 @@ class Controller {
   std::unique_ptr<std::shared_mutex[]> windows_;
   // Per device, the snapshot kept across replayed launches (B3); used under the device's window.
   std::vector<std::unique_ptr<Snapshot>> snapshots_;
+  std::unique_ptr<RangeReplay> range_;
   std::atomic<bool> warned_graph_{false};
   base::Synchronized<std::unordered_set<std::uint64_t>> fallback_warned_;  // graphs told they run whole
   CounterPasses counters_;

@@ -24,6 +24,7 @@ Interceptor::~Interceptor() {
   table_->free = original_.free;
   table_->transfer = original_.transfer;
   table_->launch = original_.launch;
+  table_->event = original_.event;
   table_->hook_context = nullptr;
 }
 
@@ -53,6 +54,7 @@ Status Interceptor::Install(RuntimeApiTable& table) {
   table.free = &WrappedFree;
   table.transfer = &WrappedTransfer;
   table.launch = &WrappedLaunch;
+  if (table.event != nullptr) table.event = &WrappedEvent;
   return OkStatus();
 }
 
@@ -79,6 +81,13 @@ Status Interceptor::WrappedAllocate(RuntimeApiTable& table, const AllocateArgs& 
     }
   }
   Status status = self->original_.allocate(table, args, out);
+  if (args.kind == device::MemoryKind::kDeviceLocal && status.ok()) {
+    Controller* controller = self->controller_.load(std::memory_order_acquire);
+    if (controller != nullptr && controller->RangeRecording(args.device)) {
+      controller->DeclineRange(args.device, DeclineReason::kAllocationInRange,
+                               "an allocation of " + std::to_string(args.size) + " bytes of device memory");
+    }
+  }
   // R3: with replay off this relaxed load is all the wrapper adds.
   if (!status.ok() || !self->inventory_.recording() || *out == 0) return status;
   if (device::Device* device = self->DeviceFor(args.device)) {
@@ -99,7 +108,11 @@ Status Interceptor::WrappedFree(RuntimeApiTable& table, const FreeArgs& args) {
   if (!self->inventory_.recording()) return self->original_.free(table, args);
   Controller* controller = self->controller_.load(std::memory_order_acquire);
   std::shared_lock<std::shared_mutex> window;
-  if (controller != nullptr) window = controller->EnterDeviceShared(self->inventory_.OwnerOf(args.ptr));
+  const int owner = self->inventory_.OwnerOf(args.ptr);
+  if (controller != nullptr) window = controller->EnterDeviceShared(owner);
+  if (controller != nullptr && controller->RangeRecording(owner)) {
+    controller->DeclineRange(owner, DeclineReason::kAllocationInRange, "a free of the device's memory");
+  }
   // Recorded before the memory goes away: a restore holding the inventory's read lock finishes
   // its copy first, and later restores see the region gone (R10).
   self->inventory_.RecordFree(args.ptr);
@@ -111,7 +124,18 @@ Status Interceptor::WrappedTransfer(RuntimeApiTable& table, const TransferArgs& 
   Controller* controller = self->controller_.load(std::memory_order_acquire);
   if (controller == nullptr) return self->original_.transfer(table, args);
   auto window = controller->EnterDeviceShared(args.device);
+  if (controller->RangeRecording(args.device)) {
+    return controller->RecordRangeTransfer(args, [&] { return self->original_.transfer(table, args); });
+  }
   return self->original_.transfer(table, args);
+}
+
+Status Interceptor::WrappedEvent(RuntimeApiTable& table, const device::EventArgs& args) {
+  auto* self = static_cast<Interceptor*>(table.hook_context);
+  Controller* controller = self->controller_.load(std::memory_order_acquire);
+  if (controller == nullptr || !controller->RangeRecording(args.device))
+    return self->original_.event(table, args);
+  return controller->RecordRangeEvent(args, [&] { return self->original_.event(table, args); });
 }
 
 Status Interceptor::WrappedLaunch(RuntimeApiTable& table, const LaunchRequest& request,

@@ -5,7 +5,9 @@
 // - record frees before the memory is released (so a restore holding the inventory's read lock
 //   never writes into released memory, R10),
 // - hold the owning device's replay window shared around frees, copies and memsets (R13, B5),
-// - hand launches to the Controller when one is attached.
+// - hand launches to the Controller when one is attached, and while it records a range on a
+//   device (range replay, W3), that device's transfers and event operations too; an allocation or
+//   free of its memory declines the range (W5).
 // Wrappers are installed at most once per table: a second Interceptor finds them (the table's
 // hook_context) and attaches to the first instead of wrapping the wrapper (R2). With recording
 // off, an allocation costs one relaxed load plus the chained call (R3).
@@ -51,6 +53,7 @@ class Interceptor {
                                 device::DevicePtr* out);
   static Status WrappedFree(device::RuntimeApiTable& table, const device::FreeArgs& args);
   static Status WrappedTransfer(device::RuntimeApiTable& table, const device::TransferArgs& args);
+  static Status WrappedEvent(device::RuntimeApiTable& table, const device::EventArgs& args);
   static Status WrappedLaunch(device::RuntimeApiTable& table, const device::LaunchRequest& request,
                               device::LaunchExecutor& executor);
 

@@ -419,4 +419,49 @@ RestoreStats Snapshot::Restore(const Inventory& inventory, RestoreMode mode, std
   return stats;
 }
 
+StatusOr<Snapshot::KeptChunks> Snapshot::KeepChanged(const Inventory& inventory, std::uint64_t* output_hash) {
+  if (!valid_) return FailedPreconditionError("no complete snapshot to compare with");
+  std::vector<std::uint64_t> hashes(chunk_count_);
+  Status status = OkStatus();
+  inventory.WithAllocationsLocked([&](const Inventory::LockedView& view) {
+    if (view.version() != inventory_version_) {
+      // A range that allocated or freed tracked memory is declined before this point.
+      status = FailedPreconditionError("tracked memory was allocated or freed since the snapshot");
+      return;
+    }
+    status = device_.RunChunkOp(ChunkOp::kHash, table_, chunk_size_, hashes).status();
+  });
+  GPUPROF_RETURN_IF_ERROR(status.WithContext("hashing the range's output"));
+  if (output_hash != nullptr) *output_hash = base::CombineHashes(hashes);
+  KeptChunks kept;
+  std::size_t at = 0;
+  for (const SnapshotRegion& region : regions_) {
+    const std::uint64_t chunks = region.chunk_hashes.size();
+    for (std::uint64_t c = 0; c < chunks;) {
+      if (hashes[at + c] == region.chunk_hashes[c]) {
+        ++c;
+        continue;
+      }
+      std::uint64_t end = c + 1;
+      while (end < chunks && hashes[at + end] != region.chunk_hashes[end]) ++end;
+      const std::uint64_t offset = c * chunk_size_;
+      const std::uint64_t bytes = std::min(end * chunk_size_, region.size) - offset;
+      KeptChunks::Run run{.base = region.base + offset, .bytes = std::vector<std::uint8_t>(bytes)};
+      GPUPROF_RETURN_IF_ERROR(device_.CopyDeviceToHost(run.bytes.data(), run.base, bytes));
+      kept.bytes += bytes;
+      kept.runs.push_back(std::move(run));
+      c = end;
+    }
+    at += chunks;
+  }
+  return kept;
+}
+
+Status Snapshot::PutBack(const KeptChunks& kept) {
+  for (const KeptChunks::Run& run : kept.runs) {
+    GPUPROF_RETURN_IF_ERROR(device_.CopyHostToDevice(run.base, run.bytes.data(), run.bytes.size()));
+  }
+  return OkStatus();
+}
+
 }  // namespace gpuprof::replay

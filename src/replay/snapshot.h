@@ -115,6 +115,22 @@ class Snapshot {
   // of the bytes before the restore (the pass's output; 0 when it could not be computed).
   RestoreStats Restore(const Inventory& inventory, RestoreMode mode, std::uint64_t* output_hash);
 
+  // Range replay (W4): the chunks the device's bytes differ in from the captured ones (by hash),
+  // copied to host memory, so that after the passes memory can hold exactly what the
+  // application's own execution left. `output_hash` receives the hash of the device's bytes
+  // now (the range's pass-1 output, B6).
+  struct KeptChunks {
+    struct Run {
+      device::DevicePtr base = 0;
+      std::vector<std::uint8_t> bytes;
+    };
+    std::vector<Run> runs;  // contiguous changed chunks of one region each
+    std::uint64_t bytes = 0;
+  };
+  StatusOr<KeptChunks> KeepChanged(const Inventory& inventory, std::uint64_t* output_hash);
+  // Writes kept chunks back (after a Restore that returned every other byte to the captured one).
+  Status PutBack(const KeptChunks& kept);
+
   // Forgets what the arena holds: the next Capture copies everything.
   void Invalidate() noexcept;
 

@@ -56,8 +56,14 @@ class HostLaunchExecutor final : public LaunchExecutor {
     GPUPROF_RETURN_IF_ERROR(LoadModules());
     auto bodies = Bodies();
     const KernelContext context{stream_.device(), stream_.id(), 0};
-    for (std::size_t i = 0; i < bodies->size(); ++i) {
-      stream_.Enqueue([bodies, i, context] { (*bodies)[i](context); });
+    if (recorded_ != nullptr) {
+      // Range replay's pass 1: the application's own execution, timed.
+      stream_.Enqueue(
+          [recorded = recorded_, context] { recorded->set_original_duration_ns(recorded->Run(context)); });
+    } else {
+      for (std::size_t i = 0; i < bodies->size(); ++i) {
+        stream_.Enqueue([bodies, i, context] { (*bodies)[i](context); });
+      }
     }
     if (signal_ != nullptr) {
       stream_.Enqueue([signal = signal_] { signal->Signal(); });
@@ -117,6 +123,12 @@ class HostLaunchExecutor final : public LaunchExecutor {
     return *kernels_.front().shape;
   }
 
+  StatusOr<std::shared_ptr<const RecordedLaunch>> RecordForRange() override {
+    if (recorded_ == nullptr)
+      recorded_ = std::make_shared<HostRecordedLaunch>(kernels_.front().name, Bodies());
+    return std::shared_ptr<const RecordedLaunch>(recorded_);
+  }
+
   // Each call signals once: the signal's count exposes a caller that signals twice.
   void SignalCompletion() override {
     if (signal_ != nullptr) signal_->Signal();
@@ -153,6 +165,7 @@ class HostLaunchExecutor final : public LaunchExecutor {
   std::span<const Kernel> kernels_;
   CompletionSignal* signal_;
   std::shared_ptr<const BodyList> bodies_;
+  std::shared_ptr<HostRecordedLaunch> recorded_;  // set by RecordForRange
 };
 
 }  // namespace
@@ -165,6 +178,7 @@ HostPlatform::Impl::Impl(HostPlatformOptions opts) : options(Normalize(opts)) {
   api_table.free = &Impl::OriginalFree;
   api_table.transfer = &Impl::OriginalTransfer;
   api_table.launch = &Impl::OriginalLaunch;
+  api_table.event = &Impl::OriginalEvent;
 
   const auto count = static_cast<std::size_t>(options.device_count);
   devices.reserve(count);

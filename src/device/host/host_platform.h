@@ -189,6 +189,12 @@ class HostPlatform {
   // Launches `graph` on `stream` (whose device must be the graph's); `signal` is signalled when it
   // completes. The nodes run in a topological order on the stream.
   Status LaunchGraph(StreamId stream, GraphId graph, CompletionSignal* signal = nullptr);
+  // Events, as cudaEventCreate / cudaEventRecord / cudaStreamWaitEvent: a wait makes `stream`'s
+  // later work wait until the event's latest record (at the time of the wait) has been reached.
+  // A wait on an event never recorded waits for nothing. Both go through the api table.
+  StatusOr<std::uint64_t> CreateEvent(int device);
+  Status EventRecord(std::uint64_t event, StreamId stream);
+  Status StreamWaitEvent(StreamId stream, std::uint64_t event);
   // Marks a stream as capturing (launches into it report stream_capturing).
   void SetStreamCapturing(StreamId stream, bool capturing);
 
@@ -245,6 +251,10 @@ class HostDevice final : public Device {
   StatusOr<ChunkOpResult> RunChunkOp(ChunkOp op, std::span<const ArenaRegion> regions,
                                      std::uint64_t chunk_size, std::span<std::uint64_t> hashes) override;
   StatusOr<std::vector<ModuleVariable>> EnumerateModuleVariables() override;
+  // Runs the ops one after another on the calling thread, in the recorded order (a valid order
+  // for every stream and event dependency of the range); a copy into host memory goes to scratch.
+  StatusOr<RangePassTiming> ReissueRange(std::span<const RangeOp> ops, int pass,
+                                         const ReissueOptions& options) override;
   Status Synchronize(std::chrono::nanoseconds timeout) override;
   std::pmr::memory_resource* metadata_resource() noexcept override;
 

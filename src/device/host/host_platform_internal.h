@@ -25,6 +25,7 @@
 
 #include "base/synchronized.h"
 #include "device/host/host_platform.h"
+#include "device/range.h"
 
 namespace gpuprof::device::host {
 
@@ -200,6 +201,42 @@ struct HostDevice::Arena {
 
 std::unique_ptr<HostDevice::Arena> MakeArena(const ArenaOptions& options);
 
+// ---- events and range replay (host_range.cc) ----------------------------------------------------
+
+// An event (HostPlatform::CreateEvent): records are numbered as they are issued; a wait issued
+// after record n blocks its stream until record n has been reached on the recording stream.
+struct HostEvent {
+  int device = 0;
+  std::mutex mu;
+  std::condition_variable reached_cv;
+  std::uint64_t issued = 0;   // guarded by mu
+  std::uint64_t reached = 0;  // guarded by mu
+};
+
+// A launch recorded for range replay (device/range.h): the kernels' bodies, and the duration of
+// the application's own execution, written by the stream op that runs it.
+class HostRecordedLaunch final : public RecordedLaunch {
+ public:
+  using BodyList = std::vector<std::function<void(const KernelContext&)>>;
+  HostRecordedLaunch(std::string name, std::shared_ptr<const BodyList> bodies)
+      : name_(std::move(name)), bodies_(std::move(bodies)) {}
+  const std::string& kernel_name() const noexcept override { return name_; }
+  std::uint64_t original_duration_ns() const noexcept override {
+    return original_ns_.load(std::memory_order_acquire);
+  }
+  const BodyList& bodies() const noexcept { return *bodies_; }
+  // Runs the bodies in `context`; returns how long they took.
+  std::uint64_t Run(const KernelContext& context) const;
+  void set_original_duration_ns(std::uint64_t ns) noexcept {
+    original_ns_.store(ns, std::memory_order_release);
+  }
+
+ private:
+  std::string name_;
+  std::shared_ptr<const BodyList> bodies_;
+  std::atomic<std::uint64_t> original_ns_{0};
+};
+
 // ---- the platform -------------------------------------------------------------------------------
 
 // An executable graph (HostPlatform::CreateGraph). The specs are immutable after creation; the
@@ -270,6 +307,10 @@ struct HostPlatform::Impl {
                        std::span<const Kernel> kernels, CompletionSignal* signal);
   Status LaunchGraph(StreamId stream, GraphId graph, CompletionSignal* signal);
   std::shared_ptr<HostGraph> FindGraph(GraphId graph) const;
+  // Events (host_range.cc).
+  static Status OriginalEvent(RuntimeApiTable& table, const EventArgs& args);
+  Status EventOp(const EventArgs& args);
+  std::shared_ptr<HostEvent> FindEvent(std::uint64_t event) const;
   // Allocates, initializes and registers the variables of `module` (modules' write lock held).
   Status LoadVariables(ModuleId id, Module& module);
 
@@ -282,6 +323,8 @@ struct HostPlatform::Impl {
   base::Synchronized<std::shared_ptr<const std::function<void(DevicePtr)>>> restore_hook;
   base::Synchronized<std::map<GraphId, std::shared_ptr<HostGraph>>> graphs;
   std::atomic<std::uint64_t> next_graph_id{1};
+  base::Synchronized<std::map<std::uint64_t, std::shared_ptr<HostEvent>>> events;
+  std::atomic<std::uint64_t> next_event_id{1};
   std::atomic<std::uint64_t> next_graph_node_id{1};
   std::vector<StreamId> default_streams;  // per device; written only by the constructor
   std::vector<std::unique_ptr<HostDevice>> devices;
