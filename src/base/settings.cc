@@ -7,6 +7,7 @@
 #include <limits>
 #include <regex>
 
+#include "base/closest_word.h"
 #include "base/json.h"
 #include "base/metric_name.h"
 
@@ -311,6 +312,17 @@ const SettingSpec* FindSettingByEnv(std::string_view env) noexcept {
     if (spec.env == env) return &spec;
   }
   return nullptr;
+}
+
+std::string UnknownSettingKey(std::string_view json_key) {
+  std::vector<std::string> keys;
+  for (const SettingSpec& spec : kSettings) {
+    if (!spec.json_key.empty()) keys.emplace_back(spec.json_key);
+  }
+  const std::string closest = ClosestWord(json_key, keys);
+  return "no setting has the key " + JsonQuote(json_key) +
+         (closest.empty() ? "; gpuprof_settings_json_v1() lists every setting"
+                          : "; did you mean " + closest + "?");
 }
 
 std::optional<bool> ParseBoolText(std::string_view text) noexcept {

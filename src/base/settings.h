@@ -123,6 +123,9 @@ const SettingSpec& Spec(SettingId id) noexcept;
 // By JSON key or by variable; nullptr when none has it.
 const SettingSpec* FindSettingByKey(std::string_view json_key) noexcept;
 const SettingSpec* FindSettingByEnv(std::string_view env) noexcept;
+// The message for a JSON key no setting has: "no setting has the key \"replay_grpah\"; did you
+// mean replay_graph?" (the closest key, when one is close enough to be a typo).
+std::string UnknownSettingKey(std::string_view json_key);
 
 // The one boolean dialect: 0/1, false/true, off/on, any case. nullopt for anything else.
 std::optional<bool> ParseBoolText(std::string_view text) noexcept;
