@@ -444,6 +444,26 @@ TEST_F(GpuprofCApiTest, ReplayConfigurationIsCheckedThenDeclinedWithoutDeviceCol
   ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
 }
 
+// Issue 40: replay settings by name, each parsed by the settings table (its messages), graph replay
+// and the counter range among them.
+TEST_F(GpuprofCApiTest, ReplaySettingsByNameAreTheTablesThenDeclinedWithoutDeviceCollection) {
+  const char* keys[] = {"replay_graph", "replay_counter_range", "replay_passes"};
+  const char* values[] = {"graph", "user", "3"};
+  EXPECT_EQ(gpuprof_configure_replay_settings_v1(nullptr, values, 1), GPUPROF_ERROR_INVALID_ARGUMENT);
+  const char* bad_key[] = {"replay_grpah"};
+  EXPECT_EQ(gpuprof_configure_replay_settings_v1(bad_key, values, 1), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(),
+              HasSubstr("no setting has the key \"replay_grpah\"; did you mean replay_graph?"));
+  const char* bad_value[] = {"graphs"};
+  EXPECT_EQ(gpuprof_configure_replay_settings_v1(keys, bad_value, 1), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("replay_graph=\"graphs\": expected one of off, graph, node"));
+  EXPECT_EQ(gpuprof_configure_replay_settings_v1(keys, values, 3), GPUPROF_ERROR_NOT_STARTED) << "no session";
+  ASSERT_EQ(gpuprof_start("{\"device\": false}"), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_configure_replay_settings_v1(keys, values, 3), GPUPROF_ERROR_NOT_STARTED);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("no kernel to replay"));
+  ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
+}
+
 TEST_F(GpuprofCApiTest, FrameworkRecordsWithoutASessionSayNoneIsRunning) {
   gpuprof_gc_event_v1 gc{};
   gc.size = sizeof(gc);
