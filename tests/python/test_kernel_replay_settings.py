@@ -66,6 +66,35 @@ class KernelReplaySettingsTest(unittest.TestCase):
         self.assertEqual(status, GPUPROF_ERROR_INVALID_ARGUMENT)
         self.assertIn("replay_device_reserve_mib is fixed when the process starts", error)
 
+    def test_every_replay_setting_walks_from_a_keyword_to_the_session(self):
+        # The Python route of the settings walk (tests/unit/cli/setting_walk_test.cc): each replay row
+        # of the table, at a value other than its default, is a KernelReplay keyword whose canonical
+        # text the session accepts; the ones read only at the process's start are refused saying so.
+        import gpuprof
+        from gpuprof import _settings
+        fixed = {"replay_from_script", "replay_device_reserve_mib"}
+        walked = 0
+        for key, row in _settings.table().items():
+            if not key.startswith("replay_"):
+                continue
+            if row["type"] == "bool":
+                value = row["default"] != "1"
+            elif row["type"] == "int":
+                value = int(row["default"]) + 2 if int(row["default"]) + 2 <= row["max"] else row["min"]
+            elif row["choices"]:
+                value = next(c for c in row["choices"] if c != row["default"])
+            else:
+                value = {"replay_kernel": "regex:walk.*", "replay_metrics": "walk__er.sum"}[key]
+            replay = gpuprof.KernelReplay(**{key[len("replay_"):]: value})
+            status, error = self.configure({key: replay.settings[key]})
+            if key in fixed:
+                self.assertEqual(status, GPUPROF_ERROR_INVALID_ARGUMENT, key)
+                self.assertIn("fixed when the process starts", error)
+                continue
+            self.assertEqual(status, GPUPROF_ERROR_NOT_STARTED, f"{key}: {error}")
+            walked += 1
+        self.assertGreaterEqual(walked, 17)
+
 
 if __name__ == "__main__":
     unittest.main()
