@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "base/logging.h"
-#include "replay/controller.h"
 #include "session/config.h"
 #include "session/process.h"
 #include "session/replay_settings.h"
@@ -192,9 +191,9 @@ CallResult ProcessSession::ConfigureReplaySettings(std::span<const NamedSetting>
   const std::shared_ptr<Session> own = current();
   StatusOr<ReplaySettings> settings =
       ProgramReplaySettings(own != nullptr ? own->config() : SessionConfig(), named);
+  // Each setting was checked by its row; the collector expands them once (ReplayOptionsFrom), and the
+  // controller's Reconfigure holds the engine's own invariants.
   if (!settings.ok()) return FromStatus(settings.status());
-  if (Status valid = replay::Controller::ValidateOptions(ReplayOptionsFrom(*settings)); !valid.ok())
-    return FromStatus(valid);
 
   Target target;
   if (CallResult running = Running(&target); !running.ok()) return running;
