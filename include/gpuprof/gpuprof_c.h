@@ -272,11 +272,31 @@ typedef struct gpuprof_replay_config_v1 {
   const char* clock_control; /* "none" (clocks as they are) or "base" (replay_clock_control) */
 } gpuprof_replay_config_v1;
 
-/* Returns GPUPROF_OK, GPUPROF_ERROR_INVALID_ARGUMENT (the message names the field),
+/* Returns GPUPROF_OK, GPUPROF_ERROR_INVALID_ARGUMENT (the message names the setting),
  * GPUPROF_ERROR_NOT_STARTED (no session, no device collection, or the process was not started
  * with `gpuprof replay --from-script`: the message says how to start it), GPUPROF_ERROR_FORK_CHILD
- * or GPUPROF_ERROR_INTERNAL. */
+ * or GPUPROF_ERROR_INTERNAL. Each field is the setting it stands for (passes replay_passes, flush_l2
+ * replay_cache_control, restore_full replay_restore, ...) and goes the way of
+ * gpuprof_configure_replay_settings_v1; a setting the struct has no field for (replay_graph,
+ * replay_counter_range, replay_storage) keeps the process's value. */
 GPUPROF_API int gpuprof_configure_replay_v1(const gpuprof_replay_config_v1* config) GPUPROF_NOEXCEPT;
+
+/* Kernel replay chosen by the program, by setting name: `count` settings, keys[i] a replay
+ * setting's JSON key (gpuprof_settings_json_v1: "replay_passes", "replay_graph",
+ * "replay_counter_range", ...) and values[i] its value as text in any form the setting accepts
+ * ("graph", "3", "on"), each parsed and checked by the settings table as `gpuprof replay`'s options
+ * and the GPUPROF_REPLAY_* variables are. They apply on top of the replay settings the process
+ * started with (`gpuprof replay --from-script`'s options, else the declared defaults) to the
+ * launches from the call on; the selector's skip and count start again at every call.
+ * "replay_passes" "1" pauses replay. Settings fixed when the process starts (replay,
+ * replay_from_script, replay_device_reserve_mib) and settings other than replay's are refused.
+ * Returns GPUPROF_OK, GPUPROF_ERROR_INVALID_ARGUMENT (keys or values NULL while count is not 0, an
+ * unknown key with the closest one, a key given twice, a value the setting refuses: the message is
+ * the settings table's), GPUPROF_ERROR_NOT_STARTED (as gpuprof_configure_replay_v1, or a counter
+ * range asked after the first counter pass used another), GPUPROF_ERROR_FORK_CHILD or
+ * GPUPROF_ERROR_INTERNAL. */
+GPUPROF_API int gpuprof_configure_replay_settings_v1(const char* const* keys, const char* const* values,
+                                                     size_t count) GPUPROF_NOEXCEPT;
 
 GPUPROF_API int gpuprof_record_torch_op_v1(const gpuprof_torch_op_v1* op) GPUPROF_NOEXCEPT;
 GPUPROF_API int gpuprof_record_allocator_event_v1(const gpuprof_allocator_event_v1* event) GPUPROF_NOEXCEPT;
@@ -358,6 +378,8 @@ typedef struct gpuprof_session_v1 {
   int (*window_db)(char* path, size_t path_size);
   /* Appended with thread names: check `size` before calling. */
   int (*name_thread)(uint64_t tid, const char* name);
+  /* Appended with replay settings by name: check `size` before calling. */
+  int (*configure_replay_settings)(const char* const* keys, const char* const* values, size_t count);
 } gpuprof_session_v1;
 
 GPUPROF_API const gpuprof_session_v1* gpuprof_active_session_v1(void) GPUPROF_NOEXCEPT;

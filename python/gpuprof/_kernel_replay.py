@@ -1,5 +1,7 @@
 """gpuprof.KernelReplay: the kernel replay a profile asks for (gpuprof replay's flags, chosen by the
-program), each argument checked against its declared setting (src/base/settings.h)."""
+program), each argument a declared setting (src/base/settings.h): checked against its row here, and
+handed to the session by its name (gpuprof_configure_replay_settings_v1), which parses it with the
+same table, so every replay setting is the program's to set without a translator of its own."""
 
 __all__ = ["KernelReplay"]
 
@@ -28,6 +30,17 @@ class KernelReplay:
     only root do it; otherwise one warning and the clocks stay as they are); "none", the default,
     never touches them.
 
+    Any other replay setting is a keyword too, named as the setting's JSON key without "replay_"
+    (`graph="graph"`), as its `gpuprof replay` option with "_" for "-" (`graph_replay="graph"`,
+    `counter_range="user"`, `storage="pinned"`) or by its key (`replay_graph="graph"`); a misspelt
+    name or a value the setting refuses raises ValueError with the settings table's message. A
+    setting left out keeps what the process started with (`gpuprof replay --from-script
+    --graph-replay graph ...`, else its default), except the fourteen arguments above, which are
+    always sent (their defaults when not given). Settings read only when the process starts
+    (replay_device_reserve_mib) are refused when the profile starts, with a RuntimeWarning.
+    `graph_replay` "graph" replays a selected CUDA graph launch as one unit, "node" node by node
+    (docs/replay_rules.md); `counter_range` "user" counts the whole counter pass, "auto" the kernel.
+
     Replay needs device memory tracked from the start of the process: run the program with
     `gpuprof replay --from-script -- python3 script.py`. Otherwise the profile records without
     replay and a RuntimeWarning says why.
@@ -44,7 +57,7 @@ class KernelReplay:
 
     def __init__(self, passes=None, kernel=None, skip=None, count=None, cache_control=None, restore=None,
                  strict=None, printf_kernels=None, malloc_kernels=None, with_live_arrays=None, metrics=None,
-                 section=None, set=None, clock_control=None):  # noqa: A002  (ncu's --set)
+                 section=None, set=None, clock_control=None, **settings):  # noqa: A002  (ncu's --set)
         from . import _settings
 
         def comma_list(name, value):
@@ -60,8 +73,18 @@ class KernelReplay:
                  "printf_kernels": printf_kernels, "malloc_kernels": malloc_kernels,
                  "with_live_arrays": with_live_arrays, "metrics": comma_list("metrics", metrics),
                  "section": comma_list("section", section), "set": set, "clock_control": clock_control}
-        for name, key in self._SETTINGS:
-            value = given[name]
+        # {json key: canonical text}: what the profile hands the session (profiler.py _begin_replay).
+        self.settings = {}
+        self._extra = []
+        named = [(name, key, given[name]) for name, key in self._SETTINGS]
+        for name, value in settings.items():
+            named.append((name, _replay_key(name), comma_list(name, value)))
+            self._extra.append(name)
+        for name, key, value in named:
+            if key in self.settings:
+                raise ValueError(f"gpuprof.KernelReplay: {name} sets {key}, which another argument sets too")
+            if key not in _settings.table():
+                _settings.check(key, "" if value is None else value, f"gpuprof.KernelReplay: {name}")  # raises
             if value is None:
                 value = _settings.default(key)
             kind = _settings.table()[key]["type"]
@@ -73,6 +96,7 @@ class KernelReplay:
                 raise ValueError("gpuprof.KernelReplay: kernel must be a function name, 'regex:PATTERN' or None "
                                  f"(every kernel), got {kernel!r}")
             canonical = _settings.check(key, value, f"gpuprof.KernelReplay: {name}")
+            self.settings[key] = canonical
             if kind == "int":
                 value = int(canonical)
             elif kind == "bool":
@@ -87,4 +111,20 @@ class KernelReplay:
                 f"cache_control={self.cache_control!r}, restore={self.restore!r}, strict={self.strict}, "
                 f"printf_kernels={self.printf_kernels}, malloc_kernels={self.malloc_kernels}, "
                 f"with_live_arrays={self.with_live_arrays}, metrics={self.metrics!r}, section={self.section!r}, "
-                f"set={self.set!r}, clock_control={self.clock_control!r})")
+                f"set={self.set!r}, clock_control={self.clock_control!r}"
+                + "".join(f", {name}={getattr(self, name)!r}" for name in self._extra) + ")")
+
+
+def _replay_key(name):
+    """The JSON key of the replay setting a keyword names: the key itself, the key without "replay_", or
+    the setting's `gpuprof replay` option with "_" for "-" (graph_replay for --graph-replay). Any other
+    name is taken as a key without "replay_", so the settings table's message (with its "did you mean")
+    answers it."""
+    from . import _settings
+    for key, row in _settings.table().items():
+        if not key.startswith("replay_"):
+            continue
+        options = [o.lstrip("-").replace("-", "_") for o in row["cli"].split(",") if o.startswith("--")]
+        if name in [key, key[len("replay_"):]] + options:
+            return key
+    return name if name.startswith("replay_") else "replay_" + name

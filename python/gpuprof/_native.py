@@ -90,7 +90,8 @@ class _Native:
         c.gpuprof_last_error.restype = ctypes.c_char_p
         c.gpuprof_record_gc_event_v1.argtypes = [ctypes.c_void_p]
         c.gpuprof_record_torch_op_v1.argtypes = [ctypes.c_void_p]
-        c.gpuprof_configure_replay_v1.argtypes = [ctypes.c_void_p]
+        c.gpuprof_configure_replay_settings_v1.argtypes = [ctypes.POINTER(ctypes.c_char_p),
+                                                           ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t]
         c.gpuprof_record_range_v1.argtypes = [ctypes.c_void_p]
         c.gpuprof_window_begin_v1.argtypes = [ctypes.c_char_p]
         c.gpuprof_window_end_v1.argtypes = []
@@ -104,33 +105,16 @@ class _Native:
         h.gpuprof_torch_memory_step_aside_v1.argtypes = []
         h.gpuprof_torch_memory_resume_v1.argtypes = []
 
-    def configure_replay(self, passes, kernel=None, skip=0, count=0, flush_l2=True, restore_full=0, strict=False,
-                         printf_kernels=True, malloc_kernels=False, with_live_arrays=False, metrics="", section="",
-                         set_name="none", clock_control="none"):
-        """gpuprof_configure_replay_v1; passes == 1 pauses; restore_full 0 auto, 1 full, 2 exact;
-        metrics and section comma lists, set_name none/basic/full (hardware counters), clock_control
-        none/base (C3).
+    def configure_replay_settings(self, settings):
+        """gpuprof_configure_replay_settings_v1 with {json key: text}; {"replay_passes": "1"} pauses.
         Returns the status (last_error() says why)."""
-        def text(value):
-            return value.encode("utf-8") if value else None
-        config = _ReplayConfig(ctypes.sizeof(_ReplayConfig), passes, text(kernel), skip, count, int(flush_l2),
-                               int(restore_full), int(strict), 0, int(printf_kernels), int(malloc_kernels),
-                               int(with_live_arrays), 0, text(metrics), text(section), text(set_name),
-                               text(clock_control))
-        return self.core.gpuprof_configure_replay_v1(ctypes.byref(config))
+        keys = (ctypes.c_char_p * len(settings))(*[k.encode("utf-8") for k in settings])
+        values = (ctypes.c_char_p * len(settings))(*[str(v).encode("utf-8") for v in settings.values()])
+        return self.core.gpuprof_configure_replay_settings_v1(keys, values, len(settings))
 
     def last_error(self):
         text = self.core.gpuprof_last_error()
         return text.decode("utf-8", "replace") if text else "unknown error"
-
-
-class _ReplayConfig(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint32), ("passes", ctypes.c_uint32), ("kernel", ctypes.c_char_p),
-                ("skip", ctypes.c_uint64), ("count", ctypes.c_uint64), ("flush_l2", ctypes.c_uint32),
-                ("restore_full", ctypes.c_uint32), ("strict", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
-                ("printf_kernels", ctypes.c_uint32), ("malloc_kernels", ctypes.c_uint32),
-                ("with_live_arrays", ctypes.c_uint32), ("reserved2", ctypes.c_uint32), ("metrics", ctypes.c_char_p),
-                ("section", ctypes.c_char_p), ("set", ctypes.c_char_p), ("clock_control", ctypes.c_char_p)]
 
 
 class _Range(ctypes.Structure):

@@ -588,11 +588,8 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
     def _begin_replay(self, n):
         # Declined with the reason, and the profile records as usual: a profiler option must not
         # stop the program it profiles.
-        r = self.kernel_replay
-        status = n.configure_replay(r.passes, r.kernel, r.skip, r.count, r.cache_control == "all",
-                                    {"full": 1, "exact": 2}.get(r.restore, 0), r.strict, r.printf_kernels,
-                                    r.malloc_kernels, r.with_live_arrays, r.metrics, r.section, r.set,
-                                    r.clock_control)
+        # Every argument by its setting's name: the session parses them with the settings table.
+        status = n.configure_replay_settings(self.kernel_replay.settings)
         if status == _native.GPUPROF_OK:
             self.replaying = True
             return
@@ -606,7 +603,8 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             gc.callbacks.remove(self._on_gc)
         if self.replaying:
             self.replaying = False
-            if n.configure_replay(1) != _native.GPUPROF_OK:  # pause: launches after the recording run once
+            # pause: launches after the recording run once
+            if n.configure_replay_settings({"replay_passes": "1"}) != _native.GPUPROF_OK:
                 warnings.warn(f"gpuprof.profile: pausing kernel replay failed: {n.last_error()}", RuntimeWarning,
                               stacklevel=3)
         n.hooks.gpuprof_torch_disable_v1()

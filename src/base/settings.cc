@@ -7,7 +7,9 @@
 #include <limits>
 #include <regex>
 
+#include "base/closest_word.h"
 #include "base/json.h"
+#include "base/metric_name.h"
 
 namespace gpuprof::base {
 namespace {
@@ -95,43 +97,12 @@ Status CheckDirectory(std::string_view canonical, std::string_view origin) {
   return OkStatus();
 }
 
-bool IsMetricWordChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-// --metrics: a comma list of Nsight Compute metric names, unit__counter[.rollup[.submetric]]. The
-// same form replay::ExpandMetricRequest checks (base cannot see the catalog; the two are held
-// equal by MetricCatalogTest.SettingsRowsAgreeWithTheCatalog); whether the GPU has the metric is
-// the counter backend's to say.
+// --metrics: a comma list of Nsight Compute metric names (base/metric_name.h, the grammar the
+// catalog's ExpandMetricRequest uses too); whether the GPU has the metric is the counter backend's to
+// say.
 Status CheckMetricList(std::string_view canonical, std::string_view origin) {
-  if (canonical.empty()) return OkStatus();
-  for (std::string_view name : SettingListWords(canonical)) {
-    bool ok = !name.empty() && ((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z'));
-    const std::size_t first_dot = name.find('.');
-    const std::string_view head = name.substr(0, first_dot);
-    const std::size_t unit_end = head.find("__");
-    ok = ok && unit_end != std::string_view::npos && unit_end > 0 && unit_end + 2 < head.size() &&
-         std::all_of(head.begin(), head.end(), IsMetricWordChar);
-    if (ok && first_dot != std::string_view::npos) {
-      std::string_view rest = name.substr(first_dot + 1);
-      while (ok) {
-        const std::size_t dot = rest.find('.');
-        const std::string_view part = rest.substr(0, dot);
-        ok = !part.empty() && std::all_of(part.begin(), part.end(), IsMetricWordChar);
-        if (dot == std::string_view::npos) break;
-        rest.remove_prefix(dot + 1);
-      }
-    }
-    if (!ok) {
-      return Invalid(
-          origin, canonical,
-          (name.empty() ? std::string("an empty entry") : JsonQuote(name) + " is not a metric name") +
-              "; expected a comma list of Nsight Compute metric names, "
-              "unit__counter[.rollup[.submetric]], e.g. dram__bytes_read.sum,gpu__time_duration.sum "
-              "(gpuprof replay --query-metrics lists them)");
-    }
-  }
-  return OkStatus();
+  const std::string problem = MetricListProblem(canonical);
+  return problem.empty() ? OkStatus() : Invalid(origin, canonical, problem);
 }
 
 using T = SettingType;
@@ -341,6 +312,17 @@ const SettingSpec* FindSettingByEnv(std::string_view env) noexcept {
     if (spec.env == env) return &spec;
   }
   return nullptr;
+}
+
+std::string UnknownSettingKey(std::string_view json_key) {
+  std::vector<std::string> keys;
+  for (const SettingSpec& spec : kSettings) {
+    if (!spec.json_key.empty()) keys.emplace_back(spec.json_key);
+  }
+  const std::string closest = ClosestWord(json_key, keys);
+  return "no setting has the key " + JsonQuote(json_key) +
+         (closest.empty() ? "; gpuprof_settings_json_v1() lists every setting"
+                          : "; did you mean " + closest + "?");
 }
 
 std::optional<bool> ParseBoolText(std::string_view text) noexcept {

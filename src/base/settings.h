@@ -10,7 +10,9 @@
 //     SessionConfig, which it hands down to cupti and replay, and records every setting in force
 //     in the DB (META_DATA and profiler_info json);
 //   - the Python package checks its arguments against the same rows (gpuprof_settings_json_v1 in
-//     gpuprof_c.h, python/gpuprof/_settings.py).
+//     gpuprof_c.h, python/gpuprof/_settings.py), and hands gpuprof.KernelReplay's options to the
+//     session by their keys (gpuprof_configure_replay_settings_v1, session/replay_settings.h),
+//     which parses them with these rows too.
 // A new setting is a new row here plus the one place in session/config.cc that stores it.
 //
 // Values are text with one dialect: booleans are 0/1, false/true or off/on (any case), integers
@@ -123,6 +125,9 @@ const SettingSpec& Spec(SettingId id) noexcept;
 // By JSON key or by variable; nullptr when none has it.
 const SettingSpec* FindSettingByKey(std::string_view json_key) noexcept;
 const SettingSpec* FindSettingByEnv(std::string_view env) noexcept;
+// The message for a JSON key no setting has: "no setting has the key \"replay_grpah\"; did you
+// mean replay_graph?" (the closest key, when one is close enough to be a typo).
+std::string UnknownSettingKey(std::string_view json_key);
 
 // The one boolean dialect: 0/1, false/true, off/on, any case. nullopt for anything else.
 std::optional<bool> ParseBoolText(std::string_view text) noexcept;

@@ -9,13 +9,13 @@
 #include <string_view>
 #include <vector>
 
+#include "base/closest_word.h"
 #include "cli/cli11.h"
 
 namespace gpuprof::cli {
 
-// The candidate closest to `word` when it is close enough to be a typo of it (one or two letters
-// wrong, missing, extra or swapped; or `word` a prefix of it); "" when none is.
-std::string ClosestWord(std::string_view word, const std::vector<std::string>& candidates);
+// The candidate closest to `word` when it is close enough to be a typo of it (base/closest_word.h).
+using base::ClosestWord;
 
 // Every name the options of `app` answer to: "--top", "-o", "--no-record-shapes", "--help".
 std::vector<std::string> OptionNames(const CLI::App& app);

@@ -7,6 +7,8 @@
 #include <optional>
 #include <utility>
 
+#include "base/metric_name.h"
+
 namespace gpuprof::replay {
 namespace {
 
@@ -147,32 +149,6 @@ std::vector<std::string_view> Words(std::string_view list) {
   return words;
 }
 
-bool IsWordChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-// ncu's metric form: unit__counter (a letter first, "__" between the unit and the counter), then
-// any number of .rollup/.submetric parts, each non-empty: "dram__bytes_read.sum",
-// "sm__maximum_warps_per_active_cycle_pct".
-bool IsMetricForm(std::string_view name) {
-  if (name.empty() || !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z')))
-    return false;
-  const std::size_t first_dot = name.find('.');
-  const std::string_view base = name.substr(0, first_dot);
-  const std::size_t unit_end = base.find("__");
-  if (unit_end == std::string_view::npos || unit_end == 0 || unit_end + 2 >= base.size()) return false;
-  if (!std::all_of(base.begin(), base.end(), IsWordChar)) return false;
-  if (first_dot == std::string_view::npos) return true;
-  std::string_view rest = name.substr(first_dot + 1);
-  while (true) {
-    const std::size_t dot = rest.find('.');
-    const std::string_view part = rest.substr(0, dot);
-    if (part.empty() || !std::all_of(part.begin(), part.end(), IsWordChar)) return false;
-    if (dot == std::string_view::npos) return true;
-    rest.remove_prefix(dot + 1);
-  }
-}
-
 void AddUnique(std::vector<std::string>& out, std::string_view name) {
   if (std::find(out.begin(), out.end(), name) == out.end()) out.emplace_back(name);
 }
@@ -231,8 +207,6 @@ std::vector<std::string_view> SetSections(std::string_view set) {
 
 std::span<const std::string_view> SetNames() noexcept { return kSetNames; }
 
-bool IsMetricName(std::string_view name) noexcept { return IsMetricForm(name); }
-
 StatusOr<std::vector<std::string>> ExpandMetricRequest(std::string_view metrics, std::string_view sections,
                                                        std::string_view set) {
   std::vector<std::string> out;
@@ -256,16 +230,10 @@ StatusOr<std::vector<std::string>> ExpandMetricRequest(std::string_view metrics,
     }
     for (std::string_view metric : section->metrics) AddUnique(out, metric);
   }
-  for (std::string_view name : Words(metrics)) {
-    if (!IsMetricForm(name)) {
-      return InvalidArgumentError(
-          (name.empty() ? std::string("an empty metric name")
-                        : "metric " + Quote(name) + " is not a metric name") +
-          "; expected Nsight Compute's form unit__counter[.rollup[.submetric]], e.g. dram__bytes_read.sum "
-          "or sm__throughput.avg.pct_of_peak_sustained_elapsed (regex: and breakdown: are not supported)");
-    }
-    AddUnique(out, name);
-  }
+  // The one grammar and its message (base/metric_name.h).
+  if (std::string problem = base::MetricListProblem(metrics); !problem.empty())
+    return InvalidArgumentError(std::move(problem));
+  for (std::string_view name : Words(metrics)) AddUnique(out, name);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/metric_name.h"
 #include "device/device.h"
 #include "gpuprof/replay.h"
 #include "gpuprof/status.h"
@@ -33,14 +34,14 @@ const SectionSpec* FindSection(std::string_view name) noexcept;
 std::vector<std::string_view> SetSections(std::string_view set);
 // Every set's name ("basic", "full").
 std::span<const std::string_view> SetNames() noexcept;
-// Whether `name` has Nsight Compute's metric form (see ExpandMetricRequest).
-bool IsMetricName(std::string_view name) noexcept;
+// Whether `name` has Nsight Compute's metric form: base's grammar, the one copy.
+using base::IsMetricName;
 
 // The ordered, de-duplicated metric list for a request: the sections of `set`, then `sections`,
 // then `metrics` (each a comma list; empty: nothing from it). InvalidArgument naming the unknown
 // section or set and listing the known ones (names are case-sensitive; an empty list entry is an
-// error). Metric names are checked for form only here (unit__counter[.rollup[.submetric]]: letters,
-// digits, '_' and '.'); whether the GPU has them is the backend's.
+// error). Metric names are checked for form only here (base::MetricListProblem, the settings row's
+// check and message too); whether the GPU has them is the backend's.
 StatusOr<std::vector<std::string>> ExpandMetricRequest(std::string_view metrics, std::string_view sections,
                                                        std::string_view set);
 

@@ -303,21 +303,11 @@ Status SetSetting(SessionConfig& c, SettingId id, std::string_view text, std::st
       c.replay.device_reserve_bytes = static_cast<std::uint64_t>(n) << 20;
       break;
     case SettingId::kReplayStorage: replay::ParseSnapshotStorage(v, &c.replay.storage); break;
-    case SettingId::kReplayMetrics:
-    case SettingId::kReplaySection:
-    case SettingId::kReplaySet: {
-      // The catalog has the last word on names (the table's rows only mirror it).
-      const bool metrics = id == SettingId::kReplayMetrics;
-      const bool sections = id == SettingId::kReplaySection;
-      const StatusOr<std::vector<std::string>> expanded = replay::ExpandMetricRequest(
-          metrics ? v : "", sections ? v : "", metrics || sections || v == "none" ? "" : v);
-      if (!expanded.ok()) {
-        return InvalidArgumentError(std::string(origin) + "=" + JsonQuote(v) + ": " +
-                                    expanded.status().message());
-      }
-      (metrics ? c.replay.metrics : sections ? c.replay.sections : c.replay.set) = v;
-      break;
-    }
+    // Checked by the rows (the metric grammar, the catalog's section and set names); expanded once,
+    // by ReplayOptionsFrom.
+    case SettingId::kReplayMetrics: c.replay.metrics = v; break;
+    case SettingId::kReplaySection: c.replay.sections = v; break;
+    case SettingId::kReplaySet: c.replay.set = v; break;
     case SettingId::kReplayClockControl: replay::ParseClockControl(v, &c.replay.clock_control); break;
     case SettingId::kReplayGraph: replay::ParseGraphReplay(v, &c.replay.graph_replay); break;
     case SettingId::kReplayCounterRange: c.replay.counter_range = v; break;
@@ -514,7 +504,7 @@ replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings) {
   options.replay_printf_kernels = settings.printf_kernels;
   options.replay_malloc_kernels = settings.malloc_kernels;
   options.replay_with_live_arrays = settings.with_live_arrays;
-  // Each part was checked when it was stored (SetSetting), so the whole expands.
+  // The one expansion of the three settings; each was checked by its row when it was stored.
   StatusOr<std::vector<std::string>> metrics = replay::ExpandMetricRequest(
       settings.metrics, settings.sections, settings.set == "none" ? "" : settings.set);
   if (metrics.ok()) {

@@ -142,7 +142,15 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
     replay_settings->device.spill_directory = spill_directory_;
     replay_settings->from_script = replay_settings_.from_script;
     replay_settings->cupti = api;
-    replay_settings->make_counter_backend = [api, range = replay_settings_.counter_range] {
+    counter_range_ = std::make_shared<base::Synchronized<CounterRange, std::mutex>>(
+        std::in_place, CounterRange{replay_settings_.counter_range, false});
+    replay_settings->make_counter_backend = [api, counter_range = counter_range_] {
+      std::string range;
+      {
+        auto chosen = counter_range->wlock();
+        chosen->made = true;
+        range = chosen->range;
+      }
       return MakeCounterBackend(api, range);
     };
     if (StatusOr<const device::cuda::CudaDriver*> driver = device::cuda::CudaDriver::Get(); driver.ok()) {
@@ -261,7 +269,7 @@ DeviceCollector::CorrelationFunctions CuptiDeviceCollector::Correlation() const 
   return {&PushCorrelation, &PopCorrelation};
 }
 
-Status CuptiDeviceCollector::ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2) {
+Status CuptiDeviceCollector::ConfigureReplay(const ReplaySettings& settings) {
   constexpr const char* kHowToStart = "start the program with `gpuprof replay --from-script -- COMMAND`";
   if (replay_hook_ == nullptr) {
     return FailedPreconditionError(
@@ -280,7 +288,19 @@ Status CuptiDeviceCollector::ConfigureReplay(const replay::ReplayOptions& option
             "the program choose, ") +
         kHowToStart);
   }
-  return replay_hook_->Configure(options, flush_l2);
+  {
+    auto chosen = counter_range_->wlock();
+    if (chosen->made && chosen->range != settings.counter_range) {
+      return FailedPreconditionError("replay_counter_range is \"" + chosen->range +
+                                     "\" since this process's first counter pass and cannot become \"" +
+                                     settings.counter_range +
+                                     "\"; give it before the first counter pass, or `gpuprof replay "
+                                     "--counter-range " +
+                                     settings.counter_range + "`");
+    }
+    chosen->range = settings.counter_range;
+  }
+  return replay_hook_->Configure(ReplayOptionsFrom(settings), settings.flush_l2);
 }
 
 void CuptiDeviceCollector::Flush() {

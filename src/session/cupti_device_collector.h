@@ -21,11 +21,13 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/synchronized.h"
 #include "cupti/cupti_api.h"
 #include "cupti/subscriber.h"
 #include "session/config.h"
@@ -61,7 +63,7 @@ class CuptiDeviceCollector final : public DeviceCollector {
   void Flush() override;
   void Stop() override;
   CorrelationFunctions Correlation() const override;
-  Status ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2) override;
+  Status ConfigureReplay(const ReplaySettings& settings) override;
 
   // Null before Start and after a failed one.
   cupti::CuptiSubscriber* subscriber() const noexcept { return subscriber_.get(); }
@@ -73,6 +75,13 @@ class CuptiDeviceCollector final : public DeviceCollector {
   ReplaySettings replay_settings_;
   std::string spill_directory_;
   bool replay_from_script_ = false;  // `gpuprof replay --from-script`: the program configures replay
+  // The counter range (replay_counter_range) the counter backend is made with: the process's own until
+  // the program names another; fixed once the backend is made (at the first counter pass).
+  struct CounterRange {
+    std::string range;
+    bool made = false;
+  };
+  std::shared_ptr<base::Synchronized<CounterRange, std::mutex>> counter_range_;
   std::unique_ptr<cupti::CudaReplayHook> replay_hook_;  // before subscriber_: outlives its callbacks
   std::unique_ptr<cupti::CuptiSubscriber> subscriber_;
 };

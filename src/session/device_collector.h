@@ -26,6 +26,7 @@
 namespace gpuprof::session {
 
 struct SessionConfig;
+struct ReplaySettings;
 
 struct DeviceCollectorHooks {
   // Delivers one translated record. Never blocks; returns false when the record was dropped
@@ -63,12 +64,13 @@ class DeviceCollector {
   };
   virtual CorrelationFunctions Correlation() const { return {}; }
 
-  // Kernel replay chosen by the program (gpuprof.profile(kernel_replay=...)): new options for the
-  // launches from now on, passes == 1 pausing. FailedPrecondition naming how to start the process
-  // so it can replay; InvalidArgument for bad options. Called after a successful Start.
-  virtual Status ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2) {
-    static_cast<void>(options);
-    static_cast<void>(flush_l2);
+  // Kernel replay chosen by the program (gpuprof.profile(kernel_replay=...)): new replay settings
+  // (session/replay_settings.h) for the launches from now on, passes == 1 pausing; the collector
+  // applies them as it applies the process's own at Start (ReplayOptionsFrom). FailedPrecondition
+  // naming how to start the process so it can replay, or why a setting cannot change now;
+  // InvalidArgument for bad options. Called after a successful Start.
+  virtual Status ConfigureReplay(const ReplaySettings& settings) {
+    static_cast<void>(settings);
     return FailedPreconditionError("this device collector cannot replay kernels");
   }
 };

@@ -228,6 +228,22 @@ GPUPROF_API int gpuprof_configure_replay_v1(const gpuprof_replay_config_v1* conf
       });
 }
 
+GPUPROF_API int gpuprof_configure_replay_settings_v1(const char* const* keys, const char* const* values,
+                                                     size_t count) noexcept {
+  return Run(
+      [&] {
+        std::string call = "gpuprof_configure_replay_settings_v1(";
+        for (size_t i = 0; keys != nullptr && i < count && i < 3; ++i)
+          call += (i > 0 ? ", " : "") + Excerpt(keys[i]);
+        return call + (count > 3 ? ", ...)" : ")");
+      },
+      [&] {
+        if (count != 0 && (keys == nullptr || values == nullptr))
+          return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "keys or values is NULL while count is not 0"};
+        return ProcessSession::Get().ConfigureReplaySettings(keys, values, count);
+      });
+}
+
 GPUPROF_API int gpuprof_record_torch_op_v1(const gpuprof_torch_op_v1* op) noexcept {
   return Run(
       [&] {
@@ -393,7 +409,7 @@ GPUPROF_API int gpuprof_check_setting_v1(const char* key, const char* text, char
           return {GPUPROF_ERROR_INVALID_ARGUMENT, "key, text and out must not be NULL, out_size not 0"};
         }
         const gpuprof::base::SettingSpec* spec = gpuprof::base::FindSettingByKey(key);
-        if (spec == nullptr) return {GPUPROF_ERROR_INVALID_ARGUMENT, "no setting has this key"};
+        if (spec == nullptr) return {GPUPROF_ERROR_INVALID_ARGUMENT, gpuprof::base::UnknownSettingKey(key)};
         gpuprof::StatusOr<std::string> canonical =
             gpuprof::base::ParseSettingText(*spec, text, spec->json_key);
         if (!canonical.ok()) return {GPUPROF_ERROR_INVALID_ARGUMENT, canonical.status().message()};

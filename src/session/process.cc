@@ -96,6 +96,10 @@ int TableGetDeviceCorrelation(gpuprof_device_correlation_v1* out) noexcept {
 int TableConfigureReplay(const gpuprof_replay_config_v1* config) noexcept {
   return TableCall([&] { return ProcessSession::Get().ConfigureReplay(*config); });
 }
+int TableConfigureReplaySettings(const char* const* keys, const char* const* values,
+                                 std::size_t count) noexcept {
+  return TableCall([&] { return ProcessSession::Get().ConfigureReplaySettings(keys, values, count); });
+}
 int TableRecordRange(const gpuprof_range_v1* range) noexcept {
   return TableCall([&] { return ProcessSession::Get().RecordRange(*range); });
 }
@@ -125,6 +129,7 @@ gpuprof_session_v1 MakeTable() {
   table.window_end = &TableWindowEnd;
   table.window_db = &TableWindowDb;
   table.name_thread = &TableNameThread;
+  table.configure_replay_settings = &TableConfigureReplaySettings;
   return table;
 }
 

@@ -21,9 +21,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -33,6 +35,7 @@
 #include "gpuprof/gpuprof_c.h"
 #include "replay/counter_backend.h"
 #include "session/device_collector.h"
+#include "session/replay_settings.h"
 #include "session/session.h"
 #include "trace/records.h"
 
@@ -84,7 +87,11 @@ class ProcessSession {
   CallResult RecordRange(const gpuprof_range_v1& range);
   CallResult NameThread(std::uint32_t tid, const char* name);
   CallResult DeviceCorrelation(gpuprof_device_correlation_v1* out);
-  // `config` is non-null with a v1 size (checked by the caller); its fields are checked here.
+  // gpuprof_configure_replay_settings_v1: `count` settings by JSON key (`keys`, `values` non-null
+  // arrays, checked by the caller) through session/replay_settings.h, then the session's replay path.
+  CallResult ConfigureReplaySettings(const char* const* keys, const char* const* values, std::size_t count);
+  // `config` is non-null with a v1 size (checked by the caller): its fields as the settings they
+  // stand for, the same way.
   CallResult ConfigureReplay(const gpuprof_replay_config_v1& config);
 
   // This copy's table while it owns a running session, else null. Lock-free.
@@ -136,6 +143,10 @@ class ProcessSession {
   ProcessSession() = default;
 
   CallResult NotStarted(const State& state) const;
+  // The one way of both replay calls: parse and check `named`, then configure this copy's session
+  // or `forward` to the copy whose session runs.
+  using ForwardReplay = std::function<CallResult(const gpuprof_session_v1* table)>;
+  CallResult ConfigureReplaySettings(std::span<const NamedSetting> named, const ForwardReplay& forward);
   // What a call acts on while a session runs: this copy's session, or the other copy's table it
   // attached to (exactly one is set). NotStarted when neither runs.
   struct Target {

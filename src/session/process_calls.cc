@@ -10,12 +10,12 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/logging.h"
-#include "replay/controller.h"
-#include "replay/metric_catalog.h"
 #include "session/config.h"
 #include "session/process.h"
+#include "session/replay_settings.h"
 
 namespace gpuprof::session {
 namespace {
@@ -184,84 +184,102 @@ CallResult ProcessSession::DeviceCorrelation(gpuprof_device_correlation_v1* out)
   return {};
 }
 
-CallResult ProcessSession::ConfigureReplay(const gpuprof_replay_config_v1& config) {
-  // 1 pauses replay (the C API's own value); anything else is the setting's range (base/settings.h).
-  const base::SettingSpec& passes = base::Spec(base::SettingId::kReplayPasses);
-  if (config.passes != 1 && (config.passes < passes.min || config.passes > passes.max)) {
-    return {GPUPROF_ERROR_INVALID_ARGUMENT, "passes is " + std::to_string(config.passes) +
-                                                "; expected 1 (pause) or " + base::SettingAccepts(passes)};
-  }
-  replay::ReplayOptions options;
-  options.passes = static_cast<int>(config.passes);
-  if (config.kernel != nullptr) {
-    const std::size_t length = strnlen(config.kernel, GPUPROF_MAX_MESSAGE_BYTES);
-    if (length == GPUPROF_MAX_MESSAGE_BYTES) {
-      return {GPUPROF_ERROR_INVALID_ARGUMENT,
-              "kernel is longer than " + std::to_string(GPUPROF_MAX_MESSAGE_BYTES - 1) + " bytes"};
-    }
-    options.selector.name.assign(config.kernel, length);
-  }
-  options.selector.skip = config.skip;
-  options.selector.count = config.count;
-  options.restore = config.restore_full == 1   ? replay::RestoreMode::kFull
-                    : config.restore_full == 2 ? replay::RestoreMode::kExact
-                                               : replay::RestoreMode::kAuto;
-  options.strict = config.strict != 0;
-  // The C2 fields were appended to the struct: one that the caller's size stops short of is not
-  // read, and the setting's declared default applies.
-  static_assert(offsetof(gpuprof_replay_config_v1, printf_kernels) == 48,
-                "the C2 fields start after the 48 bytes of the first struct (its padding is `reserved`)");
-  const auto flag = [&](std::uint32_t gpuprof_replay_config_v1::*field, base::SettingId id) {
-    static const gpuprof_replay_config_v1 probe{};
-    const auto end = static_cast<std::size_t>(reinterpret_cast<const char*>(&(probe.*field)) -
-                                              reinterpret_cast<const char*>(&probe)) +
-                     sizeof(std::uint32_t);
-    return config.size >= end ? config.*field != 0 : base::Spec(id).default_value == "1";
-  };
-  options.replay_printf_kernels =
-      flag(&gpuprof_replay_config_v1::printf_kernels, base::SettingId::kReplayPrintfKernels);
-  options.replay_malloc_kernels =
-      flag(&gpuprof_replay_config_v1::malloc_kernels, base::SettingId::kReplayMallocKernels);
-  options.replay_with_live_arrays =
-      flag(&gpuprof_replay_config_v1::with_live_arrays, base::SettingId::kReplayWithLiveArrays);
-  // The counter fields (issue 19) were appended after the C2 ones.
-  static_assert(offsetof(gpuprof_replay_config_v1, metrics) == 64, "the counter fields follow reserved2");
-  const auto text = [&](const char* gpuprof_replay_config_v1::*field) -> std::string_view {
-    static const gpuprof_replay_config_v1 probe{};
-    const auto end = static_cast<std::size_t>(reinterpret_cast<const char*>(&(probe.*field)) -
-                                              reinterpret_cast<const char*>(&probe)) +
-                     sizeof(const char*);
-    if (config.size < end || config.*field == nullptr) return {};
-    return {config.*field, strnlen(config.*field, GPUPROF_MAX_MESSAGE_BYTES)};
-  };
-  const std::string_view set = text(&gpuprof_replay_config_v1::set);
-  StatusOr<std::vector<std::string>> metrics =
-      replay::ExpandMetricRequest(text(&gpuprof_replay_config_v1::metrics),
-                                  text(&gpuprof_replay_config_v1::section), set == "none" ? "" : set);
-  if (!metrics.ok())
-    return {GPUPROF_ERROR_INVALID_ARGUMENT, "metrics, section or set: " + metrics.status().message()};
-  options.metrics = std::move(*metrics);
-  static_assert(offsetof(gpuprof_replay_config_v1, clock_control) == 88, "clock_control follows set");
-  if (const std::string_view clocks = text(&gpuprof_replay_config_v1::clock_control); !clocks.empty()) {
-    if (!replay::ParseClockControl(clocks, &options.clock_control)) {
-      return {GPUPROF_ERROR_INVALID_ARGUMENT,
-              "clock_control is '" + std::string(clocks) + "'; expected " +
-                  base::SettingAccepts(base::Spec(base::SettingId::kReplayClockControl))};
-    }
-  }
-  if (Status valid = replay::Controller::ValidateOptions(options); !valid.ok()) return FromStatus(valid);
+CallResult ProcessSession::ConfigureReplaySettings(std::span<const NamedSetting> named,
+                                                   const ForwardReplay& forward) {
+  // Parsed on top of the replay settings this process started with (those of the session this
+  // copy runs; the declared defaults otherwise, so a bad value is refused before any session).
+  const std::shared_ptr<Session> own = current();
+  StatusOr<ReplaySettings> settings =
+      ProgramReplaySettings(own != nullptr ? own->config() : SessionConfig(), named);
+  // Each setting was checked by its row; the collector expands them once (ReplayOptionsFrom), and the
+  // controller's Reconfigure holds the engine's own invariants.
+  if (!settings.ok()) return FromStatus(settings.status());
 
   Target target;
   if (CallResult running = Running(&target); !running.ok()) return running;
-  if (target.attached != nullptr) {
-    const gpuprof_session_v1* table = target.attached;
+  if (target.attached != nullptr) return forward(target.attached);
+  return FromStatus(target.session->ConfigureReplay(*settings));
+}
+
+CallResult ProcessSession::ConfigureReplaySettings(const char* const* keys, const char* const* values,
+                                                   std::size_t count) {
+  std::vector<NamedSetting> named;
+  named.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (keys[i] == nullptr || values[i] == nullptr) {
+      return {GPUPROF_ERROR_INVALID_ARGUMENT,
+              "keys[" + std::to_string(i) + "] or values[" + std::to_string(i) + "] is NULL"};
+    }
+    const std::size_t value_length = strnlen(values[i], GPUPROF_MAX_MESSAGE_BYTES);
+    if (value_length == GPUPROF_MAX_MESSAGE_BYTES) {
+      return {GPUPROF_ERROR_INVALID_ARGUMENT, "values[" + std::to_string(i) + "] is longer than " +
+                                                  std::to_string(GPUPROF_MAX_MESSAGE_BYTES - 1) + " bytes"};
+    }
+    named.push_back({{keys[i], strnlen(keys[i], GPUPROF_MAX_MESSAGE_BYTES)}, {values[i], value_length}});
+  }
+  return ConfigureReplaySettings(named, [&](const gpuprof_session_v1* table) -> CallResult {
+    if (!Has(table, &gpuprof_session_v1::configure_replay_settings))
+      return OlderCopy("cannot configure replay by setting names");
+    return Forwarded(table, table->configure_replay_settings(keys, values, count));
+  });
+}
+
+CallResult ProcessSession::ConfigureReplay(const gpuprof_replay_config_v1& config) {
+  // The first C API of program-chosen replay: its fields become the settings they always stood for,
+  // and go the one way settings by name go. A field the caller's size stops short of is not named,
+  // so the process's own value (the declared default, or the command line's) applies.
+  const auto covers = [&](const auto gpuprof_replay_config_v1::*field) {
+    static const gpuprof_replay_config_v1 probe{};
+    const auto end = static_cast<std::size_t>(reinterpret_cast<const char*>(&(probe.*field)) -
+                                              reinterpret_cast<const char*>(&probe)) +
+                     sizeof(probe.*field);
+    return config.size >= end;
+  };
+  static_assert(offsetof(gpuprof_replay_config_v1, printf_kernels) == 48,
+                "the C2 fields start after the 48 bytes of the first struct (its padding is `reserved`)");
+  static_assert(offsetof(gpuprof_replay_config_v1, metrics) == 64, "the counter fields follow reserved2");
+  static_assert(offsetof(gpuprof_replay_config_v1, clock_control) == 88, "clock_control follows set");
+  const auto flag = [](std::uint32_t value) { return std::string(value != 0 ? "1" : "0"); };
+  const auto text = [](const char* value) {
+    return value != nullptr ? std::string(value, strnlen(value, GPUPROF_MAX_MESSAGE_BYTES)) : std::string();
+  };
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"replay_passes", std::to_string(config.passes)},
+      {"replay_kernel", text(config.kernel)},
+      {"replay_skip", std::to_string(config.skip)},
+      {"replay_count", std::to_string(config.count)},
+      {"replay_cache_control", config.flush_l2 != 0 ? "all" : "none"},
+      {"replay_restore", config.restore_full == 1   ? "full"
+                         : config.restore_full == 2 ? "exact"
+                                                    : "auto"},
+      {"replay_strict", flag(config.strict)}};
+  if (covers(&gpuprof_replay_config_v1::with_live_arrays)) {
+    fields.insert(fields.end(), {{"replay_printf_kernels", flag(config.printf_kernels)},
+                                 {"replay_malloc_kernels", flag(config.malloc_kernels)},
+                                 {"replay_with_live_arrays", flag(config.with_live_arrays)}});
+  }
+  if (covers(&gpuprof_replay_config_v1::set)) {
+    const std::string set = text(config.set);
+    fields.insert(fields.end(), {{"replay_metrics", text(config.metrics)},
+                                 {"replay_section", text(config.section)},
+                                 {"replay_set", set.empty() ? "none" : set}});
+  }
+  if (covers(&gpuprof_replay_config_v1::clock_control) && !text(config.clock_control).empty())
+    fields.emplace_back("replay_clock_control", text(config.clock_control));
+  if (config.kernel != nullptr &&
+      strnlen(config.kernel, GPUPROF_MAX_MESSAGE_BYTES) == GPUPROF_MAX_MESSAGE_BYTES) {
+    return {GPUPROF_ERROR_INVALID_ARGUMENT,
+            "kernel is longer than " + std::to_string(GPUPROF_MAX_MESSAGE_BYTES - 1) + " bytes"};
+  }
+  std::vector<NamedSetting> named;
+  for (const auto& [key, value] : fields) named.push_back({key, value});
+  return ConfigureReplaySettings(named, [&](const gpuprof_session_v1* table) -> CallResult {
     if (!Has(table, &gpuprof_session_v1::configure_replay)) {
       return {GPUPROF_ERROR_NOT_STARTED,
               "the running session belongs to an older copy of libgpuprof.so that cannot configure replay"};
     }
     return Forwarded(table, table->configure_replay(&config));
-  }
-  return FromStatus(target.session->ConfigureReplay(options, config.flush_l2 != 0));
+  });
 }
 
 CallResult ProcessSession::RecordTorchOp(const gpuprof_torch_op_v1& op) {

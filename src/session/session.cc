@@ -379,14 +379,14 @@ class Session::Impl {
     std::lock_guard<std::recursive_mutex> lock(device_mu_);
     return device_ != nullptr ? device_->Correlation() : DeviceCollector::CorrelationFunctions{};
   }
-  Status ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2) {
+  Status ConfigureReplay(const ReplaySettings& settings) {
     std::lock_guard<std::recursive_mutex> lock(device_mu_);
     if (device_ == nullptr) {
       return FailedPreconditionError(
           "the session collects no device activity (no CUDA in this process, or "
           "device collection off): there is no kernel to replay");
     }
-    return device_->ConfigureReplay(options, flush_l2);
+    return device_->ConfigureReplay(settings);
   }
   std::uint64_t dropped_records() const noexcept {
     std::uint64_t n = box_ != nullptr ? box_->collector->dropped() : 0;
@@ -710,9 +710,7 @@ bool Session::has_device_collector() const noexcept { return impl_->has_device_c
 DeviceCollector::CorrelationFunctions Session::DeviceCorrelation() { return impl_->DeviceCorrelation(); }
 
 std::uint64_t NewRangeId() noexcept { return g_next_range_id.fetch_add(1, std::memory_order_relaxed); }
-Status Session::ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2) {
-  return impl_->ConfigureReplay(options, flush_l2);
-}
+Status Session::ConfigureReplay(const ReplaySettings& settings) { return impl_->ConfigureReplay(settings); }
 std::uint64_t Session::dropped_records() const noexcept { return impl_->dropped_records(); }
 std::size_t Session::buffered_records() const { return impl_->box()->collector->buffered(); }
 

@@ -129,7 +129,7 @@ class Session {
   DeviceCollector::CorrelationFunctions DeviceCorrelation();
   // Kernel replay chosen by the program (DeviceCollector::ConfigureReplay); FailedPrecondition
   // when the session collects no device activity.
-  Status ConfigureReplay(const replay::ReplayOptions& options, bool flush_l2);
+  Status ConfigureReplay(const ReplaySettings& settings);
   // Records the collector refused (cap, fork child, not running), and records the writer dropped.
   std::uint64_t dropped_records() const noexcept;
   // Records appended and not yet handed to the writer. Takes each producer thread's buffer lock in

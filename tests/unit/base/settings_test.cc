@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 
+#include "base/metric_name.h"
+
 namespace gpuprof::base {
 namespace {
 
@@ -79,6 +81,21 @@ TEST(SettingsTest, ChoicesListsAndChecksAreTheRowsOwn) {
   EXPECT_EQ(*ParseSettingText(Spec(SettingId::kReplayKernel), "regex:^gemm", "-k"), "regex:^gemm");
   EXPECT_THAT(ParseSettingText(Spec(SettingId::kWorkerName), "a/b", "x").status().message(),
               HasSubstr("a worker name is one directory-name component"));
+}
+
+// Issue 40: one metric-name grammar (base/metric_name.h) and one message, the --metrics row's and the
+// catalog's alike.
+TEST(SettingsTest, MetricsRowUsesTheOneMetricGrammarAndItsMessage) {
+  const SettingSpec& metrics = Spec(SettingId::kReplayMetrics);
+  for (std::string_view list :
+       {"dram__bytes_read.sum", "a__b,c__d.e.f", "", "dram bytes", "x__y,", "x__y..z"}) {
+    EXPECT_EQ(ParseSettingText(metrics, list, "--metrics").ok(), MetricListProblem(list).empty()) << list;
+  }
+  EXPECT_EQ(ParseSettingText(metrics, "dram__bytes_read.sum,dram bytes", "--metrics").status().message(),
+            "--metrics=\"dram__bytes_read.sum,dram bytes\": " + MetricListProblem("dram bytes"));
+  EXPECT_THAT(MetricListProblem("x__y,"), HasSubstr("an empty entry; expected a comma list"));
+  EXPECT_TRUE(IsMetricName("sm__maximum_warps_per_active_cycle_pct"));
+  EXPECT_FALSE(IsMetricName("regex:dram__.*"));
 }
 
 TEST(SettingsTest, TheTableAsJsonNamesEveryRow) {

@@ -15,6 +15,7 @@
 #include "cli/setting_options.h"
 #include "replay/metric_catalog.h"
 #include "session/config.h"
+#include "session/replay_settings.h"
 #include "session/session.h"
 #include "unit/session/session_test_util.h"
 
@@ -187,6 +188,7 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
   EXPECT_EQ(config->replay.flush_l2, expected[SettingId::kReplayCacheControl] == "all");
   EXPECT_EQ(replay::ClockControlName(replay.clock_control), expected[SettingId::kReplayClockControl]);
   EXPECT_EQ(config->replay.counter_range, expected[SettingId::kReplayCounterRange]);  // the counter backend's
+  EXPECT_EQ(replay::GraphReplayName(replay.graph_replay), expected[SettingId::kReplayGraph]);
   // The metrics: the set's sections, then --section's, then --metrics, each once (metric_catalog.h).
   StatusOr<std::vector<std::string>> metrics =
       replay::ExpandMetricRequest(expected[SettingId::kReplayMetrics], expected[SettingId::kReplaySection],
@@ -215,6 +217,32 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
                 ::testing::HasSubstr("\"" + std::string(spec.json_key) + "\": " + JsonValue(spec, value)))
         << spec.json_key;
   }
+}
+
+// The program's route (gpuprof.KernelReplay, gpuprof_configure_replay_settings_v1): every replay
+// setting named by its key reaches the session's replay settings as the table parses it, except the
+// three read only when the process starts, which are refused saying so.
+TEST(SettingWalkTest, EveryReplaySettingAProgramNamesReachesTheSessionsReplaySettings) {
+  TempDir dir;
+  int walked = 0;
+  for (const SettingSpec& spec : base::Settings()) {
+    if (spec.json_key.substr(0, 7) != "replay_") continue;
+    const std::string value = OtherValue(spec, dir);
+    const session::NamedSetting named[] = {{spec.json_key, value}};
+    StatusOr<session::ReplaySettings> settings =
+        session::ProgramReplaySettings(session::SessionConfig(), named);
+    if (spec.id == SettingId::kReplayFromScript || spec.id == SettingId::kReplayDeviceReserveMib) {
+      ASSERT_FALSE(settings.ok()) << spec.json_key;
+      EXPECT_THAT(settings.status().message(), ::testing::HasSubstr("fixed when the process starts"));
+      continue;
+    }
+    ASSERT_TRUE(settings.ok()) << spec.json_key << ": " << settings.status().ToString();
+    session::SessionConfig config;
+    config.replay = *settings;
+    EXPECT_EQ(session::SettingText(config, spec.id), value) << spec.json_key;
+    ++walked;
+  }
+  EXPECT_GE(walked, 17) << "every replay setting a program may set";
 }
 
 }  // namespace

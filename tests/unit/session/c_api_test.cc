@@ -409,7 +409,8 @@ TEST_F(GpuprofCApiTest, ReplayConfigurationIsCheckedThenDeclinedWithoutDeviceCol
   config.size = sizeof(config);
   config.passes = 0;
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_INVALID_ARGUMENT);
-  EXPECT_THAT(gpuprof_last_error(), HasSubstr("passes is 0"));
+  EXPECT_THAT(gpuprof_last_error(),
+              HasSubstr("replay_passes=0: the replay passes must be an integer from 2 to 1000"));
   config.passes = 3;
   config.kernel = "regex:(";
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_INVALID_ARGUMENT);
@@ -418,19 +419,20 @@ TEST_F(GpuprofCApiTest, ReplayConfigurationIsCheckedThenDeclinedWithoutDeviceCol
   // Issue 19's appended fields: checked against the catalog; a caller's shorter struct has none.
   config.section = "SpeedOfDark";
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_INVALID_ARGUMENT);
-  EXPECT_THAT(gpuprof_last_error(), HasSubstr("unknown section \"SpeedOfDark\""));
+  EXPECT_THAT(gpuprof_last_error(),
+              HasSubstr("replay_section=\"SpeedOfDark\": unknown entry \"SpeedOfDark\""));
   config.size = offsetof(gpuprof_replay_config_v1, reserved2);
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_NOT_STARTED) << "the section is not read";
   config.size = sizeof(config);
   config.section = "SpeedOfLight";
   config.set = "detailed";
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_INVALID_ARGUMENT);
-  EXPECT_THAT(gpuprof_last_error(), HasSubstr("unknown set \"detailed\""));
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("replay_set=\"detailed\": expected one of none, basic, full"));
   config.set = "basic";
   config.metrics = "dram__bytes_read.sum";
   config.clock_control = "locked";
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_INVALID_ARGUMENT);
-  EXPECT_THAT(gpuprof_last_error(), HasSubstr("clock_control is 'locked'; expected one of none, base"));
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("replay_clock_control=\"locked\": expected one of none, base"));
   config.size = offsetof(gpuprof_replay_config_v1, clock_control);
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_NOT_STARTED) << "clock_control is not read";
   config.size = sizeof(config);
@@ -438,6 +440,26 @@ TEST_F(GpuprofCApiTest, ReplayConfigurationIsCheckedThenDeclinedWithoutDeviceCol
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_NOT_STARTED) << "no session";
   ASSERT_EQ(gpuprof_start("{\"device\": false}"), GPUPROF_OK) << gpuprof_last_error();
   EXPECT_EQ(gpuprof_configure_replay_v1(&config), GPUPROF_ERROR_NOT_STARTED);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("no kernel to replay"));
+  ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
+}
+
+// Issue 40: replay settings by name, each parsed by the settings table (its messages), graph replay
+// and the counter range among them.
+TEST_F(GpuprofCApiTest, ReplaySettingsByNameAreTheTablesThenDeclinedWithoutDeviceCollection) {
+  const char* keys[] = {"replay_graph", "replay_counter_range", "replay_passes"};
+  const char* values[] = {"graph", "user", "3"};
+  EXPECT_EQ(gpuprof_configure_replay_settings_v1(nullptr, values, 1), GPUPROF_ERROR_INVALID_ARGUMENT);
+  const char* bad_key[] = {"replay_grpah"};
+  EXPECT_EQ(gpuprof_configure_replay_settings_v1(bad_key, values, 1), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(),
+              HasSubstr("no setting has the key \"replay_grpah\"; did you mean replay_graph?"));
+  const char* bad_value[] = {"graphs"};
+  EXPECT_EQ(gpuprof_configure_replay_settings_v1(keys, bad_value, 1), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("replay_graph=\"graphs\": expected one of off, graph, node"));
+  EXPECT_EQ(gpuprof_configure_replay_settings_v1(keys, values, 3), GPUPROF_ERROR_NOT_STARTED) << "no session";
+  ASSERT_EQ(gpuprof_start("{\"device\": false}"), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_configure_replay_settings_v1(keys, values, 3), GPUPROF_ERROR_NOT_STARTED);
   EXPECT_THAT(gpuprof_last_error(), HasSubstr("no kernel to replay"));
   ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
 }

@@ -237,12 +237,12 @@ TEST_F(CuptiDeviceCollectorTest, CudaTraceLaunchesTurnsOnTheLaunchCallbacksAndKe
 // gpuprof.profile(kernel_replay=...) reaches the collector; without `gpuprof replay --from-script`
 // it is declined with how to start the program instead.
 TEST_F(CuptiDeviceCollectorTest, ReplayFromTheProgramIsDeclinedWithHowToStartUnlessArmed) {
-  replay::ReplayOptions options;
+  ReplaySettings options = SessionConfig().replay;
   options.passes = 3;
   {
     auto session = Start("injection");
     ASSERT_NE(session, nullptr);
-    Status declined = session->ConfigureReplay(options, true);
+    Status declined = session->ConfigureReplay(options);
     EXPECT_EQ(declined.code(), StatusCode::kFailedPrecondition);
     EXPECT_THAT(declined.message(), HasSubstr("started by `gpuprof run`"));
     EXPECT_THAT(declined.message(), HasSubstr("gpuprof replay --from-script -- COMMAND"));
@@ -264,7 +264,7 @@ TEST_F(CuptiDeviceCollectorTest, ReplayFromTheProgramIsDeclinedWithHowToStartUnl
   {
     auto session = restart("GPUPROF_REPLAY_PASSES");
     ASSERT_NE(session, nullptr);
-    Status declined = session->ConfigureReplay(options, true);
+    Status declined = session->ConfigureReplay(options);
     EXPECT_EQ(declined.code(), StatusCode::kFailedPrecondition);
     EXPECT_THAT(declined.message(), HasSubstr("command line's replay settings are in force"));
     ASSERT_TRUE(session->Stop().ok());
@@ -273,7 +273,7 @@ TEST_F(CuptiDeviceCollectorTest, ReplayFromTheProgramIsDeclinedWithHowToStartUnl
     auto session = restart("GPUPROF_REPLAY_FROM_SCRIPT");
     ASSERT_NE(session, nullptr);
     EXPECT_TRUE(fake_->enabled_domains.contains(CUPTI_CB_DOMAIN_DRIVER_API)) << "armed: launches are watched";
-    Status configured = session->ConfigureReplay(options, true);
+    Status configured = session->ConfigureReplay(options);
     // Here no CUDA device can be set up (no driver); on a GPU it succeeds (GpuRunTest).
     EXPECT_NE(configured.code(), StatusCode::kFailedPrecondition) << configured.ToString();
     ASSERT_TRUE(session->Stop().ok());

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "session/config.h"
 #include "session/device_collector.h"
 
 namespace gpuprof::session::testing {
@@ -22,6 +23,7 @@ struct FakeDeviceState {
   std::vector<std::pair<std::int32_t, std::string>> devices;
   // Runs inside Flush (e.g. to deliver a last record, or to fire the teardown hook re-entrantly).
   std::function<void()> on_flush;
+  std::vector<ReplaySettings> replays;  // each ConfigureReplay's settings, in order
 
   void Note(const std::string& call) {
     std::lock_guard<std::mutex> lock(mu);
@@ -52,6 +54,12 @@ class FakeDeviceCollector final : public DeviceCollector {
     if (state_->on_flush) state_->on_flush();
   }
   void Stop() override { state_->Note("Stop"); }
+  Status ConfigureReplay(const ReplaySettings& settings) override {
+    state_->Note("ConfigureReplay");
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->replays.push_back(settings);
+    return OkStatus();
+  }
 
  private:
   std::shared_ptr<FakeDeviceState> state_;

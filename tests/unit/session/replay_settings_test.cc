@@ -1,0 +1,98 @@
+// The replay settings a program sets by name (session/replay_settings.h): parsed by the settings
+// table on top of the process's own, and carried down the session's one replay path to the device
+// collector, whose ReplayOptionsFrom is what the replay controller gets. Issue 40: the first C API's
+// struct had no field for graph replay or the counter range, so a program could not ask for them.
+#include "session/replay_settings.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "base/settings.h"
+#include "session/session.h"
+#include "unit/session/fake_device_collector.h"
+#include "unit/session/session_test_util.h"
+
+namespace gpuprof::session {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+StatusOr<ReplaySettings> Named(std::vector<NamedSetting> named,
+                               const SessionConfig& process = SessionConfig()) {
+  return ProgramReplaySettings(process, named);
+}
+
+TEST(ProgramReplaySettingsTest, GraphReplayAndCounterSettingsReachTheDeviceCollectorAndTheEnginesOptions) {
+  StatusOr<ReplaySettings> settings = Named({{"replay_graph", "graph"},
+                                             {"replay_counter_range", "USER"},
+                                             {"replay_metrics", "dram__bytes_read.sum"},
+                                             {"replay_passes", "3"},
+                                             {"replay_cache_control", "none"}});
+  ASSERT_TRUE(settings.ok()) << settings.status().ToString();
+  EXPECT_EQ(settings->graph_replay, replay::GraphReplay::kGraph);
+  EXPECT_EQ(settings->counter_range, "user") << "the row's canonical form";
+
+  // Down the session's replay path, as gpuprof_configure_replay_settings_v1 sends it.
+  testing::TempDir dir;
+  SessionConfig config;
+  config.output_dir = dir / "out";
+  config.rank = 0;
+  auto state = std::make_shared<testing::FakeDeviceState>();
+  StatusOr<std::unique_ptr<Session>> session =
+      Session::Start(config, {.device_factory = testing::FakeFactory(state)});
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  ASSERT_TRUE((*session)->ConfigureReplay(*settings).ok());
+  ASSERT_EQ(state->replays.size(), 1u);
+  const ReplaySettings& reached = state->replays.front();
+  EXPECT_EQ(reached.counter_range, "user") << "the counter backend's range (CuptiDeviceCollector)";
+  EXPECT_FALSE(reached.flush_l2);
+  const replay::ReplayOptions options = ReplayOptionsFrom(reached);  // what the controller gets
+  EXPECT_EQ(options.graph_replay, replay::GraphReplay::kGraph);
+  EXPECT_EQ(options.passes, 3);
+  EXPECT_THAT(options.metrics, ElementsAre("dram__bytes_read.sum"));
+  ASSERT_TRUE((*session)->Stop().ok());
+}
+
+TEST(ProgramReplaySettingsTest, UnnamedSettingsKeepTheProcesssOwnAndPassesOnePauses) {
+  SessionConfig process;
+  ASSERT_TRUE(SetSetting(process, base::SettingId::kReplayGraph, "node", "--graph-replay").ok());
+  ASSERT_TRUE(SetSetting(process, base::SettingId::kReplayStorage, "pinned", "--storage").ok());
+  StatusOr<ReplaySettings> settings = Named({{"replay_kernel", "regex:gemm"}}, process);
+  ASSERT_TRUE(settings.ok()) << settings.status().ToString();
+  EXPECT_EQ(settings->graph_replay, replay::GraphReplay::kNode) << "gpuprof replay --graph-replay node";
+  EXPECT_EQ(settings->storage, replay::SnapshotStorage::kPinnedHost);
+  EXPECT_EQ(settings->kernel, "regex:gemm");
+
+  StatusOr<ReplaySettings> paused = Named({{"replay_passes", "1"}});
+  ASSERT_TRUE(paused.ok()) << paused.status().ToString();
+  EXPECT_EQ(paused->passes, 1);
+  EXPECT_TRUE(Named({}).ok()) << "nothing named: the process's own settings";
+}
+
+TEST(ProgramReplaySettingsTest, ABadNameOrValueGetsTheSettingsTablesMessage) {
+  const auto message = [](std::vector<NamedSetting> named) {
+    StatusOr<ReplaySettings> settings = Named(std::move(named));
+    EXPECT_EQ(settings.status().code(), StatusCode::kInvalidArgument);
+    return std::string(settings.status().message());
+  };
+  EXPECT_EQ(message({{"replay_grpah", "graph"}}),
+            "no setting has the key \"replay_grpah\"; did you mean replay_graph?");
+  EXPECT_EQ(message({{"replay_graph", "graphs"}}),
+            "replay_graph=\"graphs\": expected one of off, graph, node");
+  EXPECT_THAT(message({{"replay_metrics", "dram bytes"}}),
+              HasSubstr("replay_metrics=\"dram bytes\": \"dram bytes\" is not a metric name"));
+  EXPECT_THAT(message({{"replay_passes", "0"}}),
+              HasSubstr("replay_passes=0: the replay passes must be an integer"));
+  EXPECT_EQ(
+      message({{"replay_device_reserve_mib", "64"}}),
+      "replay_device_reserve_mib is fixed when the process starts: give `gpuprof replay --device-reserve`");
+  EXPECT_THAT(message({{"replay_from_script", "1"}}), HasSubstr("fixed when the process starts"));
+  EXPECT_THAT(message({{"output_dir", "/tmp"}}), HasSubstr("output_dir is not a replay setting"));
+  EXPECT_THAT(message({{"replay_skip", "1"}, {"replay_skip", "2"}}), HasSubstr("replay_skip is given twice"));
+}
+
+}  // namespace
+}  // namespace gpuprof::session
