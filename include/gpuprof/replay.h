@@ -157,6 +157,33 @@ constexpr std::string_view ReplayModeName(ReplayMode mode) noexcept {
   return "unknown";
 }
 
+// What delimits a replayed range (W1): cudaProfilerStart/Stop (Nsight Compute's default), an
+// NVTX range named by --nvtx-include, or one training step (optimizer step to optimizer step, the
+// boundary `gpuprof run` counts).
+enum class RangeDelimiter : std::uint8_t {
+  kProfilerApi,
+  kNvtx,
+  kStep,
+};
+constexpr std::string_view RangeDelimiterName(RangeDelimiter delimiter) noexcept {
+  switch (delimiter) {
+    case RangeDelimiter::kProfilerApi: return "profiler";
+    case RangeDelimiter::kNvtx: return "nvtx";
+    case RangeDelimiter::kStep: return "step";
+  }
+  return "unknown";
+}
+// Parses "profiler" / "nvtx" / "step"; false on anything else.
+constexpr bool ParseRangeDelimiter(std::string_view text, RangeDelimiter* out) noexcept {
+  for (RangeDelimiter d : {RangeDelimiter::kProfilerApi, RangeDelimiter::kNvtx, RangeDelimiter::kStep}) {
+    if (text == RangeDelimiterName(d)) {
+      *out = d;
+      return true;
+    }
+  }
+  return false;
+}
+
 // Which launches are replayed (Nsight Compute's -k / -s / -c, rule C4).
 struct KernelSelector {
   std::string name;         // empty: every kernel; "regex:PATTERN": ECMAScript regex search;
@@ -196,6 +223,8 @@ struct ReplayOptions {
   // outside ranges run unreplayed. A range with more operations or captured host bytes than these
   // caps is declined whole.
   bool range_replay = false;
+  RangeDelimiter range_delimiter = RangeDelimiter::kProfilerApi;
+  std::string range_nvtx_name;  // kNvtx: the NVTX range (push/pop or start/end) named so
   std::uint64_t max_range_operations = std::uint64_t{1} << 20;
   std::uint64_t max_range_host_bytes = std::uint64_t{1} << 30;
   // Whether the command offers --graph-replay (GPUPROF_REPLAY_GRAPH): a declined graph launch's

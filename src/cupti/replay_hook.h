@@ -101,6 +101,9 @@ class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
   // already replaying finish under the old ones. InvalidArgument for bad options, Unavailable
   // when no CUDA device could be set up. Thread-safe.
   Status Configure(const replay::ReplayOptions& options, bool flush_l2) noexcept;
+  // Range replay by training step (RangeDelimiter::kStep, W1): the step that ran on the current
+  // context's device ends (its range is replayed) and the next one begins. Thread-safe.
+  void StepBoundary() noexcept;
 
  private:
   bool EnsureDevices() noexcept;
