@@ -37,9 +37,11 @@ class ReplayDevices {
   device::cuda::CudaDevice* DeviceOf(CUcontext context) noexcept;
   // A module unload starts: no later snapshot on any device may read its variables.
   void UnregisterModule(std::uint32_t module_id) noexcept;
+  // The device of the calling thread's current context (driver calls: call under
+  // ScopedInternalWork); null when none is current or it is not one of this process's devices.
+  device::cuda::CudaDevice* DeviceOfCurrentContext() noexcept;
 
  private:
-  device::cuda::CudaDevice* DeviceOfCurrentContext() noexcept;
 
   const device::cuda::CudaDeviceOptions options_;
   const device::cuda::CudaDriver* driver_ = nullptr;  // set by Open

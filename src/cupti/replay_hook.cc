@@ -603,7 +603,11 @@ void CudaReplayHook::StepBoundary() noexcept {
       controller_->options().range_delimiter != replay::RangeDelimiter::kStep) {
     return;
   }
-  CudaDevice* device = devices_.DeviceOfCurrentContext();
+  CudaDevice* device = nullptr;
+  {
+    ScopedInternalWork internal;
+    device = devices_.DeviceOfCurrentContext();
+  }
   if (device == nullptr) return;
   controller_->EndRange(device->ordinal());
   controller_->BeginRange(device->ordinal());
