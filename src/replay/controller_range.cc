@@ -26,9 +26,9 @@ void Controller::BeginRange(int device) {
 void Controller::EndRange(int device) {
   device::Device* target = DeviceAt(device);
   if (target == nullptr || !range_->Recording(device)) return;
-  range_->End(
-      {*target, *snapshots_[static_cast<std::size_t>(device)], windows_[static_cast<std::size_t>(device)]},
-      CurrentPlan().options, [this](const ReplayRecord& record) { Publish(record); });
+  range_->End({*target, *snapshots_[static_cast<std::size_t>(device)],
+               windows_[static_cast<std::size_t>(device)], &counters_},
+              CurrentPlan().options, [this](const ReplayRecord& record) { Publish(record); });
 }
 
 bool Controller::RangeRecording(int device) const noexcept { return range_->Recording(device); }

@@ -4,7 +4,8 @@
 // CUPTI's Profiler Host API for the configuration and evaluation, and the Range Profiler in user
 // replay mode, so the controller's own passes are the passes CUPTI asks for.
 //
-// How the controller drives one replayed launch (after its timing passes):
+// How the controller drives one replayed launch (after its timing passes; a replayed range the
+// same way through BeginRange and FinishPerLaunch, the whole range in each pass):
 //
 //   plan = backend.Plan(device, metrics)          // once per (device, metric list); cached
 //   collection = backend.Begin(device, metrics)
@@ -55,6 +56,11 @@ class CounterCollection {
   virtual StatusOr<bool> EndPass() = 0;
   // Decodes and evaluates: one value per metric of the list, in its order.
   virtual StatusOr<std::vector<MetricValue>> Finish() = 0;
+  // A range's collection (CounterBackend::BeginRange): one value list per launch of the range, in
+  // launch order, each as Finish's.
+  virtual StatusOr<std::vector<std::vector<MetricValue>>> FinishPerLaunch() {
+    return UnimplementedError("this collection counts one launch");
+  }
 };
 
 class CounterBackend {
@@ -66,6 +72,17 @@ class CounterBackend {
   // Starts one launch's collection of `metrics`, planned before.
   virtual StatusOr<std::unique_ptr<CounterCollection>> Begin(int device,
                                                              const std::vector<std::string>& metrics) = 0;
+  // Range replay (W7): one collection for a whole range of `launches` launches, each counted on its
+  // own: every counter pass is BeginPass, the range re-issued, EndPass; FinishPerLaunch decodes
+  // once for the whole range.
+  virtual StatusOr<std::unique_ptr<CounterCollection>> BeginRange(int device,
+                                                                  const std::vector<std::string>& metrics,
+                                                                  std::uint32_t launches) {
+    static_cast<void>(device);
+    static_cast<void>(metrics);
+    static_cast<void>(launches);
+    return UnimplementedError("this counter backend counts one launch at a time, not a range");
+  }
   // Every metric the device supports.
   virtual StatusOr<std::vector<MetricInfo>> ListMetrics(int device) = 0;
   // No collection is coming soon (the selector is exhausted, replay was reconfigured, a context

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "base/synchronized.h"
 #include "device/device.h"
@@ -42,6 +43,16 @@ class CounterPasses {
   // restore or pass that fails stops the replay: record's decline is set and logged.
   void Run(ReplayRecord& record, device::LaunchExecutor& executor, const ReplayOptions& options,
            const ReplayUnit& unit, const RestoreInputs& restore_inputs);
+
+  // Range replay (W7), after the range's timing passes: each counter pass restores the range's
+  // inputs (`restore`: false when it failed) and re-issues the whole range (`reissue`) between
+  // BeginPass and EndPass; one decode gives every launch its metrics. records[i] is launch i's,
+  // shapes[i] its shape for launch__* metrics. False when a restore or a pass failed (`failure`
+  // says which; the records' metrics stay empty).
+  bool RunRange(std::vector<ReplayRecord>& records, int device, const ReplayOptions& options,
+                const std::vector<StatusOr<device::LaunchShape>>& shapes,
+                const std::function<bool()>& restore, const std::function<Status(int pass)>& reissue,
+                std::string* failure);
 
  private:
   // False when a restore or a pass failed and the replay must stop (record's decline set).

@@ -5,6 +5,7 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "replay/counter_passes.h"
 #include "replay/snapshot.h"
 
 namespace gpuprof::replay {
@@ -329,6 +330,24 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
       launch_passes[i].push_back(pass);
     }
   }
+  // W7: counter passes over the whole range (one Start/Stop each), one decode for every launch.
+  std::vector<ReplayRecord> counted(range.launches);
+  if (stopped.empty() && !options.metrics.empty() && access.counters != nullptr) {
+    std::vector<StatusOr<device::LaunchShape>> shapes(range.launches, UnimplementedError("no launch"));
+    for (const RangeOp& op : range.ops) {
+      if (op.kind != RangeOpKind::kLaunch) continue;
+      shapes[op.launch_index] = op.launch->shape();
+      counted[op.launch_index].device = record.device;
+      counted[op.launch_index].kernel_name = op.launch->kernel_name();
+    }
+    auto restore = [&] { return snapshot.Restore(inventory_, options.restore, nullptr).regions_failed == 0; };
+    auto run = [&](int pass) { return access.device.ReissueRange(range.ops, pass, reissue).status(); };
+    std::string failure;
+    if (!access.counters->RunRange(counted, record.device, options, shapes, restore, run, &failure)) {
+      stopped = failure;
+      record.decline_reason = DeclineReason::kLaunchFailed;
+    }
+  }
   // W4: memory as the application's own execution left it, whatever the passes did.
   RestoreStats final_restore = snapshot.Restore(inventory_, options.restore, nullptr);
   Status put_back = final_restore.regions_failed > 0 ? InternalError("the restore after the last pass failed")
@@ -363,6 +382,9 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
     launch.kernel_name = op.launch->kernel_name();
     launch.range_launch = index;
     launch.passes = std::move(launch_passes[op.launch_index]);
+    launch.metrics = std::move(counted[op.launch_index].metrics);
+    launch.counter_passes = counted[op.launch_index].counter_passes;
+    launch.counter_status = std::move(counted[op.launch_index].counter_status);
     // The range's cost is carried once, by its first launch.
     launch.replay_ns = index == 0 ? replay_ns : 0;
     publish(launch);

@@ -8,7 +8,8 @@
 // records and waits. End drains and, unless something in the range could not be repeated
 // faithfully (W5: the range is then declined whole, one record with the reason), keeps what the
 // application's execution wrote, runs passes 2..N (restore, re-issue through Device::ReissueRange,
-// W4), checks determinism over the range's output (B6), and puts back exactly what the
+// W4), then with metrics the counter passes over the whole range (W7), checks determinism over the
+// range's output (B6), and puts back exactly what the
 // application's own execution left. Each launch gets one record with one pass row per pass (W6).
 //
 // The controller owns one RangeReplay and hands it the device's window, snapshot and record sink;
@@ -37,6 +38,7 @@
 
 namespace gpuprof::replay {
 
+class CounterPasses;
 class Snapshot;
 
 // Why a launch may not be part of a replayed range (the controller's per-launch rules).
@@ -49,6 +51,7 @@ class RangeReplay {
     device::Device& device;
     Snapshot& snapshot;
     std::shared_mutex& window;
+    CounterPasses* counters = nullptr;  // with options.metrics: the counter passes (W7)
   };
 
   RangeReplay(Inventory& inventory, std::size_t device_count);

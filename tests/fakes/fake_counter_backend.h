@@ -34,6 +34,7 @@ class FakeCounterBackend final : public replay::CounterBackend {
   int end_passes = 0;
   int finishes = 0;
   int idles = 0;
+  int range_begins = 0;
 
   void Idle() noexcept override { ++idles; }
 
@@ -61,6 +62,17 @@ class FakeCounterBackend final : public replay::CounterBackend {
     if (!plan.ok()) return plan.status();
     return std::unique_ptr<replay::CounterCollection>(
         std::make_unique<Collection>(*this, names, plan->passes + extra_passes));
+  }
+
+  // A range's values: each launch's is the metric's value plus its launch index.
+  StatusOr<std::unique_ptr<replay::CounterCollection>> BeginRange(int device,
+                                                                  const std::vector<std::string>& names,
+                                                                  std::uint32_t launches) override {
+    ++range_begins;
+    StatusOr<std::unique_ptr<replay::CounterCollection>> collection = Begin(device, names);
+    --begins;
+    if (collection.ok()) static_cast<Collection&>(**collection).launches_ = launches;
+    return collection;
   }
 
   StatusOr<std::vector<replay::MetricInfo>> ListMetrics(int device) override {
@@ -91,6 +103,19 @@ class FakeCounterBackend final : public replay::CounterBackend {
       for (const std::string& name : names_) values.push_back({name, "", backend_.metrics.at(name).value, 0});
       return values;
     }
+
+    StatusOr<std::vector<std::vector<replay::MetricValue>>> FinishPerLaunch() override {
+      ++backend_.finishes;
+      if (!backend_.finish_error.ok()) return backend_.finish_error;
+      std::vector<std::vector<replay::MetricValue>> values(launches_);
+      for (std::uint32_t i = 0; i < launches_; ++i) {
+        for (const std::string& name : names_) {
+          values[i].push_back({name, "", backend_.metrics.at(name).value + i, 0});
+        }
+      }
+      return values;
+    }
+    std::uint32_t launches_ = 0;
 
    private:
     FakeCounterBackend& backend_;

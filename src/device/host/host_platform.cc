@@ -125,7 +125,8 @@ class HostLaunchExecutor final : public LaunchExecutor {
 
   StatusOr<std::shared_ptr<const RecordedLaunch>> RecordForRange() override {
     if (recorded_ == nullptr)
-      recorded_ = std::make_shared<HostRecordedLaunch>(kernels_.front().name, Bodies());
+      recorded_ =
+          std::make_shared<HostRecordedLaunch>(kernels_.front().name, Bodies(), kernels_.front().shape);
     return std::shared_ptr<const RecordedLaunch>(recorded_);
   }
 

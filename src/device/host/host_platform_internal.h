@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -218,8 +219,14 @@ struct HostEvent {
 class HostRecordedLaunch final : public RecordedLaunch {
  public:
   using BodyList = std::vector<std::function<void(const KernelContext&)>>;
-  HostRecordedLaunch(std::string name, std::shared_ptr<const BodyList> bodies)
-      : name_(std::move(name)), bodies_(std::move(bodies)) {}
+  HostRecordedLaunch(std::string name, std::shared_ptr<const BodyList> bodies,
+                     std::optional<LaunchShape> shape)
+      : name_(std::move(name)), bodies_(std::move(bodies)), shape_(std::move(shape)) {}
+  StatusOr<LaunchShape> shape() const override {
+    if (!shape_.has_value())
+      return UnimplementedError("host kernel '" + name_ + "' was launched without a shape");
+    return *shape_;
+  }
   const std::string& kernel_name() const noexcept override { return name_; }
   std::uint64_t original_duration_ns() const noexcept override {
     return original_ns_.load(std::memory_order_acquire);
@@ -234,6 +241,7 @@ class HostRecordedLaunch final : public RecordedLaunch {
  private:
   std::string name_;
   std::shared_ptr<const BodyList> bodies_;
+  std::optional<LaunchShape> shape_;
   std::atomic<std::uint64_t> original_ns_{0};
 };
 

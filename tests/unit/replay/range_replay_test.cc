@@ -22,6 +22,7 @@
 
 #include "base/hash.h"
 #include "device/host/host_platform.h"
+#include "fakes/fake_counter_backend.h"
 #include "fakes/replay_rig.h"
 #include "gpuprof/replay.h"
 
@@ -264,6 +265,66 @@ TEST(RangeReplayTest, EachDeclineReasonDeclinesTheWholeRangeWhichRunsOnce) {
     for (std::uint64_t seed = 1; seed <= 10; ++seed)
       CheckProgram(Program{.seed = seed, .passes = 3, .spoiler = spoiler});
   }
+}
+
+TEST(RangeReplayTest, CountersOverARangeTakeOneStartStopPerPassForTheWholeRangeAndCountEachLaunch) {
+  testing::ReplayRig rig(device::host::HostPlatformOptions{.device_count = 1});
+  HostPlatform& platform = rig.platform();
+  auto backend = std::make_shared<testing::FakeCounterBackend>();
+  backend->metrics["fake__a.sum"] = {"inst", 1, 10};
+  backend->metrics["fake__b.sum"] = {"byte", 2, 20};  // the list needs 3 passes
+  ReplayOptions options;
+  options.passes = 2;
+  options.range_replay = true;
+  options.metrics = {"fake__a.sum", "launch__grid_size", "fake__b.sum"};
+  Controller& controller = rig.Configure(options);
+  controller.SetCounterBackend(backend);
+  const DevicePtr buffer = *platform.Malloc(0, 64);
+  std::vector<std::uint8_t> zeros(64, 0);
+  ASSERT_TRUE(platform.Memcpy(buffer, Ptr(zeros.data()), zeros.size()).ok());
+  constexpr int kLaunches = 5;
+  std::vector<int> runs(kLaunches, 0);
+  controller.BeginRange(0);
+  for (int i = 0; i < kLaunches; ++i) {
+    Kernel kernel;
+    kernel.name = "bump" + std::to_string(i);
+    kernel.shape = device::LaunchShape{.grid = {static_cast<std::uint32_t>(i + 1), 2, 1}};
+    kernel.body = [&runs, i, buffer](const KernelContext&) {
+      ++runs[static_cast<std::size_t>(i)];
+      ++static_cast<std::uint8_t*>(Host(buffer))[i];  // in place: every pass must start from the same bytes
+    };
+    ASSERT_TRUE(platform.Launch(platform.DefaultStream(0), kernel).ok());
+  }
+  controller.EndRange(0);
+  // One collection for the range, one Start/Stop per counter pass, one decode: not per launch.
+  EXPECT_EQ(backend->range_begins, 1);
+  EXPECT_EQ(backend->begins, 0);
+  EXPECT_EQ(backend->begin_passes, 3);
+  EXPECT_EQ(backend->end_passes, 3);
+  EXPECT_EQ(backend->finishes, 1);
+  const std::vector<ReplayRecord> records = controller.records();
+  ASSERT_EQ(records.size(), static_cast<std::size_t>(kLaunches));
+  for (int i = 0; i < kLaunches; ++i) {
+    const ReplayRecord& record = records[static_cast<std::size_t>(i)];
+    SCOPED_TRACE(record.kernel_name);
+    EXPECT_TRUE(record.replayed) << record.decline_detail;
+    EXPECT_TRUE(record.deterministic);
+    EXPECT_EQ(record.counter_passes, 3);
+    EXPECT_EQ(record.counter_status, "");
+    ASSERT_EQ(record.metrics.size(), 3u);  // in the order asked, each launch its own values
+    EXPECT_EQ(record.metrics[0].name, "fake__a.sum");
+    EXPECT_EQ(record.metrics[0].value, 10 + i);
+    EXPECT_EQ(record.metrics[0].passes, 1);
+    EXPECT_EQ(record.metrics[1].name, "launch__grid_size");
+    EXPECT_EQ(record.metrics[1].value, 2 * (i + 1));
+    EXPECT_EQ(record.metrics[2].name, "fake__b.sum");
+    EXPECT_EQ(record.metrics[2].value, 20 + i);
+    EXPECT_EQ(record.metrics[2].unit, "byte");
+    EXPECT_EQ(runs[static_cast<std::size_t>(i)], 1 + 1 + 3);  // its own run, pass 2, three counter passes
+  }
+  std::vector<std::uint8_t> after(64);
+  ASSERT_TRUE(platform.Memcpy(Ptr(after.data()), buffer, after.size()).ok());
+  for (int i = 0; i < kLaunches; ++i) EXPECT_EQ(after[static_cast<std::size_t>(i)], 1) << "byte " << i;
 }
 
 }  // namespace
