@@ -329,6 +329,22 @@ StatusOr<replay::CounterPlan> RangeProfilerBackend::Plan(int device,
 
 StatusOr<std::unique_ptr<replay::CounterCollection>> RangeProfilerBackend::Begin(
     int device, const std::vector<std::string>& metrics) {
+  return StartOn(device, metrics, 1);
+}
+
+StatusOr<std::unique_ptr<replay::CounterCollection>> RangeProfilerBackend::BeginRange(
+    int device, const std::vector<std::string>& metrics, std::uint32_t launches) {
+  if (launches == 0) return InvalidArgumentError("a range without launches has nothing to count");
+  if (options_.range != CounterRange::kAuto) {
+    return FailedPreconditionError(
+        "--counter-range user measures one range per pass; range replay counts each launch in its own "
+        "auto range: leave --counter-range at auto");
+  }
+  return StartOn(device, metrics, launches);
+}
+
+StatusOr<std::unique_ptr<replay::CounterCollection>> RangeProfilerBackend::StartOn(
+    int device, const std::vector<std::string>& metrics, std::uint32_t ranges) {
   try {
     GPUPROF_ASSIGN_OR_RETURN(std::shared_ptr<const CachedPlan> plan, PlanFor(device, metrics));
     if (!options_.context_of) return FailedPreconditionError("counter collection needs the launch's context");
@@ -360,7 +376,7 @@ StatusOr<std::unique_ptr<replay::CounterCollection>> RangeProfilerBackend::Begin
     }
     // From here the collection owns the profiler: a failure below hands it back, disabled.
     return StartCollection(api_, *this, std::move(plan), std::move(profiler), options_.range,
-                           options_.hold_off_kernel_activity);
+                           options_.hold_off_kernel_activity, ranges);
   } catch (const std::exception& e) {
     return InternalError(std::string("starting counter collection: ") + e.what());
   }

@@ -19,6 +19,10 @@
 // for --set basic, bench/counter_floor); there, the application's launch rate (4.03 -> 4.24 us) and
 // the overlap of two streams (15.4 ms both ways) did not change while it was enabled.
 //
+// Range replay (W7, BeginRange): the same collection sized and configured for N auto ranges
+// (maxNumOfRanges = maxRangesPerPass = the range's launches), each counter pass Start, the range
+// re-issued, Stop; one DecodeData and one evaluation per launch (range index = launch index).
+//
 // Auto range (default) makes range 0 the first kernel after Start: the replayed kernel. The cache
 // flush before it (a memset) is not a kernel and is not measured; its dirty lines are written back
 // during the kernel, up to one L2 of dram__bytes_write. User range (--counter-range user)
@@ -107,6 +111,10 @@ class RangeProfilerBackend final : public replay::CounterBackend {
   StatusOr<replay::CounterPlan> Plan(int device, const std::vector<std::string>& metrics) override;
   StatusOr<std::unique_ptr<replay::CounterCollection>> Begin(
       int device, const std::vector<std::string>& metrics) override;
+  // Range replay (W7): maxRangesPerPass = `launches`, one auto range per launch.
+  StatusOr<std::unique_ptr<replay::CounterCollection>> BeginRange(int device,
+                                                                  const std::vector<std::string>& metrics,
+                                                                  std::uint32_t launches) override;
   StatusOr<std::vector<replay::MetricInfo>> ListMetrics(int device) override;
   // Disables every context's kept profiler (one still collecting is disabled when it ends).
   void Idle() noexcept override;
@@ -143,6 +151,10 @@ class RangeProfilerBackend final : public replay::CounterBackend {
                    std::vector<std::uint8_t>& image, int& passes);
   Status Fail(CUptiResult result, std::string_view call, std::string_view context = {});
   Status Disable(ContextProfiler& profiler) noexcept;
+  // A collection of `ranges` auto ranges (1: one launch).
+  StatusOr<std::unique_ptr<replay::CounterCollection>> StartOn(int device,
+                                                               const std::vector<std::string>& metrics,
+                                                               std::uint32_t ranges);
 
   std::shared_ptr<CuptiApi> api_;
   RangeProfilerOptions options_;

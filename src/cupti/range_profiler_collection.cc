@@ -15,10 +15,9 @@ std::vector<const char*> CStrings(const std::vector<std::string>& names) {
   return out;
 }
 
-StatusOr<std::vector<replay::MetricValue>> EvaluateFirstRange(CuptiApi& api,
-                                                              const RangeProfilerBackend::CachedPlan& plan,
-                                                              std::span<const std::uint8_t> image,
-                                                              int passes) {
+StatusOr<std::vector<std::vector<replay::MetricValue>>> EvaluateRanges(
+    CuptiApi& api, const RangeProfilerBackend::CachedPlan& plan, std::span<const std::uint8_t> image,
+    std::uint32_t ranges, int passes) {
   const auto check = [&api](CUptiResult result, std::string_view call) {
     return result == CUPTI_SUCCESS ? OkStatus() : CounterStatus(result, call, CuptiErrorString(api, result));
   };
@@ -32,32 +31,47 @@ StatusOr<std::vector<replay::MetricValue>> EvaluateFirstRange(CuptiApi& api,
     return InternalError("the counter data holds no range after " + std::to_string(passes) +
                          " pass(es): no kernel ran between cuptiRangeProfilerStart and Stop");
   }
-  std::vector<const char*> names = CStrings(plan.metrics);
-  std::vector<double> values(plan.metrics.size(), 0.0);
-  {
-    std::lock_guard<std::mutex> lock(plan.host->mu);
-    auto evaluate = MakeParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
-        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
-    evaluate.pHostObject = plan.host->object;
-    evaluate.pCounterDataImage = image.data();
-    evaluate.counterDataImageSize = image.size();
-    evaluate.rangeIndex = 0;
-    evaluate.ppMetricNames = names.data();
-    evaluate.numMetrics = names.size();
-    evaluate.pMetricValues = values.data();
-    GPUPROF_RETURN_IF_ERROR(
-        check(api.HostEvaluateToGpuValues(&evaluate), "cuptiProfilerHostEvaluateToGpuValues"));
+  if (info.numTotalRanges < ranges) {
+    return InternalError("the counter data holds " + std::to_string(info.numTotalRanges) + " range(s) for " +
+                         std::to_string(ranges) + " launches after " + std::to_string(passes) + " pass(es)");
   }
-  std::vector<replay::MetricValue> out;
-  for (std::size_t i = 0; i < plan.metrics.size(); ++i) {
-    replay::MetricValue value;
-    value.name = plan.metrics[i];
-    value.unit = i < plan.plan.units.size() ? plan.plan.units[i] : std::string();
-    value.value = values[i];
-    value.passes = i < plan.plan.metric_passes.size() ? plan.plan.metric_passes[i] : 0;
-    out.push_back(std::move(value));
+  std::vector<const char*> names = CStrings(plan.metrics);
+  std::vector<std::vector<replay::MetricValue>> out(ranges);
+  for (std::uint32_t range = 0; range < ranges; ++range) {
+    std::vector<double> values(plan.metrics.size(), 0.0);
+    {
+      std::lock_guard<std::mutex> lock(plan.host->mu);
+      auto evaluate = MakeParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
+          CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+      evaluate.pHostObject = plan.host->object;
+      evaluate.pCounterDataImage = image.data();
+      evaluate.counterDataImageSize = image.size();
+      evaluate.rangeIndex = range;
+      evaluate.ppMetricNames = names.data();
+      evaluate.numMetrics = names.size();
+      evaluate.pMetricValues = values.data();
+      GPUPROF_RETURN_IF_ERROR(
+          check(api.HostEvaluateToGpuValues(&evaluate), "cuptiProfilerHostEvaluateToGpuValues"));
+    }
+    for (std::size_t i = 0; i < plan.metrics.size(); ++i) {
+      replay::MetricValue value;
+      value.name = plan.metrics[i];
+      value.unit = i < plan.plan.units.size() ? plan.plan.units[i] : std::string();
+      value.value = values[i];
+      value.passes = i < plan.plan.metric_passes.size() ? plan.plan.metric_passes[i] : 0;
+      out[range].push_back(std::move(value));
+    }
   }
   return out;
+}
+
+StatusOr<std::vector<replay::MetricValue>> EvaluateFirstRange(CuptiApi& api,
+                                                              const RangeProfilerBackend::CachedPlan& plan,
+                                                              std::span<const std::uint8_t> image,
+                                                              int passes) {
+  GPUPROF_ASSIGN_OR_RETURN(std::vector<std::vector<replay::MetricValue>> ranges,
+                           EvaluateRanges(api, plan, image, 1, passes));
+  return std::move(ranges.front());
 }
 
 namespace {
@@ -71,12 +85,13 @@ class RangeProfilerCollection final : public replay::CounterCollection {
 
   RangeProfilerCollection(std::shared_ptr<CuptiApi> api, RangeProfilerBackend& backend,
                           std::shared_ptr<const RangeProfilerBackend::CachedPlan> plan,
-                          std::shared_ptr<ContextProfiler> profiler, CounterRange range)
+                          std::shared_ptr<ContextProfiler> profiler, CounterRange range, std::uint32_t ranges)
       : api_(std::move(api)),
         backend_(backend),
         plan_(std::move(plan)),
         profiler_(std::move(profiler)),
-        range_(range) {}
+        range_(range),
+        ranges_(ranges) {}
 
   ~RangeProfilerCollection() override { static_cast<void>(Release(/*failed=*/true)); }
 
@@ -108,21 +123,22 @@ class RangeProfilerCollection final : public replay::CounterCollection {
       if (p.object == nullptr) return InternalError("cuptiRangeProfilerEnable returned no profiler object");
     }
     names_ = CStrings(plan_->metrics);
-    if (p.sized_for != plan_.get()) {
+    if (p.sized_for != plan_.get() || p.sized_ranges != ranges_) {
       p.sized_for = nullptr;
       auto size = MakeParams<CUpti_RangeProfiler_GetCounterDataSize_Params>(
           CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
       size.pRangeProfilerObject = p.object;
       size.pMetricNames = names_.data();
       size.numMetrics = names_.size();
-      size.maxNumOfRanges = 1;  // one launch, one range
-      size.maxNumRangeTreeNodes = 1;
+      size.maxNumOfRanges = ranges_;  // auto range: one range per launch
+      size.maxNumRangeTreeNodes = ranges_;
       GPUPROF_RETURN_IF_ERROR(
           Check(api_->RangeProfilerGetCounterDataSize(&size), "cuptiRangeProfilerGetCounterDataSize"));
       if (size.counterDataSize == 0)
         return InternalError("cuptiRangeProfilerGetCounterDataSize returned 0 bytes");
       p.image.assign(size.counterDataSize, 0);
       p.sized_for = plan_.get();
+      p.sized_ranges = ranges_;
     }
     auto init = MakeParams<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
@@ -141,7 +157,7 @@ class RangeProfilerCollection final : public replay::CounterCollection {
     config.pCounterDataImage = p.image.data();
     config.range = range_ == CounterRange::kAuto ? CUPTI_AutoRange : CUPTI_UserRange;
     config.replayMode = CUPTI_UserReplay;  // gpuprof's own passes are the replays
-    config.maxRangesPerPass = 1;
+    config.maxRangesPerPass = ranges_;
     config.numNestingLevels = 1;
     config.minNestingLevel = 1;
     config.passIndex = 0;
@@ -188,6 +204,12 @@ class RangeProfilerCollection final : public replay::CounterCollection {
   }
 
   StatusOr<std::vector<replay::MetricValue>> Finish() override {
+    if (ranges_ != 1) return FailedPreconditionError("a range's collection is finished per launch");
+    GPUPROF_ASSIGN_OR_RETURN(std::vector<std::vector<replay::MetricValue>> values, FinishPerLaunch());
+    return std::move(values.front());
+  }
+
+  StatusOr<std::vector<std::vector<replay::MetricValue>>> FinishPerLaunch() override {
     if (!configured_) return FailedPreconditionError("counter collection already finished");
     ScopedInternalWork internal;
     Status status = Evaluate();
@@ -214,9 +236,9 @@ class RangeProfilerCollection final : public replay::CounterCollection {
       return InternalError("cuptiRangeProfilerDecodeData dropped " +
                            std::to_string(decode.numOfRangeDropped) + " range(s) after " +
                            std::to_string(passes_) +
-                           " pass(es): more than the replayed kernel ran between Start and Stop");
+                           " pass(es): more kernels ran between Start and Stop than were replayed");
     }
-    GPUPROF_ASSIGN_OR_RETURN(values_, EvaluateFirstRange(*api_, *plan_, p.image, passes_));
+    GPUPROF_ASSIGN_OR_RETURN(values_, EvaluateRanges(*api_, *plan_, p.image, ranges_, passes_));
     return OkStatus();
   }
 
@@ -268,8 +290,9 @@ class RangeProfilerCollection final : public replay::CounterCollection {
   bool configured_ = false;
   bool started_ = false;
   bool pushed_ = false;
+  std::uint32_t ranges_ = 1;  // launches counted per pass, one auto range each
   int passes_ = 0;
-  std::vector<replay::MetricValue> values_;
+  std::vector<std::vector<replay::MetricValue>> values_;  // per range
 };
 
 }  // namespace
@@ -278,9 +301,9 @@ StatusOr<std::unique_ptr<replay::CounterCollection>> StartCollection(
     std::shared_ptr<CuptiApi> api, RangeProfilerBackend& backend,
     std::shared_ptr<const RangeProfilerBackend::CachedPlan> plan,
     std::shared_ptr<RangeProfilerBackend::ContextProfiler> profiler, CounterRange range,
-    bool hold_off_kernel_activity) {
+    bool hold_off_kernel_activity, std::uint32_t ranges) {
   auto collection = std::make_unique<RangeProfilerCollection>(std::move(api), backend, std::move(plan),
-                                                              std::move(profiler), range);
+                                                              std::move(profiler), range, ranges);
   if (hold_off_kernel_activity) GPUPROF_RETURN_IF_ERROR(collection->HoldOffKernelActivity());
   GPUPROF_RETURN_IF_ERROR(collection->Prepare());
   return std::unique_ptr<replay::CounterCollection>(std::move(collection));

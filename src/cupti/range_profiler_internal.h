@@ -59,6 +59,7 @@ struct RangeProfilerBackend::ContextProfiler {
   CUpti_RangeProfiler_Object* object = nullptr;  // null until enabled
   std::vector<std::uint8_t> image;        // the counter data image SetConfig points into: lives with object
   const CachedPlan* sized_for = nullptr;  // the plan `image` was sized for
+  std::uint32_t sized_ranges = 0;         // and the ranges it holds
   bool busy = false;                      // a collection holds it
   bool drop_when_done = false;            // Idle came while busy: disable at the collection's end
 };
@@ -73,12 +74,13 @@ StatusOr<std::vector<replay::MetricValue>> EvaluateFirstRange(CuptiApi& api,
                                                               std::span<const std::uint8_t> image,
                                                               int passes);
 
-// One launch's collection on `profiler` (held busy until it finishes; handed back to `backend`),
+// One collection on `profiler` of one launch, or of `ranges` launches counted each in its own auto
+// range (range replay) (held busy until it finishes; handed back to `backend`),
 // prepared: kernel activity held off when asked, the profiler enabled and configured.
 StatusOr<std::unique_ptr<replay::CounterCollection>> StartCollection(
     std::shared_ptr<CuptiApi> api, RangeProfilerBackend& backend,
     std::shared_ptr<const RangeProfilerBackend::CachedPlan> plan,
     std::shared_ptr<RangeProfilerBackend::ContextProfiler> profiler, CounterRange range,
-    bool hold_off_kernel_activity);
+    bool hold_off_kernel_activity, std::uint32_t ranges);
 
 }  // namespace gpuprof::cupti

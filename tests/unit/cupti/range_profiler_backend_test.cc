@@ -178,8 +178,13 @@ class FakeCounterCupti final : public CuptiApi {
   }
   CUptiResult HostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToGpuValues_Params* p) override {
     calls.push_back("Evaluate");
-    if (p->rangeIndex != 0 || p->pCounterDataImage == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
-    for (std::size_t i = 0; i < p->numMetrics; ++i) p->pMetricValues[i] = values.at(p->ppMetricNames[i]);
+    // Range r of a collection of several (range replay) reads each value plus 1000 * r.
+    if (p->rangeIndex >= last_config.maxRangesPerPass || p->pCounterDataImage == nullptr) {
+      return CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    for (std::size_t i = 0; i < p->numMetrics; ++i) {
+      p->pMetricValues[i] = values.at(p->ppMetricNames[i]) + 1000.0 * static_cast<double>(p->rangeIndex);
+    }
     return CUPTI_SUCCESS;
   }
   CUptiResult RangeProfilerEnable(CUpti_RangeProfiler_Enable_Params* p) override {
@@ -235,7 +240,7 @@ class FakeCounterCupti final : public CuptiApi {
     return CUPTI_SUCCESS;
   }
   CUptiResult RangeProfilerGetCounterDataInfo(CUpti_RangeProfiler_GetCounterDataInfo_Params* p) override {
-    p->numTotalRanges = stops_ > 0 ? 1 : 0;
+    p->numTotalRanges = stops_ > 0 ? last_config.maxRangesPerPass : 0;
     return CUPTI_SUCCESS;
   }
   CUptiResult ActivityDisableContext(CUcontext, CUpti_ActivityKind kind) override {
@@ -318,6 +323,40 @@ TEST(RangeProfilerBackendTest, PlanBeginPassesFinishGiveTheValuesInOrder) {
                           "CounterDataImageInitialize", "SetConfig", "Start", "Stop", "Start", "Stop",
                           "Start", "Stop", "Start", "Stop", "DecodeData", "Evaluate"));
   EXPECT_EQ((*backend)->EnabledContexts(), 1u) << "kept enabled for the next launch";
+}
+
+TEST(RangeProfilerBackendTest, ARangeCountsEachLaunchInItsOwnAutoRangeWithOneStartStopPerPass) {
+  auto api = std::make_shared<FakeCounterCupti>();
+  auto backend = MakeRangeProfilerBackend(api, Options());
+  ASSERT_TRUE(backend.ok()) << backend.status().message();
+  const std::vector<std::string> metrics = {"dram__bytes_read.sum"};
+  auto collection = (*backend)->BeginRange(0, metrics, 3);
+  ASSERT_TRUE(collection.ok()) << collection.status().message();
+  EXPECT_EQ(api->last_config.range, CUPTI_AutoRange);
+  EXPECT_EQ(api->last_config.maxRangesPerPass, 3u);
+  auto passes = RunPasses(**collection);
+  ASSERT_TRUE(passes.ok()) << passes.status().message();
+  EXPECT_EQ(*passes, 1);
+  auto values = (*collection)->FinishPerLaunch();
+  ASSERT_TRUE(values.ok()) << values.status().message();
+  ASSERT_EQ(values->size(), 3u);
+  for (std::size_t launch = 0; launch < 3; ++launch) {
+    ASSERT_EQ((*values)[launch].size(), 1u);
+    EXPECT_EQ((*values)[launch][0].value, 4096.0 + 1000.0 * static_cast<double>(launch));
+    EXPECT_EQ((*values)[launch][0].unit, "byte");
+  }
+  EXPECT_THAT(api->calls,
+              ElementsAre("ProfilerInitialize", "Enable", "GetCounterDataSize(1 metrics, 3 range)",
+                          "CounterDataImageInitialize", "SetConfig", "Start", "Stop", "DecodeData",
+                          "Evaluate", "Evaluate", "Evaluate"));
+  // User ranges would measure one range per pass: a range's launches need auto ranges.
+  RangeProfilerOptions user = Options();
+  user.range = CounterRange::kUser;
+  auto user_backend = MakeRangeProfilerBackend(api, user);
+  ASSERT_TRUE(user_backend.ok());
+  auto refused = (*user_backend)->BeginRange(0, metrics, 3);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("--counter-range"));
 }
 
 TEST(RangeProfilerBackendTest, TheNextLaunchReusesTheEnabledProfilerUntilIdle) {
