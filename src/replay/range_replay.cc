@@ -103,10 +103,7 @@ bool RangeReplay::Begin(const DeviceAccess& access, const ReplayOptions& options
               " bytes of host-mapped/managed/IPC memory are live and cannot be restored (strict mode)");
     }
   }
-  SnapshotOptions snapshot_options;
-  snapshot_options.chunk_size = options.chunk_size;
-  snapshot_options.max_symbol_bytes = options.max_symbol_bytes;
-  snapshot_options.fastest_tier = static_cast<device::StorageTier>(options.storage);
+  const SnapshotOptions snapshot_options = SnapshotOptionsFrom(options);
   const std::int64_t capture_start = base::MonotonicNowNs();
   if (!access.snapshot.Capture(inventory_, snapshot_options)) {
     return decline(DeclineReason::kIncompleteSnapshot, access.snapshot.failure());

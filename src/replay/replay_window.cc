@@ -84,11 +84,7 @@ std::optional<std::pair<DeclineReason, std::string>> Controller::OpenWindow(Wind
   }
   record.untracked_writable_bytes = inventory_.untracked_writable_live_bytes();
 
-  SnapshotOptions snapshot_options;
-  snapshot_options.chunk_size = options.chunk_size;
-  snapshot_options.max_symbol_bytes = options.max_symbol_bytes;
-  // replay.h's SnapshotStorage names device.h's tiers in the same order (asserted in controller.cc).
-  snapshot_options.fastest_tier = static_cast<device::StorageTier>(options.storage);
+  const SnapshotOptions snapshot_options = SnapshotOptionsFrom(options);
   Snapshot& snapshot = *snapshots_[static_cast<std::size_t>(window.device.ordinal())];
   std::int64_t capture_start = base::MonotonicNowNs();
   const bool captured = snapshot.Capture(inventory_, snapshot_options);

@@ -43,6 +43,16 @@ struct SnapshotOptions {
   device::StorageTier fastest_tier = device::StorageTier::kDevice;
 };
 
+// The snapshot options a replay's options ask for (replay.h's SnapshotStorage names device.h's
+// tiers in the same order, asserted in controller.cc).
+inline SnapshotOptions SnapshotOptionsFrom(const ReplayOptions& options) {
+  SnapshotOptions out;
+  out.chunk_size = options.chunk_size;
+  out.max_symbol_bytes = options.max_symbol_bytes;
+  out.fastest_tier = static_cast<device::StorageTier>(options.storage);
+  return out;
+}
+
 enum class RegionSource : std::uint8_t { kAllocation, kModuleVariable };
 
 struct SnapshotRegion {
