@@ -6,6 +6,7 @@
 #include "cupti/graph_executor.h"
 #include "cupti/internal_work.h"
 #include "cupti/launch_executor.h"
+#include "cupti/range_calls.h"
 #include "cupti/subscriber.h"
 
 namespace gpuprof::cupti {
@@ -226,6 +227,11 @@ void CudaReplayHook::OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& ca
   const bool makes_device_memory = AllocatesDeviceMemory(cbid);
   if (call.callbackSite == CUPTI_API_ENTER) {
     if (makes_device_memory) MakeRoomForAllocation(cbid, call);
+    if ((makes_device_memory || cbid == CUPTI_DRIVER_TRACE_CBID_cuMemMap) && EnsureDevices()) {
+      if (CudaDevice* device = devices_.DeviceOf(call.context)) {
+        DeclineRangeForMemory(device->ordinal(), "an allocation of device memory");
+      }
+    }
     return;
   }
   // The window the entry took (maybe none) is dropped once the allocation is recorded, so that no
@@ -331,6 +337,7 @@ void CudaReplayHook::OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& cal
     default: break;
   }
   int owner = inventory_.OwnerOf(ptr);
+  DeclineRangeForMemory(owner, "a free of the device's memory");
   // R13: a free waits for an open window on its device, and holds it shared until it returns.
   try {
     if (controller_ != nullptr && owner >= 0) {
@@ -432,8 +439,14 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
   // reaches the controller only when its name matches, to be declined.
   const bool replayed_graph = function == nullptr && controller_->ReplaysGraphs();
   if (function != nullptr) {
-    info = controller_->Exhausted() ? nullptr : InfoOf(function, stream);
-    if (info == nullptr || !info->matches) {
+    // Inside a recording range every launch is part of it, whatever the selector says (W3).
+    const bool in_range = controller_->RangeRecording(device->ordinal());
+    info = controller_->Exhausted() && !in_range ? nullptr : InfoOf(function, stream);
+    if (in_range && info == nullptr) {
+      controller_->DeclineRange(device->ordinal(), replay::DeclineReason::kNotRecordable,
+                                "a launch of a function without a name");
+    }
+    if (info == nullptr || (!info->matches && !in_range)) {
       hold_for_the_call(device->ordinal());
       return;
     }
@@ -508,6 +521,12 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
   }
   CudaLaunchExecutor executor(*this, *device, info != nullptr ? info->resolved : nullptr, stream,
                               std::move(launch), shape);
+  if (info != nullptr && controller_->RangeRecording(device->ordinal())) {
+    if (std::optional<LaunchCall> range_call = LaunchCallOf(cbid, call.functionParams)) {
+      range_call->function = info->resolved;
+      executor.set_range_call(*range_call, request.kernel_name);
+    }
+  }
   Status status = controller_->Dispatch(request, executor);
   if (!status.ok()) {
     GPUPROF_LOG(kWarning) << "replay of " << request.kernel_name << ": " << status.message()
@@ -576,7 +595,7 @@ void CudaReplayHook::OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData
     case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
     case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile:
     case CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload: modules_.OnCodeLoad(cbid, call); return;
-    default: return;
+    default: OnRangeCall(cbid, call); return;
   }
 }
 

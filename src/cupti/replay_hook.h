@@ -114,6 +114,13 @@ class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
   void MakeRoomForAllocation(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  // Range replay (range_hook.cc): a delimiter, or a copy, memset, event operation or unrepeatable
+  // call of a recording range. False when `cbid` is none of those (or not at its entry).
+  bool OnRangeCall(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  // The call's device, or the current context's when the callback names no context.
+  device::cuda::CudaDevice* RangeDeviceOf(const CUpti_CallbackData& call) noexcept;
+  // W5: an allocation or free of `device`'s memory while a range records on it declines the range.
+  void DeclineRangeForMemory(int device, const char* what) noexcept;
   // Whether `stream` is being captured into a graph now (its stream-ordered calls add nodes).
   bool Capturing(CUstream stream) const noexcept;
   // CUDA arrays (C2) and peer access (R14) per device.
