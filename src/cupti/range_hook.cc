@@ -83,4 +83,33 @@ void CudaReplayHook::DeclineRangeForMemory(int device, const char* what) noexcep
   }
 }
 
+void CudaReplayHook::ConfigureNvtxDelimiter(const replay::ReplayOptions& options) {
+  const bool by_nvtx = options.range_replay && options.range_delimiter == replay::RangeDelimiter::kNvtx;
+  nvtx_delimiter_.Configure(by_nvtx ? options.range_nvtx_name : std::string());
+}
+
+void CudaReplayHook::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData& data) noexcept {
+  try {
+    const NvtxDelimiter::Action action = nvtx_delimiter_.OnNvtx(cbid, data);
+    if (action == NvtxDelimiter::Action::kNone || !EnsureDevices() || inventory_.finalizing()) return;
+    CudaDevice* device = nullptr;
+    {
+      ScopedInternalWork internal;
+      device = devices_.DeviceOfCurrentContext();
+    }
+    if (device == nullptr) {
+      GPUPROF_LOG(kInfo)
+          << "replay: an NVTX range delimiter on a thread without a current CUDA context is ignored";
+      return;
+    }
+    if (action == NvtxDelimiter::Action::kBegin) {
+      controller_->BeginRange(device->ordinal());
+    } else {
+      controller_->EndRange(device->ordinal());
+    }
+  } catch (const std::exception& e) {
+    GPUPROF_LOG(kWarning) << "replay: NVTX range bookkeeping failed: " << e.what();
+  }
+}
+
 }  // namespace gpuprof::cupti

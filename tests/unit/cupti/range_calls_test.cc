@@ -1,13 +1,16 @@
 // Range replay's CUDA side without a GPU: which driver calls a recording range records, declines or
-// takes as a delimiter (range_calls.h), and the launch copy a range re-issues (recorded_launch.h):
-// argument bytes copied at the call, whatever the application does to its buffers afterwards.
+// takes as a delimiter (range_calls.h, nvtx_delimiter.h), and the launch copy a range re-issues
+// (recorded_launch.h): argument bytes copied at the call, whatever the application does afterwards.
 #include "cupti/range_calls.h"
 
+#include <generated_nvtx_meta.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 
+#include "cupti/nvtx_delimiter.h"
 #include "cupti/recorded_launch.h"
 
 namespace gpuprof::cupti {
@@ -239,6 +242,47 @@ TEST(LaunchCallOfTest, KernelExCarriesItsAttributes) {
   EXPECT_EQ(call->shared_bytes, 256u);
   EXPECT_EQ(call->attribute_count, 1u);
   EXPECT_FALSE(LaunchCallOf(CUPTI_DRIVER_TRACE_CBID_cuMemcpy, &params).has_value());
+}
+
+CUpti_NvtxData Nvtx(const void* params, const void* returned = nullptr) {
+  return CUpti_NvtxData{"nvtx", params, returned};
+}
+
+TEST(NvtxDelimiterTest, PushedRangeOfTheNameBeginsAndItsPopEnds) {
+  NvtxDelimiter delimiter;
+  delimiter.Configure("step");
+  nvtxRangePushA_params outer{"step"};
+  nvtxRangePushA_params inner{"forward"};
+  nvtxRangePop_params pop{};
+  using Action = NvtxDelimiter::Action;
+  EXPECT_EQ(delimiter.OnNvtx(CUPTI_CBID_NVTX_nvtxRangePushA, Nvtx(&outer)), Action::kBegin);
+  EXPECT_EQ(delimiter.OnNvtx(CUPTI_CBID_NVTX_nvtxRangePushA, Nvtx(&inner)), Action::kNone);
+  EXPECT_EQ(delimiter.OnNvtx(CUPTI_CBID_NVTX_nvtxRangePop, Nvtx(&pop)), Action::kNone);  // "forward" ends
+  EXPECT_EQ(delimiter.OnNvtx(CUPTI_CBID_NVTX_nvtxRangePop, Nvtx(&pop)), Action::kEnd);   // "step" ends
+  // Another name, or NVTX delimiting nothing.
+  nvtxRangePushA_params other{"stepper"};
+  EXPECT_EQ(delimiter.OnNvtx(CUPTI_CBID_NVTX_nvtxRangePushA, Nvtx(&other)), Action::kNone);
+  EXPECT_EQ(delimiter.OnNvtx(CUPTI_CBID_NVTX_nvtxRangePop, Nvtx(&pop)), Action::kNone);
+  delimiter.Configure("");
+  EXPECT_EQ(delimiter.OnNvtx(CUPTI_CBID_NVTX_nvtxRangePushA, Nvtx(&outer)), Action::kNone);
+}
+
+TEST(NvtxDelimiterTest, StartedRangeEndsByIdOnAnyThread) {
+  NvtxDelimiter delimiter;
+  delimiter.Configure("step");
+  nvtxEventAttributes_t attributes{};
+  attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  attributes.message.ascii = "step";
+  nvtxRangeStartEx_params start{&attributes};
+  nvtxRangeId_t id = 42;
+  EXPECT_EQ(delimiter.OnNvtx(CUPTI_CBID_NVTX_nvtxRangeStartEx, Nvtx(&start, &id)),
+            NvtxDelimiter::Action::kBegin);
+  nvtxRangeEnd_params other_end{7};
+  EXPECT_EQ(delimiter.OnNvtx(CUPTI_CBID_NVTX_nvtxRangeEnd, Nvtx(&other_end)), NvtxDelimiter::Action::kNone);
+  nvtxRangeEnd_params end{42};
+  NvtxDelimiter::Action ended = NvtxDelimiter::Action::kNone;
+  std::thread([&] { ended = delimiter.OnNvtx(CUPTI_CBID_NVTX_nvtxRangeEnd, Nvtx(&end)); }).join();
+  EXPECT_EQ(ended, NvtxDelimiter::Action::kEnd);
 }
 
 }  // namespace
