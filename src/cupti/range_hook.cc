@@ -27,7 +27,7 @@ CudaDevice* CudaReplayHook::RangeDeviceOf(const CUpti_CallbackData& call) noexce
 }
 
 bool CudaReplayHook::OnRangeCall(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
-  if (call.callbackSite != CUPTI_API_ENTER) return false;
+  if (call.callbackSite != CUPTI_API_ENTER || !range_mode_.load(std::memory_order_relaxed)) return false;
   RangeCall range_call = ClassifyRangeCall(cbid, call.functionParams);
   if (range_call.kind == RangeCall::Kind::kNone) return false;
   if (!EnsureDevices() || inventory_.finalizing()) return true;
@@ -83,7 +83,9 @@ void CudaReplayHook::DeclineRangeForMemory(int device, const char* what) noexcep
   }
 }
 
-void CudaReplayHook::ConfigureNvtxDelimiter(const replay::ReplayOptions& options) {
+void CudaReplayHook::ConfigureRanges(const replay::ReplayOptions& options) {
+  // Sticky: a range still recording under the old options must keep seeing its copies and events.
+  if (options.range_replay && options.passes > 1) range_mode_.store(true, std::memory_order_relaxed);
   const bool by_nvtx = options.range_replay && options.range_delimiter == replay::RangeDelimiter::kNvtx;
   nvtx_delimiter_.Configure(by_nvtx ? options.range_nvtx_name : std::string());
 }

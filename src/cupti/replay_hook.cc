@@ -59,7 +59,7 @@ CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
       make_counter_backend_(std::move(settings.make_counter_backend)),
       clock_api_(std::move(settings.clock_api)) {
   inventory_.EnableRecording(true);
-  ConfigureNvtxDelimiter(options_);
+  ConfigureRanges(options_);
 }
 
 CudaReplayHook::~CudaReplayHook() { inventory_.BeginFinalization(); }
@@ -87,7 +87,7 @@ Status CudaReplayHook::Configure(const replay::ReplayOptions& options, bool flus
     if (!EnsureDevices()) return UnavailableError("no CUDA device could be set up for replay");
     if (!options.metrics.empty()) EnsureCounterBackend();
     GPUPROF_RETURN_IF_ERROR(controller_->Reconfigure(options));
-    ConfigureNvtxDelimiter(options);
+    ConfigureRanges(options);
     flush_l2_.store(flush_l2, std::memory_order_relaxed);
     // The cached selector verdicts (FunctionInfo::matches) were the old selector's.
     functions_.Clear();

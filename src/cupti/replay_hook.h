@@ -125,8 +125,9 @@ class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
   device::cuda::CudaDevice* RangeDeviceOf(const CUpti_CallbackData& call) noexcept;
   // W5: an allocation or free of `device`'s memory while a range records on it declines the range.
   void DeclineRangeForMemory(int device, const char* what) noexcept;
-  // The NVTX range name that delimits ranges under `options` (none unless range replay by NVTX).
-  void ConfigureNvtxDelimiter(const replay::ReplayOptions& options);
+  // Whether `options` ask for range replay, and the NVTX range name that delimits ranges (none
+  // unless range replay by NVTX).
+  void ConfigureRanges(const replay::ReplayOptions& options);
   // Whether `stream` is being captured into a graph now (its stream-ordered calls add nodes).
   bool Capturing(CUstream stream) const noexcept;
   // CUDA arrays (C2) and peer access (R14) per device.
@@ -166,6 +167,9 @@ class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
 
   KernelFunctions functions_;     // what each launched function is (InfoOf)
   NvtxDelimiter nvtx_delimiter_;  // range replay by NVTX range (RangeDelimiter::kNvtx)
+  // Range replay configured once (it stays set): until then OnRangeCall costs one relaxed load per
+  // driver call.
+  std::atomic<bool> range_mode_{false};
 };
 
 }  // namespace gpuprof::cupti
