@@ -434,6 +434,11 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     }
     default: hold_for_the_call(device->ordinal()); return;
   }
+  // A graph's work is not re-issued in a range, whether or not the selector would pass it on (W5).
+  if (graph_exec != nullptr && controller_->RangeRecording(device->ordinal())) {
+    controller_->DeclineRange(device->ordinal(), replay::DeclineReason::kGraphLaunch,
+                              "graph launches inside a range are not re-issued");
+  }
   // The idle path (R3): a kernel whose name the selector rejects, or any launch once the count
   // is used up, costs two cached lookups and no driver call.
   std::shared_ptr<const FunctionInfo> info;
