@@ -83,6 +83,21 @@ void CudaReplayHook::DeclineRangeForMemory(int device, const char* what) noexcep
   }
 }
 
+void CudaReplayHook::StepBoundary() noexcept {
+  if (!EnsureDevices() || !controller_->options().range_replay ||
+      controller_->options().range_delimiter != replay::RangeDelimiter::kStep) {
+    return;
+  }
+  CudaDevice* device = nullptr;
+  {
+    ScopedInternalWork internal;
+    device = devices_.DeviceOfCurrentContext();
+  }
+  if (device == nullptr) return;
+  controller_->EndRange(device->ordinal());
+  controller_->BeginRange(device->ordinal());
+}
+
 void CudaReplayHook::ConfigureRanges(const replay::ReplayOptions& options) {
   // Sticky: a range still recording under the old options must keep seeing its copies and events.
   if (options.range_replay && options.passes > 1) range_mode_.store(true, std::memory_order_relaxed);

@@ -624,19 +624,4 @@ void CudaReplayHook::OnModule(const ModuleEvent& event) noexcept {
   modules_.OnModuleLoaded(event);
 }
 
-void CudaReplayHook::StepBoundary() noexcept {
-  if (!EnsureDevices() || !controller_->options().range_replay ||
-      controller_->options().range_delimiter != replay::RangeDelimiter::kStep) {
-    return;
-  }
-  CudaDevice* device = nullptr;
-  {
-    ScopedInternalWork internal;
-    device = devices_.DeviceOfCurrentContext();
-  }
-  if (device == nullptr) return;
-  controller_->EndRange(device->ordinal());
-  controller_->BeginRange(device->ordinal());
-}
-
 }  // namespace gpuprof::cupti
