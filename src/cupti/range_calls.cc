@@ -1,5 +1,8 @@
 #include "cupti/range_calls.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace gpuprof::cupti {
 
 namespace {
@@ -232,13 +235,10 @@ std::optional<LaunchCall> LaunchCallOf(CUpti_CallbackId cbid, const void* params
   if (params == nullptr) return std::nullopt;
   LaunchCall call;
   auto shape = [&call](const auto& p) {
-    call.grid[0] = p.gridDimX;
-    call.grid[1] = p.gridDimY;
-    call.grid[2] = p.gridDimZ;
-    call.block[0] = p.blockDimX;
-    call.block[1] = p.blockDimY;
-    call.block[2] = p.blockDimZ;
-    call.shared_bytes = p.sharedMemBytes;
+    const device::LaunchShape launch = ShapeOf(p);
+    std::copy(std::begin(launch.grid), std::end(launch.grid), call.grid);
+    std::copy(std::begin(launch.block), std::end(launch.block), call.block);
+    call.shared_bytes = static_cast<unsigned>(launch.dynamic_shared_bytes);
   };
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:

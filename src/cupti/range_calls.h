@@ -37,6 +37,20 @@ inline constexpr device::StreamId kLegacyStream = 0;
 // Classifies the driver call `cbid` with CUPTI's `params` (CUpti_CallbackData::functionParams).
 RangeCall ClassifyRangeCall(CUpti_CallbackId cbid, const void* params);
 
+// The grid, block and dynamic shared memory of a launch's parameters.
+template <typename Params>
+device::LaunchShape ShapeOf(const Params& p) {
+  device::LaunchShape shape;
+  shape.grid[0] = p.gridDimX;
+  shape.grid[1] = p.gridDimY;
+  shape.grid[2] = p.gridDimZ;
+  shape.block[0] = p.blockDimX;
+  shape.block[1] = p.blockDimY;
+  shape.block[2] = p.blockDimZ;
+  shape.dynamic_shared_bytes = p.sharedMemBytes;
+  return shape;
+}
+
 // The kernel launch `cbid` (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and their
 // per-thread-stream forms) as a LaunchCall; its `function` is the launched handle, which the
 // caller replaces by the one resolved in the launch's context. nullopt for any other call.

@@ -35,20 +35,6 @@ bool AllocatesDeviceMemory(CUpti_CallbackId cbid) noexcept {
 
 }  // namespace
 
-// The grid, block and dynamic shared memory of a launch's parameters.
-template <typename Params>
-device::LaunchShape ShapeOf(const Params& p) {
-  device::LaunchShape shape;
-  shape.grid[0] = p.gridDimX;
-  shape.grid[1] = p.gridDimY;
-  shape.grid[2] = p.gridDimZ;
-  shape.block[0] = p.blockDimX;
-  shape.block[1] = p.blockDimY;
-  shape.block[2] = p.blockDimZ;
-  shape.dynamic_shared_bytes = p.sharedMemBytes;
-  return shape;
-}
-
 CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
                                std::function<void(const replay::ReplayRecord&)> sink)
     : graphs_(std::move(settings.cupti)),
