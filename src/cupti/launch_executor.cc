@@ -55,4 +55,20 @@ Status CudaLaunchExecutor::RunCounterPass(int) {
   return d.Check("cuStreamSynchronize", d.StreamSynchronize(stream_));
 }
 
+StatusOr<std::shared_ptr<const device::RecordedLaunch>> CudaLaunchExecutor::RecordForRange() {
+  if (!range_call_.has_value()) return UnimplementedError("this launch's call was not kept for a range");
+  const CudaDriver& d = device_.driver();
+  ParamInfoFn param_info;
+  if (d.FuncGetParamInfo != nullptr) {
+    param_info = [&d, function = range_call_->function](std::size_t index, std::size_t* offset,
+                                                        std::size_t* size) {
+      ScopedInternalWork internal;
+      return d.FuncGetParamInfo(function, index, offset, size);
+    };
+  }
+  GPUPROF_ASSIGN_OR_RETURN(std::shared_ptr<const CudaRecordedLaunch> recorded,
+                           CudaRecordedLaunch::Record(d, *range_call_, range_name_, param_info));
+  return std::shared_ptr<const device::RecordedLaunch>(std::move(recorded));
+}
+
 }  // namespace gpuprof::cupti

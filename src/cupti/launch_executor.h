@@ -7,7 +7,10 @@
 #include <cupti.h>
 
 #include <functional>
+#include <optional>
+#include <string>
 
+#include "cupti/recorded_launch.h"
 #include "cupti/replay_executor.h"
 
 namespace gpuprof::cupti {
@@ -29,11 +32,23 @@ class CudaLaunchExecutor final : public CudaExecutorBase {
   Status PrepareForSnapshot() override { return host_.PrepareFunction(device_, function_); }
   StatusOr<device::PassTiming> RunPass(int pass) override;
   Status RunCounterPass(int pass) override;
+  // Range replay (W3): the launch copied from `call` (set_range_call); an error naming why it
+  // cannot be copied (a cooperative launch, ...) declines the range.
+  StatusOr<std::shared_ptr<const device::RecordedLaunch>> RecordForRange() override;
+
+  // The application's call as the callback reported it, for RecordForRange; `name` as the DB
+  // stores it.
+  void set_range_call(const LaunchCall& call, std::string name) {
+    range_call_ = call;
+    range_name_ = std::move(name);
+  }
 
  private:
   const CUfunction function_;
   const std::function<CUresult()> launch_;
   const device::LaunchShape shape_;
+  std::optional<LaunchCall> range_call_;
+  std::string range_name_;
 };
 
 }  // namespace gpuprof::cupti

@@ -6,6 +6,7 @@
 #include "cupti/graph_executor.h"
 #include "cupti/internal_work.h"
 #include "cupti/launch_executor.h"
+#include "cupti/range_calls.h"
 #include "cupti/subscriber.h"
 
 namespace gpuprof::cupti {
@@ -34,20 +35,6 @@ bool AllocatesDeviceMemory(CUpti_CallbackId cbid) noexcept {
 
 }  // namespace
 
-// The grid, block and dynamic shared memory of a launch's parameters.
-template <typename Params>
-device::LaunchShape ShapeOf(const Params& p) {
-  device::LaunchShape shape;
-  shape.grid[0] = p.gridDimX;
-  shape.grid[1] = p.gridDimY;
-  shape.grid[2] = p.gridDimZ;
-  shape.block[0] = p.blockDimX;
-  shape.block[1] = p.blockDimY;
-  shape.block[2] = p.blockDimZ;
-  shape.dynamic_shared_bytes = p.sharedMemBytes;
-  return shape;
-}
-
 CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
                                std::function<void(const replay::ReplayRecord&)> sink)
     : graphs_(std::move(settings.cupti)),
@@ -58,6 +45,7 @@ CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
       make_counter_backend_(std::move(settings.make_counter_backend)),
       clock_api_(std::move(settings.clock_api)) {
   inventory_.EnableRecording(true);
+  ConfigureRanges(options_);
 }
 
 CudaReplayHook::~CudaReplayHook() { inventory_.BeginFinalization(); }
@@ -85,6 +73,7 @@ Status CudaReplayHook::Configure(const replay::ReplayOptions& options, bool flus
     if (!EnsureDevices()) return UnavailableError("no CUDA device could be set up for replay");
     if (!options.metrics.empty()) EnsureCounterBackend();
     GPUPROF_RETURN_IF_ERROR(controller_->Reconfigure(options));
+    ConfigureRanges(options);
     flush_l2_.store(flush_l2, std::memory_order_relaxed);
     // The cached selector verdicts (FunctionInfo::matches) were the old selector's.
     functions_.Clear();
@@ -226,6 +215,11 @@ void CudaReplayHook::OnAlloc(CUpti_CallbackId cbid, const CUpti_CallbackData& ca
   const bool makes_device_memory = AllocatesDeviceMemory(cbid);
   if (call.callbackSite == CUPTI_API_ENTER) {
     if (makes_device_memory) MakeRoomForAllocation(cbid, call);
+    if ((makes_device_memory || cbid == CUPTI_DRIVER_TRACE_CBID_cuMemMap) && EnsureDevices()) {
+      if (CudaDevice* device = devices_.DeviceOf(call.context)) {
+        DeclineRangeForMemory(device->ordinal(), "an allocation of device memory");
+      }
+    }
     return;
   }
   // The window the entry took (maybe none) is dropped once the allocation is recorded, so that no
@@ -331,6 +325,7 @@ void CudaReplayHook::OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& cal
     default: break;
   }
   int owner = inventory_.OwnerOf(ptr);
+  DeclineRangeForMemory(owner, "a free of the device's memory");
   // R13: a free waits for an open window on its device, and holds it shared until it returns.
   try {
     if (controller_ != nullptr && owner >= 0) {
@@ -425,6 +420,11 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
     }
     default: hold_for_the_call(device->ordinal()); return;
   }
+  // A graph's work is not re-issued in a range, whether or not the selector would pass it on (W5).
+  if (graph_exec != nullptr && controller_->RangeRecording(device->ordinal())) {
+    controller_->DeclineRange(device->ordinal(), replay::DeclineReason::kGraphLaunch,
+                              "graph launches inside a range are not re-issued");
+  }
   // The idle path (R3): a kernel whose name the selector rejects, or any launch once the count
   // is used up, costs two cached lookups and no driver call.
   std::shared_ptr<const FunctionInfo> info;
@@ -432,8 +432,14 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
   // reaches the controller only when its name matches, to be declined.
   const bool replayed_graph = function == nullptr && controller_->ReplaysGraphs();
   if (function != nullptr) {
-    info = controller_->Exhausted() ? nullptr : InfoOf(function, stream);
-    if (info == nullptr || !info->matches) {
+    // Inside a recording range every launch is part of it, whatever the selector says (W3).
+    const bool in_range = controller_->RangeRecording(device->ordinal());
+    info = controller_->Exhausted() && !in_range ? nullptr : InfoOf(function, stream);
+    if (in_range && info == nullptr) {
+      controller_->DeclineRange(device->ordinal(), replay::DeclineReason::kNotRecordable,
+                                "a launch of a function without a name");
+    }
+    if (info == nullptr || (!info->matches && !in_range)) {
       hold_for_the_call(device->ordinal());
       return;
     }
@@ -508,6 +514,12 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
   }
   CudaLaunchExecutor executor(*this, *device, info != nullptr ? info->resolved : nullptr, stream,
                               std::move(launch), shape);
+  if (info != nullptr && controller_->RangeRecording(device->ordinal())) {
+    if (std::optional<LaunchCall> range_call = LaunchCallOf(cbid, call.functionParams)) {
+      range_call->function = info->resolved;
+      executor.set_range_call(*range_call, request.kernel_name);
+    }
+  }
   Status status = controller_->Dispatch(request, executor);
   if (!status.ok()) {
     GPUPROF_LOG(kWarning) << "replay of " << request.kernel_name << ": " << status.message()
@@ -576,7 +588,7 @@ void CudaReplayHook::OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData
     case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
     case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile:
     case CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload: modules_.OnCodeLoad(cbid, call); return;
-    default: return;
+    default: OnRangeCall(cbid, call); return;
   }
 }
 
@@ -596,21 +608,6 @@ void CudaReplayHook::OnModule(const ModuleEvent& event) noexcept {
     return;
   }
   modules_.OnModuleLoaded(event);
-}
-
-void CudaReplayHook::StepBoundary() noexcept {
-  if (!EnsureDevices() || !controller_->options().range_replay ||
-      controller_->options().range_delimiter != replay::RangeDelimiter::kStep) {
-    return;
-  }
-  CudaDevice* device = nullptr;
-  {
-    ScopedInternalWork internal;
-    device = devices_.DeviceOfCurrentContext();
-  }
-  if (device == nullptr) return;
-  controller_->EndRange(device->ordinal());
-  controller_->BeginRange(device->ordinal());
 }
 
 }  // namespace gpuprof::cupti

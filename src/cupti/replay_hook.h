@@ -47,6 +47,7 @@
 #include "cupti/graph_registry.h"
 #include "cupti/kernel_functions.h"
 #include "cupti/module_registry.h"
+#include "cupti/nvtx_delimiter.h"
 #include "cupti/replay_devices.h"
 #include "cupti/replay_executor.h"
 #include "cupti/subscriber.h"
@@ -87,6 +88,9 @@ class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
 
   // Every driver-API entry/exit outside gpuprof's own work. Never throws.
   void OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept override;
+  // NVTX ranges: with RangeDelimiter::kNvtx, the range named by range_nvtx_name begins and ends a
+  // range on the current context's device (range_hook.cc).
+  void OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData& data) noexcept override;
   // Module loads: the cubin's variables, indexed by the kernels it defines (R7).
   void OnModule(const ModuleEvent& event) noexcept;
   // Process teardown (R5): later callbacks record nothing and replay nothing.
@@ -114,6 +118,16 @@ class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
   void MakeRoomForAllocation(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void OnFree(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  // Range replay (range_hook.cc): a delimiter, or a copy, memset, event operation or unrepeatable
+  // call of a recording range. False when `cbid` is none of those (or not at its entry).
+  bool OnRangeCall(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
+  // The call's device, or the current context's when the callback names no context.
+  device::cuda::CudaDevice* RangeDeviceOf(const CUpti_CallbackData& call) noexcept;
+  // W5: an allocation or free of `device`'s memory while a range records on it declines the range.
+  void DeclineRangeForMemory(int device, const char* what) noexcept;
+  // Whether `options` ask for range replay, and the NVTX range name that delimits ranges (none
+  // unless range replay by NVTX).
+  void ConfigureRanges(const replay::ReplayOptions& options);
   // Whether `stream` is being captured into a graph now (its stream-ordered calls add nodes).
   bool Capturing(CUstream stream) const noexcept;
   // CUDA arrays (C2) and peer access (R14) per device.
@@ -151,7 +165,11 @@ class CudaReplayHook final : public DriverApiObserver, private ExecutorHost {
   // Module loads and the code handles they came through (R7, C2).
   ModuleRegistry modules_;
 
-  KernelFunctions functions_;  // what each launched function is (InfoOf)
+  KernelFunctions functions_;     // what each launched function is (InfoOf)
+  NvtxDelimiter nvtx_delimiter_;  // range replay by NVTX range (RangeDelimiter::kNvtx)
+  // Range replay configured once (it stays set): until then OnRangeCall costs one relaxed load per
+  // driver call.
+  std::atomic<bool> range_mode_{false};
 };
 
 }  // namespace gpuprof::cupti

@@ -213,6 +213,20 @@ Status CuptiSubscriber::Enable() {
       }
     }
     nvtx_end_callbacks_.store(watching, std::memory_order_release);
+    // Range replay's NVTX delimiter (replay hook): the range pushes, pops, starts and ends.
+    if (options_.driver_api_observer != nullptr) {
+      for (CUpti_CallbackId cbid :
+           {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx, CUPTI_CBID_NVTX_nvtxRangePop,
+            CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartEx,
+            CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePop,
+            CUPTI_CBID_NVTX_nvtxDomainRangeStartEx}) {
+        if (api.EnableCallback(1, handle_, CUPTI_CB_DOMAIN_NVTX, cbid) != CUPTI_SUCCESS) {
+          GPUPROF_LOG(kWarning)
+              << "cupti: cannot watch NVTX ranges; range replay by NVTX range sees no ranges";
+          break;
+        }
+      }
+    }
   }
 
   std::vector<KindSpec> kinds = {
@@ -550,6 +564,7 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
     case CUPTI_CB_DOMAIN_NVTX: {
       const auto* nvtx = static_cast<const CUpti_NvtxData*>(data);
       if (nvtx->functionParams == nullptr) return;
+      if (options_.driver_api_observer != nullptr) options_.driver_api_observer->OnNvtx(cbid, *nvtx);
       std::uint64_t id = 0;
       if (cbid == CUPTI_CBID_NVTX_nvtxRangeEnd) {
         id = static_cast<const nvtxRangeEnd_params*>(nvtx->functionParams)->id;

@@ -81,6 +81,12 @@ class DriverApiObserver {
  public:
   virtual ~DriverApiObserver() = default;
   virtual void OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept = 0;
+  // NVTX range pushes, pops, starts and ends (range replay's NVTX delimiter), when SubscriberOptions::nvtx
+  // is on; same rules.
+  virtual void OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData& data) noexcept {
+    static_cast<void>(cbid);
+    static_cast<void>(data);
+  }
 };
 
 struct SubscriberOptions {

@@ -811,6 +811,28 @@ def expect_replay_inplace(c, dbs, program_output):
         c.expect(all(p["bytes_restored"] > 0 for p in later), "in_place_update: a later pass restored nothing")
 
 
+RANGE_KERNELS = ["scale_add", "accumulate", "double_into", "add_into"]  # replay_range.cu, in issue order
+
+
+def expect_replay_range(c, dbs, program_output):
+    """W6: one record per launch of the range, replayMode 'range', every pass; the program checked
+    its own results (a corrupting replay exits 1 before this runs)."""
+    c.expect("gpuprof-test: range launches=4 results=ok" in (program_output or ""),
+             "the program did not report its range's results as ok")
+    _, rows = replay_rows(c, dbs, "replay_range")
+    mine = [r for r in rows if r["mode"] == "range"]
+    c.expect([r["name"] for r in mine] == RANGE_KERNELS,
+             f"range rows {[r['name'] for r in mine]}, expected {RANGE_KERNELS} (one per launch, in order)")
+    for r in mine:
+        c.expect(r["replayed"] == 1, f"{r['name']} (range) not replayed: {r['decline']} {r['detail']}")
+        c.expect(len(r["pass_rows"]) == REPLAY_PASSES,
+                 f"{r['name']} (range): {len(r['pass_rows'])} pass rows, expected {REPLAY_PASSES}")
+        later = [p for p in r["pass_rows"] if p["pass"] > 1]
+        c.expect(all((p["duration"] or 0) > 0 for p in later),
+                 f"{r['name']} (range): a re-issued pass without a duration")
+        c.expect(r["deterministic"] == 1, f"{r['name']} (range) flagged nondeterministic")
+
+
 def expect_replay_counter(c, dbs, program_output):
     _, rows = replay_rows(c, dbs, "replay counter")
     expect_replayed(c, rows, "count_launches", 3)
@@ -1310,6 +1332,7 @@ EXPECTATIONS = {
     "replay_cross_library": expect_replay_cross_library,
     "replay_cublas": expect_replay_cublas,
     "replay_inplace": expect_replay_inplace,
+    "replay_range": expect_replay_range,
     "replay_arena_many_regions": expect_replay_arena_many_regions,
     "replay_arena_between": expect_replay_arena_between,
     "replay_arena_realloc": expect_replay_arena_realloc,

@@ -149,6 +149,9 @@ CASES = {
                             subcommand="replay"),
     "ReplayArenaGivesWay": replay_case("arena_fill_after", "big_update", program="gpu_test_replay_arena",
                                        args=["fill_after"]),
+    # Range replay (issue 40): the launches, copies, memset and events between cudaProfilerStart and
+    # cudaProfilerStop recorded as the program runs them and re-issued per pass on gpuprof's streams.
+    "ReplayRange": replay_case("range", program="gpu_test_replay_range", flags=["--replay-mode", "range"]),
     "ReplayCublasBetaOne": replay_case("cublas", "regex:gemm|Kernel", program="gpu_test_replay_cublas"),
     "TrainPlain": Case("train_plain",
                        command=["python3", "examples/train_plain.py", "--steps", "3", "--device", "cuda"],

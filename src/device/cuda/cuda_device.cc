@@ -18,7 +18,8 @@ CudaDevice::CudaDevice(const CudaDriver& driver, int ordinal, CudaDeviceOptions 
     : driver_(driver),
       ordinal_(ordinal),
       options_(std::move(options)),
-      drain_(std::make_shared<DrainState>()) {
+      drain_(std::make_shared<DrainState>()),
+      range_(std::make_unique<RangeResources>()) {
   drain_->driver = &driver_;
 }
 
@@ -73,6 +74,7 @@ CudaDevice::~CudaDevice() {
   // Even without the context: the pageable mapping and the spill file are the host's.
   FreeArenas();
   if (!scope.ok()) return;
+  ReleaseRangeResources();
   if (l2_scratch_ != 0) driver_.MemFree(l2_scratch_);
   for (CUevent event : pass_events_) {
     if (event != nullptr) driver_.EventDestroy(event);

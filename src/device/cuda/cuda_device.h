@@ -53,6 +53,7 @@
 #include "device/cuda/cuda_driver.h"
 #include "device/cuda/sm_clock.h"
 #include "device/device.h"
+#include "device/range.h"
 
 namespace gpuprof::device::cuda {
 
@@ -96,6 +97,12 @@ class CudaDevice final : public Device {
                                      std::uint64_t chunk_size, std::span<std::uint64_t> hashes) override;
 
   StatusOr<std::vector<ModuleVariable>> EnumerateModuleVariables() override;
+  // Range replay (W4, cuda_device_range.cc): the recorded ops on gpuprof's own non-blocking
+  // streams, one per application stream (made once, kept), with gpuprof's events in place of the
+  // application's; copies into host memory land in pinned scratch; each launch timed by an event
+  // pair on its stream. Launches must be CudaIssuableLaunch (cuda_recorded_launch.h).
+  StatusOr<RangePassTiming> ReissueRange(std::span<const RangeOp> ops, int pass,
+                                         const ReissueOptions& options) override;
   Status Synchronize(std::chrono::nanoseconds timeout) override;
 
   // Bytes the device-tier arena holds now, without locking: the replay hook asks it at every
@@ -142,6 +149,10 @@ class CudaDevice final : public Device {
   };
   // Drain requests for the helper thread; shared with it, so it may outlive the device.
   struct DrainState;
+  // ReissueRange's streams, events and scratch (cuda_device_internal.h).
+  struct RangeResources;
+  // Frees them, best effort (the destructor, with the context current).
+  void ReleaseRangeResources() noexcept;
 
   CudaDevice(const CudaDriver& driver, int ordinal, CudaDeviceOptions options);
   Status Init();
@@ -195,6 +206,7 @@ class CudaDevice final : public Device {
   std::mutex variables_mu_;
   std::vector<ModuleVariable> variables_;  // guarded by variables_mu_
   std::shared_ptr<DrainState> drain_;
+  std::unique_ptr<RangeResources> range_;
 };
 
 }  // namespace gpuprof::device::cuda

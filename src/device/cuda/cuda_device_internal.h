@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_driver.h"
@@ -87,6 +89,18 @@ struct CudaDevice::DrainState {
 
   // The helper thread: drains whenever a request is newer than the last drain, until `stop`.
   static void Run(const std::shared_ptr<DrainState>& state);
+};
+
+// ReissueRange's resources, made as ranges need them and kept for the device's lifetime (a range
+// is re-issued once per pass: making streams and events per pass would cost more than the pass).
+struct CudaDevice::RangeResources {
+  std::mutex mu;                                       // one re-issue at a time; guards everything below
+  std::unordered_map<StreamId, CUstream> streams;      // the application's stream -> gpuprof's
+  std::unordered_map<CUstream, CUevent> stream_marks;  // per gpuprof stream: the legacy-stream order
+  std::unordered_map<std::uint64_t, CUevent> events;   // the application's event -> gpuprof's
+  std::vector<CUevent> timing;                         // timing events, 2 per launch, plus begin/ends
+  void* scratch = nullptr;                             // pinned: copies into host memory land here
+  std::uint64_t scratch_bytes = 0;
 };
 
 }  // namespace gpuprof::device::cuda

@@ -128,7 +128,12 @@ StatusOr<CudaDriver> CudaDriver::Load(const std::vector<std::string>& candidates
   GPUPROF_RESOLVE(MemsetD2D32Async, cuMemsetD2D32Async);
   GPUPROF_RESOLVE(MemFreeAsync, cuMemFreeAsync);
   GPUPROF_RESOLVE(StreamWaitEvent, cuStreamWaitEvent);
+  GPUPROF_RESOLVE(StreamDestroy, cuStreamDestroy);
 #undef GPUPROF_RESOLVE
+  // Optional: not listed in `missing` (see the field's comment).
+  if (void* symbol = dlsym(lib, "cuFuncGetParamInfo"); symbol != nullptr) {
+    d.FuncGetParamInfo = reinterpret_cast<decltype(d.FuncGetParamInfo)>(symbol);
+  }
   return d;
 }
 

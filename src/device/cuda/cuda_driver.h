@@ -100,6 +100,11 @@ struct CudaDriver {
   CUresult (*MemsetD2D32Async)(CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream) = nullptr;
   CUresult (*MemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
   CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned int) = nullptr;
+  // Range replay (W3/W4): gpuprof's own streams, and the layout of a kernel's parameters, which the
+  // argument copy of a recorded launch needs. FuncGetParamInfo is optional (CUDA 12.4+): Get()
+  // loads without it, and a launch that needs it is then not recordable (its range is declined).
+  CUresult (*StreamDestroy)(CUstream) = nullptr;
+  CUresult (*FuncGetParamInfo)(CUfunction, size_t, size_t*, size_t*) = nullptr;
 
   // The library the entries came from, and the exported names of the entries it lacks
   // (comma-separated; empty when it has them all).

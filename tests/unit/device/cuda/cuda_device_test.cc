@@ -64,6 +64,9 @@ TEST(CudaDriverTest, ToolkitStubDriverResolvesEveryEntry) {
   EXPECT_EQ(driver->missing, "");
   EXPECT_NE(driver->DriverGetVersion, nullptr);
   EXPECT_NE(driver->LibraryGetGlobal, nullptr);
+  // Range replay's entries; cuFuncGetParamInfo is optional, but CUDA 13 has it.
+  EXPECT_NE(driver->StreamDestroy, nullptr);
+  EXPECT_NE(driver->FuncGetParamInfo, nullptr);
 }
 
 }  // namespace
