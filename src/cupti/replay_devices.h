@@ -42,7 +42,6 @@ class ReplayDevices {
   device::cuda::CudaDevice* DeviceOfCurrentContext() noexcept;
 
  private:
-
   const device::cuda::CudaDeviceOptions options_;
   const device::cuda::CudaDriver* driver_ = nullptr;  // set by Open
   std::mutex devices_mu_;

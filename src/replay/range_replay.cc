@@ -20,6 +20,7 @@ struct RangeReplay::DeviceRange {
   std::vector<RangeOp> ops;
   std::uint32_t launches = 0;
   std::uint64_t host_bytes = 0;
+  bool flush_caches = false;  // B7/W6: the launches' executors flush L2 before each pass
   DeclineReason declined = DeclineReason::kNone;
   std::string decline_detail;
   ReplayRecord base;  // the range's snapshot figures, filled at Begin
@@ -118,6 +119,7 @@ bool RangeReplay::Begin(const DeviceAccess& access, const ReplayOptions& options
   range->ops.clear();
   range->launches = 0;
   range->host_bytes = 0;
+  range->flush_caches = false;
   range->declined = DeclineReason::kNone;
   range->decline_detail.clear();
   range->base = std::move(record);
@@ -172,6 +174,7 @@ Status RangeReplay::RecordLaunch(const device::LaunchRequest& request, device::L
       op.launch = *std::move(recorded);
       op.launch_index = range->launches;
       if (Append(*range, std::move(op), options)) ++range->launches;
+      range->flush_caches = range->flush_caches || executor.flushes_caches();
     }
   }
   return executor.RunOriginal();
@@ -295,6 +298,7 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
   std::vector<std::uint64_t> outputs{pass1_output};
   std::string stopped;
   device::ReissueOptions reissue;
+  reissue.flush_caches = range.flush_caches;
   for (int p = 2; p <= options.passes && stopped.empty(); ++p) {
     const std::int64_t pass_start = base::EpochNowNs();
     RestoreStats restored = snapshot.Restore(inventory_, options.restore, nullptr);
@@ -371,6 +375,7 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
   record.deterministic = record.mismatched_passes.empty();
   record.replayed = record.decline_reason == DeclineReason::kNone;
   record.range_launches = range.launches;
+  record.caches_flushed = range.flush_caches;
   const std::uint64_t replay_ns = Since(passes_start);
   std::uint32_t index = 0;
   for (const RangeOp& op : range.ops) {
