@@ -1,6 +1,7 @@
 // One unit of replay inside the controller's replay window (ARCHITECTURE.md: one replay window,
 // four shapes): a kernel or a whole graph (the executor's RunPass), one kernel node of a graph run
-// node by node (RunGraphNode), and a range of launches. The window restores its snapshot before
+// node by node (RunGraphNode). (A range of launches runs its passes in range_replay.cc: it has
+// no executor for the window.) The window restores its snapshot before
 // every pass but the first; the unit says what runs around each restore and in each pass.
 #pragma once
 
