@@ -19,6 +19,7 @@
 
 #include "base/progress.h"
 #include "db/profile_reader.h"
+#include "db/range_stats.h"
 #include "gpuprof/status.h"
 
 namespace gpuprof::db {
@@ -203,6 +204,13 @@ struct ProfileStats {
   std::uint64_t replay_counter_groups = 0;
   std::vector<ReplayCounterStat> replay_counters;  // the top ones by launches, as `replay`
   std::string replay_counters_absent;
+
+  // Range replay (db/range_stats.h): the launches of the first `top` replayed ranges, by device,
+  // range and place; `more_ranges` when there are others (`stats --csv=ranges` lists every one).
+  std::vector<RangeKernel> range_kernels;
+  std::uint64_t range_count = 0;  // ranges in range_kernels
+  bool more_ranges = false;
+  std::string ranges_absent;
 };
 
 struct StatsOptions {
@@ -225,6 +233,9 @@ struct ReplayMetricRow {
   std::optional<double> value;  // none: NULL (a NaN the writer was given)
   std::int64_t passes = 0;
 };
+
+// RANK_DEVICE_MAP's rankId (its first row); none when the DB has no such table or row.
+StatusOr<std::optional<std::int64_t>> DbRank(const ProfileReader& reader);
 
 // Calls `row` for every metric row, by kernelId then rowid (the order they were recorded), streaming.
 // A DB without GPUPROF_REPLAY_METRIC (older, or no replay) calls nothing and returns why in `absent`
