@@ -20,12 +20,6 @@ namespace {
 // rest (100k steps made a 38.8 MB table).
 constexpr std::size_t kMaxStepRows = 100;
 
-std::string DbLabel(const db::ReportDb& db) {
-  if (db.stats.rank.has_value() && *db.stats.rank >= 0) return "rank " + std::to_string(*db.stats.rank);
-  if (db.split.rank >= 0) return "rank " + std::to_string(db.split.rank);
-  return "rank not set";
-}
-
 struct Suggestion {
   double share;  // of the time it is part of, for ordering
   std::string text;
@@ -74,6 +68,12 @@ std::vector<Suggestion> Suggestions(const db::ReportDb& db) {
 }
 
 }  // namespace
+
+std::string DbLabel(const db::ReportDb& db) {
+  if (db.stats.rank.has_value() && *db.stats.rank >= 0) return "rank " + std::to_string(*db.stats.rank);
+  if (db.split.rank >= 0) return "rank " + std::to_string(db.split.rank);
+  return "rank not set";
+}
 
 std::string Overview(const HtmlReportInput& input) {
   std::string out = "<section id=\"overview\"><h2>Overview</h2>";

@@ -721,6 +721,16 @@ StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOpti
   stats.range_count = ranges.ranges;
   stats.more_ranges = ranges.more;
   stats.ranges_absent = std::move(ranges.absent);
+  GPUPROF_ASSIGN_OR_RETURN(bool devices, reader.HasColumns("NPU_INFO", {"id", "name"}));
+  if (!stats.range_kernels.empty() && devices) {
+    GPUPROF_ASSIGN_OR_RETURN(Query names,
+                             reader.Prepare("SELECT id, COALESCE(name, '') FROM NPU_INFO ORDER BY id"));
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, names.Step());
+      if (!row) break;
+      stats.device_names.emplace_back(names.Int(0), std::string(names.Text(1)));
+    }
+  }
   return stats;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/progress.h"
@@ -211,6 +212,8 @@ struct ProfileStats {
   std::uint64_t range_count = 0;  // ranges in range_kernels
   bool more_ranges = false;
   std::string ranges_absent;
+  // NPU_INFO's (id, name) rows, read when there are ranges (the step roofline's device).
+  std::vector<std::pair<std::int64_t, std::string>> device_names;
 };
 
 struct StatsOptions {

@@ -56,15 +56,19 @@ inline std::vector<trace::Record> RangeRecords() {
       RangeLaunch("copy", 1, 1, {50000, 50000, 50000},
                   {pct("sm__throughput.avg.pct_of_peak_sustained_elapsed", 20),
                    pct("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 85),
+                   count("sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "inst", 1e6),
                    count("dram__bytes_read.sum", "byte", 2e9), count("dram__bytes_write.sum", "byte", 1e9)}));
-  records.push_back(
-      RangeLaunch("tiny", 1, 2, {2000, 3000, 2500},
-                  {pct("sm__throughput.avg.pct_of_peak_sustained_elapsed", 5),
-                   pct("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 5)}));
+  records.push_back(RangeLaunch("tiny", 1, 2, {2000, 3000, 2500},
+                                {pct("sm__throughput.avg.pct_of_peak_sustained_elapsed", 5),
+                                 pct("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 5),
+                                 count("sm__sass_thread_inst_executed_op_fadd_pred_on.sum", "inst", 1000),
+                                 count("dram__bytes.sum", "byte", 4096)}));
   records.push_back(RangeLaunch("wait", 1, 3, {20000, 20000, 20000},
                                 {pct("sm__throughput.avg.pct_of_peak_sustained_elapsed", 20),
                                  pct("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 30),
-                                 pct("sm__warps_active.avg.pct_of_peak_sustained_active", 10)}));
+                                 pct("sm__warps_active.avg.pct_of_peak_sustained_active", 10),
+                                 count("sm__sass_thread_inst_executed_op_hfma_pred_on.sum", "inst", 5e6),
+                                 count("dram__bytes.sum", "byte", 4e6)}));
   records.push_back(RangeLaunch("untimed", 1, 4, {20000, 20000, 20000}, {}));
   records.push_back(RangeLaunch("range 2", 2, 0, {}, {}));
   return records;

@@ -53,9 +53,11 @@ TEST(RangeStatsTest, KernelsInExecutionOrderWithMedianSpreadCountersAndBottlenec
       ElementsAre(
           "0/1/0 gemm median 100000 min 90000 max 120000 spread 30 compute flops 6000000000 bytes 1000000 ns "
           "100000",
-          "0/1/1 copy median 50000 min 50000 max 50000 spread 0 memory bytes 3000000000 ns 50000",
-          "0/1/2 tiny median 2500 min 2000 max 3000 spread 40 launch ns 2500",
-          "0/1/3 wait median 20000 min 20000 max 20000 spread 0 latency ns 20000",
+          "0/1/1 copy median 50000 min 50000 max 50000 spread 0 memory flops 2000000 bytes 3000000000 ns "
+          "50000",
+          "0/1/2 tiny median 2500 min 2000 max 3000 spread 40 launch flops 1000 bytes 4096 ns 2500",
+          "0/1/3 wait median 20000 min 20000 max 20000 spread 0 latency flops 10000000 bytes 4000000 ns "
+          "20000",
           "0/1/4 untimed median 20000 min 20000 max 20000 spread 0 - ns 20000",
           "0/2/0 range 2 declined "
           "range-too-large -"));
