@@ -195,11 +195,7 @@ std::string Ranges(const HtmlReportInput& input) {
     out += "<h3>" + HtmlEscape(DbLabel(db)) + ": range replay (" + std::to_string(s.range_count) +
            (s.more_ranges ? " first" : "") + " range(s))</h3>";
     for (std::size_t begin = 0; begin < kernels.size();) {
-      std::size_t end = begin + 1;
-      while (end < kernels.size() && kernels[end].device == kernels[begin].device &&
-             kernels[end].range_id == kernels[begin].range_id) {
-        ++end;
-      }
+      const std::size_t end = db::RangeEnd(kernels, begin);
       const db::RangeKernel& first = kernels[begin];
       std::string device_name;
       for (const auto& [device, name] : s.device_names) {

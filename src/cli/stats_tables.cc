@@ -299,11 +299,7 @@ void PrintRanges(std::ostream& out, const db::ProfileStats& stats) {
          "throughput is >= 60 % of peak, launch under 5 µs, else latency)\n";
   const std::vector<db::RangeKernel>& kernels = stats.range_kernels;
   for (std::size_t begin = 0; begin < kernels.size();) {
-    std::size_t end = begin + 1;
-    while (end < kernels.size() && kernels[end].device == kernels[begin].device &&
-           kernels[end].range_id == kernels[begin].range_id) {
-      ++end;
-    }
+    const std::size_t end = db::RangeEnd(kernels, begin);
     PrintRangeTable(out, kernels, begin, end);
     begin = end;
   }

@@ -117,6 +117,15 @@ Bottleneck RangeBottleneck(std::optional<double> compute_pct, std::optional<doub
   return Bottleneck::kUnknown;
 }
 
+std::size_t RangeEnd(const std::vector<RangeKernel>& kernels, std::size_t begin) {
+  std::size_t end = begin + 1;
+  while (end < kernels.size() && kernels[end].device == kernels[begin].device &&
+         kernels[end].range_id == kernels[begin].range_id) {
+    ++end;
+  }
+  return end;
+}
+
 StatusOr<RangeScanSummary> ForEachRangeKernel(const ProfileReader& reader, const RangeScanOptions& options,
                                               const std::function<void(const RangeKernel&)>& row) {
   RangeScanSummary summary;

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "db/profile_reader.h"
 #include "gpuprof/status.h"
@@ -98,5 +99,9 @@ struct RangeScanSummary {
 // replay (no rangeId / rangeLaunch columns) or without range rows calls nothing.
 StatusOr<RangeScanSummary> ForEachRangeKernel(const ProfileReader& reader, const RangeScanOptions& options,
                                               const std::function<void(const RangeKernel&)>& row);
+
+// The end of the range whose first launch is kernels[begin] in rows kept in ForEachRangeKernel's
+// order: the index of the next range's first launch, or kernels.size().
+std::size_t RangeEnd(const std::vector<RangeKernel>& kernels, std::size_t begin);
 
 }  // namespace gpuprof::db
