@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -29,6 +30,7 @@
 #include "db/output_layout.h"
 #include "db/perfetto_export.h"
 #include "db/profile_reader.h"
+#include "db/range_stats.h"
 #include "db/report_data.h"
 #include "db/stats.h"
 
@@ -140,12 +142,16 @@ constexpr std::string_view kMetricCsvHeader = "rank,kernelId,kernel,launchIndex,
 
 }  // namespace
 
-// `stats --csv`: every GPUPROF_REPLAY_METRIC row of every DB under PATH, one header.
-int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err) {
+namespace {
+
+// Opens each DB under PATH in turn for `each`, which writes its rows and sets `absent` when the DB
+// has none (a note on `err`, naming `what` is missing); the exit code.
+int ForEachCsvDb(
+    const std::string& path, std::string_view what, std::ostream& err,
+    const std::function<Status(const db::ProfileDbFile&, const db::ProfileReader&, std::string*)>& each) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
   int exit_code = kExitOk;
-  out << kMetricCsvHeader << "\n";
   for (const db::ProfileDbFile& file : resolved->dbs) {
     StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(file.path);
     if (!reader.ok()) {
@@ -153,35 +159,89 @@ int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err) {
       exit_code = kExitFailure;
       continue;
     }
-    std::string line;
     std::string absent;
-    Status status = db::ForEachReplayMetric(
-        **reader,
-        [&](const db::ReplayMetricRow& row) {
-          std::optional<std::int64_t> rank = row.rank;
-          if (!rank.has_value() || *rank < 0) rank = file.rank;
-          line.clear();
-          if (rank.has_value()) line += std::to_string(*rank);
-          line += "," + std::to_string(row.kernel_id) + ",";
-          AppendCsvField(&line, row.kernel);
-          line += "," + std::to_string(row.launch_index) + ",";
-          AppendCsvField(&line, row.metric);
-          line += ",";
-          AppendCsvField(&line, row.unit);
-          line += ",";
-          if (row.value.has_value()) line += ExactNumber(*row.value);
-          line += "," + std::to_string(row.passes) + "\n";
-          out << line;
-        },
-        &absent);
-    if (!status.ok()) {
+    if (Status status = each(file, **reader, &absent); !status.ok()) {
       PrintError(err, status);
       exit_code = kExitFailure;
       continue;
     }
-    if (!absent.empty()) err << "gpuprof: note: " << file.path << ": " << absent << "; no counter values\n";
+    if (!absent.empty()) err << "gpuprof: note: " << file.path << ": " << absent << "; no " << what << "\n";
   }
   return exit_code;
+}
+
+// The rank column: the DB's own RANK_DEVICE_MAP rank, else the one its path says.
+std::string RankText(std::optional<std::int64_t> rank, const db::ProfileDbFile& file) {
+  if (!rank.has_value() || *rank < 0) rank = file.rank;
+  return rank.has_value() ? std::to_string(*rank) : "";
+}
+
+std::string OptionalNumber(const std::optional<double>& value) { return value ? ExactNumber(*value) : ""; }
+
+constexpr std::string_view kRangeCsvHeader =
+    "rank,deviceId,rangeId,rangeLaunch,kernelId,kernel,replayed,declineReason,passes,medianNs,minNs,maxNs,"
+    "spreadPct,computePct,memoryPct,occupancyPct,bottleneck,flops,dramBytes,durationNs";
+
+}  // namespace
+
+// `stats --csv`: every GPUPROF_REPLAY_METRIC row of every DB under PATH, one header.
+int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err) {
+  out << kMetricCsvHeader << "\n";
+  std::string line;
+  return ForEachCsvDb(
+      path, "counter values", err,
+      [&](const db::ProfileDbFile& file, const db::ProfileReader& reader, std::string* absent) {
+        return db::ForEachReplayMetric(
+            reader,
+            [&](const db::ReplayMetricRow& row) {
+              line = RankText(row.rank, file) + "," + std::to_string(row.kernel_id) + ",";
+              AppendCsvField(&line, row.kernel);
+              line += "," + std::to_string(row.launch_index) + ",";
+              AppendCsvField(&line, row.metric);
+              line += ",";
+              AppendCsvField(&line, row.unit);
+              line += ",";
+              if (row.value.has_value()) line += ExactNumber(*row.value);
+              line += "," + std::to_string(row.passes) + "\n";
+              out << line;
+            },
+            absent);
+      });
+}
+
+// `stats --csv=ranges`: every launch of every replayed range under PATH (db/range_stats.h), one header.
+int RunRangeCsv(const std::string& path, std::ostream& out, std::ostream& err) {
+  out << kRangeCsvHeader << "\n";
+  std::string line;
+  return ForEachCsvDb(
+      path, "range replay results", err,
+      [&](const db::ProfileDbFile& file, const db::ProfileReader& reader, std::string* absent) -> Status {
+        GPUPROF_ASSIGN_OR_RETURN(std::optional<std::int64_t> rank, db::DbRank(reader));
+        const std::string rank_text = RankText(rank, file);
+        GPUPROF_ASSIGN_OR_RETURN(
+            db::RangeScanSummary summary, db::ForEachRangeKernel(reader, {}, [&](const db::RangeKernel& k) {
+              line = rank_text + "," + std::to_string(k.device) + "," + std::to_string(k.range_id) + "," +
+                     std::to_string(k.place) + "," + std::to_string(k.kernel_id) + ",";
+              AppendCsvField(&line, k.kernel);
+              line += std::string(k.replayed ? ",1," : ",0,");
+              AppendCsvField(&line, k.decline_reason);
+              line += "," + std::to_string(k.passes) + ",";
+              if (k.median_ns.has_value()) {
+                line += std::to_string(*k.median_ns) + "," + std::to_string(k.min_ns) + "," +
+                        std::to_string(k.max_ns);
+              } else {
+                line += ",,";
+              }
+              line += "," + OptionalNumber(k.spread_pct) + "," + OptionalNumber(k.compute_pct) + "," +
+                      OptionalNumber(k.memory_pct) + "," + OptionalNumber(k.occupancy_pct) + ",";
+              if (k.bottleneck != db::Bottleneck::kUnknown) line += db::BottleneckName(k.bottleneck);
+              line += "," + OptionalNumber(k.flops) + "," + OptionalNumber(k.dram_bytes) + "," +
+                      OptionalNumber(k.duration_ns) + "\n";
+              out << line;
+            }));
+        *absent = summary.absent;
+        return OkStatus();
+      });
 }
 
 namespace {
@@ -394,10 +454,16 @@ DbCommands::DbCommands(CLI::App& app) {
                          ->check(CLI::Range(std::size_t{1}, kMaxTop))
                          ->capture_default_str();
   stats_
-      ->add_flag("--csv", csv_,
-                 "Instead of the summary, print the hardware-counter values of the replayed launches as CSV, "
-                 "one row per launch and metric: rank,kernelId,kernel,launchIndex,metric,unit,value,passes "
-                 "(passes 0: taken from the launch, no counter pass); every row, so not with --top")
+      ->add_flag(
+          "--csv{metrics}", csv_,
+          "Instead of the summary, print CSV; every row, so not with --top. --csv (or --csv=metrics): the "
+          "hardware-counter values of the replayed launches, one row per launch and metric: "
+          "rank,kernelId,kernel,launchIndex,metric,unit,value,passes (passes 0: taken from the launch, no "
+          "counter pass). --csv=ranges: every launch of every replayed range in execution order, with its "
+          "range, median/min/max time over the passes, spread, throughputs, occupancy, bottleneck word and "
+          "roofline inputs (the columns: docs/db_gpuprof_tables.md, \"Range results\")")
+      ->type_name("TABLE")
+      ->check(CLI::IsMember({"metrics", "ranges"}))
       ->excludes(top);
 
   export_ = app.add_subcommand(
@@ -468,8 +534,9 @@ std::string DbCommands::HelpCommand() const {
 int DbCommands::Run(std::ostream& out, std::ostream& err) const {
   const base::SettingId progress = base::SettingId::kProgress;
   if (stats_->parsed()) {
-    return csv_ ? RunStatsCsv(stats_path_, out, err)
-                : RunStats(stats_path_, top_, stats_settings_->value(progress), out, err);
+    if (csv_ == "ranges") return RunRangeCsv(stats_path_, out, err);
+    if (csv_ == "metrics") return RunStatsCsv(stats_path_, out, err);
+    return RunStats(stats_path_, top_, stats_settings_->value(progress), out, err);
   }
   if (export_->parsed())
     return RunExport(export_path_, format_, output_, force_, export_settings_->value(progress), out, err);

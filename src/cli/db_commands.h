@@ -30,6 +30,10 @@ void PrintReplayStats(std::ostream& out, const db::ProfileStats& stats);
 // PATH as CSV on `out`, problems on `err`; the exit code stats would give.
 int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err);
 
+// `gpuprof stats --csv=ranges`: every launch of every replayed range under PATH (db/range_stats.h)
+// as CSV, in the order of the text summary's range tables.
+int RunRangeCsv(const std::string& path, std::ostream& out, std::ostream& err);
+
 class DbCommands {
  public:
   // Registers the four subcommands (stats, export, report, check) on `app`; the object holds their flags, so
@@ -53,7 +57,7 @@ class DbCommands {
   CLI::App* check_ = nullptr;
   std::string stats_path_;
   std::size_t top_ = 15;
-  bool csv_ = false;
+  std::string csv_;  // --csv's table: "" (none), "metrics" or "ranges"
   std::string export_path_;
   std::string format_ = "perfetto";
   std::string output_;

@@ -109,6 +109,9 @@ std::string RenderHtmlReport(const HtmlReportInput& input) {
       "href=\"#timeline\">Timeline</a><a href=\"#ops\">Ops and "
       "kernels</a>"
       "<a href=\"#memory\">Memory</a><a href=\"#replay\">Replay</a>";
+  bool ranges = false;
+  for (const db::ReportDb& db : input.dbs) ranges = ranges || !db.stats.range_kernels.empty();
+  if (ranges) page += "<a href=\"#ranges\">Step roofline</a>";
   if (input.cluster != nullptr) page += "<a href=\"#cluster\">Cluster</a>";
   page += "</nav>";
   page += html::Overview(input);
@@ -117,6 +120,7 @@ std::string RenderHtmlReport(const HtmlReportInput& input) {
   page += html::OpsAndKernels(input);
   page += html::Memory(input);
   page += html::Replay(input);
+  page += html::Ranges(input);
   page += html::Cluster(input);
   page += "<script>" + std::string(kScript) + "</script></body></html>\n";
   return page;

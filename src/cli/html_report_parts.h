@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli/html_report.h"
 #include "cli/report.h"
@@ -28,6 +29,9 @@ inline std::string Num(double value) { return Fixed(value, 2); }
 inline std::string Absent(std::string_view what, std::string_view why) {
   return "<p class=\"absent\">" + HtmlEscape(what) + ": " + HtmlEscape(why.empty() ? "none" : why) + "</p>";
 }
+
+// "rank N" (or "rank not set"): a DB's heading on the page.
+std::string DbLabel(const db::ReportDb& db);
 
 // ---- Charts (SVG): html_charts.cc ---------------------------------------------------------------
 
@@ -65,5 +69,14 @@ std::string OpsAndKernels(const HtmlReportInput& input);
 std::string Memory(const HtmlReportInput& input);
 std::string Replay(const HtmlReportInput& input);
 std::string Cluster(const HtmlReportInput& input);
+
+// ---- Range replay (html_ranges.cc) -----------------------------------------------------------------
+
+// Every kernel of one replayed range as a dot on the roofline of `device_name` (NPU_INFO's name):
+// x FLOP/byte, y FLOP/s, area ∝ time, hover for the kernel; FP32, FP16/BF16 tensor and DRAM roofs
+// (db/device_roofs.h). Without FLOP and byte counts, a line naming the metrics to collect.
+std::string StepRoofline(const std::vector<db::RangeKernel>& kernels, const std::string& device_name);
+// Per DB and replayed range: the step roofline beside the per-kernel table; "" without ranges.
+std::string Ranges(const HtmlReportInput& input);
 
 }  // namespace gpuprof::cli::html

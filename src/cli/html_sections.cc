@@ -1,5 +1,5 @@
-// The page's sections: overview, steps, timeline, ops and kernels, memory, replay and cluster, and
-// the sortable table they are made of.
+// The page's sections: overview, steps, timeline, ops and kernels, memory, replay and cluster, made
+// of the sortable table (html_table.h).
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -9,6 +9,7 @@
 
 #include "cli/html_report.h"
 #include "cli/html_report_parts.h"
+#include "cli/html_table.h"
 #include "cli/page_names.h"
 #include "cli/report.h"
 
@@ -18,65 +19,6 @@ namespace {
 // The step table lists at most this many steps: the first half by start and the slowest of the
 // rest (100k steps made a 38.8 MB table).
 constexpr std::size_t kMaxStepRows = 100;
-
-// A table whose columns sort on a click (the page's script); numeric cells carry data-v.
-class HtmlTable {
- public:
-  struct Column {
-    std::string title;
-    bool numeric;
-  };
-  HtmlTable(std::string id, std::vector<Column> columns) : id_(std::move(id)), columns_(std::move(columns)) {}
-  // Cells: text (escaped here) and, for numeric columns, the value it sorts by.
-  struct Cell {
-    std::string text;
-    double value = 0;
-    std::string figure;  // data-figure name, or ""
-    std::string html;    // markup drawn after the text (a small chart), already safe; "" for none
-    std::string title;   // a tooltip (the longer part of a cut name), or ""
-  };
-  void AddRow(std::vector<Cell> cells) { rows_.push_back(std::move(cells)); }
-  std::string Html() const {
-    std::string out = "<table class=\"sortable\" id=\"" + id_ + "\"><thead><tr>";
-    for (const Column& column : columns_) {
-      out += std::string("<th") + (column.numeric ? " class=\"num\"" : "") + ">" + HtmlEscape(column.title) +
-             "</th>";
-    }
-    out += "</tr></thead><tbody>";
-    for (const auto& row : rows_) {
-      out += "<tr>";
-      for (std::size_t i = 0; i < row.size() && i < columns_.size(); ++i) {
-        const Cell& cell = row[i];
-        out += "<td";
-        if (columns_[i].numeric) out += " class=\"num\" data-v=\"" + Fixed(cell.value, 6) + "\"";
-        if (!cell.figure.empty()) out += " data-figure=\"" + HtmlEscape(cell.figure) + "\"";
-        if (!cell.title.empty()) out += " title=\"" + HtmlEscape(cell.title) + "\"";
-        out += ">" + HtmlEscape(cell.text) + cell.html + "</td>";
-      }
-      out += "</tr>";
-    }
-    return out + "</tbody></table>";
-  }
-
- private:
-  std::string id_;
-  std::vector<Column> columns_;
-  std::vector<std::vector<Cell>> rows_;
-};
-
-HtmlTable::Cell N(std::string text, double value, std::string figure = "") {
-  return {std::move(text), value, std::move(figure), "", ""};
-}
-// A text cell; a long text (a name from the DB) is cut, with its start as the tooltip.
-HtmlTable::Cell T(std::string text, std::string figure = "") {
-  return {ShownName(text), 0, std::move(figure), "", NameTitle(text)};
-}
-
-std::string DbLabel(const db::ReportDb& db) {
-  if (db.stats.rank.has_value() && *db.stats.rank >= 0) return "rank " + std::to_string(*db.stats.rank);
-  if (db.split.rank >= 0) return "rank " + std::to_string(db.split.rank);
-  return "rank not set";
-}
 
 struct Suggestion {
   double share;  // of the time it is part of, for ordering
@@ -126,6 +68,12 @@ std::vector<Suggestion> Suggestions(const db::ReportDb& db) {
 }
 
 }  // namespace
+
+std::string DbLabel(const db::ReportDb& db) {
+  if (db.stats.rank.has_value() && *db.stats.rank >= 0) return "rank " + std::to_string(*db.stats.rank);
+  if (db.split.rank >= 0) return "rank " + std::to_string(db.split.rank);
+  return "rank not set";
+}
 
 std::string Overview(const HtmlReportInput& input) {
   std::string out = "<section id=\"overview\"><h2>Overview</h2>";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -182,22 +183,11 @@ constexpr SolLine kSolLines[] = {
     {"achieved occupancy", "sm__warps_active.avg.pct_of_peak_sustained_active", false},
     {"theoretical occupancy", "sm__maximum_warps_per_active_cycle_pct", true},
 };
-constexpr std::string_view kDurationMetric = "gpu__time_duration.sum";
 constexpr std::size_t kSolLabelWidth = 25;
-
-// Nanoseconds per `unit` for the time units metrics use; 0 for any other unit.
-double NanosecondsPer(std::string_view unit) {
-  // ncu's short words and CUPTI's Profiler Host API's long ones (what the H200 run stored).
-  if (unit == "nsecond" || unit == "nanosecond") return 1;
-  if (unit == "usecond" || unit == "microsecond") return 1e3;
-  if (unit == "msecond" || unit == "millisecond") return 1e6;
-  if (unit == "second") return 1e9;
-  return 0;
-}
 
 // One value in its unit: times in µs, bytes in KiB/MiB/..., percentages with one decimal.
 std::string MetricText(double value, const std::string& unit) {
-  if (const double ns = NanosecondsPer(unit); ns > 0) return Us(value * ns) + " µs";
+  if (const double ns = db::NanosecondsPer(unit); ns > 0) return Us(value * ns) + " µs";
   if (unit == "byte") return Bytes(static_cast<std::int64_t>(value + 0.5));
   if (unit == "%" || unit == "percent") return Fixed(value, 1) + " %";
   char text[64];
@@ -236,7 +226,7 @@ void PrintSpeedOfLight(std::ostream& out, const db::ProfileStats& stats) {
     if (!group.clock_controls.empty()) out << "; clock control " << Joined(group.clock_controls);
     if (!group.cache_controls.empty()) out << "; cache control " << Joined(group.cache_controls);
     out << ")\n";
-    if (const db::ReplayMetricStat* duration = group.Find(kDurationMetric); duration != nullptr) {
+    if (const db::ReplayMetricStat* duration = group.Find(db::kDurationMetric); duration != nullptr) {
       SolRow(out, "duration", MetricSummary(*duration));
     } else if (group.pass_count > 0) {
       std::string text = Us(group.pass_mean_ns) + " µs (replay passes";
@@ -264,6 +254,57 @@ void PrintSpeedOfLight(std::ostream& out, const db::ProfileStats& stats) {
     }
   }
   out << "  (every value: gpuprof stats --csv)\n";
+}
+
+// ---- Range replay: the kernels of each replayed range in execution order ------------------------
+
+std::string OptionalPct(const std::optional<double>& value) { return value ? Fixed(*value, 1) : "-"; }
+
+void PrintRangeTable(std::ostream& out, const std::vector<db::RangeKernel>& kernels, std::size_t begin,
+                     std::size_t end) {
+  const db::RangeKernel& first = kernels[begin];
+  if (!first.replayed) {
+    out << "  range " << first.range_id << " (device " << first.device << "): not replayed ("
+        << (first.decline_reason.empty() ? "-" : ShortName(first.decline_reason)) << ")\n";
+    return;
+  }
+  std::int64_t total_ns = 0;
+  for (std::size_t i = begin; i < end; ++i) total_ns += kernels[i].median_ns.value_or(0);
+  out << "  range " << first.range_id << " (device " << first.device << ", " << (end - begin) << " launch"
+      << (end - begin == 1 ? "" : "es") << ", " << Us(static_cast<double>(total_ns)) << " µs of medians)\n";
+  TextTable table({{"#", Align::kRight},
+                   {"median µs", Align::kRight},
+                   {"min–max µs", Align::kRight},
+                   {"spread", Align::kRight},
+                   {"compute %", Align::kRight},
+                   {"memory %", Align::kRight},
+                   {"occupancy %", Align::kRight},
+                   {"bound", Align::kLeft},
+                   {"kernel", Align::kLeft}});
+  for (std::size_t i = begin; i < end; ++i) {
+    const db::RangeKernel& k = kernels[i];
+    const bool timed = k.median_ns.has_value();
+    table.AddRow({std::to_string(k.place), timed ? Us(static_cast<double>(*k.median_ns)) : "-",
+                  timed ? Us(static_cast<double>(k.min_ns)) + "–" + Us(static_cast<double>(k.max_ns)) : "-",
+                  k.spread_pct ? Fixed(*k.spread_pct, 1) + " %" : "-", OptionalPct(k.compute_pct),
+                  OptionalPct(k.memory_pct), OptionalPct(k.occupancy_pct),
+                  std::string(db::BottleneckName(k.bottleneck)), ShortName(k.kernel)});
+  }
+  table.Print(out, "    ");
+}
+
+void PrintRanges(std::ostream& out, const db::ProfileStats& stats) {
+  out << "Range replay (" << stats.range_count << (stats.more_ranges ? " first" : "")
+      << " range(s): kernels in execution order, time over the passes; bound: memory/compute when its "
+         "throughput is >= 60 % of peak, launch under 5 µs, else latency)\n";
+  const std::vector<db::RangeKernel>& kernels = stats.range_kernels;
+  for (std::size_t begin = 0; begin < kernels.size();) {
+    const std::size_t end = db::RangeEnd(kernels, begin);
+    PrintRangeTable(out, kernels, begin, end);
+    begin = end;
+  }
+  out << "  (every range" << (stats.more_ranges ? ", and the ranges after these" : "")
+      << ": gpuprof stats --csv=ranges)\n";
 }
 
 }  // namespace
@@ -319,6 +360,11 @@ void PrintReplayStats(std::ostream& out, const db::ProfileStats& stats) {
   if (!stats.replay_counters.empty()) {
     out << "\n";
     PrintSpeedOfLight(out, stats);
+  }
+  // Only when there are ranges: a DB without them (older, or kernel mode) prints as before.
+  if (!stats.range_kernels.empty()) {
+    out << "\n";
+    PrintRanges(out, stats);
   }
 }
 

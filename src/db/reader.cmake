@@ -6,6 +6,8 @@
 add_library(gpuprof_db_reader STATIC
   profile_reader.cc
   stats.cc
+  range_stats.cc
+  device_roofs.cc
   cluster_stats.cc
   perfetto_export.cc
   perfetto_export_device.cc

@@ -601,6 +601,14 @@ const ReplayMetricStat* ReplayCounterStat::Find(std::string_view name) const {
   return nullptr;
 }
 
+StatusOr<std::optional<std::int64_t>> DbRank(const ProfileReader& reader) {
+  GPUPROF_ASSIGN_OR_RETURN(bool rank_map, reader.HasColumns("RANK_DEVICE_MAP", {"rankId"}));
+  if (!rank_map) return std::optional<std::int64_t>();
+  GPUPROF_ASSIGN_OR_RETURN(Query rank, reader.Prepare("SELECT rankId FROM RANK_DEVICE_MAP LIMIT 1"));
+  GPUPROF_ASSIGN_OR_RETURN(bool has_rank, rank.Step());
+  return has_rank ? rank.OptionalInt(0) : std::optional<std::int64_t>();
+}
+
 Status ForEachReplayMetric(const ProfileReader& reader,
                            const std::function<void(const ReplayMetricRow&)>& row, std::string* absent) {
   absent->clear();
@@ -628,12 +636,7 @@ Status ForEachReplayMetric(const ProfileReader& reader,
   sql += mjoin + ujoin + " ORDER BY m.kernelId, m.rowid";
   GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare(sql));
   ReplayMetricRow out;
-  GPUPROF_ASSIGN_OR_RETURN(bool rank_map, reader.HasColumns("RANK_DEVICE_MAP", {"rankId"}));
-  if (rank_map) {
-    GPUPROF_ASSIGN_OR_RETURN(Query rank, reader.Prepare("SELECT rankId FROM RANK_DEVICE_MAP LIMIT 1"));
-    GPUPROF_ASSIGN_OR_RETURN(bool has_rank, rank.Step());
-    if (has_rank) out.rank = rank.OptionalInt(0);
-  }
+  GPUPROF_ASSIGN_OR_RETURN(out.rank, DbRank(reader));
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool has_row, query.Step());
     if (!has_row) break;
@@ -710,6 +713,24 @@ StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOpti
   stage("replay results");
   GPUPROF_RETURN_IF_ERROR(ReadReplay(reader, options.top, &stats));
   GPUPROF_RETURN_IF_ERROR(ReadReplayCounters(reader, options.top, &stats));
+  stage("range replay results");
+  GPUPROF_ASSIGN_OR_RETURN(
+      RangeScanSummary ranges,
+      ForEachRangeKernel(reader, RangeScanOptions{options.top},
+                         [&](const RangeKernel& kernel) { stats.range_kernels.push_back(kernel); }));
+  stats.range_count = ranges.ranges;
+  stats.more_ranges = ranges.more;
+  stats.ranges_absent = std::move(ranges.absent);
+  GPUPROF_ASSIGN_OR_RETURN(bool devices, reader.HasColumns("NPU_INFO", {"id", "name"}));
+  if (!stats.range_kernels.empty() && devices) {
+    GPUPROF_ASSIGN_OR_RETURN(Query names,
+                             reader.Prepare("SELECT id, COALESCE(name, '') FROM NPU_INFO ORDER BY id"));
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, names.Step());
+      if (!row) break;
+      stats.device_names.emplace_back(names.Int(0), std::string(names.Text(1)));
+    }
+  }
   return stats;
 }
 

@@ -15,10 +15,12 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/progress.h"
 #include "db/profile_reader.h"
+#include "db/range_stats.h"
 #include "gpuprof/status.h"
 
 namespace gpuprof::db {
@@ -203,6 +205,15 @@ struct ProfileStats {
   std::uint64_t replay_counter_groups = 0;
   std::vector<ReplayCounterStat> replay_counters;  // the top ones by launches, as `replay`
   std::string replay_counters_absent;
+
+  // Range replay (db/range_stats.h): the launches of the first `top` replayed ranges, by device,
+  // range and place; `more_ranges` when there are others (`stats --csv=ranges` lists every one).
+  std::vector<RangeKernel> range_kernels;
+  std::uint64_t range_count = 0;  // ranges in range_kernels
+  bool more_ranges = false;
+  std::string ranges_absent;
+  // NPU_INFO's (id, name) rows, read when there are ranges (the step roofline's device).
+  std::vector<std::pair<std::int64_t, std::string>> device_names;
 };
 
 struct StatsOptions {
@@ -225,6 +236,9 @@ struct ReplayMetricRow {
   std::optional<double> value;  // none: NULL (a NaN the writer was given)
   std::int64_t passes = 0;
 };
+
+// RANK_DEVICE_MAP's rankId (its first row); none when the DB has no such table or row.
+StatusOr<std::optional<std::int64_t>> DbRank(const ProfileReader& reader);
 
 // Calls `row` for every metric row, by kernelId then rowid (the order they were recorded), streaming.
 // A DB without GPUPROF_REPLAY_METRIC (older, or no replay) calls nothing and returns why in `absent`

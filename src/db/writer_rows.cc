@@ -23,7 +23,7 @@ Status RowSink::Prepare() {
       Statement::Prepare(conn_,
                          "INSERT INTO GPUPROF_REPLAY_KERNEL VALUES (?1, ?2, ?3, ?4, "
                          "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
-                         "?22, ?23, ?24, ?25, ?26, ?27)"));
+                         "?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)"));
   GPUPROF_RETURN_IF_ERROR(pytorch_api_.Prepare(conn_, kInsertApiHead, kInsertApiRow));
   GPUPROF_RETURN_IF_ERROR(callchains_.Prepare(conn_, "INSERT INTO PYTORCH_CALLCHAINS VALUES ", "(?,?,?)"));
   // OR IGNORE: a repeated correlation id (a collector bug) must not stop the whole profile; it
@@ -334,10 +334,10 @@ Status RowSink::WriteRecord(trace::ReplayResult& result) {
   k.BindStaticText(22, replay::ClockControlName(r.clock_control));
   k.BindStaticText(23, r.caches_flushed ? "all" : "none");
   k.BindStaticText(24, replay::ReplayModeName(r.replay_mode));
-  if (r.replay_mode == replay::ReplayMode::kKernel) {
-    k.BindNull(25);
-  } else {
+  if (r.replay_mode == replay::ReplayMode::kGraph || r.replay_mode == replay::ReplayMode::kNode) {
     k.BindU64(25, r.graph_id);
+  } else {
+    k.BindNull(25);
   }
   if (r.replay_mode == replay::ReplayMode::kNode && r.graph_node_id != 0) {
     k.BindU64(26, r.graph_node_id);
@@ -348,6 +348,13 @@ Status RowSink::WriteRecord(trace::ReplayResult& result) {
     k.BindNull(27);
   } else {
     k.BindStaticText(27, r.graph_fallback);
+  }
+  if (r.replay_mode == replay::ReplayMode::kRange) {
+    k.BindU64(28, r.range_id);
+    k.BindInt(29, r.range_launch);
+  } else {
+    k.BindNull(28);
+    k.BindNull(29);
   }
   GPUPROF_RETURN_IF_ERROR(k.Run());
   ++rows_;

@@ -260,7 +260,7 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
   // (id, timestampNs, globalTid, deviceId, name, connectionId, launchIndex, replayed, declineReason,
   //  declineDetail, restoreMode, passes, deterministic, snapshotRegions, snapshotBytes, snapshotNs,
   //  untracked, snapshotDeviceBytes, replayNs, counterPasses, counterStatus, clockControl, cacheControl,
-  //  replayMode, graphId, graphNodeId, graphFallback)
+  //  replayMode, graphId, graphNodeId, graphFallback, rangeId, rangeLaunch)
   GPUPROF_RETURN_IF_ERROR(db.Insert("GPUPROF_REPLAY_KERNEL", {std::int64_t{1},
                                                               us(175),
                                                               main_tid,
@@ -285,6 +285,8 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
                                                               std::string("base"),
                                                               std::string("all"),
                                                               std::string("kernel"),
+                                                              nullptr,
+                                                              nullptr,
                                                               nullptr,
                                                               nullptr,
                                                               nullptr}));
@@ -314,6 +316,8 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
                                                               std::string("graph"),
                                                               std::int64_t{7},
                                                               nullptr,
+                                                              nullptr,
+                                                              nullptr,
                                                               nullptr}));
   GPUPROF_RETURN_IF_ERROR(db.Insert("GPUPROF_REPLAY_KERNEL", {std::int64_t{3},
                                                               us(745),
@@ -339,6 +343,8 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
                                                               std::string("none"),
                                                               std::string("all"),
                                                               std::string("kernel"),
+                                                              nullptr,
+                                                              nullptr,
                                                               nullptr,
                                                               nullptr,
                                                               nullptr}));

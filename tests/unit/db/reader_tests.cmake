@@ -18,6 +18,11 @@ if(TARGET gpuprof::db)
     SOURCES reader_writer_compat_test.cc
     LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing
     LABELS unit)
+  # Range replay's results per range (db/range_stats.h) on DBs the writer made.
+  gpuprof_add_gtest(NAME db_range_stats_test
+    SOURCES range_stats_test.cc
+    LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing
+    LABELS unit)
   # The cluster summary of `gpuprof stats DIR` (db/cluster_stats.h) on rank DBs the writer made,
   # and their Perfetto export (one process per rank).
   gpuprof_add_gtest(NAME db_cluster_stats_test

@@ -169,7 +169,8 @@ TEST_F(ProfileWriterSchemaTest, GpuprofTablesColumns) {
                   "snapshotNs INTEGER 0", "untrackedWritableBytes INTEGER 0", "snapshotDeviceBytes INTEGER 0",
                   "replayNs INTEGER 0", "counterPasses INTEGER 0", "counterStatus TEXT 0",
                   "clockControl TEXT 0", "cacheControl TEXT 0", "replayMode TEXT 0", "graphId INTEGER 0",
-                  "graphNodeId INTEGER 0", "graphFallback TEXT 0"));
+                  "graphNodeId INTEGER 0", "graphFallback TEXT 0", "rangeId INTEGER 0",
+                  "rangeLaunch INTEGER 0"));
   EXPECT_THAT(Query(*suite_db, "SELECT name || ' ' || type FROM pragma_table_info('GPUPROF_REPLAY_PASS')"),
               ElementsAre("kernelId INTEGER", "pass INTEGER", "startNs INTEGER", "durationNs INTEGER",
                           "smClockBeforeKhz INTEGER", "smClockAfterKhz INTEGER", "bytesRestored INTEGER",

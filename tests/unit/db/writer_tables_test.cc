@@ -258,6 +258,39 @@ TEST(ProfileWriterGraphReplayTest, GraphRowsCarryTheModeTheIdsTheFallbackAndNode
               ElementsAre("0|1|11|scale|401", "0|1|12|finish|500", "0|2|11|scale|402", "0|2|12|finish|500"));
 }
 
+// Issue 40: the launches of a replayed range carry the range's number and their place in it; a
+// declined range is one row named "range N" at place 0; other modes leave both NULL.
+TEST(ProfileWriterRangeReplayTest, RangeRowsCarryTheRangeIdAndTheLaunchPlace) {
+  TempDir dir;
+  std::vector<trace::Record> records;
+  auto range_launch = [&](std::string name, std::uint64_t range, std::uint32_t place, bool replayed) {
+    trace::ReplayResult launch;
+    launch.time_ns = testing::kStartNs + 100 + static_cast<std::int64_t>(records.size());
+    launch.record.kernel_name = std::move(name);
+    launch.record.replayed = replayed;
+    launch.record.replay_mode = replay::ReplayMode::kRange;
+    launch.record.range_id = range;
+    launch.record.range_launch = place;
+    launch.record.range_launches = replayed ? 2 : 0;
+    if (!replayed) launch.record.decline_reason = replay::DeclineReason::kRangeTooLarge;
+    records.emplace_back(launch);
+  };
+  range_launch("fwd", 1, 0, true);
+  range_launch("bwd", 1, 1, true);
+  range_launch("range 2", 2, 0, false);
+  trace::ReplayResult kernel;
+  kernel.time_ns = testing::kStartNs + 300;
+  kernel.record.kernel_name = "plain";
+  kernel.record.replayed = true;
+  records.emplace_back(kernel);
+  const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), {records});
+  EXPECT_THAT(Query(db,
+                    "SELECT s.value, k.replayMode, k.replayed, k.rangeId, k.rangeLaunch, k.graphId FROM "
+                    "GPUPROF_REPLAY_KERNEL k JOIN STRING_IDS s ON s.id = k.name ORDER BY k.id"),
+              ElementsAre("fwd|range|1|1|0|NULL", "bwd|range|1|1|1|NULL", "range 2|range|0|2|0|NULL",
+                          "plain|kernel|1|NULL|NULL|NULL"));
+}
+
 // The CUDA path: the node durations of a whole-graph replay come as ReplayGraphNodeTask records
 // carrying the graph launch's correlation id, before or after the replay's own row.
 TEST(ProfileWriterGraphReplayTest, NodeTasksJoinTheirGraphReplayByCorrelationInPassOrder) {
