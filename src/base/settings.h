@@ -90,6 +90,11 @@ enum class SettingId : std::uint8_t {
   kReplayClockControl,
   kReplayCounterRange,
   kReplayGraph,
+  kReplayMode,
+  kReplayRange,
+  kReplayNvtxInclude,
+  kReplayMaxRangeOperations,
+  kReplayMaxRangeHostMib,
   kProgress,
   kExecGuard,
   kCount,  // not a setting
@@ -144,6 +149,13 @@ std::vector<std::string_view> SettingChoices(const SettingSpec& spec);
 // The integer of a canonical kInt text, the words of a canonical kList text.
 std::int64_t SettingInt(std::string_view canonical) noexcept;
 std::vector<std::string_view> SettingListWords(std::string_view canonical);
+
+// The range replay settings that do not go together (canonical texts of replay_mode, replay_range and
+// replay_nvtx_include), each refused naming both settings, as flag and key, and the fix: --range nvtx
+// or step, or --nvtx-include, without --replay-mode range (kernel replay has no range to delimit);
+// --nvtx-include with --range step; --range nvtx without --nvtx-include. --nvtx-include with
+// --range profiler (the default) means --range nvtx.
+Status CheckRangeSettings(std::string_view mode, std::string_view range, std::string_view nvtx_include);
 
 // The whole table as a JSON array of objects (json_key, env, launcher_env, type, min, max,
 // choices, default, cli, help), for the Python package and `gpuprof settings --json`.

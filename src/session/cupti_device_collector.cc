@@ -156,7 +156,9 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
     if (StatusOr<const device::cuda::CudaDriver*> driver = device::cuda::CudaDriver::Get(); driver.ok()) {
       replay_settings->clock_api = std::make_shared<cupti::NvmlClockApi>(**driver);
     }
-    if (Status valid = replay::Controller::ValidateOptions(replay_settings->options); !valid.ok()) {
+    Status valid = CheckRangeSettings(replay_settings_);
+    if (valid.ok()) valid = replay::Controller::ValidateOptions(replay_settings->options);
+    if (!valid.ok()) {
       GPUPROF_LOG(kError) << "replay off: " << valid.message();
       replay_settings.reset();
     }

@@ -53,6 +53,7 @@ StatusOr<ReplaySettings> ProgramReplaySettings(const SessionConfig& process,
     }
     GPUPROF_RETURN_IF_ERROR(SetSetting(config, spec->id, setting.text, spec->json_key));
   }
+  GPUPROF_RETURN_IF_ERROR(CheckRangeSettings(config.replay));
   return config.replay;
 }
 
