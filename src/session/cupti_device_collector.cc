@@ -305,6 +305,11 @@ Status CuptiDeviceCollector::ConfigureReplay(const ReplaySettings& settings) {
   return replay_hook_->Configure(ReplayOptionsFrom(settings), settings.flush_l2);
 }
 
+void CuptiDeviceCollector::ReplayStepBoundary() {
+  // The hook returns at once unless its options are range replay by step.
+  if (replay_hook_ != nullptr) replay_hook_->StepBoundary();
+}
+
 void CuptiDeviceCollector::Flush() {
   if (subscriber_ == nullptr || !subscriber_->running()) return;
   if (Status flushed = subscriber_->Flush(/*forced=*/true); !flushed.ok()) {

@@ -94,5 +94,76 @@ TEST(ProgramReplaySettingsTest, ABadNameOrValueGetsTheSettingsTablesMessage) {
   EXPECT_THAT(message({{"replay_skip", "1"}, {"replay_skip", "2"}}), HasSubstr("replay_skip is given twice"));
 }
 
+// Issue 40 (range replay, REPLAY_SPEC.md W1): the mode, the delimiter and the caps reach the engine's
+// options; --nvtx-include implies --range nvtx.
+TEST(ProgramReplaySettingsTest, RangeReplaySettingsReachTheEnginesOptions) {
+  StatusOr<ReplaySettings> step = Named({{"replay_mode", "range"},
+                                         {"replay_range", "step"},
+                                         {"replay_max_range_operations", "5000"},
+                                         {"replay_max_range_host_mib", "3"}});
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  replay::ReplayOptions options = ReplayOptionsFrom(*step);
+  EXPECT_TRUE(options.range_replay);
+  EXPECT_EQ(options.range_delimiter, replay::RangeDelimiter::kStep);
+  EXPECT_EQ(options.max_range_operations, 5000u);
+  EXPECT_EQ(options.max_range_host_bytes, 3u << 20);
+
+  StatusOr<ReplaySettings> nvtx = Named({{"replay_mode", "range"}, {"replay_nvtx_include", "train_step"}});
+  ASSERT_TRUE(nvtx.ok()) << nvtx.status().ToString();
+  options = ReplayOptionsFrom(*nvtx);
+  EXPECT_EQ(options.range_delimiter, replay::RangeDelimiter::kNvtx) << "--nvtx-include implies --range nvtx";
+  EXPECT_EQ(options.range_nvtx_name, "train_step");
+
+  options = ReplayOptionsFrom(SessionConfig().replay);
+  EXPECT_FALSE(options.range_replay) << "kernel mode by default";
+  EXPECT_EQ(options.range_delimiter, replay::RangeDelimiter::kProfilerApi)
+      << "cudaProfilerStart/Stop, as ncu";
+}
+
+TEST(ProgramReplaySettingsTest, RangeSettingsThatDoNotGoTogetherAreRefusedNamingBoth) {
+  const auto message = [](std::vector<NamedSetting> named) {
+    StatusOr<ReplaySettings> settings = Named(std::move(named));
+    EXPECT_EQ(settings.status().code(), StatusCode::kInvalidArgument);
+    return std::string(settings.status().message());
+  };
+  EXPECT_EQ(message({{"replay_mode", "ranges"}}), "replay_mode=\"ranges\": expected one of kernel, range");
+  EXPECT_EQ(message({{"replay_mode", "range"}, {"replay_range", "steps"}}),
+            "replay_range=\"steps\": expected one of profiler, nvtx, step");
+  EXPECT_THAT(
+      message({{"replay_max_range_operations", "0"}}),
+      HasSubstr("replay_max_range_operations=0: the replay max range operations must be an integer from 1"));
+  EXPECT_EQ(
+      message({{"replay_range", "step"}}),
+      "--range (replay_range) step delimits the ranges of range replay, but the replay mode is kernel: add "
+      "--replay-mode range (replay_mode=\"range\")");
+  EXPECT_EQ(
+      message({{"replay_nvtx_include", "fwd"}}),
+      "--nvtx-include (replay_nvtx_include) \"fwd\" delimits the ranges of range replay, but the replay "
+      "mode is kernel: add --replay-mode range (replay_mode=\"range\")");
+  EXPECT_EQ(message({{"replay_mode", "range"}, {"replay_range", "step"}, {"replay_nvtx_include", "fwd"}}),
+            "--nvtx-include (replay_nvtx_include) \"fwd\" delimits ranges by an NVTX range, but --range "
+            "(replay_range) step delimits them by training step: give one of them");
+  EXPECT_EQ(message({{"replay_mode", "range"}, {"replay_range", "nvtx"}}),
+            "--range (replay_range) nvtx needs the NVTX range's name: add --nvtx-include NAME "
+            "(replay_nvtx_include)");
+}
+
+// Issue 40 (--range step): gpuprof_replay_step_boundary_v1's way through the session reaches the
+// device collector, which ends the step's range (CuptiDeviceCollector: CudaReplayHook::StepBoundary).
+TEST(ReplayStepBoundaryTest, ReachesTheDeviceCollector) {
+  testing::TempDir dir;
+  SessionConfig config;
+  config.output_dir = dir / "out";
+  config.rank = 0;
+  auto state = std::make_shared<testing::FakeDeviceState>();
+  StatusOr<std::unique_ptr<Session>> session =
+      Session::Start(config, {.device_factory = testing::FakeFactory(state)});
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  (*session)->ReplayStepBoundary();
+  (*session)->ReplayStepBoundary();
+  ASSERT_TRUE((*session)->Stop().ok());
+  EXPECT_THAT(state->Calls(), ::testing::Contains("ReplayStepBoundary").Times(2));
+}
+
 }  // namespace
 }  // namespace gpuprof::session
