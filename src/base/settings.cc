@@ -260,18 +260,20 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
      "kernel", "--replay-mode", kReplayCommand, "kernel|range",
      "What one replay repeats (Nsight Compute's --replay-mode): kernel replays each selected launch on its "
      "own; range replays a whole range of one device's work (--range) per pass, the application's own run "
-     "being pass 1, and still reports every kernel of it. -s/-c then count ranges",
+     "being pass 1, and still reports every kernel of it. -s/-c then count ranges. --range nvtx or step, "
+     "or --nvtx-include, imply range",
      nullptr},
     {SettingId::kReplayRange, "replay_range", "GPUPROF_REPLAY_RANGE", "", T::kChoice, 0, 0,
      "profiler|nvtx|step", "profiler", "--range", kReplayCommand, "profiler|nvtx|step",
      "With --replay-mode range, what delimits a range: cudaProfilerStart/Stop (profiler, as in ncu), the "
-     "NVTX range --nvtx-include names (nvtx), or one training step, optimizer step to optimizer step "
-     "(step)",
+     "NVTX range --nvtx-include names (nvtx), or one training step, optimizer step to optimizer step, or "
+     "gpuprof.profile step() to step() where the script calls it (step); nvtx and step imply --replay-mode "
+     "range",
      nullptr},
     {SettingId::kReplayNvtxInclude, "replay_nvtx_include", "GPUPROF_REPLAY_NVTX_INCLUDE", "", T::kString, 0,
      0, "", "", "--nvtx-include", kReplayCommand, "NAME",
      "With --replay-mode range, the NVTX range (push/pop or start/end of this name) that delimits each range "
-     "(ncu's --nvtx-include); implies --range nvtx, and is refused with --range step",
+     "(ncu's --nvtx-include); implies --replay-mode range and --range nvtx, and is refused with --range step",
      nullptr},
     {SettingId::kReplayMaxRangeOperations, "replay_max_range_operations",
      "GPUPROF_REPLAY_MAX_RANGE_OPERATIONS", "", T::kInt, 1, kInt64Max, "", "1048576",
@@ -469,13 +471,18 @@ StatusOr<std::string> ParseSettingText(const SettingSpec& spec, std::string_view
   return canonical;
 }
 
-Status CheckRangeSettings(std::string_view mode, std::string_view range, std::string_view nvtx_include) {
+bool RangeReplayWanted(std::string_view mode, std::string_view range,
+                       std::string_view nvtx_include) noexcept {
+  return mode == "range" || range != "profiler" || !nvtx_include.empty();
+}
+
+Status CheckRangeSettings(std::string_view mode, std::string_view range, std::string_view nvtx_include,
+                          bool mode_given) {
   const std::string nvtx = "--nvtx-include (replay_nvtx_include) " + JsonQuote(nvtx_include);
-  if (mode != "range" && (range != "profiler" || !nvtx_include.empty())) {
+  if (mode_given && mode == "kernel" && (range != "profiler" || !nvtx_include.empty())) {
     return InvalidArgumentError(
         (nvtx_include.empty() ? "--range (replay_range) " + std::string(range) : nvtx) +
-        " delimits the ranges of range replay, but the replay mode is " + std::string(mode) +
-        ": add --replay-mode range (replay_mode=\"range\")");
+        " delimits the ranges of range replay, but --replay-mode (replay_mode) is kernel: drop one of them");
   }
   if (range == "step" && !nvtx_include.empty()) {
     return InvalidArgumentError(

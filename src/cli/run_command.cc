@@ -169,9 +169,9 @@ int RunCommand::Run(std::ostream& report) const {
     return kExitUsage;
   }
 
-  if (Status range = base::CheckRangeSettings(settings_->value(SettingId::kReplayMode),
-                                              settings_->value(SettingId::kReplayRange),
-                                              settings_->value(SettingId::kReplayNvtxInclude));
+  if (Status range = base::CheckRangeSettings(
+          settings_->value(SettingId::kReplayMode), settings_->value(SettingId::kReplayRange),
+          settings_->value(SettingId::kReplayNvtxInclude), settings_->given(SettingId::kReplayMode));
       !range.ok()) {
     report << "gpuprof: error: " << range.message() << "\n"
            << "run 'gpuprof " << name() << " --help' for the accepted flags and values\n";
@@ -235,9 +235,9 @@ int RunCommand::Run(std::ostream& report) const {
   } else if (replay_) {
     const std::string kernel = settings_->value(SettingId::kReplayKernel);
     const std::string count = settings_->value(SettingId::kReplayCount);
-    const bool ranges = settings_->value(SettingId::kReplayMode) == "range";
     const std::string nvtx = settings_->value(SettingId::kReplayNvtxInclude);
     const std::string range = settings_->value(SettingId::kReplayRange);
+    const bool ranges = base::RangeReplayWanted(settings_->value(SettingId::kReplayMode), range, nvtx);
     const std::string unit = ranges ? "range" : "launch";
     const std::string units = ranges ? "ranges" : "launches";
     report << "gpuprof: replaying " << (kernel.empty() ? std::string("every kernel") : "'" + kernel + "'")

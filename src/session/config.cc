@@ -528,7 +528,9 @@ replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings) {
   }
   options.clock_control = settings.clock_control;
   options.graph_replay = settings.graph_replay;
-  options.range_replay = settings.range_mode;
+  options.range_replay =
+      base::RangeReplayWanted(settings.range_mode ? "range" : "kernel",
+                              replay::RangeDelimiterName(settings.range), settings.nvtx_include);
   options.range_delimiter = settings.nvtx_include.empty() ? settings.range : replay::RangeDelimiter::kNvtx;
   options.range_nvtx_name = settings.nvtx_include;
   options.max_range_operations = settings.max_range_operations;
@@ -536,9 +538,10 @@ replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings) {
   return options;
 }
 
-Status CheckRangeSettings(const ReplaySettings& settings) {
+Status CheckRangeSettings(const ReplaySettings& settings, bool mode_given) {
   return base::CheckRangeSettings(settings.range_mode ? "range" : "kernel",
-                                  replay::RangeDelimiterName(settings.range), settings.nvtx_include);
+                                  replay::RangeDelimiterName(settings.range), settings.nvtx_include,
+                                  mode_given);
 }
 
 }  // namespace gpuprof::session

@@ -162,13 +162,14 @@ Status ApplyJsonConfig(std::string_view json, std::string_view origin, SessionCo
 Status ValidateConfig(const SessionConfig& config);
 
 // The replay engine's options for `settings` (selector, passes, restore, strict, C2, the expanded
-// metric list of replay/metric_catalog.h, the clock control and range replay). A replay_nvtx_include
-// makes the delimiter NVTX (it implies --range nvtx); CheckRangeSettings refuses what it cannot mean.
+// metric list of replay/metric_catalog.h, the clock control and range replay: range mode where
+// base::RangeReplayWanted says so, the delimiter NVTX where replay_nvtx_include names one).
 replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings);
 
-// base::CheckRangeSettings over `settings` (replay_mode, replay_range, replay_nvtx_include).
-// Checked where a program names replay settings (replay_settings.h) and by the CUPTI device
-// collector when the process starts; `gpuprof replay` checks its options before it starts anything.
-Status CheckRangeSettings(const ReplaySettings& settings);
+// base::CheckRangeSettings over `settings` (replay_mode, replay_range, replay_nvtx_include);
+// `mode_given`: replay_mode was named beside them. Checked where a program names replay settings
+// (replay_settings.h) and by the CUPTI device collector when the process starts; `gpuprof replay`
+// checks its options before it starts anything.
+Status CheckRangeSettings(const ReplaySettings& settings, bool mode_given = false);
 
 }  // namespace gpuprof::session

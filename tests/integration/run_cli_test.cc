@@ -233,9 +233,12 @@ TEST_F(RunCommandTest, ReplayRangeFlagsReachTheApplicationAndConflictsAreUsageEr
               HasSubstr("--nvtx-include (replay_nvtx_include) \"train\" delimits ranges by an NVTX "
                         "range, but --range (replay_range) step delimits them by training step"));
   EXPECT_THAT(conflict.err, HasSubstr("gpuprof replay --help"));
-  CliResult kernel_mode = Run("replay --range step -- /bin/true");
+  CliResult kernel_mode = Run("replay --replay-mode kernel --range step -- /bin/true");
   EXPECT_EQ(kernel_mode.exit_code, 2);
-  EXPECT_THAT(kernel_mode.err, HasSubstr("add --replay-mode range"));
+  EXPECT_THAT(kernel_mode.err, HasSubstr("but --replay-mode (replay_mode) is kernel: drop one of them"));
+  CliResult implied = Run("replay --range step -- /bin/true");
+  EXPECT_EQ(implied.exit_code, 0) << implied.err;
+  EXPECT_THAT(implied.err, HasSubstr("in each training step")) << "--range step implies --replay-mode range";
   CliResult bad = Run("replay --replay-mode ranges -- /bin/true");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("--replay-mode"));

@@ -191,7 +191,7 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
   EXPECT_EQ(replay::GraphReplayName(replay.graph_replay), expected[SettingId::kReplayGraph]);
   // Range replay (issue 40): the mode, the delimiter (nvtx: the first choice after the default) with
   // its name, and the caps.
-  EXPECT_EQ(replay.range_replay, expected[SettingId::kReplayMode] == "range");
+  EXPECT_TRUE(replay.range_replay) << expected[SettingId::kReplayMode];
   EXPECT_EQ(replay::RangeDelimiterName(replay.range_delimiter), expected[SettingId::kReplayRange]);
   EXPECT_EQ(replay.range_nvtx_name, expected[SettingId::kReplayNvtxInclude]);
   EXPECT_EQ(replay.max_range_operations,
@@ -230,12 +230,10 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
   }
 }
 
-// The settings a range setting needs beside it (base::CheckRangeSettings): the range mode, and the
-// NVTX range's name for --range nvtx.
+// The setting a range setting needs beside it (base::CheckRangeSettings): --range nvtx, the NVTX
+// range's name.
 std::vector<session::NamedSetting> WithCompanions(const SettingSpec& spec, const std::string& value) {
   std::vector<session::NamedSetting> named = {{spec.json_key, value}};
-  if (spec.id == SettingId::kReplayRange || spec.id == SettingId::kReplayNvtxInclude)
-    named.push_back({"replay_mode", "range"});
   if (spec.id == SettingId::kReplayRange && value == "nvtx")
     named.push_back({"replay_nvtx_include", "walker"});
   return named;

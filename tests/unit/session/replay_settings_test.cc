@@ -114,6 +114,16 @@ TEST(ProgramReplaySettingsTest, RangeReplaySettingsReachTheEnginesOptions) {
   EXPECT_EQ(options.range_delimiter, replay::RangeDelimiter::kNvtx) << "--nvtx-include implies --range nvtx";
   EXPECT_EQ(options.range_nvtx_name, "train_step");
 
+  // KernelReplay(range="step") as the issue writes it: the delimiter implies range replay.
+  StatusOr<ReplaySettings> implied = Named({{"replay_range", "step"}});
+  ASSERT_TRUE(implied.ok()) << implied.status().ToString();
+  options = ReplayOptionsFrom(*implied);
+  EXPECT_TRUE(options.range_replay) << "--range step implies --replay-mode range";
+  EXPECT_EQ(options.range_delimiter, replay::RangeDelimiter::kStep);
+  implied = Named({{"replay_nvtx_include", "fwd"}});
+  ASSERT_TRUE(implied.ok()) << implied.status().ToString();
+  EXPECT_TRUE(ReplayOptionsFrom(*implied).range_replay) << "--nvtx-include implies --replay-mode range";
+
   options = ReplayOptionsFrom(SessionConfig().replay);
   EXPECT_FALSE(options.range_replay) << "kernel mode by default";
   EXPECT_EQ(options.range_delimiter, replay::RangeDelimiter::kProfilerApi)
@@ -133,13 +143,13 @@ TEST(ProgramReplaySettingsTest, RangeSettingsThatDoNotGoTogetherAreRefusedNaming
       message({{"replay_max_range_operations", "0"}}),
       HasSubstr("replay_max_range_operations=0: the replay max range operations must be an integer from 1"));
   EXPECT_EQ(
-      message({{"replay_range", "step"}}),
-      "--range (replay_range) step delimits the ranges of range replay, but the replay mode is kernel: add "
-      "--replay-mode range (replay_mode=\"range\")");
+      message({{"replay_mode", "kernel"}, {"replay_range", "step"}}),
+      "--range (replay_range) step delimits the ranges of range replay, but --replay-mode (replay_mode) is "
+      "kernel: drop one of them");
   EXPECT_EQ(
-      message({{"replay_nvtx_include", "fwd"}}),
-      "--nvtx-include (replay_nvtx_include) \"fwd\" delimits the ranges of range replay, but the replay "
-      "mode is kernel: add --replay-mode range (replay_mode=\"range\")");
+      message({{"replay_nvtx_include", "fwd"}, {"replay_mode", "kernel"}}),
+      "--nvtx-include (replay_nvtx_include) \"fwd\" delimits the ranges of range replay, but --replay-mode "
+      "(replay_mode) is kernel: drop one of them");
   EXPECT_EQ(message({{"replay_mode", "range"}, {"replay_range", "step"}, {"replay_nvtx_include", "fwd"}}),
             "--nvtx-include (replay_nvtx_include) \"fwd\" delimits ranges by an NVTX range, but --range "
             "(replay_range) step delimits them by training step: give one of them");
