@@ -25,6 +25,15 @@ StatusOr<ReplaySettings> Named(std::vector<NamedSetting> named,
   return ProgramReplaySettings(process, named);
 }
 
+// A session whose device collector is the fake that records the calls made on it.
+StatusOr<std::unique_ptr<Session>> StartWithFakeDevice(const testing::TempDir& dir,
+                                                       std::shared_ptr<testing::FakeDeviceState> state) {
+  SessionConfig config;
+  config.output_dir = dir / "out";
+  config.rank = 0;
+  return Session::Start(config, {.device_factory = testing::FakeFactory(std::move(state))});
+}
+
 TEST(ProgramReplaySettingsTest, GraphReplayAndCounterSettingsReachTheDeviceCollectorAndTheEnginesOptions) {
   StatusOr<ReplaySettings> settings = Named({{"replay_graph", "graph"},
                                              {"replay_counter_range", "USER"},
@@ -37,12 +46,8 @@ TEST(ProgramReplaySettingsTest, GraphReplayAndCounterSettingsReachTheDeviceColle
 
   // Down the session's replay path, as gpuprof_configure_replay_settings_v1 sends it.
   testing::TempDir dir;
-  SessionConfig config;
-  config.output_dir = dir / "out";
-  config.rank = 0;
   auto state = std::make_shared<testing::FakeDeviceState>();
-  StatusOr<std::unique_ptr<Session>> session =
-      Session::Start(config, {.device_factory = testing::FakeFactory(state)});
+  StatusOr<std::unique_ptr<Session>> session = StartWithFakeDevice(dir, state);
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   ASSERT_TRUE((*session)->ConfigureReplay(*settings).ok());
   ASSERT_EQ(state->replays.size(), 1u);
@@ -162,12 +167,8 @@ TEST(ProgramReplaySettingsTest, RangeSettingsThatDoNotGoTogetherAreRefusedNaming
 // device collector, which ends the step's range (CuptiDeviceCollector: CudaReplayHook::StepBoundary).
 TEST(ReplayStepBoundaryTest, ReachesTheDeviceCollector) {
   testing::TempDir dir;
-  SessionConfig config;
-  config.output_dir = dir / "out";
-  config.rank = 0;
   auto state = std::make_shared<testing::FakeDeviceState>();
-  StatusOr<std::unique_ptr<Session>> session =
-      Session::Start(config, {.device_factory = testing::FakeFactory(state)});
+  StatusOr<std::unique_ptr<Session>> session = StartWithFakeDevice(dir, state);
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   (*session)->ReplayStepBoundary();
   (*session)->ReplayStepBoundary();
