@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Usage: check_rule_map.py [--spec REPLAY_SPEC_MD] RULES_MD BUILD_DIR
 
-Checks docs/replay_rules.md: every rule of the replay specification (R, C and B) names at least
+Checks docs/replay_rules.md: every rule of the replay specification (R, C, B and W) names at least
 one test that exists, and every test it names exists. Prints one line per problem and exits 1
 when there is any.
 
@@ -27,11 +27,11 @@ import sys
 
 # REPLAY_SPEC.md's rules, for a checkout without ../shared. Keep in step with the spec.
 FALLBACK_RULES = ([f"R{i}" for i in range(1, 15)] + [f"C{i}" for i in range(1, 6)] +
-                  [f"B{i}" for i in range(1, 9)])
+                  [f"B{i}" for i in range(1, 9)] + [f"W{i}" for i in range(1, 8)])
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_SPEC = os.path.join(os.path.dirname(REPO), "shared", "REPLAY_SPEC.md")
-RULE_ID = re.compile(r"^([RCB]\d+)$")
+RULE_ID = re.compile(r"^([RCBW]\d+)$")
 GPU_HEADING = re.compile(r"^#+\s*On the GPU\b")
 TEST_MACRO = re.compile(r"^\s*(?:TEST|TEST_F|TYPED_TEST)\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.M)
 TEST_P_MACRO = re.compile(r"^\s*TEST_P\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.M)
@@ -43,7 +43,7 @@ def spec_rules(path):
     rules = []
     with open(path, encoding="utf-8") as f:
         for line in f:
-            m = re.match(r"^([RCB]\d+)\s", line)
+            m = re.match(r"^([RCBW]\d+)\s", line)
             if m and m.group(1) not in rules:
                 rules.append(m.group(1))
     return rules
@@ -139,7 +139,7 @@ def parse(rules_md, problems):
                 for rule in rules:
                     gpu.setdefault(rule, []).append((number, names))
                 continue
-            m = re.match(r"^-?\s*\*{0,2}([RBC]\d+)\*{0,2}:\s*(.*)$", line)
+            m = re.match(r"^-?\s*\*{0,2}([RBCW]\d+)\*{0,2}:\s*(.*)$", line)
             if not m:
                 continue
             rule, rest = m.group(1), m.group(2)

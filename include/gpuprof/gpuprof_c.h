@@ -298,6 +298,15 @@ GPUPROF_API int gpuprof_configure_replay_v1(const gpuprof_replay_config_v1* conf
 GPUPROF_API int gpuprof_configure_replay_settings_v1(const char* const* keys, const char* const* values,
                                                      size_t count) GPUPROF_NOEXCEPT;
 
+/* Range replay by training step (`gpuprof replay --replay-mode range --range step`,
+ * gpuprof.KernelReplay(replay_mode="range", range="step")): one optimizer step ended on the calling
+ * thread's current CUDA device, so the range of the step before ends there (and is replayed) and the
+ * next step's range begins. The Python package calls it at every optimizer step (and at every
+ * gpuprof.profile step()) while replay is on; in any other replay mode, or with replay off, it
+ * returns at once and does nothing. Returns GPUPROF_OK, GPUPROF_ERROR_NOT_STARTED (no session),
+ * GPUPROF_ERROR_FORK_CHILD or GPUPROF_ERROR_INTERNAL (an older copy owns the session). */
+GPUPROF_API int gpuprof_replay_step_boundary_v1(void) GPUPROF_NOEXCEPT;
+
 GPUPROF_API int gpuprof_record_torch_op_v1(const gpuprof_torch_op_v1* op) GPUPROF_NOEXCEPT;
 GPUPROF_API int gpuprof_record_allocator_event_v1(const gpuprof_allocator_event_v1* event) GPUPROF_NOEXCEPT;
 GPUPROF_API int gpuprof_record_gc_event_v1(const gpuprof_gc_event_v1* event) GPUPROF_NOEXCEPT;
@@ -380,6 +389,8 @@ typedef struct gpuprof_session_v1 {
   int (*name_thread)(uint64_t tid, const char* name);
   /* Appended with replay settings by name: check `size` before calling. */
   int (*configure_replay_settings)(const char* const* keys, const char* const* values, size_t count);
+  /* Appended with range replay: check `size` before calling. */
+  int (*replay_step_boundary)(void);
 } gpuprof_session_v1;
 
 GPUPROF_API const gpuprof_session_v1* gpuprof_active_session_v1(void) GPUPROF_NOEXCEPT;

@@ -249,7 +249,10 @@ def _hook_optimizer_steps(prof):
     lock = threading.Lock()
 
     def step_done(*_):
-        if profiler.user_steps_seen() or not prof.recording:
+        if profiler.user_steps_seen():
+            return  # the script's profile.step() delimits steps, and ends replay's step ranges
+        _native.replay_step_boundary()  # --replay-mode range --range step: this step's range ends
+        if not prof.recording:
             return
         now = time.time_ns()
         with lock:

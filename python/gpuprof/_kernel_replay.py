@@ -41,6 +41,17 @@ class KernelReplay:
     `graph_replay` "graph" replays a selected CUDA graph launch as one unit, "node" node by node
     (docs/replay_rules.md); `counter_range` "user" counts the whole counter pass, "auto" the kernel.
 
+    Range replay (Nsight Compute's --replay-mode range; ours still reports every kernel): `replay_mode`
+    "range" replays whole ranges of one device's work, each pass re-issuing the range, and `skip` /
+    `count` then count ranges. `range` says what delimits one: "profiler" (cudaProfilerStart/Stop, the
+    default), "nvtx" (the NVTX range `nvtx_include` names) or "step" (one training step: optimizer
+    step to optimizer step, or gpuprof.profile's step() to step() when the script calls it).
+    `range="step"` or `nvtx_include="NAME"` alone asks for range replay; `replay_mode="kernel"` beside
+    them, or `nvtx_include` with `range="step"`, is refused when the profile starts (a RuntimeWarning
+    says why, naming both).
+    `max_range_operations` and `max_range_host_mib` cap a range's recording (a larger range is
+    declined whole and runs as it did). E.g. `gpuprof.KernelReplay(range="step", count=2)`.
+
     Replay needs device memory tracked from the start of the process: run the program with
     `gpuprof replay --from-script -- python3 script.py`. Otherwise the profile records without
     replay and a RuntimeWarning says why.

@@ -160,6 +160,26 @@ def record_op(name, tid, start_ns, end_ns):
     return native().core.gpuprof_record_torch_op_v1(ctypes.byref(op)) == GPUPROF_OK
 
 
+_replaying = None  # whether `gpuprof replay` started this process (GPUPROF_REPLAY), read once
+
+
+def replay_step_boundary():
+    """One training step ended: with `gpuprof replay --replay-mode range --range step` the step's range
+    ends and the next begins (gpuprof_replay_step_boundary_v1). Without replay no native call is made,
+    so an unreplayed training step pays one dict lookup; an older library without the call is skipped."""
+    global _replaying
+    if _replaying is None:
+        from . import _settings
+        try:
+            _replaying = bool(_settings.from_environment("replay"))
+        except ValueError:  # a bad GPUPROF_REPLAY: the session says so, and replays nothing
+            _replaying = False
+    if not _replaying:
+        return False
+    boundary = getattr(native().core, "gpuprof_replay_step_boundary_v1", None)
+    return boundary is not None and boundary() == GPUPROF_OK
+
+
 def record_gc(start_ns, end_ns):
     event = _GcEvent(ctypes.sizeof(_GcEvent), int(start_ns), int(max(end_ns, start_ns)))
     return native().core.gpuprof_record_gc_event_v1(ctypes.byref(event))

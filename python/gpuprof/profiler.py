@@ -335,6 +335,9 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             self._leave_in_fork_child()
             self.step_num += 1
             return
+        # The script's steps replace optimizer.step()'s as the training step (`gpuprof run` counts one
+        # or the other), and so delimit range replay's steps too (--range step).
+        _native.replay_step_boundary()
         self._end_step_range()
         previous = self._action
         self.step_num += 1

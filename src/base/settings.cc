@@ -173,9 +173,11 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
      "-k,--kernel-name", kReplayCommand, "NAME",
      "Kernel to replay: NAME or regex:PATTERN (default: every kernel)", &CheckKernelSelector},
     {SettingId::kReplaySkip, "replay_skip", "GPUPROF_REPLAY_SKIP", "", T::kInt, 0, kInt64Max, "", "0",
-     "-s,--launch-skip", kReplayCommand, "N", "Matching launches to run unreplayed first", nullptr},
+     "-s,--launch-skip", kReplayCommand, "N",
+     "Matching launches to run unreplayed first (with --replay-mode range: ranges)", nullptr},
     {SettingId::kReplayCount, "replay_count", "GPUPROF_REPLAY_COUNT", "", T::kInt, 0, kInt64Max, "", "0",
-     "-c,--launch-count", kReplayCommand, "N", "Replay at most this many launches (0: no limit)", nullptr},
+     "-c,--launch-count", kReplayCommand, "N",
+     "Replay at most this many launches (with --replay-mode range: ranges; 0: no limit)", nullptr},
     {SettingId::kReplayCacheControl, "replay_cache_control", "GPUPROF_REPLAY_CACHE_CONTROL", "", T::kChoice,
      0, 0, "all|none", "all", "--cache-control", kReplayCommand, "all|none",
      "Flush L2 before each pass (all) or not (none)", nullptr},
@@ -251,6 +253,38 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
      "runs it node by node and replays each kernel node that -k selects in place, with the inputs it sees in "
      "the graph (graphs with host, allocation or conditional nodes fall back to graph). -k selects a graph "
      "when any kernel node matches; -s/-c count graph launches",
+     nullptr},
+    // Range replay (REPLAY_SPEC.md W1-W6). The three delimiting settings go together as
+    // session::CheckRangeSettings says (config.h), checked where a command or a program gives them.
+    {SettingId::kReplayMode, "replay_mode", "GPUPROF_REPLAY_MODE", "", T::kChoice, 0, 0, "kernel|range",
+     "kernel", "--replay-mode", kReplayCommand, "kernel|range",
+     "What one replay repeats (Nsight Compute's --replay-mode): kernel replays each selected launch on its "
+     "own; range replays a whole range of one device's work (--range) per pass, the application's own run "
+     "being pass 1, and still reports every kernel of it. -s/-c then count ranges. --range nvtx or step, "
+     "or --nvtx-include, imply range",
+     nullptr},
+    {SettingId::kReplayRange, "replay_range", "GPUPROF_REPLAY_RANGE", "", T::kChoice, 0, 0,
+     "profiler|nvtx|step", "profiler", "--range", kReplayCommand, "profiler|nvtx|step",
+     "With --replay-mode range, what delimits a range: cudaProfilerStart/Stop (profiler, as in ncu), the "
+     "NVTX range --nvtx-include names (nvtx), or one training step, optimizer step to optimizer step, or "
+     "gpuprof.profile step() to step() where the script calls it (step); nvtx and step imply --replay-mode "
+     "range",
+     nullptr},
+    {SettingId::kReplayNvtxInclude, "replay_nvtx_include", "GPUPROF_REPLAY_NVTX_INCLUDE", "", T::kString, 0,
+     0, "", "", "--nvtx-include", kReplayCommand, "NAME",
+     "With --replay-mode range, the NVTX range (push/pop or start/end of this name) that delimits each range "
+     "(ncu's --nvtx-include); implies --replay-mode range and --range nvtx, and is refused with --range step",
+     nullptr},
+    {SettingId::kReplayMaxRangeOperations, "replay_max_range_operations",
+     "GPUPROF_REPLAY_MAX_RANGE_OPERATIONS", "", T::kInt, 1, kInt64Max, "", "1048576",
+     "--max-range-operations", kReplayCommand, "N",
+     "A range with more recorded operations (launches, copies, memsets, event records and waits) is "
+     "declined whole and runs as it did",
+     nullptr},
+    {SettingId::kReplayMaxRangeHostMib, "replay_max_range_host_mib", "GPUPROF_REPLAY_MAX_RANGE_HOST_MIB", "",
+     T::kInt, 0, std::int64_t{1} << 30, "", "1024", "--max-range-host-mib", kReplayCommand, "MIB",
+     "MiB of host memory a range's recording may copy (copy sources and kernel arguments, taken at the "
+     "call); a range needing more is declined whole and runs as it did",
      nullptr},
     {SettingId::kProgress, "progress", "GPUPROF_PROGRESS", "", T::kChoice, 0, 0, "auto|off", "auto",
      "--progress", kRunCommand | kReplayCommand | kDbCommand, "auto|off",
@@ -435,6 +469,33 @@ StatusOr<std::string> ParseSettingText(const SettingSpec& spec, std::string_view
   }
   if (spec.check != nullptr) GPUPROF_RETURN_IF_ERROR(spec.check(canonical, origin));
   return canonical;
+}
+
+bool RangeReplayWanted(std::string_view mode, std::string_view range,
+                       std::string_view nvtx_include) noexcept {
+  return mode == "range" || range != "profiler" || !nvtx_include.empty();
+}
+
+Status CheckRangeSettings(std::string_view mode, std::string_view range, std::string_view nvtx_include,
+                          bool mode_given) {
+  const std::string nvtx = "--nvtx-include (replay_nvtx_include) " + JsonQuote(nvtx_include);
+  if (mode_given && mode == "kernel" && (range != "profiler" || !nvtx_include.empty())) {
+    return InvalidArgumentError(
+        (nvtx_include.empty() ? "--range (replay_range) " + std::string(range) : nvtx) +
+        " delimits the ranges of range replay, but --replay-mode (replay_mode) is kernel: drop one of them");
+  }
+  if (range == "step" && !nvtx_include.empty()) {
+    return InvalidArgumentError(
+        nvtx +
+        " delimits ranges by an NVTX range, but --range (replay_range) step delimits them "
+        "by training step: give one of them");
+  }
+  if (range == "nvtx" && nvtx_include.empty()) {
+    return InvalidArgumentError(
+        "--range (replay_range) nvtx needs the NVTX range's name: add --nvtx-include NAME "
+        "(replay_nvtx_include)");
+  }
+  return OkStatus();
 }
 
 std::string SettingsJson() {

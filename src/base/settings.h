@@ -90,6 +90,11 @@ enum class SettingId : std::uint8_t {
   kReplayClockControl,
   kReplayCounterRange,
   kReplayGraph,
+  kReplayMode,
+  kReplayRange,
+  kReplayNvtxInclude,
+  kReplayMaxRangeOperations,
+  kReplayMaxRangeHostMib,
   kProgress,
   kExecGuard,
   kCount,  // not a setting
@@ -144,6 +149,17 @@ std::vector<std::string_view> SettingChoices(const SettingSpec& spec);
 // The integer of a canonical kInt text, the words of a canonical kList text.
 std::int64_t SettingInt(std::string_view canonical) noexcept;
 std::vector<std::string_view> SettingListWords(std::string_view canonical);
+
+// Range replay's settings (canonical texts of replay_mode, replay_range, replay_nvtx_include).
+// --range nvtx or step, or --nvtx-include, means range replay even without --replay-mode range (as
+// KernelReplay(range="step") asks), and --nvtx-include means --range nvtx: RangeReplayWanted says
+// whether the three ask for range replay. CheckRangeSettings refuses, naming both settings as flag
+// and key and the fix, what cannot mean anything: --replay-mode kernel given (`mode_given`) with
+// --range nvtx/step or --nvtx-include; --nvtx-include with --range step; --range nvtx without
+// --nvtx-include.
+bool RangeReplayWanted(std::string_view mode, std::string_view range, std::string_view nvtx_include) noexcept;
+Status CheckRangeSettings(std::string_view mode, std::string_view range, std::string_view nvtx_include,
+                          bool mode_given);
 
 // The whole table as a JSON array of objects (json_key, env, launcher_env, type, min, max,
 // choices, default, cli, help), for the Python package and `gpuprof settings --json`.

@@ -169,6 +169,15 @@ int RunCommand::Run(std::ostream& report) const {
     return kExitUsage;
   }
 
+  if (Status range = base::CheckRangeSettings(
+          settings_->value(SettingId::kReplayMode), settings_->value(SettingId::kReplayRange),
+          settings_->value(SettingId::kReplayNvtxInclude), settings_->given(SettingId::kReplayMode));
+      !range.ok()) {
+    report << "gpuprof: error: " << range.message() << "\n"
+           << "run 'gpuprof " << name() << " --help' for the accepted flags and values\n";
+    return kExitUsage;
+  }
+
   StatusOr<std::string> inject_library = ResolveInjectLibrary();
   if (!inject_library.ok()) return Fail(report, inject_library.status());
 
@@ -226,9 +235,18 @@ int RunCommand::Run(std::ostream& report) const {
   } else if (replay_) {
     const std::string kernel = settings_->value(SettingId::kReplayKernel);
     const std::string count = settings_->value(SettingId::kReplayCount);
+    const std::string nvtx = settings_->value(SettingId::kReplayNvtxInclude);
+    const std::string range = settings_->value(SettingId::kReplayRange);
+    const bool ranges = base::RangeReplayWanted(settings_->value(SettingId::kReplayMode), range, nvtx);
+    const std::string unit = ranges ? "range" : "launch";
+    const std::string units = ranges ? "ranges" : "launches";
     report << "gpuprof: replaying " << (kernel.empty() ? std::string("every kernel") : "'" + kernel + "'")
-           << ", " << settings_->value(SettingId::kReplayPasses) << " passes per launch"
-           << (count != "0" ? ", at most " + count + " launches" : "")
+           << (!ranges           ? ""
+               : !nvtx.empty()   ? " in each NVTX range '" + nvtx + "'"
+               : range == "step" ? " in each training step"
+                                 : " in each cudaProfilerStart/Stop range")
+           << ", " << settings_->value(SettingId::kReplayPasses) << " passes per " << unit
+           << (count != "0" ? ", at most " + count + " " + units : "")
            << "; one line per replayed launch follows\n";
   }
   // exec replaces the program without its exit handlers: the guard beside the injection library

@@ -107,12 +107,23 @@ recorded. --query-metrics lists the names (--chip GH100 for a chip, --json for J
 application. --clock-control base locks SM and memory clocks to base for the passes (root only;
 otherwise a warning and the clocks as they are); the default none never changes them.
 
+Range replay (--replay-mode range, Nsight Compute's name; gpuprof still reports every kernel): a
+whole range of one device's work is replayed per pass, the application's own run being pass 1, its
+operations recorded as they run and re-issued in their order after a restore. --range says what
+delimits a range: profiler (cudaProfilerStart/Stop, the default), nvtx (the NVTX range
+--nvtx-include NAME names) or step (one training step: optimizer step to optimizer step, or
+gpuprof.profile's step() to step()). --range nvtx/step and --nvtx-include imply --replay-mode
+range. -s and -c then count ranges. A range with a host function, an allocation or free, a kernel
+declined above, or more than --max-range-operations operations or --max-range-host-mib MiB of
+captured host data is declined whole and runs as it did.
+
 --from-script leaves the choice to the program: nothing is replayed until it calls
 gpuprof.profile(kernel_replay=gpuprof.KernelReplay(passes=..., kernel=...)), and only while that
 profile records (python/README.md).
 
 Example: gpuprof replay --passes 5 -k regex:gemm -c 3 -- python3 examples/train_plain.py --steps 5
          gpuprof replay --graph-replay node -- python3 examples/infer_compiled.py
+         gpuprof replay --range step -s 2 -c 1 -- python3 examples/train_plain.py --steps 5
          gpuprof replay --from-script -- \
              python3 examples/train_profiled.py --replay-kernel regex:gemm
          gpuprof replay -k regex:gemm -c 1 --section SpeedOfLight,Occupancy -- ./app

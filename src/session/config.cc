@@ -311,6 +311,15 @@ Status SetSetting(SessionConfig& c, SettingId id, std::string_view text, std::st
     case SettingId::kReplayClockControl: replay::ParseClockControl(v, &c.replay.clock_control); break;
     case SettingId::kReplayGraph: replay::ParseGraphReplay(v, &c.replay.graph_replay); break;
     case SettingId::kReplayCounterRange: c.replay.counter_range = v; break;
+    case SettingId::kReplayMode: c.replay.range_mode = v == "range"; break;
+    case SettingId::kReplayRange: replay::ParseRangeDelimiter(v, &c.replay.range); break;
+    case SettingId::kReplayNvtxInclude: c.replay.nvtx_include = v; break;
+    case SettingId::kReplayMaxRangeOperations:
+      c.replay.max_range_operations = static_cast<std::uint64_t>(n);
+      break;
+    case SettingId::kReplayMaxRangeHostMib:
+      c.replay.max_range_host_bytes = static_cast<std::uint64_t>(n) << 20;
+      break;
     case SettingId::kProgress: c.progress = v != "off"; break;
     case SettingId::kExecGuard: c.exec_guard = on; break;
     case SettingId::kCount: break;
@@ -359,6 +368,11 @@ std::string SettingText(const SessionConfig& c, SettingId id) {
     case SettingId::kReplayClockControl: return std::string(replay::ClockControlName(c.replay.clock_control));
     case SettingId::kReplayGraph: return std::string(replay::GraphReplayName(c.replay.graph_replay));
     case SettingId::kReplayCounterRange: return c.replay.counter_range;
+    case SettingId::kReplayMode: return c.replay.range_mode ? "range" : "kernel";
+    case SettingId::kReplayRange: return std::string(replay::RangeDelimiterName(c.replay.range));
+    case SettingId::kReplayNvtxInclude: return c.replay.nvtx_include;
+    case SettingId::kReplayMaxRangeOperations: return std::to_string(c.replay.max_range_operations);
+    case SettingId::kReplayMaxRangeHostMib: return std::to_string(c.replay.max_range_host_bytes >> 20);
     case SettingId::kProgress: return c.progress ? "auto" : "off";
     case SettingId::kExecGuard: return flag(c.exec_guard);
     case SettingId::kCount: break;
@@ -514,7 +528,20 @@ replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings) {
   }
   options.clock_control = settings.clock_control;
   options.graph_replay = settings.graph_replay;
+  options.range_replay =
+      base::RangeReplayWanted(settings.range_mode ? "range" : "kernel",
+                              replay::RangeDelimiterName(settings.range), settings.nvtx_include);
+  options.range_delimiter = settings.nvtx_include.empty() ? settings.range : replay::RangeDelimiter::kNvtx;
+  options.range_nvtx_name = settings.nvtx_include;
+  options.max_range_operations = settings.max_range_operations;
+  options.max_range_host_bytes = settings.max_range_host_bytes;
   return options;
+}
+
+Status CheckRangeSettings(const ReplaySettings& settings, bool mode_given) {
+  return base::CheckRangeSettings(settings.range_mode ? "range" : "kernel",
+                                  replay::RangeDelimiterName(settings.range), settings.nvtx_include,
+                                  mode_given);
 }
 
 }  // namespace gpuprof::session

@@ -71,6 +71,12 @@ struct ReplaySettings {
   replay::ClockControl clock_control;  // C3
   std::string counter_range;           // "auto" (the kernel alone) or "user" (the whole pass)
   replay::GraphReplay graph_replay;    // issue 24: graph launches off / as a whole / node by node
+  // Range replay (W1-W6): replay_mode "range", the delimiter and its NVTX name, and the caps.
+  bool range_mode;
+  replay::RangeDelimiter range;
+  std::string nvtx_include;  // empty: none given
+  std::uint64_t max_range_operations;
+  std::uint64_t max_range_host_bytes;
   bool operator==(const ReplaySettings&) const = default;
 };
 
@@ -156,7 +162,14 @@ Status ApplyJsonConfig(std::string_view json, std::string_view origin, SessionCo
 Status ValidateConfig(const SessionConfig& config);
 
 // The replay engine's options for `settings` (selector, passes, restore, strict, C2, the expanded
-// metric list of replay/metric_catalog.h and the clock control).
+// metric list of replay/metric_catalog.h, the clock control and range replay: range mode where
+// base::RangeReplayWanted says so, the delimiter NVTX where replay_nvtx_include names one).
 replay::ReplayOptions ReplayOptionsFrom(const ReplaySettings& settings);
+
+// base::CheckRangeSettings over `settings` (replay_mode, replay_range, replay_nvtx_include);
+// `mode_given`: replay_mode was named beside them. Checked where a program names replay settings
+// (replay_settings.h) and by the CUPTI device collector when the process starts; `gpuprof replay`
+// checks its options before it starts anything.
+Status CheckRangeSettings(const ReplaySettings& settings, bool mode_given = false);
 
 }  // namespace gpuprof::session

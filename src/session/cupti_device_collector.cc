@@ -156,7 +156,9 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
     if (StatusOr<const device::cuda::CudaDriver*> driver = device::cuda::CudaDriver::Get(); driver.ok()) {
       replay_settings->clock_api = std::make_shared<cupti::NvmlClockApi>(**driver);
     }
-    if (Status valid = replay::Controller::ValidateOptions(replay_settings->options); !valid.ok()) {
+    Status valid = CheckRangeSettings(replay_settings_);
+    if (valid.ok()) valid = replay::Controller::ValidateOptions(replay_settings->options);
+    if (!valid.ok()) {
       GPUPROF_LOG(kError) << "replay off: " << valid.message();
       replay_settings.reset();
     }
@@ -301,6 +303,11 @@ Status CuptiDeviceCollector::ConfigureReplay(const ReplaySettings& settings) {
     chosen->range = settings.counter_range;
   }
   return replay_hook_->Configure(ReplayOptionsFrom(settings), settings.flush_l2);
+}
+
+void CuptiDeviceCollector::ReplayStepBoundary() {
+  // The hook returns at once unless its options are range replay by step.
+  if (replay_hook_ != nullptr) replay_hook_->StepBoundary();
 }
 
 void CuptiDeviceCollector::Flush() {

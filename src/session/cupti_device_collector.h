@@ -64,6 +64,7 @@ class CuptiDeviceCollector final : public DeviceCollector {
   void Stop() override;
   CorrelationFunctions Correlation() const override;
   Status ConfigureReplay(const ReplaySettings& settings) override;
+  void ReplayStepBoundary() override;
 
   // Null before Start and after a failed one.
   cupti::CuptiSubscriber* subscriber() const noexcept { return subscriber_.get(); }

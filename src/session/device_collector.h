@@ -73,6 +73,12 @@ class DeviceCollector {
     static_cast<void>(settings);
     return FailedPreconditionError("this device collector cannot replay kernels");
   }
+
+  // Range replay by training step (REPLAY_SPEC.md W1, --range step): one optimizer step ended, so
+  // the range of the step before ends on the calling thread's device and the next begins. Nothing
+  // unless replay runs in range mode by step (and nothing for a collector that cannot replay). Any
+  // thread, after a successful Start.
+  virtual void ReplayStepBoundary() {}
 };
 
 // Makes the collector for a Session, or returns nullptr when there is none to make (no device

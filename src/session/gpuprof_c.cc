@@ -244,6 +244,11 @@ GPUPROF_API int gpuprof_configure_replay_settings_v1(const char* const* keys, co
       });
 }
 
+GPUPROF_API int gpuprof_replay_step_boundary_v1(void) noexcept {
+  return Run([] { return std::string("gpuprof_replay_step_boundary_v1()"); },
+             [] { return ProcessSession::Get().ReplayStepBoundary(); });
+}
+
 GPUPROF_API int gpuprof_record_torch_op_v1(const gpuprof_torch_op_v1* op) noexcept {
   return Run(
       [&] {

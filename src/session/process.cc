@@ -100,6 +100,9 @@ int TableConfigureReplaySettings(const char* const* keys, const char* const* val
                                  std::size_t count) noexcept {
   return TableCall([&] { return ProcessSession::Get().ConfigureReplaySettings(keys, values, count); });
 }
+int TableReplayStepBoundary() noexcept {
+  return TableCall([] { return ProcessSession::Get().ReplayStepBoundary(); });
+}
 int TableRecordRange(const gpuprof_range_v1* range) noexcept {
   return TableCall([&] { return ProcessSession::Get().RecordRange(*range); });
 }
@@ -130,6 +133,7 @@ gpuprof_session_v1 MakeTable() {
   table.window_db = &TableWindowDb;
   table.name_thread = &TableNameThread;
   table.configure_replay_settings = &TableConfigureReplaySettings;
+  table.replay_step_boundary = &TableReplayStepBoundary;
   return table;
 }
 

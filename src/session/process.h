@@ -93,6 +93,8 @@ class ProcessSession {
   // `config` is non-null with a v1 size (checked by the caller): its fields as the settings they
   // stand for, the same way.
   CallResult ConfigureReplay(const gpuprof_replay_config_v1& config);
+  // gpuprof_replay_step_boundary_v1: DeviceCollector::ReplayStepBoundary of the running session.
+  CallResult ReplayStepBoundary();
 
   // This copy's table while it owns a running session, else null. Lock-free.
   const gpuprof_session_v1* ActiveTable() const noexcept;

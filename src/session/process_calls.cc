@@ -282,6 +282,17 @@ CallResult ProcessSession::ConfigureReplay(const gpuprof_replay_config_v1& confi
   });
 }
 
+CallResult ProcessSession::ReplayStepBoundary() {
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  if (const gpuprof_session_v1* table = target.attached; table != nullptr) {
+    if (!Has(table, &gpuprof_session_v1::replay_step_boundary)) return OlderCopy("has no range replay");
+    return Forwarded(table, table->replay_step_boundary());
+  }
+  target.session->ReplayStepBoundary();
+  return {};
+}
+
 CallResult ProcessSession::RecordTorchOp(const gpuprof_torch_op_v1& op) {
   trace::TorchOp record;
   record.start_ns = op.start_ns;

@@ -53,6 +53,9 @@ StatusOr<ReplaySettings> ProgramReplaySettings(const SessionConfig& process,
     }
     GPUPROF_RETURN_IF_ERROR(SetSetting(config, spec->id, setting.text, spec->json_key));
   }
+  const bool mode_given = std::any_of(
+      named.begin(), named.end(), [](const NamedSetting& setting) { return setting.key == "replay_mode"; });
+  GPUPROF_RETURN_IF_ERROR(CheckRangeSettings(config.replay, mode_given));
   return config.replay;
 }
 

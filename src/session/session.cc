@@ -388,6 +388,17 @@ class Session::Impl {
     }
     return device_->ConfigureReplay(settings);
   }
+  void ReplayStepBoundary() {
+    // Called outside device_mu_: the step's range is replayed inside the call, and a flush must not
+    // wait for that. The collector lives as long as the session (device_ is set once, at Start) and
+    // its boundary is thread-safe.
+    DeviceCollector* device = nullptr;
+    {
+      std::lock_guard<std::recursive_mutex> lock(device_mu_);
+      device = device_.get();
+    }
+    if (device != nullptr) device->ReplayStepBoundary();
+  }
   std::uint64_t dropped_records() const noexcept {
     std::uint64_t n = box_ != nullptr ? box_->collector->dropped() : 0;
     n += late_records_.load(std::memory_order_relaxed);
@@ -711,6 +722,7 @@ DeviceCollector::CorrelationFunctions Session::DeviceCorrelation() { return impl
 
 std::uint64_t NewRangeId() noexcept { return g_next_range_id.fetch_add(1, std::memory_order_relaxed); }
 Status Session::ConfigureReplay(const ReplaySettings& settings) { return impl_->ConfigureReplay(settings); }
+void Session::ReplayStepBoundary() { impl_->ReplayStepBoundary(); }
 std::uint64_t Session::dropped_records() const noexcept { return impl_->dropped_records(); }
 std::size_t Session::buffered_records() const { return impl_->box()->collector->buffered(); }
 

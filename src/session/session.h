@@ -130,6 +130,8 @@ class Session {
   // Kernel replay chosen by the program (DeviceCollector::ConfigureReplay); FailedPrecondition
   // when the session collects no device activity.
   Status ConfigureReplay(const ReplaySettings& settings);
+  // One training step ended (DeviceCollector::ReplayStepBoundary); nothing without a device collector.
+  void ReplayStepBoundary();
   // Records the collector refused (cap, fork child, not running), and records the writer dropped.
   std::uint64_t dropped_records() const noexcept;
   // Records appended and not yet handed to the writer. Takes each producer thread's buffer lock in

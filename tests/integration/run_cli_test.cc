@@ -209,13 +209,50 @@ TEST_F(RunCommandTest, ReplayUsageErrorsNameTheFlag) {
   EXPECT_THAT(cache.err, HasSubstr("--cache-control"));
 }
 
+// Issue 40: range replay's flags (Nsight Compute's --replay-mode and --nvtx-include, and --range) reach
+// the application; the ones that do not go together are usage errors naming both flags.
+TEST_F(RunCommandTest, ReplayRangeFlagsReachTheApplicationAndConflictsAreUsageErrors) {
+  CliResult step = Run(
+      "replay --replay-mode range --range step -c 2 --max-range-operations 900 --max-range-host-mib 64 -- "
+      "/bin/sh -c 'echo \"$GPUPROF_REPLAY_MODE|$GPUPROF_REPLAY_RANGE|$GPUPROF_REPLAY_NVTX_INCLUDE|"
+      "$GPUPROF_REPLAY_MAX_RANGE_OPERATIONS|$GPUPROF_REPLAY_MAX_RANGE_HOST_MIB|$GPUPROF_REPLAY_COUNT\"'");
+  ASSERT_EQ(step.exit_code, 0) << step.err;
+  EXPECT_EQ(step.out, "range|step||900|64|2\n");
+  EXPECT_THAT(step.err,
+              HasSubstr("replaying every kernel in each training step, 5 passes per range, at most 2 "
+                        "ranges"));
+  CliResult nvtx = Run(
+      "replay --replay-mode range --nvtx-include train -- /bin/sh -c 'echo $GPUPROF_REPLAY_NVTX_INCLUDE'");
+  ASSERT_EQ(nvtx.exit_code, 0) << nvtx.err;
+  EXPECT_EQ(nvtx.out, "train\n");
+  EXPECT_THAT(nvtx.err, HasSubstr("in each NVTX range 'train'"));
+
+  CliResult conflict = Run("replay --replay-mode range --range step --nvtx-include train -- /bin/true");
+  EXPECT_EQ(conflict.exit_code, 2);
+  EXPECT_THAT(conflict.err,
+              HasSubstr("--nvtx-include (replay_nvtx_include) \"train\" delimits ranges by an NVTX "
+                        "range, but --range (replay_range) step delimits them by training step"));
+  EXPECT_THAT(conflict.err, HasSubstr("gpuprof replay --help"));
+  CliResult kernel_mode = Run("replay --replay-mode kernel --range step -- /bin/true");
+  EXPECT_EQ(kernel_mode.exit_code, 2);
+  EXPECT_THAT(kernel_mode.err, HasSubstr("but --replay-mode (replay_mode) is kernel: drop one of them"));
+  CliResult implied = Run("replay --range step -- /bin/true");
+  EXPECT_EQ(implied.exit_code, 0) << implied.err;
+  EXPECT_THAT(implied.err, HasSubstr("in each training step")) << "--range step implies --replay-mode range";
+  CliResult bad = Run("replay --replay-mode ranges -- /bin/true");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--replay-mode"));
+  EXPECT_THAT(bad.err, HasSubstr("kernel"));
+}
+
 TEST_F(RunCommandTest, ReplayHelpDescribesSelectionAndDeclines) {
   CliResult r = Run("replay --help");
   EXPECT_EQ(r.exit_code, 0);
   for (const char* text :
        {"--passes", "-k,--kernel-name", "regex:PATTERN", "-s,--launch-skip", "-c,--launch-count",
         "--cache-control", "--restore", "--strict", "--replay-printf-kernels", "--no-replay-printf-kernels",
-        "--replay-malloc-kernels", "--replay-with-live-arrays", "Declined launches"}) {
+        "--replay-malloc-kernels", "--replay-with-live-arrays", "Declined launches", "--replay-mode",
+        "--range", "--nvtx-include", "--max-range-operations", "--max-range-host-mib", "count ranges"}) {
     EXPECT_THAT(r.out, HasSubstr(text));
   }
 }

@@ -84,16 +84,72 @@ class KernelReplaySettingsTest(unittest.TestCase):
             elif row["choices"]:
                 value = next(c for c in row["choices"] if c != row["default"])
             else:
-                value = {"replay_kernel": "regex:walk.*", "replay_metrics": "walk__er.sum"}[key]
+                value = {"replay_kernel": "regex:walk.*", "replay_metrics": "walk__er.sum",
+                         "replay_nvtx_include": "walker"}[key]
             replay = gpuprof.KernelReplay(**{key[len("replay_"):]: value})
-            status, error = self.configure({key: replay.settings[key]})
+            named = {key: replay.settings[key]}
+            if key == "replay_range" and value == "nvtx":
+                named["replay_nvtx_include"] = "walker"  # --range nvtx needs the NVTX range's name
+            status, error = self.configure(named)
             if key in fixed:
                 self.assertEqual(status, GPUPROF_ERROR_INVALID_ARGUMENT, key)
                 self.assertIn("fixed when the process starts", error)
                 continue
             self.assertEqual(status, GPUPROF_ERROR_NOT_STARTED, f"{key}: {error}")
             walked += 1
-        self.assertGreaterEqual(walked, 17)
+        self.assertGreaterEqual(walked, 22)
+
+    def test_range_replay_by_training_step_is_accepted_and_a_typo_gets_did_you_mean(self):
+        # Issue 40: range replay from the program, by the settings' names (REPLAY_SPEC.md W1).
+        import gpuprof
+        replay = gpuprof.KernelReplay(replay_mode="range", range="step")
+        self.assertEqual((replay.settings["replay_mode"], replay.settings["replay_range"]), ("range", "step"))
+        self.assertEqual((replay.replay_mode, replay.range), ("range", "step"))
+        status, error = self.configure(replay.settings)
+        self.assertEqual(status, GPUPROF_ERROR_NOT_STARTED, error)  # accepted; no session runs here
+        # range="step" alone asks for range replay (it implies replay_mode="range").
+        status, error = self.configure(gpuprof.KernelReplay(range="step").settings)
+        self.assertEqual(status, GPUPROF_ERROR_NOT_STARTED, error)
+        nvtx = gpuprof.KernelReplay(nvtx_include="train_step", max_range_operations=5000)
+        self.assertEqual(nvtx.settings["replay_nvtx_include"], "train_step")
+        self.assertEqual(nvtx.settings["replay_max_range_operations"], "5000")
+        with self.assertRaisesRegex(ValueError, 'rnage: no setting has the key "replay_rnage"; did you mean replay_range'):
+            gpuprof.KernelReplay(rnage="step")
+        with self.assertRaisesRegex(ValueError, 'range: replay_range="steps": expected one of profiler, nvtx, step'):
+            gpuprof.KernelReplay(range="steps")
+        with self.assertRaisesRegex(ValueError, 'replay_mode: replay_mode="ranges": expected one of kernel, range'):
+            gpuprof.KernelReplay(replay_mode="ranges")
+        # Settings that do not go together: the session refuses them, naming both.
+        status, error = self.configure({"replay_range": "step", "replay_nvtx_include": "fwd"})
+        self.assertEqual(status, GPUPROF_ERROR_INVALID_ARGUMENT)
+        self.assertIn("but --range (replay_range) step delimits them by training step: give one of them", error)
+        status, error = self.configure({"replay_mode": "kernel", "replay_range": "step"})
+        self.assertEqual(status, GPUPROF_ERROR_INVALID_ARGUMENT)
+        self.assertIn("--replay-mode (replay_mode) is kernel: drop one of them", error)
+
+    def test_the_step_boundary_is_one_native_call_only_while_replay_is_on(self):
+        # Issue 40 (--range step): every optimizer step (or profile.step()) calls
+        # gpuprof_replay_step_boundary_v1 when `gpuprof replay` started the process, and makes no
+        # native call otherwise.
+        from gpuprof import _native
+        self.assertEqual(self.core.gpuprof_replay_step_boundary_v1(), GPUPROF_ERROR_NOT_STARTED)
+        saved, saved_env = _native._replaying, os.environ.pop("GPUPROF_REPLAY", None)
+        calls = []
+        saved_native = _native.native
+        try:
+            _native._replaying = None
+            _native.native = lambda: calls.append("native") or saved_native()
+            self.assertFalse(_native.replay_step_boundary())
+            self.assertEqual(calls, [], "replay off: no native call")
+            _native._replaying = None
+            os.environ["GPUPROF_REPLAY"] = "1"
+            self.assertFalse(_native.replay_step_boundary(), "no session here: NOT_STARTED")
+            self.assertEqual(calls, ["native"])
+        finally:
+            _native._replaying, _native.native = saved, saved_native
+            os.environ.pop("GPUPROF_REPLAY", None)
+            if saved_env is not None:
+                os.environ["GPUPROF_REPLAY"] = saved_env
 
 
 if __name__ == "__main__":

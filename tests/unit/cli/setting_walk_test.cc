@@ -189,6 +189,17 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
   EXPECT_EQ(replay::ClockControlName(replay.clock_control), expected[SettingId::kReplayClockControl]);
   EXPECT_EQ(config->replay.counter_range, expected[SettingId::kReplayCounterRange]);  // the counter backend's
   EXPECT_EQ(replay::GraphReplayName(replay.graph_replay), expected[SettingId::kReplayGraph]);
+  // Range replay (issue 40): the mode, the delimiter (nvtx: the first choice after the default) with
+  // its name, and the caps.
+  EXPECT_TRUE(replay.range_replay) << expected[SettingId::kReplayMode];
+  EXPECT_EQ(replay::RangeDelimiterName(replay.range_delimiter), expected[SettingId::kReplayRange]);
+  EXPECT_EQ(replay.range_nvtx_name, expected[SettingId::kReplayNvtxInclude]);
+  EXPECT_EQ(replay.max_range_operations,
+            static_cast<std::uint64_t>(base::SettingInt(expected[SettingId::kReplayMaxRangeOperations])));
+  EXPECT_EQ(replay.max_range_host_bytes,
+            static_cast<std::uint64_t>(base::SettingInt(expected[SettingId::kReplayMaxRangeHostMib])) << 20);
+  EXPECT_TRUE(session::CheckRangeSettings(config->replay).ok())
+      << "range mode, nvtx, a name: they go together";
   // The metrics: the set's sections, then --section's, then --metrics, each once (metric_catalog.h).
   StatusOr<std::vector<std::string>> metrics =
       replay::ExpandMetricRequest(expected[SettingId::kReplayMetrics], expected[SettingId::kReplaySection],
@@ -219,6 +230,15 @@ TEST(SettingWalkTest, EverySettingReachesItsComponentAndTheDb) {
   }
 }
 
+// The setting a range setting needs beside it (base::CheckRangeSettings): --range nvtx, the NVTX
+// range's name.
+std::vector<session::NamedSetting> WithCompanions(const SettingSpec& spec, const std::string& value) {
+  std::vector<session::NamedSetting> named = {{spec.json_key, value}};
+  if (spec.id == SettingId::kReplayRange && value == "nvtx")
+    named.push_back({"replay_nvtx_include", "walker"});
+  return named;
+}
+
 // The program's route (gpuprof.KernelReplay, gpuprof_configure_replay_settings_v1): every replay
 // setting named by its key reaches the session's replay settings as the table parses it, except the
 // three read only when the process starts, which are refused saying so.
@@ -228,7 +248,7 @@ TEST(SettingWalkTest, EveryReplaySettingAProgramNamesReachesTheSessionsReplaySet
   for (const SettingSpec& spec : base::Settings()) {
     if (spec.json_key.substr(0, 7) != "replay_") continue;
     const std::string value = OtherValue(spec, dir);
-    const session::NamedSetting named[] = {{spec.json_key, value}};
+    const std::vector<session::NamedSetting> named = WithCompanions(spec, value);
     StatusOr<session::ReplaySettings> settings =
         session::ProgramReplaySettings(session::SessionConfig(), named);
     if (spec.id == SettingId::kReplayFromScript || spec.id == SettingId::kReplayDeviceReserveMib) {
@@ -242,7 +262,7 @@ TEST(SettingWalkTest, EveryReplaySettingAProgramNamesReachesTheSessionsReplaySet
     EXPECT_EQ(session::SettingText(config, spec.id), value) << spec.json_key;
     ++walked;
   }
-  EXPECT_GE(walked, 17) << "every replay setting a program may set";
+  EXPECT_GE(walked, 22) << "every replay setting a program may set";
 }
 
 }  // namespace

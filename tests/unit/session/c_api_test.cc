@@ -464,6 +464,18 @@ TEST_F(GpuprofCApiTest, ReplaySettingsByNameAreTheTablesThenDeclinedWithoutDevic
   ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
 }
 
+// Issue 40 (range replay by training step): the optimizer step's boundary needs a session and is a
+// no-op in one that does not replay (the fake collector's test in replay_settings_test.cc shows it
+// reaching the device collector).
+TEST_F(GpuprofCApiTest, ReplayStepBoundaryNeedsASessionAndDoesNothingWithoutReplay) {
+  EXPECT_EQ(gpuprof_replay_step_boundary_v1(), GPUPROF_ERROR_NOT_STARTED);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("gpuprof_replay_step_boundary_v1()"));
+  ASSERT_EQ(gpuprof_start("{\"device\": false}"), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_replay_step_boundary_v1(), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_STREQ(gpuprof_last_error(), "");
+  ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
+}
+
 TEST_F(GpuprofCApiTest, FrameworkRecordsWithoutASessionSayNoneIsRunning) {
   gpuprof_gc_event_v1 gc{};
   gc.size = sizeof(gc);

@@ -60,6 +60,7 @@ class FakeDeviceCollector final : public DeviceCollector {
     state_->replays.push_back(settings);
     return OkStatus();
   }
+  void ReplayStepBoundary() override { state_->Note("ReplayStepBoundary"); }
 
  private:
   std::shared_ptr<FakeDeviceState> state_;

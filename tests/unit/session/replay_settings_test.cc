@@ -25,6 +25,15 @@ StatusOr<ReplaySettings> Named(std::vector<NamedSetting> named,
   return ProgramReplaySettings(process, named);
 }
 
+// A session whose device collector is the fake that records the calls made on it.
+StatusOr<std::unique_ptr<Session>> StartWithFakeDevice(const testing::TempDir& dir,
+                                                       std::shared_ptr<testing::FakeDeviceState> state) {
+  SessionConfig config;
+  config.output_dir = dir / "out";
+  config.rank = 0;
+  return Session::Start(config, {.device_factory = testing::FakeFactory(std::move(state))});
+}
+
 TEST(ProgramReplaySettingsTest, GraphReplayAndCounterSettingsReachTheDeviceCollectorAndTheEnginesOptions) {
   StatusOr<ReplaySettings> settings = Named({{"replay_graph", "graph"},
                                              {"replay_counter_range", "USER"},
@@ -37,12 +46,8 @@ TEST(ProgramReplaySettingsTest, GraphReplayAndCounterSettingsReachTheDeviceColle
 
   // Down the session's replay path, as gpuprof_configure_replay_settings_v1 sends it.
   testing::TempDir dir;
-  SessionConfig config;
-  config.output_dir = dir / "out";
-  config.rank = 0;
   auto state = std::make_shared<testing::FakeDeviceState>();
-  StatusOr<std::unique_ptr<Session>> session =
-      Session::Start(config, {.device_factory = testing::FakeFactory(state)});
+  StatusOr<std::unique_ptr<Session>> session = StartWithFakeDevice(dir, state);
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   ASSERT_TRUE((*session)->ConfigureReplay(*settings).ok());
   ASSERT_EQ(state->replays.size(), 1u);
@@ -92,6 +97,83 @@ TEST(ProgramReplaySettingsTest, ABadNameOrValueGetsTheSettingsTablesMessage) {
   EXPECT_THAT(message({{"replay_from_script", "1"}}), HasSubstr("fixed when the process starts"));
   EXPECT_THAT(message({{"output_dir", "/tmp"}}), HasSubstr("output_dir is not a replay setting"));
   EXPECT_THAT(message({{"replay_skip", "1"}, {"replay_skip", "2"}}), HasSubstr("replay_skip is given twice"));
+}
+
+// Issue 40 (range replay, REPLAY_SPEC.md W1): the mode, the delimiter and the caps reach the engine's
+// options; --nvtx-include implies --range nvtx.
+TEST(ProgramReplaySettingsTest, RangeReplaySettingsReachTheEnginesOptions) {
+  StatusOr<ReplaySettings> step = Named({{"replay_mode", "range"},
+                                         {"replay_range", "step"},
+                                         {"replay_max_range_operations", "5000"},
+                                         {"replay_max_range_host_mib", "3"}});
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  replay::ReplayOptions options = ReplayOptionsFrom(*step);
+  EXPECT_TRUE(options.range_replay);
+  EXPECT_EQ(options.range_delimiter, replay::RangeDelimiter::kStep);
+  EXPECT_EQ(options.max_range_operations, 5000u);
+  EXPECT_EQ(options.max_range_host_bytes, 3u << 20);
+
+  StatusOr<ReplaySettings> nvtx = Named({{"replay_mode", "range"}, {"replay_nvtx_include", "train_step"}});
+  ASSERT_TRUE(nvtx.ok()) << nvtx.status().ToString();
+  options = ReplayOptionsFrom(*nvtx);
+  EXPECT_EQ(options.range_delimiter, replay::RangeDelimiter::kNvtx) << "--nvtx-include implies --range nvtx";
+  EXPECT_EQ(options.range_nvtx_name, "train_step");
+
+  // KernelReplay(range="step") as the issue writes it: the delimiter implies range replay.
+  StatusOr<ReplaySettings> implied = Named({{"replay_range", "step"}});
+  ASSERT_TRUE(implied.ok()) << implied.status().ToString();
+  options = ReplayOptionsFrom(*implied);
+  EXPECT_TRUE(options.range_replay) << "--range step implies --replay-mode range";
+  EXPECT_EQ(options.range_delimiter, replay::RangeDelimiter::kStep);
+  implied = Named({{"replay_nvtx_include", "fwd"}});
+  ASSERT_TRUE(implied.ok()) << implied.status().ToString();
+  EXPECT_TRUE(ReplayOptionsFrom(*implied).range_replay) << "--nvtx-include implies --replay-mode range";
+
+  options = ReplayOptionsFrom(SessionConfig().replay);
+  EXPECT_FALSE(options.range_replay) << "kernel mode by default";
+  EXPECT_EQ(options.range_delimiter, replay::RangeDelimiter::kProfilerApi)
+      << "cudaProfilerStart/Stop, as ncu";
+}
+
+TEST(ProgramReplaySettingsTest, RangeSettingsThatDoNotGoTogetherAreRefusedNamingBoth) {
+  const auto message = [](std::vector<NamedSetting> named) {
+    StatusOr<ReplaySettings> settings = Named(std::move(named));
+    EXPECT_EQ(settings.status().code(), StatusCode::kInvalidArgument);
+    return std::string(settings.status().message());
+  };
+  EXPECT_EQ(message({{"replay_mode", "ranges"}}), "replay_mode=\"ranges\": expected one of kernel, range");
+  EXPECT_EQ(message({{"replay_mode", "range"}, {"replay_range", "steps"}}),
+            "replay_range=\"steps\": expected one of profiler, nvtx, step");
+  EXPECT_THAT(
+      message({{"replay_max_range_operations", "0"}}),
+      HasSubstr("replay_max_range_operations=0: the replay max range operations must be an integer from 1"));
+  EXPECT_EQ(
+      message({{"replay_mode", "kernel"}, {"replay_range", "step"}}),
+      "--range (replay_range) step delimits the ranges of range replay, but --replay-mode (replay_mode) is "
+      "kernel: drop one of them");
+  EXPECT_EQ(
+      message({{"replay_nvtx_include", "fwd"}, {"replay_mode", "kernel"}}),
+      "--nvtx-include (replay_nvtx_include) \"fwd\" delimits the ranges of range replay, but --replay-mode "
+      "(replay_mode) is kernel: drop one of them");
+  EXPECT_EQ(message({{"replay_mode", "range"}, {"replay_range", "step"}, {"replay_nvtx_include", "fwd"}}),
+            "--nvtx-include (replay_nvtx_include) \"fwd\" delimits ranges by an NVTX range, but --range "
+            "(replay_range) step delimits them by training step: give one of them");
+  EXPECT_EQ(message({{"replay_mode", "range"}, {"replay_range", "nvtx"}}),
+            "--range (replay_range) nvtx needs the NVTX range's name: add --nvtx-include NAME "
+            "(replay_nvtx_include)");
+}
+
+// Issue 40 (--range step): gpuprof_replay_step_boundary_v1's way through the session reaches the
+// device collector, which ends the step's range (CuptiDeviceCollector: CudaReplayHook::StepBoundary).
+TEST(ReplayStepBoundaryTest, ReachesTheDeviceCollector) {
+  testing::TempDir dir;
+  auto state = std::make_shared<testing::FakeDeviceState>();
+  StatusOr<std::unique_ptr<Session>> session = StartWithFakeDevice(dir, state);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  (*session)->ReplayStepBoundary();
+  (*session)->ReplayStepBoundary();
+  ASSERT_TRUE((*session)->Stop().ok());
+  EXPECT_THAT(state->Calls(), ::testing::Contains("ReplayStepBoundary").Times(2));
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ struct Api {
   decltype(&gpuprof_record_gc_event_v1) record_gc = nullptr;
   decltype(&gpuprof_get_device_correlation_v1) device_correlation = nullptr;
   decltype(&gpuprof_configure_replay_v1) configure_replay = nullptr;
+  decltype(&gpuprof_replay_step_boundary_v1) step_boundary = nullptr;
 };
 
 [[noreturn]] void Fail(const std::string& what) {
@@ -79,6 +80,7 @@ Api Load(const char* path, int mode) {
   api.device_correlation =
       Symbol<decltype(api.device_correlation)>(handle, "gpuprof_get_device_correlation_v1");
   api.configure_replay = Symbol<decltype(api.configure_replay)>(handle, "gpuprof_configure_replay_v1");
+  api.step_boundary = Symbol<decltype(api.step_boundary)>(handle, "gpuprof_replay_step_boundary_v1");
   return api;
 }
 
@@ -275,6 +277,8 @@ int TwoCopies(const char* lib, const char* copy) {
   Expect(b, b.configure_replay(&replay), GPUPROF_ERROR_NOT_STARTED, "configure_replay");
   ExpectTrue(std::strstr(b.last_error(), "no kernel to replay") != nullptr,
              std::string("owner's answer: ") + b.last_error());
+  // A training step's end reaches the owner's session (which, with no device collector, does nothing).
+  Expect(b, b.step_boundary(), GPUPROF_OK, "replay_step_boundary");
   std::uint64_t range = 0;
   Expect(b, b.range_start("range-via-b", &range), GPUPROF_OK, "range_start");
   Expect(a, a.range_end(range), GPUPROF_OK, "range_end");  // one session: one id space
@@ -332,6 +336,9 @@ int OlderCopy(const char* lib, const char* copy) {
   replay.passes = 3;
   Expect(a, a.configure_replay(&replay), GPUPROF_ERROR_NOT_STARTED, "configure_replay");
   ExpectTrue(std::strstr(a.last_error(), "older copy") != nullptr, std::string("reason: ") + a.last_error());
+  Expect(a, a.step_boundary(), GPUPROF_ERROR_INTERNAL, "replay_step_boundary");
+  ExpectTrue(std::strstr(a.last_error(), "older copy of libgpuprof.so that has no range replay") != nullptr,
+             std::string("reason: ") + a.last_error());
   Expect(a, a.stop(), GPUPROF_OK, "stop");
   ExpectTrue(starts() == 0, "the stop was forwarded");
   return 0;
