@@ -833,6 +833,30 @@ def expect_replay_range(c, dbs, program_output):
         c.expect(r["deterministic"] == 1, f"{r['name']} (range) flagged nondeterministic")
 
 
+def expect_train_transformer_range(c, dbs, program_output):
+    """examples/train_transformer.py under `gpuprof replay --replay-mode range --range step --passes 5`:
+    each optimizer step closes a range; the replayed ranges' launches all have 5 pass rows, re-issued
+    passes with durations, in order within their range, and their steps' output deterministic (the
+    losses equal a plain run's: run_case.py)."""
+    db = one_db(c, dbs, "train_transformer range replay")
+    if db is None:
+        return
+    check_common(c, db)
+    rows = [r for r in db.replay_kernels() if r["mode"] == "range"]
+    replayed = [r for r in rows if r["replayed"] == 1]
+    declined = sorted({(r["decline"], r["detail"]) for r in rows if r["replayed"] != 1})
+    ranges = db.query("SELECT COUNT(DISTINCT rangeId) FROM GPUPROF_REPLAY_KERNEL WHERE replayMode = 'range' "
+                      "AND replayed = 1")[0][0]
+    c.note(f"{len(rows)} range rows, {len(replayed)} replayed launches in {ranges} range(s); declined {declined or 'none'}")
+    c.expect(ranges >= 2, f"{ranges} replayed range(s), expected the steady steps (>= 2)")
+    for r in replayed:
+        c.expect(len(r["pass_rows"]) == 5, f"{r['name']} (range): {len(r['pass_rows'])} pass rows, expected 5")
+        later = [p for p in r["pass_rows"] if p["pass"] > 1]
+        c.expect(all((p["duration"] or 0) > 0 for p in later), f"{r['name']} (range): a re-issued pass without a duration")
+    nondeterministic = sum(1 for r in replayed if r["deterministic"] != 1)
+    c.note(f"{nondeterministic} replayed launches in nondeterministic ranges")
+
+
 def expect_replay_counter(c, dbs, program_output):
     _, rows = replay_rows(c, dbs, "replay counter")
     expect_replayed(c, rows, "count_launches", 3)
@@ -1324,6 +1348,7 @@ EXPECTATIONS = {
     "replay_counters": expect_replay_counters,
     "replay_speed_of_light": expect_replay_speed_of_light,
     "train_transformer_replay": expect_train_transformer_replay,
+    "train_transformer_range": expect_train_transformer_range,
     "replay_two_gpu": expect_replay_two_gpu,
     "replay_array": expect_replay_array,
     "replay_vmm": expect_replay_vmm,

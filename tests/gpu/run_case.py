@@ -177,6 +177,13 @@ CASES = {
     # Every kernel of 3 transformer training steps replayed 3 times, the memory-efficient attention
     # kernels (fmha_cutlassF/B, which reference device printf) among them; the losses, printed as
     # hex floats, must be a plain run's bit for bit.
+    # Range replay by training step (issue 40): every kernel of each step re-issued 5 times from one
+    # snapshot per step; the losses must equal a plain run's.
+    "TrainTransformerRangeReplay": Case("train_transformer_range",
+                                        command=["python3", "examples/train_transformer.py", "--steps", "4"],
+                                        flags=["--passes", "5", "--replay-mode", "range", "--range", "step"],
+                                        subcommand="replay", needs_torch=True,
+                                        same_lines_as_plain=r"^step \d+ loss \S+$"),
     "TrainTransformerReplay": Case("train_transformer_replay",
                                    command=["python3", "examples/train_transformer.py", "--steps", "3"],
                                    flags=["--passes", "3"], subcommand="replay", needs_torch=True,
