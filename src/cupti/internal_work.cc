@@ -25,6 +25,11 @@ struct HeldOffContexts {
   std::atomic<std::uint64_t> holds{0};
   std::mutex mu;
   std::vector<std::pair<const void*, std::uint32_t>> held;
+
+  // The entry of `context` in `held` (end() when none); callers hold `mu`.
+  auto Find(const void* context) {
+    return std::find_if(held.begin(), held.end(), [context](const auto& e) { return e.first == context; });
+  }
 };
 HeldOffContexts& HeldOff() {
   static auto* held = new HeldOffContexts;
@@ -37,8 +42,7 @@ bool HoldOffKernelRecords(const void* context) noexcept {
   HeldOffContexts& h = HeldOff();
   try {
     std::lock_guard<std::mutex> lock(h.mu);
-    auto it =
-        std::find_if(h.held.begin(), h.held.end(), [context](const auto& e) { return e.first == context; });
+    auto it = h.Find(context);
     if (it != h.held.end()) {
       ++it->second;
     } else {
@@ -56,8 +60,7 @@ void ResumeKernelRecords(const void* context) noexcept {
   HeldOffContexts& h = HeldOff();
   try {
     std::lock_guard<std::mutex> lock(h.mu);
-    auto it =
-        std::find_if(h.held.begin(), h.held.end(), [context](const auto& e) { return e.first == context; });
+    auto it = h.Find(context);
     if (it == h.held.end() || --it->second != 0) return;
     h.held.erase(it);
     h.count.store(h.held.size(), std::memory_order_release);
@@ -70,7 +73,7 @@ bool KernelRecordsHeldOff(const void* context) noexcept {
   if (h.count.load(std::memory_order_acquire) == 0) return false;
   try {
     std::lock_guard<std::mutex> lock(h.mu);
-    return std::any_of(h.held.begin(), h.held.end(), [context](const auto& e) { return e.first == context; });
+    return h.Find(context) != h.held.end();
   } catch (...) {
     return false;
   }
