@@ -1,7 +1,9 @@
 #include "cupti/internal_work.h"
 
 #include <algorithm>
+#include <mutex>
 #include <new>
+#include <utility>
 #include <variant>
 
 namespace gpuprof::cupti {
@@ -16,7 +18,68 @@ std::uint64_t CorrelationOf(const trace::Record& record) {
   return 0;
 }
 
+// The contexts held off now, each with its hold count. Leaked on purpose: CUPTI callbacks may ask
+// during static destruction at exit.
+struct HeldOffContexts {
+  std::atomic<std::size_t> count{0};  // contexts in `held`: no lock when none is held off
+  std::atomic<std::uint64_t> holds{0};
+  std::mutex mu;
+  std::vector<std::pair<const void*, std::uint32_t>> held;
+
+  // The entry of `context` in `held` (end() when none); callers hold `mu`.
+  auto Find(const void* context) {
+    return std::find_if(held.begin(), held.end(), [context](const auto& e) { return e.first == context; });
+  }
+};
+HeldOffContexts& HeldOff() {
+  static auto* held = new HeldOffContexts;
+  return *held;
+}
+
 }  // namespace
+
+bool HoldOffKernelRecords(const void* context) noexcept {
+  HeldOffContexts& h = HeldOff();
+  try {
+    std::lock_guard<std::mutex> lock(h.mu);
+    auto it = h.Find(context);
+    if (it != h.held.end()) {
+      ++it->second;
+    } else {
+      h.held.emplace_back(context, 1);
+      h.count.store(h.held.size(), std::memory_order_release);
+    }
+  } catch (...) {  // bad_alloc, or a lock error
+    return false;
+  }
+  h.holds.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void ResumeKernelRecords(const void* context) noexcept {
+  HeldOffContexts& h = HeldOff();
+  try {
+    std::lock_guard<std::mutex> lock(h.mu);
+    auto it = h.Find(context);
+    if (it == h.held.end() || --it->second != 0) return;
+    h.held.erase(it);
+    h.count.store(h.held.size(), std::memory_order_release);
+  } catch (...) {
+  }
+}
+
+bool KernelRecordsHeldOff(const void* context) noexcept {
+  HeldOffContexts& h = HeldOff();
+  if (h.count.load(std::memory_order_acquire) == 0) return false;
+  try {
+    std::lock_guard<std::mutex> lock(h.mu);
+    return h.Find(context) != h.held.end();
+  } catch (...) {
+    return false;
+  }
+}
+
+std::uint64_t KernelRecordHoldOffs() noexcept { return HeldOff().holds.load(std::memory_order_relaxed); }
 
 ScopedApplicationCall::ScopedApplicationCall(std::uint64_t correlation_id) noexcept
     : previous_(application_call) {
@@ -34,7 +97,8 @@ const ScopedNestedGraphLaunch::Tasks* ScopedNestedGraphLaunch::Current() noexcep
   return nested_graph_tasks;
 }
 
-void InternalWorkFilter::MarkNested(std::uint64_t correlation_id, std::string_view function) noexcept {
+void InternalWorkFilter::MarkNested(std::uint64_t correlation_id, std::string_view function,
+                                    bool kernel_records) noexcept {
   try {
     auto nested = nested_.wlock();
     if (nested->size() >= max_ids_) {
@@ -43,12 +107,15 @@ void InternalWorkFilter::MarkNested(std::uint64_t correlation_id, std::string_vi
     }
     Nested& entry = (*nested)[correlation_id];
     ++entry.api[std::string(function)];
-    if (function.starts_with("cuLaunch")) ++entry.tasks[static_cast<int>(trace::TaskKind::kKernel)];
+    constexpr auto kKernel = static_cast<std::size_t>(trace::TaskKind::kKernel);
+    if (function.starts_with("cuLaunch") && kernel_records) ++entry.tasks[kKernel];
     if (function.starts_with("cuMemcpy")) ++entry.tasks[static_cast<int>(trace::TaskKind::kMemcpy)];
     if (function.starts_with("cuMemset")) ++entry.tasks[static_cast<int>(trace::TaskKind::kMemset)];
     if (function.starts_with("cuGraphLaunch")) {
       if (const ScopedNestedGraphLaunch::Tasks* graph = ScopedNestedGraphLaunch::Current()) {
-        for (std::size_t kind = 0; kind < graph->size(); ++kind) entry.tasks[kind] += (*graph)[kind];
+        for (std::size_t kind = 0; kind < graph->size(); ++kind) {
+          if (kind != kKernel || kernel_records) entry.tasks[kind] += (*graph)[kind];
+        }
         entry.graph_passes = true;
       }
     }
@@ -123,5 +190,12 @@ std::size_t InternalWorkFilter::Filter(std::vector<trace::Record>& records,
 }
 
 std::size_t InternalWorkFilter::size() const { return ids_.rlock()->size(); }
+
+std::uint64_t InternalWorkFilter::UnseenNestedKernels() const {
+  std::uint64_t unseen = 0;
+  for (const auto& [id, entry] : *nested_.rlock())
+    unseen += entry.tasks[static_cast<int>(trace::TaskKind::kKernel)];
+  return unseen;
+}
 
 }  // namespace gpuprof::cupti

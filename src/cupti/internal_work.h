@@ -72,6 +72,20 @@ class ScopedNestedGraphLaunch {
   const Tasks* previous_;
 };
 
+// Contexts on which gpuprof holds CUPTI's kernel records off (cuptiActivityDisableContext of
+// CONCURRENT_KERNEL around its counter passes: RangeProfilerOptions::hold_off_kernel_activity),
+// as opaque CUcontext values. CUPTI writes no record for a kernel launched there, so MarkNested
+// must not count one for such a launch: the count would wait for a record that never comes and
+// take the application's own kernel record, which carries the same correlation id, instead (every
+// replayed kernel lost its TASK row that way on the H200, 2026-12-02). Process-wide, as CUPTI's
+// switch is; holds of one context nest. Hold returns false when it could not note the context
+// (out of memory): the caller then leaves the records on.
+bool HoldOffKernelRecords(const void* context) noexcept;
+void ResumeKernelRecords(const void* context) noexcept;
+bool KernelRecordsHeldOff(const void* context) noexcept;
+// Holds taken in this process so far (the subscriber's closing debug line).
+std::uint64_t KernelRecordHoldOffs() noexcept;
+
 // The correlation ids of gpuprof's own CUDA calls, and the filter that drops their records.
 // Thread-safe: MarkInternal runs on the threads doing internal work (inside the CUPTI API
 // callback), IsInternal/Filter on the thread that completes an activity buffer. When nothing was
@@ -93,9 +107,11 @@ class InternalWorkFilter {
   // gpuprof's call `function` (e.g. "cuMemcpyDtoHAsync_v2") made inside the application call
   // `correlation_id` (see above): one ApiCall record of that name under the id is gpuprof's, and,
   // for cuLaunch*, cuMemcpy* and cuMemset* calls, one kernel, memcpy or memset task; for
-  // cuGraphLaunch*, the tasks of the ScopedNestedGraphLaunch around it. noexcept
-  // (allocation failure counts as an overflow).
-  void MarkNested(std::uint64_t correlation_id, std::string_view function) noexcept;
+  // cuGraphLaunch*, the tasks of the ScopedNestedGraphLaunch around it. Without `kernel_records`
+  // (the call's context is held off: KernelRecordsHeldOff) CUPTI writes no kernel record for the
+  // call, so none is counted. noexcept (allocation failure counts as an overflow).
+  void MarkNested(std::uint64_t correlation_id, std::string_view function,
+                  bool kernel_records = true) noexcept;
 
   bool IsInternal(std::uint64_t correlation_id) const;
   // Removes every ApiCall and DeviceTask whose correlation id is internal, and the records
@@ -107,6 +123,9 @@ class InternalWorkFilter {
                      std::vector<trace::DeviceTask>* graph_pass_kernels = nullptr);
 
   std::size_t size() const;
+  // Kernel records MarkNested counted that Filter has not met yet: after the final flush, records
+  // CUPTI never wrote for gpuprof's nested launches (the subscriber's closing debug line).
+  std::uint64_t UnseenNestedKernels() const;
   std::uint64_t overflowed() const noexcept { return overflowed_.load(std::memory_order_relaxed); }
 
  private:

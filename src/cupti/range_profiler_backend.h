@@ -76,12 +76,12 @@ struct RangeProfilerOptions {
   // from Begin to Finish, so the counter passes count the kernel alone (CUPTI's kernel tracing
   // adds about 8 instructions per warp to a traced launch: measured on the H200, bench/README.md
   // "counter_floor") and make no TASK rows; back on before the application launches again. The
-  // session leaves it off: on the H200 the counts became exact (equal to ncu's), but the process
-  // then had no kernel activity record at all, not even of kernels that ended before the first
-  // hold-off (GpuRunTest.ReplayCounters: 0 KERNEL tasks; MEMSET/MEMCPY records stayed). Tried on
-  // 2026-12-02, all with the same loss: per context (DisableContext/EnableContext), per context
-  // after cuptiActivityFlushAll(0) and after a forced flush, globally (cuptiActivityDisable/Enable)
-  // with and without a forced flush. Issue 19 records it as blocked.
+  // context is noted for the subscriber (HoldOffKernelRecords, internal_work.h), which then counts no
+  // kernel record for gpuprof's launches there. Without that note (2026-12-02, H200) every replayed
+  // kernel lost its TASK row (GpuRunTest.ReplayCounters: 0 KERNEL tasks, MEMSET/MEMCPY rows stayed,
+  // in all five ways of switching tried): the C1 filter counted a record per counter-pass launch,
+  // CUPTI wrote none, and the count took the application's own record, which carries the same
+  // correlation id (issue 40, item 4). The session turns it on.
   bool hold_off_kernel_activity = false;
   // Keep each context's Range Profiler enabled between collections (SetConfig again per launch)
   // until Idle; false: Enable and Disable around every launch (bench/counter_floor's per_launch).

@@ -99,11 +99,20 @@ class RangeProfilerCollection final : public replay::CounterCollection {
   RangeProfilerCollection& operator=(const RangeProfilerCollection&) = delete;
 
   // Kernel activity off on the context until Release (RangeProfilerOptions::hold_off_kernel_activity).
+  // Noted first (HoldOffKernelRecords), so the subscriber counts no kernel record for gpuprof's own
+  // launches there: CUPTI writes none, and a count would take the application's record instead.
   Status HoldOffKernelActivity() {
     ScopedInternalWork internal;
-    GPUPROF_RETURN_IF_ERROR(
-        Check(api_->ActivityDisableContext(profiler_->context, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
-              "cuptiActivityDisableContext(CONCURRENT_KERNEL)"));
+    if (!HoldOffKernelRecords(profiler_->context)) {
+      return ResourceExhaustedError("out of memory holding kernel tracing off for the counter passes");
+    }
+    if (Status off =
+            Check(api_->ActivityDisableContext(profiler_->context, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+                  "cuptiActivityDisableContext(CONCURRENT_KERNEL)");
+        !off.ok()) {
+      ResumeKernelRecords(profiler_->context);
+      return off;
+    }
     activity_held_off_ = true;
     return OkStatus();
   }
@@ -273,6 +282,8 @@ class RangeProfilerCollection final : public replay::CounterCollection {
     activity_held_off_ = false;
     const CUptiResult result =
         api_->ActivityEnableContext(profiler_->context, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    // Still off after a failure: the context stays noted, so its launches count no kernel record.
+    if (result == CUPTI_SUCCESS) ResumeKernelRecords(profiler_->context);
     if (result != CUPTI_SUCCESS) {
       GPUPROF_LOG(kError) << "cuptiActivityEnableContext(CONCURRENT_KERNEL) failed after the counter passes: "
                           << CuptiErrorString(*api_, result)

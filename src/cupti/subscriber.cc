@@ -67,6 +67,13 @@ void CUPTIAPI CallbackTrampoline(void* userdata, CUpti_CallbackDomain domain, CU
   static_cast<CuptiSubscriber*>(userdata)->OnCallback(domain, cbid, data);
 }
 
+std::size_t CountKernels(const std::vector<trace::Record>& records) {
+  return static_cast<std::size_t>(std::count_if(records.begin(), records.end(), [](const trace::Record& r) {
+    const auto* task = std::get_if<trace::DeviceTask>(&r);
+    return task != nullptr && task->kind == trace::TaskKind::kKernel;
+  }));
+}
+
 struct KindSpec {
   CUpti_ActivityKind kind;
   const char* name;
@@ -331,6 +338,15 @@ Status CuptiSubscriber::Stop() {
   }
   handle_ = nullptr;
 
+  // Where kernel records went (issue 40: were they lost in CUPTI or here?); GPUPROF_LOG_LEVEL=debug.
+  if (base::LogEnabled(base::LogLevel::kDebug)) {
+    const SubscriberStats s = stats();
+    GPUPROF_LOG(kDebug) << "cupti: kernel records: " << s.translator.kernels << " from CUPTI, "
+                        << s.internal_kernels_dropped << " of them gpuprof's own (C1), "
+                        << s.translator.kernels - s.internal_kernels_dropped << " to the trace; "
+                        << s.nested_kernels_unseen << " expected for gpuprof's nested launches never came; "
+                        << "kernel tracing held off " << KernelRecordHoldOffs() << " time(s)";
+  }
   const std::uint64_t dropped = cupti_dropped_records_.load(std::memory_order_relaxed);
   if (dropped != 0) {
     GPUPROF_LOG(kWarning) << "CUPTI dropped " << dropped
@@ -348,6 +364,8 @@ SubscriberStats CuptiSubscriber::stats() const {
   s.records_parsed = records_parsed_.load(std::memory_order_relaxed);
   s.records_emitted = records_emitted_.load(std::memory_order_relaxed);
   s.internal_records_dropped = internal_records_dropped_.load(std::memory_order_relaxed);
+  s.internal_kernels_dropped = internal_kernels_dropped_.load(std::memory_order_relaxed);
+  s.nested_kernels_unseen = filter_.UnseenNestedKernels();
   s.cupti_dropped_records = cupti_dropped_records_.load(std::memory_order_relaxed);
   s.records_lost = records_lost_.load(std::memory_order_relaxed);
   s.parse_errors = parse_errors_.load(std::memory_order_relaxed);
@@ -519,7 +537,11 @@ void CuptiSubscriber::OnBufferCompleted(CUcontext context, std::uint32_t stream_
   std::size_t internal = 0;
   try {
     std::vector<trace::DeviceTask> graph_pass_kernels;
+    const std::size_t kernels = CountKernels(records);
     internal = filter_.Filter(records, &graph_pass_kernels);
+    if (internal != 0) {
+      internal_kernels_dropped_.fetch_add(kernels - CountKernels(records), std::memory_order_relaxed);
+    }
     for (const trace::DeviceTask& task : graph_pass_kernels) {
       records.emplace_back(trace::ReplayGraphNodeTask{
           task.correlation_id, task.graph_node_id, task.name,
@@ -555,7 +577,9 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
       if (call->callbackSite != CUPTI_API_ENTER) return;
       // gpuprof's call inside an application call's callback carries the application's id.
       if (call->correlationId != 0 && call->correlationId == ScopedApplicationCall::Current()) {
-        filter_.MarkNested(call->correlationId, call->functionName != nullptr ? call->functionName : "");
+        // A launch on a context whose kernel records gpuprof holds off (counter passes) gets none.
+        filter_.MarkNested(call->correlationId, call->functionName != nullptr ? call->functionName : "",
+                           !KernelRecordsHeldOff(call->context));
       } else {
         filter_.MarkInternal(call->correlationId);
       }

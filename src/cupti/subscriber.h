@@ -131,6 +131,8 @@ struct SubscriberStats {
   std::uint64_t records_parsed = 0;            // CUPTI records read from buffers
   std::uint64_t records_emitted = 0;           // trace records handed to the sink
   std::uint64_t internal_records_dropped = 0;  // C1
+  std::uint64_t internal_kernels_dropped = 0;  // of those, kernel records
+  std::uint64_t nested_kernels_unseen = 0;     // InternalWorkFilter::UnseenNestedKernels
   std::uint64_t cupti_dropped_records = 0;     // cuptiActivityGetNumDroppedRecords, summed
   std::uint64_t records_lost = 0;              // translated but lost to a throwing sink
   std::uint64_t parse_errors = 0;              // buffers whose parsing stopped early (a CUPTI error from
@@ -226,6 +228,7 @@ class CuptiSubscriber {
   std::atomic<std::uint64_t> records_parsed_{0};
   std::atomic<std::uint64_t> records_emitted_{0};
   std::atomic<std::uint64_t> internal_records_dropped_{0};
+  std::atomic<std::uint64_t> internal_kernels_dropped_{0};
   std::atomic<std::uint64_t> cupti_dropped_records_{0};
   std::atomic<std::uint64_t> records_lost_{0};
   std::atomic<std::uint64_t> parse_errors_{0};

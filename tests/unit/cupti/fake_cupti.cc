@@ -109,10 +109,13 @@ bool FakeCuptiApi::Deliver(const ActivityBuffer& records) {
 }
 
 void FakeCuptiApi::ApiCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, std::uint32_t correlation,
-                               CUpti_ApiCallbackSite site) {
+                               CUpti_ApiCallbackSite site, CUcontext context) {
   CUpti_CallbackData data{};
   data.callbackSite = site;
-  data.functionName = "fake";
+  data.context = context;
+  // CUPTI's name for the call when the test gave one (callback_names), as nested work is counted by it.
+  auto named = callback_names.find({domain, cbid});
+  data.functionName = named != callback_names.end() ? named->second.c_str() : "fake";
   data.correlationId = correlation;
   callback(userdata, domain, cbid, &data);
 }

@@ -105,9 +105,11 @@ class FakeCuptiApi final : public CuptiApi {
   // copies the records in, and returns it through the completion callback. Returns false when
   // no buffer was handed out (the records are "dropped").
   bool Deliver(const ActivityBuffer& records);
-  // Invokes the subscriber's callback as CUPTI would for an API entry (or exit) on this thread.
+  // Invokes the subscriber's callback as CUPTI would for an API entry (or exit) on this thread; the
+  // call's functionName is its callback_names entry, else "fake".
+  // `context`: the context current on the calling thread, as CUPTI reports it.
   void ApiCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, std::uint32_t correlation,
-                   CUpti_ApiCallbackSite site = CUPTI_API_ENTER);
+                   CUpti_ApiCallbackSite site = CUPTI_API_ENTER, CUcontext context = nullptr);
   void ResourceCallback(CUpti_CallbackId cbid, void* resource_descriptor = nullptr);
 
   // --- CuptiApi -----------------------------------------------------------------------------

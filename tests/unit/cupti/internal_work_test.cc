@@ -201,5 +201,41 @@ TEST(InternalWorkFilterTest, NestedGraphLaunchesDropOneTaskPerNodeAndHandOnTheKe
   EXPECT_EQ(filter.Filter(other), 0u);
 }
 
+// Issue 40, item 4: a nested launch on a context whose kernel records are held off (counter
+// passes) gets no kernel record from CUPTI, so none is counted, for a plain or a graph launch;
+// its other records (API call, memcpy nodes) still are.
+TEST(InternalWorkFilterTest, NestedLaunchesWithoutKernelRecordsCountNoKernel) {
+  InternalWorkFilter filter;
+  filter.MarkNested(50, "cuLaunchKernel", /*kernel_records=*/false);
+  {
+    ScopedNestedGraphLaunch tasks({2, 1, 0});
+    filter.MarkNested(50, "cuGraphLaunch", /*kernel_records=*/false);
+  }
+  std::vector<trace::Record> records = {NamedApi(50, "cuLaunchKernel"), NamedApi(50, "cuGraphLaunch"),
+                                        KindTask(50, trace::TaskKind::kMemcpy, ""),
+                                        KindTask(50, trace::TaskKind::kKernel, "the application's")};
+  EXPECT_EQ(filter.Filter(records), 3u);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(std::get<trace::DeviceTask>(records[0]).name, "the application's");
+}
+
+TEST(KernelRecordsHeldOffTest, HoldsNestPerContext) {
+  int a = 0;
+  int b = 0;
+  const std::uint64_t holds = KernelRecordHoldOffs();
+  EXPECT_FALSE(KernelRecordsHeldOff(&a));
+  ASSERT_TRUE(HoldOffKernelRecords(&a));
+  ASSERT_TRUE(HoldOffKernelRecords(&a));
+  EXPECT_TRUE(KernelRecordsHeldOff(&a));
+  EXPECT_FALSE(KernelRecordsHeldOff(&b));
+  ResumeKernelRecords(&a);
+  EXPECT_TRUE(KernelRecordsHeldOff(&a));
+  ResumeKernelRecords(&a);
+  EXPECT_FALSE(KernelRecordsHeldOff(&a));
+  ResumeKernelRecords(&b);  // never held: nothing happens
+  EXPECT_FALSE(KernelRecordsHeldOff(&b));
+  EXPECT_EQ(KernelRecordHoldOffs(), holds + 2);
+}
+
 }  // namespace
 }  // namespace gpuprof::cupti

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "cupti/internal_work.h"
+
 namespace gpuprof::cupti {
 namespace {
 
@@ -460,10 +462,14 @@ TEST(RangeProfilerBackendTest, KernelActivityIsHeldOffFromBeginToFinishOnly) {
   options.hold_off_kernel_activity = true;
   auto backend = MakeRangeProfilerBackend(api, options);
   ASSERT_TRUE(backend.ok());
+  EXPECT_FALSE(KernelRecordsHeldOff(FakeContext()));
   auto collection = (*backend)->Begin(0, {"dram__bytes_read.sum"});
   ASSERT_TRUE(collection.ok());
+  // The subscriber counts no kernel record for gpuprof's launches on the context meanwhile.
+  EXPECT_TRUE(KernelRecordsHeldOff(FakeContext()));
   ASSERT_TRUE(RunPasses(**collection).ok());
   ASSERT_TRUE((*collection)->Finish().ok());
+  EXPECT_FALSE(KernelRecordsHeldOff(FakeContext()));
   EXPECT_THAT(api->calls,
               ElementsAre("ProfilerInitialize", "KernelActivityOff", "Enable",
                           "GetCounterDataSize(1 metrics, 1 range)", "CounterDataImageInitialize", "SetConfig",
@@ -474,6 +480,7 @@ TEST(RangeProfilerBackendTest, KernelActivityIsHeldOffFromBeginToFinishOnly) {
   api->calls.clear();
   EXPECT_FALSE((*backend)->Begin(0, {"dram__bytes_read.sum"}).ok());
   EXPECT_THAT(api->calls, ElementsAre("KernelActivityOff", "Enable", "KernelActivityOn"));
+  EXPECT_FALSE(KernelRecordsHeldOff(FakeContext()));
 }
 
 TEST(RangeProfilerBackendTest, PlansAreCachedPerMetricList) {

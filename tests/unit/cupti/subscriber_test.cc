@@ -367,6 +367,61 @@ TEST_F(CuptiSubscriberTest, ApiCallbacksOutsideTheGuardMarkNothing) {
   EXPECT_EQ(subscriber->internal_work_filter().size(), 0u);
 }
 
+// Replay inside the application's cuLaunchKernel callback (issue 40, item 4): one timing pass
+// with kernel records on, then a counter pass with CUPTI's kernel records held off on the
+// launch's context (cuptiActivityDisableContext), so CUPTI writes no record for that launch.
+class CounterPassObserver final : public DriverApiObserver {
+ public:
+  CounterPassObserver(FakeCuptiApi& api, CUcontext context) : api_(api), context_(context) {}
+  void OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept override {
+    if (cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || call.callbackSite != CUPTI_API_ENTER) return;
+    ScopedInternalWork internal;
+    api_.ApiCallback(CUPTI_CB_DOMAIN_DRIVER_API, cbid, call.correlationId, CUPTI_API_ENTER, context_);
+    if (!HoldOffKernelRecords(context_)) return;
+    api_.ApiCallback(CUPTI_CB_DOMAIN_DRIVER_API, cbid, call.correlationId, CUPTI_API_ENTER, context_);
+    ResumeKernelRecords(context_);
+  }
+
+ private:
+  FakeCuptiApi& api_;
+  CUcontext context_;
+};
+
+TEST_F(CuptiSubscriberTest, ALaunchWhoseKernelRecordsWereHeldOffTakesNotTheApplicationsKernel) {
+  api_->callback_names[{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel}] =
+      "cuLaunchKernel";
+  int context_storage = 0;
+  auto* context = reinterpret_cast<CUcontext>(&context_storage);
+  CounterPassObserver observer(*api_, context);
+  SubscriberOptions options;
+  options.driver_api_observer = &observer;
+  auto subscriber = StartOrDie(options);
+  api_->ApiCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 90, CUPTI_API_ENTER,
+                    context);  // the application's launch
+  EXPECT_FALSE(KernelRecordsHeldOff(context));
+  // CUPTI's records: the timing pass's kernel, then the application's (none of the counter pass).
+  ActivityBuffer device;
+  device.Add(MakeKernel(90, 1, 2, "fma_loop")).Add(MakeKernel(90, 5, 6, "fma_loop"));
+  ASSERT_TRUE(api_->Deliver(device));
+  ASSERT_EQ(received_.size(), 1u) << "the application's kernel record was taken for the counter pass's";
+  const auto* kernel = std::get_if<trace::DeviceTask>(&received_[0]);
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->correlation_id, 90u);
+  EXPECT_EQ(kernel->start_ns, subscriber->time().ToEpochNs(5));
+  EXPECT_EQ(subscriber->stats().internal_records_dropped, 1u);
+  EXPECT_EQ(subscriber->stats().internal_kernels_dropped, 1u);
+  EXPECT_EQ(subscriber->stats().nested_kernels_unseen, 0u);
+  // Where the kernel records went, in one debug line at Stop (the GPU experiment reads it).
+  const base::LogLevel level = base::CurrentLogLevel();
+  base::SetLogLevel(base::LogLevel::kDebug);
+  base::ScopedLogCapture capture;
+  ASSERT_TRUE(subscriber->Stop().ok());
+  base::SetLogLevel(level);
+  EXPECT_EQ(capture.Count("kernel records: 2 from CUPTI, 1 of them gpuprof's own (C1), 1 to the trace; 0 "
+                          "expected for gpuprof's nested launches never came; kernel tracing held off"),
+            1);
+}
+
 // ---- launch_api_callbacks (LaunchApiTracer through the subscriber) ------------------------------
 // The tracer's own behaviour, without the subscriber: launch_api_tracer_test.cc.
 
