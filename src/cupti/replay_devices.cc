@@ -4,6 +4,7 @@
 
 #include "base/logging.h"
 #include "cupti/internal_work.h"
+#include "device/range.h"
 
 namespace gpuprof::cupti {
 namespace {
@@ -76,6 +77,11 @@ class LazyCudaDevice final : public device::Device {
   Status Synchronize(std::chrono::nanoseconds timeout) override {
     GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
     return real->Synchronize(timeout);
+  }
+  StatusOr<device::RangePassTiming> ReissueRange(std::span<const device::RangeOp> ops, int pass,
+                                                 const device::ReissueOptions& options) override {
+    GPUPROF_ASSIGN_OR_RETURN(CudaDevice * real, Real());
+    return real->ReissueRange(ops, pass, options);
   }
 
  private:

@@ -571,6 +571,17 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
         if (domain == CUPTI_CB_DOMAIN_DRIVER_API && options_.driver_api_observer != nullptr) {
           ScopedApplicationCall application(call->correlationId);
           options_.driver_api_observer->OnDriverApi(cbid, *call);
+        } else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && options_.driver_api_observer != nullptr &&
+                   (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 ||
+                    cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)) {
+          // Range replay's default delimiter: the runtime's cudaProfilerStart/Stop need not reach the
+          // driver's cuProfilerStart/Stop callbacks (on the H100 no range began from them). Handed on as
+          // the driver's calls (no parameters either way); a second delimiter of the same kind is a no-op.
+          ScopedApplicationCall application(call->correlationId);
+          options_.driver_api_observer->OnDriverApi(cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
+                                                        ? CUPTI_DRIVER_TRACE_CBID_cuProfilerStart
+                                                        : CUPTI_DRIVER_TRACE_CBID_cuProfilerStop,
+                                                    *call);
         }
         return;
       }

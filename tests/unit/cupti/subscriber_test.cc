@@ -367,6 +367,28 @@ TEST_F(CuptiSubscriberTest, ApiCallbacksOutsideTheGuardMarkNothing) {
   EXPECT_EQ(subscriber->internal_work_filter().size(), 0u);
 }
 
+// Range replay's default delimiter: the runtime's cudaProfilerStart/Stop reach the replay hook as
+// the driver's cuProfilerStart/Stop (on the H100 no range began from the driver's callbacks alone).
+class DelimiterObserver final : public DriverApiObserver {
+ public:
+  void OnDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept override {
+    if (call.callbackSite == CUPTI_API_ENTER) seen.push_back(cbid);
+  }
+  std::vector<CUpti_CallbackId> seen;
+};
+
+TEST_F(CuptiSubscriberTest, TheRuntimesProfilerStartAndStopReachTheReplayHookAsTheDriversCalls) {
+  DelimiterObserver observer;
+  SubscriberOptions options;
+  options.driver_api_observer = &observer;
+  auto subscriber = StartOrDie(options);
+  api_->ApiCallback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000, 7);
+  api_->ApiCallback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 8);
+  api_->ApiCallback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, 9);
+  EXPECT_EQ(observer.seen, (std::vector<CUpti_CallbackId>{CUPTI_DRIVER_TRACE_CBID_cuProfilerStart,
+                                                          CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}));
+}
+
 // Replay inside the application's cuLaunchKernel callback (issue 40, item 4): one timing pass
 // with kernel records on, then a counter pass with CUPTI's kernel records held off on the
 // launch's context (cuptiActivityDisableContext), so CUPTI writes no record for that launch.
