@@ -155,10 +155,12 @@ StatusOr<RangeScanSummary> ForEachRangeKernel(const ProfileReader& reader, const
                            reader.HasColumns("GPUPROF_REPLAY_PASS", {"kernelId", "durationNs"}));
   std::optional<Query> passes;
   if (pass_table) {
+    // A pass without a duration (0: the CUDA backend does not time a range's pass 1, the
+    // application's own execution, yet) is left out of the median and the spread.
     GPUPROF_ASSIGN_OR_RETURN(
         passes,
         reader.Prepare("SELECT durationNs FROM GPUPROF_REPLAY_PASS WHERE kernelId = ?1 AND durationNs "
-                       "IS NOT NULL ORDER BY durationNs"));
+                       "> 0 ORDER BY durationNs"));
   }
   // Metric names are STRING_IDS ids: without their text the counters cannot be told apart.
   GPUPROF_ASSIGN_OR_RETURN(bool metric_table,
