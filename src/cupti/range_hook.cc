@@ -39,6 +39,11 @@ bool CudaReplayHook::OnRangeCall(CUpti_CallbackId cbid, const CUpti_CallbackData
     switch (range_call.kind) {
       case RangeCall::Kind::kProfilerStart:
       case RangeCall::Kind::kProfilerStop:
+        GPUPROF_LOG(kDebug) << "replay: profiler "
+                            << (range_call.kind == RangeCall::Kind::kProfilerStart ? "start" : "stop")
+                            << " on device " << ordinal << " (range replay "
+                            << (options.range_replay ? "on" : "off") << ", delimiter "
+                            << replay::RangeDelimiterName(options.range_delimiter) << ")";
         if (!options.range_replay || options.range_delimiter != replay::RangeDelimiter::kProfilerApi) break;
         if (range_call.kind == RangeCall::Kind::kProfilerStart) {
           controller_->BeginRange(ordinal);

@@ -49,6 +49,11 @@ class ProfileWriter {
   virtual void Submit(std::vector<trace::Record> records) = 0;
   // `end_ns` closes the session time. Returns the final DB path.
   virtual StatusOr<std::string> Finalize(std::int64_t end_ns) = 0;
+  // The devices for NPU_INFO when they were not known at Create (a session the CUDA injection
+  // started cannot ask the driver then); called on Finalize's thread, before it. Default: ignored.
+  virtual void SetDevices(std::vector<std::pair<std::int32_t, std::string>> devices) {
+    static_cast<void>(devices);
+  }
   // Instead of Finalize, after the last Submit: stops the threads and deletes the .partial file,
   // without a word (a DB nobody asked for: the session's window DB). A no-op once finalized.
   virtual void Discard() = 0;

@@ -148,7 +148,7 @@ Status ProfileWriterImpl::FinishFile(std::int64_t end_ns, PhaseLog& phases) {
   phases.Mark("derive and merge kernels");
 
   Status final_status = sink_.Begin();
-  if (final_status.ok()) final_status = sink_.WriteFinal(derived, lane_, api_main_rows, options_.run, end_ns);
+  if (final_status.ok()) final_status = sink_.WriteFinal(derived, lane_, api_main_rows, FinalRun(), end_ns);
   if (final_status.ok()) final_status = sink_.Commit();
   Status api_status = api_side_->Finish();
   Status connection_status = connection_side_->Finish();
@@ -191,7 +191,7 @@ Status ProfileWriterImpl::FinishFile(std::int64_t end_ns, PhaseLog& phases) {
                           << "written: " << analysis.message();
   }
   phases.Mark("analysis.db");
-  return WriteFileAtomically(layout_.info_json_path, ProfilerInfoJson(options_.run, layout_, end_ns));
+  return WriteFileAtomically(layout_.info_json_path, ProfilerInfoJson(FinalRun(), layout_, end_ns));
 }
 
 void ProfileWriterImpl::StopSideFiles() {

@@ -63,6 +63,10 @@ class ProfileWriterImpl final : public ProfileWriter {
 
   void Submit(std::vector<trace::Record> records) override;
   StatusOr<std::string> Finalize(std::int64_t end_ns) override;  // writer_finalize.cc
+  // Read only by Finalize (the run tables are written there), on the same thread.
+  void SetDevices(std::vector<std::pair<std::int32_t, std::string>> devices) override {
+    late_devices_ = std::move(devices);
+  }
   void Discard() override {
     if (!finalized_) Abandon();
   }
@@ -71,6 +75,13 @@ class ProfileWriterImpl final : public ProfileWriter {
   WriterStats stats() const override;
 
  private:
+  // The run as the run tables record it: options_.run with the devices SetDevices gave, if any.
+  trace::RunInfo FinalRun() const {
+    trace::RunInfo run = options_.run;
+    if (!late_devices_.empty()) run.devices = late_devices_;
+    return run;
+  }
+  std::vector<std::pair<std::int32_t, std::string>> late_devices_;  // SetDevices'; Finalize's thread
   // ---- The threads (writer_threads.cc) ----
   // The SQLite thread closes the op thread's queue when it ends (Run), so joining in this order
   // drains both.

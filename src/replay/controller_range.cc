@@ -1,6 +1,7 @@
 // The controller's side of range replay (REPLAY_SPEC.md W1-W6): delimiters, the launches,
 // transfers and events of a recording device, handed to RangeReplay with the device's window,
 // snapshot and the controller's record sink.
+#include "base/logging.h"
 #include "replay/controller.h"
 #include "replay/range_replay.h"
 #include "replay/snapshot.h"
@@ -15,7 +16,12 @@ device::Device* Controller::DeviceAt(int ordinal) const noexcept {
 void Controller::BeginRange(int device) {
   Plan& plan = CurrentPlan();
   device::Device* target = DeviceAt(device);
-  if (!plan.options.range_replay || plan.options.passes <= 1 || target == nullptr) return;
+  if (!plan.options.range_replay || plan.options.passes <= 1 || target == nullptr) {
+    GPUPROF_LOG(kDebug) << "replay: a range start on device " << device << " is not a range (range replay "
+                        << (plan.options.range_replay ? "on" : "off") << ", " << plan.options.passes
+                        << " pass(es)" << (target == nullptr ? ", unknown device" : "") << ")";
+    return;
+  }
   // A delimiter inside an open range is not a range: it neither counts nor starts one (W1).
   const bool selected = !range_->Recording(device) && Select(plan, /*name_matches=*/true).selected;
   range_->Begin(

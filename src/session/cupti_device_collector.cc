@@ -115,7 +115,15 @@ CuptiDeviceCollector::CuptiDeviceCollector(CuptiLoaders loaders, cupti::Subscrib
 CuptiDeviceCollector::~CuptiDeviceCollector() { Stop(); }
 
 std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::Devices() {
-  if (started_by_injection_ || !loaders_.driver) return {};
+  return started_by_injection_ ? std::vector<std::pair<std::int32_t, std::string>>{} : QueryDevices();
+}
+
+std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::DevicesAtStop() {
+  return started_by_injection_ ? QueryDevices() : std::vector<std::pair<std::int32_t, std::string>>{};
+}
+
+std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::QueryDevices() {
+  if (!loaders_.driver) return {};
   StatusOr<std::unique_ptr<cupti::DriverApi>> driver = loaders_.driver();
   if (!driver.ok()) return {};
   cupti::ScopedInternalWork internal;  // gpuprof's own driver calls stay out of the profile

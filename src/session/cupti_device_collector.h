@@ -59,6 +59,8 @@ class CuptiDeviceCollector final : public DeviceCollector {
   ~CuptiDeviceCollector() override;
 
   std::vector<std::pair<std::int32_t, std::string>> Devices() override;
+  // Under the injection (Devices() had none): the driver can be asked once the program ran.
+  std::vector<std::pair<std::int32_t, std::string>> DevicesAtStop() override;
   Status Start(DeviceCollectorHooks hooks) override;
   void Flush() override;
   void Stop() override;
@@ -73,6 +75,8 @@ class CuptiDeviceCollector final : public DeviceCollector {
   CuptiLoaders loaders_;
   cupti::SubscriberOptions options_;
   bool started_by_injection_;
+  // (ordinal, name) of every device, from the driver (empty when it cannot be asked).
+  std::vector<std::pair<std::int32_t, std::string>> QueryDevices();
   ReplaySettings replay_settings_;
   std::string spill_directory_;
   bool replay_from_script_ = false;  // `gpuprof replay --from-script`: the program configures replay

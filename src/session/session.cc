@@ -541,6 +541,7 @@ class Session::Impl {
       if (device_) {
         device_->Flush();
         device_->Stop();
+        if (run_.devices.empty()) late_devices_ = device_->DevicesAtStop();
       }
     }
     StopFlusher();
@@ -571,6 +572,7 @@ class Session::Impl {
                             << " records reached); the profile is missing them";
     }
     DiscardEndedWindow();
+    if (!late_devices_.empty()) writer_->SetDevices(std::move(late_devices_));
     StatusOr<std::string> path = writer_->Finalize(end_ns);
     if (!path.ok()) {
       Status failed = path.status().WithContext("finalizing the profile of pid " + std::to_string(pid_));
@@ -611,7 +613,9 @@ class Session::Impl {
   bool writer_closed_ = false;                 // guarded by drain_mu_
   std::unique_ptr<db::ProfileWriter> window_;  // guarded by drain_mu_: WindowBegin to WindowEnd
   trace::RunInfo run_;                         // the session's, for a window's writer
-  std::mutex window_mu_;                       // guards the ended window: WindowEnd to WindowDb
+  // NPU_INFO's devices when they were known only at the stop (DeviceCollector::DevicesAtStop).
+  std::vector<std::pair<std::int32_t, std::string>> late_devices_;
+  std::mutex window_mu_;  // guards the ended window: WindowEnd to WindowDb
   std::unique_ptr<db::ProfileWriter> ended_window_;
   std::string ended_window_path_;  // finalized: WindowDb gives it again
   std::int64_t window_end_ns_ = 0;
