@@ -74,6 +74,13 @@ RangeCall Decline(std::string detail) {
 }  // namespace
 
 RangeCall ClassifyRangeCall(CUpti_CallbackId cbid, const void* params) {
+  // The delimiters take no parameters, so CUPTI hands their callbacks no parameter block.
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart || cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop) {
+    RangeCall call;
+    call.kind = cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart ? RangeCall::Kind::kProfilerStart
+                                                                 : RangeCall::Kind::kProfilerStop;
+    return call;
+  }
   if (params == nullptr) return {};
   // The _ptds/_ptsz forms have the same parameters as the plain ones.
   switch (cbid) {
@@ -217,16 +224,6 @@ RangeCall ClassifyRangeCall(CUpti_CallbackId cbid, const void* params) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DPeerAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DPeerAsync_ptsz:
       return Decline("a peer copy (another device's memory is not in the range's snapshot)");
-    case CUPTI_DRIVER_TRACE_CBID_cuProfilerStart: {
-      RangeCall call;
-      call.kind = RangeCall::Kind::kProfilerStart;
-      return call;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuProfilerStop: {
-      RangeCall call;
-      call.kind = RangeCall::Kind::kProfilerStop;
-      return call;
-    }
     default: return {};
   }
 }

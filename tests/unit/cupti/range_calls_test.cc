@@ -98,11 +98,12 @@ TEST(ClassifyRangeCallTest, EventsHostFunctionsAndDelimiters) {
   cuMemcpy2D_v2_params two_d{&copy2d};
   EXPECT_EQ(ClassifyRangeCall(CUPTI_DRIVER_TRACE_CBID_cuMemcpy2D_v2, &two_d).kind, RangeCall::Kind::kDecline);
 
-  int unused = 0;
-  EXPECT_EQ(ClassifyRangeCall(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, &unused).kind,
+  // cuProfilerStart/Stop take no parameters: CUPTI hands their callbacks no parameter block.
+  EXPECT_EQ(ClassifyRangeCall(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, nullptr).kind,
             RangeCall::Kind::kProfilerStart);
-  EXPECT_EQ(ClassifyRangeCall(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, &unused).kind,
+  EXPECT_EQ(ClassifyRangeCall(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, nullptr).kind,
             RangeCall::Kind::kProfilerStop);
+  int unused = 0;
   EXPECT_EQ(ClassifyRangeCall(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, &unused).kind,
             RangeCall::Kind::kNone);
 }
