@@ -118,9 +118,7 @@ std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::Devices(
   return started_by_injection_ ? std::vector<std::pair<std::int32_t, std::string>>{} : QueryDevices();
 }
 
-std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::DevicesAtStop() {
-  return started_by_injection_ ? QueryDevices() : std::vector<std::pair<std::int32_t, std::string>>{};
-}
+std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::DevicesAtStop() { return QueryDevices(); }
 
 std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::QueryDevices() {
   if (!loaders_.driver) return {};

@@ -59,7 +59,8 @@ class CuptiDeviceCollector final : public DeviceCollector {
   ~CuptiDeviceCollector() override;
 
   std::vector<std::pair<std::int32_t, std::string>> Devices() override;
-  // Under the injection (Devices() had none): the driver can be asked once the program ran.
+  // When Devices() had none (under the injection, inside cuInit; from a script, before CUDA was
+  // initialized): the driver can be asked once the program ran.
   std::vector<std::pair<std::int32_t, std::string>> DevicesAtStop() override;
   Status Start(DeviceCollectorHooks hooks) override;
   void Flush() override;

@@ -44,8 +44,8 @@ class DeviceCollector {
   // The devices to list in the DB (NPU_INFO) as (ordinal, name); called once, before Start. Empty
   // when unknown (e.g. the driver is still initializing).
   virtual std::vector<std::pair<std::int32_t, std::string>> Devices() { return {}; }
-  // The same at the session's stop, after Stop(), for a collector that could not tell before Start
-  // (the CUDA injection starts the session inside cuInit). Empty: unknown.
+  // The same at the session's stop, after Stop(), asked when Devices() had none (the CUDA injection
+  // starts the session inside cuInit; a script may start it before CUDA is initialized). Empty: unknown.
   virtual std::vector<std::pair<std::int32_t, std::string>> DevicesAtStop() { return {}; }
 
   // Begins collecting into `hooks.sink`. An error (e.g. Unavailable: the CUPTI slot is held by

@@ -46,6 +46,7 @@ class CuptiDeviceCollectorTest : public ::testing::Test {
       if (!driver_present_) return UnavailableError("libcuda.so.1: cannot open shared object file");
       auto driver = std::make_unique<FakeDriverApi>();
       driver->device_names = {"NVIDIA H200"};
+      if (driver_loads_ <= driver_uninitialized_loads_) driver->count_result = CUDA_ERROR_NOT_INITIALIZED;
       return std::unique_ptr<cupti::DriverApi>(std::move(driver));
     };
   }
@@ -75,6 +76,7 @@ class CuptiDeviceCollectorTest : public ::testing::Test {
   CuptiLoaders loaders_;
   bool handed_over_ = false;
   bool driver_present_ = true;
+  int driver_uninitialized_loads_ = 0;  // the first N driver loads answer CUDA_ERROR_NOT_INITIALIZED
   int cupti_loads_ = 0;
   int driver_loads_ = 0;
 };
@@ -143,6 +145,18 @@ TEST_F(CuptiDeviceCollectorTest, StartFromInjectionAsksTheDriverForDeviceNamesOn
   ASSERT_NE(session, nullptr);
   EXPECT_TRUE(session->has_device_collector());
   EXPECT_EQ(driver_loads_, 1);  // the factory's presence check only: the driver is inside cuInit
+  ASSERT_TRUE(session->Stop().ok());
+  EXPECT_THAT(Query(session->db_path(), "SELECT name FROM NPU_INFO"), ElementsAre("NVIDIA H200"));
+}
+
+// A Python script starts its session before torch initializes CUDA: the start's device query finds
+// the driver uninitialized, so the names are asked for again at the stop (on the H100 NPU_INFO was
+// empty in every DB of a script-started session, so the step roofline had no roofs).
+TEST_F(CuptiDeviceCollectorTest, StartBeforeCudaIsInitializedAsksForDeviceNamesAgainAtTheStop) {
+  driver_uninitialized_loads_ = 2;  // the factory's presence check and the start's query
+  auto session = Start("api");
+  ASSERT_NE(session, nullptr);
+  EXPECT_TRUE(session->has_device_collector());
   ASSERT_TRUE(session->Stop().ok());
   EXPECT_THAT(Query(session->db_path(), "SELECT name FROM NPU_INFO"), ElementsAre("NVIDIA H200"));
 }
