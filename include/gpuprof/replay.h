@@ -352,6 +352,9 @@ struct ReplayRecord {
   std::uint64_t range_id = 0;
   std::uint32_t range_launch = 0;
   std::uint32_t range_launches = 0;
+  // kRange: the application's launch in the backend's own trace (CUDA: CUPTI's correlation id),
+  // where pass 1's duration is read (W6); 0 where the backend measured pass 1 itself.
+  std::uint64_t application_launch_id = 0;
 };
 
 }  // namespace gpuprof::replay

@@ -38,6 +38,7 @@ struct LaunchCall {
   const CUlaunchAttribute* attributes = nullptr;  // cuLaunchKernelEx
   unsigned attribute_count = 0;
   bool cooperative = false;
+  std::uint64_t correlation_id = 0;  // the application's call, as CUPTI numbered it
 };
 
 // cuFuncGetParamInfo's shape: parameter `index`'s offset and size; CUDA_ERROR_INVALID_VALUE past
@@ -52,6 +53,8 @@ class CudaRecordedLaunch final : public device::cuda::CudaIssuableLaunch {
                                                                     const ParamInfoFn& param_info);
 
   const std::string& kernel_name() const noexcept override { return name_; }
+  // Pass 1's duration is CUPTI's kernel record of this call (the DB takes it at its finalize).
+  std::uint64_t application_launch_id() const noexcept override { return call_.correlation_id; }
   CUresult Issue(CUstream stream) const override;
 
   // The copied argument bytes, laid out as the kernel's parameter buffer (tests).

@@ -517,6 +517,7 @@ void CudaReplayHook::OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& c
   if (info != nullptr && controller_->RangeRecording(device->ordinal())) {
     if (std::optional<LaunchCall> range_call = LaunchCallOf(cbid, call.functionParams)) {
       range_call->function = info->resolved;
+      range_call->correlation_id = call.correlationId;
       executor.set_range_call(*range_call, request.kernel_name);
     }
   }

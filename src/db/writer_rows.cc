@@ -82,7 +82,20 @@ Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, std::size
   }
   GPUPROF_RETURN_IF_ERROR(WriteCollectives(lane.collectives(), lane.ops(), derived.connections, run));
   for (BatchInserter* inserter : Inserters()) GPUPROF_RETURN_IF_ERROR(inserter->Flush());
+  GPUPROF_RETURN_IF_ERROR(FillRangePassOneDurations());
   return WriteRunTables(run, end_ns);
+}
+
+Status RowSink::FillRangePassOneDurations() {
+  // W6: a replayed range's pass 1 is the application's own execution; where the collector did not
+  // time it (CUDA), its duration is the application's kernel record, joined by the launch's
+  // correlation id. One statement over the whole profile, once every TASK row is in.
+  if (!replay_range_rows_) return OkStatus();
+  return conn_.Exec(
+      "UPDATE GPUPROF_REPLAY_PASS AS p SET durationNs = t.endNs - t.startNs "
+      "FROM GPUPROF_REPLAY_KERNEL AS k JOIN TASK AS t ON t.connectionId = k.connectionId "
+      "WHERE p.kernelId = k.id AND p.pass = 1 AND p.durationNs = 0 AND k.replayMode = 'range' "
+      "AND k.connectionId IS NOT NULL AND t.endNs > t.startNs");
 }
 
 Status RowSink::Write(trace::Record& record) {
@@ -350,6 +363,7 @@ Status RowSink::WriteRecord(trace::ReplayResult& result) {
     k.BindStaticText(27, r.graph_fallback);
   }
   if (r.replay_mode == replay::ReplayMode::kRange) {
+    replay_range_rows_ = true;
     k.BindU64(28, r.range_id);
     k.BindInt(29, r.range_launch);
   } else {

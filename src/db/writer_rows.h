@@ -80,6 +80,8 @@ class RowSink {
   // transaction; defined in writer_rows.cc).
   Status WriteFinal(const Derived& derived, const OpLane& lane, std::size_t api_rows,
                     const trace::RunInfo& run, std::int64_t end_ns);
+  // Pass 1 of each replayed range's launch, timed by the application's own kernel record.
+  Status FillRangePassOneDurations();
 
   // ---- Last, after the side files' merge (writer_task_info.cc) ----
   // COMPUTE_TASK_INFO's shape, dtype, format, attr and opState columns (filled, never NULL).
@@ -154,6 +156,7 @@ class RowSink {
   std::uint64_t task_type_ids_[3] = {kInvalidStringId, kInvalidStringId, kInvalidStringId};
   std::uint64_t next_global_task_id_ = 0;
   std::uint64_t next_replay_id_ = 0;
+  bool replay_range_rows_ = false;  // a range replay row was written: FillRangePassOneDurations
 
   std::vector<trace::TorchOp> lane_batch_;  // TorchOps on their way to the op lane
   // Device-side indexes for the derivations (derive.h).

@@ -29,6 +29,9 @@ class RecordedLaunch {
   // The application's own execution's duration (pass 1), once the device has drained; 0 where
   // the backend measures it elsewhere (CUDA: CUPTI's kernel records).
   virtual std::uint64_t original_duration_ns() const noexcept { return 0; }
+  // Where the backend measures pass 1 elsewhere: the application's launch's id in that trace
+  // (CUDA: CUPTI's correlation id of the call); 0 otherwise.
+  virtual std::uint64_t application_launch_id() const noexcept { return 0; }
   // The launch's shape for launch__* metrics; Unimplemented where the backend does not know it.
   virtual StatusOr<LaunchShape> shape() const {
     return UnimplementedError("the launch's shape was not recorded");

@@ -1,6 +1,8 @@
 #include "replay/range_replay.h"
 
+#include <algorithm>
 #include <cstring>
+#include <sstream>
 #include <utility>
 
 #include "base/clock.h"
@@ -39,6 +41,42 @@ void WarnDeclined(const ReplayRecord& record) {
 
 std::uint64_t Since(std::int64_t start_ns) {
   return static_cast<std::uint64_t>(base::MonotonicNowNs() - start_ns);
+}
+
+// Host time spent in each part of a range's passes.
+struct RangeFloor {
+  int timing_passes = 0;
+  std::uint64_t restore_ns = 0;
+  std::uint64_t reissue_ns = 0;  // issue and wait for the device
+  int counter_passes = 0;
+  std::uint64_t counter_ns = 0;  // every counter pass, with the backend's Start/Stop and decode
+  std::uint64_t counter_restore_ns = 0;
+  std::uint64_t counter_reissue_ns = 0;
+};
+
+double PerPassMs(std::uint64_t ns, int passes) { return passes > 0 ? static_cast<double>(ns) / passes / 1e6 : 0; }
+
+// One line per replayed range: what its passes cost, part by part (bench/range_replay_overhead.py
+// reads it for the floor).
+void LogFloor(const ReplayRecord& record, std::uint32_t launches, const RangeFloor& floor, std::uint64_t replay_ns) {
+  std::ostringstream line;
+  line.setf(std::ios::fixed);
+  line.precision(3);
+  line << "replay: " << RangeName(record) << " on device " << record.device << ": " << launches << " launches, "
+       << static_cast<double>(replay_ns) / 1e6 << " ms in passes; timing passes " << floor.timing_passes << ": restore "
+       << PerPassMs(floor.restore_ns, floor.timing_passes) << " ms/pass, re-issue "
+       << PerPassMs(floor.reissue_ns, floor.timing_passes) << " ms/pass ("
+       << (launches > 0 ? PerPassMs(floor.reissue_ns, floor.timing_passes) * 1e3 / launches : 0.0)
+       << " us/launch)";
+  if (floor.counter_passes > 0) {
+    const std::uint64_t rest = floor.counter_ns - std::min(floor.counter_ns, floor.counter_restore_ns +
+                                                                                 floor.counter_reissue_ns);
+    line << "; counter passes " << floor.counter_passes << ": restore "
+         << PerPassMs(floor.counter_restore_ns, floor.counter_passes) << " ms/pass, re-issue "
+         << PerPassMs(floor.counter_reissue_ns, floor.counter_passes) << " ms/pass, Start+Stop and decode "
+         << PerPassMs(rest, floor.counter_passes) << " ms/pass";
+  }
+  GPUPROF_LOG(kInfo) << line.str();
 }
 
 }  // namespace
@@ -297,17 +335,23 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
   }
   std::vector<std::uint64_t> outputs{pass1_output};
   std::string stopped;
+  RangeFloor floor;  // where the passes' time went (the benchmark's floor lines)
   device::ReissueOptions reissue;
   reissue.flush_caches = range.flush_caches;
   for (int p = 2; p <= options.passes && stopped.empty(); ++p) {
     const std::int64_t pass_start = base::EpochNowNs();
+    std::int64_t mark = base::MonotonicNowNs();
     RestoreStats restored = snapshot.Restore(inventory_, options.restore, nullptr);
+    floor.restore_ns += Since(mark);
     if (restored.regions_failed > 0) {
       stopped = "the restore before pass " + std::to_string(p) + " failed";
       record.decline_reason = DeclineReason::kRestoreFailed;
       break;
     }
+    mark = base::MonotonicNowNs();
     StatusOr<device::RangePassTiming> timing = access.device.ReissueRange(range.ops, p, reissue);
+    floor.reissue_ns += Since(mark);
+    ++floor.timing_passes;
     if (!timing.ok()) {
       stopped = "pass " + std::to_string(p) + ": " + timing.status().ToString();
       record.decline_reason = DeclineReason::kLaunchFailed;
@@ -341,10 +385,25 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
       counted[op.launch_index].device = record.device;
       counted[op.launch_index].kernel_name = op.launch->kernel_name();
     }
-    auto restore = [&] { return snapshot.Restore(inventory_, options.restore, nullptr).regions_failed == 0; };
-    auto run = [&](int pass) { return access.device.ReissueRange(range.ops, pass, reissue).status(); };
+    auto restore = [&] {
+      const std::int64_t start = base::MonotonicNowNs();
+      const bool ok = snapshot.Restore(inventory_, options.restore, nullptr).regions_failed == 0;
+      floor.counter_restore_ns += Since(start);
+      return ok;
+    };
+    auto run = [&](int pass) {
+      const std::int64_t start = base::MonotonicNowNs();
+      Status ran = access.device.ReissueRange(range.ops, pass, reissue).status();
+      floor.counter_reissue_ns += Since(start);
+      ++floor.counter_passes;
+      return ran;
+    };
     std::string failure;
-    if (!access.counters->RunRange(counted, record.device, options, shapes, restore, run, &failure)) {
+    const std::int64_t counters_start = base::MonotonicNowNs();
+    const bool counted_ok =
+        access.counters->RunRange(counted, record.device, options, shapes, restore, run, &failure);
+    floor.counter_ns = Since(counters_start);
+    if (!counted_ok) {
       stopped = failure;
       record.decline_reason = DeclineReason::kLaunchFailed;
     }
@@ -377,12 +436,14 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
   record.range_launches = range.launches;
   record.caches_flushed = range.flush_caches;
   const std::uint64_t replay_ns = Since(passes_start);
+  LogFloor(record, range.launches, floor, replay_ns);
   std::uint32_t index = 0;
   for (const RangeOp& op : range.ops) {
     if (op.kind != RangeOpKind::kLaunch) continue;
     ReplayRecord launch = record;
     launch.kernel_name = op.launch->kernel_name();
     launch.range_launch = index;
+    launch.application_launch_id = op.launch->application_launch_id();
     launch.passes = std::move(launch_passes[op.launch_index]);
     launch.metrics = std::move(counted[op.launch_index].metrics);
     launch.counter_passes = counted[op.launch_index].counter_passes;

@@ -190,8 +190,10 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
       result.pid = static_cast<std::uint32_t>(getpid());
       result.tid = static_cast<std::uint32_t>(gettid());
       // The application call being replayed (the sink runs inside its CUPTI callback): its kernel,
-      // or the graph launch whose passes' node records carry this id (GPUPROF_REPLAY_GRAPH_NODE).
-      result.correlation_id = cupti::ScopedApplicationCall::Current();
+      // or the graph launch whose passes' node records carry this id (GPUPROF_REPLAY_GRAPH_NODE);
+      // a range's launches were recorded earlier and carry their own (W6: pass 1's duration).
+      result.correlation_id = record.application_launch_id != 0 ? record.application_launch_id
+                                                                : cupti::ScopedApplicationCall::Current();
       result.record = record;
       static_cast<void>(sink(std::move(result)));
     };

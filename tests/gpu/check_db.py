@@ -31,6 +31,7 @@ import glob
 import os
 import re
 import sqlite3
+import statistics
 import sys
 
 INVALID_ID = 4294967295  # DB_INVALID_VALUE
@@ -190,6 +191,10 @@ class ProfileDb:
                                         "clock_after"), p)) for p in self.query(
                 "SELECT pass, durationNs, bytesRestored, outputHash, matchesPass1, smClockBeforeKhz, smClockAfterKhz "
                 "FROM GPUPROF_REPLAY_PASS WHERE kernelId = ? ORDER BY pass", k["id"])]
+        range_columns = "rangeId" in set(c[1] for c in self.query("PRAGMA table_info(GPUPROF_REPLAY_KERNEL)"))
+        for k in out:
+            k["range_id"] = (self.query("SELECT rangeId FROM GPUPROF_REPLAY_KERNEL WHERE id = ?", k["id"])[0][0]
+                             if range_columns else None)
         return out
 
     def mstx(self):
@@ -827,9 +832,10 @@ def expect_replay_range(c, dbs, program_output):
         c.expect(r["replayed"] == 1, f"{r['name']} (range) not replayed: {r['decline']} {r['detail']}")
         c.expect(len(r["pass_rows"]) == REPLAY_PASSES,
                  f"{r['name']} (range): {len(r['pass_rows'])} pass rows, expected {REPLAY_PASSES}")
-        later = [p for p in r["pass_rows"] if p["pass"] > 1]
-        c.expect(all((p["duration"] or 0) > 0 for p in later),
-                 f"{r['name']} (range): a re-issued pass without a duration")
+        # W6: pass 1 from the application's own kernel record, passes 2..N re-issued and timed.
+        c.expect(all((p["duration"] or 0) > 0 for p in r["pass_rows"]),
+                 f"{r['name']} (range): a pass without a duration: {r['pass_rows']}")
+        c.note(f"{r['name']} (range) pass durations ns: {[p['duration'] for p in r['pass_rows']]}")
         c.expect(r["deterministic"] == 1, f"{r['name']} (range) flagged nondeterministic")
 
 
@@ -851,10 +857,24 @@ def expect_train_transformer_range(c, dbs, program_output):
     c.expect(ranges >= 2, f"{ranges} replayed range(s), expected the steady steps (>= 2)")
     for r in replayed:
         c.expect(len(r["pass_rows"]) == 5, f"{r['name']} (range): {len(r['pass_rows'])} pass rows, expected 5")
-        later = [p for p in r["pass_rows"] if p["pass"] > 1]
-        c.expect(all((p["duration"] or 0) > 0 for p in later), f"{r['name']} (range): a re-issued pass without a duration")
+        c.expect(all((p["duration"] or 0) > 0 for p in r["pass_rows"]),
+                 f"{r['name']} (range): a pass without a duration (pass 1: the application's kernel record)")
+    # Pass 1 is CUPTI's record of the application's launch; passes 2..N are timed by gpuprof around
+    # its re-issued launches: how far the two measures lie apart, kernel by kernel.
+    ratios = sorted(statistics.median(p["duration"] for p in r["pass_rows"] if p["pass"] > 1) /
+                    r["pass_rows"][0]["duration"] for r in replayed
+                    if r["pass_rows"] and (r["pass_rows"][0]["duration"] or 0) > 0)
+    if ratios:
+        c.note(f"re-issued median / pass 1, over {len(ratios)} launches: p10 {ratios[len(ratios) // 10]:.2f}, "
+               f"median {ratios[len(ratios) // 2]:.2f}, p90 {ratios[len(ratios) * 9 // 10]:.2f}")
     nondeterministic = sum(1 for r in replayed if r["deterministic"] != 1)
     c.note(f"{nondeterministic} replayed launches in nondeterministic ranges")
+    # --set basic (W7): every replayed launch has its metrics from the range's shared pass set.
+    metrics = replay_metrics(db)
+    without = [r for r in replayed if not metrics.get(r["id"])]
+    c.note(f"{len(replayed) - len(without)} of {len(replayed)} replayed launches with metrics")
+    c.expect(not without, f"{len(without)} replayed launches without metrics, e.g. "
+                          f"{[(r['name'], counter_status(db, r['id'])) for r in without[:3]]}")
 
 
 def expect_replay_counter(c, dbs, program_output):
@@ -1228,8 +1248,16 @@ def expect_replay_counters(c, dbs, program_output, peer=None):
     launches = [f for what, f in parse_program_output(program_output) if what == "launch"]
     # Every launch ran on the device the program names (0, or 1 in ReplayCountersDevice1): the replay
     # rows, and so the counter passes, are that device's.
-    devices = [int(f["device"]) for what, f in parse_program_output(program_output) if what == "counters"]
+    headers = [f for what, f in parse_program_output(program_output) if what == "counters"]
+    devices = [int(f["device"]) for f in headers]
     c.expect(len(devices) == 1, f"expected one 'counters device=N' line, found {len(devices)}")
+    # `range`: the 20 launches are one cudaProfilerStart/Stop range, counted by range replay (W7).
+    mode = headers[0].get("mode", "kernel") if headers else "kernel"
+    rows = [r for r in rows if r["mode"] == mode]
+    if mode == "range":
+        ranges = sorted({r["range_id"] for r in rows})
+        c.note(f"range replay: {len(rows)} launches in range(s) {ranges}")
+        c.expect(len(ranges) == 1, f"expected the 20 launches in one range, found ranges {ranges}")
     if devices:
         c.note(f"counters on device {devices[0]}")
         on_other = sorted({r["device"] for r in rows} - {devices[0]})
@@ -1270,22 +1298,28 @@ def expect_replay_counters(c, dbs, program_output, peer=None):
                 c.expect(unit in ("byte", "bytes", "B"), f"stream_copy: {name} unit {unit!r}")
                 c.expect((copy_values[0][name][2] or 0) >= 1, f"stream_copy: {name} needs no pass?")
 
-    # fma_loop: the same count in both launches of each K, and linear in K.
+    # fma_loop: the same count in every launch of each K, and linear in K.
     ks = [int(f["k"]) for f in launches if f.get("kernel") == "fma_loop"]
+    fma_launches = 6 if mode == "kernel" else 18
     fma_values = values_of("fma_loop")
-    c.expect(len(fma_values) == len(ks) == 6, f"fma_loop: {len(fma_values)} replayed launches, "
-                                              f"{len(ks)} printed, expected 6")
-    if len(fma_values) == len(ks) == 6:
+    c.expect(len(fma_values) == len(ks) == fma_launches, f"fma_loop: {len(fma_values)} replayed launches, "
+                                                         f"{len(ks)} printed, expected {fma_launches}")
+    if len(fma_values) == len(ks) == fma_launches:
         inst = [value(v, "smsp__inst_executed.sum") for v in fma_values]
         c.note(f"fma_loop smsp__inst_executed.sum by k: {list(zip(ks, inst))}")
         if all(i is not None for i in inst):
-            for a in range(0, 6, 2):
-                c.expect(inst[a] == inst[a + 1], f"fma_loop k={ks[a]}: {inst[a]} then {inst[a + 1]} instructions")
-            c.expect(inst[4] - inst[2] == inst[2] - inst[0],
-                     f"fma_loop: instructions not linear in k ({inst[0]}, {inst[2]}, {inst[4]})")
+            by_k = {}
+            for k, i in zip(ks, inst):
+                by_k.setdefault(k, []).append(i)
+            for k, counts in by_k.items():
+                c.expect(len(set(counts)) == 1, f"fma_loop k={k}: instructions differ between launches: {counts}")
+            first = [by_k[k][0] for k in sorted(by_k)]
+            c.expect(len(first) == 3 and first[2] - first[1] == first[1] - first[0],
+                     f"fma_loop: instructions not linear in k ({first})")
             warps = int(launches[[f.get("kernel") for f in launches].index("fma_loop")]["warps"])
-            c.expect(inst[2] - inst[0] >= ks[0] * warps,
-                     f"fma_loop: {inst[2] - inst[0]} instructions for {ks[0]} more FMAs in {warps} warps")
+            if len(first) == 3:
+                c.expect(first[1] - first[0] >= min(ks) * warps,
+                         f"fma_loop: {first[1] - first[0]} instructions for {min(ks)} more FMAs in {warps} warps")
         else:
             c.expect(False, "fma_loop: a launch without smsp__inst_executed.sum")
 
@@ -1305,7 +1339,7 @@ def expect_replay_counters(c, dbs, program_output, peer=None):
 
     # Counter passes are gpuprof's own work (C1): the application's TASK rows hold each kernel once.
     kernels = [k["name"] for k in db.kernels()]
-    for name, launched in (("stream_copy", 1), ("fma_loop", 6), ("fixed_grid", 1)):
+    for name, launched in (("stream_copy", 1), ("fma_loop", fma_launches), ("fixed_grid", 1)):
         seen = sum(1 for k in kernels if kernel_matches(k, name))
         c.expect(seen == launched, f"{name}: {seen} TASK rows, expected {launched} (counter passes leaked?)")
 
@@ -1358,6 +1392,7 @@ EXPECTATIONS = {
     "replay_cublas": expect_replay_cublas,
     "replay_inplace": expect_replay_inplace,
     "replay_range": expect_replay_range,
+    "replay_range_nvtx": expect_replay_range,
     "replay_arena_many_regions": expect_replay_arena_many_regions,
     "replay_arena_between": expect_replay_arena_between,
     "replay_arena_realloc": expect_replay_arena_realloc,

@@ -10,15 +10,23 @@
 //                 (the loop is not unrolled, so each iteration costs the same instructions)
 //   fixed_grid    grid (37,3,2), block (96,1,1): launch__grid_size 222, launch__block_size 96
 //
+// `gpu_test_replay_counters DEVICE range` (run_case.py "ReplayCountersRange", range replay, W7): the
+// same kernels between cudaProfilerStart and cudaProfilerStop, each fma_loop K launched six times,
+// so one range holds 20 launches counted from one pass set; every buffer is allocated before the
+// range and freed after it (an allocation or a free inside would decline it, W5).
+//
 // The program checks its own results (the copy's output, the FMA result) and prints one
 // "gpuprof-test: launch kernel=... k=..." line per launch, in launch order.
 //
 //   gpu_test_replay_counters [DEVICE]   runs every launch on DEVICE (default 0; "ReplayCountersDevice1"
 //                                       passes 1) and prints "gpuprof-test: counters device=DEVICE";
 //                                       on a machine without that device it prints a skip line
+#include <cuda_profiler_api.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -51,6 +59,8 @@ __global__ void fixed_grid(unsigned* out) {
 
 int main(int argc, char** argv) {
   const int device = argc > 1 ? std::atoi(argv[1]) : 0;
+  const bool range = argc > 2 && std::strcmp(argv[2], "range") == 0;
+  const int fma_repeats = range ? 6 : 2;
   int device_count = 0;
   GPUPROF_TEST_CUDA_CHECK(cudaGetDeviceCount(&device_count));
   if (device < 0 || device >= device_count) {
@@ -59,17 +69,24 @@ int main(int argc, char** argv) {
   }
   GPUPROF_TEST_CUDA_CHECK(cudaSetDevice(device));
   gpuprof_test::PrintProcess("main", device);
-  std::printf("gpuprof-test: counters device=%d\n", device);
+  std::printf("gpuprof-test: counters device=%d mode=%s\n", device, range ? "range" : "kernel");
 
-  // stream_copy
   const std::size_t n = kCopyBytes / sizeof(uint4);
   uint4* in = nullptr;
   uint4* out = nullptr;
+  float* fma_out = nullptr;
+  unsigned* blocks = nullptr;
+  const dim3 grid(37, 3, 2);
+  const unsigned count = grid.x * grid.y * grid.z;
   GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&in, kCopyBytes));
   GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&out, kCopyBytes));
+  GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&fma_out, sizeof(float) * kFmaBlocks * kFmaThreads));
+  GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&blocks, sizeof(unsigned) * count));
   GPUPROF_TEST_CUDA_CHECK(cudaMemset(in, 0x5a, kCopyBytes));
   GPUPROF_TEST_CUDA_CHECK(cudaMemset(out, 0, kCopyBytes));
   GPUPROF_TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  if (range) GPUPROF_TEST_CUDA_CHECK(cudaProfilerStart());
+
   stream_copy<<<132 * 8, 512>>>(in, out, n);
   GPUPROF_TEST_CUDA_CHECK(cudaGetLastError());
   GPUPROF_TEST_CUDA_CHECK(cudaDeviceSynchronize());
@@ -82,14 +99,9 @@ int main(int argc, char** argv) {
       if (byte != 0x5a) gpuprof_test::Fail("stream_copy: the output is not the input");
     }
   }
-  GPUPROF_TEST_CUDA_CHECK(cudaFree(in));
-  GPUPROF_TEST_CUDA_CHECK(cudaFree(out));
 
-  // fma_loop
-  float* fma_out = nullptr;
-  GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&fma_out, sizeof(float) * kFmaBlocks * kFmaThreads));
   for (int multiple = 1; multiple <= 3; ++multiple) {
-    for (int repeat = 0; repeat < 2; ++repeat) {
+    for (int repeat = 0; repeat < fma_repeats; ++repeat) {
       fma_loop<<<kFmaBlocks, kFmaThreads>>>(fma_out, multiple * kFma);
       GPUPROF_TEST_CUDA_CHECK(cudaGetLastError());
       GPUPROF_TEST_CUDA_CHECK(cudaDeviceSynchronize());
@@ -102,13 +114,7 @@ int main(int argc, char** argv) {
   float expected = 0;
   for (int i = 0; i < 3 * kFma; ++i) expected = fmaf(expected, 0.999f, 1e-4f);
   if (first != expected) gpuprof_test::Fail("fma_loop: thread 0's result differs from the host's");
-  GPUPROF_TEST_CUDA_CHECK(cudaFree(fma_out));
 
-  // fixed_grid
-  unsigned* blocks = nullptr;
-  const dim3 grid(37, 3, 2);
-  const unsigned count = grid.x * grid.y * grid.z;
-  GPUPROF_TEST_CUDA_CHECK(cudaMalloc(&blocks, sizeof(unsigned) * count));
   fixed_grid<<<grid, 96>>>(blocks);
   GPUPROF_TEST_CUDA_CHECK(cudaGetLastError());
   GPUPROF_TEST_CUDA_CHECK(cudaDeviceSynchronize());
@@ -118,6 +124,11 @@ int main(int argc, char** argv) {
     if (host[i] != i + 1) gpuprof_test::Fail("fixed_grid: a block did not write its slot");
   }
   std::printf("gpuprof-test: launch kernel=fixed_grid grid_size=%u block_size=96\n", count);
+  if (range) GPUPROF_TEST_CUDA_CHECK(cudaProfilerStop());
+
+  GPUPROF_TEST_CUDA_CHECK(cudaFree(in));
+  GPUPROF_TEST_CUDA_CHECK(cudaFree(out));
+  GPUPROF_TEST_CUDA_CHECK(cudaFree(fma_out));
   GPUPROF_TEST_CUDA_CHECK(cudaFree(blocks));
   std::printf("gpuprof-test: done\n");
   return 0;

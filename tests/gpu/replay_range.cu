@@ -12,8 +12,10 @@
 //   e2 after s2; s1 waits e2  s1: c += b in place, DtoH into h_out      -> c = 9i+3
 //   legacy stream: a synchronous DtoH of b into h_b
 #include <cuda_profiler_api.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -54,7 +56,10 @@ void Expect(const std::vector<unsigned>& got, unsigned mul, unsigned add, const 
 
 }  // namespace
 
-int main() {
+// `gpu_test_replay_range nvtx`: the range is the NVTX range "replay-range" (`--range nvtx
+// --nvtx-include replay-range`, run_case.py "ReplayRangeNvtx") instead of cudaProfilerStart/Stop.
+int main(int argc, char** argv) {
+  const bool by_nvtx = argc > 1 && std::strcmp(argv[1], "nvtx") == 0;
   gpuprof_test::PrintProcess("main", 0);
   const size_t bytes = kN * sizeof(unsigned);
   unsigned *a = nullptr, *b = nullptr, *c = nullptr;
@@ -74,7 +79,11 @@ int main() {
   const int block = 256;
   const int grid = (kN + block - 1) / block;
 
-  GPUPROF_TEST_CUDA_CHECK(cudaProfilerStart());
+  if (by_nvtx) {
+    nvtxRangePushA("replay-range");
+  } else {
+    GPUPROF_TEST_CUDA_CHECK(cudaProfilerStart());
+  }
   GPUPROF_TEST_CUDA_CHECK(cudaMemcpyAsync(a, h_in.data(), bytes, cudaMemcpyHostToDevice, s1));
   // A pageable source has been staged when the call returns: the range must have copied it then.
   GPUPROF_TEST_CUDA_CHECK(cudaStreamSynchronize(s1));
@@ -96,7 +105,11 @@ int main() {
   GPUPROF_TEST_CUDA_CHECK(cudaStreamSynchronize(s1));
   GPUPROF_TEST_CUDA_CHECK(cudaStreamSynchronize(s2));
   GPUPROF_TEST_CUDA_CHECK(cudaMemcpy(h_b.data(), b, bytes, cudaMemcpyDeviceToHost));
-  GPUPROF_TEST_CUDA_CHECK(cudaProfilerStop());
+  if (by_nvtx) {
+    nvtxRangePop();
+  } else {
+    GPUPROF_TEST_CUDA_CHECK(cudaProfilerStop());
+  }
 
   // What the application's own execution wrote into its host memory, and then what the device
   // holds after the range (the passes' writes must be gone).

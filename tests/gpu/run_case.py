@@ -120,6 +120,12 @@ CASES = {
     # Issue 19: hardware counters over replay passes (GPUPROF_REPLAY_METRIC).
     "ReplayCounters": Case("replay_counters", program="gpu_test_replay_counters", subcommand="replay",
                            flags=["--passes", "3", "--metrics", COUNTER_METRICS], ncu_metrics=COUNTER_METRICS),
+    # Issue 40 (W7): the same kernels in one cudaProfilerStart/Stop range of 20 launches, counted by
+    # range replay from one pass set; ncu measures the same 20 launches one by one.
+    "ReplayCountersRange": Case("replay_counters", program="gpu_test_replay_counters", args=["0", "range"],
+                                subcommand="replay",
+                                flags=["--passes", "3", "--replay-mode", "range", "--metrics", COUNTER_METRICS],
+                                ncu_metrics=COUNTER_METRICS),
     # Issue 23: the same launches on device 1 (the counter passes in device 1's context); skipped on one GPU.
     "ReplayCountersDevice1": Case("replay_counters", program="gpu_test_replay_counters", args=["1"],
                                   subcommand="replay", flags=["--passes", "3", "--metrics", COUNTER_METRICS],
@@ -152,6 +158,9 @@ CASES = {
     # Range replay (issue 40): the launches, copies, memset and events between cudaProfilerStart and
     # cudaProfilerStop recorded as the program runs them and re-issued per pass on gpuprof's streams.
     "ReplayRange": replay_case("range", program="gpu_test_replay_range", flags=["--replay-mode", "range"]),
+    "ReplayRangeNvtx": replay_case("range_nvtx", program="gpu_test_replay_range", args=["nvtx"],
+                                   flags=["--replay-mode", "range", "--range", "nvtx", "--nvtx-include",
+                                          "replay-range"]),
     "ReplayCublasBetaOne": replay_case("cublas", "regex:gemm|Kernel", program="gpu_test_replay_cublas"),
     "TrainPlain": Case("train_plain",
                        command=["python3", "examples/train_plain.py", "--steps", "3", "--device", "cuda"],
@@ -178,10 +187,12 @@ CASES = {
     # kernels (fmha_cutlassF/B, which reference device printf) among them; the losses, printed as
     # hex floats, must be a plain run's bit for bit.
     # Range replay by training step (issue 40): every kernel of each step re-issued 5 times from one
-    # snapshot per step; the losses must equal a plain run's.
+    # snapshot per step and counted (--set basic) from one pass set per step; the losses must equal a
+    # plain run's.
     "TrainTransformerRangeReplay": Case("train_transformer_range",
                                         command=["python3", "examples/train_transformer.py", "--steps", "4"],
-                                        flags=["--passes", "5", "--replay-mode", "range", "--range", "step"],
+                                        flags=["--passes", "5", "--replay-mode", "range", "--range", "step",
+                                               "--set", "basic"],
                                         subcommand="replay", needs_torch=True,
                                         same_lines_as_plain=r"^step \d+ loss \S+$"),
     "TrainTransformerReplay": Case("train_transformer_replay",

@@ -291,6 +291,51 @@ TEST(ProfileWriterRangeReplayTest, RangeRowsCarryTheRangeIdAndTheLaunchPlace) {
                           "plain|kernel|1|NULL|NULL|NULL"));
 }
 
+// W6 on CUDA: pass 1 of a range is the application's own execution, timed by its kernel record;
+// the writer takes the duration from the TASK row with the launch's correlation id. A pass 1 the
+// collector timed itself, and kernel-mode rows, keep theirs.
+TEST(ProfileWriterRangeReplayTest, RangePassOneTakesTheApplicationsKernelRecord) {
+  TempDir dir;
+  std::vector<trace::Record> records;
+  auto kernel_task = [&](std::uint64_t correlation, std::int64_t start, std::int64_t end) {
+    trace::DeviceTask task;
+    task.name = "k" + std::to_string(correlation);
+    task.correlation_id = correlation;
+    task.start_ns = testing::kStartNs + start;
+    task.end_ns = testing::kStartNs + end;
+    records.emplace_back(task);
+  };
+  auto replayed = [&](replay::ReplayMode mode, std::uint64_t correlation, std::uint64_t pass1_ns) {
+    trace::ReplayResult launch;
+    launch.time_ns = testing::kStartNs + 500 + static_cast<std::int64_t>(records.size());
+    launch.correlation_id = correlation;
+    launch.record.kernel_name = "k" + std::to_string(correlation);
+    launch.record.replayed = true;
+    launch.record.replay_mode = mode;
+    launch.record.range_id = mode == replay::ReplayMode::kRange ? 1 : 0;
+    launch.record.passes.resize(2);
+    launch.record.passes[0].pass = 1;
+    launch.record.passes[0].duration_ns = pass1_ns;
+    launch.record.passes[1].pass = 2;
+    launch.record.passes[1].duration_ns = 77;
+    records.emplace_back(launch);
+  };
+  replayed(replay::ReplayMode::kRange, 11, 0);   // CUDA: pass 1 from the record below
+  replayed(replay::ReplayMode::kRange, 12, 0);   // its record comes after the replay row
+  replayed(replay::ReplayMode::kRange, 13, 5);   // timed by the collector (host)
+  replayed(replay::ReplayMode::kKernel, 14, 0);  // kernel mode: not a range's pass 1
+  kernel_task(11, 100, 130);
+  kernel_task(13, 200, 299);
+  kernel_task(14, 300, 340);
+  kernel_task(12, 150, 190);
+  const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), {records});
+  EXPECT_THAT(Query(db,
+                    "SELECT s.value, p.pass, p.durationNs FROM GPUPROF_REPLAY_PASS p JOIN GPUPROF_REPLAY_KERNEL k "
+                    "ON k.id = p.kernelId JOIN STRING_IDS s ON s.id = k.name ORDER BY k.id, p.pass"),
+              ElementsAre("k11|1|30", "k11|2|77", "k12|1|40", "k12|2|77", "k13|1|5", "k13|2|77", "k14|1|0",
+                          "k14|2|77"));
+}
+
 // The CUDA path: the node durations of a whole-graph replay come as ReplayGraphNodeTask records
 // carrying the graph launch's correlation id, before or after the replay's own row.
 TEST(ProfileWriterGraphReplayTest, NodeTasksJoinTheirGraphReplayByCorrelationInPassOrder) {
