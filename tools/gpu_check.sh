@@ -46,6 +46,12 @@
 # --counter-overhead runs only bench/counter_overhead.py (hardware counters with --set basic on
 # examples/train_transformer.py against ncu --set basic, issue 19; bench/README.md); ARGS go to it.
 #
+#   bash tools/gpu_check.sh --range-overhead [BUILD_DIR [ARGS...]]   # on the GPU machine, from the root
+#
+# --range-overhead runs only bench/range_replay_overhead.py (range replay by training step with --set
+# basic and timing only, per kernel, against ncu's kernel replay; every steady step x3 against the
+# plain run; issue 40; bench/README.md); ARGS go to it.
+#
 #   bash tools/gpu_check.sh --two-gpu [BUILD_DIR [BRING_BACK_DIR]]   # on nvidia-h200-x2, from the root
 #
 # --two-gpu runs only the two-GPU cases (run_case.py --list --min-gpus 2: TwoRanksNccl,
@@ -122,6 +128,10 @@ fi
 
 if [[ "${1:-}" == "--replay-overhead" ]]; then
   exec "${GPUPROF_TEST_PYTHON:-python3}" bench/replay_overhead.py --gpuprof "${2:-build/gpu}/bin/gpuprof" "${@:3}"
+fi
+
+if [[ "${1:-}" == "--range-overhead" ]]; then
+  exec "${GPUPROF_TEST_PYTHON:-python3}" bench/range_replay_overhead.py --gpuprof "${2:-build/gpu}/bin/gpuprof" "${@:3}"
 fi
 
 if [[ "${1:-}" == "--counter-overhead" ]]; then

@@ -10,7 +10,10 @@ without torch it skips; examples/train_transformer.py's size estimate, which its
 and its flags, without torch or a GPU.
 
 bench/counter_overhead.py (issue 19): its --self-test (cost per kernel against ncu --set basic, the
-table, the DB's counter columns) and that it needs --gpuprof."""
+table, the DB's counter columns) and that it needs --gpuprof.
+
+bench/range_replay_overhead.py (issue 40): its --self-test (per-kernel costs of range replay against
+ncu, the whole-run ratio, the floor lines the engine logs per range) and that it needs --gpuprof."""
 
 import os
 import shutil
@@ -71,6 +74,21 @@ class CounterOverheadTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         self.assertIn("counter_overhead: self-test passed", done.stdout)
         self.assertIn(">= 20x faster", done.stdout)
+
+    def test_needs_gpuprof_unless_self_testing(self):
+        done = run_script(self.SCRIPT)
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertIn("--gpuprof is required", done.stderr)
+
+
+class RangeReplayOverheadTest(unittest.TestCase):
+    SCRIPT = os.path.join(REPO, "bench", "range_replay_overhead.py")
+
+    def test_self_test_passes(self):
+        done = run_script(self.SCRIPT, "--self-test")
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("range_replay_overhead: self-test passed", done.stdout)
+        self.assertIn(">= 100x cheaper", done.stdout)
 
     def test_needs_gpuprof_unless_self_testing(self):
         done = run_script(self.SCRIPT)
