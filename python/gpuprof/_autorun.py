@@ -120,6 +120,9 @@ def _start():
         prof.start()
     except Exception as e:  # noqa: BLE001  (the script runs on, unprofiled)
         print(f"gpuprof: the PyTorch profile is off: {type(e).__name__}: {e}", file=sys.stderr)
+        if _replays_by_step():
+            print("gpuprof: --range step sees no training step without the PyTorch profile, so no range is "
+                  "replayed; fix the cause above, or delimit ranges with --range profiler or nvtx", file=sys.stderr)
         return
     _profile = prof
     atexit.register(_stop)
@@ -148,6 +151,15 @@ def _ignore_sigint():
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         except (ValueError, OSError):
             pass
+
+
+def _replays_by_step():
+    """True under `gpuprof replay --range step` (the optimizer steps delimit the ranges)."""
+    try:
+        from . import _settings
+        return _settings.from_environment("replay_range") == "step"
+    except Exception:  # noqa: BLE001  (only the message depends on it)
+        return False
 
 
 def _drop_sigint_in_the_exit_path():

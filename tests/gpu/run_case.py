@@ -193,7 +193,7 @@ CASES = {
                                         command=["python3", "examples/train_transformer.py", "--steps", "4"],
                                         flags=["--passes", "5", "--replay-mode", "range", "--range", "step",
                                                "--set", "basic"],
-                                        subcommand="replay", needs_torch=True,
+                                        subcommand="replay", needs_torch=True, needs_torch_hooks=True,
                                         same_lines_as_plain=r"^step \d+ loss \S+$"),
     "TrainTransformerReplay": Case("train_transformer_replay",
                                    command=["python3", "examples/train_transformer.py", "--steps", "3"],
