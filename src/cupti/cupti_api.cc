@@ -88,6 +88,7 @@ struct CuptiTable {
   decltype(&cuptiRangeProfilerCounterDataImageInitialize) range_counter_data_image_initialize = nullptr;
   decltype(&cuptiRangeProfilerSetConfig) range_set_config = nullptr;
   decltype(&cuptiRangeProfilerStart) range_start = nullptr;
+  decltype(&cuptiGetStreamIdEx) get_stream_id_ex = nullptr;
   decltype(&cuptiRangeProfilerStop) range_stop = nullptr;
   decltype(&cuptiRangeProfilerPushRange) range_push_range = nullptr;
   decltype(&cuptiRangeProfilerPopRange) range_pop_range = nullptr;
@@ -229,6 +230,11 @@ class LoadedCuptiApi final : public CuptiApi {
   CUptiResult RangeProfilerStart(CUpti_RangeProfiler_Start_Params* p) override {
     return Call(t_.range_start, p);
   }
+  CUptiResult GetStreamIdEx(CUcontext context, CUstream stream, std::uint8_t per_thread_stream,
+                            std::uint32_t* stream_id) override {
+    return t_.get_stream_id_ex != nullptr ? t_.get_stream_id_ex(context, stream, per_thread_stream, stream_id)
+                                          : CUPTI_ERROR_NOT_SUPPORTED;
+  }
   CUptiResult RangeProfilerStop(CUpti_RangeProfiler_Stop_Params* p) override {
     return Call(t_.range_stop, p);
   }
@@ -367,6 +373,8 @@ StatusOr<std::unique_ptr<CuptiApi>> LoadCuptiApi(const std::vector<std::string>&
           t.counter_missing);
   Resolve(lib.handle, "cuptiRangeProfilerSetConfig", t.range_set_config, t.counter_missing);
   Resolve(lib.handle, "cuptiRangeProfilerStart", t.range_start, t.counter_missing);
+  std::string optional_missing;  // without it re-issued passes keep the backend's own timing
+  Resolve(lib.handle, "cuptiGetStreamIdEx", t.get_stream_id_ex, optional_missing);
   Resolve(lib.handle, "cuptiRangeProfilerStop", t.range_stop, t.counter_missing);
   Resolve(lib.handle, "cuptiRangeProfilerPushRange", t.range_push_range, t.counter_missing);
   Resolve(lib.handle, "cuptiRangeProfilerPopRange", t.range_pop_range, t.counter_missing);

@@ -137,6 +137,12 @@ class CuptiApi {
   virtual CUptiResult RangeProfilerStart(CUpti_RangeProfiler_Start_Params*) {
     return CUPTI_ERROR_NOT_SUPPORTED;
   }
+  // CUPTI's id of `stream` (the streamId of its kernel records), for range replay's re-issued
+  // launches (RangePassTags); optional.
+  virtual CUptiResult GetStreamIdEx(CUcontext, CUstream, std::uint8_t /*per_thread_stream*/,
+                                    std::uint32_t* /*stream_id*/) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
   virtual CUptiResult RangeProfilerStop(CUpti_RangeProfiler_Stop_Params*) {
     return CUPTI_ERROR_NOT_SUPPORTED;
   }

@@ -1,5 +1,8 @@
 #include "cupti/launch_executor.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "cupti/internal_work.h"
 
 namespace gpuprof::cupti {
@@ -8,27 +11,30 @@ using device::cuda::CudaDriver;
 
 StatusOr<device::LaunchShape> CudaLaunchExecutor::DescribeLaunch() {
   if (function_ == nullptr) return FailedPreconditionError("no kernel function to describe (graph launch)");
-  const CudaDriver& d = device_.driver();
+  return DescribeKernel(device_.driver(), function_, shape_, device_.ordinal());
+}
+
+StatusOr<device::LaunchShape> DescribeKernel(const CudaDriver& d, CUfunction function, device::LaunchShape shape,
+                                             int ordinal) {
   ScopedInternalWork internal;
-  device::LaunchShape shape = shape_;
   int value = 0;
   GPUPROF_RETURN_IF_ERROR(d.Check("cuFuncGetAttribute(NUM_REGS)",
-                                  d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, function_)));
+                                  d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, function)));
   shape.registers_per_thread = static_cast<std::uint32_t>(value);
   GPUPROF_RETURN_IF_ERROR(
       d.Check("cuFuncGetAttribute(SHARED_SIZE_BYTES)",
-              d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function_)));
+              d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function)));
   shape.static_shared_bytes = static_cast<std::uint64_t>(value);
   const std::uint64_t threads = static_cast<std::uint64_t>(shape.block[0]) * shape.block[1] * shape.block[2];
   if (threads > 0 && threads <= 1024) {
     GPUPROF_RETURN_IF_ERROR(d.Check(
         "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-        d.OccupancyMaxActiveBlocksPerMultiprocessor(&value, function_, static_cast<int>(threads),
+        d.OccupancyMaxActiveBlocksPerMultiprocessor(&value, function, static_cast<int>(threads),
                                                     static_cast<size_t>(shape.dynamic_shared_bytes))));
     shape.active_blocks_per_sm = static_cast<std::uint32_t>(value);
   }
   CUdevice dev = 0;
-  GPUPROF_RETURN_IF_ERROR(d.Check("cuDeviceGet", d.DeviceGet(&dev, device_.ordinal())));
+  GPUPROF_RETURN_IF_ERROR(d.Check("cuDeviceGet", d.DeviceGet(&dev, ordinal)));
   GPUPROF_RETURN_IF_ERROR(
       d.Check("cuDeviceGetAttribute(MAX_THREADS_PER_MULTIPROCESSOR)",
               d.DeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev)));
@@ -66,8 +72,15 @@ StatusOr<std::shared_ptr<const device::RecordedLaunch>> CudaLaunchExecutor::Reco
       return d.FuncGetParamInfo(function, index, offset, size);
     };
   }
+  device::LaunchShape shape;
+  std::copy(std::begin(range_call_->grid), std::end(range_call_->grid), shape.grid);
+  std::copy(std::begin(range_call_->block), std::end(range_call_->block), shape.block);
+  shape.dynamic_shared_bytes = range_call_->shared_bytes;
+  ShapeFn describe = [&d, function = range_call_->function, shape, ordinal = device_.ordinal()] {
+    return DescribeKernel(d, function, shape, ordinal);
+  };
   GPUPROF_ASSIGN_OR_RETURN(std::shared_ptr<const CudaRecordedLaunch> recorded,
-                           CudaRecordedLaunch::Record(d, *range_call_, range_name_, param_info));
+                           CudaRecordedLaunch::Record(d, *range_call_, range_name_, param_info, std::move(describe)));
   return std::shared_ptr<const device::RecordedLaunch>(std::move(recorded));
 }
 

@@ -15,6 +15,11 @@
 
 namespace gpuprof::cupti {
 
+// launch__* metrics (issue 19): `function`'s attributes and the occupancy API's answer for `shape`'s
+// block size and dynamic shared memory on device `ordinal`, with the device's limits.
+StatusOr<device::LaunchShape> DescribeKernel(const device::cuda::CudaDriver& driver, CUfunction function,
+                                             device::LaunchShape shape, int ordinal);
+
 class CudaLaunchExecutor final : public CudaExecutorBase {
  public:
   // `launch` submits one copy of the application's launch; `shape` carries its grid, block and

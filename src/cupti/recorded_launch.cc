@@ -36,13 +36,14 @@ bool CopiedByValue(CUlaunchAttributeID id) noexcept {
 
 StatusOr<std::shared_ptr<const CudaRecordedLaunch>> CudaRecordedLaunch::Record(
     const device::cuda::CudaDriver& driver, const LaunchCall& call, std::string name,
-    const ParamInfoFn& param_info) {
+    const ParamInfoFn& param_info, ShapeFn describe) {
   if (call.function == nullptr) return FailedPreconditionError("no kernel function to record");
   if (call.cooperative) {
     return UnimplementedError(
         "a cooperative launch (its grid-wide synchronization is not re-issued in a range)");
   }
   std::shared_ptr<CudaRecordedLaunch> launch(new CudaRecordedLaunch(driver, call, std::move(name)));
+  launch->describe_ = std::move(describe);
   GPUPROF_RETURN_IF_ERROR(launch->CopyAttributes(call));
   if (call.kernel_params != nullptr) {
     GPUPROF_RETURN_IF_ERROR(launch->CopyParameters(call, param_info));

@@ -44,17 +44,23 @@ struct LaunchCall {
 // cuFuncGetParamInfo's shape: parameter `index`'s offset and size; CUDA_ERROR_INVALID_VALUE past
 // the last parameter.
 using ParamInfoFn = std::function<CUresult(std::size_t index, std::size_t* offset, std::size_t* size)>;
+// The launch's full shape for launch__* metrics (DescribeKernel), asked only when they are.
+using ShapeFn = std::function<StatusOr<device::LaunchShape>()>;
 
 class CudaRecordedLaunch final : public device::cuda::CudaIssuableLaunch {
  public:
   // Copies `call` (see above); `param_info` is null when the driver lacks cuFuncGetParamInfo.
   static StatusOr<std::shared_ptr<const CudaRecordedLaunch>> Record(const device::cuda::CudaDriver& driver,
                                                                     const LaunchCall& call, std::string name,
-                                                                    const ParamInfoFn& param_info);
+                                                                    const ParamInfoFn& param_info,
+                                                                    ShapeFn describe = {});
 
   const std::string& kernel_name() const noexcept override { return name_; }
   // Pass 1's duration is CUPTI's kernel record of this call (the DB takes it at its finalize).
   std::uint64_t application_launch_id() const noexcept override { return call_.correlation_id; }
+  StatusOr<device::LaunchShape> shape() const override {
+    return describe_ ? describe_() : UnimplementedError("the launch's shape was not recorded");
+  }
   CUresult Issue(CUstream stream) const override;
 
   // The copied argument bytes, laid out as the kernel's parameter buffer (tests).
@@ -72,6 +78,7 @@ class CudaRecordedLaunch final : public device::cuda::CudaIssuableLaunch {
   const device::cuda::CudaDriver& driver_;
   LaunchCall call_;  // shape and function; its pointers are replaced by the copies below
   const std::string name_;
+  ShapeFn describe_;
   std::vector<std::uint8_t> arguments_;
   std::vector<void*> parameters_;  // into arguments_ (kernelParams form)
   std::size_t extra_size_ = 0;     // the `extra` form's buffer size

@@ -7,6 +7,7 @@
 #include "cupti/internal_work.h"
 #include "cupti/launch_executor.h"
 #include "cupti/range_calls.h"
+#include "cupti/range_pass_tags.h"
 #include "cupti/subscriber.h"
 
 namespace gpuprof::cupti {
@@ -33,6 +34,15 @@ bool AllocatesDeviceMemory(CUpti_CallbackId cbid) noexcept {
   }
 }
 
+// W6: each launch of a re-issued pass names itself for the subscriber, which files its kernel
+// record as that application launch's pass (RangePassTags).
+device::cuda::CudaDeviceOptions WithRangePassTags(device::cuda::CudaDeviceOptions options) {
+  options.before_reissued_launch = [](std::uint64_t application_launch_id, int pass) {
+    if (application_launch_id != 0) RangePassTags::SetPending({application_launch_id, pass});
+  };
+  return options;
+}
+
 }  // namespace
 
 CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
@@ -41,7 +51,7 @@ CudaReplayHook::CudaReplayHook(CudaReplaySettings settings,
       options_(std::move(settings.options)),
       flush_l2_(settings.flush_l2),
       sink_(std::move(sink)),
-      devices_(settings.device),
+      devices_(WithRangePassTags(settings.device)),
       make_counter_backend_(std::move(settings.make_counter_backend)),
       clock_api_(std::move(settings.clock_api)) {
   inventory_.EnableRecording(true);

@@ -538,7 +538,9 @@ void CuptiSubscriber::OnBufferCompleted(CUcontext context, std::uint32_t stream_
   try {
     std::vector<trace::DeviceTask> graph_pass_kernels;
     const std::size_t kernels = CountKernels(records);
+    std::vector<trace::ReplayRangeTask> range_pass_kernels = range_tags_.Take(records);
     internal = filter_.Filter(records, &graph_pass_kernels);
+    for (trace::ReplayRangeTask& task : range_pass_kernels) records.emplace_back(task);
     if (internal != 0) {
       internal_kernels_dropped_.fetch_add(kernels - CountKernels(records), std::memory_order_relaxed);
     }
@@ -552,6 +554,31 @@ void CuptiSubscriber::OnBufferCompleted(CUcontext context, std::uint32_t stream_
   internal_records_dropped_.fetch_add(internal, std::memory_order_relaxed);
   Emit(std::move(records));
   EmitLaunchApiCalls();
+}
+
+void CuptiSubscriber::TagRangePassLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
+  CUstream stream = nullptr;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      if (call.functionParams == nullptr) return;
+      stream = static_cast<const cuLaunchKernel_params*>(call.functionParams)->hStream;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      if (call.functionParams == nullptr) return;
+      const CUlaunchConfig* config = static_cast<const cuLaunchKernelEx_params*>(call.functionParams)->config;
+      if (config == nullptr) return;
+      stream = config->hStream;
+      break;
+    }
+    default: return;  // only a launch takes the name its re-issue gave it
+  }
+  const std::optional<RangePassLaunch> launch = RangePassTags::TakePending();
+  if (!launch.has_value()) return;
+  std::uint32_t stream_id = 0;
+  if (api_->GetStreamIdEx(call.context, stream, 0, &stream_id) != CUPTI_SUCCESS) return;
+  range_tags_.Tag(call.correlationId, stream_id, *launch);
 }
 
 void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -586,6 +613,7 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
         return;
       }
       if (call->callbackSite != CUPTI_API_ENTER) return;
+      if (domain == CUPTI_CB_DOMAIN_DRIVER_API) TagRangePassLaunch(cbid, *call);
       // gpuprof's call inside an application call's callback carries the application's id.
       if (call->correlationId != 0 && call->correlationId == ScopedApplicationCall::Current()) {
         // A launch on a context whose kernel records gpuprof holds off (counter passes) gets none.

@@ -82,20 +82,46 @@ Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, std::size
   }
   GPUPROF_RETURN_IF_ERROR(WriteCollectives(lane.collectives(), lane.ops(), derived.connections, run));
   for (BatchInserter* inserter : Inserters()) GPUPROF_RETURN_IF_ERROR(inserter->Flush());
-  GPUPROF_RETURN_IF_ERROR(FillRangePassOneDurations());
+  GPUPROF_RETURN_IF_ERROR(FillRangePassDurations());
   return WriteRunTables(run, end_ns);
 }
 
-Status RowSink::FillRangePassOneDurations() {
-  // W6: a replayed range's pass 1 is the application's own execution; where the collector did not
-  // time it (CUDA), its duration is the application's kernel record, joined by the launch's
-  // correlation id. One statement over the whole profile, once every TASK row is in.
+Status RowSink::WriteRecord(trace::ReplayRangeTask& task) {
+  if (!range_pass_times_ready_) {
+    // Held aside until the finalize: the pass rows of the launch may not have been written yet.
+    GPUPROF_RETURN_IF_ERROR(conn_.Exec(
+        "CREATE TEMP TABLE gpuprof_range_pass_times (connectionId INTEGER, pass INTEGER, durationNs INTEGER)"));
+    GPUPROF_ASSIGN_OR_RETURN(range_pass_times_,
+                             Statement::Prepare(conn_, "INSERT INTO gpuprof_range_pass_times VALUES (?1, ?2, ?3)"));
+    range_pass_times_ready_ = true;
+  }
+  range_pass_times_.BindU64(1, task.correlation_id);
+  range_pass_times_.BindInt(2, task.pass);
+  range_pass_times_.BindU64(3, task.duration_ns);
+  GPUPROF_RETURN_IF_ERROR(range_pass_times_.Run());
+  ++rows_in_txn_;
+  return OkStatus();
+}
+
+Status RowSink::FillRangePassDurations() {
+  // W6 on CUDA: each pass of a replayed range's launch is timed by CUPTI's kernel record, pass 1
+  // by the application's own (TASK), passes 2..N by gpuprof's re-issued launch's; both joined by the
+  // application launch's correlation id, once every row is in. A pass without its record keeps the
+  // collector's own timing.
   if (!replay_range_rows_) return OkStatus();
-  return conn_.Exec(
+  GPUPROF_RETURN_IF_ERROR(conn_.Exec(
       "UPDATE GPUPROF_REPLAY_PASS AS p SET durationNs = t.endNs - t.startNs "
       "FROM GPUPROF_REPLAY_KERNEL AS k JOIN TASK AS t ON t.connectionId = k.connectionId "
       "WHERE p.kernelId = k.id AND p.pass = 1 AND p.durationNs = 0 AND k.replayMode = 'range' "
-      "AND k.connectionId IS NOT NULL AND t.endNs > t.startNs");
+      "AND k.connectionId IS NOT NULL AND t.endNs > t.startNs"));
+  if (!range_pass_times_ready_) return OkStatus();
+  range_pass_times_ = {};
+  range_pass_times_ready_ = false;
+  GPUPROF_RETURN_IF_ERROR(conn_.Exec(
+      "UPDATE GPUPROF_REPLAY_PASS AS p SET durationNs = r.durationNs "
+      "FROM GPUPROF_REPLAY_KERNEL AS k JOIN gpuprof_range_pass_times AS r ON r.connectionId = k.connectionId "
+      "WHERE p.kernelId = k.id AND p.pass = r.pass AND p.pass > 1 AND k.replayMode = 'range' AND r.durationNs > 0"));
+  return conn_.Exec("DROP TABLE gpuprof_range_pass_times");
 }
 
 Status RowSink::Write(trace::Record& record) {
@@ -121,6 +147,7 @@ Status RowSink::WriteLaneRows(const LaneRows& rows) {
 void RowSink::ReleaseStatements() {
   string_ids_ = {};
   replay_kernel_ = {};
+  range_pass_times_ = {};
   for (BatchInserter* inserter : Inserters()) inserter->Release();
 }
 

@@ -80,8 +80,8 @@ class RowSink {
   // transaction; defined in writer_rows.cc).
   Status WriteFinal(const Derived& derived, const OpLane& lane, std::size_t api_rows,
                     const trace::RunInfo& run, std::int64_t end_ns);
-  // Pass 1 of each replayed range's launch, timed by the application's own kernel record.
-  Status FillRangePassOneDurations();
+  // Each pass of a replayed range's launch timed by its CUPTI kernel record (W6).
+  Status FillRangePassDurations();
 
   // ---- Last, after the side files' merge (writer_task_info.cc) ----
   // COMPUTE_TASK_INFO's shape, dtype, format, attr and opState columns (filled, never NULL).
@@ -130,6 +130,7 @@ class RowSink {
   Status WriteRecord(trace::Mark& mark);
   Status WriteRecord(trace::ReplayResult& result);
   Status WriteRecord(trace::ReplayGraphNodeTask& task);
+  Status WriteRecord(trace::ReplayRangeTask& task);
   Status WriteRecord(trace::ThreadName& thread);
   // One GPUPROF_REPLAY_GRAPH_NODE row of the whole-graph replay `kernel_id`, the next pass of its node.
   Status WriteGraphNode(std::uint64_t kernel_id, const trace::ReplayGraphNodeTask& task);
@@ -156,7 +157,9 @@ class RowSink {
   std::uint64_t task_type_ids_[3] = {kInvalidStringId, kInvalidStringId, kInvalidStringId};
   std::uint64_t next_global_task_id_ = 0;
   std::uint64_t next_replay_id_ = 0;
-  bool replay_range_rows_ = false;  // a range replay row was written: FillRangePassOneDurations
+  bool replay_range_rows_ = false;  // a range replay row was written: FillRangePassDurations
+  Statement range_pass_times_;      // prepared at the first ReplayRangeTask
+  bool range_pass_times_ready_ = false;
 
   std::vector<trace::TorchOp> lane_batch_;  // TorchOps on their way to the op lane
   // Device-side indexes for the derivations (derive.h).

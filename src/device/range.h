@@ -74,6 +74,8 @@ struct ReissueOptions {
   // B7/W6: flush the L2 cache before the pass (before every launch with flush_each_launch).
   bool flush_caches = false;
   bool flush_each_launch = false;
+  // A counter pass: its launches are counted, not timed (no kernel records are kept for them).
+  bool counter_pass = false;
 };
 
 }  // namespace gpuprof::device

@@ -391,9 +391,11 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
       floor.counter_restore_ns += Since(start);
       return ok;
     };
+    device::ReissueOptions counting = reissue;
+    counting.counter_pass = true;
     auto run = [&](int pass) {
       const std::int64_t start = base::MonotonicNowNs();
-      Status ran = access.device.ReissueRange(range.ops, pass, reissue).status();
+      Status ran = access.device.ReissueRange(range.ops, pass, counting).status();
       floor.counter_reissue_ns += Since(start);
       ++floor.counter_passes;
       return ran;

@@ -135,6 +135,15 @@ struct ReplayGraphNodeTask {
   std::uint64_t duration_ns = 0;
 };
 
+// A re-issued launch of one range replay pass (REPLAY_SPEC W6), from CUPTI's kernel record of
+// gpuprof's own launch: the application's launch it repeats (its correlation id) and the pass.
+// The DB writer puts the duration into that launch's GPUPROF_REPLAY_PASS row of the pass.
+struct ReplayRangeTask {
+  std::uint64_t correlation_id = 0;
+  int pass = 0;
+  std::uint64_t duration_ns = 0;
+};
+
 // The name the program gives the thread `tid` (Python's threading name), for the trace's thread
 // names (META_DATA gpuprof_thread_names). A later name of the same tid replaces the earlier one.
 struct ThreadName {
@@ -143,7 +152,7 @@ struct ThreadName {
 };
 
 using Record = std::variant<ApiCall, DeviceTask, TorchOp, AllocatorEvent, GcEvent, Mark, ReplayResult,
-                            ExternalCorrelation, ReplayGraphNodeTask, ThreadName>;
+                            ExternalCorrelation, ReplayGraphNodeTask, ReplayRangeTask, ThreadName>;
 
 // Who and where: one per DB.
 struct RunInfo {

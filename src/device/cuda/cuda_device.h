@@ -45,6 +45,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -62,6 +63,10 @@ namespace gpuprof::device::cuda {
 struct CudaDeviceOptions : ArenaOptions {
   // Pinned staging: the host-hash fallback and the pageable and file tiers' copies.
   std::uint64_t staging_bytes = std::uint64_t{64} << 20;
+  // Called on the issuing thread right before each launch of a re-issued timing pass
+  // (ReissueRange), with the application's launch it repeats and the pass: a tracer can then tell
+  // which launch its kernel record is (the CUPTI layer's RangePassTags). Empty: none.
+  std::function<void(std::uint64_t application_launch_id, int pass)> before_reissued_launch;
 };
 
 class CudaDevice final : public Device {

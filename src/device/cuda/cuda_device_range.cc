@@ -124,6 +124,10 @@ StatusOr<RangePassTiming> CudaDevice::ReissueRange(std::span<const RangeOp> ops,
           if (options.flush_each_launch) GPUPROF_RETURN_IF_ERROR(FlushL2(stream));
           const std::size_t first = 2 * static_cast<std::size_t>(op.launch_index);
           GPUPROF_RETURN_IF_ERROR(d.Check("cuEventRecord", d.EventRecord(r.timing[first], stream)));
+          // Last before the launch: the next driver call on this thread is the one it names.
+          if (options_.before_reissued_launch && !options.counter_pass) {
+            options_.before_reissued_launch(launch->application_launch_id(), pass);
+          }
           if (CUresult result = launch->Issue(stream); result != CUDA_SUCCESS) {
             return InternalError(d.Error(
                 ("launch of " + launch->kernel_name() + " (range replay pass " + std::to_string(pass) + ")")

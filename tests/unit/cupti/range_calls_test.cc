@@ -2,6 +2,7 @@
 // takes as a delimiter (range_calls.h, nvtx_delimiter.h), and the launch copy a range re-issues
 // (recorded_launch.h): argument bytes copied at the call, whatever the application does afterwards.
 #include "cupti/range_calls.h"
+#include "cupti/range_pass_tags.h"
 
 #include <generated_nvtx_meta.h>
 #include <gmock/gmock.h>
@@ -193,6 +194,30 @@ TEST(CudaRecordedLaunchTest, ExtraBufferFormIsCopied) {
   EXPECT_EQ(issued.extra_bytes[11], 12);
 }
 
+// launch__* metrics of a range's launches: the recorded launch describes itself when asked (on the
+// H100 a range's launches had no launch__grid_size while kernel mode's had).
+TEST(CudaRecordedLaunchTest, ShapeIsDescribedWhenAskedAndNamedWhenItCannotBe) {
+  device::cuda::CudaDriver driver;
+  LaunchCall call;
+  call.function = reinterpret_cast<CUfunction>(0x42);
+  int described = 0;
+  auto recorded = CudaRecordedLaunch::Record(driver, call, "k", nullptr, [&described] {
+    ++described;
+    device::LaunchShape shape;
+    shape.grid[0] = 222;
+    return StatusOr<device::LaunchShape>(shape);
+  });
+  ASSERT_TRUE(recorded.ok()) << recorded.status().ToString();
+  EXPECT_EQ(described, 0);  // nothing asked at the call: recording stays cheap
+  StatusOr<device::LaunchShape> shape = (*recorded)->shape();
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->grid[0], 222u);
+  EXPECT_EQ(described, 1);
+  auto plain = CudaRecordedLaunch::Record(driver, call, "k", nullptr);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE((*plain)->shape().ok());
+}
+
 TEST(CudaRecordedLaunchTest, WhatCannotBeCopiedFaithfullyIsAnErrorNamingWhy) {
   device::cuda::CudaDriver driver;
   int a = 1;
@@ -284,6 +309,61 @@ TEST(NvtxDelimiterTest, StartedRangeEndsByIdOnAnyThread) {
   NvtxDelimiter::Action ended = NvtxDelimiter::Action::kNone;
   std::thread([&] { ended = delimiter.OnNvtx(CUPTI_CBID_NVTX_nvtxRangeEnd, Nvtx(&end)); }).join();
   EXPECT_EQ(ended, NvtxDelimiter::Action::kEnd);
+}
+
+
+// W6: the kernel records of re-issued launches name the application launch and pass. A re-issue
+// inside an application call's callback gives all its launches that call's correlation id: the
+// CUPTI stream tells them apart, in issue order per stream, whatever order the streams' records
+// interleave in.
+TEST(RangePassTagsTest, RecordsOfOneCallAreToldApartByStreamInIssueOrder) {
+  RangePassTags tags;
+  tags.Tag(7, 1, {101, 2});  // stream 1: launches 101, 103
+  tags.Tag(7, 2, {102, 2});  // stream 2: launch 102
+  tags.Tag(7, 1, {103, 2});
+  tags.Tag(8, 1, {101, 3});  // the next pass, under another call
+  auto kernel = [](std::uint64_t correlation, std::uint32_t stream, std::int64_t start, std::int64_t end) {
+    trace::DeviceTask task;
+    task.correlation_id = correlation;
+    task.stream = stream;
+    task.start_ns = start;
+    task.end_ns = end;
+    return trace::Record(task);
+  };
+  trace::DeviceTask memset;
+  memset.kind = trace::TaskKind::kMemset;
+  memset.correlation_id = 7;
+  memset.stream = 1;
+  std::vector<trace::Record> records = {kernel(7, 2, 0, 20), trace::Record(memset), kernel(7, 1, 0, 10),
+                                        kernel(9, 1, 0, 1), kernel(7, 1, 30, 60)};
+  std::vector<trace::ReplayRangeTask> taken = tags.Take(records);
+  ASSERT_EQ(taken.size(), 3u);
+  EXPECT_EQ(taken[0].correlation_id, 102u);
+  EXPECT_EQ(taken[0].duration_ns, 20u);
+  EXPECT_EQ(taken[1].correlation_id, 101u);
+  EXPECT_EQ(taken[1].pass, 2);
+  EXPECT_EQ(taken[1].duration_ns, 10u);
+  EXPECT_EQ(taken[2].correlation_id, 103u);
+  EXPECT_EQ(taken[2].duration_ns, 30u);
+  EXPECT_EQ(records.size(), 5u);  // the records stay for the internal-work filter
+  EXPECT_EQ(tags.pending(), 1u);
+  taken = tags.Take({kernel(8, 1, 5, 9)});
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].pass, 3);
+  EXPECT_EQ(tags.pending(), 0u);
+}
+
+TEST(RangePassTagsTest, PendingNameIsTakenOnceOnTheThreadThatSetIt) {
+  EXPECT_FALSE(RangePassTags::TakePending().has_value());
+  RangePassTags::SetPending({42, 4});
+  std::optional<RangePassLaunch> other;
+  std::thread([&other] { other = RangePassTags::TakePending(); }).join();
+  EXPECT_FALSE(other.has_value());
+  std::optional<RangePassLaunch> mine = RangePassTags::TakePending();
+  ASSERT_TRUE(mine.has_value());
+  EXPECT_EQ(mine->application_correlation_id, 42u);
+  EXPECT_EQ(mine->pass, 4);
+  EXPECT_FALSE(RangePassTags::TakePending().has_value());
 }
 
 }  // namespace

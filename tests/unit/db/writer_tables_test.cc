@@ -292,11 +292,13 @@ TEST(ProfileWriterRangeReplayTest, RangeRowsCarryTheRangeIdAndTheLaunchPlace) {
 }
 
 // W6 on CUDA: pass 1 of a range is the application's own execution, timed by its kernel record;
-// the writer takes the duration from the TASK row with the launch's correlation id. A pass 1 the
-// collector timed itself, and kernel-mode rows, keep theirs.
-TEST(ProfileWriterRangeReplayTest, RangePassOneTakesTheApplicationsKernelRecord) {
+// passes 2..N by the kernel records of gpuprof's re-issued launches (ReplayRangeTask), before or
+// after the replay row. Both joined by the launch's correlation id. A pass 1 the collector timed
+// itself, a pass without a record, and kernel-mode rows keep theirs.
+TEST(ProfileWriterRangeReplayTest, RangePassesTakeTheirKernelRecords) {
   TempDir dir;
   std::vector<trace::Record> records;
+  records.emplace_back(trace::ReplayRangeTask{11, 2, 55});  // before its replay row
   auto kernel_task = [&](std::uint64_t correlation, std::int64_t start, std::int64_t end) {
     trace::DeviceTask task;
     task.name = "k" + std::to_string(correlation);
@@ -328,12 +330,16 @@ TEST(ProfileWriterRangeReplayTest, RangePassOneTakesTheApplicationsKernelRecord)
   kernel_task(13, 200, 299);
   kernel_task(14, 300, 340);
   kernel_task(12, 150, 190);
+  records.emplace_back(trace::ReplayRangeTask{12, 2, 66});  // after
+  records.emplace_back(trace::ReplayRangeTask{13, 2, 0});   // no duration: pass 2 keeps 77
+  records.emplace_back(trace::ReplayRangeTask{14, 2, 99});  // kernel mode: not a range's pass
   const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), {records});
   EXPECT_THAT(Query(db,
                     "SELECT s.value, p.pass, p.durationNs FROM GPUPROF_REPLAY_PASS p JOIN GPUPROF_REPLAY_KERNEL k "
                     "ON k.id = p.kernelId JOIN STRING_IDS s ON s.id = k.name ORDER BY k.id, p.pass"),
-              ElementsAre("k11|1|30", "k11|2|77", "k12|1|40", "k12|2|77", "k13|1|5", "k13|2|77", "k14|1|0",
+              ElementsAre("k11|1|30", "k11|2|55", "k12|1|40", "k12|2|66", "k13|1|5", "k13|2|77", "k14|1|0",
                           "k14|2|77"));
+  EXPECT_THAT(Query(db, "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'gpuprof_range%'"), ElementsAre("0"));
 }
 
 // The CUDA path: the node durations of a whole-graph replay come as ReplayGraphNodeTask records
