@@ -222,14 +222,19 @@ def main(argv=None):
         print(f"examples/train_transformer.py --steps {args.transformer_steps}: range replay by step (-c "
               f"{args.ranges[0]} and {args.ranges[1]} steps) and ncu (-c {args.counts[0]} and {args.counts[1]} "
               f"kernels); {args.repeats} repeat(s), interleaved", flush=True)
-        floor = None
+        floor = timing_floor = None
         for repeat in range(args.repeats):
             shift = repeat % len(plan)
             for key, label, prefix, wants_out in plan[shift:] + plan[:shift]:
                 record = ro.transformer_run(args, work, key, label, prefix, wants_out, repeat)
                 log = work / ("_".join(str(k) for k in key) + f"_r{repeat}.log")
-                if key == ("counters", args.ranges[1]) and log.exists():
-                    floor = floor_of(log.read_text()) or floor
+                text = log.read_text() if log.exists() else ""
+                if key[0].startswith("ncu") and record.get("ok"):
+                    record["launches"] = ro.ncu_profiled(text) or None  # its '==PROF== Profiling' lines
+                if key == ("counters", args.ranges[1]):
+                    floor = floor_of(text) or floor
+                if key == ("timing", args.ranges[1]):
+                    timing_floor = floor_of(text) or timing_floor
                 records[key].append(record)
                 state = "ok" if record["ok"] else "FAILED: " + record.get("error", "?")[:300]
                 extra = f", {record['launches']} launches" if record.get("launches") is not None else ""
@@ -256,6 +261,14 @@ def main(argv=None):
         print()
         for line in table(result["timed_s"], result["wall_s"], floor, args, ncu_note):
             print(line)
+        if timing_floor:
+            print(f"timing-only run (--passes 5): median of {timing_floor['ranges']} ranges: restore "
+                  f"{timing_floor['restore_ms']:.3f} ms/pass, re-issue {timing_floor['reissue_ms']:.3f} ms/pass "
+                  f"({timing_floor['reissue_us_per_launch']:.3f} us per launch)")
+        engine = {key: ro.median_run(records[key], "engine_s") for key in records}
+        engine_cost = figures(engine, args, "engine_s")["timing_s"]
+        print(f"timing-only, in-engine time per kernel (replayNs: snapshot, passes, restores, hashes): "
+              f"{ro.ms(engine_cost)}")
         print(f"(medians of {args.repeats} repeat(s); ncu runs kernel replay with --cache-control all "
               "--clock-control none; gpuprof flushes the L2 before each pass of a range)")
         if not healthy:
@@ -263,7 +276,7 @@ def main(argv=None):
                   "figures above do not count")
         if args.out:
             (work / "range_replay_overhead.json").write_text(json.dumps(
-                {"figures": result, "floor": floor, "healthy": healthy, "ncu": ncu,
+                {"figures": result, "floor": floor, "timing_floor": timing_floor, "healthy": healthy, "ncu": ncu,
                  "runs": [r for key in records for r in records[key]]}, indent=2, default=str) + "\n")
     return 0 if healthy else 1
 

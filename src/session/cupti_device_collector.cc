@@ -123,7 +123,10 @@ std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::DevicesA
 std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::QueryDevices() {
   if (!loaders_.driver) return {};
   StatusOr<std::unique_ptr<cupti::DriverApi>> driver = loaders_.driver();
-  if (!driver.ok()) return {};
+  if (!driver.ok()) {
+    GPUPROF_LOG(kDebug) << "device names not recorded: " << driver.status().message();
+    return {};
+  }
   cupti::ScopedInternalWork internal;  // gpuprof's own driver calls stay out of the profile
   StatusOr<std::vector<std::pair<std::int32_t, std::string>>> devices = cupti::ListDevices(**driver);
   if (!devices.ok()) {

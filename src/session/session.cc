@@ -541,7 +541,11 @@ class Session::Impl {
       if (device_) {
         device_->Flush();
         device_->Stop();
-        if (run_.devices.empty()) late_devices_ = device_->DevicesAtStop();
+        if (run_.devices.empty()) {
+          late_devices_ = device_->DevicesAtStop();
+          GPUPROF_LOG(kDebug) << "NPU_INFO: none known at the start; " << late_devices_.size()
+                              << " device(s) at the stop";
+        }
       }
     }
     StopFlusher();
