@@ -185,6 +185,11 @@ Status CuptiSubscriber::Enable() {
       api,
       api.EnableCallback(1, handle_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
       "cuptiEnableCallback", "RESOURCE_CONTEXT_DESTROY_STARTING"));
+  if (options_.on_context_created) {
+    GPUPROF_RETURN_IF_ERROR(CuptiStatus(
+        api, api.EnableCallback(1, handle_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED),
+        "cuptiEnableCallback", "RESOURCE_CONTEXT_CREATED"));
+  }
   if (options_.on_module) {
     GPUPROF_RETURN_IF_ERROR(CuptiStatus(
         api, api.EnableCallback(1, handle_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED),
@@ -647,6 +652,15 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
     }
     case CUPTI_CB_DOMAIN_RESOURCE: {
       const auto* resource = static_cast<const CUpti_ResourceData*>(data);
+      if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+        if (options_.on_context_created) {
+          try {
+            options_.on_context_created(resource->context);
+          } catch (...) {
+          }
+        }
+        return;
+      }
       if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
         if (options_.on_context_destroy) {
           try {

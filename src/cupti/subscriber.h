@@ -121,6 +121,9 @@ struct SubscriberOptions {
   // Called when a context's destruction starts (under the resource callback, before the context's
   // records are flushed; noexcept by contract, exceptions are caught). May be empty.
   std::function<void(CUcontext)> on_context_destroy;
+  // Called when a context has been created (under the resource callback: the driver is initialized
+  // and outside cuInit; noexcept by contract, exceptions are caught). Empty: the callback is off.
+  std::function<void(CUcontext)> on_context_created;
   // The replay hook (replay_hook.h); null: none. Needs filter_internal_work (the API domains).
   DriverApiObserver* driver_api_observer = nullptr;
 };

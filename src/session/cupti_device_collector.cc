@@ -115,10 +115,29 @@ CuptiDeviceCollector::CuptiDeviceCollector(CuptiLoaders loaders, cupti::Subscrib
 CuptiDeviceCollector::~CuptiDeviceCollector() { Stop(); }
 
 std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::Devices() {
-  return started_by_injection_ ? std::vector<std::pair<std::int32_t, std::string>>{} : QueryDevices();
+  std::vector<std::pair<std::int32_t, std::string>> devices =
+      started_by_injection_ ? std::vector<std::pair<std::int32_t, std::string>>{} : QueryDevices();
+  devices_known_at_start_ = !devices.empty();
+  return devices;
 }
 
-std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::DevicesAtStop() { return QueryDevices(); }
+std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::DevicesAtStop() {
+  std::vector<std::pair<std::int32_t, std::string>> now = QueryDevices();
+  if (!now.empty()) return now;
+  // The stop may come after the driver is gone (a script's session ends at exit): the names asked
+  // for when the first context was made.
+  std::lock_guard<std::mutex> lock(devices_mu_);
+  return devices_at_first_context_;
+}
+
+void CuptiDeviceCollector::RememberDevices() {
+  if (devices_remembered_.load(std::memory_order_acquire)) return;
+  std::vector<std::pair<std::int32_t, std::string>> devices = QueryDevices();
+  if (devices.empty()) return;
+  std::lock_guard<std::mutex> lock(devices_mu_);
+  devices_at_first_context_ = std::move(devices);
+  devices_remembered_.store(true, std::memory_order_release);
+}
 
 std::vector<std::pair<std::int32_t, std::string>> CuptiDeviceCollector::QueryDevices() {
   if (!loaders_.driver) return {};
@@ -225,6 +244,9 @@ Status CuptiDeviceCollector::Start(DeviceCollectorHooks hooks) {
   // the difference per training step was within run-to-run noise when measured (bench/README.md,
   // "Figures that used to live in code comments").
   if (replay_hook_ == nullptr) options_.filter_internal_work = false;
+  // Unnamed at the start (inside cuInit, or CUDA not yet initialized): named at the first context,
+  // in case the stop comes after the driver is gone.
+  if (!devices_known_at_start_) options_.on_context_created = [this](CUcontext) { RememberDevices(); };
   cupti::RecordSink sink = [sink = std::move(hooks.sink)](std::vector<trace::Record>&& records) {
     for (trace::Record& record : records) static_cast<void>(sink(std::move(record)));
   };

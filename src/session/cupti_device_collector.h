@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -78,6 +79,12 @@ class CuptiDeviceCollector final : public DeviceCollector {
   bool started_by_injection_;
   // (ordinal, name) of every device, from the driver (empty when it cannot be asked).
   std::vector<std::pair<std::int32_t, std::string>> QueryDevices();
+  // At the first context made (the driver is up): the names DevicesAtStop falls back on.
+  void RememberDevices();
+  bool devices_known_at_start_ = false;  // Devices() found some
+  std::atomic<bool> devices_remembered_{false};
+  std::mutex devices_mu_;
+  std::vector<std::pair<std::int32_t, std::string>> devices_at_first_context_;  // guarded by devices_mu_
   ReplaySettings replay_settings_;
   std::string spill_directory_;
   bool replay_from_script_ = false;  // `gpuprof replay --from-script`: the program configures replay
