@@ -45,7 +45,8 @@ TARGET_WHOLE_RATIO = 1.3
 
 FLOOR_RE = re.compile(
     r"replay: range \d+ on device \d+: (\d+) launches, [0-9.]+ ms in passes; timing passes \d+: restore "
-    r"([0-9.]+) ms/pass, re-issue ([0-9.]+) ms/pass \(([0-9.]+) us/launch\)(?:; counter passes (\d+): restore "
+    r"([0-9.]+) ms/pass, re-issue ([0-9.]+) ms/pass \(([0-9.]+) us/launch\)(?:; keep ([0-9.]+) ms, hashes "
+    r"([0-9.]+) ms/pass, put back ([0-9.]+) ms)?(?:; counter passes (\d+): restore "
     r"([0-9.]+) ms/pass, re-issue ([0-9.]+) ms/pass, Start\+Stop and decode ([0-9.]+) ms/pass)?")
 RANGE_FLAGS = ["replay", "--replay-mode", "range", "--range", "step"]
 
@@ -80,8 +81,8 @@ def floor_of(log_text):
     rows = FLOOR_RE.findall(log_text or "")
     if not rows:
         return None
-    names = ("launches", "restore_ms", "reissue_ms", "reissue_us_per_launch", "counter_passes",
-             "counter_restore_ms", "counter_reissue_ms", "start_stop_ms")
+    names = ("launches", "restore_ms", "reissue_ms", "reissue_us_per_launch", "keep_ms", "hash_ms",
+             "put_back_ms", "counter_passes", "counter_restore_ms", "counter_reissue_ms", "start_stop_ms")
     out = {}
     for i, name in enumerate(names):
         values = [float(r[i]) for r in rows if r[i] != ""]
@@ -161,12 +162,14 @@ def self_test():
     assert close(timed["counters_vs_ncu"], 400) and close(timed["timing_s"], 0.00005), timed
     assert close(wall["whole_ratio"], 1.2), wall
     log = ("[gpuprof] info: replay: range 1 on device 0: 500 launches, 900.000 ms in passes; timing passes 1: "
-           "restore 1.000 ms/pass, re-issue 20.000 ms/pass (40.000 us/launch); counter passes 9: restore 1.500 "
+           "restore 1.000 ms/pass, re-issue 20.000 ms/pass (40.000 us/launch); keep 3.000 ms, hashes 0.500 ms/pass, "
+           "put back 2.000 ms; counter passes 9: restore 1.500 "
            "ms/pass, re-issue 30.000 ms/pass, Start+Stop and decode 19.500 ms/pass\n"
            "[gpuprof] info: replay: range 2 on device 0: 510 launches, 950.000 ms in passes; timing passes 1: "
            "restore 3.000 ms/pass, re-issue 22.000 ms/pass (43.137 us/launch)\n")
     floor = floor_of(log)
     assert floor["ranges"] == 2 and close(floor["restore_ms"], 2.0) and close(floor["start_stop_ms"], 19.5), floor
+    assert close(floor["keep_ms"], 3.0) and close(floor["hash_ms"], 0.5), floor
     text = "\n".join(table(timed, wall, floor, args, None))
     assert "| 1.000 ms | ncu 400.000 ms | 400.0x faster | >= 100x cheaper | met |" in text, text
     assert "Start+Stop and decode 19.500 ms" in text, text
@@ -262,9 +265,14 @@ def main(argv=None):
         for line in table(result["timed_s"], result["wall_s"], floor, args, ncu_note):
             print(line)
         if timing_floor:
-            print(f"timing-only run (--passes 5): median of {timing_floor['ranges']} ranges: restore "
-                  f"{timing_floor['restore_ms']:.3f} ms/pass, re-issue {timing_floor['reissue_ms']:.3f} ms/pass "
-                  f"({timing_floor['reissue_us_per_launch']:.3f} us per launch)")
+            def ms_or_dash(value):
+                return "-" if value is None else f"{value:.3f}"
+            print(f"timing-only run (--passes 5): median of {timing_floor['ranges']} ranges of "
+                  f"{timing_floor['launches']:g} launches: restore {ms_or_dash(timing_floor['restore_ms'])} ms/pass, "
+                  f"re-issue {ms_or_dash(timing_floor['reissue_ms'])} ms/pass "
+                  f"({ms_or_dash(timing_floor['reissue_us_per_launch'])} us per launch), output kept aside "
+                  f"{ms_or_dash(timing_floor['keep_ms'])} ms, output hashes {ms_or_dash(timing_floor['hash_ms'])} "
+                  f"ms/pass, put back {ms_or_dash(timing_floor['put_back_ms'])} ms")
         engine = {key: ro.median_run(records[key], "engine_s") for key in records}
         engine_cost = figures(engine, args, "engine_s")["timing_s"]
         print(f"timing-only, in-engine time per kernel (replayNs: snapshot, passes, restores, hashes): "

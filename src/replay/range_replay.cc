@@ -48,6 +48,9 @@ struct RangeFloor {
   int timing_passes = 0;
   std::uint64_t restore_ns = 0;
   std::uint64_t reissue_ns = 0;  // issue and wait for the device
+  std::uint64_t keep_ns = 0;     // the application's output kept aside (W4), with pass 1's hash
+  std::uint64_t inspect_ns = 0;  // the later passes' output hashes (determinism check)
+  std::uint64_t put_back_ns = 0;  // the last restore and the application's output put back
   int counter_passes = 0;
   std::uint64_t counter_ns = 0;  // every counter pass, with the backend's Start/Stop and decode
   std::uint64_t counter_restore_ns = 0;
@@ -67,7 +70,9 @@ void LogFloor(const ReplayRecord& record, std::uint32_t launches, const RangeFlo
        << PerPassMs(floor.restore_ns, floor.timing_passes) << " ms/pass, re-issue "
        << PerPassMs(floor.reissue_ns, floor.timing_passes) << " ms/pass ("
        << (launches > 0 ? PerPassMs(floor.reissue_ns, floor.timing_passes) * 1e3 / launches : 0.0)
-       << " us/launch)";
+       << " us/launch); keep " << static_cast<double>(floor.keep_ns) / 1e6 << " ms, hashes "
+       << PerPassMs(floor.inspect_ns, floor.timing_passes) << " ms/pass, put back "
+       << static_cast<double>(floor.put_back_ns) / 1e6 << " ms";
   if (floor.counter_passes > 0) {
     const std::uint64_t rest = floor.counter_ns - std::min(floor.counter_ns, floor.counter_restore_ns +
                                                                                  floor.counter_reissue_ns);
@@ -315,7 +320,10 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
   const std::int64_t passes_start = base::MonotonicNowNs();
   // W4: what the application's own execution left, put back after the last pass.
   std::uint64_t pass1_output = 0;
+  RangeFloor floor;  // where the passes' time went (the benchmark's floor lines)
+  std::int64_t keep_start = base::MonotonicNowNs();
   StatusOr<Snapshot::KeptChunks> kept = snapshot.KeepChanged(inventory_, &pass1_output);
+  floor.keep_ns = Since(keep_start);
   if (!kept.ok()) {
     record.decline_reason = DeclineReason::kIncompleteSnapshot;
     record.decline_detail = "keeping the range's output failed: " + kept.status().ToString();
@@ -335,7 +343,6 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
   }
   std::vector<std::uint64_t> outputs{pass1_output};
   std::string stopped;
-  RangeFloor floor;  // where the passes' time went (the benchmark's floor lines)
   device::ReissueOptions reissue;
   reissue.flush_caches = range.flush_caches;
   for (int p = 2; p <= options.passes && stopped.empty(); ++p) {
@@ -359,7 +366,9 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
     }
     std::uint64_t output = 0;
     if (options.determinism_check) {
+      const std::int64_t inspect_start = base::MonotonicNowNs();
       StatusOr<std::uint64_t> inspected = snapshot.Inspect(inventory_);
+      floor.inspect_ns += Since(inspect_start);
       output = inspected.ok() ? *inspected : 0;
     }
     outputs.push_back(output);
@@ -411,9 +420,11 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
     }
   }
   // W4: memory as the application's own execution left it, whatever the passes did.
+  const std::int64_t put_back_start = base::MonotonicNowNs();
   RestoreStats final_restore = snapshot.Restore(inventory_, options.restore, nullptr);
   Status put_back = final_restore.regions_failed > 0 ? InternalError("the restore after the last pass failed")
                                                      : snapshot.PutBack(*kept);
+  floor.put_back_ns = Since(put_back_start);
   if (!put_back.ok()) {
     GPUPROF_LOG(kError) << "replay: " << RangeName(record) << " on device " << record.device
                         << ": putting back the application's output failed (" << put_back.ToString()
