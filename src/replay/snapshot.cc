@@ -446,20 +446,23 @@ StatusOr<Snapshot::KeptChunks> Snapshot::KeepChanged(const Inventory& inventory,
       while (end < chunks && hashes[at + end] != region.chunk_hashes[end]) ++end;
       const std::uint64_t offset = c * chunk_size_;
       const std::uint64_t bytes = std::min(end * chunk_size_, region.size) - offset;
-      KeptChunks::Run run{.base = region.base + offset, .bytes = std::vector<std::uint8_t>(bytes)};
-      GPUPROF_RETURN_IF_ERROR(device_.CopyDeviceToHost(run.bytes.data(), run.base, bytes));
+      kept.runs.push_back({.base = region.base + offset, .offset = kept.bytes, .bytes = bytes});
       kept.bytes += bytes;
-      kept.runs.push_back(std::move(run));
       c = end;
     }
     at += chunks;
+  }
+  if (kept_buffer_.size() < kept.bytes) kept_buffer_.resize(kept.bytes);  // grows, never shrinks
+  for (const KeptChunks::Run& run : kept.runs) {
+    GPUPROF_RETURN_IF_ERROR(device_.CopyDeviceToHost(kept_buffer_.data() + run.offset, run.base, run.bytes));
   }
   return kept;
 }
 
 Status Snapshot::PutBack(const KeptChunks& kept) {
+  if (kept_buffer_.size() < kept.bytes) return FailedPreconditionError("the kept output is gone");
   for (const KeptChunks::Run& run : kept.runs) {
-    GPUPROF_RETURN_IF_ERROR(device_.CopyHostToDevice(run.base, run.bytes.data(), run.bytes.size()));
+    GPUPROF_RETURN_IF_ERROR(device_.CopyHostToDevice(run.base, kept_buffer_.data() + run.offset, run.bytes));
   }
   return OkStatus();
 }

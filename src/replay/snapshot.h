@@ -129,10 +129,13 @@ class Snapshot {
   // copied to host memory, so that after the passes memory can hold exactly what the
   // application's own execution left. `output_hash` receives the hash of the device's bytes
   // now (the range's pass-1 output, B6).
+  // The runs' bytes live in the snapshot's kept buffer (one, reused from range to range, so a
+  // step's output is not paged in afresh every time), valid until the next KeepChanged.
   struct KeptChunks {
     struct Run {
       device::DevicePtr base = 0;
-      std::vector<std::uint8_t> bytes;
+      std::uint64_t offset = 0;  // in the kept buffer
+      std::uint64_t bytes = 0;
     };
     std::vector<Run> runs;  // contiguous changed chunks of one region each
     std::uint64_t bytes = 0;
@@ -152,6 +155,7 @@ class Snapshot {
                       std::uint64_t* skipped) const;
 
   device::Device& device_;
+  std::vector<std::uint8_t> kept_buffer_;  // KeepChanged's runs, back to back
   // Allocated from the device's metadata resource, whose failure is an incomplete snapshot (R8).
   std::pmr::vector<SnapshotRegion> regions_;
   // regions_ as the device's table, and the inventory's version it was captured at: while the
