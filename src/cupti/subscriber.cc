@@ -606,9 +606,10 @@ void CuptiSubscriber::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId c
         } else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && options_.driver_api_observer != nullptr &&
                    (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 ||
                     cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)) {
-          // Range replay's default delimiter: the runtime's cudaProfilerStart/Stop need not reach the
-          // driver's cuProfilerStart/Stop callbacks (on the H100 no range began from them). Handed on as
-          // the driver's calls (no parameters either way); a second delimiter of the same kind is a no-op.
+          // Range replay's default delimiter, from the runtime as from the driver (a program may call
+          // either). Handed on as the driver's call (neither has parameters); where the runtime's call
+          // reaches the driver's too, the second is a no-op (W1: a delimiter inside an open range, or
+          // an end outside one, is not a range).
           ScopedApplicationCall application(call->correlationId);
           options_.driver_api_observer->OnDriverApi(cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
                                                         ? CUPTI_DRIVER_TRACE_CBID_cuProfilerStart
