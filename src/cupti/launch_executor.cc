@@ -14,16 +14,15 @@ StatusOr<device::LaunchShape> CudaLaunchExecutor::DescribeLaunch() {
   return DescribeKernel(device_.driver(), function_, shape_, device_.ordinal());
 }
 
-StatusOr<device::LaunchShape> DescribeKernel(const CudaDriver& d, CUfunction function, device::LaunchShape shape,
-                                             int ordinal) {
+StatusOr<device::LaunchShape> DescribeKernel(const CudaDriver& d, CUfunction function,
+                                             device::LaunchShape shape, int ordinal) {
   ScopedInternalWork internal;
   int value = 0;
   GPUPROF_RETURN_IF_ERROR(d.Check("cuFuncGetAttribute(NUM_REGS)",
                                   d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, function)));
   shape.registers_per_thread = static_cast<std::uint32_t>(value);
-  GPUPROF_RETURN_IF_ERROR(
-      d.Check("cuFuncGetAttribute(SHARED_SIZE_BYTES)",
-              d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function)));
+  GPUPROF_RETURN_IF_ERROR(d.Check("cuFuncGetAttribute(SHARED_SIZE_BYTES)",
+                                  d.FuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function)));
   shape.static_shared_bytes = static_cast<std::uint64_t>(value);
   const std::uint64_t threads = static_cast<std::uint64_t>(shape.block[0]) * shape.block[1] * shape.block[2];
   if (threads > 0 && threads <= 1024) {
@@ -79,8 +78,9 @@ StatusOr<std::shared_ptr<const device::RecordedLaunch>> CudaLaunchExecutor::Reco
   ShapeFn describe = [&d, function = range_call_->function, shape, ordinal = device_.ordinal()] {
     return DescribeKernel(d, function, shape, ordinal);
   };
-  GPUPROF_ASSIGN_OR_RETURN(std::shared_ptr<const CudaRecordedLaunch> recorded,
-                           CudaRecordedLaunch::Record(d, *range_call_, range_name_, param_info, std::move(describe)));
+  GPUPROF_ASSIGN_OR_RETURN(
+      std::shared_ptr<const CudaRecordedLaunch> recorded,
+      CudaRecordedLaunch::Record(d, *range_call_, range_name_, param_info, std::move(describe)));
   return std::shared_ptr<const device::RecordedLaunch>(std::move(recorded));
 }
 

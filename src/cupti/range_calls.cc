@@ -78,7 +78,7 @@ RangeCall ClassifyRangeCall(CUpti_CallbackId cbid, const void* params) {
   if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart || cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop) {
     RangeCall call;
     call.kind = cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart ? RangeCall::Kind::kProfilerStart
-                                                                 : RangeCall::Kind::kProfilerStop;
+                                                                : RangeCall::Kind::kProfilerStop;
     return call;
   }
   if (params == nullptr) return {};

@@ -43,8 +43,9 @@ std::vector<trace::ReplayRangeTask> RangePassTags::Take(const std::vector<trace:
     it->second.pop_front();
     if (it->second.empty()) state->filed.erase(it);
     --state->count;
-    out.push_back({launch.application_correlation_id, launch.pass,
-                   task->end_ns > task->start_ns ? static_cast<std::uint64_t>(task->end_ns - task->start_ns) : 0});
+    out.push_back(
+        {launch.application_correlation_id, launch.pass,
+         task->end_ns > task->start_ns ? static_cast<std::uint64_t>(task->end_ns - task->start_ns) : 0});
   }
   return out;
 }

@@ -89,10 +89,12 @@ Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, std::size
 Status RowSink::WriteRecord(trace::ReplayRangeTask& task) {
   if (!range_pass_times_ready_) {
     // Held aside until the finalize: the pass rows of the launch may not have been written yet.
-    GPUPROF_RETURN_IF_ERROR(conn_.Exec(
-        "CREATE TEMP TABLE gpuprof_range_pass_times (connectionId INTEGER, pass INTEGER, durationNs INTEGER)"));
-    GPUPROF_ASSIGN_OR_RETURN(range_pass_times_,
-                             Statement::Prepare(conn_, "INSERT INTO gpuprof_range_pass_times VALUES (?1, ?2, ?3)"));
+    GPUPROF_RETURN_IF_ERROR(
+        conn_.Exec("CREATE TEMP TABLE gpuprof_range_pass_times (connectionId INTEGER, pass INTEGER, "
+                   "durationNs INTEGER)"));
+    GPUPROF_ASSIGN_OR_RETURN(
+        range_pass_times_,
+        Statement::Prepare(conn_, "INSERT INTO gpuprof_range_pass_times VALUES (?1, ?2, ?3)"));
     range_pass_times_ready_ = true;
   }
   range_pass_times_.BindU64(1, task.correlation_id);
@@ -109,18 +111,19 @@ Status RowSink::FillRangePassDurations() {
   // application launch's correlation id, once every row is in. A pass without its record keeps the
   // collector's own timing.
   if (!replay_range_rows_) return OkStatus();
-  GPUPROF_RETURN_IF_ERROR(conn_.Exec(
-      "UPDATE GPUPROF_REPLAY_PASS AS p SET durationNs = t.endNs - t.startNs "
-      "FROM GPUPROF_REPLAY_KERNEL AS k JOIN TASK AS t ON t.connectionId = k.connectionId "
-      "WHERE p.kernelId = k.id AND p.pass = 1 AND p.durationNs = 0 AND k.replayMode = 'range' "
-      "AND k.connectionId IS NOT NULL AND t.endNs > t.startNs"));
+  GPUPROF_RETURN_IF_ERROR(
+      conn_.Exec("UPDATE GPUPROF_REPLAY_PASS AS p SET durationNs = t.endNs - t.startNs "
+                 "FROM GPUPROF_REPLAY_KERNEL AS k JOIN TASK AS t ON t.connectionId = k.connectionId "
+                 "WHERE p.kernelId = k.id AND p.pass = 1 AND p.durationNs = 0 AND k.replayMode = 'range' "
+                 "AND k.connectionId IS NOT NULL AND t.endNs > t.startNs"));
   if (!range_pass_times_ready_) return OkStatus();
   range_pass_times_ = {};
   range_pass_times_ready_ = false;
   GPUPROF_RETURN_IF_ERROR(conn_.Exec(
       "UPDATE GPUPROF_REPLAY_PASS AS p SET durationNs = r.durationNs "
       "FROM GPUPROF_REPLAY_KERNEL AS k JOIN gpuprof_range_pass_times AS r ON r.connectionId = k.connectionId "
-      "WHERE p.kernelId = k.id AND p.pass = r.pass AND p.pass > 1 AND k.replayMode = 'range' AND r.durationNs > 0"));
+      "WHERE p.kernelId = k.id AND p.pass = r.pass AND p.pass > 1 AND k.replayMode = 'range' AND "
+      "r.durationNs > 0"));
   return conn_.Exec("DROP TABLE gpuprof_range_pass_times");
 }
 

@@ -50,7 +50,7 @@ struct RangeFloor {
   std::uint64_t reissue_ns = 0;  // issue and wait for the device
   std::uint64_t keep_ns = 0;     // the application's output kept aside (W4), with pass 1's hash
   std::uint64_t kept_bytes = 0;
-  std::uint64_t inspect_ns = 0;  // the later passes' output hashes (determinism check)
+  std::uint64_t inspect_ns = 0;   // the later passes' output hashes (determinism check)
   std::uint64_t put_back_ns = 0;  // the last restore and the application's output put back
   int counter_passes = 0;
   std::uint64_t counter_ns = 0;  // every counter pass, with the backend's Start/Stop and decode
@@ -58,26 +58,29 @@ struct RangeFloor {
   std::uint64_t counter_reissue_ns = 0;
 };
 
-double PerPassMs(std::uint64_t ns, int passes) { return passes > 0 ? static_cast<double>(ns) / passes / 1e6 : 0; }
+double PerPassMs(std::uint64_t ns, int passes) {
+  return passes > 0 ? static_cast<double>(ns) / passes / 1e6 : 0;
+}
 
 // One line per replayed range: what its passes cost, part by part (bench/range_replay_overhead.py
 // reads it for the floor).
-void LogFloor(const ReplayRecord& record, std::uint32_t launches, const RangeFloor& floor, std::uint64_t replay_ns) {
+void LogFloor(const ReplayRecord& record, std::uint32_t launches, const RangeFloor& floor,
+              std::uint64_t replay_ns) {
   std::ostringstream line;
   line.setf(std::ios::fixed);
   line.precision(3);
-  line << "replay: " << RangeName(record) << " on device " << record.device << ": " << launches << " launches, "
-       << static_cast<double>(replay_ns) / 1e6 << " ms in passes; timing passes " << floor.timing_passes << ": restore "
-       << PerPassMs(floor.restore_ns, floor.timing_passes) << " ms/pass, re-issue "
-       << PerPassMs(floor.reissue_ns, floor.timing_passes) << " ms/pass ("
+  line << "replay: " << RangeName(record) << " on device " << record.device << ": " << launches
+       << " launches, " << static_cast<double>(replay_ns) / 1e6 << " ms in passes; timing passes "
+       << floor.timing_passes << ": restore " << PerPassMs(floor.restore_ns, floor.timing_passes)
+       << " ms/pass, re-issue " << PerPassMs(floor.reissue_ns, floor.timing_passes) << " ms/pass ("
        << (launches > 0 ? PerPassMs(floor.reissue_ns, floor.timing_passes) * 1e3 / launches : 0.0)
        << " us/launch); keep " << static_cast<double>(floor.keep_ns) / 1e6 << " ms ("
        << static_cast<double>(floor.kept_bytes) / static_cast<double>(1 << 20) << " MiB), hashes "
        << PerPassMs(floor.inspect_ns, floor.timing_passes) << " ms/pass, put back "
        << static_cast<double>(floor.put_back_ns) / 1e6 << " ms";
   if (floor.counter_passes > 0) {
-    const std::uint64_t rest = floor.counter_ns - std::min(floor.counter_ns, floor.counter_restore_ns +
-                                                                                 floor.counter_reissue_ns);
+    const std::uint64_t rest =
+        floor.counter_ns - std::min(floor.counter_ns, floor.counter_restore_ns + floor.counter_reissue_ns);
     line << "; counter passes " << floor.counter_passes << ": restore "
          << PerPassMs(floor.counter_restore_ns, floor.counter_passes) << " ms/pass, re-issue "
          << PerPassMs(floor.counter_reissue_ns, floor.counter_passes) << " ms/pass, Start+Stop and decode "

@@ -19,9 +19,9 @@
 // The loaders are seams: tests pass a fake CuptiApi / DriverApi.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
-#include <atomic>
 #include <mutex>
 #include <string>
 #include <string_view>

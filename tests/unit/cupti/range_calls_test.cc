@@ -2,7 +2,6 @@
 // takes as a delimiter (range_calls.h, nvtx_delimiter.h), and the launch copy a range re-issues
 // (recorded_launch.h): argument bytes copied at the call, whatever the application does afterwards.
 #include "cupti/range_calls.h"
-#include "cupti/range_pass_tags.h"
 
 #include <generated_nvtx_meta.h>
 #include <gmock/gmock.h>
@@ -12,6 +11,7 @@
 #include <thread>
 
 #include "cupti/nvtx_delimiter.h"
+#include "cupti/range_pass_tags.h"
 #include "cupti/recorded_launch.h"
 
 namespace gpuprof::cupti {
@@ -310,7 +310,6 @@ TEST(NvtxDelimiterTest, StartedRangeEndsByIdOnAnyThread) {
   std::thread([&] { ended = delimiter.OnNvtx(CUPTI_CBID_NVTX_nvtxRangeEnd, Nvtx(&end)); }).join();
   EXPECT_EQ(ended, NvtxDelimiter::Action::kEnd);
 }
-
 
 // W6: the kernel records of re-issued launches name the application launch and pass. A re-issue
 // inside an application call's callback gives all its launches that call's correlation id: the

@@ -334,12 +334,14 @@ TEST(ProfileWriterRangeReplayTest, RangePassesTakeTheirKernelRecords) {
   records.emplace_back(trace::ReplayRangeTask{13, 2, 0});   // no duration: pass 2 keeps 77
   records.emplace_back(trace::ReplayRangeTask{14, 2, 99});  // kernel mode: not a range's pass
   const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), {records});
-  EXPECT_THAT(Query(db,
-                    "SELECT s.value, p.pass, p.durationNs FROM GPUPROF_REPLAY_PASS p JOIN GPUPROF_REPLAY_KERNEL k "
-                    "ON k.id = p.kernelId JOIN STRING_IDS s ON s.id = k.name ORDER BY k.id, p.pass"),
-              ElementsAre("k11|1|30", "k11|2|55", "k12|1|40", "k12|2|66", "k13|1|5", "k13|2|77", "k14|1|0",
-                          "k14|2|77"));
-  EXPECT_THAT(Query(db, "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'gpuprof_range%'"), ElementsAre("0"));
+  EXPECT_THAT(
+      Query(db,
+            "SELECT s.value, p.pass, p.durationNs FROM GPUPROF_REPLAY_PASS p JOIN GPUPROF_REPLAY_KERNEL k "
+            "ON k.id = p.kernelId JOIN STRING_IDS s ON s.id = k.name ORDER BY k.id, p.pass"),
+      ElementsAre("k11|1|30", "k11|2|55", "k12|1|40", "k12|2|66", "k13|1|5", "k13|2|77", "k14|1|0",
+                  "k14|2|77"));
+  EXPECT_THAT(Query(db, "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'gpuprof_range%'"),
+              ElementsAre("0"));
 }
 
 // The CUDA path: the node durations of a whole-graph replay come as ReplayGraphNodeTask records

@@ -77,7 +77,7 @@ class CuptiDeviceCollectorTest : public ::testing::Test {
   CuptiLoaders loaders_;
   bool handed_over_ = false;
   bool driver_present_ = true;
-  int driver_uninitialized_loads_ = 0;  // the first N driver loads answer CUDA_ERROR_NOT_INITIALIZED
+  int driver_uninitialized_loads_ = 0;        // the first N driver loads answer CUDA_ERROR_NOT_INITIALIZED
   int driver_deinitialized_after_ = 1 << 20;  // loads past the N-th answer CUDA_ERROR_DEINITIALIZED
   int cupti_loads_ = 0;
   int driver_loads_ = 0;
@@ -166,11 +166,12 @@ TEST_F(CuptiDeviceCollectorTest, StartBeforeCudaIsInitializedAsksForDeviceNamesA
 // The same script's session may stop at exit, after the driver is gone (on the H100: "cuDeviceGetCount
 // failed: CUDA error 4"): the names asked for when the first context was made are kept.
 TEST_F(CuptiDeviceCollectorTest, StopAfterTheDriverIsGoneKeepsTheNamesOfTheFirstContext) {
-  driver_uninitialized_loads_ = 2;   // the presence check and the start's query
-  driver_deinitialized_after_ = 3;   // the first context's query answers; the stop's does not
+  driver_uninitialized_loads_ = 2;  // the presence check and the start's query
+  driver_deinitialized_after_ = 3;  // the first context's query answers; the stop's does not
   auto session = Start("api");
   ASSERT_NE(session, nullptr);
-  EXPECT_TRUE(fake_->enabled_callbacks.count({CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED}));
+  EXPECT_TRUE(
+      fake_->enabled_callbacks.count({CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED}));
   fake_->ResourceCallback(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   fake_->ResourceCallback(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);  // asked once
   EXPECT_EQ(driver_loads_, 3);
@@ -183,7 +184,8 @@ TEST_F(CuptiDeviceCollectorTest, StopAfterTheDriverIsGoneKeepsTheNamesOfTheFirst
 TEST_F(CuptiDeviceCollectorTest, NamesKnownAtTheStartNeedNoContextCallback) {
   auto session = Start("api");
   ASSERT_NE(session, nullptr);
-  EXPECT_FALSE(fake_->enabled_callbacks.count({CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED}));
+  EXPECT_FALSE(
+      fake_->enabled_callbacks.count({CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED}));
   ASSERT_TRUE(session->Stop().ok());
   EXPECT_THAT(Query(session->db_path(), "SELECT name FROM NPU_INFO"), ElementsAre("NVIDIA H200"));
 }
