@@ -457,6 +457,7 @@ std::string HcclOpType(std::string_view op_type) {
       {"broadcast", "broadcast"},
       {"reduce", "reduce"},
       {"barrier", "barrier"},
+      {"allreducebarrier", "barrier"},  // NCCL's barrier, an all-reduce profiled as "nccl:all_reduce_barrier"
       {"send", "send"},
       {"recv", "receive"},
       {"recvanysource", "receive"},

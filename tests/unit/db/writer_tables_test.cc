@@ -690,6 +690,8 @@ TEST(CollectiveNameTest, WorkOpNamesParseAndOthersDoNot) {
   EXPECT_EQ(HcclOpType("allgatherbase"), "allGather");
   EXPECT_EQ(HcclOpType("reducescatter"), "reduceScatter");
   EXPECT_EQ(HcclOpType("recv"), "receive") << "msprof-analyze's bubble rule looks for hcom_receive";
+  EXPECT_EQ(type("nccl:all_reduce_barrier"), "nccl/allreducebarrier");
+  EXPECT_EQ(HcclOpType("allreducebarrier"), "barrier") << "the format's name table has hcom_barrier_, no other";
   EXPECT_EQ(HcclOpType("somethingnew"), "somethingnew");
   // msprof-analyze's double_hash (cluster_analyse/common_func/utils.py) of these names, printed by
   // it: analysis.db's group_name and the HCCL tag must be what it computes.
