@@ -21,7 +21,9 @@
 namespace gpuprof::db::internal {
 namespace {
 
-// META_DATA's parallel_group_info, pp_info and distributed_args (see WriteRunTables).
+// META_DATA's parallel_group_info and distributed_args (see WriteRunTables). No pp_info: pipeline
+// stages are not recorded, and msprof-analyze's pp_chart reads pp_info's "pp_type" with .lower(),
+// so "{}" made it log an AttributeError; without the row it says that pp_info is not known.
 std::vector<std::pair<std::string_view, std::string>> DistributedMetaData(const trace::RunInfo& run) {
   std::string groups = "{}";
   std::string args = "{}";
@@ -34,7 +36,7 @@ std::vector<std::pair<std::string_view, std::string>> DistributedMetaData(const 
     args = "{\"world_size\": " + std::to_string(run.world_size) + ", \"rank\": " + std::to_string(run.rank) +
            "}";
   }
-  return {{"parallel_group_info", groups}, {"pp_info", "{}"}, {"distributed_args", args}};
+  return {{"parallel_group_info", groups}, {"distributed_args", args}};
 }
 
 // A stable id for this host: the hash of /etc/machine-id, or of the hostname where there is none.
@@ -93,11 +95,11 @@ Status RowSink::WriteRunTables(const trace::RunInfo& run, std::int64_t end_ns) {
     s.BindStaticText(1, kMetaGpuprofConfig);
     s.BindStaticText(2, run.config_json);
     GPUPROF_RETURN_IF_ERROR(run_one(s));
-    // torch_npu's distributed rows, which msprof-analyze's ep_load_balance, computational_op_masking
-    // and pp_chart read (json.loads; a missing row fails them): what is known of the job, "{}"
-    // when it is not distributed. The default group holds every rank; its key is
-    // COMMUNICATION_OP.groupName's value (computational_op_masking joins on it). Subgroups and
-    // pipeline stages are not recorded: pp_info stays "{}".
+    // torch_npu's distributed rows, which msprof-analyze's ep_load_balance and
+    // computational_op_masking read (json.loads; a missing row fails them): what is known of the
+    // job, "{}" when it is not distributed. The default group holds every rank; its key is
+    // COMMUNICATION_OP.groupName's value (computational_op_masking joins on it). Subgroups are not
+    // recorded; pipeline stages neither, so there is no pp_info row (DistributedMetaData).
     if (!thread_names_.empty()) {
       const std::string names = EncodeThreadNames(thread_names_);
       s.BindStaticText(1, kMetaThreadNames);
