@@ -44,6 +44,7 @@ OutputLayout MakeOutputLayout(const std::string& out_dir, const std::string& wor
   layout.partial_path = layout.db_path + kPartialSuffix;
   layout.analysis_db_path = JoinPath(layout.output_dir, kAnalysisDbName);
   layout.info_json_path = JoinPath(layout.run_dir, "profiler_info" + rank_suffix + ".json");
+  layout.metadata_json_path = JoinPath(layout.run_dir, "profiler_metadata.json");
   return layout;
 }
 

@@ -19,6 +19,7 @@ struct OutputLayout {
   std::string partial_path;      // name while writing
   std::string analysis_db_path;  // output_dir/analysis.db
   std::string info_json_path;
+  std::string metadata_json_path;  // profiler_metadata.json, torch_npu's file beside the run
 };
 
 // `worker_name` empty: "<hostname>_<pid>". `rank` < 0: no rank suffix. `start_ns`: epoch ns,

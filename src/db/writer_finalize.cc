@@ -191,6 +191,13 @@ Status ProfileWriterImpl::FinishFile(std::int64_t end_ns, PhaseLog& phases) {
                           << "written: " << analysis.message();
   }
   phases.Mark("analysis.db");
+  // msprof-analyze's cluster analysis reads the job's parallel layout from it (ClusterBaseInfo,
+  // the step trace's parallel indices); the profile does not depend on it.
+  if (Status metadata = WriteFileAtomically(layout_.metadata_json_path, ProfilerMetadataJson(FinalRun()));
+      !metadata.ok()) {
+    GPUPROF_LOG(kWarning) << "the profile " << layout_.db_path << " is complete, but profiler_metadata.json "
+                          << "was not written: " << metadata.message();
+  }
   return WriteFileAtomically(layout_.info_json_path, ProfilerInfoJson(FinalRun(), layout_, end_ns));
 }
 

@@ -144,5 +144,9 @@ class ProfileWriterImpl final : public ProfileWriter {
 
 // profiler_info[_<rank>].json of a finished run (writer_run_info.cc).
 std::string ProfilerInfoJson(const trace::RunInfo& run, const OutputLayout& layout, std::int64_t end_ns);
+// META_DATA's distributed rows (parallel_group_info, distributed_args) and the same as
+// profiler_metadata.json beside the run, where torch_npu writes it and msprof-analyze reads it.
+std::vector<std::pair<std::string_view, std::string>> DistributedMetaData(const trace::RunInfo& run);
+std::string ProfilerMetadataJson(const trace::RunInfo& run);
 
 }  // namespace gpuprof::db::internal

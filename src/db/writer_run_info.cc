@@ -19,11 +19,13 @@
 #endif
 
 namespace gpuprof::db::internal {
-namespace {
 
-// META_DATA's parallel_group_info and distributed_args (see WriteRunTables). No pp_info: pipeline
-// stages are not recorded, and msprof-analyze's pp_chart reads pp_info's "pp_type" with .lower(),
-// so "{}" made it log an AttributeError; without the row it says that pp_info is not known.
+// META_DATA's parallel_group_info and distributed_args (see WriteRunTables), also the content of
+// profiler_metadata.json. No pp_info: pipeline stages are not recorded, and msprof-analyze's
+// pp_chart reads pp_info's "pp_type" with .lower(), so "{}" made it log an AttributeError; without
+// the row it says that pp_info is not known. gpuprof records no group but the default one, which
+// holds every rank, so a distributed job is described as data parallelism over all its ranks
+// (msprof-analyze's step trace then gives each rank its data-parallel index).
 std::vector<std::pair<std::string_view, std::string>> DistributedMetaData(const trace::RunInfo& run) {
   std::string groups = "{}";
   std::string args = "{}";
@@ -33,11 +35,23 @@ std::vector<std::pair<std::string_view, std::string>> DistributedMetaData(const 
     groups = "{\"" + std::string(kDefaultGroupName) + "\": {\"group_name\": \"" +
              std::string(kDefaultGroupName) + "\", \"group_rank\": " + std::to_string(run.rank) +
              ", \"global_ranks\": [" + ranks + "]}}";
-    args = "{\"world_size\": " + std::to_string(run.world_size) + ", \"rank\": " + std::to_string(run.rank) +
-           "}";
+    const std::string world = std::to_string(run.world_size);
+    args = "{\"world_size\": " + world + ", \"rank\": " + std::to_string(run.rank) +
+           ", \"data_parallel_size\": " + world +
+           ", \"tensor_model_parallel_size\": 1, \"pipeline_model_parallel_size\": 1}";
   }
   return {{"parallel_group_info", groups}, {"distributed_args", args}};
 }
+
+std::string ProfilerMetadataJson(const trace::RunInfo& run) {
+  std::string out = "{";
+  for (const auto& [name, value] : DistributedMetaData(run)) {
+    out += (out.size() > 1 ? ",\n  \"" : "\n  \"") + std::string(name) + "\": " + value;
+  }
+  return out + "\n}\n";
+}
+
+namespace {
 
 // A stable id for this host: the hash of /etc/machine-id, or of the hostname where there is none.
 std::string HostUid(const std::string& hostname) {

@@ -247,8 +247,15 @@ class TwoGlooRanksTest(MsprofAnalyzeRun):
 
     def test_all_mode_step_trace_is_gpuprof_stats_split(self):
         tables, db = self.recipe("all")
-        for table in ("CommunicationGroupMapping", "ClusterCommunicationTime", "ClusterCommunicationMatrix"):
+        for table in ("CommunicationGroupMapping", "ClusterCommunicationTime", "ClusterCommunicationMatrix",
+                      "ClusterBaseInfo"):
             self.assertTrue(tables.get(table), f"{table}: {tables.keys()}")
+        # profiler_metadata.json beside each run (issue 41): the job's layout, so each rank has its
+        # data-parallel index (both ranks of the default group are data-parallel replicas).
+        self.assertIn('"data_parallel_size": 2', rows(db, "SELECT value FROM ClusterBaseInfo")[0][0])
+        indices = rows(db, "SELECT DISTINCT CAST(\"index\" AS INTEGER), dp_index, pp_index, tp_index "
+                           "FROM ClusterStepTraceTime WHERE type = 'rank' ORDER BY 1")
+        self.assertEqual([(r, int(dp), int(pp), int(tp)) for r, dp, pp, tp in indices], [(0, 0, 0, 0), (1, 1, 0, 0)])
         steps = rows(db, "SELECT CAST(\"index\" AS INTEGER), step, computing, communication_not_overlapped, free "
                          "FROM ClusterStepTraceTime WHERE type = 'rank' ORDER BY 1, CAST(step AS INTEGER)")
         self.assertEqual([(r, s) for r, s, *_ in steps], [(r, str(s)) for r in (0, 1) for s in (1, 2, 3)], tables)

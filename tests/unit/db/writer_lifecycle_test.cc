@@ -98,6 +98,45 @@ TEST(OutputLayoutTest, WorkerNameAndNoRank) {
   EXPECT_EQ(layout.info_json_path, "/out/trainer_20240102030405678_ascend_pt/profiler_info.json");
 }
 
+// torch_npu's profiler_metadata.json beside each run: msprof-analyze's cluster analysis reads the
+// job's parallel layout from it (ClusterBaseInfo, the step trace's dp/pp/tp indices); the same
+// values are META_DATA's rows. Not distributed: both empty.
+TEST(ProfileWriterLifecycleTest, WritesProfilerMetadataJsonWithTheJobsParallelLayout) {
+  TempDir dir;
+  WriterOptions options = testing::TestOptions(dir.path(), /*rank=*/1);
+  options.run.world_size = 2;
+  auto writer = ProfileWriter::Create(options);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  const OutputLayout layout = (*writer)->layout();
+  EXPECT_EQ(layout.metadata_json_path, layout.run_dir + "/profiler_metadata.json");
+  auto path = (*writer)->Finalize(testing::kStartNs + 5);
+  ASSERT_TRUE(path.ok()) << path.status().ToString();
+  const std::string json = ReadFile(layout.metadata_json_path);
+  const std::string args =
+      R"({"world_size": 2, "rank": 1, "data_parallel_size": 2, "tensor_model_parallel_size": 1, )"
+      R"("pipeline_model_parallel_size": 1})";
+  const std::string groups =
+      R"({"default_pg": {"group_name": "default_pg", "group_rank": 1, "global_ranks": [0, 1]}})";
+  EXPECT_THAT(json, HasSubstr(R"("distributed_args": )" + args));
+  EXPECT_THAT(json, HasSubstr(R"("parallel_group_info": )" + groups));
+  EXPECT_EQ(QueryOne(*path, "SELECT value FROM META_DATA WHERE name = 'distributed_args'"), args);
+  EXPECT_EQ(QueryOne(*path, "SELECT value FROM META_DATA WHERE name = 'parallel_group_info'"), groups);
+  if (std::system("command -v python3 > /dev/null 2>&1") == 0) {
+    const int rc = std::system(("python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); "
+                                "sys.exit(d[\"distributed_args\"][\"data_parallel_size\"] != 2)' '" +
+                                layout.metadata_json_path + "'")
+                                   .c_str());
+    EXPECT_EQ(rc, 0) << "profiler_metadata.json does not parse:\n" << json;
+  }
+
+  TempDir single;
+  auto alone = ProfileWriter::Create(testing::TestOptions(single.path()));
+  ASSERT_TRUE(alone.ok());
+  ASSERT_TRUE((*alone)->Finalize(testing::kStartNs + 5).ok());
+  EXPECT_EQ(ReadFile((*alone)->layout().metadata_json_path),
+            "{\n  \"parallel_group_info\": {},\n  \"distributed_args\": {}\n}\n");
+}
+
 TEST(ProfileWriterLifecycleTest, WritesPartialThenRenamesAndWritesInfoJson) {
   TempDir dir;
   auto writer = ProfileWriter::Create(testing::TestOptions(dir.path(), /*rank=*/2));
