@@ -176,37 +176,22 @@ def main(argv=None):
         work = Path(args.out).resolve() if args.out else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         plan = variants(args, ncu)
-        records = {key: [] for key, _, _, _ in plan}
         print(f"examples/train_transformer.py --steps {args.transformer_steps}: --set {args.set} on the first "
               f"{args.counts[0]} and {args.counts[1]} launches, gpuprof (--passes {args.passes}) and ncu; "
               f"{args.repeats} repeat(s), interleaved", flush=True)
-        for repeat in range(args.repeats):
-            shift = repeat % len(plan)
-            for key, label, prefix, wants_out in plan[shift:] + plan[:shift]:
-                record = ro.transformer_run(args, work, key, label, prefix, wants_out, repeat)
-                if key[0] == "gpuprof" and record.get("ok"):
-                    counted = counter_counts(work / ("_".join(str(k) for k in key) + f"_r{repeat}"))
-                    if counted:
-                        record["with_counters"], record["counter_passes"], record["counter_status"] = counted
-                records[key].append(record)
-                state = "ok" if record["ok"] else "FAILED: " + record.get("error", "?")[:300]
-                extra = f", {record['launches']} launches" if record.get("launches") is not None else ""
-                if "with_counters" in record:
-                    extra += (f", {record['with_counters']} with counters ({record['counter_passes']} counter "
-                              f"passes, median)")
-                    if record["counter_status"]:
-                        extra += f", first reason for none: {record['counter_status'][:200]}"
-                print(f"  repeat {repeat + 1} {label:<48} wall {ro.secs(record.get('wall_s'))}, timed "
-                      f"{ro.secs(record.get('timed_s'))}{extra}: {state}", flush=True)
-        plain = next((r["losses"] for r in records[("plain",)] if r.get("ok")), None)
-        healthy = bool(plain)
-        for key, label, _, _ in plan:
-            if key[0] != "gpuprof":
-                continue
-            for r in records[key]:
-                if not r.get("ok") or r.get("losses") != plain:
-                    healthy = False
-                    print(f"  {label} (repeat {r['repeat'] + 1}): {r.get('error') or 'LOSSES DIFFER from plain'}")
+
+        def inspect(key, record, log_path):
+            if key[0] != "gpuprof" or not record.get("ok"):
+                return ""
+            counted = counter_counts(log_path.with_suffix(""))
+            if not counted:
+                return ""
+            record["with_counters"], record["counter_passes"], record["counter_status"] = counted
+            said = f", {counted[0]} with counters ({counted[1]} counter passes, median)"
+            return said + (f", first reason for none: {counted[2][:200]}" if counted[2] else "")
+
+        records = ro.run_interleaved(args, work, plan, inspect)
+        healthy = ro.losses_match_plain(records, plan, lambda key, _: key[0] == "gpuprof")
         ncu_note = "ncu not found" if ncu is None else None
         if ncu and not all(r.get("ok") for key in records if key[0] == "ncu" for r in records[key]):
             ncu_note = "ncu failed (see its log)"

@@ -221,39 +221,22 @@ def main(argv=None):
         work = Path(args.out).resolve() if args.out else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         plan = variants(args, ncu)
-        records = {key: [] for key, _, _, _ in plan}
         print(f"examples/train_transformer.py --steps {args.transformer_steps}: range replay by step (-c "
               f"{args.ranges[0]} and {args.ranges[1]} steps) and ncu (-c {args.counts[0]} and {args.counts[1]} "
               f"kernels); {args.repeats} repeat(s), interleaved", flush=True)
-        floor = timing_floor = None
-        for repeat in range(args.repeats):
-            shift = repeat % len(plan)
-            for key, label, prefix, wants_out in plan[shift:] + plan[:shift]:
-                record = ro.transformer_run(args, work, key, label, prefix, wants_out, repeat)
-                log = work / ("_".join(str(k) for k in key) + f"_r{repeat}.log")
-                text = log.read_text() if log.exists() else ""
-                if key[0].startswith("ncu") and record.get("ok"):
-                    record["launches"] = ro.ncu_profiled(text) or None  # its '==PROF== Profiling' lines
-                if key == ("counters", args.ranges[1]):
-                    floor = floor_of(text) or floor
-                if key == ("timing", args.ranges[1]):
-                    timing_floor = floor_of(text) or timing_floor
-                records[key].append(record)
-                state = "ok" if record["ok"] else "FAILED: " + record.get("error", "?")[:300]
-                extra = f", {record['launches']} launches" if record.get("launches") is not None else ""
-                if record.get("replayed") is not None:
-                    extra += f", {record['replayed']} replayed"
-                print(f"  repeat {repeat + 1} {label:<48} wall {ro.secs(record.get('wall_s'))}, timed "
-                      f"{ro.secs(record.get('timed_s'))}{extra}: {state}", flush=True)
-        plain = next((r["losses"] for r in records[("plain",)] if r.get("ok")), None)
-        healthy = bool(plain)
-        for key, label, _, wants_out in plan:
-            if not wants_out:
-                continue
-            for r in records[key]:
-                if not r.get("ok") or r.get("losses") != plain:
-                    healthy = False
-                    print(f"  {label} (repeat {r['repeat'] + 1}): {r.get('error') or 'LOSSES DIFFER from plain'}")
+        floors = {}  # the floor lines of the higher count's runs, by kind
+
+        def inspect(key, record, log_path):
+            text = log_path.read_text() if log_path.exists() else ""
+            if key[0].startswith("ncu") and record.get("ok"):
+                record["launches"] = ro.ncu_profiled(text) or None  # its '==PROF== Profiling' lines
+            if key[0] in ("counters", "timing") and key[1] == args.ranges[1]:
+                floors[key[0]] = floor_of(text) or floors.get(key[0])
+            return f", {record['replayed']} replayed" if record.get("replayed") is not None else ""
+
+        records = ro.run_interleaved(args, work, plan, inspect)
+        floor, timing_floor = floors.get("counters"), floors.get("timing")
+        healthy = ro.losses_match_plain(records, plan, lambda _, wants_out: wants_out)
         ncu_note = "ncu not found" if ncu is None else None
         if ncu and not all(r.get("ok") for key in records if key[0].startswith("ncu") for r in records[key]):
             ncu_note = "ncu failed (see its log)"

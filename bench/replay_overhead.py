@@ -456,6 +456,40 @@ def transformer_run(args, work, key, label, prefix, wants_out, repeat):
     return record
 
 
+def run_interleaved(args, work, plan, inspect=None):
+    """Runs each variant of `plan` ((key, label, prefix, wants_out), as transformer_variants gives)
+    args.repeats times, the order rotated each repeat, printing one status line per run.
+    `inspect(key, record, log_path)` may add to a record and returns words for its status line.
+    Returns {key: [records]}."""
+    records = {key: [] for key, _, _, _ in plan}
+    for repeat in range(args.repeats):
+        shift = repeat % len(plan)
+        for key, label, prefix, wants_out in plan[shift:] + plan[:shift]:
+            record = transformer_run(args, work, key, label, prefix, wants_out, repeat)
+            said = inspect(key, record, work / ("_".join(str(k) for k in key) + f"_r{repeat}.log")) if inspect else ""
+            records[key].append(record)
+            state = "ok" if record["ok"] else "FAILED: " + record.get("error", "?")[:300]
+            extra = f", {record['launches']} launches" if record.get("launches") is not None else ""
+            print(f"  repeat {repeat + 1} {label:<48} wall {secs(record.get('wall_s'))}, timed "
+                  f"{secs(record.get('timed_s'))}{extra}{said or ''}: {state}", flush=True)
+    return records
+
+
+def losses_match_plain(records, plan, profiled):
+    """True when the plain run succeeded and every run of a variant `profiled(key, wants_out)` names
+    succeeded with its losses; each one that did not is printed."""
+    plain = next((r["losses"] for r in records[("plain",)] if r.get("ok")), None)
+    healthy = bool(plain)
+    for key, label, _, wants_out in plan:
+        if not profiled(key, wants_out):
+            continue
+        for r in records[key]:
+            if not r.get("ok") or r.get("losses") != plain:
+                healthy = False
+                print(f"  {label} (repeat {r['repeat'] + 1}): {r.get('error') or 'LOSSES DIFFER from plain'}")
+    return healthy
+
+
 def median_run(records, clock):
     """The record whose `clock` is the median of the successful ones (the lower middle for an even count)."""
     good = sorted((r for r in records if r.get("ok") and r.get(clock) is not None), key=lambda r: r[clock])

@@ -96,6 +96,45 @@ class RangeReplayOverheadTest(unittest.TestCase):
         self.assertIn("--gpuprof is required", done.stderr)
 
 
+class InterleavedRunsTest(unittest.TestCase):
+    """replay_overhead.run_interleaved and losses_match_plain, which counter_overhead.py and
+    range_replay_overhead.py share: the order rotates per repeat, a script's inspect adds to each
+    record and its status line, and a profiled run whose losses differ from the plain run's is named."""
+
+    def test_runs_rotate_inspect_adds_and_differing_losses_are_named(self):
+        import contextlib
+        import io
+        import types
+        from pathlib import Path
+        from unittest import mock
+
+        plan = [(("plain",), "plain", [], False), (("gpuprof", 1), "one", ["x"], True),
+                (("gpuprof", 3), "three", ["x"], True)]
+        order = []
+
+        def fake_run(args, work, key, label, prefix, wants_out, repeat):
+            order.append((repeat, key))
+            losses = ["1.0"] if key != ("gpuprof", 3) or repeat == 0 else ["2.0"]
+            return {"repeat": repeat, "ok": True, "losses": losses, "wall_s": 1.0, "timed_s": 0.5}
+
+        def inspect(key, record, log_path):
+            record["log"] = log_path.name
+            return ", inspected"
+
+        out = io.StringIO()
+        with mock.patch.object(replay_overhead, "transformer_run", fake_run), contextlib.redirect_stdout(out):
+            records = replay_overhead.run_interleaved(types.SimpleNamespace(repeats=2), Path("/w"), plan, inspect)
+            healthy = replay_overhead.losses_match_plain(records, plan, lambda _, wants_out: wants_out)
+        self.assertEqual(order, [(0, ("plain",)), (0, ("gpuprof", 1)), (0, ("gpuprof", 3)),
+                                 (1, ("gpuprof", 1)), (1, ("gpuprof", 3)), (1, ("plain",))])
+        self.assertEqual(records[("gpuprof", 3)][1]["log"], "gpuprof_3_r1.log")
+        self.assertIn("repeat 2 three", out.getvalue())
+        self.assertIn(", inspected: ok", out.getvalue())
+        self.assertFalse(healthy)
+        self.assertIn("three (repeat 2): LOSSES DIFFER from plain", out.getvalue())
+        self.assertTrue(replay_overhead.losses_match_plain(records, plan, lambda key, _: key == ("gpuprof", 1)))
+
+
 class ReplayOverheadTest(unittest.TestCase):
     SCRIPT = os.path.join(REPO, "bench", "replay_overhead.py")
 
