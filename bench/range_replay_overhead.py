@@ -45,7 +45,7 @@ TARGET_WHOLE_RATIO = 1.3
 
 FLOOR_RE = re.compile(
     r"replay: range \d+ on device \d+: (\d+) launches, [0-9.]+ ms in passes; timing passes \d+: restore "
-    r"([0-9.]+) ms/pass, re-issue ([0-9.]+) ms/pass \(([0-9.]+) us/launch\)(?:; keep ([0-9.]+) ms \([0-9.]+ MiB\), hashes "
+    r"([0-9.]+) ms/pass, re-issue ([0-9.]+) ms/pass \(([0-9.]+) us/launch\)(?:; keep ([0-9.]+) ms \([0-9.]+ MiB[^)]*\), hashes "
     r"([0-9.]+) ms/pass, put back ([0-9.]+) ms)?(?:; counter passes (\d+): restore "
     r"([0-9.]+) ms/pass, re-issue ([0-9.]+) ms/pass, Start\+Stop and decode ([0-9.]+) ms/pass)?")
 RANGE_FLAGS = ["replay", "--replay-mode", "range", "--range", "step"]
@@ -162,7 +162,7 @@ def self_test():
     assert close(timed["counters_vs_ncu"], 400) and close(timed["timing_s"], 0.00005), timed
     assert close(wall["whole_ratio"], 1.2), wall
     log = ("[gpuprof] info: replay: range 1 on device 0: 500 launches, 900.000 ms in passes; timing passes 1: "
-           "restore 1.000 ms/pass, re-issue 20.000 ms/pass (40.000 us/launch); keep 3.000 ms (12.000 MiB), hashes 0.500 ms/pass, "
+           "restore 1.000 ms/pass, re-issue 20.000 ms/pass (40.000 us/launch); keep 3.000 ms (12.000 MiB, 0.000 MiB through host memory), hashes 0.500 ms/pass, "
            "put back 2.000 ms; counter passes 9: restore 1.500 "
            "ms/pass, re-issue 30.000 ms/pass, Start+Stop and decode 19.500 ms/pass\n"
            "[gpuprof] info: replay: range 2 on device 0: 510 launches, 950.000 ms in passes; timing passes 1: "

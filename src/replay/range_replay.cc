@@ -50,8 +50,9 @@ struct RangeFloor {
   std::uint64_t reissue_ns = 0;  // issue and wait for the device
   std::uint64_t keep_ns = 0;     // the application's output kept aside (W4), with pass 1's hash
   std::uint64_t kept_bytes = 0;
-  std::uint64_t inspect_ns = 0;   // the later passes' output hashes (determinism check)
-  std::uint64_t put_back_ns = 0;  // the last restore and the application's output put back
+  std::uint64_t kept_host_bytes = 0;  // of kept_bytes, those the arena had no room for
+  std::uint64_t inspect_ns = 0;       // the later passes' output hashes (determinism check)
+  std::uint64_t put_back_ns = 0;      // the last restore and the application's output put back
   int counter_passes = 0;
   std::uint64_t counter_ns = 0;  // every counter pass, with the backend's Start/Stop and decode
   std::uint64_t counter_restore_ns = 0;
@@ -75,9 +76,10 @@ void LogFloor(const ReplayRecord& record, std::uint32_t launches, const RangeFlo
        << " ms/pass, re-issue " << PerPassMs(floor.reissue_ns, floor.timing_passes) << " ms/pass ("
        << (launches > 0 ? PerPassMs(floor.reissue_ns, floor.timing_passes) * 1e3 / launches : 0.0)
        << " us/launch); keep " << static_cast<double>(floor.keep_ns) / 1e6 << " ms ("
-       << static_cast<double>(floor.kept_bytes) / static_cast<double>(1 << 20) << " MiB), hashes "
-       << PerPassMs(floor.inspect_ns, floor.timing_passes) << " ms/pass, put back "
-       << static_cast<double>(floor.put_back_ns) / 1e6 << " ms";
+       << static_cast<double>(floor.kept_bytes) / static_cast<double>(1 << 20) << " MiB, "
+       << static_cast<double>(floor.kept_host_bytes) / static_cast<double>(1 << 20)
+       << " MiB through host memory), hashes " << PerPassMs(floor.inspect_ns, floor.timing_passes)
+       << " ms/pass, put back " << static_cast<double>(floor.put_back_ns) / 1e6 << " ms";
   if (floor.counter_passes > 0) {
     const std::uint64_t rest =
         floor.counter_ns - std::min(floor.counter_ns, floor.counter_restore_ns + floor.counter_reissue_ns);
@@ -329,7 +331,10 @@ void RangeReplay::RunPasses(const DeviceAccess& access, DeviceRange& range, cons
   std::int64_t keep_start = base::MonotonicNowNs();
   StatusOr<Snapshot::KeptChunks> kept = snapshot.KeepChanged(inventory_, &pass1_output);
   floor.keep_ns = Since(keep_start);
-  if (kept.ok()) floor.kept_bytes = kept->bytes;
+  if (kept.ok()) {
+    floor.kept_bytes = kept->bytes;
+    floor.kept_host_bytes = kept->host_bytes;
+  }
   if (!kept.ok()) {
     record.decline_reason = DeclineReason::kIncompleteSnapshot;
     record.decline_detail = "keeping the range's output failed: " + kept.status().ToString();

@@ -226,9 +226,20 @@ bool Snapshot::Capture(const Inventory& inventory, const SnapshotOptions& option
       std::fill(kept.begin(), kept.end(), false);
       placed = Place(next, kept, options.fastest_tier, limit, chunk_size, &end);
     }
+    // Room past the snapshot for range replay's kept output (KeepChanged), in the fastest tier
+    // that can hold it; asked for once, so a tier that cannot grow is capped as before.
+    TierBytes wanted = end;
+    for (std::size_t t = static_cast<std::size_t>(options.fastest_tier); keep_room_ > 0 && t < kTiers; ++t) {
+      if (static_cast<StorageTier>(t) != StorageTier::kDevice &&
+          static_cast<StorageTier>(t) != StorageTier::kPinnedHost)
+        continue;
+      if (end[t] + keep_room_ > limit[t]) continue;
+      wanted[t] += keep_room_;
+      break;
+    }
     Status reserved = OkStatus();
     for (std::size_t attempt = 0; placed && attempt < kTiers; ++attempt) {
-      reserved = device_.ReserveArena(end, chunk_size);
+      reserved = device_.ReserveArena(attempt == 0 ? wanted : end, chunk_size);
       if (reserved.ok()) break;
       GPUPROF_LOG(kDebug) << "snapshot: " << reserved.ToString() << "; trying slower tiers";
       // Cap the first tier that had to grow at what it holds now, and lay out again.
@@ -433,35 +444,74 @@ StatusOr<Snapshot::KeptChunks> Snapshot::KeepChanged(const Inventory& inventory,
   });
   GPUPROF_RETURN_IF_ERROR(status.WithContext("hashing the range's output"));
   if (output_hash != nullptr) *output_hash = base::CombineHashes(hashes);
-  KeptChunks kept;
+  // The changed runs, and the arena's room past what the snapshot uses in each tier.
+  std::vector<ArenaRegion> runs;
   std::size_t at = 0;
+  TierBytes used{};
   for (const SnapshotRegion& region : regions_) {
+    std::uint64_t& end = used[static_cast<std::size_t>(region.tier)];
+    end = std::max(end, region.arena_offset + RoundUp(region.size, chunk_size_));
     const std::uint64_t chunks = region.chunk_hashes.size();
     for (std::uint64_t c = 0; c < chunks;) {
       if (hashes[at + c] == region.chunk_hashes[c]) {
         ++c;
         continue;
       }
-      std::uint64_t end = c + 1;
-      while (end < chunks && hashes[at + end] != region.chunk_hashes[end]) ++end;
+      std::uint64_t end_chunk = c + 1;
+      while (end_chunk < chunks && hashes[at + end_chunk] != region.chunk_hashes[end_chunk]) ++end_chunk;
       const std::uint64_t offset = c * chunk_size_;
-      const std::uint64_t bytes = std::min(end * chunk_size_, region.size) - offset;
-      kept.runs.push_back({.base = region.base + offset, .offset = kept.bytes, .bytes = bytes});
-      kept.bytes += bytes;
-      c = end;
+      runs.push_back(
+          {.base = region.base + offset, .size = std::min(end_chunk * chunk_size_, region.size) - offset});
+      c = end_chunk;
     }
     at += chunks;
   }
-  if (kept_buffer_.size() < kept.bytes) kept_buffer_.resize(kept.bytes);  // grows, never shrinks
-  for (const KeptChunks::Run& run : kept.runs) {
+  const device::ArenaStats arena = device_.arena_stats();
+  KeptChunks kept;
+  kept.arena_generation = arena.generation;
+  keep_room_ = 0;
+  for (ArenaRegion& run : runs) {
+    const std::uint64_t room = RoundUp(run.size, chunk_size_);
+    keep_room_ += room;
+    kept.bytes += run.size;
+    bool placed = false;
+    for (StorageTier tier : {StorageTier::kDevice, StorageTier::kPinnedHost}) {
+      std::uint64_t& end = used[static_cast<std::size_t>(tier)];
+      if (end + room > arena.capacity[static_cast<std::size_t>(tier)]) continue;
+      run.tier = tier;
+      run.arena_offset = end;
+      end += room;
+      kept.arena_runs.push_back(run);
+      placed = true;
+      break;
+    }
+    if (!placed) {
+      kept.host_runs.push_back({.base = run.base, .offset = kept.host_bytes, .bytes = run.size});
+      kept.host_bytes += run.size;
+    }
+  }
+  if (!kept.arena_runs.empty()) {
+    GPUPROF_RETURN_IF_ERROR(device_.RunChunkOp(ChunkOp::kCapture, kept.arena_runs, chunk_size_, {})
+                                .status()
+                                .WithContext("keeping the range's output in the arena"));
+  }
+  if (kept_buffer_.size() < kept.host_bytes) kept_buffer_.resize(kept.host_bytes);  // grows, never shrinks
+  for (const KeptChunks::Run& run : kept.host_runs) {
     GPUPROF_RETURN_IF_ERROR(device_.CopyDeviceToHost(kept_buffer_.data() + run.offset, run.base, run.bytes));
   }
   return kept;
 }
 
 Status Snapshot::PutBack(const KeptChunks& kept) {
-  if (kept_buffer_.size() < kept.bytes) return FailedPreconditionError("the kept output is gone");
-  for (const KeptChunks::Run& run : kept.runs) {
+  if (!kept.arena_runs.empty()) {
+    if (device_.arena_stats().generation != kept.arena_generation) {
+      return FailedPreconditionError("the arena holding the kept output was released or regrown");
+    }
+    GPUPROF_RETURN_IF_ERROR(
+        device_.RunChunkOp(ChunkOp::kRestoreAll, kept.arena_runs, chunk_size_, {}).status());
+  }
+  if (kept_buffer_.size() < kept.host_bytes) return FailedPreconditionError("the kept output is gone");
+  for (const KeptChunks::Run& run : kept.host_runs) {
     GPUPROF_RETURN_IF_ERROR(device_.CopyHostToDevice(run.base, kept_buffer_.data() + run.offset, run.bytes));
   }
   return OkStatus();

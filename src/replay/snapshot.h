@@ -126,19 +126,25 @@ class Snapshot {
   RestoreStats Restore(const Inventory& inventory, RestoreMode mode, std::uint64_t* output_hash);
 
   // Range replay (W4): the chunks the device's bytes differ in from the captured ones (by hash),
-  // copied to host memory, so that after the passes memory can hold exactly what the
-  // application's own execution left. `output_hash` receives the hash of the device's bytes
-  // now (the range's pass-1 output, B6).
-  // The runs' bytes live in the snapshot's kept buffer (one, reused from range to range, so a
-  // step's output is not paged in afresh every time), valid until the next KeepChanged.
+  // set aside so that after the passes memory can hold exactly what the application's own
+  // execution left. `output_hash` receives the hash of the device's bytes now (the range's
+  // pass-1 output, B6).
+  // The runs go to the arena's room past the snapshot (device tier first, then pinned host) in one
+  // batched copy, and come back in one; a run with no room there goes through the snapshot's host
+  // buffer (one, reused from range to range, so a step's output is not paged in afresh every time).
+  // Each KeepChanged remembers the room it needed, and the next Capture reserves it.
+  // Valid until the next KeepChanged or Capture.
   struct KeptChunks {
     struct Run {
       device::DevicePtr base = 0;
-      std::uint64_t offset = 0;  // in the kept buffer
+      std::uint64_t offset = 0;  // in the host buffer
       std::uint64_t bytes = 0;
     };
-    std::vector<Run> runs;  // contiguous changed chunks of one region each
-    std::uint64_t bytes = 0;
+    std::vector<device::ArenaRegion> arena_runs;  // contiguous changed chunks of one region each
+    std::vector<Run> host_runs;                   // the same, where the arena had no room
+    std::uint64_t bytes = 0;                      // of every run
+    std::uint64_t host_bytes = 0;                 // of the host runs
+    std::uint64_t arena_generation = 0;           // the arena's, when the runs were placed in it
   };
   StatusOr<KeptChunks> KeepChanged(const Inventory& inventory, std::uint64_t* output_hash);
   // Writes kept chunks back (after a Restore that returned every other byte to the captured one).
@@ -155,7 +161,8 @@ class Snapshot {
                       std::uint64_t* skipped) const;
 
   device::Device& device_;
-  std::vector<std::uint8_t> kept_buffer_;  // KeepChanged's runs, back to back
+  std::vector<std::uint8_t> kept_buffer_;  // KeepChanged's host runs, back to back
+  std::uint64_t keep_room_ = 0;            // arena bytes the last KeepChanged wanted past the snapshot
   // Allocated from the device's metadata resource, whose failure is an incomplete snapshot (R8).
   std::pmr::vector<SnapshotRegion> regions_;
   // regions_ as the device's table, and the inventory's version it was captured at: while the

@@ -444,6 +444,80 @@ TEST_F(SnapshotTest, ReleasedArenaMakesTheNextCaptureCompleteAgain) {
   EXPECT_EQ(snapshot.last_capture().bytes_copied, 8192u);
 }
 
+// ---- range replay's kept output (W4) ------------------------------------------------------------
+
+// Changes chunks 1, 4 and 5 of `a` (three chunks in two runs) and returns the bytes as changed.
+std::vector<std::uint8_t> ChangeTwoRuns(DevicePtr a, std::uint64_t size, std::uint8_t value) {
+  for (std::uint64_t chunk : {1u, 4u, 5u}) std::memset(Bytes(a) + chunk * 4096, value, 4096);
+  return std::vector<std::uint8_t>(Bytes(a), Bytes(a) + size);
+}
+
+TEST_F(SnapshotTest, KeptOutputGoesToTheArenasRoomInOneBatchedCopyOnceTheCaptureReservedIt) {
+  constexpr std::uint64_t kSize = 8 * 4096;
+  DevicePtr a = Alloc(0, kSize, 1);
+  Snapshot snapshot(rig_.device(0));
+  device::host::HostDevice& device = rig_.platform().device(0);
+  for (int range = 1; range <= 2; ++range) {
+    SCOPED_TRACE("range " + std::to_string(range));
+    ASSERT_TRUE(snapshot.Capture(rig_.inventory(), Options())) << snapshot.failure();
+    const std::vector<std::uint8_t> output = ChangeTwoRuns(a, kSize, static_cast<std::uint8_t>(10 + range));
+    device.ResetCallCounts();
+    StatusOr<Snapshot::KeptChunks> kept = snapshot.KeepChanged(rig_.inventory(), nullptr);
+    ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+    EXPECT_EQ(kept->bytes, 3u * 4096);
+    if (range == 2) {
+      // The first range told the capture how much room to keep: nothing goes through host memory.
+      EXPECT_EQ(kept->host_bytes, 0u);
+      EXPECT_EQ(kept->arena_runs.size(), 2u);
+      EXPECT_EQ(device.call_counts().calls, 2u) << "one hash and one batched copy, not one copy per run";
+    }
+    // The passes write over everything; the restore and the put-back leave the application's output.
+    std::memset(Bytes(a), 0x77, kSize);
+    ASSERT_EQ(snapshot.Restore(rig_.inventory(), RestoreMode::kAuto, nullptr).regions_failed, 0u);
+    ASSERT_TRUE(snapshot.PutBack(*kept).ok());
+    EXPECT_EQ(std::vector<std::uint8_t>(Bytes(a), Bytes(a) + kSize), output);
+  }
+}
+
+TEST_F(SnapshotTest, KeptOutputInAReleasedArenaIsReportedNeverPutBackFromStaleBytes) {
+  constexpr std::uint64_t kSize = 8 * 4096;
+  DevicePtr a = Alloc(0, kSize, 1);
+  Snapshot snapshot(rig_.device(0));
+  StatusOr<Snapshot::KeptChunks> kept = InternalError("not kept");
+  for (int range = 1; range <= 2; ++range) {
+    ASSERT_TRUE(snapshot.Capture(rig_.inventory(), Options())) << snapshot.failure();
+    ChangeTwoRuns(a, kSize, static_cast<std::uint8_t>(20 + range));
+    kept = snapshot.KeepChanged(rig_.inventory(), nullptr);
+    ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  }
+  ASSERT_FALSE(kept->arena_runs.empty());
+  rig_.device(0).ReleaseArena();
+  Status put_back = snapshot.PutBack(*kept);
+  EXPECT_EQ(put_back.code(), StatusCode::kFailedPrecondition) << put_back.ToString();
+}
+
+TEST_F(SnapshotTest, KeptOutputGoesThroughHostMemoryWhenNoArenaTierHasRoom) {
+  constexpr std::uint64_t kSize = 8 * 4096;
+  DevicePtr a = Alloc(0, kSize, 1);
+  Snapshot snapshot(rig_.device(0));
+  ASSERT_TRUE(snapshot.Capture(rig_.inventory(), Options())) << snapshot.failure();
+  ChangeTwoRuns(a, kSize, 31);
+  ASSERT_TRUE(snapshot.KeepChanged(rig_.inventory(), nullptr).ok());
+  // The next capture asks for room, but neither the device nor the pinned tier can grow.
+  rig_.device(0).ReleaseArena();
+  rig_.platform().InjectFault(FaultPoint::kArenaGrowth, 1, 0);
+  rig_.platform().InjectFault(FaultPoint::kPinnedPoolExhausted, 1, 0);
+  ASSERT_TRUE(snapshot.Capture(rig_.inventory(), Options())) << snapshot.failure();
+  const std::vector<std::uint8_t> output = ChangeTwoRuns(a, kSize, 32);
+  StatusOr<Snapshot::KeptChunks> kept = snapshot.KeepChanged(rig_.inventory(), nullptr);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->host_bytes, kept->bytes);
+  std::memset(Bytes(a), 0x55, kSize);
+  ASSERT_EQ(snapshot.Restore(rig_.inventory(), RestoreMode::kAuto, nullptr).regions_failed, 0u);
+  ASSERT_TRUE(snapshot.PutBack(*kept).ok());
+  EXPECT_EQ(std::vector<std::uint8_t>(Bytes(a), Bytes(a) + kSize), output);
+}
+
 // ---- the batched interface's cost ---------------------------------------------------------------
 
 // Device calls and host waits of one capture, one restore and one inspection, for `regions`
