@@ -25,6 +25,11 @@ if(TARGET gpuprof::db)
     LABELS unit)
   # The cluster summary of `gpuprof stats DIR` (db/cluster_stats.h) on rank DBs the writer made,
   # and their Perfetto export (one process per rank).
+  # The finding rules (db/findings.h) over DBs that plant one problem each, and clean twins.
+  gpuprof_add_gtest(NAME db_findings_test
+    SOURCES findings_test.cc
+    LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing
+    LABELS unit)
   gpuprof_add_gtest(NAME db_cluster_stats_test
     SOURCES cluster_stats_test.cc
     LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing gpuprof::db_sqlite

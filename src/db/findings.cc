@@ -1,0 +1,277 @@
+// The finding rules (declared once, below) and their evaluation over one profile DB.
+#include "db/findings.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpuprof::db {
+namespace {
+
+std::string Ms(std::int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(ns) / 1e6);
+  return text;
+}
+
+std::string StepName(std::int64_t id) { return id < 0 ? "the run" : "step " + std::to_string(id); }
+
+// Keeps the longest `max` of `evidence`, longest first (ties by start).
+void KeepLongest(std::vector<FindingEvidence>& evidence, std::size_t max) {
+  auto longer = [](const FindingEvidence& a, const FindingEvidence& b) {
+    return a.duration_ns != b.duration_ns ? a.duration_ns > b.duration_ns : a.start_ns < b.start_ns;
+  };
+  if (evidence.size() > max) {
+    std::nth_element(evidence.begin(), evidence.begin() + static_cast<std::ptrdiff_t>(max), evidence.end(), longer);
+    evidence.resize(max);
+  }
+  std::sort(evidence.begin(), evidence.end(), longer);
+}
+
+// Step-level rules: a figure of the split per considered step.
+RuleResult FromSteps(const FindingContext& ctx, std::int64_t RankStepStats::*figure) {
+  RuleResult result;
+  for (const RankStepStats* step : ctx.steps) {
+    const std::int64_t ns = step->*figure;
+    if (ns <= 0) continue;
+    result.at_stake_ns += ns;
+    ++result.occurrences;
+    result.evidence.push_back({StepName(step->id), step->id, step->start_ns, ns, 0, ""});
+  }
+  KeepLongest(result.evidence, ctx.max_evidence);
+  return result;
+}
+
+StatusOr<RuleResult> DeviceIdle(const FindingContext& ctx) {
+  // Without kernels the split's compute is the host's ops: idle is then no device's.
+  if (ctx.split.compute_source != ComputeSource::kKernels) return RuleResult{};
+  return FromSteps(ctx, &RankStepStats::idle_ns);
+}
+
+StatusOr<RuleResult> CommunicationNotOverlapped(const FindingContext& ctx) {
+  return FromSteps(ctx, &RankStepStats::communication_not_overlapped_ns);
+}
+
+// The name of a row's `name` column, through STRING_IDS where the DB has it.
+std::string NameSql(const ProfileReader& reader, const std::string& column) {
+  return reader.HasStringValues() ? "COALESCE((SELECT value FROM STRING_IDS WHERE id = " + column + "), CAST(" +
+                                        column + " AS TEXT))"
+                                  : "CAST(" + column + " AS TEXT)";
+}
+
+// Interval rules: rows (name, startNs, endNs, globalTid) of `sql`, by start, clipped to the
+// considered steps. `with_context`: name the innermost op running on the row's thread.
+StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string& sql, bool with_context) {
+  RuleResult result;
+  GPUPROF_ASSIGN_OR_RETURN(Query query, ctx.reader.Prepare(sql));
+  std::size_t first = 0;  // rows come by start: steps before a row's start are done with
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    const std::int64_t start = query.Int(1);
+    const std::int64_t end = query.Int(2);
+    while (first < ctx.steps.size() && ctx.steps[first]->end_ns <= start) ++first;
+    for (std::size_t s = first; s < ctx.steps.size() && ctx.steps[s]->start_ns < end; ++s) {
+      const RankStepStats& step = *ctx.steps[s];
+      const std::int64_t from = std::max(start, step.start_ns);
+      const std::int64_t inside = std::min(end, step.end_ns) - from;
+      if (inside <= 0) continue;
+      result.at_stake_ns += inside;
+      ++result.occurrences;
+      result.evidence.push_back({std::string(query.Text(0)), step.id, from, inside, query.Int(3), ""});
+      // Bounded memory over millions of rows: trim to the longest now and then.
+      if (result.evidence.size() >= 64 * ctx.max_evidence + 1024) KeepLongest(result.evidence, ctx.max_evidence);
+    }
+  }
+  KeepLongest(result.evidence, ctx.max_evidence);
+  if (!with_context || result.evidence.empty()) return result;
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_ops,
+                           ctx.reader.HasColumns("PYTORCH_API", {"startNs", "endNs", "globalTid", "name"}));
+  if (!has_ops) return result;
+  // The innermost op around each kept row on its thread (few rows: the evidence).
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query innermost,
+      ctx.reader.Prepare("SELECT " + NameSql(ctx.reader, "p.name") +
+                         " FROM PYTORCH_API p WHERE p.globalTid = ?1 AND p.startNs <= ?2 AND p.endNs >= ?3 "
+                         "ORDER BY p.endNs - p.startNs LIMIT 1"));
+  for (FindingEvidence& e : result.evidence) {
+    innermost.Reset();
+    innermost.BindInt(1, e.global_tid);
+    innermost.BindInt(2, e.start_ns);
+    innermost.BindInt(3, e.start_ns + e.duration_ns);
+    GPUPROF_ASSIGN_OR_RETURN(bool inside, innermost.Step());
+    if (inside) e.context = "in " + std::string(innermost.Text(0));
+  }
+  return result;
+}
+
+constexpr std::string_view kSyncCalls =
+    "'cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize', 'cudaMemcpy', "
+    "'cudaMemset', 'cudaMemcpy2D', 'cuCtxSynchronize', 'cuStreamSynchronize', 'cuEventSynchronize', "
+    "'cuMemcpyDtoH', 'cuMemcpyDtoH_v2', 'cuMemcpyHtoD', 'cuMemcpyHtoD_v2', 'cuMemsetD8', 'cuMemsetD8_v2'";
+
+StatusOr<RuleResult> SyncInStep(const FindingContext& ctx) {
+  GPUPROF_ASSIGN_OR_RETURN(const bool has,
+                           ctx.reader.HasColumns("CANN_API", {"startNs", "endNs", "globalTid", "name"}));
+  if (!has) return RuleResult{};
+  const std::string name = NameSql(ctx.reader, "name");
+  return FromIntervals(ctx,
+                       "SELECT * FROM (SELECT " + name + " AS n, startNs, endNs, globalTid FROM CANN_API) WHERE n IN (" +
+                           std::string(kSyncCalls) + ") ORDER BY startNs",
+                       /*with_context=*/true);
+}
+
+StatusOr<RuleResult> GcPause(const FindingContext& ctx) {
+  GPUPROF_ASSIGN_OR_RETURN(const bool has, ctx.reader.HasColumns("GC_RECORD", {"startNs", "endNs", "globalTid"}));
+  if (!has) return RuleResult{};
+  return FromIntervals(ctx, "SELECT 'gc', startNs, endNs, globalTid FROM GC_RECORD ORDER BY startNs",
+                       /*with_context=*/true);
+}
+
+StatusOr<RuleResult> DataloaderWait(const FindingContext& ctx) {
+  GPUPROF_ASSIGN_OR_RETURN(const bool has,
+                           ctx.reader.HasColumns("PYTORCH_API", {"startNs", "endNs", "globalTid", "name"}));
+  if (!has) return RuleResult{};
+  const std::string name = NameSql(ctx.reader, "name");
+  return FromIntervals(ctx,
+                       "SELECT * FROM (SELECT " + name +
+                           " AS n, startNs, endNs, globalTid FROM PYTORCH_API) WHERE n LIKE "
+                           "'enumerate(DataLoader)%' ORDER BY startNs",
+                       /*with_context=*/false);
+}
+
+const std::vector<FindingRule> kRules = {
+    {.id = "device-idle",
+     .title = "The device is idle inside steps",
+     .measures = "step time with no kernel, copy or memset running on the device",
+     .threshold = 0.10,
+     .advice = "the device waits on the host: Python, data loading, launch overhead or synchronization",
+     .fix = "look at the host ops of the idlest steps below; fewer, larger kernels (torch.compile, CUDA "
+            "graphs), a DataLoader with workers and pin_memory, no syncs in the loop",
+     .evidence_sql = "SELECT step, free FROM StepTraceTime ORDER BY free DESC (in analysis.db)",
+     .evaluate = DeviceIdle},
+    {.id = "communication-not-overlapped",
+     .title = "Communication is not overlapped with compute",
+     .measures = "step time in collectives while no kernel computes",
+     .threshold = 0.05,
+     .advice = "the ranks wait for collectives instead of computing",
+     .fix = "overlap it (DDP gradient buckets, bucket_cap_mb; FSDP prefetch) or send less (larger "
+            "batches per rank, gradient accumulation)",
+     .evidence_sql = "SELECT step, communication_not_overlapped FROM StepTraceTime ORDER BY 2 DESC (in "
+                     "analysis.db)",
+     .evaluate = CommunicationNotOverlapped},
+    {.id = "sync-in-step",
+     .title = "Synchronizing calls inside steps",
+     .measures = "host time blocked in calls that wait for the device (device/stream/event syncs, "
+                 "synchronous memcpy and memset)",
+     .threshold = 0.02,
+     .advice = "each one stops the host from queueing work ahead, so the device idles after it",
+     .fix = "move .item(), .cpu(), print(tensor) and torch.cuda.synchronize() out of the loop, or do them "
+            "every N steps; use non_blocking=True copies from pinned memory",
+     .evidence_sql = "SELECT s.value, a.startNs, a.endNs - a.startNs FROM CANN_API a JOIN STRING_IDS s ON "
+                     "s.id = a.name WHERE s.value LIKE '%Synchronize' OR s.value IN ('cudaMemcpy', "
+                     "'cudaMemset') ORDER BY 3 DESC",
+     .evaluate = SyncInStep},
+    {.id = "gc-pause",
+     .title = "Python garbage collection pauses inside steps",
+     .measures = "step time in Python's cyclic garbage collector (GC_RECORD)",
+     .threshold = 0.02,
+     .advice = "the collector stops the training thread while it walks every tracked object",
+     .fix = "avoid reference cycles in the loop, gc.freeze() after setup, or gc.disable() with a "
+            "gc.collect() every N steps",
+     .evidence_sql = "SELECT startNs, endNs - startNs FROM GC_RECORD ORDER BY 2 DESC",
+     .evaluate = GcPause},
+    {.id = "dataloader-wait",
+     .title = "Steps wait for the DataLoader",
+     .measures = "step time in the DataLoader's __next__ (enumerate(DataLoader) ops)",
+     .threshold = 0.05,
+     .advice = "the training loop waits for its next batch",
+     .fix = "DataLoader(num_workers=N, pin_memory=True, persistent_workers=True, prefetch_factor=2+); "
+            "move costly transforms off the loading path",
+     .evidence_sql = "SELECT p.startNs, p.endNs - p.startNs FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = "
+                     "p.name WHERE s.value LIKE 'enumerate(DataLoader)%' ORDER BY 2 DESC",
+     .evaluate = DataloaderWait},
+};
+
+std::int64_t Median(std::vector<std::int64_t> values) {
+  if (values.empty()) return 0;
+  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  return *mid;
+}
+
+}  // namespace
+
+const std::vector<FindingRule>& FindingRules() { return kRules; }
+
+std::string_view FindingSeverityName(FindingSeverity severity) {
+  switch (severity) {
+    case FindingSeverity::kHigh:
+      return "high";
+    case FindingSeverity::kMedium:
+      return "medium";
+    case FindingSeverity::kLow:
+      break;
+  }
+  return "low";
+}
+
+StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const ProfileDbFile& file,
+                                         const FindingsOptions& options) {
+  FindingsReport report;
+  GPUPROF_ASSIGN_OR_RETURN(RankStats split, ComputeRankStats(file, WithoutSteps::kWholeRunWithoutSteps));
+  if (split.steps.empty()) {
+    report.absent = split.steps_absent.empty() ? "no steps and no session span" : split.steps_absent;
+    return report;
+  }
+  report.whole_run = split.whole_run;
+  FindingContext ctx{.reader = reader, .split = split, .steps = {}, .max_evidence = options.max_evidence};
+  for (const RankStepStats& step : split.steps) ctx.steps.push_back(&step);
+  if (!options.include_warmup && ctx.steps.size() >= 2) {
+    const RankStepStats& first = *ctx.steps.front();
+    report.warmup_steps.push_back(first.id);
+    report.warmup_ns = first.duration_ns;
+    ctx.steps.erase(ctx.steps.begin());
+    std::vector<std::int64_t> others;
+    for (const RankStepStats* step : ctx.steps) others.push_back(step->duration_ns);
+    report.note = "step " + std::to_string(first.id) + " is left out as warm-up (" + Ms(first.duration_ns) +
+                  " ms against a median of " + Ms(Median(others)) + " ms for the others); --include-warmup counts it";
+  }
+  for (const RankStepStats* step : ctx.steps) report.considered_ns += step->duration_ns;
+  report.steps_considered = ctx.steps.size();
+  if (report.considered_ns <= 0) return report;
+  for (const FindingRule& rule : kRules) {
+    GPUPROF_ASSIGN_OR_RETURN(RuleResult result, rule.evaluate(ctx));
+    const double share = static_cast<double>(result.at_stake_ns) / static_cast<double>(report.considered_ns);
+    if (result.at_stake_ns <= 0 || share < rule.threshold) continue;
+    Finding finding;
+    finding.rule = &rule;
+    finding.at_stake_ns = result.at_stake_ns;
+    finding.at_stake_percent = 100.0 * share;
+    finding.at_stake_ms_per_step =
+        static_cast<double>(result.at_stake_ns) / 1e6 / static_cast<double>(report.steps_considered);
+    finding.severity = share >= 0.20   ? FindingSeverity::kHigh
+                       : share >= 0.05 ? FindingSeverity::kMedium
+                                       : FindingSeverity::kLow;
+    finding.occurrences = result.occurrences;
+    finding.evidence = std::move(result.evidence);
+    char figures[96];
+    std::snprintf(figures, sizeof figures, "%.2f ms per step (%.1f %% of step time)", finding.at_stake_ms_per_step,
+                  finding.at_stake_percent);
+    finding.summary = std::string(rule.title) + ": " + figures + ", " + std::to_string(finding.occurrences) +
+                      (finding.occurrences == 1 ? " occurrence" : " occurrences");
+    if (!finding.evidence.empty()) {
+      const FindingEvidence& top = finding.evidence.front();
+      finding.summary += "; the longest " + Ms(top.duration_ns) + " ms (" + top.name + " in " + StepName(top.step) +
+                         (top.context.empty() ? "" : ", " + top.context) + ")";
+    }
+    report.findings.push_back(std::move(finding));
+  }
+  std::stable_sort(report.findings.begin(), report.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.at_stake_ns > b.at_stake_ns; });
+  return report;
+}
+
+}  // namespace gpuprof::db

@@ -1,0 +1,175 @@
+// The finding rules (db/findings.h) over DBs that plant one problem each, and their clean twins.
+// Each DB: a session of 6 steps (step 1 a 1 s warm-up, steps 2..6 100 ms each) on one thread; the
+// planted rows are inserted with SQL on top of the schema's empty tables.
+#include "db/findings.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "unit/db/fixture_db.h"
+
+namespace gpuprof::db {
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+constexpr std::int64_t kBase = 1'700'000'000'000'000'000;
+constexpr int kTid = 77;
+
+// Step `id`'s start: step 1 is [0, 1000 ms), step k >= 2 is [1000 + 100 (k - 2), +100) ms.
+std::int64_t StepStart(int id) { return kBase + (id == 1 ? 0 : (1000 + 100 * (id - 2)) * kMs); }
+
+class FindingsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fixture::MakeTempDir("gpuprof_findings");
+    path_ = dir_ + "/ascend_pytorch_profiler_0.db";
+    fixture::FixtureOptions options;
+    options.with_rows = false;
+    options.with_replay_tables = false;
+    ASSERT_TRUE(fixture::WriteFixtureDb(path_, options).ok());
+    std::string sql = "INSERT INTO SESSION_TIME_INFO VALUES (" + std::to_string(kBase) + ", " +
+                      std::to_string(StepStart(7)) + ");";
+    for (int id = 1; id <= 6; ++id) {
+      sql += "INSERT INTO STEP_TIME VALUES (" + std::to_string(id) + ", " + std::to_string(StepStart(id)) + ", " +
+             std::to_string(StepStart(id + 1)) + ");";
+    }
+    sql += "INSERT INTO STRING_IDS VALUES (1, 'aten::item'), (2, 'cudaStreamSynchronize'), "
+           "(3, 'enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__'), (4, 'aten::mm'), "
+           "(5, 'cudaLaunchKernel');";
+    Exec(sql);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  void Exec(const std::string& sql) { ASSERT_TRUE(fixture::ExecSql(path_, sql).ok()) << sql; }
+
+  // A row [step start + at, + length) ms in each of `steps`.
+  void Plant(const std::string& table, const std::string& columns_before, const std::string& columns_after,
+             std::initializer_list<int> steps, std::int64_t at_ms, std::int64_t length_ms) {
+    std::string sql;
+    for (int id : steps) {
+      const std::int64_t start = StepStart(id) + at_ms * kMs;
+      sql += "INSERT INTO " + table + " VALUES (" + columns_before + std::to_string(start) + ", " +
+             std::to_string(start + length_ms * kMs) + columns_after + ");";
+    }
+    Exec(sql);
+  }
+
+  FindingsReport Compute(bool include_warmup = false) {
+    StatusOr<std::unique_ptr<ProfileReader>> reader = ProfileReader::Open(path_);
+    EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    FindingsOptions options;
+    options.include_warmup = include_warmup;
+    StatusOr<FindingsReport> report = ComputeFindings(**reader, ProfileDbFile{path_, 0}, options);
+    EXPECT_TRUE(report.ok()) << report.status().ToString();
+    return report.ok() ? *report : FindingsReport{};
+  }
+
+  static const Finding* Find(const FindingsReport& report, std::string_view id) {
+    for (const Finding& f : report.findings) {
+      if (f.rule->id == id) return &f;
+    }
+    return nullptr;
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(FindingsTest, EveryRuleIsDeclaredWithItsTextsThresholdAndEvaluation) {
+  ASSERT_GE(FindingRules().size(), 5u);
+  for (const FindingRule& rule : FindingRules()) {
+    SCOPED_TRACE(std::string(rule.id));
+    EXPECT_FALSE(rule.title.empty() || rule.measures.empty() || rule.advice.empty() || rule.fix.empty() ||
+                 rule.evidence_sql.empty());
+    EXPECT_GT(rule.threshold, 0);
+    EXPECT_NE(rule.evaluate, nullptr);
+  }
+}
+
+TEST_F(FindingsTest, CleanRunHasNoFindingAndLeavesTheWarmUpStepOut) {
+  const FindingsReport report = Compute();
+  EXPECT_TRUE(report.findings.empty());
+  EXPECT_EQ(report.steps_considered, 5u);
+  EXPECT_EQ(report.considered_ns, 500 * kMs);
+  ASSERT_EQ(report.warmup_steps.size(), 1u);
+  EXPECT_EQ(report.warmup_steps[0], 1);
+  EXPECT_NE(report.note.find("step 1 is left out as warm-up (1000.0 ms against a median of 100.0 ms"),
+            std::string::npos)
+      << report.note;
+}
+
+TEST_F(FindingsTest, GcPausesInsideStepsFireWithTheirStepsAndTimeAtStake) {
+  // 12 ms of GC in each of steps 2..6 (12 % of the step), inside aten::mm.
+  Plant("PYTORCH_API", "", ", " + std::to_string(kTid) + ", 0, 4, 0, 0, 0, 0, 0, 1", {2, 3, 4, 5, 6}, 10, 30);
+  Plant("GC_RECORD", "", ", " + std::to_string(kTid), {2, 3, 4, 5, 6}, 20, 12);
+  const FindingsReport report = Compute();
+  const Finding* gc = Find(report, "gc-pause");
+  ASSERT_NE(gc, nullptr);
+  EXPECT_EQ(gc->occurrences, 5u);
+  EXPECT_NEAR(gc->at_stake_ms_per_step, 12.0, 0.01);
+  EXPECT_NEAR(gc->at_stake_percent, 12.0, 0.01);
+  EXPECT_EQ(gc->severity, FindingSeverity::kMedium);
+  ASSERT_EQ(gc->evidence.size(), 5u);
+  EXPECT_EQ(gc->evidence[0].step, 2) << "equal pauses: the earliest first";
+  EXPECT_EQ(gc->evidence[0].context, "in aten::mm");
+  EXPECT_NE(gc->summary.find("12.00 ms per step (12.0 % of step time), 5 occurrences"), std::string::npos)
+      << gc->summary;
+}
+
+TEST_F(FindingsTest, WarmUpOnlyProblemIsSilentUnlessTheWarmUpIsCounted) {
+  Plant("GC_RECORD", "", ", " + std::to_string(kTid), {1}, 100, 300);
+  EXPECT_EQ(Find(Compute(), "gc-pause"), nullptr);
+  const FindingsReport counted = Compute(/*include_warmup=*/true);
+  const Finding* gc = Find(counted, "gc-pause");
+  ASSERT_NE(gc, nullptr);
+  EXPECT_NEAR(gc->at_stake_percent, 100.0 * 300 / 1500, 0.01);
+  EXPECT_TRUE(counted.warmup_steps.empty());
+}
+
+TEST_F(FindingsTest, SynchronizingCallsFireWithTheOpThatCalledThem) {
+  // aten::item at 50 ms for 10 ms, calling cudaStreamSynchronize for 8 ms; a launch beside it.
+  Plant("PYTORCH_API", "", ", " + std::to_string(kTid) + ", 0, 1, 0, 0, 0, 0, 0, 1", {2, 3, 4, 5, 6}, 50, 10);
+  std::string sql;
+  for (int id = 2; id <= 6; ++id) {
+    const std::int64_t start = StepStart(id) + 51 * kMs;
+    sql += "INSERT INTO CANN_API VALUES (" + std::to_string(start) + ", " + std::to_string(start + 8 * kMs) +
+           ", 5000, " + std::to_string(kTid) + ", " + std::to_string(id) + ", 2);";
+    sql += "INSERT INTO CANN_API VALUES (" + std::to_string(start - kMs) + ", " + std::to_string(start) +
+           ", 5000, " + std::to_string(kTid) + ", " + std::to_string(100 + id) + ", 5);";
+  }
+  Exec(sql);
+  const FindingsReport report = Compute();
+  const Finding* sync = Find(report, "sync-in-step");
+  ASSERT_NE(sync, nullptr);
+  EXPECT_EQ(sync->occurrences, 5u);
+  EXPECT_NEAR(sync->at_stake_ms_per_step, 8.0, 0.01);
+  EXPECT_EQ(sync->evidence[0].name, "cudaStreamSynchronize");
+  EXPECT_EQ(sync->evidence[0].context, "in aten::item");
+}
+
+TEST_F(FindingsTest, DataloaderWaitFiresOnAStarvedLoaderOnly) {
+  // A starved loader: 30 ms per step; the twin's 1 ms stays under the threshold.
+  Plant("PYTORCH_API", "", ", " + std::to_string(kTid) + ", 0, 3, 0, 0, 0, 0, 0, 1", {2, 3, 4, 5, 6}, 0, 30);
+  const Finding* wait = Find(Compute(), "dataloader-wait");
+  ASSERT_NE(wait, nullptr);
+  EXPECT_NEAR(wait->at_stake_ms_per_step, 30.0, 0.01);
+  EXPECT_EQ(wait->severity, FindingSeverity::kHigh);
+  Exec("DELETE FROM PYTORCH_API;");
+  Plant("PYTORCH_API", "", ", " + std::to_string(kTid) + ", 0, 3, 0, 0, 0, 0, 0, 1", {2, 3, 4, 5, 6}, 0, 1);
+  EXPECT_EQ(Find(Compute(), "dataloader-wait"), nullptr);
+}
+
+TEST_F(FindingsTest, RowsAcrossAStepBoundaryCountOnlyTheirPartInsideConsideredSteps) {
+  // A 40 ms pause from 80 ms into step 2 to 20 ms into step 3: 20 ms in each.
+  Plant("GC_RECORD", "", ", " + std::to_string(kTid), {2}, 80, 40);
+  Plant("GC_RECORD", "", ", " + std::to_string(kTid), {3, 4, 5, 6}, 30, 20);
+  const Finding* gc = Find(Compute(), "gc-pause");
+  ASSERT_NE(gc, nullptr);
+  EXPECT_EQ(gc->occurrences, 6u);
+  EXPECT_EQ(gc->at_stake_ns, 20 * kMs * 6);
+}
+
+}  // namespace
+}  // namespace gpuprof::db
