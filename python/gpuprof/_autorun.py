@@ -4,7 +4,8 @@ _autoload/sitecustomize.py calls install() at interpreter start-up. Nothing happ
 script imports torch; then one gpuprof.profile covering the rest of the run starts (it joins the
 session `gpuprof run` configured: output folder and result file come from the environment) and
 stops at exit. Its options come from what `gpuprof run` sets: GPUPROF_TORCH_RECORD_SHAPES,
-GPUPROF_TORCH_PROFILE_MEMORY, GPUPROF_TORCH_WITH_STACK and GPUPROF_TORCH_WITH_MODULES, read through the
+GPUPROF_TORCH_PROFILE_MEMORY, GPUPROF_TORCH_WITH_STACK, GPUPROF_TORCH_WITH_MODULES and
+GPUPROF_TORCH_GC_THRESHOLD_MS, read through the
 settings declaration (their defaults and the boolean dialect are its). Each optimizer.step() closes a step (a
 ProfilerStep#N op from the previous step's end, so STEP_TIME is filled) unless the script calls
 gpuprof.profile.step() itself.
@@ -113,10 +114,12 @@ def _start():
     try:
         # The settings' variables, parsed by the declaration (src/base/settings.h), defaults included.
         from . import _settings
+        gc_threshold = _settings.from_environment("gc_threshold_ms")
         prof = profiler.profile(record_shapes=_settings.from_environment("record_shapes"),
                                 profile_memory=_settings.from_environment("profile_memory"),
                                 with_stack=_settings.from_environment("with_stack"),
-                                with_modules=_settings.from_environment("with_modules"), _whole_run=True)
+                                with_modules=_settings.from_environment("with_modules"),
+                                gc_detect_threshold=gc_threshold if gc_threshold >= 0 else None, _whole_run=True)
         prof.start()
     except Exception as e:  # noqa: BLE001  (the script runs on, unprofiled)
         print(f"gpuprof: the PyTorch profile is off: {type(e).__name__}: {e}", file=sys.stderr)

@@ -159,6 +159,11 @@ constexpr std::array<SettingSpec, static_cast<std::size_t>(SettingId::kCount)> k
      "--with-modules", kRunCommand, "",
      "PyTorch scripts: record each nn.Module forward as an MSTX_EVENTS range in domain Module (default: off)",
      nullptr},
+    {SettingId::kGcThresholdMs, "gc_threshold_ms", "GPUPROF_TORCH_GC_THRESHOLD_MS", "", T::kInt, -1,
+     3'600'000, "", "1", "--gc-threshold", kRunCommand, "MS",
+     "PyTorch scripts: record Python garbage-collection pauses of at least MS milliseconds into GC_RECORD "
+     "(0: every collection; -1: none; default: 1)",
+     nullptr},
     {SettingId::kReplay, "replay", "GPUPROF_REPLAY", "", T::kBool, 0, 0, "", "0", "", kNoCommand, "",
      "Kernel replay: track device memory and replay the selected launches (set by `gpuprof replay`)",
      nullptr},

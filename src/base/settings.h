@@ -70,6 +70,7 @@ enum class SettingId : std::uint8_t {
   kProfileMemory,
   kWithStack,
   kWithModules,
+  kGcThresholdMs,
   kReplay,
   kReplayFromScript,
   kReplayPasses,

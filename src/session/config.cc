@@ -285,6 +285,7 @@ Status SetSetting(SessionConfig& c, SettingId id, std::string_view text, std::st
     case SettingId::kProfileMemory: c.torch.profile_memory = on; break;
     case SettingId::kWithStack: c.torch.with_stack = on; break;
     case SettingId::kWithModules: c.torch.with_modules = on; break;
+    case SettingId::kGcThresholdMs: c.torch.gc_threshold_ms = static_cast<int>(n); break;
     case SettingId::kReplay: c.replay.enabled = on; break;
     case SettingId::kReplayFromScript: c.replay.from_script = on; break;
     case SettingId::kReplayPasses: c.replay.passes = static_cast<int>(n); break;
@@ -348,6 +349,7 @@ std::string SettingText(const SessionConfig& c, SettingId id) {
     case SettingId::kProfileMemory: return flag(c.torch.profile_memory);
     case SettingId::kWithStack: return flag(c.torch.with_stack);
     case SettingId::kWithModules: return flag(c.torch.with_modules);
+    case SettingId::kGcThresholdMs: return std::to_string(c.torch.gc_threshold_ms);
     case SettingId::kReplay: return flag(c.replay.enabled);
     case SettingId::kReplayFromScript: return flag(c.replay.from_script);
     case SettingId::kReplayPasses: return std::to_string(c.replay.passes);

@@ -44,6 +44,7 @@ struct TorchSettings {
   bool profile_memory;
   bool with_stack;
   bool with_modules;
+  int gc_threshold_ms;  // GC pauses recorded from this length on; -1: none
   bool operator==(const TorchSettings&) const = default;
 };
 
