@@ -20,6 +20,12 @@ endif()
 add_library(gpuprof_cli11 INTERFACE)
 target_include_directories(gpuprof_cli11 SYSTEM INTERFACE "${GPUPROF_CLI11_INCLUDE_DIR}")
 
+# JSON output (`stats --format json`): header-only, so nothing is linked or shipped.
+find_package(nlohmann_json 3.2 QUIET)
+if(NOT nlohmann_json_FOUND)
+  message(FATAL_ERROR "nlohmann-json not found: install it with `apt-get install nlohmann-json3-dev`.")
+endif()
+
 find_package(SQLite3)
 if(NOT SQLite3_FOUND)
   message(FATAL_ERROR "SQLite3 not found: install it with `apt-get install libsqlite3-dev`.")

@@ -19,6 +19,7 @@
 #include "cli/cli11.h"
 #include "cli/default_output.h"
 #include "cli/exit_codes.h"
+#include "cli/findings_output.h"
 #include "cli/help_formatter.h"
 #include "cli/html_report.h"
 #include "cli/live_line.h"
@@ -26,6 +27,7 @@
 #include "cli/stats_tables.h"
 #include "db/check.h"
 #include "db/cluster_stats.h"
+#include "db/findings.h"
 #include "db/output_file.h"
 #include "db/output_layout.h"
 #include "db/perfetto_export.h"
@@ -62,8 +64,8 @@ std::optional<db::ResolvedProfiles> Resolve(const std::string& path, std::ostrea
   return std::move(resolved).value();
 }
 
-int RunStats(const std::string& path, std::size_t top, std::string_view progress, std::ostream& out,
-             std::ostream& err) {
+int RunStats(const std::string& path, std::size_t top, bool json, bool include_warmup,
+             std::string_view progress, std::ostream& out, std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
   int exit_code = kExitOk;
@@ -80,7 +82,8 @@ int RunStats(const std::string& path, std::size_t top, std::string_view progress
     readable.push_back(file);
   }
   bool first = true;
-  if (resolved->dbs.size() >= 2 && readable.size() >= 2) {
+  nlohmann::ordered_json profiles = nlohmann::ordered_json::array();
+  if (!json && resolved->dbs.size() >= 2 && readable.size() >= 2) {
     StatusOr<db::ClusterStats> cluster = [&] {
       WorkProgress line(progress, "gpuprof stats", "cluster summary");
       return db::ComputeClusterStats(readable, line.progress());
@@ -110,9 +113,26 @@ int RunStats(const std::string& path, std::size_t top, std::string_view progress
       exit_code = kExitFailure;
       continue;
     }
+    db::FindingsOptions finding_options;
+    finding_options.include_warmup = include_warmup;
+    StatusOr<db::FindingsReport> findings = db::ComputeFindings(**reader, file, finding_options);
+    if (!findings.ok()) {
+      PrintError(err, findings.status());
+      exit_code = kExitFailure;
+      continue;
+    }
+    if (json) {
+      profiles.push_back(StatsJson(*stats, *findings));
+      continue;
+    }
     if (!first) out << "\n" << std::string(100, '=') << "\n\n";
     first = false;
-    PrintStats(out, *stats);
+    PrintStats(out, *stats, &*findings);
+  }
+  if (json) {
+    const nlohmann::ordered_json document = {
+        {"schema", "gpuprof.stats"}, {"version", kStatsJsonVersion}, {"path", path}, {"profiles", profiles}};
+    out << document.dump(2) << "\n";
   }
   return exit_code;
 }
@@ -465,6 +485,16 @@ DbCommands::DbCommands(CLI::App& app) {
       ->type_name("TABLE")
       ->check(CLI::IsMember({"metrics", "ranges"}))
       ->excludes(top);
+  stats_
+      ->add_option("--format", stats_format_,
+                   "text (the default) or json: one document with each profile's figures and findings, for "
+                   "scripts and CI checks (its shape: docs/json_output.md)")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  stats_->add_flag("--include-warmup", include_warmup_,
+                   "Count the first step in the findings (left out by default: it pays one-time work such as "
+                   "allocator growth, module loading and autotuning)");
 
   export_ = app.add_subcommand(
       "export",
@@ -536,7 +566,8 @@ int DbCommands::Run(std::ostream& out, std::ostream& err) const {
   if (stats_->parsed()) {
     if (csv_ == "ranges") return RunRangeCsv(stats_path_, out, err);
     if (csv_ == "metrics") return RunStatsCsv(stats_path_, out, err);
-    return RunStats(stats_path_, top_, stats_settings_->value(progress), out, err);
+    return RunStats(stats_path_, top_, stats_format_ == "json", include_warmup_,
+                    stats_settings_->value(progress), out, err);
   }
   if (export_->parsed())
     return RunExport(export_path_, format_, output_, force_, export_settings_->value(progress), out, err);

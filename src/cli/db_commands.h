@@ -58,6 +58,8 @@ class DbCommands {
   std::string stats_path_;
   std::size_t top_ = 15;
   std::string csv_;  // --csv's table: "" (none), "metrics" or "ranges"
+  std::string stats_format_ = "text";
+  bool include_warmup_ = false;
   std::string export_path_;
   std::string format_ = "perfetto";
   std::string output_;

@@ -11,6 +11,7 @@
 
 #include "base/utf8.h"
 #include "cli/db_commands.h"
+#include "cli/findings_output.h"
 #include "cli/report.h"
 #include "db/cluster_stats.h"
 #include "db/stats.h"
@@ -368,7 +369,7 @@ void PrintReplayStats(std::ostream& out, const db::ProfileStats& stats) {
   }
 }
 
-void PrintStats(std::ostream& out, const db::ProfileStats& stats) {
+void PrintStats(std::ostream& out, const db::ProfileStats& stats, const db::FindingsReport* findings) {
   out << "gpuprof stats: " << stats.path << "\n";
   std::vector<std::string> facts;
   if (stats.rank.has_value()) facts.push_back("rank " + IdOrNotSet(*stats.rank));
@@ -395,6 +396,10 @@ void PrintStats(std::ostream& out, const db::ProfileStats& stats) {
   }
   for (const std::string& note : stats.data_notes) out << "  note: " << note << "\n";
   out << "\n";
+  if (findings != nullptr) {
+    PrintFindings(out, *findings);
+    out << "\n";
+  }
   PrintOps(out, stats);
   out << "\n";
   PrintKernels(out, stats);

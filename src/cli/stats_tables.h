@@ -9,13 +9,15 @@
 
 namespace gpuprof::db {
 struct ClusterStats;
+struct FindingsReport;
 struct ProfileStats;
 }  // namespace gpuprof::db
 
 namespace gpuprof::cli {
 
-// One profile's sections, under its path.
-void PrintStats(std::ostream& out, const db::ProfileStats& stats);
+// One profile's sections, under its path; its findings first when `findings` is not null.
+void PrintStats(std::ostream& out, const db::ProfileStats& stats,
+                const db::FindingsReport* findings = nullptr);
 
 // The cluster summary `stats` prints first for two or more DBs (db/cluster_stats.h).
 void PrintCluster(std::ostream& out, const std::string& path, const db::ClusterStats& cluster,

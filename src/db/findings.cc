@@ -24,7 +24,8 @@ void KeepLongest(std::vector<FindingEvidence>& evidence, std::size_t max) {
     return a.duration_ns != b.duration_ns ? a.duration_ns > b.duration_ns : a.start_ns < b.start_ns;
   };
   if (evidence.size() > max) {
-    std::nth_element(evidence.begin(), evidence.begin() + static_cast<std::ptrdiff_t>(max), evidence.end(), longer);
+    std::nth_element(evidence.begin(), evidence.begin() + static_cast<std::ptrdiff_t>(max), evidence.end(),
+                     longer);
     evidence.resize(max);
   }
   std::sort(evidence.begin(), evidence.end(), longer);
@@ -56,8 +57,8 @@ StatusOr<RuleResult> CommunicationNotOverlapped(const FindingContext& ctx) {
 
 // The name of a row's `name` column, through STRING_IDS where the DB has it.
 std::string NameSql(const ProfileReader& reader, const std::string& column) {
-  return reader.HasStringValues() ? "COALESCE((SELECT value FROM STRING_IDS WHERE id = " + column + "), CAST(" +
-                                        column + " AS TEXT))"
+  return reader.HasStringValues() ? "COALESCE((SELECT value FROM STRING_IDS WHERE id = " + column +
+                                        "), CAST(" + column + " AS TEXT))"
                                   : "CAST(" + column + " AS TEXT)";
 }
 
@@ -82,7 +83,8 @@ StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string&
       ++result.occurrences;
       result.evidence.push_back({std::string(query.Text(0)), step.id, from, inside, query.Int(3), ""});
       // Bounded memory over millions of rows: trim to the longest now and then.
-      if (result.evidence.size() >= 64 * ctx.max_evidence + 1024) KeepLongest(result.evidence, ctx.max_evidence);
+      if (result.evidence.size() >= 64 * ctx.max_evidence + 1024)
+        KeepLongest(result.evidence, ctx.max_evidence);
     }
   }
   KeepLongest(result.evidence, ctx.max_evidence);
@@ -93,9 +95,10 @@ StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string&
   // The innermost op around each kept row on its thread (few rows: the evidence).
   GPUPROF_ASSIGN_OR_RETURN(
       Query innermost,
-      ctx.reader.Prepare("SELECT " + NameSql(ctx.reader, "p.name") +
-                         " FROM PYTORCH_API p WHERE p.globalTid = ?1 AND p.startNs <= ?2 AND p.endNs >= ?3 "
-                         "ORDER BY p.endNs - p.startNs LIMIT 1"));
+      ctx.reader.Prepare(
+          "SELECT " + NameSql(ctx.reader, "p.name") +
+          " AS n FROM PYTORCH_API p WHERE p.globalTid = ?1 AND p.startNs <= ?2 AND p.endNs >= ?3 "
+          "AND n NOT LIKE 'ProfilerStep#%' ORDER BY p.endNs - p.startNs LIMIT 1"));
   for (FindingEvidence& e : result.evidence) {
     innermost.Reset();
     innermost.BindInt(1, e.global_tid);
@@ -118,13 +121,15 @@ StatusOr<RuleResult> SyncInStep(const FindingContext& ctx) {
   if (!has) return RuleResult{};
   const std::string name = NameSql(ctx.reader, "name");
   return FromIntervals(ctx,
-                       "SELECT * FROM (SELECT " + name + " AS n, startNs, endNs, globalTid FROM CANN_API) WHERE n IN (" +
+                       "SELECT * FROM (SELECT " + name +
+                           " AS n, startNs, endNs, globalTid FROM CANN_API) WHERE n IN (" +
                            std::string(kSyncCalls) + ") ORDER BY startNs",
                        /*with_context=*/true);
 }
 
 StatusOr<RuleResult> GcPause(const FindingContext& ctx) {
-  GPUPROF_ASSIGN_OR_RETURN(const bool has, ctx.reader.HasColumns("GC_RECORD", {"startNs", "endNs", "globalTid"}));
+  GPUPROF_ASSIGN_OR_RETURN(const bool has,
+                           ctx.reader.HasColumns("GC_RECORD", {"startNs", "endNs", "globalTid"}));
   if (!has) return RuleResult{};
   return FromIntervals(ctx, "SELECT 'gc', startNs, endNs, globalTid FROM GC_RECORD ORDER BY startNs",
                        /*with_context=*/true);
@@ -206,14 +211,19 @@ std::int64_t Median(std::vector<std::int64_t> values) {
 
 const std::vector<FindingRule>& FindingRules() { return kRules; }
 
+std::string EvidenceText(const FindingEvidence& evidence) {
+  const std::string step = StepName(evidence.step);
+  std::string text = Ms(evidence.duration_ns) + " ms (" + evidence.name;
+  if (evidence.name != step) text += " in " + step;
+  if (!evidence.context.empty()) text += ", " + evidence.context;
+  return text + ")";
+}
+
 std::string_view FindingSeverityName(FindingSeverity severity) {
   switch (severity) {
-    case FindingSeverity::kHigh:
-      return "high";
-    case FindingSeverity::kMedium:
-      return "medium";
-    case FindingSeverity::kLow:
-      break;
+    case FindingSeverity::kHigh: return "high";
+    case FindingSeverity::kMedium: return "medium";
+    case FindingSeverity::kLow: break;
   }
   return "low";
 }
@@ -237,7 +247,8 @@ StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const Prof
     std::vector<std::int64_t> others;
     for (const RankStepStats* step : ctx.steps) others.push_back(step->duration_ns);
     report.note = "step " + std::to_string(first.id) + " is left out as warm-up (" + Ms(first.duration_ns) +
-                  " ms against a median of " + Ms(Median(others)) + " ms for the others); --include-warmup counts it";
+                  " ms against a median of " + Ms(Median(others)) +
+                  " ms for the others); --include-warmup counts it";
   }
   for (const RankStepStats* step : ctx.steps) report.considered_ns += step->duration_ns;
   report.steps_considered = ctx.steps.size();
@@ -258,14 +269,12 @@ StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const Prof
     finding.occurrences = result.occurrences;
     finding.evidence = std::move(result.evidence);
     char figures[96];
-    std::snprintf(figures, sizeof figures, "%.2f ms per step (%.1f %% of step time)", finding.at_stake_ms_per_step,
-                  finding.at_stake_percent);
+    std::snprintf(figures, sizeof figures, "%.2f ms per step (%.1f %% of step time)",
+                  finding.at_stake_ms_per_step, finding.at_stake_percent);
     finding.summary = std::string(rule.title) + ": " + figures + ", " + std::to_string(finding.occurrences) +
                       (finding.occurrences == 1 ? " occurrence" : " occurrences");
     if (!finding.evidence.empty()) {
-      const FindingEvidence& top = finding.evidence.front();
-      finding.summary += "; the longest " + Ms(top.duration_ns) + " ms (" + top.name + " in " + StepName(top.step) +
-                         (top.context.empty() ? "" : ", " + top.context) + ")";
+      finding.summary += "; the longest " + EvidenceText(finding.evidence.front());
     }
     report.findings.push_back(std::move(finding));
   }

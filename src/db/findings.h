@@ -27,12 +27,12 @@ struct FindingContext;
 struct RuleResult;
 
 struct FindingRule {
-  std::string_view id;        // stable, for scripts: "gc-pause"
-  std::string_view title;     // one line: "Python garbage collection pauses inside steps"
-  std::string_view measures;  // what the time at stake is
-  double threshold = 0;       // fires when the time at stake is at least this share of step time
-  std::string_view advice;    // why it costs time
-  std::string_view fix;       // what to try
+  std::string_view id;            // stable, for scripts: "gc-pause"
+  std::string_view title;         // one line: "Python garbage collection pauses inside steps"
+  std::string_view measures;      // what the time at stake is
+  double threshold = 0;           // fires when the time at stake is at least this share of step time
+  std::string_view advice;        // why it costs time
+  std::string_view fix;           // what to try
   std::string_view evidence_sql;  // run with sqlite3 on the DB: the evidence rows, longest first
   StatusOr<RuleResult> (*evaluate)(const FindingContext&) = nullptr;
 };
@@ -42,13 +42,16 @@ const std::vector<FindingRule>& FindingRules();
 
 // One occurrence behind a finding: a GC pause, a synchronizing call, an idle step, ...
 struct FindingEvidence {
-  std::string name;          // the call, op or step it is
-  std::int64_t step = -1;    // STEP_TIME id; -1 for the whole run
+  std::string name;        // the call, op or step it is
+  std::int64_t step = -1;  // STEP_TIME id; -1 for the whole run
   std::int64_t start_ns = 0;
   std::int64_t duration_ns = 0;  // inside the step
   std::int64_t global_tid = 0;   // the host thread, for host-side evidence (0 for steps)
   std::string context;           // what the host was doing then ("in aten::item"), or ""
 };
+
+// "12.3 ms (gc in step 4, in aten::mm)", or "(step 4)" for a step's own figure.
+std::string EvidenceText(const FindingEvidence& evidence);
 
 enum class FindingSeverity : std::uint8_t { kLow, kMedium, kHigh };
 std::string_view FindingSeverityName(FindingSeverity severity);  // "low", "medium", "high"
@@ -72,11 +75,11 @@ struct FindingsOptions {
 struct FindingsReport {
   std::vector<Finding> findings;  // those that fired, by time at stake (largest first)
   std::uint64_t steps_considered = 0;
-  std::int64_t considered_ns = 0;   // their summed duration
-  bool whole_run = false;           // no steps: the run is one step
+  std::int64_t considered_ns = 0;          // their summed duration
+  bool whole_run = false;                  // no steps: the run is one step
   std::vector<std::int64_t> warmup_steps;  // left out as warm-up (ids)
   std::int64_t warmup_ns = 0;
-  std::string note;  // what was left out and why, for the reader ("" when nothing)
+  std::string note;    // what was left out and why, for the reader ("" when nothing)
   std::string absent;  // why there are no findings to compute ("" when steps or a session span exist)
 };
 

@@ -1,0 +1,109 @@
+#include "cli/findings_output.h"
+
+#include <algorithm>
+#include <string>
+
+#include "base/utf8.h"
+#include "cli/report.h"
+
+namespace gpuprof::cli {
+namespace {
+
+// Nanoseconds as milliseconds in JSON: a number, not text (3 decimals: microseconds).
+double JsonMs(std::int64_t ns) { return static_cast<double>(ns / 1000) / 1e3; }
+double Round(double value, double unit) { return static_cast<double>(static_cast<std::int64_t>(value / unit + 0.5)) * unit; }
+
+}  // namespace
+
+void PrintFindings(std::ostream& out, const db::FindingsReport& report, std::size_t limit) {
+  if (!report.absent.empty()) {
+    out << "Findings: none computed (" << report.absent << ")\n";
+    return;
+  }
+  out << "Findings (" << report.steps_considered << (report.whole_run ? " run without steps" : " steps") << ", "
+      << FormatMillis(report.considered_ns) << " ms)";
+  if (report.findings.empty()) out << ": nothing above its threshold";
+  out << "\n";
+  if (!report.note.empty()) out << "  note: " << report.note << "\n";
+  std::size_t shown = 0;
+  for (const db::Finding& f : report.findings) {
+    if (limit > 0 && shown == limit) {
+      out << "  ... " << report.findings.size() - shown << " more: gpuprof stats PATH\n";
+      break;
+    }
+    ++shown;
+    out << "  [" << db::FindingSeverityName(f.severity) << "] " << base::PrintableText(f.summary) << "\n";
+    for (std::size_t i = 1; i < f.evidence.size() && i < 3; ++i) {
+      out << "      also " << base::PrintableText(db::EvidenceText(f.evidence[i])) << "\n";
+    }
+    out << "      fix: " << f.rule->fix << "\n";
+  }
+}
+
+nlohmann::ordered_json FindingsJson(const db::FindingsReport& report) {
+  nlohmann::ordered_json findings = nlohmann::ordered_json::array();
+  for (const db::Finding& f : report.findings) {
+    nlohmann::ordered_json evidence = nlohmann::ordered_json::array();
+    for (const db::FindingEvidence& e : f.evidence) {
+      nlohmann::ordered_json row = {{"name", base::PrintableText(e.name)},
+                            {"step", e.step},
+                            {"start_ns", e.start_ns},
+                            {"duration_ms", JsonMs(e.duration_ns)}};
+      if (!e.context.empty()) row["context"] = base::PrintableText(e.context);
+      evidence.push_back(std::move(row));
+    }
+    findings.push_back({{"id", f.rule->id},
+                        {"title", f.rule->title},
+                        {"severity", db::FindingSeverityName(f.severity)},
+                        {"measures", f.rule->measures},
+                        {"at_stake_ms", JsonMs(f.at_stake_ns)},
+                        {"at_stake_ms_per_step",
+                         JsonMs(f.at_stake_ns / static_cast<std::int64_t>(std::max<std::uint64_t>(1, report.steps_considered)))},
+                        {"at_stake_percent", Round(f.at_stake_percent, 1e-2)},
+                        {"threshold_percent", Round(100 * f.rule->threshold, 1e-2)},
+                        {"occurrences", f.occurrences},
+                        {"evidence", std::move(evidence)},
+                        {"evidence_sql", f.rule->evidence_sql},
+                        {"advice", f.rule->advice},
+                        {"fix", f.rule->fix}});
+  }
+  nlohmann::ordered_json out = {{"steps_considered", report.steps_considered},
+                        {"considered_ms", JsonMs(report.considered_ns)},
+                        {"whole_run", report.whole_run},
+                        {"warmup_steps", report.warmup_steps},
+                        {"warmup_ms", JsonMs(report.warmup_ns)},
+                        {"findings", std::move(findings)}};
+  if (!report.note.empty()) out["note"] = report.note;
+  if (!report.absent.empty()) out["absent"] = report.absent;
+  return out;
+}
+
+nlohmann::ordered_json StatsJson(const db::ProfileStats& stats, const db::FindingsReport& findings) {
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  for (const db::OpStat& op : stats.top_ops_by_total) {
+    ops.push_back({{"name", base::PrintableText(op.name)},
+                   {"calls", op.totals.calls},
+                   {"total_ms", JsonMs(op.totals.total_ns)},
+                   {"self_ms", JsonMs(op.totals.self_ns)}});
+  }
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
+  for (const db::KernelStat& k : stats.top_kernels) {
+    kernels.push_back(
+        {{"name", base::PrintableText(k.name)}, {"calls", k.calls}, {"total_ms", JsonMs(k.total_ns)}});
+  }
+  nlohmann::ordered_json out = {{"path", stats.path},
+                        {"op_calls", stats.op_calls},
+                        {"kernel_calls", stats.kernel_calls},
+                        {"kernel_ms", JsonMs(stats.kernel_total_ns)},
+                        {"step_count", stats.step_count},
+                        {"step_total_ms", JsonMs(stats.step_total_ns)},
+                        {"gc_count", stats.gc_count},
+                        {"gc_total_ms", JsonMs(stats.gc_total_ns)},
+                        {"top_ops", std::move(ops)},
+                        {"top_kernels", std::move(kernels)},
+                        {"findings", FindingsJson(findings)}};
+  out["rank"] = stats.rank.has_value() ? nlohmann::ordered_json(*stats.rank) : nlohmann::ordered_json(nullptr);
+  return out;
+}
+
+}  // namespace gpuprof::cli

@@ -1,0 +1,25 @@
+// The findings of db/findings.h as the CLI shows them: a text block (stats, run's summary) and the
+// JSON document of `gpuprof stats --format json` (docs/json_output.md, versioned). Formatting
+// only: every figure comes from db::ComputeFindings / db::ComputeStats.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "db/findings.h"
+#include "db/stats.h"
+
+namespace gpuprof::cli {
+
+// The version of the JSON shape; raised when a field changes meaning or goes away.
+inline constexpr int kStatsJsonVersion = 1;
+
+// "Findings" block: one line per finding with its numbers, its longest evidence and the fix; what
+// was left out as warm-up. `limit` findings at most (0: all).
+void PrintFindings(std::ostream& out, const db::FindingsReport& report, std::size_t limit = 0);
+
+// One finding / one profile's stats and findings, as documented in docs/json_output.md.
+nlohmann::ordered_json FindingsJson(const db::FindingsReport& report);
+nlohmann::ordered_json StatsJson(const db::ProfileStats& stats, const db::FindingsReport& findings);
+
+}  // namespace gpuprof::cli

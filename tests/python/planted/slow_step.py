@@ -1,0 +1,57 @@
+"""A small CPU training loop that plants one cause of slow steps (issue 41's findings), or none.
+
+    python3 slow_step.py MODE OUT.json    MODE: gc | dataloader | clean
+
+gc: every step collects a heap of reference cycles (automatic collection is off, so the pauses are
+exactly the planted ones); dataloader: every sample takes 25 ms to load. OUT.json receives what was
+planted per iteration, measured here: gc_ms (the gc.collect() call) and wait_ms (next(loader)).
+"""
+import gc
+import json
+import sys
+import time
+
+import torch
+
+mode, out = sys.argv[1], sys.argv[2]
+gc.disable()  # only the planted collections
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+
+class Samples(torch.utils.data.Dataset):
+    def __len__(self):
+        return 10**6
+
+    def __getitem__(self, i):
+        if mode == "dataloader":
+            time.sleep(0.025)
+        return torch.ones(64), torch.zeros(1)
+
+
+planted = []
+loader = iter(torch.utils.data.DataLoader(Samples(), batch_size=1))
+for step in range(8):
+    start = time.perf_counter()
+    x, y = next(loader)
+    waited = time.perf_counter() - start
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    collected = 0.0
+    if mode == "gc":
+        junk = []
+        for i in range(150000):
+            a = {}
+            a["b"] = {"a": a}
+            junk.append(a)
+        del junk
+        start = time.perf_counter()
+        gc.collect()
+        collected = time.perf_counter() - start
+    time.sleep(0.01)
+    planted.append({"gc_ms": collected * 1e3, "wait_ms": waited * 1e3})
+with open(out, "w") as f:
+    json.dump(planted, f)

@@ -1,0 +1,132 @@
+"""The findings of `gpuprof stats` on CPU programs that plant one cause of slow steps, and on their
+clean twin (issue 41): the finding fires with its evidence (names and steps) and a time at stake
+within 20 % of what the program measured, stays silent on the twin, and `--format json` carries the
+same figures as the text. Needs torch and the PyTorch hooks (GPUPROF_LIB_DIR, GPUPROF_CLI)."""
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAM = os.path.join(HERE, "planted", "slow_step.py")
+SCHEMA = os.path.join(HERE, "..", "..", "docs", "stats.schema.json")
+TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def schema_errors(value, schema, where="$"):
+    """What in `value` breaks `schema` (the subset docs/stats.schema.json uses: type, const, enum,
+    required, properties, items); [] when nothing does."""
+    errors = []
+    types = schema.get("type")
+    if types is not None:
+        types = types if isinstance(types, list) else [types]
+
+        def is_a(kind):
+            if kind == "integer":
+                return isinstance(value, int) and not isinstance(value, bool)
+            if kind == "number":
+                return isinstance(value, (int, float)) and not isinstance(value, bool)
+            return isinstance(value, TYPES[kind])
+        if not any(is_a(kind) for kind in types):
+            return [f"{where}: {value!r} is not {types}"]
+    if "const" in schema and value != schema["const"]:
+        errors.append(f"{where}: {value!r} is not {schema['const']!r}")
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{where}: {value!r} is not one of {schema['enum']}")
+    if isinstance(value, dict):
+        errors += [f"{where}: no {key}" for key in schema.get("required", []) if key not in value]
+        for key, sub in schema.get("properties", {}).items():
+            if key in value:
+                errors += schema_errors(value[key], sub, f"{where}.{key}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            errors += schema_errors(item, schema["items"], f"{where}[{i}]")
+    return errors
+
+try:
+    import torch  # noqa: F401
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not importable")
+class PlantedFindingsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="gpuprof_findings_")
+        cls.runs = {}
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "GPUPROF_WORKER_NAME")}
+        for mode in ("gc", "dataloader", "clean"):
+            out = os.path.join(cls.dir, mode)
+            planted = os.path.join(cls.dir, mode + ".json")
+            run = subprocess.run([os.environ["GPUPROF_CLI"], "run", "-o", out, "--", sys.executable, PROGRAM, mode,
+                                  planted], capture_output=True, text=True, timeout=300, env=env)
+            assert run.returncode == 0, run.stderr
+            text = subprocess.run([os.environ["GPUPROF_CLI"], "stats", out], capture_output=True, text=True,
+                                  timeout=120)
+            doc = subprocess.run([os.environ["GPUPROF_CLI"], "stats", out, "--format", "json"], capture_output=True,
+                                 text=True, timeout=120)
+            assert text.returncode == 0 and doc.returncode == 0, text.stderr + doc.stderr
+            with open(planted) as f:
+                cls.runs[mode] = (json.loads(doc.stdout), text.stdout, json.load(f))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def findings(self, mode):
+        doc = self.runs[mode][0]
+        self.assertEqual((doc["schema"], doc["version"]), ("gpuprof.stats", 1))
+        self.assertEqual(len(doc["profiles"]), 1)
+        return {f["id"]: f for f in doc["profiles"][0]["findings"]["findings"]}
+
+    def check_planted(self, mode, finding_id, planted_key, evidence_name):
+        found = self.findings(mode)
+        self.assertIn(finding_id, found, self.runs[mode][1])
+        finding = found[finding_id]
+        planted = statistics.median(row[planted_key] for row in self.runs[mode][2])
+        self.assertAlmostEqual(finding["at_stake_ms_per_step"], planted, delta=0.2 * planted)
+        steps = self.runs[mode][0]["profiles"][0]["findings"]["steps_considered"]
+        self.assertEqual(finding["occurrences"], steps, "one planted occurrence per considered step")
+        for row in finding["evidence"]:
+            self.assertTrue(row["name"].startswith(evidence_name), row)
+            self.assertGreaterEqual(row["step"], 2, "the warm-up step is left out")
+        # The text shows the same figures.
+        text = self.runs[mode][1]
+        line = next(line for line in text.splitlines() if finding["title"] in line)
+        per_step, percent = re.search(r": ([0-9.]+) ms per step \(([0-9.]+) % of step time\)", line).groups()
+        self.assertAlmostEqual(float(per_step), finding["at_stake_ms_per_step"], delta=0.006)
+        self.assertAlmostEqual(float(percent), finding["at_stake_percent"], delta=0.06)
+        self.assertIn(finding["fix"], text)
+        self.assertIn("left out as warm-up", text)
+
+    def test_gc_pauses(self):
+        self.check_planted("gc", "gc-pause", "gc_ms", "gc")
+        self.assertNotIn("dataloader-wait", self.findings("gc"))
+
+    def test_starved_dataloader(self):
+        self.check_planted("dataloader", "dataloader-wait", "wait_ms", "enumerate(DataLoader)")
+        self.assertNotIn("gc-pause", self.findings("dataloader"))
+
+    def test_every_document_follows_the_documented_schema(self):
+        with open(SCHEMA) as f:
+            schema = json.load(f)
+        for mode, (doc, _, _) in self.runs.items():
+            self.assertEqual(schema_errors(doc, schema), [], mode)
+        broken = dict(self.runs["gc"][0], version="1")
+        self.assertNotEqual(schema_errors(broken, schema), [], "the check itself can fail")
+
+    def test_clean_twin_has_no_finding(self):
+        self.assertEqual(self.findings("clean"), {}, self.runs["clean"][1])
+        self.assertIn("nothing above its threshold", self.runs["clean"][1])
+
+
+if __name__ == "__main__":
+    unittest.main()
