@@ -32,12 +32,13 @@ class FindingsTest : public ::testing::Test {
     std::string sql = "INSERT INTO SESSION_TIME_INFO VALUES (" + std::to_string(kBase) + ", " +
                       std::to_string(StepStart(7)) + ");";
     for (int id = 1; id <= 6; ++id) {
-      sql += "INSERT INTO STEP_TIME VALUES (" + std::to_string(id) + ", " + std::to_string(StepStart(id)) + ", " +
-             std::to_string(StepStart(id + 1)) + ");";
+      sql += "INSERT INTO STEP_TIME VALUES (" + std::to_string(id) + ", " + std::to_string(StepStart(id)) +
+             ", " + std::to_string(StepStart(id + 1)) + ");";
     }
-    sql += "INSERT INTO STRING_IDS VALUES (1, 'aten::item'), (2, 'cudaStreamSynchronize'), "
-           "(3, 'enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__'), (4, 'aten::mm'), "
-           "(5, 'cudaLaunchKernel');";
+    sql +=
+        "INSERT INTO STRING_IDS VALUES (1, 'aten::item'), (2, 'cudaStreamSynchronize'), "
+        "(3, 'enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__'), (4, 'aten::mm'), "
+        "(5, 'cudaLaunchKernel');";
     Exec(sql);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
