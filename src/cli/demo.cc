@@ -661,7 +661,8 @@ StatusOr<DemoOutcome> DemoRun::Run() {
   if (writer_) {
     GPUPROF_ASSIGN_OR_RETURN(outcome.db_path, FinishProfile());
     out_ << "\nprofile database: " << outcome.db_path << '\n'
-         << "  (read it with 'gpuprof stats', 'gpuprof export --format perfetto', 'gpuprof check')\n";
+         << "  see it as a page that opens offline: gpuprof report " << outcome.db_path << "\n"
+         << "  (or read it with 'gpuprof stats', 'gpuprof export --format perfetto', 'gpuprof check')\n";
   }
   out_ << "\nresults match an unreplayed run: " << (match ? "yes" : "no") << '\n';
   out_ << "(finished in " << seconds << " s)\n" << std::flush;

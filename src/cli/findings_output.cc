@@ -11,7 +11,9 @@ namespace {
 
 // Nanoseconds as milliseconds in JSON: a number, not text (3 decimals: microseconds).
 double JsonMs(std::int64_t ns) { return static_cast<double>(ns / 1000) / 1e3; }
-double Round(double value, double unit) { return static_cast<double>(static_cast<std::int64_t>(value / unit + 0.5)) * unit; }
+double Round(double value, double unit) {
+  return static_cast<double>(static_cast<std::int64_t>(value / unit + 0.5)) * unit;
+}
 
 }  // namespace
 
@@ -20,8 +22,8 @@ void PrintFindings(std::ostream& out, const db::FindingsReport& report, std::siz
     out << "Findings: none computed (" << report.absent << ")\n";
     return;
   }
-  out << "Findings (" << report.steps_considered << (report.whole_run ? " run without steps" : " steps") << ", "
-      << FormatMillis(report.considered_ns) << " ms)";
+  out << "Findings (" << report.steps_considered << (report.whole_run ? " run without steps" : " steps")
+      << ", " << FormatMillis(report.considered_ns) << " ms)";
   if (report.findings.empty()) out << ": nothing above its threshold";
   out << "\n";
   if (!report.note.empty()) out << "  note: " << report.note << "\n";
@@ -46,33 +48,34 @@ nlohmann::ordered_json FindingsJson(const db::FindingsReport& report) {
     nlohmann::ordered_json evidence = nlohmann::ordered_json::array();
     for (const db::FindingEvidence& e : f.evidence) {
       nlohmann::ordered_json row = {{"name", base::PrintableText(e.name)},
-                            {"step", e.step},
-                            {"start_ns", e.start_ns},
-                            {"duration_ms", JsonMs(e.duration_ns)}};
+                                    {"step", e.step},
+                                    {"start_ns", e.start_ns},
+                                    {"duration_ms", JsonMs(e.duration_ns)}};
       if (!e.context.empty()) row["context"] = base::PrintableText(e.context);
       evidence.push_back(std::move(row));
     }
-    findings.push_back({{"id", f.rule->id},
-                        {"title", f.rule->title},
-                        {"severity", db::FindingSeverityName(f.severity)},
-                        {"measures", f.rule->measures},
-                        {"at_stake_ms", JsonMs(f.at_stake_ns)},
-                        {"at_stake_ms_per_step",
-                         JsonMs(f.at_stake_ns / static_cast<std::int64_t>(std::max<std::uint64_t>(1, report.steps_considered)))},
-                        {"at_stake_percent", Round(f.at_stake_percent, 1e-2)},
-                        {"threshold_percent", Round(100 * f.rule->threshold, 1e-2)},
-                        {"occurrences", f.occurrences},
-                        {"evidence", std::move(evidence)},
-                        {"evidence_sql", f.rule->evidence_sql},
-                        {"advice", f.rule->advice},
-                        {"fix", f.rule->fix}});
+    findings.push_back(
+        {{"id", f.rule->id},
+         {"title", f.rule->title},
+         {"severity", db::FindingSeverityName(f.severity)},
+         {"measures", f.rule->measures},
+         {"at_stake_ms", JsonMs(f.at_stake_ns)},
+         {"at_stake_ms_per_step", JsonMs(f.at_stake_ns / static_cast<std::int64_t>(std::max<std::uint64_t>(
+                                                             1, report.steps_considered)))},
+         {"at_stake_percent", Round(f.at_stake_percent, 1e-2)},
+         {"threshold_percent", Round(100 * f.rule->threshold, 1e-2)},
+         {"occurrences", f.occurrences},
+         {"evidence", std::move(evidence)},
+         {"evidence_sql", f.rule->evidence_sql},
+         {"advice", f.rule->advice},
+         {"fix", f.rule->fix}});
   }
   nlohmann::ordered_json out = {{"steps_considered", report.steps_considered},
-                        {"considered_ms", JsonMs(report.considered_ns)},
-                        {"whole_run", report.whole_run},
-                        {"warmup_steps", report.warmup_steps},
-                        {"warmup_ms", JsonMs(report.warmup_ns)},
-                        {"findings", std::move(findings)}};
+                                {"considered_ms", JsonMs(report.considered_ns)},
+                                {"whole_run", report.whole_run},
+                                {"warmup_steps", report.warmup_steps},
+                                {"warmup_ms", JsonMs(report.warmup_ns)},
+                                {"findings", std::move(findings)}};
   if (!report.note.empty()) out["note"] = report.note;
   if (!report.absent.empty()) out["absent"] = report.absent;
   return out;
@@ -92,17 +95,18 @@ nlohmann::ordered_json StatsJson(const db::ProfileStats& stats, const db::Findin
         {{"name", base::PrintableText(k.name)}, {"calls", k.calls}, {"total_ms", JsonMs(k.total_ns)}});
   }
   nlohmann::ordered_json out = {{"path", stats.path},
-                        {"op_calls", stats.op_calls},
-                        {"kernel_calls", stats.kernel_calls},
-                        {"kernel_ms", JsonMs(stats.kernel_total_ns)},
-                        {"step_count", stats.step_count},
-                        {"step_total_ms", JsonMs(stats.step_total_ns)},
-                        {"gc_count", stats.gc_count},
-                        {"gc_total_ms", JsonMs(stats.gc_total_ns)},
-                        {"top_ops", std::move(ops)},
-                        {"top_kernels", std::move(kernels)},
-                        {"findings", FindingsJson(findings)}};
-  out["rank"] = stats.rank.has_value() ? nlohmann::ordered_json(*stats.rank) : nlohmann::ordered_json(nullptr);
+                                {"op_calls", stats.op_calls},
+                                {"kernel_calls", stats.kernel_calls},
+                                {"kernel_ms", JsonMs(stats.kernel_total_ns)},
+                                {"step_count", stats.step_count},
+                                {"step_total_ms", JsonMs(stats.step_total_ns)},
+                                {"gc_count", stats.gc_count},
+                                {"gc_total_ms", JsonMs(stats.gc_total_ns)},
+                                {"top_ops", std::move(ops)},
+                                {"top_kernels", std::move(kernels)},
+                                {"findings", FindingsJson(findings)}};
+  out["rank"] =
+      stats.rank.has_value() ? nlohmann::ordered_json(*stats.rank) : nlohmann::ordered_json(nullptr);
   return out;
 }
 

@@ -27,23 +27,7 @@ struct Suggestion {
 
 std::vector<Suggestion> Suggestions(const db::ReportDb& db) {
   std::vector<Suggestion> out;
-  const db::RankStats& split = db.split;
-  if (split.step_total_ns > 0) {
-    const double idle = static_cast<double>(split.idle_ns) / static_cast<double>(split.step_total_ns);
-    const double comm =
-        static_cast<double>(split.communication_not_overlapped_ns) / static_cast<double>(split.step_total_ns);
-    if (idle > 0.05) {
-      out.push_back(
-          {idle, Percent(split.idle_ns, split.step_total_ns) +
-                     "% of the step time is idle: the device waits on the host (data loading, Python, "
-                     "launch overhead). Look at the host ops of the slowest steps."});
-    }
-    if (comm > 0.05) {
-      out.push_back({comm, Percent(split.communication_not_overlapped_ns, split.step_total_ns) +
-                               "% of the step time is communication not overlapped with compute: overlap it "
-                               "(bucketed all-reduce) or reduce it."});
-    }
-  }
+  // Idle and communication are findings (db/findings.h); these are where the time goes.
   if (!db.stats.top_kernels.empty() && db.stats.kernel_total_ns > 0) {
     const db::KernelStat& k = db.stats.top_kernels.front();
     const double share = static_cast<double>(k.total_ns) / static_cast<double>(db.stats.kernel_total_ns);
@@ -114,7 +98,44 @@ std::string Overview(const HtmlReportInput& input) {
           "<p class=\"note\">" + HtmlEscape((input.dbs.size() > 1 ? DbLabel(db) + ": " : "") + note) + "</p>";
     }
   }
-  out += "<h3>What to look at first</h3><ol class=\"suggestions\">";
+  // The findings (db/findings.h): why the steps are slow, each with its numbers, evidence and fix.
+  out += "<h3>Findings</h3>";
+  for (const db::ReportDb& db : input.dbs) {
+    const db::FindingsReport& f = db.findings;
+    const std::string who = input.dbs.size() > 1 ? DbLabel(db) + ": " : "";
+    if (!f.absent.empty()) {
+      out += "<p class=\"note\">" + HtmlEscape(who + "no findings (" + f.absent + ")") + "</p>";
+      continue;
+    }
+    if (!f.note.empty()) out += "<p class=\"note\">" + HtmlEscape(who + f.note) + "</p>";
+    if (f.findings.empty()) {
+      out += "<p>" +
+             HtmlEscape(who + "nothing above its threshold over " + std::to_string(f.steps_considered) +
+                        (f.whole_run ? " run" : " steps")) +
+             "</p>";
+      continue;
+    }
+    out += "<ol class=\"findings\">";
+    for (const db::Finding& finding : f.findings) {
+      const std::string_view severity = db::FindingSeverityName(finding.severity);
+      out += "<li class=\"finding " + std::string(severity) + "\" data-finding=\"" +
+             std::string(finding.rule->id) + "\" data-at-stake-ms-per-step=\"" +
+             FormatFixed(finding.at_stake_ms_per_step, 3) + "\"><b>" + std::string(severity) + "</b> " +
+             HtmlEscape(who + finding.summary) +
+             "<br><span class=\"fix\">Fix: " + HtmlEscape(std::string(finding.rule->fix)) + "</span>";
+      if (finding.evidence.size() > 1) {
+        out += "<details><summary>Evidence (" + std::to_string(finding.occurrences) +
+               " in all; the longest " + std::to_string(finding.evidence.size()) + ")</summary><ul>";
+        for (const db::FindingEvidence& e : finding.evidence)
+          out += "<li>" + HtmlEscape(db::EvidenceText(e)) + "</li>";
+        out += "</ul><p class=\"note\">SQL: <code>" + HtmlEscape(std::string(finding.rule->evidence_sql)) +
+               "</code></p></details>";
+      }
+      out += "</li>";
+    }
+    out += "</ol>";
+  }
+  out += "<h3>Where the time goes</h3><ol class=\"suggestions\">";
   std::vector<Suggestion> all;
   for (const db::ReportDb& db : input.dbs) {
     for (Suggestion& s : Suggestions(db)) {
@@ -125,8 +146,7 @@ std::string Overview(const HtmlReportInput& input) {
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.share > b.share; });
   if (all.size() > 6) all.resize(6);
   for (const Suggestion& s : all) out += "<li>" + HtmlEscape(s.text) + "</li>";
-  if (all.empty())
-    out += "<li>Nothing stands out: no idle, communication, kernel or op time to speak of.</li>";
+  if (all.empty()) out += "<li>No kernel or op time to speak of.</li>";
   out += "</ol>";
   for (const db::ReportDb& db : input.dbs) {
     if (db.config_json.empty()) continue;

@@ -5,15 +5,19 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <sstream>
 #include <string_view>
 #include <vector>
 
 #include "base/utf8.h"
 #include "cli/db_commands.h"
+#include "cli/findings_output.h"
 #include "cli/report.h"
 #include "cli/result_file.h"
 #include "cli/run_application.h"
+#include "db/findings.h"
 #include "db/output_layout.h"
 #include "db/profile_reader.h"
 #include "db/stats.h"
@@ -24,6 +28,7 @@ namespace {
 
 // Rows per table in the summary: enough to see where time goes; `gpuprof stats` shows more.
 constexpr std::size_t kSummaryRows = 5;
+constexpr std::size_t kSummaryFindings = 3;
 constexpr std::size_t kMaxNameChars = 100;
 
 std::string Ms(std::int64_t ns) {
@@ -64,11 +69,31 @@ std::string ShortName(std::string_view raw) {
   return name.substr(0, cut) + "...";
 }
 
+// No kernels (a CPU run): the host ops with the most self time instead, where its time went.
+void PrintHostOps(std::ostream& report, const db::ProfileStats& stats) {
+  using Align = TextTable::Align;
+  report << "  Kernels: none ran on a GPU";
+  if (stats.top_ops_by_self.empty()) {
+    report << ", and no PyTorch op was recorded\n";
+    return;
+  }
+  report << "; top PyTorch ops by self time on the host (" << stats.op_calls << " calls):\n";
+  TextTable table(
+      {{"calls", Align::kRight}, {"self ms", Align::kRight}, {"%", Align::kRight}, {"name", Align::kLeft}});
+  std::size_t rows = 0;
+  for (const db::OpStat& op : stats.top_ops_by_self) {
+    if (op.name.rfind("ProfilerStep#", 0) == 0) continue;  // the step itself, not an op to look at
+    if (rows++ == kSummaryRows) break;
+    table.AddRow({std::to_string(op.totals.calls), Ms(op.totals.self_ns),
+                  Percent(op.totals.self_ns, stats.op_self_sum_ns), ShortName(op.name)});
+  }
+  table.Print(report, "    ");
+}
+
 void PrintKernels(std::ostream& report, const db::ProfileStats& stats) {
   using Align = TextTable::Align;
   if (stats.top_kernels.empty()) {
-    report << "  Kernels: none" << (stats.kernels_absent.empty() ? "" : " (" + stats.kernels_absent + ")")
-           << "\n";
+    PrintHostOps(report, stats);
   } else {
     report << "  Top kernels by total time (" << stats.kernel_calls << " launches of " << stats.kernel_names
            << " kernels, " << Ms(stats.kernel_total_ns) << " ms on the device)\n";
@@ -131,13 +156,34 @@ void PrintDbSummary(std::ostream& report, const std::string& path) {
     report << "gpuprof: warning: cannot summarize it: " << stats.status().message() << "\n";
     return;
   }
+  StatusOr<db::FindingsReport> findings =
+      db::ComputeFindings(**reader, db::ProfileDbFile{path, std::nullopt});
+  if (stats->step_count > 0 && findings.ok() && findings->steps_considered > 0 && !findings->whole_run) {
+    report << "  Steps: " << stats->step_count << ", "
+           << Ms(findings->considered_ns / static_cast<std::int64_t>(findings->steps_considered))
+           << " ms each on average";
+    if (!findings->warmup_steps.empty()) {
+      report << " (step " << findings->warmup_steps.front() << ", " << Ms(findings->warmup_ns)
+             << " ms, left out as warm-up)";
+    }
+    report << "\n";
+  }
   PrintKernels(report, *stats);
   StatusOr<db::ApiSummary> api = db::ComputeApiSummary(**reader, kSummaryRows);
   if (!api.ok()) {
-    report << "gpuprof: warning: cannot read its CUDA API rows: " << api.status().message() << "\n";
-  } else {
+    report << "gpuprof: warning: cannot read its CUDA API calls: " << api.status().message() << "\n";
+  } else if (!api->top.empty() || !stats->top_kernels.empty()) {
     PrintApi(report, *api);
   }
+  if (!findings.ok()) {
+    report << "gpuprof: warning: cannot compute its findings: " << findings.status().message() << "\n";
+  } else if (!findings->findings.empty()) {
+    std::ostringstream block;
+    PrintFindings(block, *findings, kSummaryFindings);
+    std::istringstream lines(block.str());
+    for (std::string line; std::getline(lines, line);) report << "  " << line << "\n";
+  }
+  report << "  Report: gpuprof report " << ShellWord(path) << "   (an HTML page that opens offline)\n";
   report << "  More: gpuprof stats " << ShellWord(path) << " (or export, check)\n";
 }
 

@@ -230,8 +230,13 @@ std::string_view FindingSeverityName(FindingSeverity severity) {
 
 StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const ProfileDbFile& file,
                                          const FindingsOptions& options) {
-  FindingsReport report;
   GPUPROF_ASSIGN_OR_RETURN(RankStats split, ComputeRankStats(file, WithoutSteps::kWholeRunWithoutSteps));
+  return ComputeFindings(reader, split, options);
+}
+
+StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const RankStats& split,
+                                         const FindingsOptions& options) {
+  FindingsReport report;
   if (split.steps.empty()) {
     report.absent = split.steps_absent.empty() ? "no steps and no session span" : split.steps_absent;
     return report;

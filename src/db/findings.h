@@ -85,6 +85,9 @@ struct FindingsReport {
 
 StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const ProfileDbFile& file,
                                          const FindingsOptions& options = {});
+// The same over a split already computed with WithoutSteps::kWholeRunWithoutSteps (the report's).
+StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const RankStats& split,
+                                         const FindingsOptions& options = {});
 
 // ---- for the rules' evaluate functions (findings.cc) ------------------------------------------
 

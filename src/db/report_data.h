@@ -15,6 +15,7 @@
 
 #include "base/progress.h"
 #include "db/cluster_stats.h"
+#include "db/findings.h"
 #include "db/profile_reader.h"
 #include "db/stats.h"
 #include "gpuprof/status.h"
@@ -82,7 +83,8 @@ struct StepTimeline {
 
 struct ReportDb {
   ProfileStats stats;
-  RankStats split;  // whole_run: no steps, one step over the session
+  RankStats split;          // whole_run: no steps, one step over the session
+  FindingsReport findings;  // over `split` (the first step left out as warm-up)
   std::vector<MemoryCurve> memory;
   std::vector<OpLaunchStat> op_launches;         // by task time, the top ones
   std::vector<OpMemoryStat> top_allocating_ops;  // by bytes allocated over the run, the top ones

@@ -62,6 +62,7 @@ class PlantedFindingsTest(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="gpuprof_findings_")
         cls.runs = {}
+        cls.summaries = {}  # mode: (gpuprof run's last lines, the report page)
         env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "GPUPROF_WORKER_NAME")}
         for mode in ("gc", "dataloader", "clean"):
             out = os.path.join(cls.dir, mode)
@@ -74,8 +75,15 @@ class PlantedFindingsTest(unittest.TestCase):
             doc = subprocess.run([os.environ["GPUPROF_CLI"], "stats", out, "--format", "json"], capture_output=True,
                                  text=True, timeout=120)
             assert text.returncode == 0 and doc.returncode == 0, text.stderr + doc.stderr
+            page = os.path.join(cls.dir, mode + ".html")
+            report = subprocess.run([os.environ["GPUPROF_CLI"], "report", out, "-o", page], capture_output=True,
+                                    text=True, timeout=120)
+            assert report.returncode == 0, report.stderr
+            with open(page) as f:
+                html = f.read()
             with open(planted) as f:
                 cls.runs[mode] = (json.loads(doc.stdout), text.stdout, json.load(f))
+            cls.summaries[mode] = (run.stderr, html)
 
     @classmethod
     def tearDownClass(cls):
@@ -122,6 +130,26 @@ class PlantedFindingsTest(unittest.TestCase):
             self.assertEqual(schema_errors(doc, schema), [], mode)
         broken = dict(self.runs["gc"][0], version="1")
         self.assertNotEqual(schema_errors(broken, schema), [], "the check itself can fail")
+
+    def test_run_ends_with_the_steps_the_top_finding_and_the_report_command(self):
+        summary = self.summaries["gc"][0]
+        self.assertRegex(summary, r"Steps: 8, [0-9.]+ ms each on average \(step 1, [0-9.]+ ms, left out as warm-up\)")
+        self.assertIn("[high] Python garbage collection pauses inside steps", summary)
+        self.assertIn("Report: gpuprof report '", summary)
+        self.assertIn("Kernels: none ran on a GPU; top PyTorch ops by self time", summary)
+        for schema_word in ("TASK", "PYTORCH_API", "CONNECTION_IDS"):
+            self.assertNotIn(schema_word, summary)
+        self.assertNotIn("[high]", self.summaries["clean"][0])
+
+    def test_report_shows_the_findings_with_the_figures_of_the_json(self):
+        for mode in ("gc", "dataloader", "clean"):
+            html = self.summaries[mode][1]
+            shown = dict(re.findall(r'data-finding="([a-z-]+)" data-at-stake-ms-per-step="([0-9.]+)"', html))
+            expected = {k: f["at_stake_ms_per_step"] for k, f in self.findings(mode).items()}
+            self.assertEqual(set(shown), set(expected), mode)
+            for key, value in shown.items():
+                self.assertAlmostEqual(float(value), expected[key], delta=0.0015, msg=key)
+            self.assertLess(html.index("<h3>Findings</h3>"), html.index("Top ops"), "findings come first")
 
     def test_clean_twin_has_no_finding(self):
         self.assertEqual(self.findings("clean"), {}, self.runs["clean"][1])

@@ -1,10 +1,12 @@
 """A small CPU training loop that plants one cause of slow steps (issue 41's findings), or none.
 
-    python3 slow_step.py MODE OUT.json    MODE: gc | dataloader | clean
+    python3 slow_step.py MODE OUT.json    MODE: gc | dataloader | sync | clean
 
 gc: every step collects a heap of reference cycles (automatic collection is off, so the pauses are
-exactly the planted ones); dataloader: every sample takes 25 ms to load. OUT.json receives what was
-planted per iteration, measured here: gc_ms (the gc.collect() call) and wait_ms (next(loader)).
+exactly the planted ones); dataloader: every sample takes 25 ms to load; sync (needs a GPU): every
+step queues 20 ms of matrix products and waits for them with torch.cuda.synchronize(). OUT.json
+receives what was planted per iteration, measured here: gc_ms (the gc.collect() call), wait_ms
+(next(loader)) and sync_ms (the synchronize call).
 """
 import gc
 import json
@@ -51,7 +53,16 @@ for step in range(8):
         start = time.perf_counter()
         gc.collect()
         collected = time.perf_counter() - start
+    synced = 0.0
+    if mode == "sync":
+        a = torch.ones(4096, 4096, device="cuda")
+        start = time.perf_counter()
+        while time.perf_counter() - start < 0.02:  # queue about 20 ms of device work
+            a = a @ a * 1e-4
+        start = time.perf_counter()
+        torch.cuda.synchronize()
+        synced = time.perf_counter() - start
     time.sleep(0.01)
-    planted.append({"gc_ms": collected * 1e3, "wait_ms": waited * 1e3})
+    planted.append({"gc_ms": collected * 1e3, "wait_ms": waited * 1e3, "sync_ms": synced * 1e3})
 with open(out, "w") as f:
     json.dump(planted, f)
