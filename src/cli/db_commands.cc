@@ -18,6 +18,7 @@
 #include "base/utf8.h"
 #include "cli/cli11.h"
 #include "cli/default_output.h"
+#include "cli/diff_output.h"
 #include "cli/exit_codes.h"
 #include "cli/findings_output.h"
 #include "cli/help_formatter.h"
@@ -27,6 +28,7 @@
 #include "cli/stats_tables.h"
 #include "db/check.h"
 #include "db/cluster_stats.h"
+#include "db/diff.h"
 #include "db/findings.h"
 #include "db/output_file.h"
 #include "db/output_layout.h"
@@ -419,6 +421,44 @@ bool CheckAnalysisBeside(const std::string& db_path, const db::ProfileReader& pr
   return true;
 }
 
+// `gpuprof diff A B`: the DBs of A and B paired in rank order (one pair for two single runs).
+int RunDiff(const std::string& a, const std::string& b, std::size_t top, bool json, bool include_warmup,
+            std::ostream& out, std::ostream& err) {
+  std::optional<db::ResolvedProfiles> ra = Resolve(a, err);
+  std::optional<db::ResolvedProfiles> rb = Resolve(b, err);
+  if (!ra.has_value() || !rb.has_value()) return kExitFailure;
+  if (ra->dbs.size() != rb->dbs.size()) {
+    err << "gpuprof: error: " << a << " holds " << ra->dbs.size() << " profile DB(s) and " << b << " holds "
+        << rb->dbs.size() << "; name one DB or one rank directory on each side to compare them\n";
+    return kExitUsage;
+  }
+  db::DiffOptions options;
+  options.top = top;
+  options.include_warmup = include_warmup;
+  nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
+  int exit_code = kExitOk;
+  for (std::size_t i = 0; i < ra->dbs.size(); ++i) {
+    StatusOr<db::ProfileDiff> diff = db::DiffProfiles(ra->dbs[i], rb->dbs[i], options);
+    if (!diff.ok()) {
+      PrintError(err, diff.status());
+      exit_code = kExitFailure;
+      continue;
+    }
+    if (json) {
+      pairs.push_back(DiffJson(*diff));
+      continue;
+    }
+    if (i > 0) out << "\n" << std::string(100, '=') << "\n\n";
+    PrintDiff(out, *diff);
+  }
+  if (json) {
+    const nlohmann::ordered_json document = {
+        {"schema", "gpuprof.diff"}, {"version", kDiffJsonVersion}, {"a", a}, {"b", b}, {"pairs", pairs}};
+    out << document.dump(2) << "\n";
+  }
+  return exit_code;
+}
+
 int RunCheck(const std::string& path, std::string_view progress, std::ostream& out, std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
@@ -545,12 +585,29 @@ DbCommands::DbCommands(CLI::App& app) {
       "check", "Check a profile's schema and joins against the format (one line per problem; exit 1 if any)");
   check_->add_option("PATH", check_path_, path_help)->required();
   check_settings_ = std::make_unique<SettingOptions>(*check_, base::kDbCommand);
+
+  diff_ = app.add_subcommand(
+      "diff",
+      "Compare two profiles step by step (B against A): the step time, each op by name and input shapes, "
+      "each kernel and the peak memory, each with its spread over the steps, so that a change inside the "
+      "noise is not reported as one");
+  diff_->add_option("A", diff_a_, "The baseline: a DB, a run directory, or a directory of rank DBs")
+      ->required();
+  diff_->add_option("B", diff_b_, "The profile compared with it (the same kind of path)")->required();
+  diff_->add_option("--top", diff_top_, "Rows per table")
+      ->check(CLI::Range(std::size_t{1}, kMaxTop))
+      ->capture_default_str();
+  diff_->add_option("--format", diff_format_, "text (the default) or json (its shape: docs/json_output.md)")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  diff_->add_flag("--include-warmup", diff_include_warmup_, "Compare the first step of each run too");
 }
 
 DbCommands::~DbCommands() = default;
 
 bool DbCommands::parsed() const {
-  return stats_->parsed() || export_->parsed() || report_->parsed() || check_->parsed();
+  return stats_->parsed() || export_->parsed() || report_->parsed() || check_->parsed() || diff_->parsed();
 }
 
 std::string DbCommands::HelpCommand() const {
@@ -558,6 +615,7 @@ std::string DbCommands::HelpCommand() const {
   if (export_->parsed()) return "gpuprof export --help";
   if (report_->parsed()) return "gpuprof report --help";
   if (check_->parsed()) return "gpuprof check --help";
+  if (diff_->parsed()) return "gpuprof diff --help";
   return "";
 }
 
@@ -576,6 +634,8 @@ int DbCommands::Run(std::ostream& out, std::ostream& err) const {
                      report_settings_->value(progress), out, err);
   }
   if (check_->parsed()) return RunCheck(check_path_, check_settings_->value(progress), out, err);
+  if (diff_->parsed())
+    return RunDiff(diff_a_, diff_b_, diff_top_, diff_format_ == "json", diff_include_warmup_, out, err);
   return kExitUsage;
 }
 

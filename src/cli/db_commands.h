@@ -1,6 +1,6 @@
-// The profile-database subcommands of `gpuprof`: `stats`, `export` and `check` (the read side,
-// src/db/profile_reader.h). Each takes a PATH that is a .db, an *_ascend_pt directory, or a
-// directory of them (one DB per rank).
+// The profile-database subcommands of `gpuprof`: `stats`, `export`, `report`, `check` and `diff` (the read
+// side, src/db/profile_reader.h). Each takes a PATH that is a .db, an *_ascend_pt directory, or a directory
+// of them (one DB per rank).
 //
 // Exit codes, as for every gpuprof command: 0 success, 1 bad input or a failed check (a message
 // names the file, the problem and the fix), 2 usage (unknown --format, an unknown flag).
@@ -36,14 +36,14 @@ int RunRangeCsv(const std::string& path, std::ostream& out, std::ostream& err);
 
 class DbCommands {
  public:
-  // Registers the four subcommands (stats, export, report, check) on `app`; the object holds their flags, so
-  // it must outlive parsing and Run().
+  // Registers the five subcommands (stats, export, report, check, diff) on `app`; the object holds their
+  // flags, so it must outlive parsing and Run().
   explicit DbCommands(CLI::App& app);
   ~DbCommands();
   DbCommands(const DbCommands&) = delete;
   DbCommands& operator=(const DbCommands&) = delete;
 
-  // True when one of the four subcommands was parsed.
+  // True when one of the five subcommands was parsed.
   bool parsed() const;
   // "gpuprof <parsed subcommand> --help", or "" when none of them was parsed.
   std::string HelpCommand() const;
@@ -55,6 +55,7 @@ class DbCommands {
   CLI::App* export_ = nullptr;
   CLI::App* report_ = nullptr;
   CLI::App* check_ = nullptr;
+  CLI::App* diff_ = nullptr;
   std::string stats_path_;
   std::size_t top_ = 15;
   std::string csv_;  // --csv's table: "" (none), "metrics" or "ranges"
@@ -69,6 +70,11 @@ class DbCommands {
   bool report_force_ = false;
   std::size_t report_top_ = 25;
   std::string check_path_;
+  std::string diff_a_;
+  std::string diff_b_;
+  std::size_t diff_top_ = 15;
+  std::string diff_format_ = "text";
+  bool diff_include_warmup_ = false;
   std::unique_ptr<SettingOptions> stats_settings_;  // --progress of each
   std::unique_ptr<SettingOptions> export_settings_;
   std::unique_ptr<SettingOptions> report_settings_;

@@ -18,7 +18,8 @@ add_library(gpuprof_db_reader STATIC
   check_schema.cc
   check_rows.cc
   report_data.cc
-  findings.cc)
+  findings.cc
+  diff.cc)
 add_library(gpuprof::db_reader ALIAS gpuprof_db_reader)
 target_link_libraries(gpuprof_db_reader
   PUBLIC gpuprof::base gpuprof::db_sqlite

@@ -1,12 +1,13 @@
 """A small CPU training loop that plants one cause of slow steps (issue 41's findings), or none.
 
-    python3 slow_step.py MODE OUT.json    MODE: gc | dataloader | sync | clean
+    python3 slow_step.py MODE OUT.json    MODE: gc | dataloader | sync | slow_op | clean
 
 gc: every step collects a heap of reference cycles (automatic collection is off, so the pauses are
 exactly the planted ones); dataloader: every sample takes 25 ms to load; sync (needs a GPU): every
-step queues 20 ms of matrix products and waits for them with torch.cuda.synchronize(). OUT.json
+step queues 20 ms of matrix products and waits for them with torch.cuda.synchronize(); slow_op: the
+op "planted_op" (5 ms in every mode) takes 20 ms. OUT.json
 receives what was planted per iteration, measured here: gc_ms (the gc.collect() call), wait_ms
-(next(loader)) and sync_ms (the synchronize call).
+(next(loader)), sync_ms (the synchronize call) and op_ms (planted_op).
 """
 import gc
 import json
@@ -42,6 +43,10 @@ for step in range(8):
     opt.zero_grad()
     loss.backward()
     opt.step()
+    start = time.perf_counter()
+    with torch.autograd.profiler.record_function("planted_op"):
+        time.sleep(0.020 if mode == "slow_op" else 0.005)
+    op = time.perf_counter() - start
     collected = 0.0
     if mode == "gc":
         junk = []
@@ -63,6 +68,6 @@ for step in range(8):
         torch.cuda.synchronize()
         synced = time.perf_counter() - start
     time.sleep(0.01)
-    planted.append({"gc_ms": collected * 1e3, "wait_ms": waited * 1e3, "sync_ms": synced * 1e3})
+    planted.append({"gc_ms": collected * 1e3, "wait_ms": waited * 1e3, "sync_ms": synced * 1e3, "op_ms": op * 1e3})
 with open(out, "w") as f:
     json.dump(planted, f)

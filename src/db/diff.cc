@@ -1,0 +1,207 @@
+// Two profiles compared step by step (diff.h): per-step sums of each op and kernel, their means and
+// spreads, and the noise test.
+#include "db/diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "db/cluster_stats.h"
+#include "db/stats.h"
+
+namespace gpuprof::db {
+namespace {
+
+// One profile's per-step figures.
+struct Side {
+  std::vector<std::pair<std::int64_t, std::int64_t>> steps;  // considered steps' [start, end), by start
+  std::vector<double> step_ms;
+  // key -> time per considered step (ms) and calls over them.
+  std::map<std::string, std::pair<std::vector<double>, std::uint64_t>> ops;
+  std::map<std::string, std::pair<std::vector<double>, std::uint64_t>> kernels;
+  std::vector<MemoryPeak> memory;
+  std::vector<std::int64_t> warmup;
+};
+
+std::string NameSql(const ProfileReader& reader, const std::string& column) {
+  return reader.HasStringValues()
+             ? "COALESCE((SELECT value FROM STRING_IDS WHERE id = " + column + "), CAST(" + column + " AS TEXT))"
+             : "CAST(" + column + " AS TEXT)";
+}
+
+// Adds each row of `sql` (key, startNs, endNs, by start) to the step holding its start.
+Status PerStep(const ProfileReader& reader, const std::string& sql, const Side& side,
+               std::map<std::string, std::pair<std::vector<double>, std::uint64_t>>* out) {
+  GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare(sql));
+  std::size_t step = 0;
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    const std::int64_t start = query.Int(1);
+    while (step < side.steps.size() && side.steps[step].second <= start) ++step;
+    if (step == side.steps.size()) break;
+    if (start < side.steps[step].first) continue;
+    auto& [times, calls] = (*out)[std::string(query.Text(0))];
+    if (times.empty()) times.assign(side.steps.size(), 0.0);
+    times[step] += static_cast<double>(query.Int(2) - start) / 1e6;
+    ++calls;
+  }
+  return OkStatus();
+}
+
+StatusOr<Side> ReadSide(const ProfileDbFile& file, const DiffOptions& options) {
+  GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<ProfileReader> reader, ProfileReader::Open(file.path));
+  GPUPROF_ASSIGN_OR_RETURN(RankStats split, ComputeRankStats(file, WithoutSteps::kWholeRunWithoutSteps));
+  Side side;
+  for (std::size_t i = 0; i < split.steps.size(); ++i) {
+    if (i == 0 && split.steps.size() >= 2 && !options.include_warmup) {
+      side.warmup.push_back(split.steps[i].id);
+      continue;
+    }
+    side.steps.emplace_back(split.steps[i].start_ns, split.steps[i].end_ns);
+    side.step_ms.push_back(static_cast<double>(split.steps[i].duration_ns) / 1e6);
+  }
+  std::sort(side.steps.begin(), side.steps.end());
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_ops, reader->HasColumns("PYTORCH_API", {"startNs", "endNs", "name"}));
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_shapes, reader->HasColumns("PYTORCH_API", {"inputShapes"}));
+  if (has_ops) {
+    const std::string key = has_shapes ? "(" + NameSql(*reader, "name") + " || CASE WHEN inputShapes IS NULL OR " +
+                                             NameSql(*reader, "inputShapes") + " = '' THEN '' ELSE ' [' || " +
+                                             NameSql(*reader, "inputShapes") + " || ']' END)"
+                                       : NameSql(*reader, "name");
+    GPUPROF_RETURN_IF_ERROR(PerStep(*reader,
+                                    "SELECT * FROM (SELECT " + key +
+                                        " AS k, startNs, endNs FROM PYTORCH_API) WHERE k NOT LIKE 'ProfilerStep#%' "
+                                        "ORDER BY startNs",
+                                    side, &side.ops));
+  }
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_tasks, reader->HasColumns("TASK", {"startNs", "endNs", "globalTaskId"}));
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_info, reader->HasColumns("COMPUTE_TASK_INFO", {"globalTaskId", "name"}));
+  if (has_tasks && has_info) {
+    GPUPROF_RETURN_IF_ERROR(PerStep(*reader,
+                                    "SELECT " + NameSql(*reader, "c.name") +
+                                        ", t.startNs, t.endNs FROM TASK t JOIN COMPUTE_TASK_INFO c ON "
+                                        "c.globalTaskId = t.globalTaskId ORDER BY t.startNs",
+                                    side, &side.kernels));
+  }
+  StatsOptions stats_options;
+  stats_options.top = 1;
+  GPUPROF_ASSIGN_OR_RETURN(ProfileStats stats, ComputeStats(*reader, stats_options));
+  side.memory = std::move(stats.memory);
+  return side;
+}
+
+double Mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+double Stddev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double mean = Mean(v);
+  double sum = 0;
+  for (double x : v) sum += (x - mean) * (x - mean);
+  return std::sqrt(sum / static_cast<double>(v.size() - 1));
+}
+
+// `a` and `b`: the figure per step in each profile (zeros where a step lacks it).
+ComparedFigure Compare(std::string kind, std::string name, const std::vector<double>& a, const std::vector<double>& b,
+                       double floor) {
+  ComparedFigure f;
+  f.kind = std::move(kind);
+  f.name = std::move(name);
+  f.a_mean = Mean(a);
+  f.b_mean = Mean(b);
+  f.a_stddev = Stddev(a);
+  f.b_stddev = Stddev(b);
+  f.delta = f.b_mean - f.a_mean;
+  f.delta_percent = f.a_mean > 0 ? 100.0 * f.delta / f.a_mean : (f.b_mean > 0 ? 100.0 : 0.0);
+  const double na = static_cast<double>(std::max<std::size_t>(1, a.size()));
+  const double nb = static_cast<double>(std::max<std::size_t>(1, b.size()));
+  f.noise = 3.0 * std::sqrt(f.a_stddev * f.a_stddev / na + f.b_stddev * f.b_stddev / nb);
+  f.changed = std::abs(f.delta) > f.noise && std::abs(f.delta) > floor;
+  return f;
+}
+
+// Every key of A and B compared; changed first, then by |delta|, the top ones kept.
+std::vector<ComparedFigure> CompareAll(const std::string& kind,
+                                       const std::map<std::string, std::pair<std::vector<double>, std::uint64_t>>& a,
+                                       const std::map<std::string, std::pair<std::vector<double>, std::uint64_t>>& b,
+                                       std::size_t a_steps, std::size_t b_steps, double floor, std::size_t top,
+                                       std::uint64_t* compared, std::uint64_t* changed) {
+  std::vector<ComparedFigure> out;
+  auto per_step = [](const auto& map, const std::string& key, std::size_t steps) {
+    auto it = map.find(key);
+    return it == map.end() ? std::make_pair(std::vector<double>(steps, 0.0), std::uint64_t{0}) : it->second;
+  };
+  std::vector<std::string> keys;
+  for (const auto& entry : a) keys.push_back(entry.first);
+  for (const auto& entry : b) {
+    if (a.find(entry.first) == a.end()) keys.push_back(entry.first);
+  }
+  for (const std::string& key : keys) {
+    auto [a_times, a_calls] = per_step(a, key, a_steps);
+    auto [b_times, b_calls] = per_step(b, key, b_steps);
+    ComparedFigure f = Compare(kind, key, a_times, b_times, floor);
+    f.a_calls = a_calls;
+    f.b_calls = b_calls;
+    *changed += f.changed ? 1 : 0;
+    out.push_back(std::move(f));
+  }
+  *compared = keys.size();
+  std::stable_sort(out.begin(), out.end(), [](const ComparedFigure& x, const ComparedFigure& y) {
+    if (x.changed != y.changed) return x.changed;
+    return std::abs(x.delta) > std::abs(y.delta);
+  });
+  if (out.size() > top) out.resize(top);
+  return out;
+}
+
+}  // namespace
+
+StatusOr<ProfileDiff> DiffProfiles(const ProfileDbFile& a, const ProfileDbFile& b, const DiffOptions& options) {
+  GPUPROF_ASSIGN_OR_RETURN(Side sa, ReadSide(a, options));
+  GPUPROF_ASSIGN_OR_RETURN(Side sb, ReadSide(b, options));
+  ProfileDiff diff;
+  diff.a_path = a.path;
+  diff.b_path = b.path;
+  diff.a_steps = sa.steps.size();
+  diff.b_steps = sb.steps.size();
+  // A change smaller than 1 % of A's step time is not worth a line, whatever the spread.
+  const double floor = 0.01 * Mean(sa.step_ms);
+  diff.step = Compare("step", "step", sa.step_ms, sb.step_ms, floor);
+  diff.ops = CompareAll("op", sa.ops, sb.ops, sa.steps.size(), sb.steps.size(), floor, options.top,
+                        &diff.ops_compared, &diff.ops_changed);
+  // The DB separates the inputs' shapes with ";\r\n": one line per op here.
+  for (ComparedFigure& op : diff.ops) {
+    for (std::size_t at = op.name.find(";\r\n"); at != std::string::npos; at = op.name.find(";\r\n", at))
+      op.name.replace(at, 3, "; ");
+  }
+  diff.kernels = CompareAll("kernel", sa.kernels, sb.kernels, sa.steps.size(), sb.steps.size(), floor, options.top,
+                            &diff.kernels_compared, &diff.kernels_changed);
+  for (const MemoryPeak& pa : sa.memory) {
+    for (const MemoryPeak& pb : sb.memory) {
+      if (pa.device != pb.device || pa.component != pb.component) continue;
+      ComparedFigure f = Compare("memory", "peak allocated, device " + std::to_string(pa.device) + " " + pa.component,
+                                 {static_cast<double>(pa.peak_allocated)}, {static_cast<double>(pb.peak_allocated)},
+                                 0.01 * static_cast<double>(pa.peak_allocated));
+      diff.memory.push_back(std::move(f));
+    }
+  }
+  if (!sa.warmup.empty() || !sb.warmup.empty()) {
+    diff.note = "the first step of each run is left out as warm-up; --include-warmup counts it";
+  }
+  if (sa.steps.size() < 2 || sb.steps.size() < 2) {
+    diff.note += std::string(diff.note.empty() ? "" : "; ") +
+                 "with fewer than 2 steps in a run there is no spread: every difference above 1 % is reported";
+  }
+  return diff;
+}
+
+}  // namespace gpuprof::db
