@@ -10,6 +10,7 @@
 #include <optional>
 #include <ostream>
 #include <set>
+#include <sstream>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -459,11 +460,13 @@ int RunDiff(const std::string& a, const std::string& b, std::size_t top, bool js
   return exit_code;
 }
 
-int RunCheck(const std::string& path, std::string_view progress, std::ostream& out, std::ostream& err) {
+int RunCheck(const std::string& path, bool json, std::string_view progress, std::ostream& out,
+             std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
   int exit_code = kExitOk;
   std::size_t problems = 0;
+  nlohmann::ordered_json checked = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < resolved->dbs.size(); ++i) {
     const db::ProfileDbFile& file = resolved->dbs[i];
     StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(file.path);
@@ -481,15 +484,41 @@ int RunCheck(const std::string& path, std::string_view progress, std::ostream& o
       exit_code = kExitFailure;
       continue;
     }
-    for (const db::CheckProblem& problem : report->problems)
-      out << db::FormatProblem(file.path, problem) << "\n";
-    if (report->problems.empty()) {
-      out << "ok: " << file.path << " (" << report->tables << " tables, " << report->rows << " rows)\n";
-    } else {
+    if (!report->problems.empty()) {
       problems += report->problems.size();
       exit_code = kExitFailure;
     }
+    if (json) {
+      // The analysis.db's lines as they would print, one string each.
+      std::ostringstream analysis_lines;
+      if (!CheckAnalysisBeside(file.path, **reader, analysis_lines, err, &problems)) exit_code = kExitFailure;
+      nlohmann::ordered_json found = nlohmann::ordered_json::array();
+      for (const db::CheckProblem& problem : report->problems)
+        found.push_back({{"table", problem.table}, {"problem", base::PrintableText(problem.problem)}});
+      nlohmann::ordered_json analysis = nlohmann::ordered_json::array();
+      std::istringstream lines(analysis_lines.str());
+      for (std::string line; std::getline(lines, line);) analysis.push_back(base::PrintableText(line));
+      checked.push_back({{"path", file.path},
+                         {"ok", report->problems.empty()},
+                         {"tables", report->tables},
+                         {"rows", report->rows},
+                         {"problems", std::move(found)},
+                         {"analysis_db", std::move(analysis)}});
+      continue;
+    }
+    for (const db::CheckProblem& problem : report->problems)
+      out << db::FormatProblem(file.path, problem) << "\n";
+    if (report->problems.empty())
+      out << "ok: " << file.path << " (" << report->tables << " tables, " << report->rows << " rows)\n";
     if (!CheckAnalysisBeside(file.path, **reader, out, err, &problems)) exit_code = kExitFailure;
+  }
+  if (json) {
+    const nlohmann::ordered_json document = {{"schema", "gpuprof.check"},
+                                             {"version", 1},
+                                             {"path", path},
+                                             {"problems", problems},
+                                             {"dbs", std::move(checked)}};
+    out << document.dump(2) << "\n";
   }
   if (problems > 0) err << "gpuprof: check found " << problems << " problem(s)\n";
   return exit_code;
@@ -584,6 +613,10 @@ DbCommands::DbCommands(CLI::App& app) {
   check_ = app.add_subcommand(
       "check", "Check a profile's schema and joins against the format (one line per problem; exit 1 if any)");
   check_->add_option("PATH", check_path_, path_help)->required();
+  check_->add_option("--format", check_format_, "text (the default) or json (its shape: docs/json_output.md)")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   check_settings_ = std::make_unique<SettingOptions>(*check_, base::kDbCommand);
 
   diff_ = app.add_subcommand(
@@ -633,7 +666,8 @@ int DbCommands::Run(std::ostream& out, std::ostream& err) const {
     return RunReport(report_path_, report_output_, report_force_, report_top_,
                      report_settings_->value(progress), out, err);
   }
-  if (check_->parsed()) return RunCheck(check_path_, check_settings_->value(progress), out, err);
+  if (check_->parsed())
+    return RunCheck(check_path_, check_format_ == "json", check_settings_->value(progress), out, err);
   if (diff_->parsed())
     return RunDiff(diff_a_, diff_b_, diff_top_, diff_format_ == "json", diff_include_warmup_, out, err);
   return kExitUsage;

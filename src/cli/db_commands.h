@@ -70,6 +70,7 @@ class DbCommands {
   bool report_force_ = false;
   std::size_t report_top_ = 25;
   std::string check_path_;
+  std::string check_format_ = "text";
   std::string diff_a_;
   std::string diff_b_;
   std::size_t diff_top_ = 15;

@@ -13,7 +13,9 @@ constexpr std::size_t kMaxNameChars = 100;
 
 std::string Number(double value, int decimals = 3) { return FormatFixed(value, decimals); }
 
-std::string Signed(double value, int decimals = 3) { return (value > 0 ? "+" : "") + FormatFixed(value, decimals); }
+std::string Signed(double value, int decimals = 3) {
+  return (value > 0 ? "+" : "") + FormatFixed(value, decimals);
+}
 
 std::string ShortName(const std::string& raw) {
   std::string name = base::PrintableText(raw);
@@ -41,37 +43,32 @@ void PrintTable(std::ostream& out, const char* title, const std::vector<db::Comp
                    {"name", Align::kLeft}});
   for (const db::ComparedFigure& f : rows) {
     table.AddRow({f.changed ? "changed" : "", Number(f.a_mean), Number(f.b_mean), Signed(f.delta),
-                  Signed(f.delta_percent, 1), Number(f.noise), std::to_string(f.a_calls) + "/" + std::to_string(f.b_calls),
-                  ShortName(f.name)});
+                  Signed(f.delta_percent, 1), Number(f.noise),
+                  std::to_string(f.a_calls) + "/" + std::to_string(f.b_calls), ShortName(f.name)});
   }
   table.Print(out, "  ");
 }
 
 nlohmann::ordered_json FigureJson(const db::ComparedFigure& f) {
-  return {{"kind", f.kind},
-          {"name", base::PrintableText(f.name)},
-          {"a_mean", f.a_mean},
-          {"b_mean", f.b_mean},
-          {"a_stddev", f.a_stddev},
-          {"b_stddev", f.b_stddev},
-          {"a_calls", f.a_calls},
-          {"b_calls", f.b_calls},
-          {"delta", f.delta},
-          {"delta_percent", f.delta_percent},
-          {"noise", f.noise},
-          {"changed", f.changed}};
+  return {{"kind", f.kind},         {"name", base::PrintableText(f.name)},
+          {"a_mean", f.a_mean},     {"b_mean", f.b_mean},
+          {"a_stddev", f.a_stddev}, {"b_stddev", f.b_stddev},
+          {"a_calls", f.a_calls},   {"b_calls", f.b_calls},
+          {"delta", f.delta},       {"delta_percent", f.delta_percent},
+          {"noise", f.noise},       {"changed", f.changed}};
 }
 
 }  // namespace
 
 void PrintDiff(std::ostream& out, const db::ProfileDiff& diff) {
-  out << "gpuprof diff\n  A: " << base::PrintableText(diff.a_path) << "\n  B: " << base::PrintableText(diff.b_path)
-      << "\n  steps compared: A " << diff.a_steps << ", B " << diff.b_steps << "\n";
+  out << "gpuprof diff\n  A: " << base::PrintableText(diff.a_path)
+      << "\n  B: " << base::PrintableText(diff.b_path) << "\n  steps compared: A " << diff.a_steps << ", B "
+      << diff.b_steps << "\n";
   if (!diff.note.empty()) out << "  note: " << diff.note << "\n";
   const db::ComparedFigure& s = diff.step;
-  out << "\nStep time: A " << Number(s.a_mean) << " ± " << Number(s.a_stddev) << " ms, B " << Number(s.b_mean) << " ± "
-      << Number(s.b_stddev) << " ms: " << Signed(s.delta) << " ms (" << Signed(s.delta_percent, 1) << " %), "
-      << (s.changed ? "changed" : "within the noise (" + Number(s.noise) + " ms)") << "\n\n";
+  out << "\nStep time: A " << Number(s.a_mean) << " ± " << Number(s.a_stddev) << " ms, B " << Number(s.b_mean)
+      << " ± " << Number(s.b_stddev) << " ms: " << Signed(s.delta) << " ms (" << Signed(s.delta_percent, 1)
+      << " %), " << (s.changed ? "changed" : "within the noise (" + Number(s.noise) + " ms)") << "\n\n";
   PrintTable(out, "Ops by name and input shapes", diff.ops, diff.ops_compared, diff.ops_changed);
   out << "\n";
   PrintTable(out, "Kernels", diff.kernels, diff.kernels_compared, diff.kernels_changed);

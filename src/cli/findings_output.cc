@@ -22,7 +22,10 @@ void PrintFindings(std::ostream& out, const db::FindingsReport& report, std::siz
     out << "Findings: none computed (" << report.absent << ")\n";
     return;
   }
-  out << "Findings (" << report.steps_considered << (report.whole_run ? " run without steps" : " steps")
+  out << "Findings (" << report.steps_considered
+      << (report.whole_run               ? " run without steps"
+          : report.steps_considered == 1 ? " step"
+                                         : " steps")
       << ", " << FormatMillis(report.considered_ns) << " ms)";
   if (report.findings.empty()) out << ": nothing above its threshold";
   out << "\n";

@@ -28,9 +28,9 @@ struct Side {
 };
 
 std::string NameSql(const ProfileReader& reader, const std::string& column) {
-  return reader.HasStringValues()
-             ? "COALESCE((SELECT value FROM STRING_IDS WHERE id = " + column + "), CAST(" + column + " AS TEXT))"
-             : "CAST(" + column + " AS TEXT)";
+  return reader.HasStringValues() ? "COALESCE((SELECT value FROM STRING_IDS WHERE id = " + column +
+                                        "), CAST(" + column + " AS TEXT))"
+                                  : "CAST(" + column + " AS TEXT)";
 }
 
 // Adds each row of `sql` (key, startNs, endNs, by start) to the step holding its start.
@@ -66,21 +66,26 @@ StatusOr<Side> ReadSide(const ProfileDbFile& file, const DiffOptions& options) {
     side.step_ms.push_back(static_cast<double>(split.steps[i].duration_ns) / 1e6);
   }
   std::sort(side.steps.begin(), side.steps.end());
-  GPUPROF_ASSIGN_OR_RETURN(const bool has_ops, reader->HasColumns("PYTORCH_API", {"startNs", "endNs", "name"}));
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_ops,
+                           reader->HasColumns("PYTORCH_API", {"startNs", "endNs", "name"}));
   GPUPROF_ASSIGN_OR_RETURN(const bool has_shapes, reader->HasColumns("PYTORCH_API", {"inputShapes"}));
   if (has_ops) {
-    const std::string key = has_shapes ? "(" + NameSql(*reader, "name") + " || CASE WHEN inputShapes IS NULL OR " +
-                                             NameSql(*reader, "inputShapes") + " = '' THEN '' ELSE ' [' || " +
-                                             NameSql(*reader, "inputShapes") + " || ']' END)"
-                                       : NameSql(*reader, "name");
-    GPUPROF_RETURN_IF_ERROR(PerStep(*reader,
-                                    "SELECT * FROM (SELECT " + key +
-                                        " AS k, startNs, endNs FROM PYTORCH_API) WHERE k NOT LIKE 'ProfilerStep#%' "
-                                        "ORDER BY startNs",
-                                    side, &side.ops));
+    const std::string key = has_shapes
+                                ? "(" + NameSql(*reader, "name") + " || CASE WHEN inputShapes IS NULL OR " +
+                                      NameSql(*reader, "inputShapes") + " = '' THEN '' ELSE ' [' || " +
+                                      NameSql(*reader, "inputShapes") + " || ']' END)"
+                                : NameSql(*reader, "name");
+    GPUPROF_RETURN_IF_ERROR(
+        PerStep(*reader,
+                "SELECT * FROM (SELECT " + key +
+                    " AS k, startNs, endNs FROM PYTORCH_API) WHERE k NOT LIKE 'ProfilerStep#%' "
+                    "ORDER BY startNs",
+                side, &side.ops));
   }
-  GPUPROF_ASSIGN_OR_RETURN(const bool has_tasks, reader->HasColumns("TASK", {"startNs", "endNs", "globalTaskId"}));
-  GPUPROF_ASSIGN_OR_RETURN(const bool has_info, reader->HasColumns("COMPUTE_TASK_INFO", {"globalTaskId", "name"}));
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_tasks,
+                           reader->HasColumns("TASK", {"startNs", "endNs", "globalTaskId"}));
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_info,
+                           reader->HasColumns("COMPUTE_TASK_INFO", {"globalTaskId", "name"}));
   if (has_tasks && has_info) {
     GPUPROF_RETURN_IF_ERROR(PerStep(*reader,
                                     "SELECT " + NameSql(*reader, "c.name") +
@@ -111,8 +116,8 @@ double Stddev(const std::vector<double>& v) {
 }
 
 // `a` and `b`: the figure per step in each profile (zeros where a step lacks it).
-ComparedFigure Compare(std::string kind, std::string name, const std::vector<double>& a, const std::vector<double>& b,
-                       double floor) {
+ComparedFigure Compare(std::string kind, std::string name, const std::vector<double>& a,
+                       const std::vector<double>& b, double floor) {
   ComparedFigure f;
   f.kind = std::move(kind);
   f.name = std::move(name);
@@ -130,11 +135,10 @@ ComparedFigure Compare(std::string kind, std::string name, const std::vector<dou
 }
 
 // Every key of A and B compared; changed first, then by |delta|, the top ones kept.
-std::vector<ComparedFigure> CompareAll(const std::string& kind,
-                                       const std::map<std::string, std::pair<std::vector<double>, std::uint64_t>>& a,
-                                       const std::map<std::string, std::pair<std::vector<double>, std::uint64_t>>& b,
-                                       std::size_t a_steps, std::size_t b_steps, double floor, std::size_t top,
-                                       std::uint64_t* compared, std::uint64_t* changed) {
+std::vector<ComparedFigure> CompareAll(
+    const std::string& kind, const std::map<std::string, std::pair<std::vector<double>, std::uint64_t>>& a,
+    const std::map<std::string, std::pair<std::vector<double>, std::uint64_t>>& b, std::size_t a_steps,
+    std::size_t b_steps, double floor, std::size_t top, std::uint64_t* compared, std::uint64_t* changed) {
   std::vector<ComparedFigure> out;
   auto per_step = [](const auto& map, const std::string& key, std::size_t steps) {
     auto it = map.find(key);
@@ -165,7 +169,8 @@ std::vector<ComparedFigure> CompareAll(const std::string& kind,
 
 }  // namespace
 
-StatusOr<ProfileDiff> DiffProfiles(const ProfileDbFile& a, const ProfileDbFile& b, const DiffOptions& options) {
+StatusOr<ProfileDiff> DiffProfiles(const ProfileDbFile& a, const ProfileDbFile& b,
+                                   const DiffOptions& options) {
   GPUPROF_ASSIGN_OR_RETURN(Side sa, ReadSide(a, options));
   GPUPROF_ASSIGN_OR_RETURN(Side sb, ReadSide(b, options));
   ProfileDiff diff;
@@ -183,14 +188,15 @@ StatusOr<ProfileDiff> DiffProfiles(const ProfileDbFile& a, const ProfileDbFile& 
     for (std::size_t at = op.name.find(";\r\n"); at != std::string::npos; at = op.name.find(";\r\n", at))
       op.name.replace(at, 3, "; ");
   }
-  diff.kernels = CompareAll("kernel", sa.kernels, sb.kernels, sa.steps.size(), sb.steps.size(), floor, options.top,
-                            &diff.kernels_compared, &diff.kernels_changed);
+  diff.kernels = CompareAll("kernel", sa.kernels, sb.kernels, sa.steps.size(), sb.steps.size(), floor,
+                            options.top, &diff.kernels_compared, &diff.kernels_changed);
   for (const MemoryPeak& pa : sa.memory) {
     for (const MemoryPeak& pb : sb.memory) {
       if (pa.device != pb.device || pa.component != pb.component) continue;
-      ComparedFigure f = Compare("memory", "peak allocated, device " + std::to_string(pa.device) + " " + pa.component,
-                                 {static_cast<double>(pa.peak_allocated)}, {static_cast<double>(pb.peak_allocated)},
-                                 0.01 * static_cast<double>(pa.peak_allocated));
+      ComparedFigure f =
+          Compare("memory", "peak allocated, device " + std::to_string(pa.device) + " " + pa.component,
+                  {static_cast<double>(pa.peak_allocated)}, {static_cast<double>(pb.peak_allocated)},
+                  0.01 * static_cast<double>(pa.peak_allocated));
       diff.memory.push_back(std::move(f));
     }
   }
@@ -198,8 +204,9 @@ StatusOr<ProfileDiff> DiffProfiles(const ProfileDbFile& a, const ProfileDbFile& 
     diff.note = "the first step of each run is left out as warm-up; --include-warmup counts it";
   }
   if (sa.steps.size() < 2 || sb.steps.size() < 2) {
-    diff.note += std::string(diff.note.empty() ? "" : "; ") +
-                 "with fewer than 2 steps in a run there is no spread: every difference above 1 % is reported";
+    diff.note +=
+        std::string(diff.note.empty() ? "" : "; ") +
+        "with fewer than 2 steps in a run there is no spread: every difference above 1 % is reported";
   }
   return diff;
 }

@@ -20,17 +20,17 @@ namespace gpuprof::db {
 // One figure in A and in B: its mean per considered step, its standard deviation over them, and
 // whether the difference stands out of the noise (see ComparedFigure::changed).
 struct ComparedFigure {
-  std::string kind;  // "step", "op", "kernel", "memory"
-  std::string name;  // the op with its shapes ("aten::mm [[64, 64], [64, 64]]"), the kernel, "step"
+  std::string kind;   // "step", "op", "kernel", "memory"
+  std::string name;   // the op with its shapes ("aten::mm [[64, 64], [64, 64]]"), the kernel, "step"
   double a_mean = 0;  // ms per step (memory: bytes)
   double b_mean = 0;
   double a_stddev = 0;
   double b_stddev = 0;
   std::uint64_t a_calls = 0;  // over the considered steps (memory: 0)
   std::uint64_t b_calls = 0;
-  double delta = 0;           // b_mean - a_mean
-  double delta_percent = 0;   // of a_mean (100 when only B has it)
-  double noise = 0;           // 3 standard errors of the difference
+  double delta = 0;          // b_mean - a_mean
+  double delta_percent = 0;  // of a_mean (100 when only B has it)
+  double noise = 0;          // 3 standard errors of the difference
   // |delta| above the noise and above 1 % of A's step time (memory: above 1 % of A's peak).
   bool changed = false;
 };
@@ -56,6 +56,7 @@ struct DiffOptions {
   std::size_t top = 15;
 };
 
-StatusOr<ProfileDiff> DiffProfiles(const ProfileDbFile& a, const ProfileDbFile& b, const DiffOptions& options = {});
+StatusOr<ProfileDiff> DiffProfiles(const ProfileDbFile& a, const ProfileDbFile& b,
+                                   const DiffOptions& options = {});
 
 }  // namespace gpuprof::db
