@@ -32,8 +32,10 @@ Only the standard library (sqlite3) is used: it runs on the GPU machine as it is
 
 
 import argparse
+import json
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -555,7 +557,38 @@ def expect_user_profilers(c, dbs, program_output):
         c.expect(len(db.kernels()) > 0, "no kernels in the run's DB")
 
 
+def expect_findings_sync(c, dbs, program_output):
+    """tests/python/planted/slow_step.py sync under `gpuprof run` (issue 41): `gpuprof stats --format
+    json` has the sync-in-step finding, cudaDeviceSynchronize its longest evidence, and its time at
+    stake per considered step within 20 % of the waits the program measured in those steps (the wait
+    of iteration k falls in step k + 2: steps are optimizer step to optimizer step)."""
+    m = re.search(r"^planted (.*)$", program_output or "", re.M)
+    if not c.expect(m is not None, "the program printed no planted line"):
+        return
+    planted = [row["sync_ms"] for row in json.loads(m.group(1))]
+    db = one_db(c, dbs, "findings_sync")
+    if db is None:
+        return
+    run = subprocess.run([os.environ["GPUPROF_CLI"], "stats", "--format", "json", db.path], capture_output=True,
+                         text=True)
+    if not c.expect(run.returncode == 0, f"gpuprof stats --format json exited {run.returncode}: {run.stderr}"):
+        return
+    findings = json.loads(run.stdout)["profiles"][0]["findings"]
+    found = {f["id"]: f for f in findings["findings"]}
+    if not c.expect("sync-in-step" in found, f"no sync-in-step finding: {sorted(found)}"):
+        return
+    f = found["sync-in-step"]
+    steps = findings["steps_considered"]
+    expected = sum(planted[:steps]) / steps
+    c.note(f"sync-in-step: {f['at_stake_ms_per_step']} ms per step ({f['at_stake_percent']} %), planted "
+           f"{expected:.1f} ms per step; longest {f['evidence'][0]}")
+    c.expect(abs(f["at_stake_ms_per_step"] - expected) <= 0.2 * expected,
+             f"time at stake {f['at_stake_ms_per_step']} ms per step, planted {expected:.1f}")
+    c.expect(f["evidence"][0]["name"] == "cudaDeviceSynchronize", f"longest evidence {f['evidence'][0]}")
+
+
 EXPECTATIONS = {
+    "findings_sync": expect_findings_sync,
     "replay_counters": expect_replay_counters,
     "replay_speed_of_light": expect_replay_speed_of_light,
     "train_transformer_replay": expect_train_transformer_replay,

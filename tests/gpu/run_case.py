@@ -211,6 +211,10 @@ CASES = {
                                          "--replay-kernel", "regex:gemm", "--replay-passes", "3"],
                                 flags=["--from-script"], subcommand="replay", needs_torch=True,
                                 needs_torch_hooks=True),
+    # Issue 41: a step that waits for 1.4 s of queued matrix products in torch.cuda.synchronize();
+    # `gpuprof stats` finds the synchronizing call, with its time at stake.
+    "FindingsSync": Case("findings_sync", command=["python3", "tests/python/planted/slow_step.py", "sync", "-"],
+                         needs_torch=True, needs_torch_hooks=True),
     # Issue 39: a script's own torch.profiler (CUDA activity) and gpuprof.profile under `gpuprof run`.
     "UserProfilersUnderRun": Case("user_profilers", command=["python3", "tests/gpu/user_profilers.py"],
                                   needs_torch=True, needs_torch_hooks=True,
@@ -343,6 +347,7 @@ def run_case(name, build_dir, work_dir):
     case = CASES[name]
     build_dir = os.path.abspath(build_dir)
     gpuprof = os.path.join(build_dir, "bin", "gpuprof")
+    os.environ["GPUPROF_CLI"] = gpuprof  # for expectations that read the DB through the CLI
     inject = os.path.join(build_dir, "lib", "libgpuprof_inject.so")
     for path, what in ((gpuprof, "the gpuprof CLI"), (inject, "the injection library")):
         if not os.path.isfile(path):

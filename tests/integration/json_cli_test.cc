@@ -2,6 +2,7 @@
 // (issue 41): the document parses, carries its schema and version, and says what the text says.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "integration/db_cli_fixture.h"
@@ -27,8 +28,9 @@ TEST_F(DbCliTest, CheckJsonListsEachProblemWithItsTableAndFails) {
   EXPECT_EQ(doc["dbs"][0]["ok"], true);
   EXPECT_EQ(doc["dbs"][0]["tables"], 33);
 
-  ASSERT_TRUE(db::fixture::ExecSql(db_, "DROP INDEX TaskIndex; UPDATE PYTORCH_API SET name = 999999 WHERE rowid = 1;")
-                  .ok());
+  ASSERT_TRUE(
+      db::fixture::ExecSql(db_, "DROP INDEX TaskIndex; UPDATE PYTORCH_API SET name = 999999 WHERE rowid = 1;")
+          .ok());
   CliResult damaged = Run("check --format json " + ShellQuote(db_));
   EXPECT_EQ(damaged.exit_code, 1);
   doc = Parse(damaged);

@@ -1,6 +1,7 @@
 """A small CPU training loop that plants one cause of slow steps (issue 41's findings), or none.
 
     python3 slow_step.py MODE OUT.json    MODE: gc | dataloader | sync | slow_op | clean
+                                          (OUT "-": a line "planted JSON" on stdout)
 
 gc: every step collects a heap of reference cycles (automatic collection is off, so the pauses are
 exactly the planted ones); dataloader: every sample takes 25 ms to load; sync (needs a GPU): every
@@ -69,5 +70,8 @@ for step in range(8):
         synced = time.perf_counter() - start
     time.sleep(0.01)
     planted.append({"gc_ms": collected * 1e3, "wait_ms": waited * 1e3, "sync_ms": synced * 1e3, "op_ms": op * 1e3})
-with open(out, "w") as f:
-    json.dump(planted, f)
+if out == "-":
+    print("planted " + json.dumps(planted))
+else:
+    with open(out, "w") as f:
+        json.dump(planted, f)
