@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,39 +17,94 @@
 namespace gpuprof::db {
 namespace {
 
+using PerStepMap = std::map<std::string, std::pair<std::vector<double>, std::uint64_t>>;
+
 // One profile's per-step figures.
 struct Side {
   std::vector<std::pair<std::int64_t, std::int64_t>> steps;  // considered steps' [start, end), by start
   std::vector<double> step_ms;
-  // key -> time per considered step (ms) and calls over them.
-  std::map<std::string, std::pair<std::vector<double>, std::uint64_t>> ops;
-  std::map<std::string, std::pair<std::vector<double>, std::uint64_t>> kernels;
+  PerStepMap ops;  // key -> time per considered step (ms), and calls over them
+  PerStepMap kernels;
   std::vector<MemoryPeak> memory;
   std::vector<std::int64_t> warmup;
 };
 
-std::string NameSql(const ProfileReader& reader, const std::string& column) {
-  return reader.HasStringValues() ? "COALESCE((SELECT value FROM STRING_IDS WHERE id = " + column +
-                                        "), CAST(" + column + " AS TEXT))"
-                                  : "CAST(" + column + " AS TEXT)";
-}
+// A STRING_IDS id as its text (the raw id when it does not resolve, "" for NULL/0).
+class Names {
+ public:
+  static StatusOr<Names> Open(const ProfileReader& reader) {
+    Names names;
+    if (reader.HasStringValues()) {
+      GPUPROF_ASSIGN_OR_RETURN(names.query_, reader.Prepare("SELECT value FROM STRING_IDS WHERE id = ?1"));
+      names.resolve_ = true;
+    }
+    return names;
+  }
+  StatusOr<std::string> Get(std::int64_t id) {
+    if (id == 0) return std::string();
+    if (!resolve_) return std::to_string(id);
+    query_.Reset();
+    query_.BindInt(1, id);
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query_.Step());
+    return row ? std::string(query_.Text(0)) : std::to_string(id);
+  }
 
-// Adds each row of `sql` (key, startNs, endNs, by start) to the step holding its start.
+ private:
+  Query query_;
+  bool resolve_ = false;
+};
+
+// Adds each row of `sql` (name id, shapes id or 0, startNs, endNs; by start) to the considered step
+// holding its start, keyed by the ids; the keys become text once, at the end. Rows whose name is in
+// `skip` are left out.
 Status PerStep(const ProfileReader& reader, const std::string& sql, const Side& side,
-               std::map<std::string, std::pair<std::vector<double>, std::uint64_t>>* out) {
+               const std::set<std::int64_t>& skip, Names& names, PerStepMap* out) {
+  std::map<std::pair<std::int64_t, std::int64_t>, std::pair<std::vector<double>, std::uint64_t>> by_id;
   GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare(sql));
   std::size_t step = 0;
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
-    const std::int64_t start = query.Int(1);
+    const std::int64_t start = query.Int(2);
     while (step < side.steps.size() && side.steps[step].second <= start) ++step;
     if (step == side.steps.size()) break;
-    if (start < side.steps[step].first) continue;
-    auto& [times, calls] = (*out)[std::string(query.Text(0))];
+    if (start < side.steps[step].first || skip.count(query.Int(0)) > 0) continue;
+    auto& [times, calls] = by_id[{query.Int(0), query.Int(1)}];
     if (times.empty()) times.assign(side.steps.size(), 0.0);
-    times[step] += static_cast<double>(query.Int(2) - start) / 1e6;
+    times[step] += static_cast<double>(query.Int(3) - start) / 1e6;
     ++calls;
+  }
+  for (auto& [ids, figures] : by_id) {
+    GPUPROF_ASSIGN_OR_RETURN(std::string key, names.Get(ids.first));
+    if (ids.second != 0) {
+      GPUPROF_ASSIGN_OR_RETURN(std::string shapes, names.Get(ids.second));
+      if (!shapes.empty()) key += " [" + shapes + "]";
+    }
+    auto& [times, calls] = (*out)[key];  // ids of equal text (rare) add up
+    if (times.empty()) times.assign(side.steps.size(), 0.0);
+    for (std::size_t i = 0; i < times.size(); ++i) times[i] += figures.first[i];
+    calls += figures.second;
+  }
+  return OkStatus();
+}
+
+// The highest totalAllocated per device and component (MEMORY_RECORD), as `gpuprof stats` reads it.
+Status ReadMemoryPeaks(const ProfileReader& reader, Names& names, Side* side) {
+  GPUPROF_ASSIGN_OR_RETURN(const bool has,
+                           reader.HasColumns("MEMORY_RECORD", {"component", "totalAllocated", "deviceId"}));
+  if (!has) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query query, reader.Prepare("SELECT deviceId, component, MAX(totalAllocated) FROM MEMORY_RECORD WHERE "
+                                  "totalAllocated >= 0 GROUP BY deviceId, component ORDER BY 1, 2"));
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    MemoryPeak peak;
+    peak.device = query.Int(0);
+    const std::int64_t component = query.Int(1);
+    peak.peak_allocated = query.Int(2);
+    GPUPROF_ASSIGN_OR_RETURN(peak.component, names.Get(component));
+    side->memory.push_back(std::move(peak));
   }
   return OkStatus();
 }
@@ -66,37 +122,39 @@ StatusOr<Side> ReadSide(const ProfileDbFile& file, const DiffOptions& options) {
     side.step_ms.push_back(static_cast<double>(split.steps[i].duration_ns) / 1e6);
   }
   std::sort(side.steps.begin(), side.steps.end());
+  GPUPROF_ASSIGN_OR_RETURN(Names names, Names::Open(*reader));
   GPUPROF_ASSIGN_OR_RETURN(const bool has_ops,
                            reader->HasColumns("PYTORCH_API", {"startNs", "endNs", "name"}));
   GPUPROF_ASSIGN_OR_RETURN(const bool has_shapes, reader->HasColumns("PYTORCH_API", {"inputShapes"}));
   if (has_ops) {
-    const std::string key = has_shapes
-                                ? "(" + NameSql(*reader, "name") + " || CASE WHEN inputShapes IS NULL OR " +
-                                      NameSql(*reader, "inputShapes") + " = '' THEN '' ELSE ' [' || " +
-                                      NameSql(*reader, "inputShapes") + " || ']' END)"
-                                : NameSql(*reader, "name");
-    GPUPROF_RETURN_IF_ERROR(
-        PerStep(*reader,
-                "SELECT * FROM (SELECT " + key +
-                    " AS k, startNs, endNs FROM PYTORCH_API) WHERE k NOT LIKE 'ProfilerStep#%' "
-                    "ORDER BY startNs",
-                side, &side.ops));
+    // The step ops themselves are the step time, compared on their own.
+    std::set<std::int64_t> steps;
+    if (reader->HasStringValues()) {
+      GPUPROF_ASSIGN_OR_RETURN(
+          Query ids, reader->Prepare("SELECT id FROM STRING_IDS WHERE value LIKE 'ProfilerStep#%'"));
+      while (true) {
+        GPUPROF_ASSIGN_OR_RETURN(bool row, ids.Step());
+        if (!row) break;
+        steps.insert(ids.Int(0));
+      }
+    }
+    GPUPROF_RETURN_IF_ERROR(PerStep(*reader,
+                                    std::string("SELECT name, ") + (has_shapes ? "inputShapes" : "0") +
+                                        ", startNs, endNs FROM PYTORCH_API ORDER BY startNs",
+                                    side, steps, names, &side.ops));
   }
   GPUPROF_ASSIGN_OR_RETURN(const bool has_tasks,
                            reader->HasColumns("TASK", {"startNs", "endNs", "globalTaskId"}));
   GPUPROF_ASSIGN_OR_RETURN(const bool has_info,
                            reader->HasColumns("COMPUTE_TASK_INFO", {"globalTaskId", "name"}));
   if (has_tasks && has_info) {
-    GPUPROF_RETURN_IF_ERROR(PerStep(*reader,
-                                    "SELECT " + NameSql(*reader, "c.name") +
-                                        ", t.startNs, t.endNs FROM TASK t JOIN COMPUTE_TASK_INFO c ON "
-                                        "c.globalTaskId = t.globalTaskId ORDER BY t.startNs",
-                                    side, &side.kernels));
+    GPUPROF_RETURN_IF_ERROR(
+        PerStep(*reader,
+                "SELECT c.name, 0, t.startNs, t.endNs FROM TASK t JOIN COMPUTE_TASK_INFO c ON "
+                "c.globalTaskId = t.globalTaskId ORDER BY t.startNs",
+                side, {}, names, &side.kernels));
   }
-  StatsOptions stats_options;
-  stats_options.top = 1;
-  GPUPROF_ASSIGN_OR_RETURN(ProfileStats stats, ComputeStats(*reader, stats_options));
-  side.memory = std::move(stats.memory);
+  GPUPROF_RETURN_IF_ERROR(ReadMemoryPeaks(*reader, names, &side));
   return side;
 }
 
@@ -178,8 +236,9 @@ StatusOr<ProfileDiff> DiffProfiles(const ProfileDbFile& a, const ProfileDbFile& 
   diff.b_path = b.path;
   diff.a_steps = sa.steps.size();
   diff.b_steps = sb.steps.size();
-  // A change smaller than 1 % of A's step time is not worth a line, whatever the spread.
-  const double floor = 0.01 * Mean(sa.step_ms);
+  // Two runs of one program differ by a few percent from process to process (clocks, caches,
+  // allocator layout), beyond the spread inside each run: a change is at least 5 % of A's step time.
+  const double floor = 0.05 * Mean(sa.step_ms);
   diff.step = Compare("step", "step", sa.step_ms, sb.step_ms, floor);
   diff.ops = CompareAll("op", sa.ops, sb.ops, sa.steps.size(), sb.steps.size(), floor, options.top,
                         &diff.ops_compared, &diff.ops_changed);
@@ -206,7 +265,7 @@ StatusOr<ProfileDiff> DiffProfiles(const ProfileDbFile& a, const ProfileDbFile& 
   if (sa.steps.size() < 2 || sb.steps.size() < 2) {
     diff.note +=
         std::string(diff.note.empty() ? "" : "; ") +
-        "with fewer than 2 steps in a run there is no spread: every difference above 1 % is reported";
+        "with fewer than 2 steps in a run there is no spread: every difference above 5 % is reported";
   }
   return diff;
 }

@@ -31,7 +31,7 @@ struct ComparedFigure {
   double delta = 0;          // b_mean - a_mean
   double delta_percent = 0;  // of a_mean (100 when only B has it)
   double noise = 0;          // 3 standard errors of the difference
-  // |delta| above the noise and above 1 % of A's step time (memory: above 1 % of A's peak).
+  // |delta| above the noise and above 5 % of A's step time (memory: above 1 % of A's peak).
   bool changed = false;
 };
 

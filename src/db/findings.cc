@@ -115,15 +115,24 @@ constexpr std::string_view kSyncCalls =
     "'cudaMemset', 'cudaMemcpy2D', 'cuCtxSynchronize', 'cuStreamSynchronize', 'cuEventSynchronize', "
     "'cuMemcpyDtoH', 'cuMemcpyDtoH_v2', 'cuMemcpyHtoD', 'cuMemcpyHtoD_v2', 'cuMemsetD8', 'cuMemsetD8_v2'";
 
+// Rows (name, startNs, endNs, globalTid) of `table` whose name matches `filter` (an SQL condition on
+// `value`), by start. Names are matched in STRING_IDS once, not looked up row by row: over millions
+// of rows the filter is a set membership test.
+std::string NamedRowsSql(const ProfileReader& reader, const std::string& table, const std::string& filter) {
+  if (!reader.HasStringValues()) {
+    return "SELECT * FROM (SELECT CAST(name AS TEXT) AS value, startNs, endNs, globalTid FROM " + table +
+           ") WHERE " + filter + " ORDER BY startNs";
+  }
+  return "SELECT (SELECT value FROM STRING_IDS WHERE id = t.name), t.startNs, t.endNs, t.globalTid FROM " +
+         table + " t WHERE t.name IN (SELECT id FROM STRING_IDS WHERE " + filter + ") ORDER BY t.startNs";
+}
+
 StatusOr<RuleResult> SyncInStep(const FindingContext& ctx) {
   GPUPROF_ASSIGN_OR_RETURN(const bool has,
                            ctx.reader.HasColumns("CANN_API", {"startNs", "endNs", "globalTid", "name"}));
   if (!has) return RuleResult{};
-  const std::string name = NameSql(ctx.reader, "name");
   return FromIntervals(ctx,
-                       "SELECT * FROM (SELECT " + name +
-                           " AS n, startNs, endNs, globalTid FROM CANN_API) WHERE n IN (" +
-                           std::string(kSyncCalls) + ") ORDER BY startNs",
+                       NamedRowsSql(ctx.reader, "CANN_API", "value IN (" + std::string(kSyncCalls) + ")"),
                        /*with_context=*/true);
 }
 
@@ -139,11 +148,7 @@ StatusOr<RuleResult> DataloaderWait(const FindingContext& ctx) {
   GPUPROF_ASSIGN_OR_RETURN(const bool has,
                            ctx.reader.HasColumns("PYTORCH_API", {"startNs", "endNs", "globalTid", "name"}));
   if (!has) return RuleResult{};
-  const std::string name = NameSql(ctx.reader, "name");
-  return FromIntervals(ctx,
-                       "SELECT * FROM (SELECT " + name +
-                           " AS n, startNs, endNs, globalTid FROM PYTORCH_API) WHERE n LIKE "
-                           "'enumerate(DataLoader)%' ORDER BY startNs",
+  return FromIntervals(ctx, NamedRowsSql(ctx.reader, "PYTORCH_API", "value LIKE 'enumerate(DataLoader)%'"),
                        /*with_context=*/false);
 }
 
