@@ -4,6 +4,7 @@
 #include <bit>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -91,22 +92,36 @@ Status ReadOpLaunches(const ProfileReader& reader, const ReportOptions& options,
       bool has_ops, reader.HasColumns("PYTORCH_API", {"startNs", "globalTid", "name", "connectionId"}));
   GPUPROF_ASSIGN_OR_RETURN(bool has_tasks, reader.HasColumns("TASK", {"startNs", "endNs", "connectionId"}));
   if (!has_connections || !has_ops || !has_tasks) return OkStatus();
-  const std::string name = NameOf(reader, "l.op_name");
+  // Grouped by the op's name id, named once per id afterwards (a name lookup per row cost seconds
+  // over millions of tasks).
   GPUPROF_ASSIGN_OR_RETURN(
       Query query,
-      reader.Prepare("SELECT " + name + ", t.startNs - l.op_start, t.endNs - t.startNs FROM " +
+      reader.Prepare("SELECT l.op_name, t.startNs - l.op_start, t.endNs - t.startNs FROM " +
                      TaskOpLinkFrom() + " WHERE t.startNs IS NOT NULL AND t.endNs >= t.startNs"));
-  std::map<std::string, OpLaunchStat> by_op;
+  std::map<std::optional<std::int64_t>, OpLaunchStat> by_id;
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
     base::Progress::AdvanceOf(options.progress, 1);
-    OpLaunchStat& stat =
-        by_op[std::string(query.IsNull(0) ? std::string_view("[unnamed op]") : query.Text(0))];
+    OpLaunchStat& stat = by_id[query.OptionalInt(0)];
     ++stat.tasks;
     stat.task_ns += query.Int(2);
     ++report->launch_delay_histogram[DelayBucket(query.Int(1))];
     ++report->launch_delays;
+  }
+  GPUPROF_ASSIGN_OR_RETURN(Query named, reader.Prepare("SELECT " + NameOf(reader, "?1")));
+  std::map<std::string, OpLaunchStat> by_op;
+  for (auto& [id, stat] : by_id) {
+    std::string op = "[unnamed op]";
+    if (id.has_value()) {
+      named.Reset();
+      named.BindInt(1, *id);
+      GPUPROF_ASSIGN_OR_RETURN(bool found, named.Step());
+      if (found && !named.IsNull(0)) op = std::string(named.Text(0));
+    }
+    OpLaunchStat& merged = by_op[op];  // ids of one text (rare) add up
+    merged.tasks += stat.tasks;
+    merged.task_ns += stat.task_ns;
   }
   for (auto& [op, stat] : by_op) {
     stat.op = op;
