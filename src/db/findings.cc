@@ -136,6 +136,20 @@ StatusOr<RuleResult> SyncInStep(const FindingContext& ctx) {
                        /*with_context=*/true);
 }
 
+constexpr std::string_view kAllocatorCalls =
+    "'cudaMalloc', 'cudaFree', 'cudaMallocAsync', 'cudaFreeAsync', 'cuMemAlloc', 'cuMemAlloc_v2', "
+    "'cuMemFree', "
+    "'cuMemFree_v2', 'cudaHostAlloc', 'cudaFreeHost', 'cudaMallocHost'";
+
+StatusOr<RuleResult> AllocatorChurn(const FindingContext& ctx) {
+  GPUPROF_ASSIGN_OR_RETURN(const bool has,
+                           ctx.reader.HasColumns("CANN_API", {"startNs", "endNs", "globalTid", "name"}));
+  if (!has) return RuleResult{};
+  return FromIntervals(
+      ctx, NamedRowsSql(ctx.reader, "CANN_API", "value IN (" + std::string(kAllocatorCalls) + ")"),
+      /*with_context=*/true);
+}
+
 StatusOr<RuleResult> GcPause(const FindingContext& ctx) {
   GPUPROF_ASSIGN_OR_RETURN(const bool has,
                            ctx.reader.HasColumns("GC_RECORD", {"startNs", "endNs", "globalTid"}));
@@ -184,6 +198,17 @@ const std::vector<FindingRule> kRules = {
                      "s.id = a.name WHERE s.value LIKE '%Synchronize' OR s.value IN ('cudaMemcpy', "
                      "'cudaMemset') ORDER BY 3 DESC",
      .evaluate = SyncInStep},
+    {.id = "allocator-churn",
+     .title = "Device memory allocated and freed inside steps",
+     .measures = "host time in cudaMalloc/cudaFree (and their driver and pinned-host kin) after warm-up",
+     .threshold = 0.01,
+     .advice = "in the steady state the caching allocator should reuse its blocks; each cudaFree waits for "
+               "the device and each cudaMalloc costs up to milliseconds",
+     .fix = "no torch.cuda.empty_cache() in the loop; steady shapes (pad or bucket variable lengths); "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+     .evidence_sql = "SELECT s.value, a.startNs, a.endNs - a.startNs FROM CANN_API a JOIN STRING_IDS s ON "
+                     "s.id = a.name WHERE s.value IN ('cudaMalloc', 'cudaFree') ORDER BY 3 DESC",
+     .evaluate = AllocatorChurn},
     {.id = "gc-pause",
      .title = "Python garbage collection pauses inside steps",
      .measures = "step time in Python's cyclic garbage collector (GC_RECORD)",

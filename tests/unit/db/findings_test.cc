@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "unit/db/fixture_db.h"
 
@@ -38,7 +40,7 @@ class FindingsTest : public ::testing::Test {
     sql +=
         "INSERT INTO STRING_IDS VALUES (1, 'aten::item'), (2, 'cudaStreamSynchronize'), "
         "(3, 'enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__'), (4, 'aten::mm'), "
-        "(5, 'cudaLaunchKernel');";
+        "(5, 'cudaLaunchKernel'), (6, 'cudaMalloc'), (7, 'cudaFree');";
     Exec(sql);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -148,6 +150,27 @@ TEST_F(FindingsTest, SynchronizingCallsFireWithTheOpThatCalledThem) {
   EXPECT_NEAR(sync->at_stake_ms_per_step, 8.0, 0.01);
   EXPECT_EQ(sync->evidence[0].name, "cudaStreamSynchronize");
   EXPECT_EQ(sync->evidence[0].context, "in aten::item");
+}
+
+TEST_F(FindingsTest, AllocationsInsideStepsFireButTheWarmUpsDoNot) {
+  // Warm-up growth (step 1) is expected; steps 3 and 5 free and allocate again: 8 ms in all.
+  std::string sql;
+  int id = 200;
+  for (const auto& [step, at, name, ms] : std::vector<std::tuple<int, int, int, int>>{
+           {1, 10, 6, 50}, {1, 70, 6, 50}, {3, 10, 7, 2}, {3, 20, 6, 2}, {5, 10, 7, 2}, {5, 20, 6, 2}}) {
+    const std::int64_t start = StepStart(step) + at * kMs;
+    sql += "INSERT INTO CANN_API VALUES (" + std::to_string(start) + ", " + std::to_string(start + ms * kMs) +
+           ", 5000, " + std::to_string(kTid) + ", " + std::to_string(id++) + ", " + std::to_string(name) +
+           ");";
+  }
+  Exec(sql);
+  const Finding* churn = Find(Compute(), "allocator-churn");
+  ASSERT_NE(churn, nullptr);
+  EXPECT_EQ(churn->occurrences, 4u);
+  EXPECT_EQ(churn->at_stake_ns, 8 * kMs);
+  for (const FindingEvidence& e : churn->evidence) EXPECT_TRUE(e.step == 3 || e.step == 5) << e.step;
+  Exec("DELETE FROM CANN_API WHERE startNs >= " + std::to_string(StepStart(2)) + ";");
+  EXPECT_EQ(Find(Compute(), "allocator-churn"), nullptr) << "the warm-up's allocations alone";
 }
 
 TEST_F(FindingsTest, DataloaderWaitFiresOnAStarvedLoaderOnly) {
