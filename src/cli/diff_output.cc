@@ -17,13 +17,7 @@ std::string Signed(double value, int decimals = 3) {
   return (value > 0 ? "+" : "") + FormatFixed(value, decimals);
 }
 
-std::string ShortName(const std::string& raw) {
-  std::string name = base::PrintableText(raw);
-  if (name.size() <= kMaxNameChars) return name;
-  std::size_t cut = kMaxNameChars;
-  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0u) == 0x80u) --cut;
-  return name.substr(0, cut) + "...";
-}
+std::string ShortName(const std::string& raw) { return cli::ShortName(raw, kMaxNameChars); }
 
 void PrintTable(std::ostream& out, const char* title, const std::vector<db::ComparedFigure>& rows,
                 std::uint64_t compared, std::uint64_t changed) {

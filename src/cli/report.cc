@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "base/utf8.h"
 
 namespace gpuprof::cli {
 namespace {
@@ -88,6 +89,14 @@ std::string ShortHash(std::uint64_t hash) {
   char text[17];
   std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
   return std::string(text, 8);
+}
+
+std::string ShortName(std::string_view raw, std::size_t max_chars) {
+  std::string name = base::PrintableText(raw);
+  if (name.size() <= max_chars) return name;
+  std::size_t cut = max_chars;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0u) == 0x80u) --cut;
+  return name.substr(0, cut) + "...";
 }
 
 TextTable::TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {}

@@ -24,6 +24,9 @@ std::string FormatMillis(std::int64_t ns);
 std::string FormatPercent(std::int64_t part, std::int64_t whole);
 // The first 8 hex digits of a 64-bit hash ("-" for 0, which means "not computed").
 std::string ShortHash(std::uint64_t hash);
+// A name from a DB made safe for the terminal (base::PrintableText) and cut to at most `max_chars`
+// bytes at a code-point boundary, with "..." when cut (kernel names can be pages of templates).
+std::string ShortName(std::string_view raw, std::size_t max_chars);
 
 // A table printed with every column padded to its widest cell (UTF-8 aware, so "µs" counts as
 // two columns, not three). Trailing blanks are trimmed.

@@ -61,13 +61,7 @@ std::string ShellWord(std::string_view path) {
   return "$'" + printable + "'";
 }
 
-std::string ShortName(std::string_view raw) {
-  std::string name = base::PrintableText(raw);
-  if (name.size() <= kMaxNameChars) return name;
-  std::size_t cut = kMaxNameChars;
-  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0u) == 0x80u) --cut;
-  return name.substr(0, cut) + "...";
-}
+std::string ShortName(std::string_view raw) { return cli::ShortName(raw, kMaxNameChars); }
 
 // No kernels (a CPU run): the host ops with the most self time instead, where its time went.
 void PrintHostOps(std::ostream& report, const db::ProfileStats& stats) {

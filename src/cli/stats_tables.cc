@@ -40,13 +40,7 @@ std::string Bytes(std::int64_t bytes) {
 std::string IdOrNotSet(std::int64_t id) { return id < 0 ? "not set" : std::to_string(id); }
 
 // A name from the DB made safe for the terminal, cut at a code-point boundary.
-std::string ShortName(const std::string& raw) {
-  std::string name = base::PrintableText(raw);
-  if (name.size() <= kMaxNameChars) return name;
-  std::size_t cut = kMaxNameChars;
-  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0u) == 0x80u) --cut;
-  return name.substr(0, cut) + "...";
-}
+std::string ShortName(const std::string& raw) { return cli::ShortName(raw, kMaxNameChars); }
 
 void NoData(std::ostream& out, std::string_view title, const std::string& reason) {
   out << title << ": no data";
