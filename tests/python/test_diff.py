@@ -12,8 +12,8 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PROGRAM = os.path.join(HERE, "planted", "slow_step.py")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted"))
+from runs import run_planted  # noqa: E402
 
 try:
     import torch  # noqa: F401
@@ -32,15 +32,8 @@ class DiffTest(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="gpuprof_diff_")
         cls.planted = {}
-        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "GPUPROF_WORKER_NAME")}
         for name, mode in (("a", "clean"), ("a2", "clean"), ("slow", "slow_op")):
-            out = os.path.join(cls.dir, name)
-            planted = os.path.join(cls.dir, name + ".json")
-            run = subprocess.run([os.environ["GPUPROF_CLI"], "run", "-o", out, "--", sys.executable, PROGRAM, mode,
-                                  planted], capture_output=True, text=True, timeout=300, env=env)
-            assert run.returncode == 0, run.stderr
-            with open(planted) as f:
-                cls.planted[name] = json.load(f)
+            cls.planted[name] = run_planted(os.path.join(cls.dir, name), mode)[1]
 
     @classmethod
     def tearDownClass(cls):

@@ -14,7 +14,8 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROGRAM = os.path.join(HERE, "planted", "slow_step.py")
+sys.path.insert(0, os.path.join(HERE, "planted"))
+from runs import run_planted  # noqa: E402
 SCHEMA = os.path.join(HERE, "..", "..", "docs", "stats.schema.json")
 TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 
@@ -63,13 +64,9 @@ class PlantedFindingsTest(unittest.TestCase):
         cls.dir = tempfile.mkdtemp(prefix="gpuprof_findings_")
         cls.runs = {}
         cls.summaries = {}  # mode: (gpuprof run's last lines, the report page)
-        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "GPUPROF_WORKER_NAME")}
         for mode in ("gc", "dataloader", "clean"):
             out = os.path.join(cls.dir, mode)
-            planted = os.path.join(cls.dir, mode + ".json")
-            run = subprocess.run([os.environ["GPUPROF_CLI"], "run", "-o", out, "--", sys.executable, PROGRAM, mode,
-                                  planted], capture_output=True, text=True, timeout=300, env=env)
-            assert run.returncode == 0, run.stderr
+            run_stderr, planted = run_planted(out, mode)
             text = subprocess.run([os.environ["GPUPROF_CLI"], "stats", out], capture_output=True, text=True,
                                   timeout=120)
             doc = subprocess.run([os.environ["GPUPROF_CLI"], "stats", out, "--format", "json"], capture_output=True,
@@ -81,9 +78,8 @@ class PlantedFindingsTest(unittest.TestCase):
             assert report.returncode == 0, report.stderr
             with open(page) as f:
                 html = f.read()
-            with open(planted) as f:
-                cls.runs[mode] = (json.loads(doc.stdout), text.stdout, json.load(f))
-            cls.summaries[mode] = (run.stderr, html)
+            cls.runs[mode] = (json.loads(doc.stdout), text.stdout, planted)
+            cls.summaries[mode] = (run_stderr, html)
 
     @classmethod
     def tearDownClass(cls):
