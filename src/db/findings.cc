@@ -2,6 +2,7 @@
 #include "db/findings.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -10,9 +11,10 @@
 namespace gpuprof::db {
 namespace {
 
+// Milliseconds, with three decimals below 1 ms (launch-sized gaps) and one above.
 std::string Ms(std::int64_t ns) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(ns) / 1e6);
+  std::snprintf(text, sizeof text, ns < 1'000'000 ? "%.3f" : "%.1f", static_cast<double>(ns) / 1e6);
   return text;
 }
 
@@ -45,21 +47,104 @@ RuleResult FromSteps(const FindingContext& ctx, std::int64_t RankStepStats::*fig
   return result;
 }
 
-StatusOr<RuleResult> DeviceIdle(const FindingContext& ctx) {
-  // Without kernels the split's compute is the host's ops: idle is then no device's.
-  if (ctx.split.compute_source != ComputeSource::kKernels) return RuleResult{};
-  return FromSteps(ctx, &RankStepStats::idle_ns);
-}
-
-StatusOr<RuleResult> CommunicationNotOverlapped(const FindingContext& ctx) {
-  return FromSteps(ctx, &RankStepStats::communication_not_overlapped_ns);
-}
-
 // The name of a row's `name` column, through STRING_IDS where the DB has it.
 std::string NameSql(const ProfileReader& reader, const std::string& column) {
   return reader.HasStringValues() ? "COALESCE((SELECT value FROM STRING_IDS WHERE id = " + column +
                                         "), CAST(" + column + " AS TEXT))"
                                   : "CAST(" + column + " AS TEXT)";
+}
+
+// The longest stretches inside the considered steps with no device task running (TASK), longest
+// first; each named by its step, with what the host was doing halfway through it: the innermost op
+// (any thread) and the CUDA call running then.
+StatusOr<std::vector<FindingEvidence>> LongestGaps(const FindingContext& ctx) {
+  std::vector<FindingEvidence> gaps;
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_tasks, ctx.reader.HasColumns("TASK", {"startNs", "endNs"}));
+  if (!has_tasks || ctx.steps.empty()) return gaps;
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query tasks,
+      ctx.reader.Prepare("SELECT startNs, endNs FROM TASK WHERE endNs >= startNs ORDER BY startNs"));
+  std::size_t s = 0;
+  std::int64_t reach = ctx.steps.front()->start_ns;  // the latest end of a task so far
+  std::int64_t covered =
+      ctx.steps.front()->start_ns;  // in step s, the device is busy or accounted up to here
+  auto gap = [&](std::int64_t from, std::int64_t to) {
+    if (to <= from) return;
+    gaps.push_back({"idle", ctx.steps[s]->id, from, to - from, 0, ""});
+    if (gaps.size() >= 64 * ctx.max_evidence + 1024) KeepLongest(gaps, ctx.max_evidence);
+  };
+  auto next_step = [&] {
+    gap(covered, ctx.steps[s]->end_ns);
+    if (++s < ctx.steps.size()) covered = std::max(ctx.steps[s]->start_ns, reach);
+  };
+  while (s < ctx.steps.size()) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, tasks.Step());
+    if (!row) break;
+    const std::int64_t start = tasks.Int(0);
+    const std::int64_t end = tasks.Int(1);
+    while (s < ctx.steps.size() && start >= ctx.steps[s]->end_ns) next_step();
+    reach = std::max(reach, end);
+    if (s == ctx.steps.size() || end <= ctx.steps[s]->start_ns) continue;
+    gap(covered, start);
+    covered = std::max(covered, end);
+  }
+  while (s < ctx.steps.size()) next_step();
+  KeepLongest(gaps, ctx.max_evidence);
+  if (gaps.empty()) return gaps;
+  // One scan per table for every gap: the shortest row covering each gap's midpoint.
+  std::vector<std::int64_t> mids;
+  for (const FindingEvidence& g : gaps) mids.push_back(g.start_ns + g.duration_ns / 2);
+  const auto [low, high] = std::minmax_element(mids.begin(), mids.end());
+  std::vector<std::vector<std::string>> doing(gaps.size());
+  for (const char* table : {"PYTORCH_API", "CANN_API"}) {
+    GPUPROF_ASSIGN_OR_RETURN(const bool has, ctx.reader.HasColumns(table, {"startNs", "endNs", "name"}));
+    if (!has) continue;
+    const bool ops = std::string_view(table) == "PYTORCH_API";
+    GPUPROF_ASSIGN_OR_RETURN(
+        Query rows, ctx.reader.Prepare("SELECT startNs, endNs, " + NameSql(ctx.reader, "name") + " FROM " +
+                                       table + " WHERE startNs <= ?1 AND endNs >= ?2"));
+    rows.BindInt(1, *high);
+    rows.BindInt(2, *low);
+    std::vector<std::int64_t> best(gaps.size(), INT64_MAX);
+    std::vector<std::string> names(gaps.size());
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, rows.Step());
+      if (!row) break;
+      const std::int64_t start = rows.Int(0);
+      const std::int64_t end = rows.Int(1);
+      for (std::size_t i = 0; i < gaps.size(); ++i) {
+        if (start > mids[i] || end < mids[i] || end - start >= best[i]) continue;
+        const std::string_view name = rows.Text(2);
+        if (ops && name.rfind("ProfilerStep#", 0) == 0) continue;  // the step itself says nothing
+        best[i] = end - start;
+        names[i] = std::string(name);
+      }
+    }
+    for (std::size_t i = 0; i < gaps.size(); ++i) {
+      if (best[i] != INT64_MAX) doing[i].push_back(names[i]);
+    }
+  }
+  for (std::size_t i = 0; i < gaps.size(); ++i) {
+    FindingEvidence& g = gaps[i];
+    g.context = doing[i].empty() ? "the host in no op or CUDA call" : "the host in " + doing[i].front();
+    if (doing[i].size() == 2) g.context += ", " + doing[i].back();
+  }
+  return gaps;
+}
+
+StatusOr<RuleResult> DeviceIdle(const FindingContext& ctx) {
+  // Without kernels the split's compute is the host's ops: idle is then no device's.
+  if (ctx.split.compute_source != ComputeSource::kKernels) return RuleResult{};
+  // The time at stake is the split's (analysis.db's StepTraceTime free); the evidence, its gaps.
+  RuleResult result = FromSteps(ctx, &RankStepStats::idle_ns);
+  if (result.at_stake_ns <= 0) return result;
+  GPUPROF_ASSIGN_OR_RETURN(std::vector<FindingEvidence> gaps, LongestGaps(ctx));
+  if (!gaps.empty()) result.evidence = std::move(gaps);
+  return result;
+}
+
+StatusOr<RuleResult> CommunicationNotOverlapped(const FindingContext& ctx) {
+  return FromSteps(ctx, &RankStepStats::communication_not_overlapped_ns);
 }
 
 // Interval rules: rows (name, startNs, endNs, globalTid) of `sql`, by start, clipped to the

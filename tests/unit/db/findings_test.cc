@@ -173,6 +173,44 @@ TEST_F(FindingsTest, AllocationsInsideStepsFireButTheWarmUpsDoNot) {
   EXPECT_EQ(Find(Compute(), "allocator-churn"), nullptr) << "the warm-up's allocations alone";
 }
 
+TEST_F(FindingsTest, DeviceIdleNamesItsLongestGapsWithWhatTheHostWasDoing) {
+  // Kernels at [0, 40) and [70, 100) ms of steps 2..6; in the 30 ms gap the host waits in
+  // aten::item's cudaStreamSynchronize.
+  std::string sql;
+  int task = 1;
+  for (int step = 2; step <= 6; ++step) {
+    for (const auto& [from, to] : std::vector<std::pair<int, int>>{{0, 40}, {70, 100}}) {
+      const std::int64_t start = StepStart(step) + from * kMs;
+      sql += "INSERT INTO TASK VALUES (" + std::to_string(start) + ", " +
+             std::to_string(StepStart(step) + to * kMs) + ", 0, " + std::to_string(task) + ", " +
+             std::to_string(task) + ", 1, 0, 0, 7, " + std::to_string(task) + ", 0);";
+      sql += "INSERT INTO COMPUTE_TASK_INFO (name, globalTaskId) VALUES (4, " + std::to_string(task) + ");";
+      ++task;
+    }
+    const std::int64_t item = StepStart(step) + 38 * kMs;
+    sql += "INSERT INTO PYTORCH_API VALUES (" + std::to_string(item) + ", " +
+           std::to_string(item + 34 * kMs) + ", " + std::to_string(kTid) + ", 0, 1, 0, 0, 0, 0, 0, 1);";
+    sql += "INSERT INTO CANN_API VALUES (" + std::to_string(item + kMs) + ", " +
+           std::to_string(item + 33 * kMs) + ", 5000, " + std::to_string(kTid) + ", " +
+           std::to_string(300 + step) + ", 2);";
+  }
+  Exec(sql);
+  const FindingsReport report = Compute();
+  const Finding* idle = Find(report, "device-idle");
+  ASSERT_NE(idle, nullptr);
+  EXPECT_NEAR(idle->at_stake_percent, 30.0, 0.01);
+  ASSERT_EQ(idle->evidence.size(), 5u);
+  for (const FindingEvidence& gap : idle->evidence) {
+    EXPECT_EQ(gap.duration_ns, 30 * kMs);
+    EXPECT_EQ(gap.start_ns, StepStart(static_cast<int>(gap.step)) + 40 * kMs);
+    EXPECT_EQ(gap.context, "the host in aten::item, cudaStreamSynchronize");
+  }
+  // The synchronizing call is a finding of its own, made by aten::item.
+  const Finding* sync = Find(report, "sync-in-step");
+  ASSERT_NE(sync, nullptr);
+  EXPECT_EQ(sync->evidence[0].context, "in aten::item");
+}
+
 TEST_F(FindingsTest, DataloaderWaitFiresOnAStarvedLoaderOnly) {
   // A starved loader: 30 ms per step; the twin's 1 ms stays under the threshold.
   Plant("PYTORCH_API", "", ", " + std::to_string(kTid) + ", 0, 3, 0, 0, 0, 0, 0, 1", {2, 3, 4, 5, 6}, 0, 30);
