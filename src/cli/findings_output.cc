@@ -78,6 +78,7 @@ nlohmann::ordered_json FindingsJson(const db::FindingsReport& report) {
                                 {"whole_run", report.whole_run},
                                 {"warmup_steps", report.warmup_steps},
                                 {"warmup_ms", JsonMs(report.warmup_ns)},
+                                {"replay_steps", report.replay_steps},
                                 {"findings", std::move(findings)}};
   if (!report.note.empty()) out["note"] = report.note;
   if (!report.absent.empty()) out["absent"] = report.absent;

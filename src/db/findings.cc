@@ -315,6 +315,29 @@ const std::vector<FindingRule> kRules = {
      .evaluate = DataloaderWait},
 };
 
+// The spans in which gpuprof replayed kernels (GPUPROF_REPLAY_KERNEL): per range, or per launch in
+// kernel mode, from the first replayed launch to the last plus the replay's own time.
+using Windows = std::vector<std::pair<std::int64_t, std::int64_t>>;  // [from, to] spans
+
+StatusOr<Windows> ReplayWindows(const ProfileReader& reader) {
+  Windows windows;
+  GPUPROF_ASSIGN_OR_RETURN(const bool has, reader.HasColumns("GPUPROF_REPLAY_KERNEL",
+                                                             {"id", "timestampNs", "replayed", "replayNs"}));
+  if (!has) return windows;
+  GPUPROF_ASSIGN_OR_RETURN(const bool ranges, reader.HasColumns("GPUPROF_REPLAY_KERNEL", {"rangeId"}));
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query query,
+      reader.Prepare(std::string("SELECT MIN(timestampNs), MAX(timestampNs) + CAST(TOTAL(MAX(replayNs, 0)) "
+                                 "AS INTEGER) FROM GPUPROF_REPLAY_KERNEL WHERE replayed = 1 GROUP BY ") +
+                     (ranges ? "COALESCE(rangeId, -1 - id)" : "id")));
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    windows.emplace_back(query.Int(0), query.Int(1));
+  }
+  return windows;
+}
+
 std::int64_t Median(std::vector<std::int64_t> values) {
   if (values.empty()) return 0;
   const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
@@ -369,6 +392,28 @@ StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const Rank
     report.note = "step " + std::to_string(first.id) + " is left out as warm-up (" + Ms(first.duration_ns) +
                   " ms against a median of " + Ms(Median(others)) +
                   " ms for the others); --include-warmup counts it";
+  }
+  // Steps in which gpuprof replayed kernels hold its passes: their time is the profiler's, not the
+  // program's.
+  GPUPROF_ASSIGN_OR_RETURN(const Windows replays, ReplayWindows(reader));
+  std::vector<std::int64_t> replayed;
+  std::erase_if(ctx.steps, [&](const RankStepStats* step) {
+    for (const auto& [from, to] : replays) {
+      if (from < step->end_ns && to >= step->start_ns) {
+        replayed.push_back(step->id);
+        return true;
+      }
+    }
+    return false;
+  });
+  report.replay_steps = replayed;
+  if (!replayed.empty()) {
+    std::string ids;
+    for (std::int64_t id : replayed) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+    report.note += std::string(report.note.empty() ? "" : "; ") +
+                   (replayed.size() == 1 ? "step " : "steps ") + ids +
+                   " left out: gpuprof replayed kernels in " + (replayed.size() == 1 ? "it" : "them") +
+                   ", so " + (replayed.size() == 1 ? "its" : "their") + " time holds the replay passes";
   }
   for (const RankStepStats* step : ctx.steps) report.considered_ns += step->duration_ns;
   report.steps_considered = ctx.steps.size();

@@ -7,7 +7,8 @@
 // Steps: the DB's steps (STEP_TIME), split as analysis.db's StepTraceTime (cluster_stats.h), or
 // the whole run as one step when there are none. The first step of a run of two or more is
 // warm-up (allocator growth, module loading, autotuning, first-call work): left out of every
-// figure unless FindingsOptions::include_warmup, and said so.
+// figure unless FindingsOptions::include_warmup, and said so. So is every step in which gpuprof
+// replayed kernels (its passes are in the step's time).
 //
 // Thread-safety: none (one reader per call). Errors: the reader's Status, naming the file.
 #pragma once
@@ -78,6 +79,7 @@ struct FindingsReport {
   std::int64_t considered_ns = 0;          // their summed duration
   bool whole_run = false;                  // no steps: the run is one step
   std::vector<std::int64_t> warmup_steps;  // left out as warm-up (ids)
+  std::vector<std::int64_t> replay_steps;  // left out because gpuprof replayed kernels in them (ids)
   std::int64_t warmup_ns = 0;
   std::string note;    // what was left out and why, for the reader ("" when nothing)
   std::string absent;  // why there are no findings to compute ("" when steps or a session span exist)

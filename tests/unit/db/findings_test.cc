@@ -211,6 +211,24 @@ TEST_F(FindingsTest, DeviceIdleNamesItsLongestGapsWithWhatTheHostWasDoing) {
   EXPECT_EQ(sync->evidence[0].context, "in aten::item");
 }
 
+TEST_F(FindingsTest, StepsWithGpuprofsReplayPassesAreLeftOutAndSaidSo) {
+  // Step 4 held a replayed range whose passes took 80 ms: a GC pause there is the profiler's time.
+  ASSERT_TRUE(fixture::ExecSql(path_,
+                               "CREATE TABLE GPUPROF_REPLAY_KERNEL (id INTEGER PRIMARY KEY, timestampNs "
+                               "INTEGER, replayed INTEGER, replayNs INTEGER, rangeId INTEGER);")
+                  .ok());
+  const std::int64_t at = StepStart(4) + 10 * kMs;
+  Exec("INSERT INTO GPUPROF_REPLAY_KERNEL VALUES (1, " + std::to_string(at) + ", 1, " +
+       std::to_string(80 * kMs) + ", 1), (2, " + std::to_string(at + kMs) + ", 1, 0, 1);");
+  Plant("GC_RECORD", "", ", " + std::to_string(kTid), {4}, 20, 60);
+  const FindingsReport report = Compute();
+  EXPECT_EQ(Find(report, "gc-pause"), nullptr);
+  EXPECT_EQ(report.steps_considered, 4u);
+  ASSERT_EQ(report.replay_steps, std::vector<std::int64_t>{4});
+  EXPECT_NE(report.note.find("step 4 left out: gpuprof replayed kernels in it"), std::string::npos)
+      << report.note;
+}
+
 TEST_F(FindingsTest, DataloaderWaitFiresOnAStarvedLoaderOnly) {
   // A starved loader: 30 ms per step; the twin's 1 ms stays under the threshold.
   Plant("PYTORCH_API", "", ", " + std::to_string(kTid) + ", 0, 3, 0, 0, 0, 0, 0, 1", {2, 3, 4, 5, 6}, 0, 30);
