@@ -1,6 +1,7 @@
 #include "cli/findings_output.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "base/utf8.h"
@@ -11,9 +12,8 @@ namespace {
 
 // Nanoseconds as milliseconds in JSON: a number, not text (3 decimals: microseconds).
 double JsonMs(std::int64_t ns) { return static_cast<double>(ns / 1000) / 1e3; }
-double Round(double value, double unit) {
-  return static_cast<double>(static_cast<std::int64_t>(value / unit + 0.5)) * unit;
-}
+// `value` with two decimals, as the closest double to that decimal (94.46, not 94.46000000000001).
+double Hundredths(double value) { return std::round(value * 100.0) / 100.0; }
 
 }  // namespace
 
@@ -65,8 +65,8 @@ nlohmann::ordered_json FindingsJson(const db::FindingsReport& report) {
          {"at_stake_ms", JsonMs(f.at_stake_ns)},
          {"at_stake_ms_per_step", JsonMs(f.at_stake_ns / static_cast<std::int64_t>(std::max<std::uint64_t>(
                                                              1, report.steps_considered)))},
-         {"at_stake_percent", Round(f.at_stake_percent, 1e-2)},
-         {"threshold_percent", Round(100 * f.rule->threshold, 1e-2)},
+         {"at_stake_percent", Hundredths(f.at_stake_percent)},
+         {"threshold_percent", Hundredths(100 * f.rule->threshold)},
          {"occurrences", f.occurrences},
          {"evidence", std::move(evidence)},
          {"evidence_sql", f.rule->evidence_sql},
