@@ -156,13 +156,18 @@ class TorchApiTest(test_profile.ScriptRunner, unittest.TestCase):
         self.assertGreater(r["gpuprof"]["flops"]["aten::conv2d"], 0)
 
     def test_memory_usage_per_op_is_torchs(self):
-        _, _, r = self.result()
         ops = ("aten::mm", "aten::addmm", "aten::bmm", "aten::conv2d", "aten::linear", "my_block")
-        mine, torchs = r["gpuprof"]["memory"], r["torch"]["memory"]
         # torch.profiler's own run sometimes misses an op's allocation on a loaded machine (seen with
-        # torch 1.13 on 2 busy cores: aten::bmm 0 in one run of three, gpuprof 384 as in the others):
-        # the ops torch saw allocate are compared.
-        seen = [k for k in ops if torchs[k] != 0]
+        # torch 1.13 on 2 busy cores: aten::bmm 0 in one run of three, gpuprof 384 as in the others;
+        # once aten::mm and aten::bmm both, in a CI run beside a build): the ops torch saw allocate are
+        # compared, and a run in which torch missed more than one is run again (three runs at most).
+        for attempt in range(3):
+            _, _, r = self.result()
+            mine, torchs = r["gpuprof"]["memory"], r["torch"]["memory"]
+            seen = [k for k in ops if torchs[k] != 0]
+            if len(seen) >= len(ops) - 1:
+                break
+            TorchApiTest._run = None
         self.assertGreaterEqual(len(seen), len(ops) - 1, torchs)
         self.assertEqual({k: mine[k] for k in seen}, {k: torchs[k] for k in seen})
         self.assertGreater(mine["aten::mm"], 0)
