@@ -164,7 +164,8 @@ TEST_F(FindingsTest, AllocationsInsideStepsFireButTheWarmUpsDoNot) {
            ");";
   }
   Exec(sql);
-  const Finding* churn = Find(Compute(), "allocator-churn");
+  const FindingsReport report = Compute();  // owns the finding
+  const Finding* churn = Find(report, "allocator-churn");
   ASSERT_NE(churn, nullptr);
   EXPECT_EQ(churn->occurrences, 4u);
   EXPECT_EQ(churn->at_stake_ns, 8 * kMs);
@@ -232,7 +233,8 @@ TEST_F(FindingsTest, StepsWithGpuprofsReplayPassesAreLeftOutAndSaidSo) {
 TEST_F(FindingsTest, DataloaderWaitFiresOnAStarvedLoaderOnly) {
   // A starved loader: 30 ms per step; the twin's 1 ms stays under the threshold.
   Plant("PYTORCH_API", "", ", " + std::to_string(kTid) + ", 0, 3, 0, 0, 0, 0, 0, 1", {2, 3, 4, 5, 6}, 0, 30);
-  const Finding* wait = Find(Compute(), "dataloader-wait");
+  const FindingsReport report = Compute();  // owns the finding
+  const Finding* wait = Find(report, "dataloader-wait");
   ASSERT_NE(wait, nullptr);
   EXPECT_NEAR(wait->at_stake_ms_per_step, 30.0, 0.01);
   EXPECT_EQ(wait->severity, FindingSeverity::kHigh);
@@ -245,7 +247,8 @@ TEST_F(FindingsTest, RowsAcrossAStepBoundaryCountOnlyTheirPartInsideConsideredSt
   // A 40 ms pause from 80 ms into step 2 to 20 ms into step 3: 20 ms in each.
   Plant("GC_RECORD", "", ", " + std::to_string(kTid), {2}, 80, 40);
   Plant("GC_RECORD", "", ", " + std::to_string(kTid), {3, 4, 5, 6}, 30, 20);
-  const Finding* gc = Find(Compute(), "gc-pause");
+  const FindingsReport report = Compute();  // owns the finding
+  const Finding* gc = Find(report, "gc-pause");
   ASSERT_NE(gc, nullptr);
   EXPECT_EQ(gc->occurrences, 6u);
   EXPECT_EQ(gc->at_stake_ns, 20 * kMs * 6);
