@@ -6,13 +6,16 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "db/cluster_stats.h"
+#include "db/plausible.h"
 #include "db/stats.h"
+#include "db/string_lookup.h"
 
 namespace gpuprof::db {
 namespace {
@@ -29,37 +32,13 @@ struct Side {
   std::vector<std::int64_t> warmup;
 };
 
-// A STRING_IDS id as its text (the raw id when it does not resolve, "" for NULL/0).
-class Names {
- public:
-  static StatusOr<Names> Open(const ProfileReader& reader) {
-    Names names;
-    if (reader.HasStringValues()) {
-      GPUPROF_ASSIGN_OR_RETURN(names.query_, reader.Prepare("SELECT value FROM STRING_IDS WHERE id = ?1"));
-      names.resolve_ = true;
-    }
-    return names;
-  }
-  StatusOr<std::string> Get(std::int64_t id) {
-    if (id == 0) return std::string();
-    if (!resolve_) return std::to_string(id);
-    query_.Reset();
-    query_.BindInt(1, id);
-    GPUPROF_ASSIGN_OR_RETURN(bool row, query_.Step());
-    return row ? std::string(query_.Text(0)) : std::to_string(id);
-  }
-
- private:
-  Query query_;
-  bool resolve_ = false;
-};
-
-// Adds each row of `sql` (name id, shapes id or 0, startNs, endNs; by start) to the considered step
-// holding its start, keyed by the ids; the keys become text once, at the end. Rows whose name is in
-// `skip` are left out.
+// Adds each row of `sql` (name id, shapes id or NULL, startNs, endNs; by start) to the considered
+// step holding its start, keyed by the ids; the keys become text once, at the end. Rows whose name
+// is in `skip` are left out.
 Status PerStep(const ProfileReader& reader, const std::string& sql, const Side& side,
-               const std::set<std::int64_t>& skip, Names& names, PerStepMap* out) {
-  std::map<std::pair<std::int64_t, std::int64_t>, std::pair<std::vector<double>, std::uint64_t>> by_id;
+               const std::set<std::int64_t>& skip, StringLookup& names, PerStepMap* out) {
+  using Ids = std::pair<std::optional<std::int64_t>, std::optional<std::int64_t>>;
+  std::map<Ids, std::pair<std::vector<double>, std::uint64_t>> by_id;
   GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare(sql));
   std::size_t step = 0;
   while (true) {
@@ -69,14 +48,14 @@ Status PerStep(const ProfileReader& reader, const std::string& sql, const Side& 
     while (step < side.steps.size() && side.steps[step].second <= start) ++step;
     if (step == side.steps.size()) break;
     if (start < side.steps[step].first || skip.count(query.Int(0)) > 0) continue;
-    auto& [times, calls] = by_id[{query.Int(0), query.Int(1)}];
+    auto& [times, calls] = by_id[{query.OptionalInt(0), query.OptionalInt(1)}];
     if (times.empty()) times.assign(side.steps.size(), 0.0);
     times[step] += static_cast<double>(query.Int(3) - start) / 1e6;
     ++calls;
   }
   for (auto& [ids, figures] : by_id) {
     GPUPROF_ASSIGN_OR_RETURN(std::string key, names.Get(ids.first));
-    if (ids.second != 0) {
+    if (ids.second.has_value()) {
       GPUPROF_ASSIGN_OR_RETURN(std::string shapes, names.Get(ids.second));
       if (!shapes.empty()) key += " [" + shapes + "]";
     }
@@ -89,19 +68,21 @@ Status PerStep(const ProfileReader& reader, const std::string& sql, const Side& 
 }
 
 // The highest totalAllocated per device and component (MEMORY_RECORD), as `gpuprof stats` reads it.
-Status ReadMemoryPeaks(const ProfileReader& reader, Names& names, Side* side) {
+Status ReadMemoryPeaks(const ProfileReader& reader, StringLookup& names, Side* side) {
   GPUPROF_ASSIGN_OR_RETURN(const bool has,
                            reader.HasColumns("MEMORY_RECORD", {"component", "totalAllocated", "deviceId"}));
   if (!has) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_active, reader.HasColumns("MEMORY_RECORD", {"totalActive"}));
   GPUPROF_ASSIGN_OR_RETURN(
-      Query query, reader.Prepare("SELECT deviceId, component, MAX(totalAllocated) FROM MEMORY_RECORD WHERE "
-                                  "totalAllocated >= 0 GROUP BY deviceId, component ORDER BY 1, 2"));
+      Query query,
+      reader.Prepare("SELECT deviceId, component, MAX(totalAllocated) FROM MEMORY_RECORD WHERE " +
+                     PlausibleMemorySql(has_active) + " GROUP BY deviceId, component ORDER BY 1, 2"));
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
     MemoryPeak peak;
     peak.device = query.Int(0);
-    const std::int64_t component = query.Int(1);
+    const std::optional<std::int64_t> component = query.OptionalInt(1);
     peak.peak_allocated = query.Int(2);
     GPUPROF_ASSIGN_OR_RETURN(peak.component, names.Get(component));
     side->memory.push_back(std::move(peak));
@@ -122,7 +103,7 @@ StatusOr<Side> ReadSide(const ProfileDbFile& file, const DiffOptions& options) {
     side.step_ms.push_back(static_cast<double>(split.steps[i].duration_ns) / 1e6);
   }
   std::sort(side.steps.begin(), side.steps.end());
-  GPUPROF_ASSIGN_OR_RETURN(Names names, Names::Open(*reader));
+  GPUPROF_ASSIGN_OR_RETURN(StringLookup names, StringLookup::Create(*reader));
   GPUPROF_ASSIGN_OR_RETURN(const bool has_ops,
                            reader->HasColumns("PYTORCH_API", {"startNs", "endNs", "name"}));
   GPUPROF_ASSIGN_OR_RETURN(const bool has_shapes, reader->HasColumns("PYTORCH_API", {"inputShapes"}));
@@ -139,7 +120,7 @@ StatusOr<Side> ReadSide(const ProfileDbFile& file, const DiffOptions& options) {
       }
     }
     GPUPROF_RETURN_IF_ERROR(PerStep(*reader,
-                                    std::string("SELECT name, ") + (has_shapes ? "inputShapes" : "0") +
+                                    std::string("SELECT name, ") + (has_shapes ? "inputShapes" : "NULL") +
                                         ", startNs, endNs FROM PYTORCH_API ORDER BY startNs",
                                     side, steps, names, &side.ops));
   }
@@ -150,7 +131,7 @@ StatusOr<Side> ReadSide(const ProfileDbFile& file, const DiffOptions& options) {
   if (has_tasks && has_info) {
     GPUPROF_RETURN_IF_ERROR(
         PerStep(*reader,
-                "SELECT c.name, 0, t.startNs, t.endNs FROM TASK t JOIN COMPUTE_TASK_INFO c ON "
+                "SELECT c.name, NULL, t.startNs, t.endNs FROM TASK t JOIN COMPUTE_TASK_INFO c ON "
                 "c.globalTaskId = t.globalTaskId ORDER BY t.startNs",
                 side, {}, names, &side.kernels));
   }

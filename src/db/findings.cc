@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "db/string_lookup.h"
+
 namespace gpuprof::db {
 namespace {
 
@@ -45,13 +47,6 @@ RuleResult FromSteps(const FindingContext& ctx, std::int64_t RankStepStats::*fig
   }
   KeepLongest(result.evidence, ctx.max_evidence);
   return result;
-}
-
-// The name of a row's `name` column, through STRING_IDS where the DB has it.
-std::string NameSql(const ProfileReader& reader, const std::string& column) {
-  return reader.HasStringValues() ? "COALESCE((SELECT value FROM STRING_IDS WHERE id = " + column +
-                                        "), CAST(" + column + " AS TEXT))"
-                                  : "CAST(" + column + " AS TEXT)";
 }
 
 // The longest stretches inside the considered steps with no device task running (TASK), longest
@@ -101,8 +96,8 @@ StatusOr<std::vector<FindingEvidence>> LongestGaps(const FindingContext& ctx) {
     if (!has) continue;
     const bool ops = std::string_view(table) == "PYTORCH_API";
     GPUPROF_ASSIGN_OR_RETURN(
-        Query rows, ctx.reader.Prepare("SELECT startNs, endNs, " + NameSql(ctx.reader, "name") + " FROM " +
-                                       table + " WHERE startNs <= ?1 AND endNs >= ?2"));
+        Query rows, ctx.reader.Prepare("SELECT startNs, endNs, " + StringValueSql(ctx.reader, "name") +
+                                       " FROM " + table + " WHERE startNs <= ?1 AND endNs >= ?2"));
     rows.BindInt(1, *high);
     rows.BindInt(2, *low);
     std::vector<std::int64_t> best(gaps.size(), INT64_MAX);
@@ -181,7 +176,7 @@ StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string&
   GPUPROF_ASSIGN_OR_RETURN(
       Query innermost,
       ctx.reader.Prepare(
-          "SELECT " + NameSql(ctx.reader, "p.name") +
+          "SELECT " + StringValueSql(ctx.reader, "p.name") +
           " AS n FROM PYTORCH_API p WHERE p.globalTid = ?1 AND p.startNs <= ?2 AND p.endNs >= ?3 "
           "AND n NOT LIKE 'ProfilerStep#%' ORDER BY p.endNs - p.startNs LIMIT 1"));
   for (FindingEvidence& e : result.evidence) {

@@ -13,17 +13,11 @@
 #include "db/db_constants.h"
 #include "db/plausible.h"
 #include "db/schema.h"
+#include "db/string_lookup.h"
 #include "db/task_op_link.h"
 
 namespace gpuprof::db {
 namespace {
-
-// The SQL for the string `column` names (its STRING_IDS value), "#<id>" where it cannot be looked up.
-std::string NameOf(const ProfileReader& reader, const std::string& column) {
-  return reader.HasStringValues()
-             ? "IFNULL((SELECT value FROM STRING_IDS WHERE id = " + column + "), '#' || " + column + ")"
-             : "'#' || " + column;
-}
 
 // The MEMORY_RECORD rows `gpuprof stats` counts (plausible.h): an impossible figure (INT64_MAX
 // bytes) would scale the curve and name a peak no device had.
@@ -109,15 +103,12 @@ Status ReadOpLaunches(const ProfileReader& reader, const ReportOptions& options,
     ++report->launch_delay_histogram[DelayBucket(query.Int(1))];
     ++report->launch_delays;
   }
-  GPUPROF_ASSIGN_OR_RETURN(Query named, reader.Prepare("SELECT " + NameOf(reader, "?1")));
+  GPUPROF_ASSIGN_OR_RETURN(StringLookup names, StringLookup::Create(reader));
   std::map<std::string, OpLaunchStat> by_op;
   for (auto& [id, stat] : by_id) {
     std::string op = "[unnamed op]";
     if (id.has_value()) {
-      named.Reset();
-      named.BindInt(1, *id);
-      GPUPROF_ASSIGN_OR_RETURN(bool found, named.Step());
-      if (found && !named.IsNull(0)) op = std::string(named.Text(0));
+      GPUPROF_ASSIGN_OR_RETURN(op, names.Get(id));
     }
     OpLaunchStat& merged = by_op[op];  // ids of one text (rare) add up
     merged.tasks += stat.tasks;
@@ -138,7 +129,7 @@ StatusOr<std::vector<OpMemoryStat>> OpMemoryRows(const ProfileReader& reader, co
                                                  const std::vector<std::int64_t>& binds, std::size_t top) {
   // The format's invalid id: a block no op allocated (the allocator's own, or before any op).
   const std::string name = "CASE WHEN m.name IS NULL OR m.name = " + std::to_string(kDbInvalidValue) +
-                           " THEN '[no op]' ELSE " + NameOf(reader, "m.name") + " END";
+                           " THEN '[no op]' ELSE " + StringValueSql(reader, "m.name") + " END";
   GPUPROF_ASSIGN_OR_RETURN(Query query,
                            reader.Prepare("SELECT " + name +
                                           ", COUNT(*), SUM(m.size) AS bytes FROM OP_MEMORY m WHERE "

@@ -9,6 +9,7 @@
 
 #include "db/db_constants.h"
 #include "db/plausible.h"
+#include "db/string_lookup.h"
 
 namespace gpuprof::db {
 namespace {
@@ -60,36 +61,6 @@ StatusOr<std::string> Absence(const ProfileReader& reader, std::string_view tabl
 }
 
 std::string EmptyTable(std::string_view table) { return std::string(table) + " is empty"; }
-
-// STRING_IDS lookups by id (its INTEGER PRIMARY KEY), one prepared statement reused.
-class StringLookup {
- public:
-  static StatusOr<StringLookup> Create(const ProfileReader& reader) {
-    StringLookup lookup;
-    if (reader.HasStringValues()) {
-      GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare("SELECT value FROM STRING_IDS WHERE id = ?1"));
-      lookup.query_ = std::move(query);
-      lookup.available_ = true;
-    }
-    return lookup;
-  }
-
-  // The string for `id`; "#<id>" when STRING_IDS has no such row, "(none)" for NULL.
-  StatusOr<std::string> Get(std::optional<std::int64_t> id) {
-    if (!id.has_value()) return std::string("(none)");
-    if (available_) {
-      query_.Reset();
-      query_.BindInt(1, *id);
-      GPUPROF_ASSIGN_OR_RETURN(bool row, query_.Step());
-      if (row) return std::string(query_.Text(0));
-    }
-    return "#" + std::to_string(*id);
-  }
-
- private:
-  Query query_;
-  bool available_ = false;
-};
 
 Status ReadHeader(const ProfileReader& reader, ProfileStats* stats) {
   GPUPROF_ASSIGN_OR_RETURN(std::string rank_absent,
