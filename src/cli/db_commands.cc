@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -86,6 +87,9 @@ int RunStats(const std::string& path, std::size_t top, bool json, bool include_w
   }
   bool first = true;
   nlohmann::ordered_json profiles = nlohmann::ordered_json::array();
+  // The cluster summary's step split of each DB, for its findings (not computed twice). Its DBs
+  // without steps have none (WithoutSteps::kNoRows): their findings compute the whole run's.
+  std::map<std::string, db::RankStats> splits;
   if (!json && resolved->dbs.size() >= 2 && readable.size() >= 2) {
     StatusOr<db::ClusterStats> cluster = [&] {
       WorkProgress line(progress, "gpuprof stats", "cluster summary");
@@ -94,6 +98,7 @@ int RunStats(const std::string& path, std::size_t top, bool json, bool include_w
     if (cluster.ok()) {
       PrintCluster(out, path, *cluster, resolved->dbs.size() - readable.size(), top);
       first = false;
+      for (db::RankStats& rank : cluster->ranks) splits.emplace(rank.path, std::move(rank));
     } else {
       PrintError(err, cluster.status());
       exit_code = kExitFailure;
@@ -118,7 +123,11 @@ int RunStats(const std::string& path, std::size_t top, bool json, bool include_w
     }
     db::FindingsOptions finding_options;
     finding_options.include_warmup = include_warmup;
-    StatusOr<db::FindingsReport> findings = db::ComputeFindings(**reader, file, finding_options);
+    auto split = splits.find(file.path);
+    StatusOr<db::FindingsReport> findings =
+        split != splits.end() && !split->second.steps.empty()
+            ? db::ComputeFindings(**reader, split->second, finding_options)
+            : db::ComputeFindings(**reader, file, finding_options);
     if (!findings.ok()) {
       PrintError(err, findings.status());
       exit_code = kExitFailure;
