@@ -8,124 +8,18 @@
 #include <utility>
 #include <vector>
 
-#include "db/string_lookup.h"
+#include "db/findings_internal.h"
 
 namespace gpuprof::db {
 namespace {
 
-// Milliseconds, with three decimals below 1 ms (launch-sized gaps) and one above.
-std::string Ms(std::int64_t ns) {
-  char text[32];
-  std::snprintf(text, sizeof text, ns < 1'000'000 ? "%.3f" : "%.1f", static_cast<double>(ns) / 1e6);
-  return text;
-}
-
-std::string StepName(std::int64_t id) { return id < 0 ? "the run" : "step " + std::to_string(id); }
-
-// Keeps the longest `max` of `evidence`, longest first (ties by start).
-void KeepLongest(std::vector<FindingEvidence>& evidence, std::size_t max) {
-  auto longer = [](const FindingEvidence& a, const FindingEvidence& b) {
-    return a.duration_ns != b.duration_ns ? a.duration_ns > b.duration_ns : a.start_ns < b.start_ns;
-  };
-  if (evidence.size() > max) {
-    std::nth_element(evidence.begin(), evidence.begin() + static_cast<std::ptrdiff_t>(max), evidence.end(),
-                     longer);
-    evidence.resize(max);
-  }
-  std::sort(evidence.begin(), evidence.end(), longer);
-}
-
-// Step-level rules: a figure of the split per considered step.
-RuleResult FromSteps(const FindingContext& ctx, std::int64_t RankStepStats::*figure) {
-  RuleResult result;
-  for (const RankStepStats* step : ctx.steps) {
-    const std::int64_t ns = step->*figure;
-    if (ns <= 0) continue;
-    result.at_stake_ns += ns;
-    ++result.occurrences;
-    result.evidence.push_back({StepName(step->id), step->id, step->start_ns, ns, 0, ""});
-  }
-  KeepLongest(result.evidence, ctx.max_evidence);
-  return result;
-}
-
-// The longest stretches inside the considered steps with no device task running (TASK), longest
-// first; each named by its step, with what the host was doing halfway through it: the innermost op
-// (any thread) and the CUDA call running then.
-StatusOr<std::vector<FindingEvidence>> LongestGaps(const FindingContext& ctx) {
-  std::vector<FindingEvidence> gaps;
-  GPUPROF_ASSIGN_OR_RETURN(const bool has_tasks, ctx.reader.HasColumns("TASK", {"startNs", "endNs"}));
-  if (!has_tasks || ctx.steps.empty()) return gaps;
-  GPUPROF_ASSIGN_OR_RETURN(
-      Query tasks,
-      ctx.reader.Prepare("SELECT startNs, endNs FROM TASK WHERE endNs >= startNs ORDER BY startNs"));
-  std::size_t s = 0;
-  std::int64_t reach = ctx.steps.front()->start_ns;  // the latest end of a task so far
-  std::int64_t covered =
-      ctx.steps.front()->start_ns;  // in step s, the device is busy or accounted up to here
-  auto gap = [&](std::int64_t from, std::int64_t to) {
-    if (to <= from) return;
-    gaps.push_back({"idle", ctx.steps[s]->id, from, to - from, 0, ""});
-    if (gaps.size() >= 64 * ctx.max_evidence + 1024) KeepLongest(gaps, ctx.max_evidence);
-  };
-  auto next_step = [&] {
-    gap(covered, ctx.steps[s]->end_ns);
-    if (++s < ctx.steps.size()) covered = std::max(ctx.steps[s]->start_ns, reach);
-  };
-  while (s < ctx.steps.size()) {
-    GPUPROF_ASSIGN_OR_RETURN(bool row, tasks.Step());
-    if (!row) break;
-    const std::int64_t start = tasks.Int(0);
-    const std::int64_t end = tasks.Int(1);
-    while (s < ctx.steps.size() && start >= ctx.steps[s]->end_ns) next_step();
-    reach = std::max(reach, end);
-    if (s == ctx.steps.size() || end <= ctx.steps[s]->start_ns) continue;
-    gap(covered, start);
-    covered = std::max(covered, end);
-  }
-  while (s < ctx.steps.size()) next_step();
-  KeepLongest(gaps, ctx.max_evidence);
-  if (gaps.empty()) return gaps;
-  // One scan per table for every gap: the shortest row covering each gap's midpoint.
-  std::vector<std::int64_t> mids;
-  for (const FindingEvidence& g : gaps) mids.push_back(g.start_ns + g.duration_ns / 2);
-  const auto [low, high] = std::minmax_element(mids.begin(), mids.end());
-  std::vector<std::vector<std::string>> doing(gaps.size());
-  for (const char* table : {"PYTORCH_API", "CANN_API"}) {
-    GPUPROF_ASSIGN_OR_RETURN(const bool has, ctx.reader.HasColumns(table, {"startNs", "endNs", "name"}));
-    if (!has) continue;
-    const bool ops = std::string_view(table) == "PYTORCH_API";
-    GPUPROF_ASSIGN_OR_RETURN(
-        Query rows, ctx.reader.Prepare("SELECT startNs, endNs, " + StringValueSql(ctx.reader, "name") +
-                                       " FROM " + table + " WHERE startNs <= ?1 AND endNs >= ?2"));
-    rows.BindInt(1, *high);
-    rows.BindInt(2, *low);
-    std::vector<std::int64_t> best(gaps.size(), INT64_MAX);
-    std::vector<std::string> names(gaps.size());
-    while (true) {
-      GPUPROF_ASSIGN_OR_RETURN(bool row, rows.Step());
-      if (!row) break;
-      const std::int64_t start = rows.Int(0);
-      const std::int64_t end = rows.Int(1);
-      for (std::size_t i = 0; i < gaps.size(); ++i) {
-        if (start > mids[i] || end < mids[i] || end - start >= best[i]) continue;
-        const std::string_view name = rows.Text(2);
-        if (ops && name.rfind("ProfilerStep#", 0) == 0) continue;  // the step itself says nothing
-        best[i] = end - start;
-        names[i] = std::string(name);
-      }
-    }
-    for (std::size_t i = 0; i < gaps.size(); ++i) {
-      if (best[i] != INT64_MAX) doing[i].push_back(names[i]);
-    }
-  }
-  for (std::size_t i = 0; i < gaps.size(); ++i) {
-    FindingEvidence& g = gaps[i];
-    g.context = doing[i].empty() ? "the host in no op or CUDA call" : "the host in " + doing[i].front();
-    if (doing[i].size() == 2) g.context += ", " + doing[i].back();
-  }
-  return gaps;
-}
+using findings_internal::FromIntervals;
+using findings_internal::FromSteps;
+using findings_internal::LongestGaps;
+using findings_internal::Median;
+using findings_internal::Ms;
+using findings_internal::NamedRowsSql;
+using findings_internal::StepName;
 
 StatusOr<RuleResult> DeviceIdle(const FindingContext& ctx) {
   // Without kernels the split's compute is the host's ops: idle is then no device's.
@@ -142,70 +36,10 @@ StatusOr<RuleResult> CommunicationNotOverlapped(const FindingContext& ctx) {
   return FromSteps(ctx, &RankStepStats::communication_not_overlapped_ns);
 }
 
-// Interval rules: rows (name, startNs, endNs, globalTid) of `sql`, by start, clipped to the
-// considered steps. `with_context`: name the innermost op running on the row's thread.
-StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string& sql, bool with_context) {
-  RuleResult result;
-  GPUPROF_ASSIGN_OR_RETURN(Query query, ctx.reader.Prepare(sql));
-  std::size_t first = 0;  // rows come by start: steps before a row's start are done with
-  while (true) {
-    GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
-    if (!row) break;
-    const std::int64_t start = query.Int(1);
-    const std::int64_t end = query.Int(2);
-    while (first < ctx.steps.size() && ctx.steps[first]->end_ns <= start) ++first;
-    for (std::size_t s = first; s < ctx.steps.size() && ctx.steps[s]->start_ns < end; ++s) {
-      const RankStepStats& step = *ctx.steps[s];
-      const std::int64_t from = std::max(start, step.start_ns);
-      const std::int64_t inside = std::min(end, step.end_ns) - from;
-      if (inside <= 0) continue;
-      result.at_stake_ns += inside;
-      ++result.occurrences;
-      result.evidence.push_back({std::string(query.Text(0)), step.id, from, inside, query.Int(3), ""});
-      // Bounded memory over millions of rows: trim to the longest now and then.
-      if (result.evidence.size() >= 64 * ctx.max_evidence + 1024)
-        KeepLongest(result.evidence, ctx.max_evidence);
-    }
-  }
-  KeepLongest(result.evidence, ctx.max_evidence);
-  if (!with_context || result.evidence.empty()) return result;
-  GPUPROF_ASSIGN_OR_RETURN(const bool has_ops,
-                           ctx.reader.HasColumns("PYTORCH_API", {"startNs", "endNs", "globalTid", "name"}));
-  if (!has_ops) return result;
-  // The innermost op around each kept row on its thread (few rows: the evidence).
-  GPUPROF_ASSIGN_OR_RETURN(
-      Query innermost,
-      ctx.reader.Prepare(
-          "SELECT " + StringValueSql(ctx.reader, "p.name") +
-          " AS n FROM PYTORCH_API p WHERE p.globalTid = ?1 AND p.startNs <= ?2 AND p.endNs >= ?3 "
-          "AND n NOT LIKE 'ProfilerStep#%' ORDER BY p.endNs - p.startNs LIMIT 1"));
-  for (FindingEvidence& e : result.evidence) {
-    innermost.Reset();
-    innermost.BindInt(1, e.global_tid);
-    innermost.BindInt(2, e.start_ns);
-    innermost.BindInt(3, e.start_ns + e.duration_ns);
-    GPUPROF_ASSIGN_OR_RETURN(bool inside, innermost.Step());
-    if (inside) e.context = "in " + std::string(innermost.Text(0));
-  }
-  return result;
-}
-
 constexpr std::string_view kSyncCalls =
     "'cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize', 'cudaMemcpy', "
     "'cudaMemset', 'cudaMemcpy2D', 'cuCtxSynchronize', 'cuStreamSynchronize', 'cuEventSynchronize', "
     "'cuMemcpyDtoH', 'cuMemcpyDtoH_v2', 'cuMemcpyHtoD', 'cuMemcpyHtoD_v2', 'cuMemsetD8', 'cuMemsetD8_v2'";
-
-// Rows (name, startNs, endNs, globalTid) of `table` whose name matches `filter` (an SQL condition on
-// `value`), by start. Names are matched in STRING_IDS once, not looked up row by row: over millions
-// of rows the filter is a set membership test.
-std::string NamedRowsSql(const ProfileReader& reader, const std::string& table, const std::string& filter) {
-  if (!reader.HasStringValues()) {
-    return "SELECT * FROM (SELECT CAST(name AS TEXT) AS value, startNs, endNs, globalTid FROM " + table +
-           ") WHERE " + filter + " ORDER BY startNs";
-  }
-  return "SELECT (SELECT value FROM STRING_IDS WHERE id = t.name), t.startNs, t.endNs, t.globalTid FROM " +
-         table + " t WHERE t.name IN (SELECT id FROM STRING_IDS WHERE " + filter + ") ORDER BY t.startNs";
-}
 
 StatusOr<RuleResult> SyncInStep(const FindingContext& ctx) {
   GPUPROF_ASSIGN_OR_RETURN(const bool has,
@@ -331,13 +165,6 @@ StatusOr<Windows> ReplayWindows(const ProfileReader& reader) {
     windows.emplace_back(query.Int(0), query.Int(1));
   }
   return windows;
-}
-
-std::int64_t Median(std::vector<std::int64_t> values) {
-  if (values.empty()) return 0;
-  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), mid, values.end());
-  return *mid;
 }
 
 }  // namespace

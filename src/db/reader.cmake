@@ -19,6 +19,7 @@ add_library(gpuprof_db_reader STATIC
   check_rows.cc
   report_data.cc
   findings.cc
+  findings_evidence.cc
   diff.cc)
 add_library(gpuprof::db_reader ALIAS gpuprof_db_reader)
 target_link_libraries(gpuprof_db_reader
