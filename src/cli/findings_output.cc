@@ -57,6 +57,10 @@ nlohmann::ordered_json FindingsJson(const db::FindingsReport& report) {
       if (!e.context.empty()) row["context"] = base::PrintableText(e.context);
       evidence.push_back(std::move(row));
     }
+    nlohmann::ordered_json breakdown = nlohmann::ordered_json::array();
+    for (const db::FindingPart& part : f.parts) {
+      breakdown.push_back({{"cause", part.name}, {"ms", JsonMs(part.ns)}});
+    }
     findings.push_back(
         {{"id", f.rule->id},
          {"title", f.rule->title},
@@ -69,6 +73,7 @@ nlohmann::ordered_json FindingsJson(const db::FindingsReport& report) {
          {"threshold_percent", Hundredths(100 * f.rule->threshold)},
          {"occurrences", f.occurrences},
          {"evidence", std::move(evidence)},
+         {"breakdown", std::move(breakdown)},
          {"evidence_sql", f.rule->evidence_sql},
          {"advice", f.rule->advice},
          {"fix", f.rule->fix}});

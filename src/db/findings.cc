@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,10 +16,10 @@ namespace {
 
 using findings_internal::FromIntervals;
 using findings_internal::FromSteps;
-using findings_internal::LongestGaps;
 using findings_internal::Median;
 using findings_internal::Ms;
 using findings_internal::NamedRowsSql;
+using findings_internal::ScanLaunches;
 using findings_internal::StepName;
 
 StatusOr<RuleResult> DeviceIdle(const FindingContext& ctx) {
@@ -27,9 +28,24 @@ StatusOr<RuleResult> DeviceIdle(const FindingContext& ctx) {
   // The time at stake is the split's (analysis.db's StepTraceTime free); the evidence, its gaps.
   RuleResult result = FromSteps(ctx, &RankStepStats::idle_ns);
   if (result.at_stake_ns <= 0) return result;
-  GPUPROF_ASSIGN_OR_RETURN(std::vector<FindingEvidence> gaps, LongestGaps(ctx));
-  if (!gaps.empty()) result.evidence = std::move(gaps);
+  GPUPROF_ASSIGN_OR_RETURN(const std::shared_ptr<const LaunchScan> scan, ScanLaunches(ctx));
+  if (!scan->longest_gaps.empty()) result.evidence = scan->longest_gaps;
+  if (scan->idle_host_ns + scan->idle_launch_ns + scan->idle_other_ns > 0) {
+    result.parts = {{"waiting on the host", scan->idle_host_ns},
+                    {"waiting on a launch", scan->idle_launch_ns},
+                    {"waiting on a dependency or sync", scan->idle_other_ns}};
+  }
   return result;
+}
+
+StatusOr<RuleResult> LaunchBound(const FindingContext& ctx) {
+  GPUPROF_ASSIGN_OR_RETURN(const std::shared_ptr<const LaunchScan> scan, ScanLaunches(ctx));
+  return scan->launch_bound;
+}
+
+StatusOr<RuleResult> LaunchDelay(const FindingContext& ctx) {
+  GPUPROF_ASSIGN_OR_RETURN(const std::shared_ptr<const LaunchScan> scan, ScanLaunches(ctx));
+  return scan->launch_delay;
 }
 
 StatusOr<RuleResult> CommunicationNotOverlapped(const FindingContext& ctx) {
@@ -90,6 +106,32 @@ const std::vector<FindingRule> kRules = {
             "graphs), a DataLoader with workers and pin_memory, no syncs in the loop",
      .evidence_sql = "SELECT step, free FROM StepTraceTime ORDER BY free DESC (in analysis.db)",
      .evaluate = DeviceIdle},
+    {.id = "launch-bound",
+     .title = "Launch-bound stretches: kernels shorter than their launch calls",
+     .measures = "device idle inside stretches of 20 or more kernels in a row, each shorter on the device "
+                 "than its launch call on the host",
+     .threshold = 0.05,
+     .advice = "the host spends longer issuing each kernel than the device spends running it, so the "
+               "device waits between kernels however fast it is",
+     .fix =
+         "fewer, larger kernels: CUDA graphs (torch.cuda.graphs, torch.compile(mode=\"reduce-overhead\")), "
+         "fused ops (torch.compile, foreach/fused optimizers), larger batches",
+     .evidence_sql = "SELECT t.startNs, t.endNs - t.startNs AS device_ns, a.endNs - a.startNs AS launch_ns "
+                     "FROM TASK t JOIN CANN_API a ON a.connectionId = t.connectionId WHERE t.endNs - "
+                     "t.startNs < a.endNs - a.startNs ORDER BY t.startNs",
+     .evaluate = LaunchBound},
+    {.id = "launch-delay",
+     .title = "Kernels that start late after their launch, on an idle device",
+     .measures = "device idle between a launch call's return and its kernel's start, where that is 50 us "
+                 "or more and nothing else ran",
+     .threshold = 0.02,
+     .advice = "the kernel was queued but did not run: it waited on an event or stream dependency, a "
+               "host callback, lazy module loading or the driver",
+     .fix = "look at the streams and events before the late kernels (gpuprof export, Perfetto); load "
+            "modules eagerly (CUDA_MODULE_LOADING=EAGER) when the delay is on first calls",
+     .evidence_sql = "SELECT t.startNs - a.endNs AS delay_ns, t.startNs FROM TASK t JOIN CANN_API a ON "
+                     "a.connectionId = t.connectionId ORDER BY 1 DESC",
+     .evaluate = LaunchDelay},
     {.id = "communication-not-overlapped",
      .title = "Communication is not overlapped with compute",
      .measures = "step time in collectives while no kernel computes",
@@ -167,6 +209,23 @@ StatusOr<Windows> ReplayWindows(const ProfileReader& reader) {
   return windows;
 }
 
+// " (waiting on the host 70 %, ...)": each part's share of their sum, largest first.
+std::string PartsText(std::vector<FindingPart> parts) {
+  std::int64_t sum = 0;
+  for (const FindingPart& part : parts) sum += part.ns;
+  if (sum <= 0) return "";
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const FindingPart& a, const FindingPart& b) { return a.ns > b.ns; });
+  std::string text;
+  for (const FindingPart& part : parts) {
+    char share[32];
+    std::snprintf(share, sizeof share, " %.0f %%",
+                  100.0 * static_cast<double>(part.ns) / static_cast<double>(sum));
+    text += (text.empty() ? " (" : ", ") + part.name + share;
+  }
+  return text + ")";
+}
+
 }  // namespace
 
 const std::vector<FindingRule>& FindingRules() { return kRules; }
@@ -202,7 +261,11 @@ StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const Rank
     return report;
   }
   report.whole_run = split.whole_run;
-  FindingContext ctx{.reader = reader, .split = split, .steps = {}, .max_evidence = options.max_evidence};
+  FindingContext ctx{.reader = reader,
+                     .split = split,
+                     .steps = {},
+                     .max_evidence = options.max_evidence,
+                     .launches = nullptr};
   for (const RankStepStats& step : split.steps) ctx.steps.push_back(&step);
   if (!options.include_warmup && ctx.steps.size() >= 2) {
     const RankStepStats& first = *ctx.steps.front();
@@ -255,11 +318,13 @@ StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const Rank
                                        : FindingSeverity::kLow;
     finding.occurrences = result.occurrences;
     finding.evidence = std::move(result.evidence);
+    finding.parts = std::move(result.parts);
     char figures[96];
     std::snprintf(figures, sizeof figures, "%.2f ms per step (%.1f %% of step time)",
                   finding.at_stake_ms_per_step, finding.at_stake_percent);
     finding.summary = std::string(rule.title) + ": " + figures + ", " + std::to_string(finding.occurrences) +
                       (finding.occurrences == 1 ? " occurrence" : " occurrences");
+    finding.summary += PartsText(finding.parts);
     if (!finding.evidence.empty()) {
       finding.summary += "; the longest " + EvidenceText(finding.evidence.front());
     }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,7 @@ namespace gpuprof::db {
 
 struct FindingContext;
 struct RuleResult;
+struct LaunchScan;
 
 struct FindingRule {
   std::string_view id;            // stable, for scripts: "gc-pause"
@@ -54,6 +56,12 @@ struct FindingEvidence {
 // "12.3 ms (gc in step 4, in aten::mm)", or "(step 4)" for a step's own figure.
 std::string EvidenceText(const FindingEvidence& evidence);
 
+// A share of a finding's time at stake, by cause: device idle waiting on the host, on a launch, ...
+struct FindingPart {
+  std::string name;
+  std::int64_t ns = 0;  // over the considered steps
+};
+
 enum class FindingSeverity : std::uint8_t { kLow, kMedium, kHigh };
 std::string_view FindingSeverityName(FindingSeverity severity);  // "low", "medium", "high"
 
@@ -65,7 +73,8 @@ struct Finding {
   double at_stake_percent = 0;      // of the considered steps' time
   std::uint64_t occurrences = 0;    // evidence rows in all (the evidence lists the longest)
   std::vector<FindingEvidence> evidence;
-  std::string summary;  // one line with the numbers, for text output
+  std::vector<FindingPart> parts;  // the time at stake split by cause, or empty
+  std::string summary;             // one line with the numbers, for text output
 };
 
 struct FindingsOptions {
@@ -98,12 +107,16 @@ struct FindingContext {
   const RankStats& split;
   std::vector<const RankStepStats*> steps;  // the considered ones, by start
   std::size_t max_evidence = 5;
+  // The device's tasks beside their launch calls, scanned once for every rule that reads them
+  // (findings_launch.cc); null until the first such rule runs.
+  mutable std::shared_ptr<const LaunchScan> launches;
 };
 
 struct RuleResult {
   std::int64_t at_stake_ns = 0;
   std::uint64_t occurrences = 0;
   std::vector<FindingEvidence> evidence;  // longest first, at most max_evidence
+  std::vector<FindingPart> parts;         // the time at stake split by cause, or empty
 };
 
 }  // namespace gpuprof::db

@@ -45,45 +45,13 @@ RuleResult FromSteps(const FindingContext& ctx, std::int64_t RankStepStats::*fig
   return result;
 }
 
-StatusOr<std::vector<FindingEvidence>> LongestGaps(const FindingContext& ctx) {
-  std::vector<FindingEvidence> gaps;
-  GPUPROF_ASSIGN_OR_RETURN(const bool has_tasks, ctx.reader.HasColumns("TASK", {"startNs", "endNs"}));
-  if (!has_tasks || ctx.steps.empty()) return gaps;
-  GPUPROF_ASSIGN_OR_RETURN(
-      Query tasks,
-      ctx.reader.Prepare("SELECT startNs, endNs FROM TASK WHERE endNs >= startNs ORDER BY startNs"));
-  std::size_t s = 0;
-  std::int64_t reach = ctx.steps.front()->start_ns;  // the latest end of a task so far
-  std::int64_t covered =
-      ctx.steps.front()->start_ns;  // in step s, the device is busy or accounted up to here
-  auto gap = [&](std::int64_t from, std::int64_t to) {
-    if (to <= from) return;
-    gaps.push_back({"idle", ctx.steps[s]->id, from, to - from, 0, ""});
-    if (gaps.size() >= 64 * ctx.max_evidence + 1024) KeepLongest(gaps, ctx.max_evidence);
-  };
-  auto next_step = [&] {
-    gap(covered, ctx.steps[s]->end_ns);
-    if (++s < ctx.steps.size()) covered = std::max(ctx.steps[s]->start_ns, reach);
-  };
-  while (s < ctx.steps.size()) {
-    GPUPROF_ASSIGN_OR_RETURN(bool row, tasks.Step());
-    if (!row) break;
-    const std::int64_t start = tasks.Int(0);
-    const std::int64_t end = tasks.Int(1);
-    while (s < ctx.steps.size() && start >= ctx.steps[s]->end_ns) next_step();
-    reach = std::max(reach, end);
-    if (s == ctx.steps.size() || end <= ctx.steps[s]->start_ns) continue;
-    gap(covered, start);
-    covered = std::max(covered, end);
-  }
-  while (s < ctx.steps.size()) next_step();
-  KeepLongest(gaps, ctx.max_evidence);
-  if (gaps.empty()) return gaps;
-  // One scan per table for every gap: the shortest row covering each gap's midpoint.
+Status NameHostActivity(const FindingContext& ctx, std::vector<FindingEvidence>& evidence) {
+  if (evidence.empty()) return OkStatus();
+  // One scan per table for all the evidence: the shortest row covering each one's midpoint.
   std::vector<std::int64_t> mids;
-  for (const FindingEvidence& g : gaps) mids.push_back(g.start_ns + g.duration_ns / 2);
+  for (const FindingEvidence& e : evidence) mids.push_back(e.start_ns + e.duration_ns / 2);
   const auto [low, high] = std::minmax_element(mids.begin(), mids.end());
-  std::vector<std::vector<std::string>> doing(gaps.size());
+  std::vector<std::vector<std::string>> doing(evidence.size());
   for (const char* table : {"PYTORCH_API", "CANN_API"}) {
     GPUPROF_ASSIGN_OR_RETURN(const bool has, ctx.reader.HasColumns(table, {"startNs", "endNs", "name"}));
     if (!has) continue;
@@ -93,14 +61,14 @@ StatusOr<std::vector<FindingEvidence>> LongestGaps(const FindingContext& ctx) {
                                        " FROM " + table + " WHERE startNs <= ?1 AND endNs >= ?2"));
     rows.BindInt(1, *high);
     rows.BindInt(2, *low);
-    std::vector<std::int64_t> best(gaps.size(), INT64_MAX);
-    std::vector<std::string> names(gaps.size());
+    std::vector<std::int64_t> best(evidence.size(), INT64_MAX);
+    std::vector<std::string> names(evidence.size());
     while (true) {
       GPUPROF_ASSIGN_OR_RETURN(bool row, rows.Step());
       if (!row) break;
       const std::int64_t start = rows.Int(0);
       const std::int64_t end = rows.Int(1);
-      for (std::size_t i = 0; i < gaps.size(); ++i) {
+      for (std::size_t i = 0; i < evidence.size(); ++i) {
         if (start > mids[i] || end < mids[i] || end - start >= best[i]) continue;
         const std::string_view name = rows.Text(2);
         if (ops && name.rfind("ProfilerStep#", 0) == 0) continue;  // the step itself says nothing
@@ -108,16 +76,16 @@ StatusOr<std::vector<FindingEvidence>> LongestGaps(const FindingContext& ctx) {
         names[i] = std::string(name);
       }
     }
-    for (std::size_t i = 0; i < gaps.size(); ++i) {
+    for (std::size_t i = 0; i < evidence.size(); ++i) {
       if (best[i] != INT64_MAX) doing[i].push_back(names[i]);
     }
   }
-  for (std::size_t i = 0; i < gaps.size(); ++i) {
-    FindingEvidence& g = gaps[i];
-    g.context = doing[i].empty() ? "the host in no op or CUDA call" : "the host in " + doing[i].front();
-    if (doing[i].size() == 2) g.context += ", " + doing[i].back();
+  for (std::size_t i = 0; i < evidence.size(); ++i) {
+    FindingEvidence& e = evidence[i];
+    e.context = doing[i].empty() ? "the host in no op or CUDA call" : "the host in " + doing[i].front();
+    if (doing[i].size() == 2) e.context += ", " + doing[i].back();
   }
-  return gaps;
+  return OkStatus();
 }
 
 StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string& sql, bool with_context) {

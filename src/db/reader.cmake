@@ -20,6 +20,7 @@ add_library(gpuprof_db_reader STATIC
   report_data.cc
   findings.cc
   findings_evidence.cc
+  findings_launch.cc
   diff.cc)
 add_library(gpuprof::db_reader ALIAS gpuprof_db_reader)
 target_link_libraries(gpuprof_db_reader

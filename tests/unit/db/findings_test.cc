@@ -76,8 +76,27 @@ class FindingsTest : public ::testing::Test {
     return nullptr;
   }
 
+  // A kernel [start, end) ms into step `step`, launched by a cudaLaunchKernel call [call_start,
+  // call_end) ms into it (no call when call_end < 0).
+  void Kernel(int step, double start, double end, double call_start, double call_end) {
+    const int id = next_task_++;
+    auto at = [&](double ms) {
+      return std::to_string(StepStart(step) + static_cast<std::int64_t>(ms * 1e6));
+    };
+    std::string sql = "INSERT INTO TASK VALUES (" + at(start) + ", " + at(end) + ", 0, " +
+                      std::to_string(id) + ", " + std::to_string(id) + ", 1, 0, 0, 7, " + std::to_string(id) +
+                      ", 0);";
+    sql += "INSERT INTO COMPUTE_TASK_INFO (name, globalTaskId) VALUES (4, " + std::to_string(id) + ");";
+    if (call_end >= 0) {
+      sql += "INSERT INTO CANN_API VALUES (" + at(call_start) + ", " + at(call_end) + ", 5000, " +
+             std::to_string(kTid) + ", " + std::to_string(id) + ", 5);";
+    }
+    Exec(sql);
+  }
+
   std::string dir_;
   std::string path_;
+  int next_task_ = 1;
 };
 
 TEST_F(FindingsTest, EveryRuleIsDeclaredWithItsTextsThresholdAndEvaluation) {
@@ -252,6 +271,82 @@ TEST_F(FindingsTest, RowsAcrossAStepBoundaryCountOnlyTheirPartInsideConsideredSt
   ASSERT_NE(gc, nullptr);
   EXPECT_EQ(gc->occurrences, 6u);
   EXPECT_EQ(gc->at_stake_ns, 20 * kMs * 6);
+}
+
+TEST_F(FindingsTest, DeviceIdleIsSplitIntoWaitingOnTheHostOnALaunchAndOnDependencies) {
+  // Each step: idle [0, 10) ms before a kernel whose launch call returned at 9 ms (9 ms waiting on
+  // the host, then 10 us for the launch, 0.99 ms more), and idle [40, 70) ms before a kernel
+  // launched long before, at 20 ms (10 us for the launch, 29.99 ms waiting on something else).
+  for (int step = 2; step <= 6; ++step) {
+    Kernel(step, 10, 40, 8, 9);
+    Kernel(step, 70, 100, 19, 20);
+  }
+  const FindingsReport report = Compute();
+  const Finding* idle = Find(report, "device-idle");
+  ASSERT_NE(idle, nullptr);
+  EXPECT_NEAR(idle->at_stake_ms_per_step, 40.0, 0.01);
+  ASSERT_EQ(idle->parts.size(), 3u);
+  EXPECT_EQ(idle->parts[0].name, "waiting on the host");
+  EXPECT_EQ(idle->parts[0].ns, 5 * 9 * kMs);
+  EXPECT_EQ(idle->parts[1].name, "waiting on a launch");
+  EXPECT_EQ(idle->parts[1].ns, 5 * 2 * 10'000);
+  EXPECT_EQ(idle->parts[2].name, "waiting on a dependency or sync");
+  EXPECT_EQ(idle->parts[2].ns, 5 * (40 * kMs - 9 * kMs - 2 * 10'000));
+  EXPECT_NE(idle->summary.find("(waiting on a dependency or sync 77 %, waiting on the host 2"),
+            std::string::npos)
+      << idle->summary;
+  ASSERT_EQ(idle->evidence.size(), 5u) << "the longest gaps: the 30 ms of each step";
+  for (const FindingEvidence& gap : idle->evidence) {
+    EXPECT_EQ(gap.name, "idle, waiting on a dependency or sync");
+    EXPECT_EQ(gap.duration_ns, 30 * kMs);
+  }
+}
+
+TEST_F(FindingsTest, LaunchBoundStretchesFireOnKernelsShorterThanTheirLaunchCalls) {
+  // Each step: 40 kernels of 0.1 ms, each launched by a 0.3 ms call issued back to back, so the
+  // device idles 0.2 ms between kernels: 39 x 0.2 = 7.8 ms per step in the stretch.
+  for (int step = 2; step <= 6; ++step) {
+    for (int i = 0; i < 40; ++i) {
+      const double call = 10 + 0.3 * i;
+      Kernel(step, call + 0.3, call + 0.4, call, call + 0.3);
+    }
+  }
+  const FindingsReport report = Compute();
+  const Finding* bound = Find(report, "launch-bound");
+  ASSERT_NE(bound, nullptr);
+  EXPECT_EQ(bound->occurrences, 5u);
+  EXPECT_NEAR(bound->at_stake_ms_per_step, 7.8, 0.01);
+  ASSERT_EQ(bound->evidence.size(), 5u);
+  EXPECT_EQ(bound->evidence[0].name,
+            "40 kernels shorter than their launch calls (median 100 us on the device, 300 us to launch)");
+  EXPECT_EQ(bound->evidence[0].step, 2);
+}
+
+TEST_F(FindingsTest, KernelsLongerThanTheirLaunchCallsAreNotLaunchBound) {
+  // The twin: the same 40 launches, each kernel 0.5 ms long: the device is never starved.
+  for (int step = 2; step <= 6; ++step) {
+    for (int i = 0; i < 40; ++i) {
+      const double call = 10 + 0.3 * i;
+      Kernel(step, 10.3 + 0.5 * i, 10.8 + 0.5 * i, call, call + 0.3);
+    }
+  }
+  EXPECT_EQ(Find(Compute(), "launch-bound"), nullptr);
+}
+
+TEST_F(FindingsTest, LaunchDelayFiresOnAKernelStartingLongAfterItsLaunchOnAnIdleDevice) {
+  // Each step: a kernel at [50, 60) ms whose launch returned at 20 ms, nothing else running: 30 ms.
+  for (int step = 2; step <= 6; ++step) Kernel(step, 50, 60, 19, 20);
+  const FindingsReport report = Compute();
+  const Finding* late = Find(report, "launch-delay");
+  ASSERT_NE(late, nullptr);
+  EXPECT_EQ(late->occurrences, 5u);
+  EXPECT_NEAR(late->at_stake_ms_per_step, 30.0, 0.01);
+  EXPECT_EQ(late->evidence[0].name, "aten::mm started late");
+  EXPECT_EQ(late->evidence[0].start_ns, StepStart(2) + 20 * kMs);
+  // The twin: launched just before it starts (10 us): no finding.
+  Exec("DELETE FROM TASK; DELETE FROM CANN_API; DELETE FROM COMPUTE_TASK_INFO;");
+  for (int step = 2; step <= 6; ++step) Kernel(step, 50, 60, 49, 49.99);
+  EXPECT_EQ(Find(Compute(), "launch-delay"), nullptr);
 }
 
 }  // namespace
