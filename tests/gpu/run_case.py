@@ -215,6 +215,13 @@ CASES = {
     # `gpuprof stats` finds the synchronizing call, with its time at stake.
     "FindingsSync": Case("findings_sync", command=["python3", "tests/python/planted/slow_step.py", "sync", "-"],
                          needs_torch=True, needs_torch_hooks=True),
+    # Issue 41: 400 one-element kernels per step with 50 us of Python between launches (launch-bound),
+    # and its twin doing the same host work around one kernel.
+    "FindingsLaunchBound": Case("findings_launch", command=["python3", "tests/python/planted/slow_step.py", "launch",
+                                                            "-"], needs_torch=True, needs_torch_hooks=True),
+    "FindingsLaunchFused": Case("findings_launch_fused",
+                                command=["python3", "tests/python/planted/slow_step.py", "launch_fused", "-"],
+                                needs_torch=True, needs_torch_hooks=True),
     # Issue 39: a script's own torch.profiler (CUDA activity) and gpuprof.profile under `gpuprof run`.
     "UserProfilersUnderRun": Case("user_profilers", command=["python3", "tests/gpu/user_profilers.py"],
                                   needs_torch=True, needs_torch_hooks=True,

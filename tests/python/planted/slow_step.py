@@ -1,14 +1,19 @@
 """A small CPU training loop that plants one cause of slow steps (issue 41's findings), or none.
 
-    python3 slow_step.py MODE OUT.json    MODE: gc | dataloader | sync | slow_op | clean
+    python3 slow_step.py MODE OUT.json    MODE: gc | dataloader | sync | launch | launch_fused | slow_op
+                                          | clean
                                           (OUT "-": a line "planted JSON" on stdout)
 
 gc: every step collects a heap of reference cycles (automatic collection is off, so the pauses are
 exactly the planted ones); dataloader: every sample takes 25 ms to load; sync (needs a GPU): every
-step queues 20 ms of matrix products and waits for them with torch.cuda.synchronize(); slow_op: the
+step queues 20 ms of matrix products and waits for them with torch.cuda.synchronize(); launch
+(needs a GPU): 400 one-element kernels, 50 us of host work between launches, so the device idles
+between kernels far shorter than their launches; launch_fused, its twin: the same host work, then
+one kernel; slow_op: the
 op "planted_op" (5 ms in every mode) takes 20 ms. OUT.json
 receives what was planted per iteration, measured here: gc_ms (the gc.collect() call), wait_ms
-(next(loader)), sync_ms (the synchronize call) and op_ms (planted_op).
+(next(loader)), sync_ms (the synchronize call), launch_ms (the launch loop, up to its kernels'
+end) and op_ms (planted_op).
 """
 import gc
 import json
@@ -68,8 +73,24 @@ for step in range(8):
         start = time.perf_counter()
         torch.cuda.synchronize()
         synced = time.perf_counter() - start
+    launched = 0.0
+    if mode in ("launch", "launch_fused"):
+        v = torch.zeros(1, device="cuda")
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for i in range(400):
+            if mode == "launch":
+                v.add_(1.0)
+            spin = time.perf_counter()
+            while time.perf_counter() - spin < 50e-6:  # Python work between launches
+                pass
+        if mode == "launch_fused":
+            v.add_(400.0)
+        torch.cuda.synchronize()
+        launched = time.perf_counter() - start
     time.sleep(0.01)
-    planted.append({"gc_ms": collected * 1e3, "wait_ms": waited * 1e3, "sync_ms": synced * 1e3, "op_ms": op * 1e3})
+    planted.append({"gc_ms": collected * 1e3, "wait_ms": waited * 1e3, "sync_ms": synced * 1e3,
+                    "launch_ms": launched * 1e3, "op_ms": op * 1e3})
 if out == "-":
     print("planted " + json.dumps(planted))
 else:
