@@ -29,6 +29,7 @@
 #include "cli/report.h"
 #include "cli/stats_tables.h"
 #include "db/check.h"
+#include "db/cluster_findings.h"
 #include "db/cluster_stats.h"
 #include "db/diff.h"
 #include "db/findings.h"
@@ -90,14 +91,27 @@ int RunStats(const std::string& path, std::size_t top, bool json, bool include_w
   // The cluster summary's step split of each DB, for its findings (not computed twice). Its DBs
   // without steps have none (WithoutSteps::kNoRows): their findings compute the whole run's.
   std::map<std::string, db::RankStats> splits;
-  if (!json && resolved->dbs.size() >= 2 && readable.size() >= 2) {
+  nlohmann::ordered_json across_ranks;
+  if (resolved->dbs.size() >= 2 && readable.size() >= 2) {
     StatusOr<db::ClusterStats> cluster = [&] {
       WorkProgress line(progress, "gpuprof stats", "cluster summary");
       return db::ComputeClusterStats(readable, line.progress());
     }();
     if (cluster.ok()) {
-      PrintCluster(out, path, *cluster, resolved->dbs.size() - readable.size(), top);
-      first = false;
+      db::FindingsOptions options;
+      options.include_warmup = include_warmup;
+      StatusOr<db::ClusterFindings> findings = db::ComputeClusterFindings(*cluster, options);
+      if (!findings.ok()) {
+        PrintError(err, findings.status());
+        exit_code = kExitFailure;
+      } else if (json) {
+        across_ranks = ClusterFindingsJson(*findings);
+      }
+      if (!json) {
+        PrintCluster(out, path, *cluster, resolved->dbs.size() - readable.size(), top);
+        if (findings.ok()) PrintClusterFindings(out, *findings);
+        first = false;
+      }
       for (db::RankStats& rank : cluster->ranks) splits.emplace(rank.path, std::move(rank));
     } else {
       PrintError(err, cluster.status());
@@ -142,8 +156,9 @@ int RunStats(const std::string& path, std::size_t top, bool json, bool include_w
     PrintStats(out, *stats, &*findings);
   }
   if (json) {
-    const nlohmann::ordered_json document = {
+    nlohmann::ordered_json document = {
         {"schema", "gpuprof.stats"}, {"version", kStatsJsonVersion}, {"path", path}, {"profiles", profiles}};
+    if (!across_ranks.is_null()) document["across_ranks"] = std::move(across_ranks);
     out << document.dump(2) << "\n";
   }
   return exit_code;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "db/cluster_findings.h"
 #include "db/findings.h"
 #include "db/stats.h"
 
@@ -17,6 +18,11 @@ inline constexpr int kStatsJsonVersion = 1;
 // "Findings" block: one line per finding with its numbers, its longest evidence and the fix; what
 // was left out as warm-up. `limit` findings at most (0: all).
 void PrintFindings(std::ostream& out, const db::FindingsReport& report, std::size_t limit = 0);
+
+// "Across the ranks" block of `gpuprof stats DIR`: the cluster findings and the most skewed
+// collectives with their bus bandwidth; its JSON ("across_ranks" of the stats document).
+void PrintClusterFindings(std::ostream& out, const db::ClusterFindings& across);
+nlohmann::ordered_json ClusterFindingsJson(const db::ClusterFindings& across);
 
 // One finding / one profile's stats and findings, as documented in docs/json_output.md.
 nlohmann::ordered_json FindingsJson(const db::FindingsReport& report);

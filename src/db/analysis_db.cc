@@ -206,14 +206,6 @@ std::string_view CommunicationType(std::string_view op_name) {
   return "collective";
 }
 
-std::optional<std::uint32_t> HcclDataTypeBytes(std::int64_t data_type) {
-  // ENUM_HCCL_DATA_TYPE (schema.sql's msprof rows): INT8, INT16, INT32, FP16, FP32, INT64, UINT64,
-  // UINT8, UINT16, UINT32, FP64, BFP16, INT128.
-  constexpr std::uint32_t kBytes[] = {1, 2, 4, 2, 4, 8, 8, 1, 2, 4, 8, 2, 16};
-  if (data_type < 0 || data_type >= static_cast<std::int64_t>(std::size(kBytes))) return std::nullopt;
-  return kBytes[data_type];
-}
-
 std::vector<MatrixRow> CommunicationMatrix(const std::vector<CommunicationRecord>& ops,
                                            std::int64_t local_rank) {
   // Per (step, type, group, kind), the ops in start order.

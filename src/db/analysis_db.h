@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "db/db_constants.h"
 #include "gpuprof/status.h"
 
 namespace gpuprof::db {
@@ -44,8 +45,6 @@ struct CommunicationRecord {
 std::string CommunicationKind(std::string_view op_name);
 // "p2p" for hcom_send*, hcom_receive*, hcom_batchsendrecv* (any case), else "collective".
 std::string_view CommunicationType(std::string_view op_name);
-// Bytes per element of an ENUM_HCCL_DATA_TYPE id (4 FP32 -> 4); none for N/A and unknown ids.
-std::optional<std::uint32_t> HcclDataTypeBytes(std::int64_t data_type);
 
 // One CommAnalyzerMatrix row (transit_size in MB, transit_time in ms, bandwidth in GB/s).
 struct MatrixRow {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
+#include <optional>
 #include <string_view>
 
 namespace gpuprof::db {
@@ -43,6 +45,15 @@ inline constexpr std::string_view kDefaultGroupName = "default_pg";
 // globalTid = (pid << 32) | tid (OS tid); GC rows use the pid as tid.
 constexpr std::int64_t GlobalTid(std::uint32_t pid, std::uint32_t tid) noexcept {
   return static_cast<std::int64_t>((static_cast<std::uint64_t>(pid) << 32) | tid);
+}
+
+// Bytes per element of an ENUM_HCCL_DATA_TYPE id (4 FP32 -> 4); none for N/A and unknown ids.
+inline std::optional<std::uint32_t> HcclDataTypeBytes(std::int64_t data_type) {
+  // ENUM_HCCL_DATA_TYPE (schema.sql's msprof rows): INT8, INT16, INT32, FP16, FP32, INT64, UINT64,
+  // UINT8, UINT16, UINT32, FP64, BFP16, INT128.
+  constexpr std::uint32_t kBytes[] = {1, 2, 4, 2, 4, 8, 8, 1, 2, 4, 8, 2, 16};
+  if (data_type < 0 || data_type >= static_cast<std::int64_t>(std::size(kBytes))) return std::nullopt;
+  return kBytes[data_type];
 }
 
 }  // namespace gpuprof::db

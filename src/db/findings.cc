@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,7 @@ using findings_internal::Median;
 using findings_internal::Ms;
 using findings_internal::NamedRowsSql;
 using findings_internal::ScanLaunches;
+using findings_internal::SlowRank;
 using findings_internal::StepName;
 
 StatusOr<RuleResult> DeviceIdle(const FindingContext& ctx) {
@@ -142,6 +144,19 @@ const std::vector<FindingRule> kRules = {
      .evidence_sql = "SELECT step, communication_not_overlapped FROM StepTraceTime ORDER BY 2 DESC (in "
                      "analysis.db)",
      .evaluate = CommunicationNotOverlapped},
+    {.id = "slow-rank",
+     .title = "One rank is slower than the others; they wait for it in collectives",
+     .measures = "per step, the longest wait of a rank in collectives minus the slowest rank's own (the rank "
+                 "that waits least is the one the others wait for)",
+     .threshold = 0.05,
+     .advice = "a collective ends when its last rank arrives: every rank runs at the straggler's pace",
+     .fix = "look at the slowest rank's cause below: host-bound (data loading, Python, I/O on that rank), or "
+            "device-bound (more work or a slower GPU there); balance the work per rank",
+     .evidence_sql =
+         "SELECT step, communication FROM StepTraceTime ORDER BY step (in each rank's analysis.db: "
+         "the rank waiting least is the slowest)",
+     .evaluate = nullptr,
+     .evaluate_cluster = SlowRank},
     {.id = "sync-in-step",
      .title = "Synchronizing calls inside steps",
      .measures = "host time blocked in calls that wait for the device (device/stream/event syncs, "
@@ -247,6 +262,36 @@ std::string_view FindingSeverityName(FindingSeverity severity) {
   return "low";
 }
 
+namespace findings_internal {
+
+std::optional<Finding> MakeFinding(const FindingRule& rule, RuleResult result, std::uint64_t steps,
+                                   std::int64_t considered_ns) {
+  if (steps == 0 || considered_ns <= 0) return std::nullopt;
+  const double share = static_cast<double>(result.at_stake_ns) / static_cast<double>(considered_ns);
+  if (result.at_stake_ns <= 0 || share < rule.threshold) return std::nullopt;
+  Finding finding;
+  finding.rule = &rule;
+  finding.at_stake_ns = result.at_stake_ns;
+  finding.at_stake_percent = 100.0 * share;
+  finding.at_stake_ms_per_step = static_cast<double>(result.at_stake_ns) / 1e6 / static_cast<double>(steps);
+  finding.severity = share >= 0.20   ? FindingSeverity::kHigh
+                     : share >= 0.05 ? FindingSeverity::kMedium
+                                     : FindingSeverity::kLow;
+  finding.occurrences = result.occurrences;
+  finding.evidence = std::move(result.evidence);
+  finding.parts = std::move(result.parts);
+  char figures[96];
+  std::snprintf(figures, sizeof figures, "%.2f ms per step (%.1f %% of step time)",
+                finding.at_stake_ms_per_step, finding.at_stake_percent);
+  finding.summary = std::string(rule.title) + ": " + figures + ", " + std::to_string(finding.occurrences) +
+                    (finding.occurrences == 1 ? " occurrence" : " occurrences");
+  finding.summary += PartsText(finding.parts);
+  if (!finding.evidence.empty()) finding.summary += "; the longest " + EvidenceText(finding.evidence.front());
+  return finding;
+}
+
+}  // namespace findings_internal
+
 StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const ProfileDbFile& file,
                                          const FindingsOptions& options) {
   GPUPROF_ASSIGN_OR_RETURN(RankStats split, ComputeRankStats(file, WithoutSteps::kWholeRunWithoutSteps));
@@ -304,31 +349,11 @@ StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const Rank
   report.steps_considered = ctx.steps.size();
   if (report.considered_ns <= 0) return report;
   for (const FindingRule& rule : kRules) {
+    if (rule.evaluate == nullptr) continue;
     GPUPROF_ASSIGN_OR_RETURN(RuleResult result, rule.evaluate(ctx));
-    const double share = static_cast<double>(result.at_stake_ns) / static_cast<double>(report.considered_ns);
-    if (result.at_stake_ns <= 0 || share < rule.threshold) continue;
-    Finding finding;
-    finding.rule = &rule;
-    finding.at_stake_ns = result.at_stake_ns;
-    finding.at_stake_percent = 100.0 * share;
-    finding.at_stake_ms_per_step =
-        static_cast<double>(result.at_stake_ns) / 1e6 / static_cast<double>(report.steps_considered);
-    finding.severity = share >= 0.20   ? FindingSeverity::kHigh
-                       : share >= 0.05 ? FindingSeverity::kMedium
-                                       : FindingSeverity::kLow;
-    finding.occurrences = result.occurrences;
-    finding.evidence = std::move(result.evidence);
-    finding.parts = std::move(result.parts);
-    char figures[96];
-    std::snprintf(figures, sizeof figures, "%.2f ms per step (%.1f %% of step time)",
-                  finding.at_stake_ms_per_step, finding.at_stake_percent);
-    finding.summary = std::string(rule.title) + ": " + figures + ", " + std::to_string(finding.occurrences) +
-                      (finding.occurrences == 1 ? " occurrence" : " occurrences");
-    finding.summary += PartsText(finding.parts);
-    if (!finding.evidence.empty()) {
-      finding.summary += "; the longest " + EvidenceText(finding.evidence.front());
-    }
-    report.findings.push_back(std::move(finding));
+    std::optional<Finding> finding = findings_internal::MakeFinding(
+        rule, std::move(result), report.steps_considered, report.considered_ns);
+    if (finding.has_value()) report.findings.push_back(std::move(*finding));
   }
   std::stable_sort(report.findings.begin(), report.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.at_stake_ns > b.at_stake_ns; });

@@ -26,6 +26,7 @@
 namespace gpuprof::db {
 
 struct FindingContext;
+struct ClusterFindingContext;
 struct RuleResult;
 struct LaunchScan;
 
@@ -37,7 +38,10 @@ struct FindingRule {
   std::string_view advice;        // why it costs time
   std::string_view fix;           // what to try
   std::string_view evidence_sql;  // run with sqlite3 on the DB: the evidence rows, longest first
+  // One of the two: a rule over one DB (ComputeFindings), or over the ranks of a job
+  // (cluster_findings.h's ComputeClusterFindings).
   StatusOr<RuleResult> (*evaluate)(const FindingContext&) = nullptr;
+  StatusOr<RuleResult> (*evaluate_cluster)(const ClusterFindingContext&) = nullptr;
 };
 
 // Every rule, in the order they are evaluated.

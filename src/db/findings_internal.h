@@ -4,12 +4,19 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "db/cluster_findings.h"
 #include "db/findings.h"
 
 namespace gpuprof::db::findings_internal {
+
+// The finding `result` makes for `rule` over `steps` steps lasting `considered_ns` in all: its share,
+// severity and summary; none when it stays under the rule's threshold.
+std::optional<Finding> MakeFinding(const FindingRule& rule, RuleResult result, std::uint64_t steps,
+                                   std::int64_t considered_ns);
 
 // Milliseconds, with three decimals below 1 ms (launch-sized gaps) and one above.
 std::string Ms(std::int64_t ns);
@@ -35,6 +42,9 @@ StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string&
 // `value`), by start. Names are matched in STRING_IDS once, not looked up row by row: over millions
 // of rows the filter is a set membership test.
 std::string NamedRowsSql(const ProfileReader& reader, const std::string& table, const std::string& filter);
+
+// The cluster rule (cluster_findings.cc): the slowest rank of each step, with its cause.
+StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx);
 
 // The scan of the device's tasks beside their launch calls (findings_launch.cc), made on first use
 // and kept in ctx.launches.

@@ -40,8 +40,8 @@ class Walk {
   }
 
   // One task [start, end) and its launch call [call_start, call_end) (has_call false: none known).
-  void Task(std::int64_t start, std::int64_t end, bool has_call, std::int64_t call_start, std::int64_t call_end,
-            bool kernel_launch, std::int64_t global_task_id) {
+  void Task(std::int64_t start, std::int64_t end, bool has_call, std::int64_t call_start,
+            std::int64_t call_end, bool kernel_launch, std::int64_t global_task_id) {
     while (s_ < ctx_.steps.size() && start >= ctx_.steps[s_]->end_ns) NextStep();
     reach_ = std::max(reach_, end);
     if (s_ == ctx_.steps.size() || end <= ctx_.steps[s_]->start_ns) return;
@@ -57,9 +57,10 @@ class Walk {
         RuleResult& delay = scan_.launch_delay;
         delay.at_stake_ns += start - from;
         ++delay.occurrences;
-        delay.evidence.push_back({"#" + std::to_string(global_task_id), ctx_.steps[s_]->id, from, start - from,
-                                  global_task_id, ""});
-        if (delay.evidence.size() >= 64 * ctx_.max_evidence + 1024) KeepLongest(delay.evidence, ctx_.max_evidence);
+        delay.evidence.push_back({"#" + std::to_string(global_task_id), ctx_.steps[s_]->id, from,
+                                  start - from, global_task_id, ""});
+        if (delay.evidence.size() >= 64 * ctx_.max_evidence + 1024)
+          KeepLongest(delay.evidence, ctx_.max_evidence);
       }
     }
 
@@ -110,7 +111,8 @@ class Walk {
   void NextStep() {
     CloseStretch();
     // The end of a step with nothing left queued: the device waits for the host's next work.
-    if (ctx_.steps[s_]->end_ns > covered_) Gap(covered_, ctx_.steps[s_]->end_ns, true, ctx_.steps[s_]->end_ns);
+    if (ctx_.steps[s_]->end_ns > covered_)
+      Gap(covered_, ctx_.steps[s_]->end_ns, true, ctx_.steps[s_]->end_ns);
     if (++s_ < ctx_.steps.size()) covered_ = std::max(ctx_.steps[s_]->start_ns, reach_);
   }
 
@@ -120,11 +122,13 @@ class Walk {
       RuleResult& bound = scan_.launch_bound;
       bound.at_stake_ns += stretch_idle_ns_;
       ++bound.occurrences;
-      bound.evidence.push_back({std::to_string(kernels) + " kernels shorter than their launch calls (median " +
+      bound.evidence.push_back({std::to_string(kernels) +
+                                    " kernels shorter than their launch calls (median " +
                                     Us(Median(stretch_device_ns_)) + " on the device, " +
                                     Us(Median(stretch_call_ns_)) + " to launch)",
                                 ctx_.steps[s_]->id, stretch_start_, stretch_idle_ns_, 0, ""});
-      if (bound.evidence.size() >= 64 * ctx_.max_evidence + 1024) KeepLongest(bound.evidence, ctx_.max_evidence);
+      if (bound.evidence.size() >= 64 * ctx_.max_evidence + 1024)
+        KeepLongest(bound.evidence, ctx_.max_evidence);
     }
     stretch_device_ns_.clear();
     stretch_call_ns_.clear();
@@ -170,8 +174,8 @@ Status NameKernels(const ProfileReader& reader, std::vector<FindingEvidence>& ev
 StatusOr<std::shared_ptr<const LaunchScan>> ScanLaunches(const FindingContext& ctx) {
   if (ctx.launches) return ctx.launches;
   auto scan = std::make_shared<LaunchScan>();
-  GPUPROF_ASSIGN_OR_RETURN(scan->has_tasks, ctx.reader.HasColumns("TASK", {"startNs", "endNs", "connectionId",
-                                                                           "globalTaskId"}));
+  GPUPROF_ASSIGN_OR_RETURN(
+      scan->has_tasks, ctx.reader.HasColumns("TASK", {"startNs", "endNs", "connectionId", "globalTaskId"}));
   if (!scan->has_tasks || ctx.steps.empty()) {
     ctx.launches = scan;
     return ctx.launches;
