@@ -173,24 +173,59 @@ int RunExport(const std::string& path, const std::string& format, const std::str
   return kExitOk;
 }
 
+// Where report and `diff --format html` write their page: -o, else `default_name` beside
+// `profile`, which must be free or a page the same command wrote (unless --force); what -o names is
+// checked before any DB is read (a directory, a dangling link). nullopt after printing why not.
+std::optional<std::string> PageOutput(const std::string& profile, const std::string& requested_output,
+                                      bool force, std::string_view default_name, DefaultOutput kind,
+                                      std::string_view example, std::ostream& err) {
+  const std::string output =
+      requested_output.empty() ? DefaultOutputPath(profile, default_name) : requested_output;
+  if (requested_output.empty() && !force) {
+    if (Status replaceable = CheckDefaultOutputReplaceable(output, kind); !replaceable.ok()) {
+      PrintError(err, replaceable);
+      return std::nullopt;
+    }
+  }
+  if (Status usable = db::OutputFile::ClassifyOutput(output, example).status(); !usable.ok()) {
+    PrintError(err, usable);
+    return std::nullopt;
+  }
+  return output;
+}
+
+// Writes `page` to `output` (db/output_file.h's rules; `example`: a file name its errors suggest)
+// and says where, with `what` it holds; false after printing the error.
+bool WritePage(const std::string& output, std::string_view example, const std::string& page,
+               const std::string& what, std::ostream& out, std::ostream& err) {
+  base::InstallInterruptCleanup();
+  StatusOr<std::unique_ptr<db::OutputFile>> file = db::OutputFile::Create(output, example);
+  StatusOr<std::uint64_t> bytes = file.ok() ? [&]() -> StatusOr<std::uint64_t> {
+    (*file)->buffer()->append(page);
+    return (*file)->Commit();
+  }()
+      : StatusOr<std::uint64_t>(file.status());
+  if (!bytes.ok()) {
+    PrintError(err, bytes.status());
+    return false;
+  }
+  std::ostream& report = db::OutputFile::IsStandardOutput(output) ? err : out;
+  std::error_code ec;
+  const std::string shown = output == "-" ? std::string("standard output")
+                                          : std::filesystem::absolute(output, ec).lexically_normal().string();
+  report << "wrote " << shown << " (" << FormatBytes(*bytes) << "): " << what
+         << "; it opens offline in any browser" << (output == "-" ? "" : ": file://" + shown) << "\n";
+  return true;
+}
+
 int RunReport(const std::string& path, const std::string& requested_output, bool force, std::size_t top,
               std::string_view progress, std::ostream& out, std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
-  const std::string output =
-      requested_output.empty() ? DefaultOutputPath(path, kDefaultReportName) : requested_output;
-  if (requested_output.empty() && !force) {
-    if (Status replaceable = CheckDefaultOutputReplaceable(output, DefaultOutput::kReport);
-        !replaceable.ok()) {
-      PrintError(err, replaceable);
-      return kExitFailure;
-    }
-  }
-  // What -o names is checked before any DB is read (a directory, a dangling link).
-  if (Status usable = db::OutputFile::ClassifyOutput(output, "report.html").status(); !usable.ok()) {
-    PrintError(err, usable);
-    return kExitFailure;
-  }
+  const std::optional<std::string> page_output = PageOutput(path, requested_output, force, kDefaultReportName,
+                                                            DefaultOutput::kReport, "report.html", err);
+  if (!page_output.has_value()) return kExitFailure;
+  const std::string& output = *page_output;
   int exit_code = kExitOk;
   HtmlReportInput input;
   input.path = path;
@@ -226,25 +261,8 @@ int RunReport(const std::string& path, const std::string& requested_output, bool
       exit_code = kExitFailure;
     }
   }
-  const std::string page = RenderHtmlReport(input);
-  base::InstallInterruptCleanup();
-  StatusOr<std::unique_ptr<db::OutputFile>> file = db::OutputFile::Create(output, "report.html");
-  StatusOr<std::uint64_t> bytes = file.ok() ? [&]() -> StatusOr<std::uint64_t> {
-    (*file)->buffer()->append(page);
-    return (*file)->Commit();
-  }()
-      : StatusOr<std::uint64_t>(file.status());
-  if (!bytes.ok()) {
-    PrintError(err, bytes.status());
-    return kExitFailure;
-  }
-  std::ostream& report = db::OutputFile::IsStandardOutput(output) ? err : out;
-  std::error_code ec;
-  const std::string shown = output == "-" ? std::string("standard output")
-                                          : std::filesystem::absolute(output, ec).lexically_normal().string();
-  report << "wrote " << shown << " (" << FormatBytes(*bytes) << "): " << input.dbs.size()
-         << " profile DB(s); it opens offline in any browser" << (output == "-" ? "" : ": file://" + shown)
-         << "\n";
+  const std::string what = std::to_string(input.dbs.size()) + " profile DB(s)";
+  if (!WritePage(output, "report.html", RenderHtmlReport(input), what, out, err)) return kExitFailure;
   return exit_code;
 }
 
@@ -278,8 +296,16 @@ bool CheckAnalysisBeside(const std::string& db_path, const db::ProfileReader& pr
 }
 
 // `gpuprof diff A B`: the DBs of A and B paired in rank order (one pair for two single runs).
-int RunDiff(const std::string& a, const std::string& b, std::size_t top, bool json, bool include_warmup,
-            std::ostream& out, std::ostream& err) {
+// `format`: text, json or html (the page goes to -o, else beside B).
+int RunDiff(const std::string& a, const std::string& b, std::size_t top, const std::string& format,
+            bool include_warmup, const std::string& requested_output, bool force, std::ostream& out,
+            std::ostream& err) {
+  if (format != "html" && (!requested_output.empty() || force)) {
+    err << "gpuprof: error: -o and --force write the page of --format html; text and JSON go to standard "
+           "output (redirect it to keep them)\n"
+        << "run 'gpuprof diff --help' for the accepted flags and values\n";
+    return kExitUsage;
+  }
   std::optional<db::ResolvedProfiles> ra = Resolve(a, err);
   std::optional<db::ResolvedProfiles> rb = Resolve(b, err);
   if (!ra.has_value() || !rb.has_value()) return kExitFailure;
@@ -288,10 +314,16 @@ int RunDiff(const std::string& a, const std::string& b, std::size_t top, bool js
         << rb->dbs.size() << "; name one DB or one rank directory on each side to compare them\n";
     return kExitUsage;
   }
+  std::optional<std::string> page_output;
+  if (format == "html") {
+    page_output =
+        PageOutput(b, requested_output, force, kDefaultDiffName, DefaultOutput::kDiff, "diff.html", err);
+    if (!page_output.has_value()) return kExitFailure;
+  }
   db::DiffOptions options;
   options.top = top;
   options.include_warmup = include_warmup;
-  nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
+  std::vector<db::ProfileDiff> diffs;
   int exit_code = kExitOk;
   for (std::size_t i = 0; i < ra->dbs.size(); ++i) {
     StatusOr<db::ProfileDiff> diff = db::DiffProfiles(ra->dbs[i], rb->dbs[i], options);
@@ -300,17 +332,24 @@ int RunDiff(const std::string& a, const std::string& b, std::size_t top, bool js
       exit_code = kExitFailure;
       continue;
     }
-    if (json) {
-      pairs.push_back(DiffJson(*diff));
-      continue;
-    }
-    if (i > 0) out << "\n" << std::string(100, '=') << "\n\n";
-    PrintDiff(out, *diff);
+    diffs.push_back(std::move(diff).value());
   }
-  if (json) {
+  if (format == "json") {
+    nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
+    for (const db::ProfileDiff& diff : diffs) pairs.push_back(DiffJson(diff));
     const nlohmann::ordered_json document = {
         {"schema", "gpuprof.diff"}, {"version", kDiffJsonVersion}, {"a", a}, {"b", b}, {"pairs", pairs}};
     out << document.dump(2) << "\n";
+  } else if (format == "html") {
+    if (diffs.empty()) return kExitFailure;
+    const std::string what = std::to_string(diffs.size()) + " pair(s) of profile DBs compared";
+    if (!WritePage(*page_output, "diff.html", RenderDiffHtml(a, b, diffs), what, out, err))
+      return kExitFailure;
+  } else {
+    for (std::size_t i = 0; i < diffs.size(); ++i) {
+      if (i > 0) out << "\n" << std::string(100, '=') << "\n\n";
+      PrintDiff(out, diffs[i]);
+    }
   }
   return exit_code;
 }
@@ -477,18 +516,34 @@ DbCommands::DbCommands(CLI::App& app) {
   diff_ = app.add_subcommand(
       "diff",
       "Compare two profiles step by step (B against A): the step time, each op by name and input shapes, "
-      "each kernel and the peak memory, each with its spread over the steps, so that a change inside the "
-      "noise is not reported as one");
+      "each kernel by name and launch shape, the peak memory, each collective and the communication not "
+      "overlapped with compute, each with its spread over the steps, so that a change inside the noise is "
+      "not reported as one; and each kernel replayed in both, by its pass durations");
   diff_->add_option("A", diff_a_, "The baseline: a DB, a run directory, or a directory of rank DBs")
       ->required();
   diff_->add_option("B", diff_b_, "The profile compared with it (the same kind of path)")->required();
   diff_->add_option("--top", diff_top_, "Rows per table")
       ->check(CLI::Range(std::size_t{1}, kMaxTop))
       ->capture_default_str();
-  diff_->add_option("--format", diff_format_, "text (the default) or json (its shape: docs/json_output.md)")
+  diff_
+      ->add_option(
+          "--format", diff_format_,
+          "text (the default), json (its shape: docs/json_output.md) or html: one self-contained page "
+          "of the same tables, the changed rows marked")
       ->type_name("FORMAT")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(CLI::IsMember({"text", "json", "html"}))
       ->capture_default_str();
+  diff_
+      ->add_option(
+          "-o,--output", diff_output_,
+          "With --format html: the page's file (default: gpuprof_diff.html in B's run directory, or in "
+          "the directory given; a file of that name that gpuprof diff did not write is kept unless "
+          "--force); written as report writes, '-' is standard output")
+      ->type_name("FILE");
+  diff_->add_flag(
+      "--force", diff_force_,
+      "With --format html and without -o: replace the default gpuprof_diff.html even when gpuprof "
+      "diff did not write it");
   diff_->add_flag("--include-warmup", diff_include_warmup_, "Compare the first step of each run too");
 }
 
@@ -524,7 +579,8 @@ int DbCommands::Run(std::ostream& out, std::ostream& err) const {
   if (check_->parsed())
     return RunCheck(check_path_, check_format_ == "json", check_settings_->value(progress), out, err);
   if (diff_->parsed())
-    return RunDiff(diff_a_, diff_b_, diff_top_, diff_format_ == "json", diff_include_warmup_, out, err);
+    return RunDiff(diff_a_, diff_b_, diff_top_, diff_format_, diff_include_warmup_, diff_output_, diff_force_,
+                   out, err);
   return kExitUsage;
 }
 

@@ -68,6 +68,8 @@ class DbCommands {
   std::size_t diff_top_ = 15;
   std::string diff_format_ = "text";
   bool diff_include_warmup_ = false;
+  std::string diff_output_;
+  bool diff_force_ = false;
   std::unique_ptr<SettingOptions> stats_settings_;  // --progress of each
   std::unique_ptr<SettingOptions> export_settings_;
   std::unique_ptr<SettingOptions> report_settings_;
