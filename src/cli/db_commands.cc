@@ -444,9 +444,14 @@ DbCommands::DbCommands(CLI::App& app) {
           "rank,kernelId,kernel,launchIndex,metric,unit,value,passes (passes 0: taken from the launch, no "
           "counter pass). --csv=ranges: every launch of every replayed range in execution order, with its "
           "range, median/min/max time over the passes, spread, throughputs, occupancy, bottleneck word and "
-          "roofline inputs (the columns: docs/db_gpuprof_tables.md, \"Range results\")")
+          "roofline inputs (the columns: docs/db_gpuprof_tables.md, \"Range results\"). --csv=ops, kernels, "
+          "steps or findings: the rows of --format json with its fields as columns after rank "
+          "(docs/json_output.md): ops rank,name,calls,total_ms,self_ms; kernels rank,name,calls,total_ms; "
+          "steps rank,id,start_ns,duration_ms; findings: rank, id, severity, title, the time at stake (ms, "
+          "ms "
+          "per step, %), threshold %, occurrences and fix")
       ->type_name("TABLE")
-      ->check(CLI::IsMember({"metrics", "ranges"}))
+      ->check(CLI::IsMember(StatsCsvTables()))
       ->excludes(top);
   stats_
       ->add_option("--format", stats_format_,
@@ -565,8 +570,7 @@ std::string DbCommands::HelpCommand() const {
 int DbCommands::Run(std::ostream& out, std::ostream& err) const {
   const base::SettingId progress = base::SettingId::kProgress;
   if (stats_->parsed()) {
-    if (csv_ == "ranges") return RunRangeCsv(stats_path_, out, err);
-    if (csv_ == "metrics") return RunStatsCsv(stats_path_, out, err);
+    if (!csv_.empty()) return RunStatsTableCsv(stats_path_, csv_, include_warmup_, out, err);
     return RunStats(stats_path_, top_, stats_format_ == "json", include_warmup_,
                     stats_settings_->value(progress), out, err);
   }

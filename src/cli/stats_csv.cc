@@ -4,13 +4,17 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli/db_command_common.h"
 #include "cli/exit_codes.h"
+#include "cli/findings_output.h"
+#include "db/findings.h"
 #include "db/profile_reader.h"
 #include "db/range_stats.h"
 #include "db/stats.h"
@@ -79,7 +83,99 @@ constexpr std::string_view kRangeCsvHeader =
     "rank,deviceId,rangeId,rangeLaunch,kernelId,kernel,replayed,declineReason,passes,medianNs,minNs,maxNs,"
     "spreadPct,computePct,memoryPct,occupancyPct,bottleneck,flops,dramBytes,durationNs";
 
+// The tables of `stats --csv=TABLE` that are rows of `stats --format json`: each the JSON array's
+// fields in the JSON's own names, after `rank`, so a row and its JSON object hold the same figures.
+struct JsonTable {
+  std::string_view name;  // --csv's value
+  std::string_view what;  // for the note on a DB without rows
+  std::vector<std::string_view> fields;
+};
+
+const std::vector<JsonTable>& JsonTables() {
+  static const std::vector<JsonTable> tables = {
+      {"ops", "ops", {"name", "calls", "total_ms", "self_ms"}},
+      {"kernels", "kernels", {"name", "calls", "total_ms"}},
+      {"steps", "steps", {"id", "start_ns", "duration_ms"}},
+      {"findings",
+       "findings",
+       {"id", "severity", "title", "at_stake_ms", "at_stake_ms_per_step", "at_stake_percent",
+        "threshold_percent", "occurrences", "fix"}},
+  };
+  return tables;
+}
+
+// A JSON scalar as a CSV field: strings quoted when needed, numbers as the JSON writes them (the
+// shortest text that reads back as the same double), null as "".
+void AppendJsonField(std::string* line, const nlohmann::ordered_json& value) {
+  if (value.is_string()) {
+    AppendCsvField(line, value.get_ref<const std::string&>());
+  } else if (value.is_number_float()) {
+    line->append(ExactNumber(value.get<double>()));
+  } else if (!value.is_null()) {
+    line->append(value.dump());
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> StatsCsvTables() {
+  std::vector<std::string> names = {"metrics", "ranges"};
+  for (const JsonTable& table : JsonTables()) names.emplace_back(table.name);
+  return names;
+}
+
+int RunStatsTableCsv(const std::string& path, std::string_view name, bool include_warmup, std::ostream& out,
+                     std::ostream& err) {
+  if (name == "metrics") return RunStatsCsv(path, out, err);
+  if (name == "ranges") return RunRangeCsv(path, out, err);
+  const JsonTable* table = nullptr;
+  for (const JsonTable& t : JsonTables()) {
+    if (t.name == name) table = &t;
+  }
+  if (table == nullptr) {
+    err << "gpuprof: error: unknown --csv table '" << name << "'\n";
+    return kExitUsage;
+  }
+  std::string line = "rank";
+  for (std::string_view field : table->fields) line += "," + std::string(field);
+  out << line << "\n";
+  return ForEachCsvDb(
+      path, table->what, err,
+      [&](const db::ProfileDbFile& file, const db::ProfileReader& reader, std::string* absent) -> Status {
+        nlohmann::ordered_json rows;
+        std::optional<std::int64_t> rank;
+        if (table->name == "findings") {
+          db::FindingsOptions options;
+          options.include_warmup = include_warmup;
+          GPUPROF_ASSIGN_OR_RETURN(db::FindingsReport findings, db::ComputeFindings(reader, file, options));
+          GPUPROF_ASSIGN_OR_RETURN(rank, db::DbRank(reader));
+          rows = FindingsJson(findings)["findings"];
+          *absent = findings.absent;
+        } else {
+          // Every row: the top of every table is all of it.
+          GPUPROF_ASSIGN_OR_RETURN(db::ProfileStats stats,
+                                   db::ComputeStats(reader, db::StatsOptions{static_cast<std::size_t>(-1)}));
+          rank = stats.rank;
+          rows = table->name == "ops"       ? OpsJson(stats)
+                 : table->name == "kernels" ? KernelsJson(stats)
+                                            : StepsJson(stats);
+          *absent = table->name == "ops"       ? stats.ops_absent
+                    : table->name == "kernels" ? stats.kernels_absent
+                                               : stats.steps_absent;
+          if (!rows.empty()) absent->clear();
+        }
+        const std::string rank_text = RankText(rank, file);
+        for (const nlohmann::ordered_json& row : rows) {
+          line = rank_text;
+          for (std::string_view field : table->fields) {
+            line += ",";
+            AppendJsonField(&line, row[std::string(field)]);
+          }
+          out << line << "\n";
+        }
+        return OkStatus();
+      });
+}
 
 // `stats --csv`: every GPUPROF_REPLAY_METRIC row of every DB under PATH, one header.
 int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err) {
