@@ -1,16 +1,13 @@
 #include "cli/db_commands.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
-#include <set>
 #include <sstream>
 #include <string_view>
 #include <utility>
@@ -19,6 +16,7 @@
 #include "base/interrupt_cleanup.h"
 #include "base/utf8.h"
 #include "cli/cli11.h"
+#include "cli/db_command_common.h"
 #include "cli/default_output.h"
 #include "cli/diff_output.h"
 #include "cli/exit_codes.h"
@@ -27,6 +25,7 @@
 #include "cli/html_report.h"
 #include "cli/live_line.h"
 #include "cli/report.h"
+#include "cli/stats_csv.h"
 #include "cli/stats_tables.h"
 #include "db/check.h"
 #include "db/cluster_findings.h"
@@ -37,7 +36,6 @@
 #include "db/output_layout.h"
 #include "db/perfetto_export.h"
 #include "db/profile_reader.h"
-#include "db/range_stats.h"
 #include "db/report_data.h"
 #include "db/stats.h"
 
@@ -45,29 +43,6 @@ namespace gpuprof::cli {
 namespace {
 
 constexpr std::size_t kMaxTop = 100000;
-
-void PrintError(std::ostream& err, const Status& status) {
-  err << "gpuprof: error: " << status.message() << "\n";
-}
-
-// The live line's context for the i-th of n DBs: "" for a single DB.
-std::string DbOfN(std::size_t i, std::size_t n) {
-  return n > 1 ? "DB " + std::to_string(i + 1) + " of " + std::to_string(n) : std::string();
-}
-
-// Resolves PATH, printing the error or the partial-DB note; nullopt on error.
-std::optional<db::ResolvedProfiles> Resolve(const std::string& path, std::ostream& err) {
-  StatusOr<db::ResolvedProfiles> resolved = db::ResolveProfilePath(path);
-  if (!resolved.ok()) {
-    PrintError(err, resolved.status());
-    return std::nullopt;
-  }
-  std::string note = db::PartialDbNote(*resolved);
-  if (!note.empty()) err << "gpuprof: note: " << note << "\n";
-  std::string duplicates = db::DuplicateRankNote(*resolved);
-  if (!duplicates.empty()) err << "gpuprof: warning: " << duplicates << "\n";
-  return std::move(resolved).value();
-}
 
 int RunStats(const std::string& path, std::size_t top, bool json, bool include_warmup,
              std::string_view progress, std::ostream& out, std::ostream& err) {
@@ -164,135 +139,6 @@ int RunStats(const std::string& path, std::size_t top, bool json, bool include_w
   return exit_code;
 }
 
-// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break.
-void AppendCsvField(std::string* line, std::string_view field) {
-  if (field.find_first_of(",\"\r\n") == std::string_view::npos) {
-    line->append(field);
-    return;
-  }
-  line->push_back('"');
-  for (char c : field) {
-    if (c == '"') line->push_back('"');
-    line->push_back(c);
-  }
-  line->push_back('"');
-}
-
-// The shortest text that reads back as the same double.
-std::string ExactNumber(double value) {
-  char text[32];
-  auto result = std::to_chars(text, text + sizeof(text), value);
-  return std::string(text, result.ptr);
-}
-
-constexpr std::string_view kMetricCsvHeader = "rank,kernelId,kernel,launchIndex,metric,unit,value,passes";
-
-}  // namespace
-
-namespace {
-
-// Opens each DB under PATH in turn for `each`, which writes its rows and sets `absent` when the DB
-// has none (a note on `err`, naming `what` is missing); the exit code.
-int ForEachCsvDb(
-    const std::string& path, std::string_view what, std::ostream& err,
-    const std::function<Status(const db::ProfileDbFile&, const db::ProfileReader&, std::string*)>& each) {
-  std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
-  if (!resolved.has_value()) return kExitFailure;
-  int exit_code = kExitOk;
-  for (const db::ProfileDbFile& file : resolved->dbs) {
-    StatusOr<std::unique_ptr<db::ProfileReader>> reader = db::ProfileReader::Open(file.path);
-    if (!reader.ok()) {
-      PrintError(err, reader.status());
-      exit_code = kExitFailure;
-      continue;
-    }
-    std::string absent;
-    if (Status status = each(file, **reader, &absent); !status.ok()) {
-      PrintError(err, status);
-      exit_code = kExitFailure;
-      continue;
-    }
-    if (!absent.empty()) err << "gpuprof: note: " << file.path << ": " << absent << "; no " << what << "\n";
-  }
-  return exit_code;
-}
-
-// The rank column: the DB's own RANK_DEVICE_MAP rank, else the one its path says.
-std::string RankText(std::optional<std::int64_t> rank, const db::ProfileDbFile& file) {
-  if (!rank.has_value() || *rank < 0) rank = file.rank;
-  return rank.has_value() ? std::to_string(*rank) : "";
-}
-
-std::string OptionalNumber(const std::optional<double>& value) { return value ? ExactNumber(*value) : ""; }
-
-constexpr std::string_view kRangeCsvHeader =
-    "rank,deviceId,rangeId,rangeLaunch,kernelId,kernel,replayed,declineReason,passes,medianNs,minNs,maxNs,"
-    "spreadPct,computePct,memoryPct,occupancyPct,bottleneck,flops,dramBytes,durationNs";
-
-}  // namespace
-
-// `stats --csv`: every GPUPROF_REPLAY_METRIC row of every DB under PATH, one header.
-int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err) {
-  out << kMetricCsvHeader << "\n";
-  std::string line;
-  return ForEachCsvDb(
-      path, "counter values", err,
-      [&](const db::ProfileDbFile& file, const db::ProfileReader& reader, std::string* absent) {
-        return db::ForEachReplayMetric(
-            reader,
-            [&](const db::ReplayMetricRow& row) {
-              line = RankText(row.rank, file) + "," + std::to_string(row.kernel_id) + ",";
-              AppendCsvField(&line, row.kernel);
-              line += "," + std::to_string(row.launch_index) + ",";
-              AppendCsvField(&line, row.metric);
-              line += ",";
-              AppendCsvField(&line, row.unit);
-              line += ",";
-              if (row.value.has_value()) line += ExactNumber(*row.value);
-              line += "," + std::to_string(row.passes) + "\n";
-              out << line;
-            },
-            absent);
-      });
-}
-
-// `stats --csv=ranges`: every launch of every replayed range under PATH (db/range_stats.h), one header.
-int RunRangeCsv(const std::string& path, std::ostream& out, std::ostream& err) {
-  out << kRangeCsvHeader << "\n";
-  std::string line;
-  return ForEachCsvDb(
-      path, "range replay results", err,
-      [&](const db::ProfileDbFile& file, const db::ProfileReader& reader, std::string* absent) -> Status {
-        GPUPROF_ASSIGN_OR_RETURN(std::optional<std::int64_t> rank, db::DbRank(reader));
-        const std::string rank_text = RankText(rank, file);
-        GPUPROF_ASSIGN_OR_RETURN(
-            db::RangeScanSummary summary, db::ForEachRangeKernel(reader, {}, [&](const db::RangeKernel& k) {
-              line = rank_text + "," + std::to_string(k.device) + "," + std::to_string(k.range_id) + "," +
-                     std::to_string(k.place) + "," + std::to_string(k.kernel_id) + ",";
-              AppendCsvField(&line, k.kernel);
-              line += std::string(k.replayed ? ",1," : ",0,");
-              AppendCsvField(&line, k.decline_reason);
-              line += "," + std::to_string(k.passes) + ",";
-              if (k.median_ns.has_value()) {
-                line += std::to_string(*k.median_ns) + "," + std::to_string(k.min_ns) + "," +
-                        std::to_string(k.max_ns);
-              } else {
-                line += ",,";
-              }
-              line += "," + OptionalNumber(k.spread_pct) + "," + OptionalNumber(k.compute_pct) + "," +
-                      OptionalNumber(k.memory_pct) + "," + OptionalNumber(k.occupancy_pct) + ",";
-              if (k.bottleneck != db::Bottleneck::kUnknown) line += db::BottleneckName(k.bottleneck);
-              line += "," + OptionalNumber(k.flops) + "," + OptionalNumber(k.dram_bytes) + "," +
-                      OptionalNumber(k.duration_ns) + "\n";
-              out << line;
-            }));
-        *absent = summary.absent;
-        return OkStatus();
-      });
-}
-
-namespace {
-
 int RunExport(const std::string& path, const std::string& format, const std::string& requested_output,
               bool force, std::string_view progress, std::ostream& out, std::ostream& err) {
   std::vector<std::string_view> formats = db::ExportFormats();
@@ -342,24 +188,59 @@ int RunExport(const std::string& path, const std::string& format, const std::str
   return kExitOk;
 }
 
+// Where report and `diff --format html` write their page: -o, else `default_name` beside
+// `profile`, which must be free or a page the same command wrote (unless --force); what -o names is
+// checked before any DB is read (a directory, a dangling link). nullopt after printing why not.
+std::optional<std::string> PageOutput(const std::string& profile, const std::string& requested_output,
+                                      bool force, std::string_view default_name, DefaultOutput kind,
+                                      std::string_view example, std::ostream& err) {
+  const std::string output =
+      requested_output.empty() ? DefaultOutputPath(profile, default_name) : requested_output;
+  if (requested_output.empty() && !force) {
+    if (Status replaceable = CheckDefaultOutputReplaceable(output, kind); !replaceable.ok()) {
+      PrintError(err, replaceable);
+      return std::nullopt;
+    }
+  }
+  if (Status usable = db::OutputFile::ClassifyOutput(output, example).status(); !usable.ok()) {
+    PrintError(err, usable);
+    return std::nullopt;
+  }
+  return output;
+}
+
+// Writes `page` to `output` (db/output_file.h's rules; `example`: a file name its errors suggest)
+// and says where, with `what` it holds; false after printing the error.
+bool WritePage(const std::string& output, std::string_view example, const std::string& page,
+               const std::string& what, std::ostream& out, std::ostream& err) {
+  base::InstallInterruptCleanup();
+  StatusOr<std::unique_ptr<db::OutputFile>> file = db::OutputFile::Create(output, example);
+  StatusOr<std::uint64_t> bytes = file.ok() ? [&]() -> StatusOr<std::uint64_t> {
+    (*file)->buffer()->append(page);
+    return (*file)->Commit();
+  }()
+      : StatusOr<std::uint64_t>(file.status());
+  if (!bytes.ok()) {
+    PrintError(err, bytes.status());
+    return false;
+  }
+  std::ostream& report = db::OutputFile::IsStandardOutput(output) ? err : out;
+  std::error_code ec;
+  const std::string shown = output == "-" ? std::string("standard output")
+                                          : std::filesystem::absolute(output, ec).lexically_normal().string();
+  report << "wrote " << shown << " (" << FormatBytes(*bytes) << "): " << what
+         << "; it opens offline in any browser" << (output == "-" ? "" : ": file://" + shown) << "\n";
+  return true;
+}
+
 int RunReport(const std::string& path, const std::string& requested_output, bool force, std::size_t top,
               std::string_view progress, std::ostream& out, std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
-  const std::string output =
-      requested_output.empty() ? DefaultOutputPath(path, kDefaultReportName) : requested_output;
-  if (requested_output.empty() && !force) {
-    if (Status replaceable = CheckDefaultOutputReplaceable(output, DefaultOutput::kReport);
-        !replaceable.ok()) {
-      PrintError(err, replaceable);
-      return kExitFailure;
-    }
-  }
-  // What -o names is checked before any DB is read (a directory, a dangling link).
-  if (Status usable = db::OutputFile::ClassifyOutput(output, "report.html").status(); !usable.ok()) {
-    PrintError(err, usable);
-    return kExitFailure;
-  }
+  const std::optional<std::string> page_output = PageOutput(path, requested_output, force, kDefaultReportName,
+                                                            DefaultOutput::kReport, "report.html", err);
+  if (!page_output.has_value()) return kExitFailure;
+  const std::string& output = *page_output;
   int exit_code = kExitOk;
   HtmlReportInput input;
   input.path = path;
@@ -395,25 +276,8 @@ int RunReport(const std::string& path, const std::string& requested_output, bool
       exit_code = kExitFailure;
     }
   }
-  const std::string page = RenderHtmlReport(input);
-  base::InstallInterruptCleanup();
-  StatusOr<std::unique_ptr<db::OutputFile>> file = db::OutputFile::Create(output, "report.html");
-  StatusOr<std::uint64_t> bytes = file.ok() ? [&]() -> StatusOr<std::uint64_t> {
-    (*file)->buffer()->append(page);
-    return (*file)->Commit();
-  }()
-      : StatusOr<std::uint64_t>(file.status());
-  if (!bytes.ok()) {
-    PrintError(err, bytes.status());
-    return kExitFailure;
-  }
-  std::ostream& report = db::OutputFile::IsStandardOutput(output) ? err : out;
-  std::error_code ec;
-  const std::string shown = output == "-" ? std::string("standard output")
-                                          : std::filesystem::absolute(output, ec).lexically_normal().string();
-  report << "wrote " << shown << " (" << FormatBytes(*bytes) << "): " << input.dbs.size()
-         << " profile DB(s); it opens offline in any browser" << (output == "-" ? "" : ": file://" + shown)
-         << "\n";
+  const std::string what = std::to_string(input.dbs.size()) + " profile DB(s)";
+  if (!WritePage(output, "report.html", RenderHtmlReport(input), what, out, err)) return kExitFailure;
   return exit_code;
 }
 
@@ -447,8 +311,16 @@ bool CheckAnalysisBeside(const std::string& db_path, const db::ProfileReader& pr
 }
 
 // `gpuprof diff A B`: the DBs of A and B paired in rank order (one pair for two single runs).
-int RunDiff(const std::string& a, const std::string& b, std::size_t top, bool json, bool include_warmup,
-            std::ostream& out, std::ostream& err) {
+// `format`: text, json or html (the page goes to -o, else beside B).
+int RunDiff(const std::string& a, const std::string& b, std::size_t top, const std::string& format,
+            bool include_warmup, const std::string& requested_output, bool force, std::ostream& out,
+            std::ostream& err) {
+  if (format != "html" && (!requested_output.empty() || force)) {
+    err << "gpuprof: error: -o and --force write the page of --format html; text and JSON go to standard "
+           "output (redirect it to keep them)\n"
+        << "run 'gpuprof diff --help' for the accepted flags and values\n";
+    return kExitUsage;
+  }
   std::optional<db::ResolvedProfiles> ra = Resolve(a, err);
   std::optional<db::ResolvedProfiles> rb = Resolve(b, err);
   if (!ra.has_value() || !rb.has_value()) return kExitFailure;
@@ -457,10 +329,16 @@ int RunDiff(const std::string& a, const std::string& b, std::size_t top, bool js
         << rb->dbs.size() << "; name one DB or one rank directory on each side to compare them\n";
     return kExitUsage;
   }
+  std::optional<std::string> page_output;
+  if (format == "html") {
+    page_output =
+        PageOutput(b, requested_output, force, kDefaultDiffName, DefaultOutput::kDiff, "diff.html", err);
+    if (!page_output.has_value()) return kExitFailure;
+  }
   db::DiffOptions options;
   options.top = top;
   options.include_warmup = include_warmup;
-  nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
+  std::vector<db::ProfileDiff> diffs;
   int exit_code = kExitOk;
   for (std::size_t i = 0; i < ra->dbs.size(); ++i) {
     StatusOr<db::ProfileDiff> diff = db::DiffProfiles(ra->dbs[i], rb->dbs[i], options);
@@ -469,17 +347,24 @@ int RunDiff(const std::string& a, const std::string& b, std::size_t top, bool js
       exit_code = kExitFailure;
       continue;
     }
-    if (json) {
-      pairs.push_back(DiffJson(*diff));
-      continue;
-    }
-    if (i > 0) out << "\n" << std::string(100, '=') << "\n\n";
-    PrintDiff(out, *diff);
+    diffs.push_back(std::move(diff).value());
   }
-  if (json) {
+  if (format == "json") {
+    nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
+    for (const db::ProfileDiff& diff : diffs) pairs.push_back(DiffJson(diff));
     const nlohmann::ordered_json document = {
         {"schema", "gpuprof.diff"}, {"version", kDiffJsonVersion}, {"a", a}, {"b", b}, {"pairs", pairs}};
     out << document.dump(2) << "\n";
+  } else if (format == "html") {
+    if (diffs.empty()) return kExitFailure;
+    const std::string what = std::to_string(diffs.size()) + " pair(s) of profile DBs compared";
+    if (!WritePage(*page_output, "diff.html", RenderDiffHtml(a, b, diffs), what, out, err))
+      return kExitFailure;
+  } else {
+    for (std::size_t i = 0; i < diffs.size(); ++i) {
+      if (i > 0) out << "\n" << std::string(100, '=') << "\n\n";
+      PrintDiff(out, diffs[i]);
+    }
   }
   return exit_code;
 }
@@ -574,9 +459,14 @@ DbCommands::DbCommands(CLI::App& app) {
           "rank,kernelId,kernel,launchIndex,metric,unit,value,passes (passes 0: taken from the launch, no "
           "counter pass). --csv=ranges: every launch of every replayed range in execution order, with its "
           "range, median/min/max time over the passes, spread, throughputs, occupancy, bottleneck word and "
-          "roofline inputs (the columns: docs/db_gpuprof_tables.md, \"Range results\")")
+          "roofline inputs (the columns: docs/db_gpuprof_tables.md, \"Range results\"). --csv=ops, kernels, "
+          "steps or findings: the rows of --format json with its fields as columns after rank "
+          "(docs/json_output.md): ops rank,name,calls,total_ms,self_ms; kernels rank,name,calls,total_ms; "
+          "steps rank,id,start_ns,duration_ms; findings: rank, id, severity, title, the time at stake (ms, "
+          "ms "
+          "per step, %), threshold %, occurrences and fix")
       ->type_name("TABLE")
-      ->check(CLI::IsMember({"metrics", "ranges"}))
+      ->check(CLI::IsMember(StatsCsvTables()))
       ->excludes(top);
   stats_
       ->add_option("--format", stats_format_,
@@ -646,18 +536,34 @@ DbCommands::DbCommands(CLI::App& app) {
   diff_ = app.add_subcommand(
       "diff",
       "Compare two profiles step by step (B against A): the step time, each op by name and input shapes, "
-      "each kernel and the peak memory, each with its spread over the steps, so that a change inside the "
-      "noise is not reported as one");
+      "each kernel by name and launch shape, the peak memory, each collective and the communication not "
+      "overlapped with compute, each with its spread over the steps, so that a change inside the noise is "
+      "not reported as one; and each kernel replayed in both, by its pass durations");
   diff_->add_option("A", diff_a_, "The baseline: a DB, a run directory, or a directory of rank DBs")
       ->required();
   diff_->add_option("B", diff_b_, "The profile compared with it (the same kind of path)")->required();
   diff_->add_option("--top", diff_top_, "Rows per table")
       ->check(CLI::Range(std::size_t{1}, kMaxTop))
       ->capture_default_str();
-  diff_->add_option("--format", diff_format_, "text (the default) or json (its shape: docs/json_output.md)")
+  diff_
+      ->add_option(
+          "--format", diff_format_,
+          "text (the default), json (its shape: docs/json_output.md) or html: one self-contained page "
+          "of the same tables, the changed rows marked")
       ->type_name("FORMAT")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(CLI::IsMember({"text", "json", "html"}))
       ->capture_default_str();
+  diff_
+      ->add_option(
+          "-o,--output", diff_output_,
+          "With --format html: the page's file (default: gpuprof_diff.html in B's run directory, or in "
+          "the directory given; a file of that name that gpuprof diff did not write is kept unless "
+          "--force); written as report writes, '-' is standard output")
+      ->type_name("FILE");
+  diff_->add_flag(
+      "--force", diff_force_,
+      "With --format html and without -o: replace the default gpuprof_diff.html even when gpuprof "
+      "diff did not write it");
   diff_->add_flag("--include-warmup", diff_include_warmup_, "Compare the first step of each run too");
 }
 
@@ -679,8 +585,7 @@ std::string DbCommands::HelpCommand() const {
 int DbCommands::Run(std::ostream& out, std::ostream& err) const {
   const base::SettingId progress = base::SettingId::kProgress;
   if (stats_->parsed()) {
-    if (csv_ == "ranges") return RunRangeCsv(stats_path_, out, err);
-    if (csv_ == "metrics") return RunStatsCsv(stats_path_, out, err);
+    if (!csv_.empty()) return RunStatsTableCsv(stats_path_, csv_, include_warmup_, out, err);
     return RunStats(stats_path_, top_, stats_format_ == "json", include_warmup_,
                     stats_settings_->value(progress), out, err);
   }
@@ -693,7 +598,8 @@ int DbCommands::Run(std::ostream& out, std::ostream& err) const {
   if (check_->parsed())
     return RunCheck(check_path_, check_format_ == "json", check_settings_->value(progress), out, err);
   if (diff_->parsed())
-    return RunDiff(diff_a_, diff_b_, diff_top_, diff_format_ == "json", diff_include_warmup_, out, err);
+    return RunDiff(diff_a_, diff_b_, diff_top_, diff_format_, diff_include_warmup_, diff_output_, diff_force_,
+                   out, err);
   return kExitUsage;
 }
 

@@ -26,14 +26,6 @@ namespace gpuprof::cli {
 // The "Kernel replay" part of `gpuprof stats` (also printed by `gpuprof replay`).
 void PrintReplayStats(std::ostream& out, const db::ProfileStats& stats);
 
-// `gpuprof stats --csv` (also `gpuprof replay --csv`): every replayed launch's metric values under
-// PATH as CSV on `out`, problems on `err`; the exit code stats would give.
-int RunStatsCsv(const std::string& path, std::ostream& out, std::ostream& err);
-
-// `gpuprof stats --csv=ranges`: every launch of every replayed range under PATH (db/range_stats.h)
-// as CSV, in the order of the text summary's range tables.
-int RunRangeCsv(const std::string& path, std::ostream& out, std::ostream& err);
-
 class DbCommands {
  public:
   // Registers the five subcommands (stats, export, report, check, diff) on `app`; the object holds their
@@ -76,6 +68,8 @@ class DbCommands {
   std::size_t diff_top_ = 15;
   std::string diff_format_ = "text";
   bool diff_include_warmup_ = false;
+  std::string diff_output_;
+  bool diff_force_ = false;
   std::unique_ptr<SettingOptions> stats_settings_;  // --progress of each
   std::unique_ptr<SettingOptions> export_settings_;
   std::unique_ptr<SettingOptions> report_settings_;

@@ -23,7 +23,10 @@ std::string DefaultOutputPath(const std::string& profile_path, std::string_view 
 
 Status CheckDefaultOutputReplaceable(const std::string& path, DefaultOutput kind) {
   const bool trace = kind == DefaultOutput::kTrace;
-  const std::string_view mark = trace ? kTraceProducerMark : kReportTitleMark;
+  const std::string_view mark = trace                            ? kTraceProducerMark
+                                : kind == DefaultOutput::kReport ? kReportTitleMark
+                                                                 : kDiffTitleMark;
+  const std::string command = trace ? "export" : kind == DefaultOutput::kReport ? "report" : "diff";
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status status = fs::symlink_status(path, ec);
@@ -36,9 +39,9 @@ Status CheckDefaultOutputReplaceable(const std::string& path, DefaultOutput kind
     if (head.find(mark) != std::string::npos) return OkStatus();
   }
   const std::string what = trace ? "trace" : "page";
-  return AlreadyExistsError(
-      path + " exists and is not a " + what + " gpuprof " + (trace ? "export" : "report") +
-      " wrote; pass --force to replace it, or -o FILE to write the " + what + " elsewhere");
+  return AlreadyExistsError(path + " exists and is not a " + what + " gpuprof " + command +
+                            " wrote; pass --force to replace it, or -o FILE to write the " + what +
+                            " elsewhere");
 }
 
 }  // namespace gpuprof::cli

@@ -142,7 +142,7 @@ nlohmann::ordered_json FindingsJson(const db::FindingsReport& report) {
   return out;
 }
 
-nlohmann::ordered_json StatsJson(const db::ProfileStats& stats, const db::FindingsReport& findings) {
+nlohmann::ordered_json OpsJson(const db::ProfileStats& stats) {
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();
   for (const db::OpStat& op : stats.top_ops_by_total) {
     ops.push_back({{"name", base::PrintableText(op.name)},
@@ -150,11 +150,28 @@ nlohmann::ordered_json StatsJson(const db::ProfileStats& stats, const db::Findin
                    {"total_ms", JsonMs(op.totals.total_ns)},
                    {"self_ms", JsonMs(op.totals.self_ns)}});
   }
+  return ops;
+}
+
+nlohmann::ordered_json KernelsJson(const db::ProfileStats& stats) {
   nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
   for (const db::KernelStat& k : stats.top_kernels) {
     kernels.push_back(
         {{"name", base::PrintableText(k.name)}, {"calls", k.calls}, {"total_ms", JsonMs(k.total_ns)}});
   }
+  return kernels;
+}
+
+nlohmann::ordered_json StepsJson(const db::ProfileStats& stats) {
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  for (const db::StepStat& step : stats.steps) {
+    steps.push_back(
+        {{"id", step.id}, {"start_ns", step.start_ns}, {"duration_ms", JsonMs(step.end_ns - step.start_ns)}});
+  }
+  return steps;
+}
+
+nlohmann::ordered_json StatsJson(const db::ProfileStats& stats, const db::FindingsReport& findings) {
   nlohmann::ordered_json out = {{"path", stats.path},
                                 {"op_calls", stats.op_calls},
                                 {"kernel_calls", stats.kernel_calls},
@@ -163,8 +180,9 @@ nlohmann::ordered_json StatsJson(const db::ProfileStats& stats, const db::Findin
                                 {"step_total_ms", JsonMs(stats.step_total_ns)},
                                 {"gc_count", stats.gc_count},
                                 {"gc_total_ms", JsonMs(stats.gc_total_ns)},
-                                {"top_ops", std::move(ops)},
-                                {"top_kernels", std::move(kernels)},
+                                {"top_ops", OpsJson(stats)},
+                                {"top_kernels", KernelsJson(stats)},
+                                {"steps", StepsJson(stats)},
                                 {"findings", FindingsJson(findings)}};
   out["rank"] =
       stats.rank.has_value() ? nlohmann::ordered_json(*stats.rank) : nlohmann::ordered_json(nullptr);

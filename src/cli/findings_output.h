@@ -27,5 +27,10 @@ nlohmann::ordered_json ClusterFindingsJson(const db::ClusterFindings& across);
 // One finding / one profile's stats and findings, as documented in docs/json_output.md.
 nlohmann::ordered_json FindingsJson(const db::FindingsReport& report);
 nlohmann::ordered_json StatsJson(const db::ProfileStats& stats, const db::FindingsReport& findings);
+// StatsJson's arrays of ops (`top_ops`), kernels (`top_kernels`) and steps (`steps`): the rows
+// `stats --csv=ops|kernels|steps` print too (stats_csv.h), so both show the same figures.
+nlohmann::ordered_json OpsJson(const db::ProfileStats& stats);
+nlohmann::ordered_json KernelsJson(const db::ProfileStats& stats);
+nlohmann::ordered_json StepsJson(const db::ProfileStats& stats);
 
 }  // namespace gpuprof::cli

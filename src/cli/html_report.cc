@@ -20,7 +20,7 @@ th{background:#f2f4f6;cursor:pointer;user-select:none}td.num,th.num{text-align:r
 td{max-width:520px;overflow-wrap:anywhere}.absent,.note{color:#666}.chart{display:block;margin:8px 0}
 .label{font-size:11px;fill:#333}svg.spark{vertical-align:middle}.tiny{font-size:8px;fill:#333}pre{white-space:pre-wrap;font-size:12px}
 code{background:#f2f4f6;padding:1px 4px}.timeline-row{display:flex;overflow:hidden}
-svg.zoomable{border:1px solid #eee;cursor:grab}
+svg.zoomable{border:1px solid #eee;cursor:grab}tr.changed td{background:#fdecea}
 )";
 
 // Sorts a table by the clicked column (numbers by data-v); zooms and pans the step timelines by
@@ -93,15 +93,25 @@ std::string HtmlEscape(std::string_view text) {
   return out;
 }
 
+namespace html {
+
+std::string PageHead(std::string_view title_mark, std::string_view title) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         // Nothing may be fetched: no script, style, image, font or frame from anywhere.
+         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+         "'unsafe-inline'; "
+         "script-src 'unsafe-inline'; img-src data:\">"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">" +
+         std::string(title_mark) + HtmlEscape(title) + "</title><style>" + std::string(kStyle) +
+         "</style></head><body>";
+}
+
+std::string PageEnd() { return "<script>" + std::string(kScript) + "</script></body></html>\n"; }
+
+}  // namespace html
+
 std::string RenderHtmlReport(const HtmlReportInput& input) {
-  std::string page =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      // Nothing may be fetched: no script, style, image, font or frame from anywhere.
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-      "script-src 'unsafe-inline'; img-src data:\">"
-      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">" +
-      std::string(kReportTitleMark) + HtmlEscape(input.path) + "</title><style>" + std::string(kStyle) +
-      "</style></head><body>";
+  std::string page = html::PageHead(kReportTitleMark, input.path);
   page += "<header><h1>gpuprof report</h1><p>" + HtmlEscape(input.path) + " &middot; " +
           std::to_string(input.dbs.size()) + " profile DB(s)</p></header>";
   page +=
@@ -122,8 +132,7 @@ std::string RenderHtmlReport(const HtmlReportInput& input) {
   page += html::Replay(input);
   page += html::Ranges(input);
   page += html::Cluster(input);
-  page += "<script>" + std::string(kScript) + "</script></body></html>\n";
-  return page;
+  return page + html::PageEnd();
 }
 
 }  // namespace gpuprof::cli

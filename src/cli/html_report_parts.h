@@ -30,6 +30,13 @@ inline std::string Absent(std::string_view what, std::string_view why) {
   return "<p class=\"absent\">" + HtmlEscape(what) + ": " + HtmlEscape(why.empty() ? "none" : why) + "</p>";
 }
 
+// A page's start up to <body>: the head (charset, the Content-Security-Policy that forbids any
+// fetch, the style) with the title `title_mark` + `title` (default_output.h's marks), and its end:
+// the script (sortable tables, zoomable timelines) and the closing tags. The report and the diff
+// page share them.
+std::string PageHead(std::string_view title_mark, std::string_view title);
+std::string PageEnd();
+
 // "rank N" (or "rank not set"): a DB's heading on the page.
 std::string DbLabel(const db::ReportDb& db);
 

@@ -28,7 +28,11 @@ class HtmlTable {
     std::string html;    // markup drawn after the text (a small chart), already safe; "" for none
     std::string title;   // a tooltip (the longer part of a cut name), or ""
   };
-  void AddRow(std::vector<Cell> cells) { rows_.push_back(std::move(cells)); }
+  // `row_class`: the <tr>'s class ("changed" marks a row the page's style highlights), "" for none.
+  void AddRow(std::vector<Cell> cells, std::string row_class = "") {
+    rows_.push_back(std::move(cells));
+    row_classes_.push_back(std::move(row_class));
+  }
   std::string Html() const {
     std::string out = "<table class=\"sortable\" id=\"" + id_ + "\"><thead><tr>";
     for (const Column& column : columns_) {
@@ -36,8 +40,9 @@ class HtmlTable {
              "</th>";
     }
     out += "</tr></thead><tbody>";
-    for (const auto& row : rows_) {
-      out += "<tr>";
+    for (std::size_t r = 0; r < rows_.size(); ++r) {
+      const std::vector<Cell>& row = rows_[r];
+      out += row_classes_[r].empty() ? "<tr>" : "<tr class=\"" + HtmlEscape(row_classes_[r]) + "\">";
       for (std::size_t i = 0; i < row.size() && i < columns_.size(); ++i) {
         const Cell& cell = row[i];
         out += "<td";
@@ -55,6 +60,7 @@ class HtmlTable {
   std::string id_;
   std::vector<Column> columns_;
   std::vector<std::vector<Cell>> rows_;
+  std::vector<std::string> row_classes_;
 };
 
 inline HtmlTable::Cell N(std::string text, double value, std::string figure = "") {

@@ -17,6 +17,7 @@
 #include "cli/report.h"
 #include "cli/result_file.h"
 #include "cli/run_application.h"
+#include "cli/stats_csv.h"
 #include "db/findings.h"
 #include "db/output_layout.h"
 #include "db/profile_reader.h"

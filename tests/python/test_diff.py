@@ -1,6 +1,6 @@
 """`gpuprof diff A B` on two runs of one CPU program (nothing changed beyond the noise) and on a run
 whose op "planted_op" was made 15 ms slower (that op reported, its delta within 20 % of what the
-program measured), in text and JSON (issue 41). Needs torch and the PyTorch hooks (GPUPROF_LIB_DIR,
+program measured), in text, JSON (validated against docs/diff.schema.json) and HTML (issue 41). Needs torch and the PyTorch hooks (GPUPROF_LIB_DIR,
 GPUPROF_CLI)."""
 
 import json
@@ -12,8 +12,25 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "planted"))
+sys.path.insert(0, HERE)
 from runs import run_planted  # noqa: E402
+from test_findings import schema_errors  # noqa: E402
+
+SCHEMA = os.path.join(HERE, "..", "..", "docs", "diff.schema.json")
+
+
+def resolved(node, root):
+    """`node` with each {"$ref": "#/$defs/x"} replaced by x merged with the keys beside the $ref (the
+    validator of test_findings knows no $ref)."""
+    if isinstance(node, dict):
+        out = resolved(root["$defs"][node["$ref"].rsplit("/", 1)[1]], root) if "$ref" in node else {}
+        out.update({key: resolved(value, root) for key, value in node.items() if key != "$ref"})
+        return out
+    if isinstance(node, list):
+        return [resolved(value, root) for value in node]
+    return node
 
 try:
     import torch  # noqa: F401
@@ -44,6 +61,9 @@ class DiffTest(unittest.TestCase):
         doc = cli("diff", os.path.join(self.dir, a), os.path.join(self.dir, b), "--format", "json")
         self.assertEqual((text.returncode, doc.returncode), (0, 0), text.stderr + doc.stderr)
         parsed = json.loads(doc.stdout)
+        with open(SCHEMA) as f:
+            schema = json.load(f)
+        self.assertEqual(schema_errors(parsed, resolved(schema, schema)), [])
         self.assertEqual((parsed["schema"], parsed["version"]), ("gpuprof.diff", 1))
         self.assertEqual(len(parsed["pairs"]), 1)
         return text.stdout, parsed["pairs"][0]
@@ -70,6 +90,18 @@ class DiffTest(unittest.TestCase):
         line = next(line for line in text.splitlines() if line.rstrip().endswith("planted_op"))
         self.assertTrue(line.lstrip().startswith("changed"), line)
         self.assertIn(f"+{first['delta']:.3f}", line)
+
+    def test_the_page_marks_the_op_made_slower(self):
+        page_path = os.path.join(self.dir, "diff.html")
+        run = cli("diff", os.path.join(self.dir, "a"), os.path.join(self.dir, "slow"), "--format", "html",
+                  "-o", page_path)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        with open(page_path, encoding="utf-8") as f:
+            page = f.read()
+        at = page.index(">planted_op<")
+        self.assertTrue(page[page.rindex("<tr", 0, at):at].startswith('<tr class="changed">'))
+        for section in ("step", "ops", "kernels", "memory", "communication", "replay"):
+            self.assertIn(f'<section id="{section}">', page)
 
     def test_unequal_paths_are_refused_with_the_fix(self):
         two = os.path.join(self.dir, "two")  # a directory holding two runs

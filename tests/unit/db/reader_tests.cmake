@@ -30,6 +30,11 @@ if(TARGET gpuprof::db)
     SOURCES findings_test.cc
     LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing
     LABELS unit)
+  # `gpuprof diff`'s comparison (db/diff.h) over two profiles planted with SQL (diff_fixture.h).
+  gpuprof_add_gtest(NAME db_diff_test
+    SOURCES diff_test.cc
+    LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing
+    LABELS unit)
   gpuprof_add_gtest(NAME db_cluster_stats_test
     SOURCES cluster_stats_test.cc
     LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing gpuprof::db_sqlite
