@@ -59,7 +59,8 @@ std::string SvgText(double x, double y, std::string_view text, std::string_view 
          "</text>";
 }
 
-std::string XAxis(const std::vector<AxisTick>& ticks, double y, double x0, double x1, std::string_view title) {
+std::string XAxis(const std::vector<AxisTick>& ticks, double y, double x0, double x1,
+                  std::string_view title) {
   std::string out = "<g class=\"axis x-axis\"><line x1=\"" + Num(x0) + "\" y1=\"" + Num(y) + "\" x2=\"" +
                     Num(x1) + "\" y2=\"" + Num(y) + "\" stroke=\"#888\"/>";
   for (const AxisTick& tick : ticks) {
@@ -97,12 +98,13 @@ LegendSvg Legend(const std::vector<LegendItem>& items, double x, double y, doubl
       row += 16;
     }
     const std::string mark =
-        item.line ? "<line x1=\"" + Num(at) + "\" y1=\"" + Num(row - 4) + "\" x2=\"" + Num(at + 12) + "\" y2=\"" +
-                        Num(row - 4) + "\" stroke=\"" + item.color + "\" stroke-width=\"2\"/>"
-                  : "<rect x=\"" + Num(at) + "\" y=\"" + Num(row - 9) + "\" width=\"12\" height=\"10\" fill=\"" +
-                        item.color + "\"" + (item.dashed ? " stroke=\"#555\" stroke-dasharray=\"2 1\"" : "") +
-                        "/>";
-    legend.svg += "<g class=\"legend-item\">" + mark + SvgText(at + 16, row, item.name, "class=\"label\"") + "</g>";
+        item.line
+            ? "<line x1=\"" + Num(at) + "\" y1=\"" + Num(row - 4) + "\" x2=\"" + Num(at + 12) + "\" y2=\"" +
+                  Num(row - 4) + "\" stroke=\"" + item.color + "\" stroke-width=\"2\"/>"
+            : "<rect x=\"" + Num(at) + "\" y=\"" + Num(row - 9) + "\" width=\"12\" height=\"10\" fill=\"" +
+                  item.color + "\"" + (item.dashed ? " stroke=\"#555\" stroke-dasharray=\"2 1\"" : "") + "/>";
+    legend.svg +=
+        "<g class=\"legend-item\">" + mark + SvgText(at + 16, row, item.name, "class=\"label\"") + "</g>";
     at += w;
   }
   legend.svg += "</g>";

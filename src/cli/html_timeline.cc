@@ -96,7 +96,7 @@ std::string TimelineSvg(const db::StepTimeline& step) {
   for (const Lane& lane : lanes) {
     lane_names += SvgText(0, lane.y + 11, LaneTitle(lane.name), "class=\"label lane-name\"");
   }
-  std::int64_t memory_top = 1;
+  std::int64_t memory_top = 0;  // the label says 0 B for a step without allocations
   for (const db::MemoryPoint& p : step.memory) memory_top = std::max(memory_top, p.allocated);
   if (!step.memory.empty()) {
     lane_names += SvgText(0, memory_y + 20, "memory allocated", "class=\"label lane-name\"") +
@@ -153,8 +153,9 @@ std::string TimelineSvg(const db::StepTimeline& step) {
   if (!step.memory.empty()) {
     std::string d;
     for (const db::MemoryPoint& p : step.memory) {
-      const double my =
-          memory_y + 45 - 40.0 * static_cast<double>(p.allocated) / static_cast<double>(memory_top);
+      const double my = memory_y + 45 -
+                        40.0 * static_cast<double>(p.allocated) /
+                            static_cast<double>(std::max<std::int64_t>(memory_top, 1));
       d += (d.empty() ? "M" : " L") + Fixed(px(p.time_ns), 2) + " " + Fixed(my, 2);
     }
     bars += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + kMemoryColor +
