@@ -162,10 +162,11 @@ std::string Overview(const HtmlReportInput& input) {
 std::string Steps(const HtmlReportInput& input) {
   std::string out =
       "<section id=\"steps\"><h2>Step breakdown</h2>"
-      "<p class=\"note\">Each step split as analysis.db's StepTraceTime: compute (kernels, or host ops "
-      "in a run without kernels), communication not overlapped with compute, and idle. A step "
+      "<p class=\"note\">Each step split as msprof-analyze's cluster analysis splits it: compute (kernels, "
+      "or host ops in a run without kernels), communication not overlapped with compute, and idle. A step "
       "more than half idle is host-bound. memcpy/memset: the time copies and memsets ran on the device "
       "within the step (a part of the others, not added to them).</p>";
+  const StepScale scale = SharedStepScale(input.dbs);
   for (const db::ReportDb& db : input.dbs) {
     const db::RankStats& split = db.split;
     out += "<h3>" + HtmlEscape(DbLabel(db)) + " (compute from " +
@@ -176,7 +177,7 @@ std::string Steps(const HtmlReportInput& input) {
     }
     if (split.whole_run)
       out += "<p class=\"note\">" + HtmlEscape(split.steps_absent) + ": the whole run as one.</p>";
-    out += StepBars(split);
+    out += StepBars(split, scale, db.findings.warmup_steps);
     HtmlTable table("steps-" + std::to_string(&db - input.dbs.data()),
                     {{"step", true},
                      {"duration ms", true},
@@ -257,8 +258,7 @@ std::string Timeline(const HtmlReportInput& input) {
       out += "</div>";
     }
   }
-  if (!any)
-    out += Absent("Timeline", "no step to show (the profile has no STEP_TIME rows and no session span)");
+  if (!any) out += Absent("Timeline", "no step to show (the profile has no steps and no session span)");
   return out + "</section>";
 }
 
@@ -370,11 +370,11 @@ std::string Memory(const HtmlReportInput& input) {
     if (db.peak_time_ns.has_value()) {
       out += "<h4>Ops whose blocks were live at the peak (device " + std::to_string(db.peak_device) + ", " +
              Ms(*db.peak_time_ns - origin) + " ms)</h4>";
-      out += db.live_at_peak.empty() ? Absent("Live blocks", "no OP_MEMORY block was live then")
+      out += db.live_at_peak.empty() ? Absent("Live blocks", "no block allocated by an op was live then")
                                      : op_table("live-at-peak-" + id, db.live_at_peak, "live-at-peak-op");
     }
     if (!db.top_allocating_ops.empty()) {
-      out += "<h4>Top allocating ops (OP_MEMORY, bytes over the run)</h4>" +
+      out += "<h4>Top allocating ops (bytes allocated over the run)</h4>" +
              op_table("allocating-ops-" + id, db.top_allocating_ops, "allocating-op");
     }
   }
@@ -455,7 +455,11 @@ std::string Cluster(const HtmlReportInput& input) {
   const db::ClusterStats& cluster = *input.cluster;
   std::string out = "<section id=\"cluster\"><h2>Cluster</h2>";
   if (cluster.steps.empty()) return out + Absent("Steps across ranks", "no rank has steps") + "</section>";
-  out += "<h3>Step time per rank</h3>" + StepHeatMap(cluster);
+  // The steps any rank left out as warm-up are drawn outside the heat map's colour scale.
+  std::vector<std::int64_t> warmup;
+  for (const db::ReportDb& db : input.dbs)
+    warmup.insert(warmup.end(), db.findings.warmup_steps.begin(), db.findings.warmup_steps.end());
+  out += "<h3>Step time per rank</h3>" + StepHeatMap(cluster, warmup);
   HtmlTable slow("slowest", {{"step", true}, {"slowest rank", false}, {"its ms", true}, {"spread ms", true}});
   for (const db::StepComparison& step : cluster.steps) {
     if (!step.slowest) continue;

@@ -110,7 +110,7 @@ Status ReadSteps(const ProfileReader& reader, ImpossibleSteps impossible, RankSt
     stats->steps_absent = reader.HasTable("STEP_TIME")
                               ? "no steps (STEP_TIME lacks some of the columns id, startNs, endNs; "
                                 "`gpuprof check` lists the differences)"
-                              : "no steps (no STEP_TIME table in this DB)";
+                              : "no steps (this DB has no table of steps)";
     return OkStatus();
   }
   std::string plausible = "1";
@@ -147,11 +147,11 @@ Status ReadSteps(const ProfileReader& reader, ImpossibleSteps impossible, RankSt
   }
   if (stats->steps.empty() && stats->steps_left_out > 0) {
     stats->steps_absent =
-        "no steps (every STEP_TIME row is impossible: reversed, negative or far outside the "
+        "no steps (every step recorded is impossible: reversed, negative or far outside the "
         "session; `gpuprof check` names them)";
   } else if (stats->steps.empty()) {
     stats->steps_absent =
-        "no steps (STEP_TIME is empty: steps come from ProfilerStep#N ops, which torch.profiler records "
+        "no steps (none was recorded: steps come from ProfilerStep#N ops, which torch.profiler records "
         "on each prof.step())";
   }
   return OkStatus();
@@ -217,7 +217,7 @@ StatusOr<CommunicationQueries> ReadCommunicationQueries(const ProfileReader& rea
   if (!has_comm) {
     stats->communication_absent = reader.HasTable("COMMUNICATION_OP")
                                       ? "COMMUNICATION_OP lacks startNs or endNs"
-                                      : "no COMMUNICATION_OP table in this DB";
+                                      : "this DB has no table of collectives";
     return queries;
   }
   GPUPROF_ASSIGN_OR_RETURN(bool has_names, reader.HasColumns("COMMUNICATION_OP", {"opName"}));

@@ -60,8 +60,6 @@ StatusOr<std::string> Absence(const ProfileReader& reader, std::string_view tabl
   return std::string();
 }
 
-std::string EmptyTable(std::string_view table) { return std::string(table) + " is empty"; }
-
 Status ReadHeader(const ProfileReader& reader, ProfileStats* stats) {
   GPUPROF_ASSIGN_OR_RETURN(std::string rank_absent,
                            Absence(reader, "RANK_DEVICE_MAP", {"rankId", "deviceId"}));
@@ -118,7 +116,7 @@ Status ReadOps(const ProfileReader& reader, StringLookup& strings, std::size_t t
   }
   sweep.Finish();
   if (sweep.totals().empty()) {
-    stats->ops_absent = "no torch ops in PYTORCH_API";
+    stats->ops_absent = "no torch op was recorded";
     return OkStatus();
   }
 
@@ -195,8 +193,8 @@ Status ReadKernels(const ProfileReader& reader, StringLookup& strings, std::size
     }
   }
   if (stats->kernel_calls == 0) {
-    stats->kernels_absent =
-        stats->task_types.empty() ? EmptyTable("TASK") : "no TASK row has a COMPUTE_TASK_INFO row";
+    stats->kernels_absent = stats->task_types.empty() ? "no kernel, copy or memset was recorded on a device"
+                                                      : "no task on a device has a kernel name";
   }
   return OkStatus();
 }
@@ -234,14 +232,14 @@ Status ReadMemory(const ProfileReader& reader, StringLookup& strings, ProfileSta
   }
   if (stats->memory.empty()) {
     stats->memory_absent =
-        impossible > 0 ? "every MEMORY_RECORD row was left out (see the note)" : EmptyTable("MEMORY_RECORD");
+        impossible > 0 ? "every allocator record was left out (see the note)" : "no allocator record";
   }
   // The writer's stand-in for "nothing recorded" (one zero row, for msprof-analyze's compare) is no
   // peak of 0 B: say what it means.
   if (stats->memory.size() == 1 && stats->memory[0].records == 1 && stats->memory[0].peak_allocated == 0 &&
       stats->memory[0].peak_reserved == 0 && stats->memory[0].peak_active.value_or(0) == 0) {
     stats->memory.clear();
-    stats->memory_absent = "no allocator event was recorded; MEMORY_RECORD holds only its zero row";
+    stats->memory_absent = "no allocator event was recorded";
   }
   return OkStatus();
 }
@@ -264,7 +262,7 @@ Status ReadSteps(const ProfileReader& reader, std::size_t top, ProfileStats* sta
     ++stats->step_count;
     if (stats->steps.size() < top) stats->steps.push_back(step);
   }
-  if (stats->step_count == 0) stats->steps_absent = EmptyTable("STEP_TIME");
+  if (stats->step_count == 0) stats->steps_absent = "no step was recorded";
   return OkStatus();
 }
 
@@ -284,7 +282,7 @@ Status ReadGc(const ProfileReader& reader, ProfileStats* stats) {
     stats->gc_total_ns = query.Int(1);
     stats->gc_max_ns = query.Int(2);
   }
-  if (stats->gc_count == 0) stats->gc_absent = EmptyTable("GC_RECORD");
+  if (stats->gc_count == 0) stats->gc_absent = "no garbage-collector pause was recorded";
   return OkStatus();
 }
 
@@ -294,7 +292,7 @@ Status ReadReplay(const ProfileReader& reader, std::size_t top, ProfileStats* st
                                    {"id", "deviceId", "name", "replayed", "declineReason", "deterministic"}));
   if (!stats->replay_absent.empty()) {
     if (!reader.HasTable("GPUPROF_REPLAY_KERNEL")) {
-      stats->replay_absent = "no GPUPROF_REPLAY_KERNEL table (no kernel replay in this run)";
+      stats->replay_absent = "no kernel replay in this run";
     }
     return OkStatus();
   }
@@ -401,7 +399,7 @@ Status ReadReplay(const ProfileReader& reader, std::size_t top, ProfileStats* st
                                       static_cast<std::uint64_t>(declines.Int(3))});
   }
   if (stats->replay_kernel_groups == 0 && stats->replay_decline_groups == 0) {
-    stats->replay_absent = "GPUPROF_REPLAY_KERNEL is empty: no launch was selected for replay";
+    stats->replay_absent = "no launch was selected for replay";
   } else if (!pass_absent.empty() && stats->replay_kernel_groups > 0) {
     stats->replay_absent = "per-pass timing unavailable: " + pass_absent;
   }

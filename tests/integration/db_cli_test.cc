@@ -350,15 +350,13 @@ TEST_F(DbCliTest, StatsOnEveryTableEmptySaysNoDataPerSection) {
   ASSERT_TRUE(fixture::WriteFixtureDb(db, empty).ok());
   CliResult result = Run("stats " + ShellQuote(db));
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_THAT(result.out, HasSubstr("Top ops: no data (no torch ops in PYTORCH_API)\n"));
-  EXPECT_THAT(result.out, HasSubstr("Top kernels: no data (TASK is empty)\n"));
-  EXPECT_THAT(result.out, HasSubstr("Peak memory: no data (MEMORY_RECORD is empty)\n"));
-  EXPECT_THAT(result.out, HasSubstr("Steps: no data (STEP_TIME is empty)\n"));
-  EXPECT_THAT(result.out, HasSubstr("GC: no data (GC_RECORD is empty)\n"));
-  EXPECT_THAT(
-      result.out,
-      HasSubstr(
-          "Kernel replay: no data (GPUPROF_REPLAY_KERNEL is empty: no launch was selected for replay)\n"));
+  EXPECT_THAT(result.out, HasSubstr("Top ops: no data (no torch op was recorded)\n"));
+  EXPECT_THAT(result.out,
+              HasSubstr("Top kernels: no data (no kernel, copy or memset was recorded on a device)\n"));
+  EXPECT_THAT(result.out, HasSubstr("Peak memory: no data (no allocator record)\n"));
+  EXPECT_THAT(result.out, HasSubstr("Steps: no data (no step was recorded)\n"));
+  EXPECT_THAT(result.out, HasSubstr("GC: no data (no garbage-collector pause was recorded)\n"));
+  EXPECT_THAT(result.out, HasSubstr("Kernel replay: no data (no launch was selected for replay)\n"));
 }
 
 TEST_F(DbCliTest, ExportWritesAChromeTraceWithEveryEventAndMatchedFlows) {
