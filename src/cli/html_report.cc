@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "cli/default_output.h"
+#include "cli/html_collected.h"
 #include "cli/html_report_parts.h"
 
 namespace gpuprof::cli {
@@ -20,7 +21,7 @@ th{background:#f2f4f6;cursor:pointer;user-select:none}td.num,th.num{text-align:r
 td{max-width:520px;overflow-wrap:anywhere}.absent,.note{color:#666}.chart{display:block;margin:8px 0}
 .label{font-size:11px;fill:#333}svg.spark{vertical-align:middle}.tiny{font-size:8px;fill:#333}pre{white-space:pre-wrap;font-size:12px}
 code{background:#f2f4f6;padding:1px 4px}.timeline-row{display:flex;overflow:hidden}
-svg.zoomable{border:1px solid #eee;cursor:grab}
+svg.zoomable{border:1px solid #eee;cursor:grab}section.lost{border-color:#e15759;background:#fff5f5}
 )";
 
 // Sorts a table by the clicked column (numbers by data-v); zooms and pans the step timelines by
@@ -113,11 +114,13 @@ std::string RenderHtmlReport(const HtmlReportInput& input) {
   for (const db::ReportDb& db : input.dbs) ranges = ranges || !db.stats.range_kernels.empty();
   if (ranges) page += "<a href=\"#ranges\">Step roofline</a>";
   if (input.cluster != nullptr) page += "<a href=\"#cluster\">Cluster</a>";
-  page += "</nav>";
+  page += "<a href=\"#collected\">Stacks and modules</a></nav>";
+  page += html::LostRecords(input);
   page += html::Overview(input);
   page += html::Steps(input);
   page += html::Timeline(input);
   page += html::OpsAndKernels(input);
+  page += html::StacksAndModules(input);
   page += html::Memory(input);
   page += html::Replay(input);
   page += html::Ranges(input);
