@@ -40,10 +40,12 @@ std::string StacksAndModules(const HtmlReportInput& input) {
     if (c.op_stacks.empty()) {
       out += Absent("Call stacks of the top ops", c.stacks_absent + "; record them with --with-stack");
     } else {
-      out += "<h4>Call stacks of the top ops by self time (the costliest stack of each, innermost frame "
-             "first)</h4>";
-      HtmlTable stacks("stacks-" + id, {{"op", false}, {"called from", false}, {"calls", true},
-                                        {"of calls", true}, {"ms", true}});
+      out +=
+          "<h4>Call stacks of the top ops by self time (the costliest stack of each, innermost frame "
+          "first)</h4>";
+      HtmlTable stacks(
+          "stacks-" + id,
+          {{"op", false}, {"called from", false}, {"calls", true}, {"of calls", true}, {"ms", true}});
       for (const db::OpStackStat& s : c.op_stacks) {
         stacks.AddRow({T(s.op, "stack-op"), T(StackText(s.frames), "stack-frames"),
                        N(std::to_string(s.calls), static_cast<double>(s.calls)),
@@ -59,14 +61,17 @@ std::string StacksAndModules(const HtmlReportInput& input) {
     out += "<h4>Modules by host time (" + std::to_string(c.top_modules.size()) + " of " +
            std::to_string(c.module_names) +
            "; forward passes; a module's time includes the modules inside it" +
-           (c.module_gpu ? "; device ms: the kernels its ops launched" : "; no kernels linked to ops") + ")</h4>";
-    HtmlTable modules("modules-" + id,
-                      {{"module", false}, {"calls", true}, {"host ms", true}, {"device ms", true}, {"kernels", true}});
+           (c.module_gpu ? "; device ms: the kernels its ops launched" : "; no kernels linked to ops") +
+           ")</h4>";
+    HtmlTable modules(
+        "modules-" + id,
+        {{"module", false}, {"calls", true}, {"host ms", true}, {"device ms", true}, {"kernels", true}});
     for (const db::ModuleStat& m : c.top_modules) {
-      modules.AddRow({T(m.name, "module-name"), N(std::to_string(m.calls), static_cast<double>(m.calls)),
-                      N(Ms(m.host_ns), static_cast<double>(m.host_ns), "module-host-ms"),
-                      c.module_gpu ? N(Ms(m.gpu_ns), static_cast<double>(m.gpu_ns), "module-device-ms") : N("-", 0),
-                      c.module_gpu ? N(std::to_string(m.tasks), static_cast<double>(m.tasks)) : N("-", 0)});
+      modules.AddRow(
+          {T(m.name, "module-name"), N(std::to_string(m.calls), static_cast<double>(m.calls)),
+           N(Ms(m.host_ns), static_cast<double>(m.host_ns), "module-host-ms"),
+           c.module_gpu ? N(Ms(m.gpu_ns), static_cast<double>(m.gpu_ns), "module-device-ms") : N("-", 0),
+           c.module_gpu ? N(std::to_string(m.tasks), static_cast<double>(m.tasks)) : N("-", 0)});
     }
     out += modules.Html();
   }

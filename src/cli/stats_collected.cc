@@ -25,7 +25,8 @@ std::string StackText(const std::vector<std::string>& frames) {
 
 void PrintLostRecords(std::ostream& out, const db::CollectedStats& collected) {
   if (!collected.lost_problem.empty()) {
-    out << "Records lost before the profile: unreadable (" << base::PrintableText(collected.lost_problem) << ")\n\n";
+    out << "Records lost before the profile: unreadable (" << base::PrintableText(collected.lost_problem)
+        << ")\n\n";
   }
   if (collected.lost.empty()) return;
   std::uint64_t total = 0;
@@ -47,8 +48,11 @@ void PrintOpStacks(std::ostream& out, const db::CollectedStats& collected) {
     return;
   }
   out << "Call stacks of the top ops by self time (the costliest stack of each, innermost frame first)\n";
-  TextTable table({{"calls", Align::kRight}, {"of", Align::kRight}, {"ms", Align::kRight},
-                   {"op", Align::kLeft},    {"called from", Align::kLeft}});
+  TextTable table({{"calls", Align::kRight},
+                   {"of", Align::kRight},
+                   {"ms", Align::kRight},
+                   {"op", Align::kLeft},
+                   {"called from", Align::kLeft}});
   for (const db::OpStackStat& stack : collected.op_stacks) {
     table.AddRow({std::to_string(stack.calls), std::to_string(stack.op_calls), FormatMillis(stack.total_ns),
                   Short(stack.op), Short(StackText(stack.frames))});
@@ -95,15 +99,15 @@ void AddCollectedJson(nlohmann::ordered_json* profile, const db::CollectedStats&
   }
   nlohmann::ordered_json modules = nlohmann::ordered_json::array();
   for (const db::ModuleStat& m : collected.top_modules) {
-    nlohmann::ordered_json row = {{"name", base::PrintableText(m.name)},
-                                  {"calls", m.calls},
-                                  {"host_ms", JsonMs(m.host_ns)}};
-    row["device_ms"] = collected.module_gpu ? nlohmann::ordered_json(JsonMs(m.gpu_ns)) : nlohmann::ordered_json(nullptr);
+    nlohmann::ordered_json row = {
+        {"name", base::PrintableText(m.name)}, {"calls", m.calls}, {"host_ms", JsonMs(m.host_ns)}};
+    row["device_ms"] =
+        collected.module_gpu ? nlohmann::ordered_json(JsonMs(m.gpu_ns)) : nlohmann::ordered_json(nullptr);
     row["kernels"] = collected.module_gpu ? nlohmann::ordered_json(m.tasks) : nlohmann::ordered_json(nullptr);
     modules.push_back(std::move(row));
   }
-  (*profile)["lost_records"] = collected.lost_counted ? nlohmann::ordered_json(std::move(lost))
-                                                      : nlohmann::ordered_json(nullptr);
+  (*profile)["lost_records"] =
+      collected.lost_counted ? nlohmann::ordered_json(std::move(lost)) : nlohmann::ordered_json(nullptr);
   (*profile)["op_stacks"] = std::move(stacks);
   (*profile)["modules"] = std::move(modules);
 }

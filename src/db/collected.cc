@@ -24,7 +24,8 @@ constexpr std::string_view kModuleDomain = "Module";
 Status ReadLost(const ProfileReader& reader, CollectedStats* out) {
   GPUPROF_ASSIGN_OR_RETURN(bool has_meta, reader.HasColumns("META_DATA", {"name", "value"}));
   if (!has_meta) return OkStatus();
-  GPUPROF_ASSIGN_OR_RETURN(Query query, reader.Prepare("SELECT value FROM META_DATA WHERE name = ?1 LIMIT 1"));
+  GPUPROF_ASSIGN_OR_RETURN(Query query,
+                           reader.Prepare("SELECT value FROM META_DATA WHERE name = ?1 LIMIT 1"));
   query.BindText(1, kMetaLostRecords);
   GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
   if (!row) return OkStatus();
@@ -46,9 +47,10 @@ Status ReadStacks(const ProfileReader& reader, StringLookup& strings, const Coll
     out->stacks_absent = "no host ops";
     return OkStatus();
   }
-  GPUPROF_ASSIGN_OR_RETURN(bool has_chains, reader.HasColumns("PYTORCH_CALLCHAINS", {"id", "stack", "stackDepth"}));
-  GPUPROF_ASSIGN_OR_RETURN(bool has_ids,
-                           reader.HasColumns("PYTORCH_API", {"name", "callchainId", "type", "startNs", "endNs"}));
+  GPUPROF_ASSIGN_OR_RETURN(bool has_chains,
+                           reader.HasColumns("PYTORCH_CALLCHAINS", {"id", "stack", "stackDepth"}));
+  GPUPROF_ASSIGN_OR_RETURN(
+      bool has_ids, reader.HasColumns("PYTORCH_API", {"name", "callchainId", "type", "startNs", "endNs"}));
   if (!has_chains || !has_ids) {
     out->stacks_absent = "no call stacks in this profile";
     return OkStatus();
@@ -56,11 +58,12 @@ Status ReadStacks(const ProfileReader& reader, StringLookup& strings, const Coll
   // Per (name id, stack): calls and time. Few groups: op names times the stacks each is called from.
   GPUPROF_ASSIGN_OR_RETURN(
       Query groups,
-      reader.Prepare("SELECT name, callchainId, COUNT(*), SUM(CAST(endNs AS INTEGER) - CAST(startNs AS INTEGER)) "
-                     "FROM PYTORCH_API WHERE callchainId IS NOT NULL AND (type IS NULL OR type = " +
-                     std::to_string(kApiTypeOp) + ") AND " +
-                     PlausibleSpanSql("startNs", "endNs", options.session_start_ns, options.session_end_ns) +
-                     " GROUP BY name, callchainId"));
+      reader.Prepare(
+          "SELECT name, callchainId, COUNT(*), SUM(CAST(endNs AS INTEGER) - CAST(startNs AS INTEGER)) "
+          "FROM PYTORCH_API WHERE callchainId IS NOT NULL AND (type IS NULL OR type = " +
+          std::to_string(kApiTypeOp) + ") AND " +
+          PlausibleSpanSql("startNs", "endNs", options.session_start_ns, options.session_end_ns) +
+          " GROUP BY name, callchainId"));
   std::map<std::string, std::size_t> wanted;  // display name -> place in top_ops
   for (std::size_t i = 0; i < options.top_ops.size(); ++i) wanted.emplace(options.top_ops[i], i);
   std::unordered_map<std::int64_t, std::optional<std::size_t>> place_of_name;  // name id -> place
@@ -82,7 +85,8 @@ Status ReadStacks(const ProfileReader& reader, StringLookup& strings, const Coll
     const std::uint64_t calls = static_cast<std::uint64_t>(groups.Int(2));
     const std::int64_t total = groups.Int(3);
     stat.op_calls += calls;
-    if (chain[*known->second] < 0 || std::make_pair(total, calls) > std::make_pair(stat.total_ns, stat.calls)) {
+    if (chain[*known->second] < 0 ||
+        std::make_pair(total, calls) > std::make_pair(stat.total_ns, stat.calls)) {
       chain[*known->second] = groups.Int(1);
       stat.calls = calls;
       stat.total_ns = total;
@@ -176,37 +180,39 @@ class ModuleSweep {
 
 Status ReadModules(const ProfileReader& reader, StringLookup& strings, const CollectedOptions& options,
                    CollectedStats* out) {
-  GPUPROF_ASSIGN_OR_RETURN(
-      bool has_ranges,
-      reader.HasColumns("MSTX_EVENTS", {"startNs", "endNs", "eventType", "message", "globalTid", "domainId"}));
+  GPUPROF_ASSIGN_OR_RETURN(bool has_ranges,
+                           reader.HasColumns("MSTX_EVENTS", {"startNs", "endNs", "eventType", "message",
+                                                             "globalTid", "domainId"}));
   if (!has_ranges || !reader.HasStringValues()) {
     out->modules_absent = "no module ranges in this profile (record them with --with-modules)";
     return OkStatus();
   }
-  const std::string plausible = PlausibleSpanSql("m.startNs", "m.endNs", options.session_start_ns,
-                                                 options.session_end_ns);
+  const std::string plausible =
+      PlausibleSpanSql("m.startNs", "m.endNs", options.session_start_ns, options.session_end_ns);
   GPUPROF_ASSIGN_OR_RETURN(
       Query modules,
-      reader.Prepare("SELECT m.globalTid, CAST(m.startNs AS INTEGER) AS s, CAST(m.endNs AS INTEGER) AS e, m.message "
-                     "FROM MSTX_EVENTS m WHERE m.eventType = 2 AND m.domainId IN (SELECT id FROM STRING_IDS "
-                     "WHERE value = ?1) AND " +
-                     plausible + " ORDER BY m.globalTid, s, e DESC"));
+      reader.Prepare(
+          "SELECT m.globalTid, CAST(m.startNs AS INTEGER) AS s, CAST(m.endNs AS INTEGER) AS e, m.message "
+          "FROM MSTX_EVENTS m WHERE m.eventType = 2 AND m.domainId IN (SELECT id FROM STRING_IDS "
+          "WHERE value = ?1) AND " +
+          plausible + " ORDER BY m.globalTid, s, e DESC"));
   modules.BindText(1, kModuleDomain);
 
   // The tasks linked to the op that launched them (task_op_link.h), by the op's thread and start.
   GPUPROF_ASSIGN_OR_RETURN(bool has_tasks, reader.HasColumns("TASK", {"connectionId", "startNs", "endNs"}));
   GPUPROF_ASSIGN_OR_RETURN(bool has_links, reader.HasColumns("CONNECTION_IDS", {"id", "connectionId"}));
-  GPUPROF_ASSIGN_OR_RETURN(bool has_ops,
-                           reader.HasColumns("PYTORCH_API", {"startNs", "globalTid", "name", "connectionId"}));
+  GPUPROF_ASSIGN_OR_RETURN(
+      bool has_ops, reader.HasColumns("PYTORCH_API", {"startNs", "globalTid", "name", "connectionId"}));
   std::optional<Query> tasks;
   if (has_tasks && has_links && has_ops) {
     GPUPROF_ASSIGN_OR_RETURN(
         Query query,
-        reader.Prepare("SELECT l.op_tid, CAST(l.op_start AS INTEGER) AS os, CAST(t.endNs AS INTEGER) - "
-                       "CAST(t.startNs AS INTEGER) FROM " +
-                       TaskOpLinkFrom() + " WHERE " +
-                       PlausibleSpanSql("t.startNs", "t.endNs", options.session_start_ns, options.session_end_ns) +
-                       " AND l.op_tid IS NOT NULL ORDER BY l.op_tid, os"));
+        reader.Prepare(
+            "SELECT l.op_tid, CAST(l.op_start AS INTEGER) AS os, CAST(t.endNs AS INTEGER) - "
+            "CAST(t.startNs AS INTEGER) FROM " +
+            TaskOpLinkFrom() + " WHERE " +
+            PlausibleSpanSql("t.startNs", "t.endNs", options.session_start_ns, options.session_end_ns) +
+            " AND l.op_tid IS NOT NULL ORDER BY l.op_tid, os"));
     tasks = std::move(query);
   }
 

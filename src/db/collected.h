@@ -28,10 +28,10 @@ struct LostRecordsStat {
 
 // The call stack of one top host op: the costliest of its stacks (the most time over its calls).
 struct OpStackStat {
-  std::string op;               // as the op tables name it (OpDisplayName)
-  std::uint64_t op_calls = 0;   // the op's calls that have a stack
-  std::uint64_t calls = 0;      // of them, those with this stack
-  std::int64_t total_ns = 0;    // their time
+  std::string op;                   // as the op tables name it (OpDisplayName)
+  std::uint64_t op_calls = 0;       // the op's calls that have a stack
+  std::uint64_t calls = 0;          // of them, those with this stack
+  std::int64_t total_ns = 0;        // their time
   std::vector<std::string> frames;  // "train.py:42 step", innermost first: the program's own frames
                                     // (library and interpreter frames left out; all when none is left)
 };

@@ -24,8 +24,10 @@ using gpuprof::testing::Figures;
 using gpuprof::testing::Section;
 using gpuprof::testing::ShellQuote;
 
-constexpr const char kLost[] = R"({"cupti_activity_buffers": 7, "session_buffer": 0, "after_stop": 0, "writer_queue": 3})";
-constexpr const char kNoneLost[] = R"({"cupti_activity_buffers": 0, "session_buffer": 0, "after_stop": 0, "writer_queue": 0})";
+constexpr const char kLost[] =
+    R"({"cupti_activity_buffers": 7, "session_buffer": 0, "after_stop": 0, "writer_queue": 3})";
+constexpr const char kNoneLost[] =
+    R"({"cupti_activity_buffers": 0, "session_buffer": 0, "after_stop": 0, "writer_queue": 0})";
 
 class CollectedCliTest : public DbCliTest {
  protected:
