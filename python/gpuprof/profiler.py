@@ -47,6 +47,7 @@ import tempfile
 import threading
 import time
 import warnings
+import weakref
 
 from . import _native, _run_db, _thread_names, _torch_profiler_coexist
 from ._kernel_replay import KernelReplay
@@ -197,12 +198,16 @@ def _check_activities(activities):
 class _ModuleRanges:
     """One pair of global nn.Module forward hooks for the process, however many profiles ask for
     module ranges (a script's own profile inside `gpuprof run --with-modules`): each forward is one
-    range."""
+    range, named by the module's path in the model and its class, "layers.3.mlp.fc1 (Linear)" (the
+    outermost module by its class alone), so that two Linear layers are two rows. The paths are
+    model.named_modules()'s, learnt once per outermost module from the first forward that enters it."""
 
     _lock = threading.Lock()
     _users = 0
     _handles = []
     _frames = threading.local()
+    _names_lock = threading.Lock()
+    _names = weakref.WeakKeyDictionary()  # module -> (path, range name)
 
     @classmethod
     def acquire(cls):
@@ -224,19 +229,44 @@ class _ModuleRanges:
                 cls._handles = []
 
     @classmethod
+    def _learn(cls, root):
+        """Names every module under `root` by its path from it; a module known only as an outermost
+        one ("" path) takes the longer path when a model around it is learnt."""
+        for path, sub in root.named_modules():
+            known = cls._names.get(sub)
+            if known is None or (not known[0] and path):
+                cls._names[sub] = (path, f"{path} ({type(sub).__name__})" if path else type(sub).__name__)
+
+    @classmethod
+    def _name(cls, module, outermost):
+        try:
+            with cls._names_lock:
+                known = cls._names.get(module)
+                if known is None:
+                    cls._learn(outermost)
+                    known = cls._names.get(module)
+                    if known is None:  # not under the outermost module: an outermost one of its own
+                        cls._learn(module)
+                        known = cls._names.get(module)
+            return known[1] if known is not None else type(module).__name__
+        except Exception:  # noqa: BLE001  (unhashable, or a named_modules() that raises: the class will do)
+            return type(module).__name__
+
+    @classmethod
     def _enter(cls, module, inputs):
         frames = getattr(cls._frames, "stack", None)
         if frames is None:
             frames = cls._frames.stack = []
-        frames.append((module, time.time_ns()))
+        name = cls._name(module, frames[0][0] if frames else module)
+        frames.append((module, name, time.time_ns()))
 
     @classmethod
     def _exit(cls, module, inputs, output):
         frames = getattr(cls._frames, "stack", None)
         while frames:  # a forward that raised left its frame: skip to this module's
-            entered, start_ns = frames.pop()
+            entered, name, start_ns = frames.pop()
             if entered is module:
-                _native.record_range("Module", type(module).__name__, start_ns, time.time_ns())
+                _native.record_range("Module", name, start_ns, time.time_ns())
                 break
 
 
@@ -246,7 +276,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
     not started; with_flops: _flops.py, it records input shapes; experimental_config: ignored, said
     once), plus gc_detect_threshold (ms; 0: every collection; None: off), kernel_replay
     (gpuprof.KernelReplay) and with_modules (each nn.Module forward as an MSTX_EVENTS range in domain
-    "Module", named by its class)."""
+    "Module", named by its path in the model and its class: "net.0 (Linear)")."""
 
     def __init__(self, activities=None, *, schedule=None, on_trace_ready=None, record_shapes=False,
                  profile_memory=False, with_stack=False, with_flops=False, experimental_config=None,

@@ -7,12 +7,14 @@
 
 #include "base/utf8.h"
 #include "cli/report.h"
+#include "cli/stats_collected.h"
 
 namespace gpuprof::cli {
+
+double JsonMs(std::int64_t ns) { return static_cast<double>(ns / 1000) / 1e3; }
+
 namespace {
 
-// Nanoseconds as milliseconds in JSON: a number, not text (3 decimals: microseconds).
-double JsonMs(std::int64_t ns) { return static_cast<double>(ns / 1000) / 1e3; }
 // `value` with two decimals, as the closest double to that decimal (94.46, not 94.46000000000001).
 double Hundredths(double value) { return std::round(value * 100.0) / 100.0; }
 
@@ -186,6 +188,7 @@ nlohmann::ordered_json StatsJson(const db::ProfileStats& stats, const db::Findin
                                 {"findings", FindingsJson(findings)}};
   out["rank"] =
       stats.rank.has_value() ? nlohmann::ordered_json(*stats.rank) : nlohmann::ordered_json(nullptr);
+  AddCollectedJson(&out, stats.collected);
   return out;
 }
 

@@ -15,6 +15,9 @@ namespace gpuprof::cli {
 // The version of the JSON shape; raised when a field changes meaning or goes away.
 inline constexpr int kStatsJsonVersion = 1;
 
+// Nanoseconds as milliseconds in JSON: a number, not text (3 decimals: microseconds).
+double JsonMs(std::int64_t ns);
+
 // "Findings" block: one line per finding with its numbers, its longest evidence and the fix; what
 // was left out as warm-up. `limit` findings at most (0: all).
 void PrintFindings(std::ostream& out, const db::FindingsReport& report, std::size_t limit = 0);

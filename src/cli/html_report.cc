@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "cli/default_output.h"
+#include "cli/html_collected.h"
 #include "cli/html_report_parts.h"
 
 namespace gpuprof::cli {
@@ -22,7 +23,7 @@ td{max-width:520px;overflow-wrap:anywhere}.absent,.note{color:#666}.chart{displa
 code{background:#f2f4f6;padding:1px 4px}.timeline-row{display:flex;overflow:hidden}
 svg.zoomable{border:1px solid #eee;cursor:grab;display:block}.timeline-plot{position:relative}
 svg.timeline-labels{position:absolute;left:1px;top:1px;pointer-events:none}.bar-name{font-size:9px;fill:#111}
-svg.timeline-axis{display:block;margin:2px 0 0 -20px}.axis-title{fill:#444}tr.changed td{background:#fdecea}
+svg.timeline-axis{display:block;margin:2px 0 0 -20px}.axis-title{fill:#444}tr.changed td{background:#fdecea}section.lost{border-color:#e15759;background:#fff5f5}
 )";
 
 // Sorts a table by the clicked column (numbers by data-v); zooms and pans the step timelines by
@@ -172,12 +173,14 @@ std::string RenderHtmlReport(const HtmlReportInput& input) {
   for (const db::ReportDb& db : input.dbs) ranges = ranges || !db.stats.range_kernels.empty();
   if (ranges) page += "<a href=\"#ranges\">Step roofline</a>";
   if (input.cluster != nullptr && !cluster_first) page += "<a href=\"#cluster\">Cluster</a>";
-  page += "</nav>";
+  page += "<a href=\"#collected\">Stacks and modules</a></nav>";
+  page += html::LostRecords(input);
   page += html::Overview(input);
   if (cluster_first) page += html::Cluster(input);
   page += html::Steps(input);
   page += html::Timeline(input);
   page += html::OpsAndKernels(input);
+  page += html::StacksAndModules(input);
   page += html::Memory(input);
   page += html::Replay(input);
   page += html::Ranges(input);

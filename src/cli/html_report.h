@@ -3,10 +3,12 @@
 // and the memory of a profile went. Not to be confused with report.h, the text tables that `stats`
 // and `replay` print.
 //
-// Sections (each a <section id=...>): overview (the run, top-line figures, what to look at first),
+// Sections (each a <section id=...>): lost (only when records were lost before the DB, per source),
+// overview (the run, top-line figures, what to look at first),
 // steps (db/cluster_stats' split per step: compute, communication not overlapped, idle), timeline
 // (the median and the slowest step: ops per thread, tasks per stream, marks, memory; zoomable), ops and
-// kernels (sortable tables, the ops that launched the kernels, the launch delay histogram),
+// kernels (sortable tables, the ops that launched the kernels, the launch delay histogram), collected
+// (the top ops' call stacks, the time per nn.Module by its path: html_collected.h),
 // memory (the curve per device, the peaks), replay (pass spread, determinism, restore, declines,
 // counters) and, for several DBs, cluster (a step-time heat map per rank, the slowest rank per
 // step, compute and communication per rank). Figures a test reads carry data-figure="name".

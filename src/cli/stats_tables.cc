@@ -13,6 +13,7 @@
 #include "cli/db_commands.h"
 #include "cli/findings_output.h"
 #include "cli/report.h"
+#include "cli/stats_collected.h"
 #include "db/cluster_stats.h"
 #include "db/stats.h"
 
@@ -390,11 +391,16 @@ void PrintStats(std::ostream& out, const db::ProfileStats& stats, const db::Find
   }
   for (const std::string& note : stats.data_notes) out << "  note: " << note << "\n";
   out << "\n";
+  PrintLostRecords(out, stats.collected);
   if (findings != nullptr) {
     PrintFindings(out, *findings);
     out << "\n";
   }
   PrintOps(out, stats);
+  out << "\n";
+  PrintOpStacks(out, stats.collected);
+  out << "\n";
+  PrintModules(out, stats.collected);
   out << "\n";
   PrintKernels(out, stats);
   out << "\n";

@@ -54,6 +54,12 @@ class ProfileWriter {
   virtual void SetDevices(std::vector<std::pair<std::int32_t, std::string>> devices) {
     static_cast<void>(devices);
   }
+  // The records lost before they reached the writer, per source (db/lost_records.h), for META_DATA's
+  // gpuprof_lost_records row, to which the writer adds its own losses; called on Finalize's
+  // thread, before it. Default: ignored.
+  virtual void SetLostRecords(std::vector<std::pair<std::string, std::uint64_t>> lost) {
+    static_cast<void>(lost);
+  }
   // Instead of Finalize, after the last Submit: stops the threads and deletes the .partial file,
   // without a word (a DB nobody asked for: the session's window DB). A no-op once finalized.
   virtual void Discard() = 0;

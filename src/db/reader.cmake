@@ -6,6 +6,7 @@
 add_library(gpuprof_db_reader STATIC
   profile_reader.cc
   stats.cc
+  collected.cc
   range_stats.cc
   device_roofs.cc
   cluster_stats.cc

@@ -10,9 +10,10 @@ set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${CMAKE_CURRENT_
 file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/generated/db/schema_sql.inc"
      CONTENT "R\"gpuprof_sql(@GPUPROF_SCHEMA_SQL@)gpuprof_sql\"\n" @ONLY)
 
-# thread_names.cc: META_DATA gpuprof_thread_names, encoded by the writer and decoded by export;
-# here because both link this library and neither links the other.
-add_library(gpuprof_db_schema_sql STATIC schema_sql.cc thread_names.cc)
+# thread_names.cc, lost_records.cc: META_DATA gpuprof_thread_names and gpuprof_lost_records, encoded
+# by the writer and decoded by export and stats; here because both sides link this library and
+# neither links the other.
+add_library(gpuprof_db_schema_sql STATIC schema_sql.cc thread_names.cc lost_records.cc)
 add_library(gpuprof::db_schema_sql ALIAS gpuprof_db_schema_sql)
 target_include_directories(gpuprof_db_schema_sql PRIVATE "${CMAKE_CURRENT_BINARY_DIR}/generated")
 target_link_libraries(gpuprof_db_schema_sql

@@ -22,6 +22,8 @@ std::int64_t SaturatingAdd(std::int64_t a, std::int64_t b) {
 }
 
 constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
+// The top ops (by self time) whose call stacks stats shows.
+constexpr std::size_t kStackOps = 10;
 // PYTORCH_API.type of torch ops (ENUM_API_TYPE 'op'); queue and python-trace rows are not ops.
 constexpr std::int64_t kApiTypeOp = 50001;
 
@@ -682,6 +684,15 @@ StatusOr<ProfileStats> ComputeStats(const ProfileReader& reader, const StatsOpti
   stage("replay results");
   GPUPROF_RETURN_IF_ERROR(ReadReplay(reader, options.top, &stats));
   GPUPROF_RETURN_IF_ERROR(ReadReplayCounters(reader, options.top, &stats));
+  stage("call stacks, modules and lost records");
+  CollectedOptions collected;
+  for (std::size_t i = 0; i < stats.top_ops_by_self.size() && i < kStackOps; ++i) {
+    collected.top_ops.push_back(stats.top_ops_by_self[i].name);
+  }
+  collected.top_modules = options.top;
+  collected.session_start_ns = stats.session_start_ns;
+  collected.session_end_ns = stats.session_end_ns;
+  GPUPROF_ASSIGN_OR_RETURN(stats.collected, ComputeCollected(reader, strings, collected));
   stage("range replay results");
   GPUPROF_ASSIGN_OR_RETURN(
       RangeScanSummary ranges,

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/progress.h"
+#include "db/collected.h"
 #include "db/profile_reader.h"
 #include "db/range_stats.h"
 #include "gpuprof/status.h"
@@ -214,6 +215,10 @@ struct ProfileStats {
   std::string ranges_absent;
   // NPU_INFO's (id, name) rows, read when there are ranges (the step roofline's device).
   std::vector<std::pair<std::int64_t, std::string>> device_names;
+
+  // Records lost before the DB, the call stacks of the top ops by self time, and the time per
+  // nn.Module by its path (db/collected.h).
+  CollectedStats collected;
 };
 
 struct StatsOptions {

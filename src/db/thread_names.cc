@@ -3,22 +3,13 @@
 #include <charconv>
 
 #include "base/json.h"
+#include "db/meta_json.h"
 
 namespace gpuprof::db {
 namespace {
 
-void SkipSpace(std::string_view text, std::size_t* pos) {
-  while (*pos < text.size() &&
-         (text[*pos] == ' ' || text[*pos] == '\t' || text[*pos] == '\n' || text[*pos] == '\r'))
-    ++*pos;
-}
-
-bool Take(std::string_view text, std::size_t* pos, char c) {
-  SkipSpace(text, pos);
-  if (*pos >= text.size() || text[*pos] != c) return false;
-  ++*pos;
-  return true;
-}
+using meta_json::SkipSpace;
+using meta_json::Take;
 
 Status Bad(std::string_view what, std::size_t pos) {
   return InvalidArgumentError("META_DATA " + std::string(kMetaThreadNames) + ": " + std::string(what) +

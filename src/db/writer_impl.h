@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "db/lost_records.h"
 #include "db/output_layout.h"
 #include "db/profile_writer.h"
 #include "db/side_file.h"
@@ -67,6 +68,9 @@ class ProfileWriterImpl final : public ProfileWriter {
   void SetDevices(std::vector<std::pair<std::int32_t, std::string>> devices) override {
     late_devices_ = std::move(devices);
   }
+  void SetLostRecords(std::vector<std::pair<std::string, std::uint64_t>> lost) override {
+    lost_records_ = std::move(lost);
+  }
   void Discard() override {
     if (!finalized_) Abandon();
   }
@@ -75,13 +79,17 @@ class ProfileWriterImpl final : public ProfileWriter {
   WriterStats stats() const override;
 
  private:
-  // The run as the run tables record it: options_.run with the devices SetDevices gave, if any.
+  // The run as the run tables record it: options_.run with the devices SetDevices gave, if any,
+  // and the records lost: SetLostRecords' and the writer's own (final once the threads stopped).
   trace::RunInfo FinalRun() const {
     trace::RunInfo run = options_.run;
     if (!late_devices_.empty()) run.devices = late_devices_;
+    run.lost_records = lost_records_;
+    run.lost_records.emplace_back(kLostWriterQueue, dropped_.load(std::memory_order_relaxed));
     return run;
   }
-  std::vector<std::pair<std::int32_t, std::string>> late_devices_;  // SetDevices'; Finalize's thread
+  std::vector<std::pair<std::int32_t, std::string>> late_devices_;   // SetDevices'; Finalize's thread
+  std::vector<std::pair<std::string, std::uint64_t>> lost_records_;  // SetLostRecords'; Finalize's thread
   // ---- The threads (writer_threads.cc) ----
   // The SQLite thread closes the op thread's queue when it ends (Run), so joining in this order
   // drains both.

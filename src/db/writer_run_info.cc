@@ -10,6 +10,7 @@
 
 #include "base/hash.h"
 #include "base/json.h"
+#include "db/lost_records.h"
 #include "db/schema.h"
 #include "db/writer_impl.h"
 #include "db/writer_rows.h"
@@ -114,6 +115,11 @@ Status RowSink::WriteRunTables(const trace::RunInfo& run, std::int64_t end_ns) {
     // job, "{}" when it is not distributed. The default group holds every rank; its key is
     // COMMUNICATION_OP.groupName's value (computational_op_masking joins on it). Subgroups are not
     // recorded; pipeline stages neither, so there is no pp_info row (DistributedMetaData).
+    // Always, zeros included: the row says the losses were counted (a DB without it says nothing).
+    const std::string lost = EncodeLostRecords(run.lost_records);
+    s.BindStaticText(1, kMetaLostRecords);
+    s.BindStaticText(2, lost);
+    GPUPROF_RETURN_IF_ERROR(run_one(s));
     if (!thread_names_.empty()) {
       const std::string names = EncodeThreadNames(thread_names_);
       s.BindStaticText(1, kMetaThreadNames);

@@ -14,6 +14,7 @@
 #include "cupti/nvml_clock_api.h"
 #include "cupti/range_profiler_backend.h"
 #include "cupti/replay_hook.h"
+#include "db/lost_records.h"
 #include "device/cuda/cuda_driver.h"
 #include "session/config.h"
 #include "session/process.h"
@@ -348,6 +349,11 @@ void CuptiDeviceCollector::Flush() {
   if (Status flushed = subscriber_->Flush(/*forced=*/true); !flushed.ok()) {
     GPUPROF_LOG(kWarning) << "flushing GPU activity: " << flushed.message();
   }
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> CuptiDeviceCollector::LostRecords() {
+  if (subscriber_ == nullptr) return {};
+  return {{std::string(db::kLostCuptiBuffers), subscriber_->stats().cupti_dropped_records}};
 }
 
 void CuptiDeviceCollector::Stop() {

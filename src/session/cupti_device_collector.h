@@ -63,6 +63,7 @@ class CuptiDeviceCollector final : public DeviceCollector {
   // When Devices() had none (under the injection, inside cuInit; from a script, before CUDA was
   // initialized): the driver can be asked once the program ran.
   std::vector<std::pair<std::int32_t, std::string>> DevicesAtStop() override;
+  std::vector<std::pair<std::string, std::uint64_t>> LostRecords() override;
   Status Start(DeviceCollectorHooks hooks) override;
   void Flush() override;
   void Stop() override;

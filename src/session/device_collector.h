@@ -48,6 +48,11 @@ class DeviceCollector {
   // starts the session inside cuInit; a script may start it before CUDA is initialized). Empty: unknown.
   virtual std::vector<std::pair<std::int32_t, std::string>> DevicesAtStop() { return {}; }
 
+  // The records the device side lost before they reached the sink, per source (db/lost_records.h
+  // ids, e.g. those CUPTI dropped for want of a buffer), for the DB's record of losses. Called
+  // after Stop(). Default: none counted.
+  virtual std::vector<std::pair<std::string, std::uint64_t>> LostRecords() { return {}; }
+
   // Begins collecting into `hooks.sink`. An error (e.g. Unavailable: the CUPTI slot is held by
   // another tool) leaves the Session running without device data; the message says why.
   virtual Status Start(DeviceCollectorHooks hooks) = 0;

@@ -25,6 +25,7 @@
 #include "base/logging.h"
 #include "base/synchronized.h"
 #include "base/thread_priority.h"
+#include "db/lost_records.h"
 #include "db/output_layout.h"
 #include "db/profile_writer.h"
 
@@ -399,6 +400,18 @@ class Session::Impl {
     }
     if (device != nullptr) device->ReplayStepBoundary();
   }
+  // The records lost before the writer, per source, for the DB (db/lost_records.h): the device
+  // collector's, the session buffer's and those that came after the capture ended.
+  std::vector<std::pair<std::string, std::uint64_t>> LostRecords() {
+    std::vector<std::pair<std::string, std::uint64_t>> lost;
+    {
+      std::lock_guard<std::recursive_mutex> lock(device_mu_);
+      if (device_) lost = device_->LostRecords();
+    }
+    lost.emplace_back(db::kLostSessionBuffer, box_->collector->dropped());
+    lost.emplace_back(db::kLostAfterStop, late_records_.load(std::memory_order_relaxed));
+    return lost;
+  }
   std::uint64_t dropped_records() const noexcept {
     std::uint64_t n = box_ != nullptr ? box_->collector->dropped() : 0;
     n += late_records_.load(std::memory_order_relaxed);
@@ -577,6 +590,7 @@ class Session::Impl {
     }
     DiscardEndedWindow();
     if (!late_devices_.empty()) writer_->SetDevices(std::move(late_devices_));
+    writer_->SetLostRecords(LostRecords());
     StatusOr<std::string> path = writer_->Finalize(end_ns);
     if (!path.ok()) {
       Status failed = path.status().WithContext("finalizing the profile of pid " + std::to_string(pid_));

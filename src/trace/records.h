@@ -165,6 +165,9 @@ struct RunInfo {
   std::int64_t end_ns = 0;
   std::vector<std::pair<std::int32_t, std::string>> devices;  // NPU_INFO: (id, name)
   std::string config_json;  // the run's configuration, as given (profiler_info json, META_DATA)
+  // Records lost before the DB, per source (db/lost_records.h ids), known only at the stop
+  // (ProfileWriter::SetLostRecords); the writer adds its own.
+  std::vector<std::pair<std::string, std::uint64_t>> lost_records;
 };
 
 }  // namespace gpuprof::trace

@@ -35,26 +35,10 @@ using ::testing::Not;
 
 using gpuprof::testing::CliResult;
 using gpuprof::testing::DbCliTest;
+using gpuprof::testing::Figures;
 using gpuprof::testing::RunShell;
+using gpuprof::testing::Section;
 using gpuprof::testing::ShellQuote;
-
-// The lines of the section whose title starts with `title`, up to the next blank line.
-std::vector<std::string> Section(const std::string& output, const std::string& title) {
-  std::vector<std::string> section;
-  std::stringstream stream(output);
-  std::string line;
-  bool inside = false;
-  while (std::getline(stream, line)) {
-    if (!inside) {
-      inside = line.rfind(title, 0) == 0;
-      if (inside) section.push_back(line);
-      continue;
-    }
-    if (line.empty()) break;
-    section.push_back(line);
-  }
-  return section;
-}
 
 std::vector<std::string> Words(const std::string& line) {
   std::vector<std::string> out;
@@ -751,18 +735,6 @@ TEST_P(DbCliBadInputTest, PartialDbNamedDirectly) {
 }
 
 // ---- gpuprof report (issue 22) ---------------------------------------------------------------------
-
-// The values of the elements marked data-figure="name", in page order.
-std::vector<std::string> Figures(const std::string& page, const std::string& name) {
-  std::vector<std::string> values;
-  const std::string marker = "data-figure=\"" + name + "\"";
-  for (std::size_t at = page.find(marker); at != std::string::npos; at = page.find(marker, at + 1)) {
-    const std::size_t open = page.find('>', at);
-    const std::size_t close = page.find('<', open);
-    values.push_back(page.substr(open + 1, close - open - 1));
-  }
-  return values;
-}
 
 TEST_F(DbCliTest, ReportIsOneSelfContainedPageWithTheFiguresOfStats) {
   CliResult result = Run("report " + ShellQuote(run_dir_));

@@ -405,6 +405,27 @@ Status WriteReplayRows(Db& db, const FixtureOptions& o) {
 
 }  // namespace
 
+std::string FixtureCollectedSql(const FixtureOptions& o, const std::string& lost) {
+  const std::int64_t tid = (static_cast<std::int64_t>(o.pid) << 32) | o.pid;
+  auto us = [&o](std::int64_t micros) { return std::to_string(o.base_ns + micros * 1000); };
+  const std::int64_t domain = kFw + 100;
+  const std::int64_t names[] = {kFw + 101, kFw + 102, kFw + 103};
+  std::string sql = "INSERT INTO STRING_IDS VALUES (" + std::to_string(domain) + ", 'Module'), (" +
+                    std::to_string(names[0]) + ", 'Net'), (" + std::to_string(names[1]) +
+                    ", 'net.0 (Linear)'), (" + std::to_string(names[2]) + ", 'net.1 (ReLU)');";
+  const std::int64_t ranges[][3] = {{90, 520, 0}, {95, 410, 1}, {440, 510, 2}, {1090, 1210, 2}};
+  for (const auto& range : ranges) {
+    sql += "INSERT INTO MSTX_EVENTS VALUES (" + us(range[0]) + ", " + us(range[1]) + ", 2, NULL, " +
+           std::to_string(kInvalid) + ", " + std::to_string(names[range[2]]) + ", " + std::to_string(tid) +
+           ", " + std::to_string(tid) + ", " + std::to_string(domain) + ", " + std::to_string(kInvalid) +
+           ");";
+  }
+  if (!lost.empty()) {
+    sql += "INSERT INTO META_DATA VALUES ('gpuprof_lost_records', '" + lost + "');";
+  }
+  return sql;
+}
+
 Status WriteFixtureDb(const std::string& path, const FixtureOptions& options) {
   std::error_code ec;
   std::filesystem::remove(path, ec);

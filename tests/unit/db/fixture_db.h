@@ -21,6 +21,14 @@ struct FixtureOptions {
   std::int64_t base_ns = 1'700'000'000'123'456'789;
 };
 
+// SQL that adds to a standard fixture DB what db/collected.h reads beside the ops: nn.Module ranges
+// on the main thread (domain "Module": "Net" over aten::linear and the first aten::relu, "net.0
+// (Linear)" over aten::linear, "net.1 (ReLU)" over each aten::relu) and, when `lost` is not empty,
+// META_DATA's gpuprof_lost_records row with that JSON value. The modules' figures: Net 1 call,
+// 430 µs host, 120 µs device (2 kernels); net.0 (Linear) 1 call, 315 µs, 100 µs (1); net.1 (ReLU)
+// 2 calls, 190 µs, 50 µs (2).
+std::string FixtureCollectedSql(const FixtureOptions& options, const std::string& lost);
+
 // What the standard fixture holds (with_rows = true).
 inline constexpr int kFixtureOps = 9;           // PYTORCH_API rows
 inline constexpr int kFixtureRuntimeCalls = 5;  // CANN_API rows other than node/launch

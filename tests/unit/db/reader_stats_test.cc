@@ -509,5 +509,90 @@ TEST_F(ApiSummaryTest, NoRowsOrNoTableGiveTheReasonNotAnError) {
   EXPECT_EQ(dropped.absent, "the DB has no CANN_API table");
 }
 
+// ---- What was collected beside the ops (db/collected.h) -------------------------------------------
+
+TEST_F(StatsTest, ModulesByPathHaveTheirHostTimeAndTheDeviceTimeOfTheirOpsKernels) {
+  fixture::FixtureOptions options;
+  ProfileStats stats = Compute(options, 15, fixture::FixtureCollectedSql(options, ""));
+  const CollectedStats& c = stats.collected;
+  EXPECT_EQ(c.modules_absent, "");
+  EXPECT_TRUE(c.module_gpu);
+  EXPECT_EQ(c.module_names, 3u);
+  ASSERT_EQ(c.top_modules.size(), 3u);
+  // By host time; a module counts the kernels launched by ops inside the modules inside it.
+  EXPECT_EQ(c.top_modules[0].name, "Net");
+  EXPECT_EQ(c.top_modules[0].calls, 1u);
+  EXPECT_EQ(c.top_modules[0].host_ns, 430 * kUs);
+  EXPECT_EQ(c.top_modules[0].gpu_ns, 120 * kUs);
+  EXPECT_EQ(c.top_modules[0].tasks, 2u);
+  EXPECT_EQ(c.top_modules[1].name, "net.0 (Linear)");
+  EXPECT_EQ(c.top_modules[1].host_ns, 315 * kUs);
+  EXPECT_EQ(c.top_modules[1].gpu_ns, 100 * kUs);
+  EXPECT_EQ(c.top_modules[1].tasks, 1u);
+  EXPECT_EQ(c.top_modules[2].name, "net.1 (ReLU)");
+  EXPECT_EQ(c.top_modules[2].calls, 2u);
+  EXPECT_EQ(c.top_modules[2].host_ns, 190 * kUs);
+  EXPECT_EQ(c.top_modules[2].gpu_ns, 50 * kUs);
+  EXPECT_EQ(c.top_modules[2].tasks, 2u);
+}
+
+TEST_F(StatsTest, WithoutModuleRangesTheModulesSayWhy) {
+  ProfileStats stats = Compute({});
+  EXPECT_TRUE(stats.collected.top_modules.empty());
+  EXPECT_THAT(stats.collected.modules_absent, ::testing::HasSubstr("--with-modules"));
+}
+
+TEST_F(StatsTest, TopOpsHaveTheirCostliestCallStack) {
+  // The fixture's aten::linear has the one-frame stack "train.py(10): forward".
+  ProfileStats stats = Compute({});
+  const CollectedStats& c = stats.collected;
+  ASSERT_EQ(c.op_stacks.size(), 1u) << c.stacks_absent;
+  EXPECT_EQ(c.op_stacks[0].op, "aten::linear");
+  EXPECT_EQ(c.op_stacks[0].calls, 1u);
+  EXPECT_EQ(c.op_stacks[0].op_calls, 1u);
+  EXPECT_EQ(c.op_stacks[0].total_ns, 300 * kUs);
+  EXPECT_THAT(c.op_stacks[0].frames, ::testing::ElementsAre("train.py:10 forward"));
+}
+
+TEST(CallStackFrameTest, LibraryFramesAreToldFromTheProgramsAndShortened) {
+  EXPECT_EQ(ShortFrame("/home/u/proj/train.py(42): step"), "train.py:42 step");
+  EXPECT_EQ(ShortFrame("no frame shape"), "no frame shape");
+  EXPECT_FALSE(LibraryFrame("/home/u/proj/train.py(42): step"));
+  EXPECT_TRUE(LibraryFrame("/usr/lib/python3/dist-packages/torch/nn/modules/linear.py(125): forward"));
+  EXPECT_TRUE(
+      LibraryFrame("/venv/lib/python3.11/site-packages/torch/nn/modules/module.py(1501): _call_impl"));
+  EXPECT_TRUE(LibraryFrame("/usr/lib/python3.11/runpy.py(88): _run_code"));
+  EXPECT_TRUE(LibraryFrame("<frozen runpy>(198): _run_module_as_main"));
+}
+
+TEST_F(StatsTest, LostRecordsAreTheSourcesThatLostAny) {
+  fixture::FixtureOptions options;
+  ProfileStats stats =
+      Compute(options, 15,
+              fixture::FixtureCollectedSql(
+                  options, R"({"cupti_activity_buffers": 7, "session_buffer": 0, "writer_queue": 3})"));
+  const CollectedStats& c = stats.collected;
+  EXPECT_TRUE(c.lost_counted);
+  ASSERT_EQ(c.lost.size(), 2u);
+  EXPECT_EQ(c.lost[0].source, "cupti_activity_buffers");
+  EXPECT_EQ(c.lost[0].records, 7u);
+  EXPECT_THAT(c.lost[0].text, ::testing::HasSubstr("CUPTI"));
+  EXPECT_EQ(c.lost[1].source, "writer_queue");
+  EXPECT_EQ(c.lost[1].records, 3u);
+}
+
+TEST_F(StatsTest, NoLossesCountedOrNoneLostShowNoRows) {
+  fixture::FixtureOptions options;
+  ProfileStats counted =
+      Compute(options, 15, fixture::FixtureCollectedSql(options, R"({"writer_queue": 0})"));
+  EXPECT_TRUE(counted.collected.lost_counted);
+  EXPECT_TRUE(counted.collected.lost.empty());
+  ProfileStats older = Compute(options);
+  EXPECT_FALSE(older.collected.lost_counted);
+  EXPECT_TRUE(older.collected.lost.empty());
+  ProfileStats damaged = Compute(options, 15, fixture::FixtureCollectedSql(options, "{\"writer_queue\": x}"));
+  EXPECT_THAT(damaged.collected.lost_problem, ::testing::HasSubstr("expected a count"));
+}
+
 }  // namespace
 }  // namespace gpuprof::db

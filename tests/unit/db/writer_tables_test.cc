@@ -424,6 +424,8 @@ TEST_F(ProfileWriterTablesTest, PerRunTables) {
               ElementsAre("SCHEMA_VERSION|1.2.0", "SCHEMA_VERSION_MAJOR|1", "SCHEMA_VERSION_MINOR|2",
                           "SCHEMA_VERSION_MICRO|0", S("gpuprof_version", GPUPROF_TEST_VERSION),
                           R"(gpuprof_config|{"activities": ["cpu", "cuda"], "record_shapes": true})",
+                          // the records lost before the DB, zeros included: the writer's own here
+                          R"(gpuprof_lost_records|{"writer_queue": 0})",
                           // not distributed: valid, empty JSON (msprof-analyze json.loads them); no
                           // pp_info: pp_chart would call .lower() on its missing pp_type
                           "parallel_group_info|{}", "distributed_args|{}"));

@@ -23,7 +23,8 @@ struct FakeDeviceState {
   std::vector<std::pair<std::int32_t, std::string>> devices;
   // Runs inside Flush (e.g. to deliver a last record, or to fire the teardown hook re-entrantly).
   std::function<void()> on_flush;
-  std::vector<ReplaySettings> replays;  // each ConfigureReplay's settings, in order
+  std::vector<ReplaySettings> replays;                      // each ConfigureReplay's settings, in order
+  std::vector<std::pair<std::string, std::uint64_t>> lost;  // what LostRecords says
 
   void Note(const std::string& call) {
     std::lock_guard<std::mutex> lock(mu);
@@ -54,6 +55,10 @@ class FakeDeviceCollector final : public DeviceCollector {
     if (state_->on_flush) state_->on_flush();
   }
   void Stop() override { state_->Note("Stop"); }
+  std::vector<std::pair<std::string, std::uint64_t>> LostRecords() override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->lost;
+  }
   Status ConfigureReplay(const ReplaySettings& settings) override {
     state_->Note("ConfigureReplay");
     std::lock_guard<std::mutex> lock(state_->mu);

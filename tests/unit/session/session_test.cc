@@ -292,6 +292,28 @@ TEST(SessionTest, RecordsOverTheCapAreDroppedAndCounted) {
   EXPECT_THAT(MarkRows(session->db_path()), SizeIs(10));
 }
 
+// The losses reach the DB per source (META_DATA gpuprof_lost_records, db/lost_records.h): the
+// device collector's, the session buffer's, those after the stop and the writer's.
+TEST(SessionTest, RecordsLostPerSourceAreWrittenToTheDb) {
+  TempDir dir;
+  SessionConfig config = TestConfig(dir);
+  config.flush_interval = std::chrono::milliseconds(60'000);
+  auto state = std::make_shared<FakeDeviceState>();
+  state->lost = {{"cupti_activity_buffers", 7}};
+  SessionOptions options;
+  options.device_factory = FakeFactory(state);
+  options.collector.flush_threshold = 0;
+  options.collector.max_buffered_records = 10;
+  auto session = MustStart(config, std::move(options));
+  ASSERT_NE(session, nullptr);
+  for (int i = 0; i < 15; ++i) static_cast<void>(session->Mark("m"));
+  ASSERT_TRUE(session->Stop().ok());
+  EXPECT_THAT(
+      Query(session->db_path(), "SELECT value FROM META_DATA WHERE name = 'gpuprof_lost_records'"),
+      ElementsAre(
+          R"({"cupti_activity_buffers": 7, "session_buffer": 5, "after_stop": 0, "writer_queue": 0})"));
+}
+
 TEST(SessionTest, InvalidConfigurationIsRejectedBeforeAnyFileIsMade) {
   TempDir dir;
   SessionConfig config = TestConfig(dir);
