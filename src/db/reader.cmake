@@ -18,6 +18,7 @@ add_library(gpuprof_db_reader STATIC
   check_schema.cc
   check_rows.cc
   report_data.cc
+  task_op_link.cc
   findings.cc
   diff.cc)
 add_library(gpuprof::db_reader ALIAS gpuprof_db_reader)
