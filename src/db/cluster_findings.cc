@@ -109,6 +109,7 @@ namespace findings_internal {
 StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx) {
   RuleResult result;
   std::vector<std::pair<std::size_t, FindingEvidence>> per_step;  // (the step's straggler, its evidence)
+  std::vector<std::vector<std::pair<std::size_t, std::int64_t>>> waits;  // per step: (rank, its wait)
   for (const StepComparison* step : ctx.steps) {
     struct Seen {
       std::size_t rank;
@@ -120,6 +121,8 @@ StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx) {
     }
     if (seen.size() < 2) continue;
     auto wait = [](const Seen& s) { return s.stats->communication_ns; };
+    waits.emplace_back();
+    for (const Seen& s : seen) waits.back().emplace_back(s.rank, wait(s));
     const auto [straggler, waiter] = std::minmax_element(
         seen.begin(), seen.end(), [&](const Seen& a, const Seen& b) { return wait(a) < wait(b); });
     const std::int64_t stake = wait(*waiter) - wait(*straggler);
@@ -153,14 +156,33 @@ StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx) {
                          straggler->stats->start_ns, stake, 0, cause}});
   }
   // Ranks that take turns being last are noise; one rank last in most steps holds the job back.
+  // Two steps cannot tell the one from the other.
+  if (waits.size() < 3) return result;
   std::map<std::size_t, std::size_t> times_last;
   for (const auto& [rank, evidence] : per_step) ++times_last[rank];
   const auto most = std::max_element(times_last.begin(), times_last.end(),
                                      [](const auto& a, const auto& b) { return a.second < b.second; });
   if (most == times_last.end() || 3 * most->second < 2 * ctx.steps.size()) return result;
+  // Its lead per step: the others' longest wait minus its own (negative where it was not last).
+  // The time at stake is the median lead over the steps, so a few noisy steps do not make one.
+  std::vector<std::int64_t> leads;
+  for (const auto& step : waits) {
+    std::optional<std::int64_t> own;
+    std::int64_t others = INT64_MIN;
+    for (const auto& [rank, wait] : step) {
+      if (rank == most->first) {
+        own = wait;
+      } else {
+        others = std::max(others, wait);
+      }
+    }
+    if (own.has_value() && others != INT64_MIN) leads.push_back(others - *own);
+  }
+  const std::int64_t lead = Median(leads);
+  if (lead <= 0) return result;
+  result.at_stake_ns = lead * static_cast<std::int64_t>(leads.size());
   for (auto& [rank, evidence] : per_step) {
     if (rank != most->first) continue;
-    result.at_stake_ns += evidence.duration_ns;
     ++result.occurrences;
     result.evidence.push_back(std::move(evidence));
   }

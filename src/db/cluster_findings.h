@@ -4,14 +4,15 @@
 //
 // The slowest rank of a step is the one that waits least in collectives: every rank's step lasts
 // about as long (each collective ends when the last rank arrives), so the straggler shows as the
-// others' longer waits. The time at stake is the longest wait of another rank minus the
-// straggler's (what the step would lose were the straggler as fast as the rest). Its cause: what
+// others' longer waits. Its lead in a step is the longest wait of another rank minus its own (what
+// the step would save were it as fast as the rest); the time at stake is its median lead over the
+// considered steps times their count, so a few noisy steps neither make nor swell a finding. Its cause: what
 // grew on the straggler against the other ranks' median, its compute (kernels: device-bound; host
 // ops when the run has no kernels: host-bound in ops) or its time outside compute and collectives
 // (host-bound outside ops: Python, data loading, I/O).
 //
-// A rank counts as slow when it is the straggler of at least two thirds of the considered steps
-// (ranks that take turns are noise); the time at stake is summed over the steps it holds back.
+// A rank counts as slow when it is the straggler of at least two thirds of the considered steps,
+// three or more (ranks that take turns are noise).
 // Steps are matched by id; the first step id of the job is warm-up and left out, as in findings.h.
 // The rule is declared in findings.cc's table (FindingRule::evaluate_cluster).
 //
