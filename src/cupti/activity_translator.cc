@@ -219,6 +219,8 @@ trace::DeviceTask TranslateMemcpy(const CUpti_ActivityMemcpy6& copy, const TimeC
                                   std::uint32_t pid) {
   trace::DeviceTask task = TransferTask(copy, trace::TaskKind::kMemcpy, time, pid);
   task.memcpy_operation = MemcpyOperationId(copy.copyKind, copy.srcKind, copy.dstKind);
+  task.src_memory_kind = copy.srcKind;
+  task.dst_memory_kind = copy.dstKind;
   return task;
 }
 
@@ -226,6 +228,8 @@ trace::DeviceTask TranslatePeerMemcpy(const CUpti_ActivityMemcpyPtoP4& copy, con
                                       std::uint32_t pid) {
   trace::DeviceTask task = TransferTask(copy, trace::TaskKind::kMemcpy, time, pid);
   task.memcpy_operation = MemcpyOperationId(copy.copyKind, copy.srcKind, copy.dstKind);
+  task.src_memory_kind = copy.srcKind;
+  task.dst_memory_kind = copy.dstKind;
   return task;
 }
 

@@ -47,6 +47,10 @@ constexpr std::int64_t GlobalTid(std::uint32_t pid, std::uint32_t tid) noexcept 
   return static_cast<std::int64_t>((static_cast<std::uint64_t>(pid) << 32) | tid);
 }
 
+// GPUPROF_COPY_MEMORY.srcKind / dstKind: CUPTI's CUpti_ActivityMemoryKind values.
+inline constexpr std::int64_t kCopyMemoryPageable = 1;
+inline constexpr std::int64_t kCopyMemoryPinned = 2;
+
 // Bytes per element of an ENUM_HCCL_DATA_TYPE id (4 FP32 -> 4); none for N/A and unknown ids.
 inline std::optional<std::uint32_t> HcclDataTypeBytes(std::int64_t data_type) {
   // ENUM_HCCL_DATA_TYPE (schema.sql's msprof rows): INT8, INT16, INT32, FP16, FP32, INT64, UINT64,

@@ -10,7 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "db/db_constants.h"
 #include "db/findings_internal.h"
+#include "db/string_lookup.h"
 
 namespace gpuprof::db {
 namespace {
@@ -79,6 +81,27 @@ StatusOr<RuleResult> AllocatorChurn(const FindingContext& ctx) {
   if (!has) return RuleResult{};
   return FromIntervals(
       ctx, NamedRowsSql(ctx.reader, "CANN_API", "value IN (" + std::string(kAllocatorCalls) + ")"),
+      /*with_context=*/true);
+}
+
+StatusOr<RuleResult> PageableCopies(const FindingContext& ctx) {
+  GPUPROF_ASSIGN_OR_RETURN(
+      const bool has_kinds,
+      ctx.reader.HasColumns("GPUPROF_COPY_MEMORY", {"globalTaskId", "srcKind", "dstKind"}));
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_tasks,
+                           ctx.reader.HasColumns("TASK", {"globalTaskId", "connectionId"}));
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_calls,
+                           ctx.reader.HasColumns("CANN_API", {"startNs", "endNs", "globalTid", "name"}));
+  if (!has_kinds || !has_tasks || !has_calls) return RuleResult{};
+  // The host side of each copy: its CUDA call, which returns only once the pageable bytes are staged.
+  const std::string pageable = std::to_string(kCopyMemoryPageable);
+  return FromIntervals(
+      ctx,
+      "SELECT " + StringValueSql(ctx.reader, "a.name") +
+          ", a.startNs, a.endNs, a.globalTid FROM GPUPROF_COPY_MEMORY k JOIN TASK t ON "
+          "t.globalTaskId = k.globalTaskId JOIN CANN_API a ON a.connectionId = t.connectionId "
+          "WHERE k.srcKind = " +
+          pageable + " OR k.dstKind = " + pageable + " ORDER BY a.startNs",
       /*with_context=*/true);
 }
 
@@ -180,6 +203,20 @@ const std::vector<FindingRule> kRules = {
      .evidence_sql = "SELECT s.value, a.startNs, a.endNs - a.startNs FROM CANN_API a JOIN STRING_IDS s ON "
                      "s.id = a.name WHERE s.value IN ('cudaMalloc', 'cudaFree') ORDER BY 3 DESC",
      .evaluate = AllocatorChurn},
+    {.id = "pageable-copies",
+     .title = "Copies between the device and pageable host memory inside steps",
+     .measures = "host time in the CUDA calls of copies whose host side is pageable (not pinned) memory",
+     .threshold = 0.02,
+     .advice = "the driver stages pageable bytes through a pinned buffer, so the call blocks the host for "
+               "the copy (non_blocking=True does not help) and the copy cannot overlap compute",
+     .fix = "pin the host buffers: DataLoader(pin_memory=True), tensor.pin_memory(), then "
+            ".to(device, non_blocking=True); keep results on the device instead of copying them back",
+     .evidence_sql =
+         "SELECT s.value, a.startNs, a.endNs - a.startNs, m.size FROM GPUPROF_COPY_MEMORY k JOIN TASK "
+         "t ON t.globalTaskId = k.globalTaskId JOIN CANN_API a ON a.connectionId = t.connectionId "
+         "JOIN STRING_IDS s ON s.id = a.name JOIN MEMCPY_INFO m ON m.globalTaskId = t.globalTaskId "
+         "WHERE k.srcKind = 1 OR k.dstKind = 1 ORDER BY 3 DESC",
+     .evaluate = PageableCopies},
     {.id = "gc-pause",
      .title = "Python garbage collection pauses inside steps",
      .measures = "step time in Python's cyclic garbage collector (GC_RECORD)",

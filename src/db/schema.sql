@@ -66,6 +66,7 @@ CREATE TABLE IF NOT EXISTS OVERLAP_ANALYSIS (id INTEGER PRIMARY KEY, deviceId IN
 CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_KERNEL (id INTEGER PRIMARY KEY, timestampNs INTEGER, globalTid INTEGER, deviceId INTEGER, name INTEGER, connectionId INTEGER, launchIndex INTEGER, replayed INTEGER, declineReason TEXT, declineDetail TEXT, restoreMode TEXT, passes INTEGER, deterministic INTEGER, snapshotRegions INTEGER, snapshotBytes INTEGER, snapshotNs INTEGER, untrackedWritableBytes INTEGER, snapshotDeviceBytes INTEGER, replayNs INTEGER, counterPasses INTEGER, counterStatus TEXT, clockControl TEXT, cacheControl TEXT, replayMode TEXT, graphId INTEGER, graphNodeId INTEGER, graphFallback TEXT, rangeId INTEGER, rangeLaunch INTEGER);
 CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_PASS (kernelId INTEGER, pass INTEGER, startNs INTEGER, durationNs INTEGER, smClockBeforeKhz INTEGER, smClockAfterKhz INTEGER, bytesRestored INTEGER, regionsRestored INTEGER, dirtyChunks INTEGER, outputHash INTEGER, matchesPass1 INTEGER);
 CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_METRIC (kernelId INTEGER, name INTEGER, unit INTEGER, value REAL, passes INTEGER);
+CREATE TABLE IF NOT EXISTS GPUPROF_COPY_MEMORY (globalTaskId INTEGER, srcKind INTEGER, dstKind INTEGER);
 CREATE TABLE IF NOT EXISTS GPUPROF_REPLAY_GRAPH_NODE (kernelId INTEGER, pass INTEGER, graphNodeId INTEGER, name INTEGER, durationNs INTEGER);
 
 -- [format-indexes]

@@ -34,6 +34,7 @@ Status RowSink::Prepare() {
   GPUPROF_RETURN_IF_ERROR(
       task_.Prepare(conn_, "INSERT INTO TASK VALUES ", "(?,?,?,?,?,?,?,?,?,?,4294967295)"));
   GPUPROF_RETURN_IF_ERROR(memcpy_info_.Prepare(conn_, "INSERT INTO MEMCPY_INFO VALUES ", "(?,?,?)"));
+  GPUPROF_RETURN_IF_ERROR(copy_memory_.Prepare(conn_, "INSERT INTO GPUPROF_COPY_MEMORY VALUES ", "(?,?,?)"));
   GPUPROF_RETURN_IF_ERROR(gc_record_.Prepare(conn_, "INSERT INTO GC_RECORD VALUES ", "(?,?,?)"));
   GPUPROF_RETURN_IF_ERROR(mstx_.Prepare(conn_, "INSERT INTO MSTX_EVENTS VALUES ", "(?,?,?,?,?,?,?,?,?,?)"));
   GPUPROF_RETURN_IF_ERROR(
@@ -242,7 +243,13 @@ Status RowSink::WriteRecord(trace::DeviceTask& task) {
       m.SetU64(0, global_task_id);
       m.SetU64(1, task.bytes);
       m.Set(2, task.memcpy_operation);
-      return Pushed(m);
+      GPUPROF_RETURN_IF_ERROR(Pushed(m));
+      if (task.src_memory_kind == 0 && task.dst_memory_kind == 0) return OkStatus();
+      BatchInserter& kinds = copy_memory_;
+      kinds.SetU64(0, global_task_id);
+      kinds.Set(1, task.src_memory_kind);
+      kinds.Set(2, task.dst_memory_kind);
+      return Pushed(kinds);
     }
     case trace::TaskKind::kMemset: return OkStatus();
   }

@@ -96,10 +96,10 @@ class RowSink {
   std::uint64_t string_overflows() const { return strings_.overflowed(); }
 
  private:
-  std::array<BatchInserter*, 12> Inserters() {
-    return {&pytorch_api_,   &callchains_,        &cann_api_,      &task_,
-            &memcpy_info_,   &gc_record_,         &mstx_,          &replay_pass_,
-            &replay_metric_, &replay_graph_node_, &memory_record_, &op_memory_};
+  std::array<BatchInserter*, 13> Inserters() {
+    return {&pytorch_api_,       &callchains_,    &cann_api_, &task_,        &memcpy_info_,
+            &copy_memory_,       &gc_record_,     &mstx_,     &replay_pass_, &replay_metric_,
+            &replay_graph_node_, &memory_record_, &op_memory_};
   }
 
   Status Pushed(BatchInserter& inserter) {
@@ -149,8 +149,8 @@ class RowSink {
   std::uint64_t rows_ = 0;
 
   Statement string_ids_, replay_kernel_;  // rows with text: one at a time
-  BatchInserter pytorch_api_, callchains_, cann_api_, task_, memcpy_info_, gc_record_, mstx_, replay_pass_,
-      replay_metric_, replay_graph_node_, memory_record_, op_memory_;
+  BatchInserter pytorch_api_, callchains_, cann_api_, task_, memcpy_info_, copy_memory_, gc_record_, mstx_,
+      replay_pass_, replay_metric_, replay_graph_node_, memory_record_, op_memory_;
 
   SharedStrings& strings_;  // device and memory spaces, shared with the kernel side thread
   std::uint64_t launch_name_id_ = kInvalidStringId;

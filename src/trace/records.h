@@ -48,7 +48,11 @@ struct DeviceTask {
   // kMemcpy / kMemset
   std::uint64_t bytes = 0;
   std::uint32_t memcpy_operation = 65535;  // ENUM_MEMCPY_OPERATION id (1 HtoD, 2 DtoH, 3 DtoD, ...)
-  std::uint64_t graph_node_id = 0;         // kKernel launched by a graph: CUPTI's graph node id; 0 otherwise
+  // kMemcpy: the memory each side is in, CUpti_ActivityMemoryKind's values (0 unknown, 1 pageable,
+  // 2 pinned, 3 device, ...): a copy from or to pageable host memory blocks the host.
+  std::uint8_t src_memory_kind = 0;
+  std::uint8_t dst_memory_kind = 0;
+  std::uint64_t graph_node_id = 0;  // kKernel launched by a graph: CUPTI's graph node id; 0 otherwise
 };
 
 // A framework operator (RecordFunction range), including ProfilerStep#N, or a Python function.

@@ -440,7 +440,7 @@ TEST_F(DbCliTest, MissingPathArgumentIsAUsageError) {
 TEST_F(DbCliTest, CheckOnTheFixtureIsOk) {
   CliResult result = Run("check " + ShellQuote(run_dir_));
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
-  EXPECT_THAT(result.out, ::testing::MatchesRegex("ok: " + db_ + " \\(33 tables, [0-9]+ rows\\)\n"));
+  EXPECT_THAT(result.out, ::testing::MatchesRegex("ok: " + db_ + " \\(34 tables, [0-9]+ rows\\)\n"));
 }
 
 TEST_F(DbCliTest, CheckPrintsOneLinePerProblemAndFails) {

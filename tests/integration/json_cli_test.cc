@@ -31,7 +31,7 @@ TEST_F(DbCliTest, CheckJsonListsEachProblemWithItsTableAndFails) {
   EXPECT_EQ(doc["version"], 1);
   ASSERT_EQ(doc["dbs"].size(), 1u);
   EXPECT_EQ(doc["dbs"][0]["ok"], true);
-  EXPECT_EQ(doc["dbs"][0]["tables"], 33);
+  EXPECT_EQ(doc["dbs"][0]["tables"], 34);
 
   ASSERT_TRUE(
       db::fixture::ExecSql(db_, "DROP INDEX TaskIndex; UPDATE PYTORCH_API SET name = 999999 WHERE rowid = 1;")

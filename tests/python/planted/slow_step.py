@@ -1,7 +1,7 @@
 """A small CPU training loop that plants one cause of slow steps (issue 41's findings), or none.
 
     python3 slow_step.py MODE OUT.json    MODE: gc | dataloader | sync | launch | launch_fused | slow_op
-                                          | clean
+                                          | pageable | pinned | clean
                                           (OUT "-": a line "planted JSON" on stdout)
 
 gc: every step collects a heap of reference cycles (automatic collection is off, so the pauses are
@@ -9,11 +9,12 @@ exactly the planted ones); dataloader: every sample takes 25 ms to load; sync (n
 step queues 20 ms of matrix products and waits for them with torch.cuda.synchronize(); launch
 (needs a GPU): 400 one-element kernels, 50 us of host work between launches, so the device idles
 between kernels far shorter than their launches; launch_fused, its twin: the same host work, then
-one kernel; slow_op: the
+one kernel; pageable (needs a GPU): a 64 MiB host tensor in pageable memory copied to the device
+with non_blocking=True every step; pinned, its twin: the same from pinned memory; slow_op: the
 op "planted_op" (5 ms in every mode) takes 20 ms. OUT.json
 receives what was planted per iteration, measured here: gc_ms (the gc.collect() call), wait_ms
-(next(loader)), sync_ms (the synchronize call), launch_ms (the launch loop, up to its kernels'
-end) and op_ms (planted_op).
+(next(loader)), sync_ms (the synchronize call), copy_ms (the copy's call), launch_ms (the launch
+loop, up to its kernels' end) and op_ms (planted_op).
 """
 import gc
 import json
@@ -88,9 +89,19 @@ for step in range(8):
             v.add_(400.0)
         torch.cuda.synchronize()
         launched = time.perf_counter() - start
+    copied = 0.0
+    if mode in ("pageable", "pinned"):
+        host = torch.ones(16 << 20)
+        if mode == "pinned":
+            host = host.pin_memory()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        on_device = host.to("cuda", non_blocking=True)
+        copied = time.perf_counter() - start
+        torch.cuda.synchronize()
     time.sleep(0.01)
     planted.append({"gc_ms": collected * 1e3, "wait_ms": waited * 1e3, "sync_ms": synced * 1e3,
-                    "launch_ms": launched * 1e3, "op_ms": op * 1e3})
+                    "launch_ms": launched * 1e3, "copy_ms": copied * 1e3, "op_ms": op * 1e3})
 if out == "-":
     print("planted " + json.dumps(planted))
 else:

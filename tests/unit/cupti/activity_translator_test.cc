@@ -187,6 +187,15 @@ TEST(TranslateMemcpyTest, CarriesBytesDirectionAndIds) {
   EXPECT_EQ(task.context, 1u);
 }
 
+TEST(TranslateMemcpyTest, KeepsTheMemoryKindOfEachSide) {
+  auto record = MakeMemcpy(9, 100, 250, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 4096);
+  record.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+  record.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  const trace::DeviceTask task = TranslateMemcpy(record, kTime, kPid);
+  EXPECT_EQ(task.src_memory_kind, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE);
+  EXPECT_EQ(task.dst_memory_kind, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+}
+
 TEST(TranslatePeerMemcpyTest, IsADeviceToDeviceCopy) {
   auto copy = Zeroed<CUpti_ActivityMemcpyPtoP4>(CUPTI_ACTIVITY_KIND_MEMCPY2);
   copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;

@@ -350,5 +350,27 @@ TEST_F(FindingsTest, LaunchDelayFiresOnAKernelStartingLongAfterItsLaunchOnAnIdle
   EXPECT_EQ(Find(Compute(), "launch-delay"), nullptr);
 }
 
+TEST_F(FindingsTest, CopiesFromPageableMemoryFireWithTheirCallsAndPinnedOnesDoNot) {
+  // Each step: a 6 ms launch call in aten::mm whose copy reads pageable host memory.
+  Exec(
+      "CREATE TABLE IF NOT EXISTS GPUPROF_COPY_MEMORY (globalTaskId INTEGER, srcKind INTEGER, dstKind "
+      "INTEGER);");
+  for (int step = 2; step <= 6; ++step) {
+    Plant("PYTORCH_API", "", ", " + std::to_string(kTid) + ", 0, 4, 0, 0, 0, 0, 0, 1", {step}, 10, 8);
+    Kernel(step, 14, 16, 11, 17);
+    Exec("INSERT INTO GPUPROF_COPY_MEMORY VALUES (" + std::to_string(next_task_ - 1) + ", 1, 3);");
+  }
+  const FindingsReport report = Compute();
+  const Finding* pageable = Find(report, "pageable-copies");
+  ASSERT_NE(pageable, nullptr);
+  EXPECT_EQ(pageable->occurrences, 5u);
+  EXPECT_NEAR(pageable->at_stake_ms_per_step, 6.0, 0.01);
+  EXPECT_EQ(pageable->evidence[0].name, "cudaLaunchKernel");
+  EXPECT_EQ(pageable->evidence[0].context, "in aten::mm");
+  // The twin: the same copies from pinned memory.
+  Exec("UPDATE GPUPROF_COPY_MEMORY SET srcKind = 2;");
+  EXPECT_EQ(Find(Compute(), "pageable-copies"), nullptr);
+}
+
 }  // namespace
 }  // namespace gpuprof::db

@@ -146,6 +146,8 @@ TEST_F(ProfileWriterTablesTest, ComputeTaskInfoForKernels) {
 TEST_F(ProfileWriterTablesTest, MemcpyInfoForCopiesOnly) {
   EXPECT_THAT(Q("SELECT globalTaskId, size, memcpyOperation FROM MEMCPY_INFO ORDER BY globalTaskId"),
               ElementsAre("1|4096|1"));
+  // The memory of each side, for the pageable-copies finding.
+  EXPECT_THAT(Q("SELECT globalTaskId, srcKind, dstKind FROM GPUPROF_COPY_MEMORY"), ElementsAre("1|1|3"));
 }
 
 TEST_F(ProfileWriterTablesTest, MemoryRecordSortedByTimeWithPtaComponent) {

@@ -195,6 +195,8 @@ inline std::vector<std::vector<trace::Record>> SyntheticRun() {
   copy.pid = 100;
   copy.bytes = 4096;
   copy.memcpy_operation = 1;
+  copy.src_memory_kind = 1;  // pageable
+  copy.dst_memory_kind = 3;  // device
   device.emplace_back(copy);
   DeviceTask bwd;
   bwd.kind = TaskKind::kKernel;
