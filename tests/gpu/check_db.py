@@ -61,6 +61,8 @@ from check_db_common import (  # noqa: E402
     one_db,
     main_process)
 from check_db_findings import (  # noqa: E402
+    expect_findings_kernels,
+    expect_findings_kernels_no_counters,
     expect_findings_launch,
     expect_findings_launch_fused,
     expect_findings_sync)
@@ -560,6 +562,8 @@ def expect_user_profilers(c, dbs, program_output):
 
 
 EXPECTATIONS = {
+    "findings_kernels": expect_findings_kernels,
+    "findings_kernels_no_counters": expect_findings_kernels_no_counters,
     "findings_launch": expect_findings_launch,
     "findings_launch_fused": expect_findings_launch_fused,
     "findings_sync": expect_findings_sync,
