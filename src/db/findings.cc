@@ -19,12 +19,15 @@ namespace {
 
 using findings_internal::FromIntervals;
 using findings_internal::FromSteps;
+using findings_internal::LowOccupancy;
 using findings_internal::Median;
+using findings_internal::MemoryBoundKernels;
 using findings_internal::Ms;
 using findings_internal::NamedRowsSql;
 using findings_internal::ScanLaunches;
 using findings_internal::SlowRank;
 using findings_internal::StepName;
+using findings_internal::TinyGrids;
 
 StatusOr<RuleResult> DeviceIdle(const FindingContext& ctx) {
   // Without kernels the split's compute is the host's ops: idle is then no device's.
@@ -236,6 +239,58 @@ const std::vector<FindingRule> kRules = {
      .evidence_sql = "SELECT p.startNs, p.endNs - p.startNs FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = "
                      "p.name WHERE s.value LIKE 'enumerate(DataLoader)%' ORDER BY 2 DESC",
      .evaluate = DataloaderWait},
+    {.id = "tiny-grids",
+     .title = "Kernels launched with fewer blocks than the device has SMs",
+     .measures =
+         "device time of kernels whose grid is smaller than the device's SM count, times the share of "
+         "SMs their grid leaves idle (an upper bound: the time saved were the same work spread over "
+         "every SM)",
+     .threshold = 0.03,
+     .advice = "a block runs on one SM: a grid of fewer blocks than SMs leaves the rest of the device idle "
+               "while the kernel runs; many such kernels in a row are usually small ops launched one by one",
+     .fix = "batch the small ops into one launch (torch.compile, foreach/fused ops, larger batches), or "
+            "for your own kernel a grid of at least one block per SM (split the work finer, or split-K)",
+     .evidence_sql = "SELECT s.value AS kernel, c.blockNum AS blocks, COUNT(*) AS launches, SUM(t.endNs - "
+                     "t.startNs) AS device_ns FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = "
+                     "t.globalTaskId JOIN STRING_IDS s ON s.id = c.name WHERE c.blockNum < 132 /* the "
+                     "device's SMs: 132 on H100 SXM and H200, 114 on H100 PCIe, 108 on A100 */ GROUP BY "
+                     "s.value, c.blockNum ORDER BY device_ns DESC",
+     .evaluate = TinyGrids},
+    {.id = "low-occupancy",
+     .title = "Kernels whose achieved occupancy is far below the theoretical",
+     .measures = "device time of kernels with hardware counters whose achieved occupancy is under half the "
+                 "theoretical (and no unit at 60 % of its peak), times 1 - achieved / theoretical (an upper "
+                 "bound, as Nsight Compute's estimated speed-up)",
+     .threshold = 0.03,
+     .advice = "the launch allows more warps per SM than are resident on average: the SMs have fewer warps "
+               "to switch to while others wait on memory (load imbalance between blocks, a tail wave, "
+               "short blocks)",
+     .fix = "balance the work per block, a grid of whole waves (a multiple of SMs x blocks per SM), longer "
+            "blocks (more work per thread); ncu's Occupancy and Launch Statistics sections say more",
+     .evidence_sql = "SELECT s.value AS kernel, n.value AS metric, AVG(m.value) FROM GPUPROF_REPLAY_METRIC m "
+                     "JOIN GPUPROF_REPLAY_KERNEL k ON k.id = m.kernelId JOIN STRING_IDS s ON s.id = k.name "
+                     "JOIN STRING_IDS n ON n.id = m.name WHERE n.value IN "
+                     "('sm__warps_active.avg.pct_of_peak_sustained_active', "
+                     "'sm__maximum_warps_per_active_cycle_pct') GROUP BY s.value, n.value ORDER BY s.value",
+     .evaluate = LowOccupancy},
+    {.id = "memory-bound-kernels",
+     .title = "Kernels limited by DRAM but well below its peak bandwidth",
+     .measures = "device time of kernels with hardware counters whose DRAM throughput is their busiest unit "
+                 "(at least the SMs' and 80 % of the busiest memory unit's) yet under 60 % of peak, times "
+                 "1 - DRAM share (an upper bound: the time saved were their bytes moved at peak)",
+     .threshold = 0.03,
+     .advice = "the kernel leans on DRAM but keeps too few bytes in flight to use it: scattered or "
+               "uncoalesced accesses, narrow loads, or dependent loads that wait one after another",
+     .fix = "coalesced, vectorized (16-byte) accesses, more independent loads per thread; fuse it with its "
+            "neighbours so the data is read once (torch.compile)",
+     .evidence_sql = "SELECT s.value AS kernel, n.value AS metric, AVG(m.value) FROM GPUPROF_REPLAY_METRIC m "
+                     "JOIN GPUPROF_REPLAY_KERNEL k ON k.id = m.kernelId JOIN STRING_IDS s ON s.id = k.name "
+                     "JOIN STRING_IDS n ON n.id = m.name WHERE n.value IN "
+                     "('gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed', "
+                     "'sm__throughput.avg.pct_of_peak_sustained_elapsed', "
+                     "'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed') GROUP BY s.value, "
+                     "n.value ORDER BY s.value",
+     .evaluate = MemoryBoundKernels},
 };
 
 // The spans in which gpuprof replayed kernels (GPUPROF_REPLAY_KERNEL): per range, or per launch in
@@ -347,7 +402,8 @@ StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const Rank
                      .split = split,
                      .steps = {},
                      .max_evidence = options.max_evidence,
-                     .launches = nullptr};
+                     .launches = nullptr,
+                     .kernels = nullptr};
   for (const RankStepStats& step : split.steps) ctx.steps.push_back(&step);
   if (!options.include_warmup && ctx.steps.size() >= 2) {
     const RankStepStats& first = *ctx.steps.front();
@@ -392,6 +448,8 @@ StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const Rank
         rule, std::move(result), report.steps_considered, report.considered_ns);
     if (finding.has_value()) report.findings.push_back(std::move(*finding));
   }
+  if (const std::string counters = findings_internal::KernelCountersNote(ctx); !counters.empty())
+    report.note += (report.note.empty() ? "" : "; ") + counters;
   std::stable_sort(report.findings.begin(), report.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.at_stake_ns > b.at_stake_ns; });
   return report;

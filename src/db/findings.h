@@ -29,6 +29,7 @@ struct FindingContext;
 struct ClusterFindingContext;
 struct RuleResult;
 struct LaunchScan;
+struct KernelScan;
 
 struct FindingRule {
   std::string_view id;            // stable, for scripts: "gc-pause"
@@ -114,6 +115,9 @@ struct FindingContext {
   // The device's tasks beside their launch calls, scanned once for every rule that reads them
   // (findings_launch.cc); null until the first such rule runs.
   mutable std::shared_ptr<const LaunchScan> launches;
+  // The considered steps' kernels by name and grid, beside the hardware counters of their replayed
+  // launches (findings_counters.cc); null until the first kernel rule runs.
+  mutable std::shared_ptr<const KernelScan> kernels;
 };
 
 struct RuleResult {

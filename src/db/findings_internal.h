@@ -50,9 +50,54 @@ StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx);
 // and kept in ctx.launches.
 StatusOr<std::shared_ptr<const LaunchScan>> ScanLaunches(const FindingContext& ctx);
 
+// The kernel rules (findings_counters.cc): kernels launched with fewer blocks than the device has
+// SMs, kernels whose achieved occupancy is far below the theoretical, kernels limited by DRAM but
+// well below its peak. The last two read the hardware counters of replayed launches.
+StatusOr<RuleResult> TinyGrids(const FindingContext& ctx);
+StatusOr<RuleResult> LowOccupancy(const FindingContext& ctx);
+StatusOr<RuleResult> MemoryBoundKernels(const FindingContext& ctx);
+// What the note says when the run has kernels but no counters the kernel rules read ("" otherwise);
+// after the rules ran.
+std::string KernelCountersNote(const FindingContext& ctx);
+
 }  // namespace gpuprof::db::findings_internal
 
 namespace gpuprof::db {
+
+// The considered steps' kernels by device, name and grid size, each beside the hardware counters
+// of its replayed launches (GPUPROF_REPLAY_METRIC) of the same device, name and grid: the replayed
+// launches sit in steps left out (their passes are there), so their counters stand for the
+// kernel's launches in the considered ones. Made once, on the first kernel rule's call.
+struct KernelScan {
+  // A unit below this share of its peak does not bound the kernel (range_stats.h's rule).
+  static constexpr double kBoundPct = 60;
+  // Achieved occupancy below this share of the theoretical is low.
+  static constexpr double kLowOccupancyShare = 0.5;
+  // DRAM limits a kernel when its throughput share is at least the SMs' and at least this share of
+  // the busiest memory unit's (L1, L2 or DRAM, gpu__compute_memory_throughput).
+  static constexpr double kDramOfMemoryShare = 0.8;
+
+  struct Kernel {
+    std::string name;
+    std::int64_t device = 0;
+    std::int64_t blocks = -1;  // the grid's size; -1 when not recorded
+    std::int64_t ns = 0;       // device time inside the considered steps
+    std::uint64_t launches = 0;
+    std::int64_t first_start_ns = 0;
+    int sms = 0;                       // the device's SMs (device_roofs.h); 0 for a device it does not know
+    double dram_peak_bytes_per_s = 0;  // its datasheet DRAM bandwidth; 0 when unknown
+    // Means over the replayed launches standing for this kernel (none: not collected).
+    std::uint64_t counted_launches = 0;
+    std::optional<double> dram_pct;     // DRAM throughput, % of peak
+    std::optional<double> compute_pct;  // SM throughput, % of peak
+    std::optional<double> memory_pct;   // the busiest memory unit's throughput, % of peak
+    std::optional<double> achieved_occupancy_pct;
+    std::optional<double> theoretical_occupancy_pct;
+    std::optional<double> dram_bytes_per_s;  // DRAM bytes over the counter pass's duration
+  };
+  std::vector<Kernel> kernels;  // by device time, longest first
+  bool any_counters = false;    // a replayed launch has a counter the rules read
+};
 
 // What the scan found over the considered steps. Device idle is split as HTA splits it: waiting on
 // the host (the next task's launch call had not returned yet, or nothing was queued), on a launch

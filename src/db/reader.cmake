@@ -23,6 +23,7 @@ add_library(gpuprof_db_reader STATIC
   findings.cc
   findings_evidence.cc
   findings_launch.cc
+  findings_counters.cc
   cluster_findings.cc
   diff.cc)
 add_library(gpuprof::db_reader ALIAS gpuprof_db_reader)

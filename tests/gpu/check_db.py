@@ -23,8 +23,8 @@ What is checked follows DB_SPEC.md section 7 and what src/db/profile_writer.cc s
   * times are Unix-epoch ns inside SESSION_TIME_INFO, and PRAGMA integrity_check is 'ok'.
 
 The reader and the checks every case makes are in check_db_common.py, the replay cases'
-expectations in check_db_replay.py; this file holds the others, the table of expectations and
-the command line.
+expectations in check_db_replay.py, the findings cases' in check_db_findings.py; this file holds the
+others, the table of expectations and the command line.
 
 Exit status 0 when every check passed, 1 otherwise (each failure printed as "FAIL: ...").
 Only the standard library (sqlite3) is used: it runs on the GPU machine as it is.
@@ -32,10 +32,8 @@ Only the standard library (sqlite3) is used: it runs on the GPU machine as it is
 
 
 import argparse
-import json
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -62,6 +60,12 @@ from check_db_common import (  # noqa: E402
     kernel_matches,
     one_db,
     main_process)
+from check_db_findings import (  # noqa: E402
+    expect_findings_kernels,
+    expect_findings_kernels_no_counters,
+    expect_findings_launch,
+    expect_findings_launch_fused,
+    expect_findings_sync)
 from check_db_replay import (  # noqa: E402
     REPLAY_PASSES,
     expect_replay_arena_many_regions,
@@ -557,89 +561,9 @@ def expect_user_profilers(c, dbs, program_output):
         c.expect(len(db.kernels()) > 0, "no kernels in the run's DB")
 
 
-def expect_findings_sync(c, dbs, program_output):
-    """tests/python/planted/slow_step.py sync under `gpuprof run` (issue 41): `gpuprof stats --format
-    json` has the sync-in-step finding, cudaDeviceSynchronize its longest evidence, and its time at
-    stake per considered step within 20 % of the waits the program measured in those steps (the wait
-    of iteration k falls in step k + 2: steps are optimizer step to optimizer step)."""
-    m = re.search(r"^planted (.*)$", program_output or "", re.M)
-    if not c.expect(m is not None, "the program printed no planted line"):
-        return
-    planted = [row["sync_ms"] for row in json.loads(m.group(1))]
-    db = one_db(c, dbs, "findings_sync")
-    if db is None:
-        return
-    run = subprocess.run([os.environ["GPUPROF_CLI"], "stats", "--format", "json", db.path], capture_output=True,
-                         text=True)
-    if not c.expect(run.returncode == 0, f"gpuprof stats --format json exited {run.returncode}: {run.stderr}"):
-        return
-    findings = json.loads(run.stdout)["profiles"][0]["findings"]
-    found = {f["id"]: f for f in findings["findings"]}
-    if not c.expect("sync-in-step" in found, f"no sync-in-step finding: {sorted(found)}"):
-        return
-    f = found["sync-in-step"]
-    steps = findings["steps_considered"]
-    expected = sum(planted[:steps]) / steps
-    c.note(f"sync-in-step: {f['at_stake_ms_per_step']} ms per step ({f['at_stake_percent']} %), planted "
-           f"{expected:.1f} ms per step; longest {f['evidence'][0]}")
-    c.expect(abs(f["at_stake_ms_per_step"] - expected) <= 0.2 * expected,
-             f"time at stake {f['at_stake_ms_per_step']} ms per step, planted {expected:.1f}")
-    c.expect(f["evidence"][0]["name"] == "cudaDeviceSynchronize", f"longest evidence {f['evidence'][0]}")
-
-
-def planted_and_findings(c, dbs, program_output, case, key):
-    """(per-iteration planted figures under `key`, stats' findings JSON) of a slow_step.py run, or None."""
-    m = re.search(r"^planted (.*)$", program_output or "", re.M)
-    if not c.expect(m is not None, "the program printed no planted line"):
-        return None
-    db = one_db(c, dbs, case)
-    if db is None:
-        return None
-    run = subprocess.run([os.environ["GPUPROF_CLI"], "stats", "--format", "json", db.path], capture_output=True,
-                         text=True)
-    if not c.expect(run.returncode == 0, f"gpuprof stats --format json exited {run.returncode}: {run.stderr}"):
-        return None
-    return [row[key] for row in json.loads(m.group(1))], json.loads(run.stdout)["profiles"][0]["findings"]
-
-
-def expect_findings_launch(c, dbs, program_output):
-    """slow_step.py launch (issue 41): the launch-bound finding, its stretches of 400 kernels, its time
-    at stake per step within 20 % of the launch loop the program timed (the device idles for nearly
-    all of it: one-element kernels, 50 us of host work between launches); device idle's breakdown
-    puts most of the idle on the host."""
-    got = planted_and_findings(c, dbs, program_output, "findings_launch", "launch_ms")
-    if got is None:
-        return
-    planted, findings = got
-    found = {f["id"]: f for f in findings["findings"]}
-    c.note(f"findings: {sorted(found)}")
-    if not c.expect("launch-bound" in found, f"no launch-bound finding: {sorted(found)}"):
-        return
-    f = found["launch-bound"]
-    expected = sum(planted[1:]) / len(planted[1:])
-    c.note(f"launch-bound: {f['at_stake_ms_per_step']} ms per step ({f['at_stake_percent']} %), planted "
-           f"{expected:.1f} ms per step; longest {f['evidence'][0]}")
-    c.expect(abs(f["at_stake_ms_per_step"] - expected) <= 0.2 * expected,
-             f"time at stake {f['at_stake_ms_per_step']} ms per step, planted {expected:.1f}")
-    c.expect(f["evidence"][0]["name"].startswith("400 kernels"), f"longest evidence {f['evidence'][0]}")
-    idle = found.get("device-idle")
-    if c.expect(idle is not None, "no device-idle finding"):
-        parts = {p["cause"]: p["ms"] for p in idle["breakdown"]}
-        c.note(f"device-idle: {idle['at_stake_ms_per_step']} ms per step, breakdown {parts}")
-        c.expect(parts and max(parts, key=parts.get) == "waiting on the host", f"idle breakdown {parts}")
-
-
-def expect_findings_launch_fused(c, dbs, program_output):
-    """slow_step.py launch_fused, the twin: the same host work around one kernel: no launch-bound finding."""
-    got = planted_and_findings(c, dbs, program_output, "findings_launch_fused", "launch_ms")
-    if got is None:
-        return
-    found = {f["id"] for f in got[1]["findings"]}
-    c.note(f"findings: {sorted(found)}")
-    c.expect("launch-bound" not in found, "launch-bound fired on the twin with one kernel per step")
-
-
 EXPECTATIONS = {
+    "findings_kernels": expect_findings_kernels,
+    "findings_kernels_no_counters": expect_findings_kernels_no_counters,
     "findings_launch": expect_findings_launch,
     "findings_launch_fused": expect_findings_launch_fused,
     "findings_sync": expect_findings_sync,

@@ -222,6 +222,17 @@ CASES = {
     "FindingsLaunchFused": Case("findings_launch_fused",
                                 command=["python3", "tests/python/planted/slow_step.py", "launch_fused", "-"],
                                 needs_torch=True, needs_torch_hooks=True),
+    # Issue 41: 500 one-block reductions per step beside a large elementwise op that streams DRAM,
+    # counted (--set basic) on the op's first 4 launches and the first reduction (iteration 0, a step
+    # the findings leave out): tiny-grids names the reductions; the op, near DRAM peak, is in neither
+    # counter rule. The twin under `gpuprof run` has no counters: tiny-grids alone, and the note says so.
+    "FindingsKernels": Case("findings_kernels", command=["python3", "tests/python/planted/kernels.py", "-"],
+                            flags=["--passes", "2", "--set", "basic", "-k", "regex:MulFunctor|reduce_kernel",
+                                   "-c", "5"],
+                            subcommand="replay", needs_torch=True, needs_torch_hooks=True),
+    "FindingsKernelsNoCounters": Case("findings_kernels_no_counters",
+                                      command=["python3", "tests/python/planted/kernels.py", "-"],
+                                      needs_torch=True, needs_torch_hooks=True),
     # Issue 39: a script's own torch.profiler (CUDA activity) and gpuprof.profile under `gpuprof run`.
     "UserProfilersUnderRun": Case("user_profilers", command=["python3", "tests/gpu/user_profilers.py"],
                                   needs_torch=True, needs_torch_hooks=True,

@@ -36,6 +36,11 @@ if(TARGET gpuprof::db)
     SOURCES findings_test.cc
     LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing
     LABELS unit)
+  # The kernel rules (tiny grids; with replay counters, low occupancy and DRAM below peak).
+  gpuprof_add_gtest(NAME db_findings_counters_test
+    SOURCES findings_counters_test.cc
+    LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing
+    LABELS unit)
   # `gpuprof diff`'s comparison (db/diff.h) over two profiles planted with SQL (diff_fixture.h).
   gpuprof_add_gtest(NAME db_diff_test
     SOURCES diff_test.cc

@@ -1,0 +1,196 @@
+"""check_db.py's expectations for the findings cases (issue 41): a planted program under `gpuprof run`
+or `gpuprof replay`, then `gpuprof stats --format json` on its DB ($GPUPROF_CLI). Only the standard
+library."""
+
+import json
+import os
+import re
+import subprocess
+
+from check_db_common import one_db  # noqa: E402
+
+
+def expect_findings_sync(c, dbs, program_output):
+    """tests/python/planted/slow_step.py sync under `gpuprof run` (issue 41): `gpuprof stats --format
+    json` has the sync-in-step finding, cudaDeviceSynchronize its longest evidence, and its time at
+    stake per considered step within 20 % of the waits the program measured in those steps (the wait
+    of iteration k falls in step k + 2: steps are optimizer step to optimizer step)."""
+    m = re.search(r"^planted (.*)$", program_output or "", re.M)
+    if not c.expect(m is not None, "the program printed no planted line"):
+        return
+    planted = [row["sync_ms"] for row in json.loads(m.group(1))]
+    db = one_db(c, dbs, "findings_sync")
+    if db is None:
+        return
+    run = subprocess.run([os.environ["GPUPROF_CLI"], "stats", "--format", "json", db.path], capture_output=True,
+                         text=True)
+    if not c.expect(run.returncode == 0, f"gpuprof stats --format json exited {run.returncode}: {run.stderr}"):
+        return
+    findings = json.loads(run.stdout)["profiles"][0]["findings"]
+    found = {f["id"]: f for f in findings["findings"]}
+    if not c.expect("sync-in-step" in found, f"no sync-in-step finding: {sorted(found)}"):
+        return
+    f = found["sync-in-step"]
+    steps = findings["steps_considered"]
+    expected = sum(planted[:steps]) / steps
+    c.note(f"sync-in-step: {f['at_stake_ms_per_step']} ms per step ({f['at_stake_percent']} %), planted "
+           f"{expected:.1f} ms per step; longest {f['evidence'][0]}")
+    c.expect(abs(f["at_stake_ms_per_step"] - expected) <= 0.2 * expected,
+             f"time at stake {f['at_stake_ms_per_step']} ms per step, planted {expected:.1f}")
+    c.expect(f["evidence"][0]["name"] == "cudaDeviceSynchronize", f"longest evidence {f['evidence'][0]}")
+
+
+def planted_and_findings(c, dbs, program_output, case, key):
+    """(per-iteration planted figures under `key`, stats' findings JSON) of a slow_step.py run, or None."""
+    m = re.search(r"^planted (.*)$", program_output or "", re.M)
+    if not c.expect(m is not None, "the program printed no planted line"):
+        return None
+    db = one_db(c, dbs, case)
+    if db is None:
+        return None
+    run = subprocess.run([os.environ["GPUPROF_CLI"], "stats", "--format", "json", db.path], capture_output=True,
+                         text=True)
+    if not c.expect(run.returncode == 0, f"gpuprof stats --format json exited {run.returncode}: {run.stderr}"):
+        return None
+    return [row[key] for row in json.loads(m.group(1))], json.loads(run.stdout)["profiles"][0]["findings"]
+
+
+def expect_findings_launch(c, dbs, program_output):
+    """slow_step.py launch (issue 41): the launch-bound finding, its stretches of 400 kernels, its time
+    at stake per step within 20 % of the launch loop the program timed (the device idles for nearly
+    all of it: one-element kernels, 50 us of host work between launches); device idle's breakdown
+    puts most of the idle on the host."""
+    got = planted_and_findings(c, dbs, program_output, "findings_launch", "launch_ms")
+    if got is None:
+        return
+    planted, findings = got
+    found = {f["id"]: f for f in findings["findings"]}
+    c.note(f"findings: {sorted(found)}")
+    if not c.expect("launch-bound" in found, f"no launch-bound finding: {sorted(found)}"):
+        return
+    f = found["launch-bound"]
+    expected = sum(planted[1:]) / len(planted[1:])
+    c.note(f"launch-bound: {f['at_stake_ms_per_step']} ms per step ({f['at_stake_percent']} %), planted "
+           f"{expected:.1f} ms per step; longest {f['evidence'][0]}")
+    c.expect(abs(f["at_stake_ms_per_step"] - expected) <= 0.2 * expected,
+             f"time at stake {f['at_stake_ms_per_step']} ms per step, planted {expected:.1f}")
+    c.expect(f["evidence"][0]["name"].startswith("400 kernels"), f"longest evidence {f['evidence'][0]}")
+    idle = found.get("device-idle")
+    if c.expect(idle is not None, "no device-idle finding"):
+        parts = {p["cause"]: p["ms"] for p in idle["breakdown"]}
+        c.note(f"device-idle: {idle['at_stake_ms_per_step']} ms per step, breakdown {parts}")
+        c.expect(parts and max(parts, key=parts.get) == "waiting on the host", f"idle breakdown {parts}")
+
+
+def expect_findings_launch_fused(c, dbs, program_output):
+    """slow_step.py launch_fused, the twin: the same host work around one kernel: no launch-bound finding."""
+    got = planted_and_findings(c, dbs, program_output, "findings_launch_fused", "launch_ms")
+    if got is None:
+        return
+    found = {f["id"] for f in got[1]["findings"]}
+    c.note(f"findings: {sorted(found)}")
+    c.expect("launch-bound" not in found, "launch-bound fired on the twin with one kernel per step")
+
+
+def stats_findings(c, db):
+    """`gpuprof stats --format json`'s findings of `db`, or None."""
+    run = subprocess.run([os.environ["GPUPROF_CLI"], "stats", "--format", "json", db.path], capture_output=True,
+                         text=True)
+    if not c.expect(run.returncode == 0, f"gpuprof stats --format json exited {run.returncode}: {run.stderr}"):
+        return None
+    return json.loads(run.stdout)["profiles"][0]["findings"]
+
+
+def considered_steps(db, findings):
+    """(start, end) of the steps the findings considered: STEP_TIME's, less warm-up and replay steps."""
+    left_out = set(findings["warmup_steps"]) | set(findings["replay_steps"])
+    return [(start, end) for step, start, end in db.query("SELECT id, startNs, endNs FROM STEP_TIME ORDER BY startNs")
+            if step not in left_out]
+
+
+def tiny_reductions_at_stake_ms(db, steps, sms):
+    """Per considered step: the device time of reduce_kernel launches with fewer blocks than `sms` SMs,
+    times the share of SMs their grid leaves idle (ms), read from the DB's own rows."""
+    ns = 0.0
+    for start, end, blocks, name in db.query(
+            "SELECT t.startNs, t.endNs, c.blockNum, s.value FROM TASK t JOIN COMPUTE_TASK_INFO c ON "
+            "c.globalTaskId = t.globalTaskId JOIN STRING_IDS s ON s.id = c.name WHERE c.blockNum < ?", sms):
+        if "reduce_kernel" not in name:
+            continue
+        inside = sum(max(0, min(end, e) - max(start, s)) for s, e in steps)
+        ns += inside * (1 - blocks / sms)
+    return ns / 1e6 / max(1, len(steps))
+
+
+def expect_tiny_reductions(c, db, findings, planted):
+    """The tiny-grids finding holds the 500 one-block reductions per step: its longest evidence is a
+    reduce_kernel on the device's SM count, and its time at stake per step is within 20 % of what
+    their rows in the DB give (the model's few small kernels are the rest)."""
+    found = {f["id"]: f for f in findings["findings"]}
+    c.note(f"findings: {sorted(found)}; note: {findings.get('note', '')}")
+    if not c.expect("tiny-grids" in found, f"no tiny-grids finding: {sorted(found)}"):
+        return found
+    f = found["tiny-grids"]
+    sms = planted["sms"]
+    expected = tiny_reductions_at_stake_ms(db, considered_steps(db, findings), sms)
+    c.note(f"tiny-grids: {f['at_stake_ms_per_step']} ms per step ({f['at_stake_percent']} %), the reductions' "
+           f"{expected:.3f} ms per step on {planted['device']} ({sms} SMs); longest {f['evidence'][0]}")
+    c.expect(expected > 0 and abs(f["at_stake_ms_per_step"] - expected) <= 0.2 * expected,
+             f"time at stake {f['at_stake_ms_per_step']} ms per step, the reductions' {expected:.3f}")
+    top = f["evidence"][0]
+    c.expect("reduce_kernel" in top["name"], f"longest evidence {top}")
+    c.expect(f"on {sms} SMs" in top.get("context", ""),
+             f"the evidence's SM count differs from the device's {sms} (gpuprof's table of devices): {top}")
+    return found
+
+
+def planted_line(c, program_output):
+    m = re.search(r"^planted (.*)$", program_output or "", re.M)
+    if not c.expect(m is not None, "the program printed no planted line"):
+        return None
+    return json.loads(m.group(1))
+
+
+def expect_findings_kernels(c, dbs, program_output):
+    """tests/python/planted/kernels.py under `gpuprof replay --set basic`, its first 4 elementwise
+    launches and first reduction replayed (iteration 0: a step left out). Tiny grids as above; the
+    elementwise op streams DRAM near its peak (the premise, checked on its counters: DRAM throughput
+    at 60 % of peak or more), so neither memory-bound-kernels nor low-occupancy names it; the
+    one-block reductions are the tiny-grid rule's, not the counter rules'; the note does not say
+    that counters are missing."""
+    planted = planted_line(c, program_output)
+    db = one_db(c, dbs, "findings_kernels")
+    if planted is None or db is None:
+        return
+    findings = stats_findings(c, db)
+    if findings is None:
+        return
+    dram = [value for (value,) in db.query(
+        "SELECT m.value FROM GPUPROF_REPLAY_METRIC m JOIN GPUPROF_REPLAY_KERNEL k ON k.id = m.kernelId "
+        "JOIN STRING_IDS s ON s.id = k.name JOIN STRING_IDS n ON n.id = m.name WHERE k.replayed = 1 AND "
+        "s.value LIKE '%MulFunctor%' AND n.value = 'gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed'")]
+    c.note(f"the elementwise op's DRAM throughput over its replayed launches: {dram} % of peak")
+    c.expect(dram and min(dram) >= 60, f"the elementwise op's DRAM throughput {dram}: expected 60 % of peak or "
+                                       f"more (a streaming kernel on a large tensor)")
+    found = expect_tiny_reductions(c, db, findings, planted)
+    for rule in ("memory-bound-kernels", "low-occupancy"):
+        named = [e["name"] for e in found.get(rule, {}).get("evidence", [])
+                 if "MulFunctor" in e["name"] or "reduce_kernel" in e["name"]]
+        c.expect(not named, f"{rule} names {named}")
+    c.expect("no hardware counters" not in findings.get("note", ""), f"note: {findings.get('note')}")
+
+
+def expect_findings_kernels_no_counters(c, dbs, program_output):
+    """kernels.py under plain `gpuprof run`, the twin without counters: tiny grids as above (they need
+    none); no memory-bound-kernels or low-occupancy finding, and the note says counters are missing."""
+    planted = planted_line(c, program_output)
+    db = one_db(c, dbs, "findings_kernels_no_counters")
+    if planted is None or db is None:
+        return
+    findings = stats_findings(c, db)
+    if findings is None:
+        return
+    found = expect_tiny_reductions(c, db, findings, planted)
+    for rule in ("memory-bound-kernels", "low-occupancy"):
+        c.expect(rule not in found, f"{rule} fired without counters")
+    c.expect("no hardware counters" in findings.get("note", ""), f"note: {findings.get('note')}")
