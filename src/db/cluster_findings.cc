@@ -49,25 +49,30 @@ std::int64_t StepAt(const RankStats& rank, std::int64_t time_ns) {
 StatusOr<std::vector<CollectiveStat>> MatchCollectives(const ClusterStats& cluster) {
   std::map<std::string, std::vector<Arrival>> by_name;
   for (std::size_t r = 0; r < cluster.ranks.size(); ++r) {
-    GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<ProfileReader> reader, ProfileReader::Open(cluster.ranks[r].path));
-    GPUPROF_ASSIGN_OR_RETURN(const bool has,
-                             reader->HasColumns("COMMUNICATION_OP", {"opName", "startNs", "endNs", "count", "dataType"}));
+    GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<ProfileReader> reader,
+                             ProfileReader::Open(cluster.ranks[r].path));
+    GPUPROF_ASSIGN_OR_RETURN(
+        const bool has,
+        reader->HasColumns("COMMUNICATION_OP", {"opName", "startNs", "endNs", "count", "dataType"}));
     if (!has) continue;
-    GPUPROF_ASSIGN_OR_RETURN(Query ops, reader->Prepare("SELECT " + StringValueSql(*reader, "opName") +
-                                                        ", startNs, endNs, count, dataType FROM COMMUNICATION_OP"));
+    GPUPROF_ASSIGN_OR_RETURN(Query ops,
+                             reader->Prepare("SELECT " + StringValueSql(*reader, "opName") +
+                                             ", startNs, endNs, count, dataType FROM COMMUNICATION_OP"));
     while (true) {
       GPUPROF_ASSIGN_OR_RETURN(bool row, ops.Step());
       if (!row) break;
       const std::optional<std::uint32_t> element = HcclDataTypeBytes(ops.Int(4));
       by_name[std::string(ops.Text(0))].push_back(
-          {r, ops.Int(1), ops.Int(2), element.has_value() ? ops.Int(3) * static_cast<std::int64_t>(*element) : 0});
+          {r, ops.Int(1), ops.Int(2),
+           element.has_value() ? ops.Int(3) * static_cast<std::int64_t>(*element) : 0});
     }
   }
   std::vector<CollectiveStat> collectives;
   for (auto& [name, arrivals] : by_name) {
     if (arrivals.size() < 2) continue;
-    const auto [first, last] = std::minmax_element(
-        arrivals.begin(), arrivals.end(), [](const Arrival& a, const Arrival& b) { return a.start_ns < b.start_ns; });
+    const auto [first, last] =
+        std::minmax_element(arrivals.begin(), arrivals.end(),
+                            [](const Arrival& a, const Arrival& b) { return a.start_ns < b.start_ns; });
     CollectiveStat stat;
     stat.name = name;
     stat.ranks = arrivals.size();
@@ -130,11 +135,11 @@ StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx) {
     const std::int64_t more_compute = straggler->stats->compute_ns - Median(compute);
     const std::int64_t more_outside = straggler->stats->idle_ns - Median(outside);
     const RankStats& rank = ctx.cluster.ranks[straggler->rank];
-    std::string cause =
-        more_outside > more_compute
-            ? "host-bound: " + Ms(more_outside) + " ms more outside ops (Python, data loading, I/O)"
-        : rank.compute_source == ComputeSource::kKernels ? "device-bound: its kernels take " + Ms(more_compute) + " ms more"
-                                                         : "host-bound: its ops take " + Ms(more_compute) + " ms more";
+    std::string cause = more_outside > more_compute ? "host-bound: " + Ms(more_outside) +
+                                                          " ms more outside ops (Python, data loading, I/O)"
+                        : rank.compute_source == ComputeSource::kKernels
+                            ? "device-bound: its kernels take " + Ms(more_compute) + " ms more"
+                            : "host-bound: its ops take " + Ms(more_compute) + " ms more";
     cause += " than the other ranks' median";
     const RankStats& waiting = ctx.cluster.ranks[waiter->rank];
     for (const CollectiveStat& c : ctx.collectives) {  // by skew: the first of the step is the wait
@@ -165,18 +170,19 @@ StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx) {
 
 }  // namespace findings_internal
 
-StatusOr<ClusterFindings> ComputeClusterFindings(const ClusterStats& cluster, const FindingsOptions& options) {
+StatusOr<ClusterFindings> ComputeClusterFindings(const ClusterStats& cluster,
+                                                 const FindingsOptions& options) {
   ClusterFindings out;
   GPUPROF_ASSIGN_OR_RETURN(std::vector<CollectiveStat> collectives, MatchCollectives(cluster));
   out.collectives_compared = collectives.size();
-  ClusterFindingContext ctx{.cluster = cluster, .steps = {}, .collectives = collectives,
-                            .max_evidence = options.max_evidence};
+  ClusterFindingContext ctx{
+      .cluster = cluster, .steps = {}, .collectives = collectives, .max_evidence = options.max_evidence};
   for (const StepComparison& step : cluster.steps) {
     if (step.ranks_with_step >= 2) ctx.steps.push_back(&step);
   }
-  if (!options.include_warmup && ctx.steps.size() >= 2) {
-    out.note = "step " + std::to_string(ctx.steps.front()->id) + " is left out as warm-up; --include-warmup counts it";
-    ctx.steps.erase(ctx.steps.begin());
+  if (!options.include_warmup) {
+    std::erase_if(ctx.steps, [](const StepComparison* step) { return step->warmup; });
+    out.note = cluster.warmup_note;
   }
   for (const StepComparison* step : ctx.steps) {
     std::int64_t sum = 0;

@@ -12,7 +12,8 @@
 //
 // A rank counts as slow when it is the straggler of at least two thirds of the considered steps
 // (ranks that take turns are noise); the time at stake is summed over the steps it holds back.
-// Steps are matched by id; the first step id of the job is warm-up and left out, as in findings.h.
+// Steps are matched by id; the ids that are warm-up on any rank (StepComparison::warmup, warmup.h)
+// are left out unless FindingsOptions::include_warmup, as in findings.h.
 // The rule is declared in findings.cc's table (FindingRule::evaluate_cluster).
 //
 // Thread-safety: none. Errors: the reader's Status, naming the file.
@@ -32,31 +33,32 @@ namespace gpuprof::db {
 struct CollectiveStat {
   std::string name;
   std::size_t ranks = 0;
-  std::int64_t step = -1;         // the step it ran in (-1: outside every step)
-  std::int64_t skew_ns = 0;       // the last rank's arrival minus the first's
-  std::int64_t transfer_ns = 0;   // its shortest duration over the ranks: the last to arrive waits least
-  std::int64_t bytes = 0;         // per rank (count x element size; 0 when unknown)
-  double bus_gb_per_s = 0;        // bytes / transfer time, scaled as nccl-tests do (all-reduce 2(n-1)/n)
-  std::int64_t first_rank = -1;   // the rank that arrived first, and so waited longest
-  std::int64_t last_rank = -1;    // the rank that arrived last
+  std::int64_t step = -1;        // the step it ran in (-1: outside every step)
+  std::int64_t skew_ns = 0;      // the last rank's arrival minus the first's
+  std::int64_t transfer_ns = 0;  // its shortest duration over the ranks: the last to arrive waits least
+  std::int64_t bytes = 0;        // per rank (count x element size; 0 when unknown)
+  double bus_gb_per_s = 0;       // bytes / transfer time, scaled as nccl-tests do (all-reduce 2(n-1)/n)
+  std::int64_t first_rank = -1;  // the rank that arrived first, and so waited longest
+  std::int64_t last_rank = -1;   // the rank that arrived last
 };
 
 struct ClusterFindings {
-  std::vector<Finding> findings;           // as FindingsReport's, by time at stake
+  std::vector<Finding> findings;            // as FindingsReport's, by time at stake
   std::vector<CollectiveStat> collectives;  // the most skewed first, at most FindingsOptions' 4x max_evidence
-  std::uint64_t collectives_compared = 0;  // on two ranks or more
+  std::uint64_t collectives_compared = 0;   // on two ranks or more
   std::uint64_t steps_considered = 0;
   std::int64_t considered_ns = 0;  // the steps' durations, averaged over the ranks
   std::string note;                // what was left out and why
 };
 
-StatusOr<ClusterFindings> ComputeClusterFindings(const ClusterStats& cluster, const FindingsOptions& options = {});
+StatusOr<ClusterFindings> ComputeClusterFindings(const ClusterStats& cluster,
+                                                 const FindingsOptions& options = {});
 
 // ---- for the cluster rules' evaluate functions ------------------------------------------------
 
 struct ClusterFindingContext {
   const ClusterStats& cluster;
-  std::vector<const StepComparison*> steps;  // the considered ones, by id
+  std::vector<const StepComparison*> steps;        // the considered ones, by id
   const std::vector<CollectiveStat>& collectives;  // every one on two ranks or more, by skew
   std::size_t max_evidence = 5;
 };
