@@ -44,6 +44,11 @@ namespace {
 
 constexpr std::size_t kMaxTop = 100000;
 
+constexpr const char* kIncludeWarmupHelp =
+    "Count the warm-up steps in the findings and in the cluster's means, slowest rank and spread (left out "
+    "by default: the first step, and a later one over 3x the median with first-call work, pay one-time "
+    "work such as allocator growth, module loading and autotuning)";
+
 int RunStats(const std::string& path, std::size_t top, bool json, bool include_warmup,
              std::string_view progress, std::ostream& out, std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
@@ -70,7 +75,7 @@ int RunStats(const std::string& path, std::size_t top, bool json, bool include_w
   if (resolved->dbs.size() >= 2 && readable.size() >= 2) {
     StatusOr<db::ClusterStats> cluster = [&] {
       WorkProgress line(progress, "gpuprof stats", "cluster summary");
-      return db::ComputeClusterStats(readable, line.progress());
+      return db::ComputeClusterStats(readable, line.progress(), db::ClusterOptions{include_warmup});
     }();
     if (cluster.ok()) {
       db::FindingsOptions options;
@@ -234,7 +239,7 @@ bool WritePage(const std::string& output, std::string_view example, const std::s
 }
 
 int RunReport(const std::string& path, const std::string& requested_output, bool force, std::size_t top,
-              std::string_view progress, std::ostream& out, std::ostream& err) {
+              bool include_warmup, std::string_view progress, std::ostream& out, std::ostream& err) {
   std::optional<db::ResolvedProfiles> resolved = Resolve(path, err);
   if (!resolved.has_value()) return kExitFailure;
   const std::optional<std::string> page_output = PageOutput(path, requested_output, force, kDefaultReportName,
@@ -250,6 +255,7 @@ int RunReport(const std::string& path, const std::string& requested_output, bool
       WorkProgress line(progress, "gpuprof report", DbOfN(i, resolved->dbs.size()));
       db::ReportOptions options;
       options.top = top;
+      options.include_warmup = include_warmup;
       options.progress = line.progress();
       return db::ReadReportDb(resolved->dbs[i], options);
     }();
@@ -267,7 +273,7 @@ int RunReport(const std::string& path, const std::string& requested_output, bool
   if (readable.size() >= 2) {
     StatusOr<db::ClusterStats> computed = [&] {
       WorkProgress line(progress, "gpuprof report", "cluster summary");
-      return db::ComputeClusterStats(readable, line.progress());
+      return db::ComputeClusterStats(readable, line.progress(), db::ClusterOptions{include_warmup});
     }();
     if (computed.ok()) {
       cluster = std::move(computed).value();
@@ -484,9 +490,7 @@ DbCommands::DbCommands(CLI::App& app) {
       ->type_name("FORMAT")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  stats_->add_flag("--include-warmup", include_warmup_,
-                   "Count the first step in the findings (left out by default: it pays one-time work such as "
-                   "allocator growth, module loading and autotuning)");
+  stats_->add_flag("--include-warmup", include_warmup_, kIncludeWarmupHelp);
 
   export_ = app.add_subcommand(
       "export",
@@ -531,6 +535,7 @@ DbCommands::DbCommands(CLI::App& app) {
   report_->add_option("--top", report_top_, "Rows of the op and kernel tables")
       ->check(CLI::Range(std::size_t{1}, kMaxTop))
       ->capture_default_str();
+  report_->add_flag("--include-warmup", report_include_warmup_, kIncludeWarmupHelp);
   report_settings_ = std::make_unique<SettingOptions>(*report_, base::kDbCommand);
 
   check_ = app.add_subcommand(
@@ -573,7 +578,9 @@ DbCommands::DbCommands(CLI::App& app) {
       "--force", diff_force_,
       "With --format html and without -o: replace the default gpuprof_diff.html even when gpuprof "
       "diff did not write it");
-  diff_->add_flag("--include-warmup", diff_include_warmup_, "Compare the first step of each run too");
+  diff_->add_flag(
+      "--include-warmup", diff_include_warmup_,
+      "Compare the warm-up steps of each run too (the first step, and later ones slowed by first-call work)");
 }
 
 DbCommands::~DbCommands() = default;
@@ -601,7 +608,7 @@ int DbCommands::Run(std::ostream& out, std::ostream& err) const {
   if (export_->parsed())
     return RunExport(export_path_, format_, output_, force_, export_settings_->value(progress), out, err);
   if (report_->parsed()) {
-    return RunReport(report_path_, report_output_, report_force_, report_top_,
+    return RunReport(report_path_, report_output_, report_force_, report_top_, report_include_warmup_,
                      report_settings_->value(progress), out, err);
   }
   if (check_->parsed())

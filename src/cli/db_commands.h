@@ -61,6 +61,7 @@ class DbCommands {
   std::string report_output_;
   bool report_force_ = false;
   std::size_t report_top_ = 25;
+  bool report_include_warmup_ = false;
   std::string check_path_;
   std::string check_format_ = "text";
   std::string diff_a_;

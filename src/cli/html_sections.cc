@@ -468,28 +468,55 @@ std::string Cluster(const HtmlReportInput& input) {
   const db::ClusterStats& cluster = *input.cluster;
   std::string out = "<section id=\"cluster\"><h2>Cluster</h2>";
   if (cluster.steps.empty()) return out + Absent("Steps across ranks", "no rank has steps") + "</section>";
-  // The steps any rank left out as warm-up are drawn outside the heat map's colour scale.
-  std::vector<std::int64_t> warmup;
-  for (const db::ReportDb& db : input.dbs)
-    warmup.insert(warmup.end(), db.findings.warmup_steps.begin(), db.findings.warmup_steps.end());
-  out += "<h3>Step time per rank</h3>" + StepHeatMap(cluster, warmup);
-  HtmlTable slow("slowest", {{"step", true}, {"slowest rank", false}, {"its ms", true}, {"spread ms", true}});
+  // The job's warm-up steps (db/warmup.h) are left out of the figures below and drawn outside the
+  // heat map's colour scale, unless --include-warmup counts them.
+  if (!cluster.left_out.empty()) {
+    out += "<p class=\"note\" id=\"cluster-warmup\">" + HtmlEscape(cluster.warmup_note) + "</p>";
+  } else if (!cluster.warmup_note.empty()) {
+    out += "<p class=\"note\" id=\"cluster-warmup\">The warm-up steps are counted (--include-warmup).</p>";
+  }
+  out += "<h3>Step time per rank</h3>" + StepHeatMap(cluster, cluster.left_out);
+  HtmlTable slow(
+      "slowest",
+      {{"step", true}, {"slowest rank", false}, {"its ms", true}, {"spread ms", true}, {"", false}});
   for (const db::StepComparison& step : cluster.steps) {
     if (!step.slowest) continue;
     const db::RankStats& rank = cluster.ranks[*step.slowest];
     const std::int64_t ms = step.duration_ns[*step.slowest].value_or(0);
+    const bool left_out =
+        std::find(cluster.left_out.begin(), cluster.left_out.end(), step.id) != cluster.left_out.end();
     slow.AddRow({N(std::to_string(step.id), static_cast<double>(step.id)),
                  T("rank " + std::to_string(rank.rank)), N(Ms(ms), static_cast<double>(ms)),
-                 N(Ms(step.spread_ns), static_cast<double>(step.spread_ns))});
+                 N(Ms(step.spread_ns), static_cast<double>(step.spread_ns)),
+                 T(!step.warmup ? ""
+                   : left_out   ? "warm-up, left out"
+                                : "warm-up, counted")});
   }
   out += "<h3>The slowest rank per step</h3>" + slow.Html();
+  if (cluster.slowest_rank.has_value()) {
+    const db::RankStats& slowest = cluster.ranks[*cluster.slowest_rank];
+    out += "<p class=\"note\" id=\"cluster-summary\">Over the " + std::to_string(cluster.steps_compared) +
+           " step(s) compared" + (cluster.left_out.empty() ? "" : " (warm-up left out)") +
+           ": slowest most often rank <span data-figure=\"cluster-slowest-rank\">" +
+           std::to_string(slowest.rank) + "</span> (" + std::to_string(cluster.slowest_rank_steps) + " of " +
+           std::to_string(cluster.steps_compared) +
+           "), spread mean <span data-figure=\"cluster-mean-spread-ms\">" + Ms(cluster.mean_spread_ns) +
+           "</span> ms, largest " + Ms(cluster.max_spread_ns) + " ms (step " +
+           std::to_string(cluster.max_spread_step) + ").</p>";
+  }
   HtmlTable split("rank-split", {{"rank", true},
+                                 {"steps", true},
+                                 {"mean step ms", true},
                                  {"step total ms", true},
                                  {"compute ms", true},
                                  {"communication not overlapped ms", true},
                                  {"idle ms", true}});
   for (const db::RankStats& rank : cluster.ranks) {
+    const auto counted = static_cast<std::int64_t>(rank.steps_counted);
+    const std::int64_t mean = counted > 0 ? rank.step_total_ns / counted : 0;
     split.AddRow({N(std::to_string(rank.rank), static_cast<double>(rank.rank)),
+                  N(std::to_string(counted), static_cast<double>(counted)),
+                  N(counted > 0 ? Ms(mean) : "-", static_cast<double>(mean), "cluster-mean-step-ms"),
                   N(Ms(rank.step_total_ns), static_cast<double>(rank.step_total_ns)),
                   N(Ms(rank.compute_ns), static_cast<double>(rank.compute_ns)),
                   N(Ms(rank.communication_not_overlapped_ns),

@@ -449,7 +449,14 @@ void PrintCluster(std::ostream& out, const std::string& path, const db::ClusterS
         << "; not the ranks of one job: some DBs have no rank or share one";
   }
   if (unreadable > 0) out << "; " << unreadable << " DB(s) could not be read, see the errors";
-  out << ")\n\n";
+  out << ")\n";
+  // The one line on warm-up: left out of the means, the slowest and the spread, or counted.
+  if (!cluster.left_out.empty()) {
+    out << "  note: " << cluster.warmup_note << "\n";
+  } else if (!cluster.warmup_note.empty()) {
+    out << "  note: the warm-up steps are counted (--include-warmup)\n";
+  }
+  out << "\n";
 
   out << "Per " << unit
       << ": step time split into compute, communication not overlapped with compute, and idle\n";
@@ -472,9 +479,10 @@ void PrintCluster(std::ostream& out, const std::string& path, const db::ClusterS
       notes.push_back(label + ": " + rank.steps_absent + " in " + rank.path);
       continue;
     }
-    const auto count = static_cast<std::int64_t>(rank.steps.size());
-    ranks.AddRow({RankNumber(cluster, i), device, std::to_string(count), Ms(rank.step_total_ns / count),
-                  Ms(rank.step_max_ns), Percent(rank.compute_ns, rank.step_total_ns),
+    const auto count = static_cast<std::int64_t>(rank.steps_counted);
+    ranks.AddRow({RankNumber(cluster, i), device, std::to_string(count),
+                  count > 0 ? Ms(rank.step_total_ns / count) : "-", count > 0 ? Ms(rank.step_max_ns) : "-",
+                  Percent(rank.compute_ns, rank.step_total_ns),
                   Percent(rank.communication_not_overlapped_ns, rank.step_total_ns),
                   Percent(rank.idle_ns, rank.step_total_ns),
                   std::string(db::ComputeSourceName(rank.compute_source))});
@@ -504,6 +512,7 @@ void PrintCluster(std::ostream& out, const std::string& path, const db::ClusterS
   }
   headers.push_back({"slowest", Align::kRight});
   headers.push_back({"spread ms", Align::kRight});
+  headers.push_back({"", Align::kLeft});
   TextTable steps(std::move(headers));
   const std::size_t shown = std::min(top, cluster.steps.size());
   for (std::size_t s = 0; s < shown; ++s) {
@@ -514,11 +523,21 @@ void PrintCluster(std::ostream& out, const std::string& path, const db::ClusterS
     }
     cells.push_back(step.slowest.has_value() ? RankNumber(cluster, *step.slowest) : "-");
     cells.push_back(step.slowest.has_value() ? Ms(step.spread_ns) : "-");
+    const bool left_out =
+        std::find(cluster.left_out.begin(), cluster.left_out.end(), step.id) != cluster.left_out.end();
+    cells.push_back(!step.warmup ? "" : left_out ? "warm-up, left out" : "warm-up, counted");
     steps.AddRow(std::move(cells));
   }
   steps.Print(out, "  ");
   if (cluster.steps.size() > shown) {
     out << "  ... " << (cluster.steps.size() - shown) << " more steps (--top shows more)\n";
+  }
+  if (cluster.slowest_rank.has_value()) {
+    out << "  Over the " << cluster.steps_compared << " step(s) compared"
+        << (cluster.left_out.empty() ? "" : " (warm-up left out)") << ": slowest most often "
+        << RankLabel(cluster, *cluster.slowest_rank) << " (" << cluster.slowest_rank_steps << " of "
+        << cluster.steps_compared << "), spread mean " << Ms(cluster.mean_spread_ns) << " ms, largest "
+        << Ms(cluster.max_spread_ns) << " ms (step " << cluster.max_spread_step << ")\n";
   }
 }
 

@@ -202,10 +202,9 @@ StatusOr<ClusterFindings> ComputeClusterFindings(const ClusterStats& cluster,
   for (const StepComparison& step : cluster.steps) {
     if (step.ranks_with_step >= 2) ctx.steps.push_back(&step);
   }
-  if (!options.include_warmup && ctx.steps.size() >= 2) {
-    out.note = "step " + std::to_string(ctx.steps.front()->id) +
-               " is left out as warm-up; --include-warmup counts it";
-    ctx.steps.erase(ctx.steps.begin());
+  if (!options.include_warmup) {
+    std::erase_if(ctx.steps, [](const StepComparison* step) { return step->warmup; });
+    out.note = cluster.warmup_note;
   }
   for (const StepComparison* step : ctx.steps) {
     std::int64_t sum = 0;

@@ -13,7 +13,8 @@
 //
 // A rank counts as slow when it is the straggler of at least two thirds of the considered steps,
 // three or more (ranks that take turns are noise).
-// Steps are matched by id; the first step id of the job is warm-up and left out, as in findings.h.
+// Steps are matched by id; the ids that are warm-up on any rank (StepComparison::warmup, warmup.h)
+// are left out unless FindingsOptions::include_warmup, as in findings.h.
 // The rule is declared in findings.cc's table (FindingRule::evaluate_cluster).
 //
 // Thread-safety: none. Errors: the reader's Status, naming the file.

@@ -259,6 +259,22 @@ Status ReadWholeRun(const ProfileReader& reader, RankStats* stats) {
   return OkStatus();
 }
 
+// RankStats' sums over its steps whose id is not in `left_out`.
+void SumSteps(const std::vector<std::int64_t>& left_out, RankStats* stats) {
+  stats->steps_counted = 0;
+  stats->step_total_ns = stats->step_max_ns = stats->compute_ns = 0;
+  stats->communication_not_overlapped_ns = stats->idle_ns = 0;
+  for (const RankStepStats& step : stats->steps) {
+    if (std::find(left_out.begin(), left_out.end(), step.id) != left_out.end()) continue;
+    ++stats->steps_counted;
+    stats->step_total_ns += step.duration_ns;
+    stats->step_max_ns = std::max(stats->step_max_ns, step.duration_ns);
+    stats->compute_ns += step.compute_ns;
+    stats->communication_not_overlapped_ns += step.communication_not_overlapped_ns;
+    stats->idle_ns += step.idle_ns;
+  }
+}
+
 StatusOr<RankStats> ComputeRankStatsOf(const ProfileDbFile& file, WithoutSteps without_steps,
                                        ImpossibleSteps impossible) {
   GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<ProfileReader> reader, ProfileReader::Open(file.path));
@@ -306,14 +322,60 @@ StatusOr<RankStats> ComputeRankStatsOf(const ProfileDbFile& file, WithoutSteps w
     if (!communication.merged().empty()) first = std::min(first, communication.merged().front().start_ns);
     step.preparing_ns = std::max<std::int64_t>(0, first - step.start_ns);
     if (compute.merged().empty() && communication.merged().empty()) step.preparing_ns = 0;
-
-    stats.step_total_ns += step.duration_ns;
-    stats.step_max_ns = std::max(stats.step_max_ns, step.duration_ns);
-    stats.compute_ns += step.compute_ns;
-    stats.communication_not_overlapped_ns += step.communication_not_overlapped_ns;
-    stats.idle_ns += step.idle_ns;
   }
+  GPUPROF_ASSIGN_OR_RETURN(stats.warmup, FindWarmupSteps(*reader, stats.steps));
+  SumSteps({}, &stats);
   return stats;
+}
+
+// The job's warm-up: every rank's warm-up step ids, each with the rank where it lasted longest (the
+// one the note names).
+void FindJobWarmup(const ClusterOptions& options, ClusterStats* cluster) {
+  std::map<std::int64_t, std::pair<const WarmupStep*, std::size_t>> longest;
+  for (std::size_t r = 0; r < cluster->ranks.size(); ++r) {
+    for (const WarmupStep& step : cluster->ranks[r].warmup) {
+      auto [it, added] = longest.emplace(step.id, std::pair{&step, r});
+      if (!added && step.duration_ns > it->second.first->duration_ns) it->second = {&step, r};
+    }
+  }
+  for (StepComparison& step : cluster->steps) step.warmup = longest.count(step.id) > 0;
+  std::vector<WarmupStep> steps;
+  std::vector<std::string> owners;
+  for (const auto& [id, which] : longest) {
+    if (!options.include_warmup) cluster->left_out.push_back(id);
+    steps.push_back(*which.first);
+    const RankStats& rank = cluster->ranks[which.second];
+    owners.push_back(rank.rank >= 0 ? "rank " + std::to_string(rank.rank)
+                                    : "profile " + std::to_string(which.second + 1));
+  }
+  cluster->warmup_note = WarmupNote(steps, owners);
+}
+
+// The job's figures over the steps compared: the rank slowest most often, the spread.
+void SummarizeJob(ClusterStats* cluster) {
+  std::map<std::size_t, std::uint64_t> times_slowest;
+  std::int64_t spread_total = 0;
+  for (const StepComparison& step : cluster->steps) {
+    if (!step.slowest.has_value()) continue;
+    if (std::find(cluster->left_out.begin(), cluster->left_out.end(), step.id) != cluster->left_out.end()) {
+      continue;
+    }
+    ++cluster->steps_compared;
+    ++times_slowest[*step.slowest];
+    spread_total += step.spread_ns;
+    if (cluster->max_spread_step < 0 || step.spread_ns > cluster->max_spread_ns) {
+      cluster->max_spread_ns = step.spread_ns;
+      cluster->max_spread_step = step.id;
+    }
+  }
+  if (cluster->steps_compared == 0) return;
+  cluster->mean_spread_ns = spread_total / static_cast<std::int64_t>(cluster->steps_compared);
+  for (const auto& [rank, times] : times_slowest) {
+    if (times > cluster->slowest_rank_steps) {
+      cluster->slowest_rank = rank;
+      cluster->slowest_rank_steps = times;
+    }
+  }
 }
 
 std::vector<StepComparison> CompareSteps(const std::vector<RankStats>& ranks) {
@@ -442,7 +504,8 @@ StatusOr<RankStats> ComputeRankStats(const ProfileDbFile& file, WithoutSteps wit
   return ComputeRankStatsOf(file, without_steps, impossible);
 }
 
-StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs, base::Progress* progress) {
+StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs, base::Progress* progress,
+                                           const ClusterOptions& options) {
   if (dbs.empty()) {
     return InvalidArgumentError(
         "no profile DB to summarize: pass the ascend_pytorch_profiler_<rank>.db files of the ranks, or "
@@ -461,6 +524,9 @@ StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs
     return std::tie(a.rank, a.path) < std::tie(b.rank, b.path);
   });
   cluster.steps = CompareSteps(cluster.ranks);
+  FindJobWarmup(options, &cluster);
+  for (RankStats& rank : cluster.ranks) SumSteps(cluster.left_out, &rank);
+  SummarizeJob(&cluster);
   return cluster;
 }
 

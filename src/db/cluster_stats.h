@@ -36,6 +36,7 @@
 
 #include "base/progress.h"
 #include "db/profile_reader.h"
+#include "db/warmup.h"
 #include "gpuprof/status.h"
 
 namespace gpuprof::db {
@@ -109,8 +110,12 @@ struct RankStats {
   // Set by ComputeRankStats(..., kWholeRunWithoutSteps) on a DB without steps: `steps` then holds
   // one step, id -1, over SESSION_TIME_INFO's span ("" steps_absent stays as the reason).
   bool whole_run = false;
+  // The steps that are warm-up (warmup.h's FindWarmupSteps over `steps`), by start.
+  std::vector<WarmupStep> warmup;
 
-  // Sums over `steps`.
+  // Sums over the steps counted: every one of `steps` from ComputeRankStats; ComputeClusterStats
+  // leaves out the job's warm-up steps (ClusterStats::left_out) unless asked to count them.
+  std::uint64_t steps_counted = 0;
   std::int64_t step_total_ns = 0;
   std::int64_t step_max_ns = 0;
   std::int64_t compute_ns = 0;
@@ -129,11 +134,31 @@ struct StepComparison {
   // set only when two or more ranks have the step.
   std::optional<std::size_t> slowest;
   std::int64_t spread_ns = 0;  // longest minus shortest duration over the ranks that have the step
+  bool warmup = false;         // a warm-up step on some rank (RankStats::warmup)
+};
+
+struct ClusterOptions {
+  bool include_warmup = false;  // count the warm-up steps in the sums and the job's figures
 };
 
 struct ClusterStats {
   std::vector<RankStats> ranks;       // by rank ascending, then path
   std::vector<StepComparison> steps;  // by id ascending
+  // The step ids left out of the ranks' sums and of the figures below: those that are warm-up on
+  // any rank (the same steps on every rank, so their means compare); empty with include_warmup.
+  std::vector<std::int64_t> left_out;
+  // The line that says the job's warm-up steps are left out (warmup.h's WarmupNote, naming the rank
+  // where each lasted longest); set whenever there are some, with include_warmup too (the cluster
+  // findings leave them out by their own options). "" when there are none.
+  std::string warmup_note;
+
+  // Over the steps compared (on two ranks or more, not left out):
+  std::uint64_t steps_compared = 0;
+  std::optional<std::size_t> slowest_rank;  // index into `ranks` slowest in most of them (first of equals)
+  std::uint64_t slowest_rank_steps = 0;     // in how many
+  std::int64_t mean_spread_ns = 0;
+  std::int64_t max_spread_ns = 0;
+  std::int64_t max_spread_step = -1;  // the step id of max_spread_ns
 };
 
 // What ComputeRankStats does on a DB without steps: nothing to split (RankStats::steps empty), or
@@ -154,6 +179,7 @@ StatusOr<RankStats> ComputeRankStats(const ProfileDbFile& file,
 // the reader's Status, naming the file, for a DB that cannot be opened or read. `progress` (may be
 // null) gets a stage per DB.
 StatusOr<ClusterStats> ComputeClusterStats(const std::vector<ProfileDbFile>& dbs,
-                                           base::Progress* progress = nullptr);
+                                           base::Progress* progress = nullptr,
+                                           const ClusterOptions& options = {});
 
 }  // namespace gpuprof::db

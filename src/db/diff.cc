@@ -50,7 +50,7 @@ struct Side {
   std::vector<double> not_overlapped_ms;  // communication not overlapped with compute, per step
   std::vector<MemoryPeak> memory;
   std::map<std::string, PassTimes> replay;  // replayed kernel -> its passes
-  std::vector<std::int64_t> warmup;
+  std::vector<WarmupStep> warmup;           // left out
 };
 
 // Adds each row of `sql` (name id, shapes id, grid id, block id, startNs, endNs; by start; the ids
@@ -164,11 +164,9 @@ StatusOr<Side> ReadSide(const ProfileDbFile& file, const DiffOptions& options) {
   GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<ProfileReader> reader, ProfileReader::Open(file.path));
   GPUPROF_ASSIGN_OR_RETURN(RankStats split, ComputeRankStats(file, WithoutSteps::kWholeRunWithoutSteps));
   Side side;
+  if (!options.include_warmup) side.warmup = split.warmup;
   for (std::size_t i = 0; i < split.steps.size(); ++i) {
-    if (i == 0 && split.steps.size() >= 2 && !options.include_warmup) {
-      side.warmup.push_back(split.steps[i].id);
-      continue;
-    }
+    if (!options.include_warmup && IsWarmupStep(split.warmup, split.steps[i].id)) continue;
     side.steps.emplace_back(split.steps[i].start_ns, split.steps[i].end_ns);
     side.step_ms.push_back(static_cast<double>(split.steps[i].duration_ns) / 1e6);
     side.not_overlapped_ms.push_back(static_cast<double>(split.steps[i].communication_not_overlapped_ns) /
@@ -381,7 +379,14 @@ StatusOr<ProfileDiff> DiffProfiles(const ProfileDbFile& a, const ProfileDbFile& 
     }
   }
   if (!sa.warmup.empty() || !sb.warmup.empty()) {
-    diff.note = "the first step of each run is left out as warm-up; --include-warmup counts it";
+    auto ids = [](const std::vector<WarmupStep>& warmup) {
+      std::string text = warmup.size() == 1 ? "step " : "steps ";
+      for (const WarmupStep& step : warmup)
+        text += (&step == warmup.data() ? "" : ", ") + std::to_string(step.id);
+      return warmup.empty() ? std::string("none") : text;
+    };
+    diff.note = "the warm-up steps of each run are left out (A: " + ids(sa.warmup) +
+                "; B: " + ids(sb.warmup) + "); --include-warmup counts them";
   }
   if (sa.steps.size() < 2 || sb.steps.size() < 2) {
     diff.note +=

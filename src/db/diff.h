@@ -1,5 +1,5 @@
 // `gpuprof diff A B`: two profiles compared step by step. Each figure is taken per considered step
-// (the first step of each run is warm-up and left out, as in findings.h), so every delta comes with
+// (the warm-up steps of each run, warmup.h, are left out, as in findings.h), so every delta comes with
 // its spread over the steps, and a delta inside the noise is not reported as a change.
 //
 // Compared: the step time; each op by name and input shapes (its time per step, nested ops

@@ -20,7 +20,6 @@ namespace {
 using findings_internal::FromIntervals;
 using findings_internal::FromSteps;
 using findings_internal::LowOccupancy;
-using findings_internal::Median;
 using findings_internal::MemoryBoundKernels;
 using findings_internal::Ms;
 using findings_internal::NamedRowsSql;
@@ -405,16 +404,13 @@ StatusOr<FindingsReport> ComputeFindings(const ProfileReader& reader, const Rank
                      .launches = nullptr,
                      .kernels = nullptr};
   for (const RankStepStats& step : split.steps) ctx.steps.push_back(&step);
-  if (!options.include_warmup && ctx.steps.size() >= 2) {
-    const RankStepStats& first = *ctx.steps.front();
-    report.warmup_steps.push_back(first.id);
-    report.warmup_ns = first.duration_ns;
-    ctx.steps.erase(ctx.steps.begin());
-    std::vector<std::int64_t> others;
-    for (const RankStepStats* step : ctx.steps) others.push_back(step->duration_ns);
-    report.note = "step " + std::to_string(first.id) + " is left out as warm-up (" + Ms(first.duration_ns) +
-                  " ms against a median of " + Ms(Median(others)) +
-                  " ms for the others); --include-warmup counts it";
+  if (!options.include_warmup && !split.warmup.empty()) {
+    for (const WarmupStep& step : split.warmup) {
+      report.warmup_steps.push_back(step.id);
+      report.warmup_ns += step.duration_ns;
+    }
+    std::erase_if(ctx.steps, [&](const RankStepStats* step) { return IsWarmupStep(split.warmup, step->id); });
+    report.note = WarmupNote(split.warmup);
   }
   // Steps in which gpuprof replayed kernels hold its passes: their time is the profiler's, not the
   // program's.

@@ -5,8 +5,8 @@
 // this result: the CLI only formats it.
 //
 // Steps: the DB's steps (STEP_TIME), split as analysis.db's StepTraceTime (cluster_stats.h), or
-// the whole run as one step when there are none. The first step of a run of two or more is
-// warm-up (allocator growth, module loading, autotuning, first-call work): left out of every
+// the whole run as one step when there are none. The split's warm-up steps (warmup.h: the first
+// step of a run of two or more, and later outliers with first-call work) are left out of every
 // figure unless FindingsOptions::include_warmup, and said so. So is every step in which gpuprof
 // replayed kernels (its passes are in the step's time).
 //
@@ -83,7 +83,7 @@ struct Finding {
 };
 
 struct FindingsOptions {
-  bool include_warmup = false;  // count the first step too
+  bool include_warmup = false;  // count the warm-up steps too (warmup.h)
   std::size_t max_evidence = 5;
 };
 
@@ -94,8 +94,8 @@ struct FindingsReport {
   bool whole_run = false;                  // no steps: the run is one step
   std::vector<std::int64_t> warmup_steps;  // left out as warm-up (ids)
   std::vector<std::int64_t> replay_steps;  // left out because gpuprof replayed kernels in them (ids)
-  std::int64_t warmup_ns = 0;
-  std::string note;    // what was left out and why, for the reader ("" when nothing)
+  std::int64_t warmup_ns = 0;              // their summed duration
+  std::string note;                        // what was left out and why, for the reader ("" when nothing)
   std::string absent;  // why there are no findings to compute ("" when steps or a session span exist)
 };
 

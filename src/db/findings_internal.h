@@ -1,5 +1,6 @@
 // The pieces the finding rules are built from (findings_evidence.cc), shared by the files that hold
-// rules' evaluate functions. Not part of db's interface: only findings*.cc include it.
+// rules' evaluate functions, and warmup.cc (the same medians and milliseconds). Not part of db's
+// interface: only findings*.cc and warmup.cc include it.
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@ add_library(gpuprof_db_reader STATIC
   range_stats.cc
   device_roofs.cc
   cluster_stats.cc
+  warmup.cc
   perfetto_export.cc
   perfetto_export_device.cc
   perfetto_export_host.cc

@@ -395,7 +395,9 @@ StatusOr<ReportDb> ReadReportDb(const ProfileDbFile& file, const ReportOptions& 
   GPUPROF_ASSIGN_OR_RETURN(
       report.split, ComputeRankStats(file, WithoutSteps::kWholeRunWithoutSteps, ImpossibleSteps::kLeaveOut));
   base::Progress::StageOf(options.progress, "the findings");
-  GPUPROF_ASSIGN_OR_RETURN(report.findings, ComputeFindings(*reader, report.split));
+  GPUPROF_ASSIGN_OR_RETURN(
+      report.findings,
+      ComputeFindings(*reader, report.split, FindingsOptions{.include_warmup = options.include_warmup}));
   GPUPROF_RETURN_IF_ERROR(ReadStepMemcpy(*reader, &report));
   base::Progress::StageOf(options.progress, "the memory curve (MEMORY_RECORD)");
   GPUPROF_RETURN_IF_ERROR(ReadMemoryCurves(*reader, options, &report));

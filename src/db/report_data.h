@@ -84,7 +84,7 @@ struct StepTimeline {
 struct ReportDb {
   ProfileStats stats;
   RankStats split;          // whole_run: no steps, one step over the session
-  FindingsReport findings;  // over `split` (the first step left out as warm-up)
+  FindingsReport findings;  // over `split` (its warm-up steps left out unless include_warmup)
   std::vector<MemoryCurve> memory;
   std::vector<OpLaunchStat> op_launches;         // by task time, the top ones
   std::vector<OpMemoryStat> top_allocating_ops;  // by bytes allocated over the run, the top ones
@@ -107,6 +107,7 @@ struct ReportOptions {
   std::size_t top = 25;               // rows of the op and kernel tables
   std::size_t memory_buckets = 400;   // points per device at most
   std::size_t timeline_items = 4000;  // bars per step timeline at most
+  bool include_warmup = false;        // the findings count the warm-up steps (findings.h)
   base::Progress* progress = nullptr;
 };
 

@@ -35,6 +35,15 @@ inline std::vector<std::string> Section(const std::string& output, const std::st
   return section;
 }
 
+// The whitespace-separated words of a line (a text table's row).
+inline std::vector<std::string> Words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream stream(line);
+  std::string word;
+  while (stream >> word) out.push_back(word);
+  return out;
+}
+
 // The values of the elements marked data-figure="name", in page order.
 inline std::vector<std::string> Figures(const std::string& page, const std::string& name) {
   std::vector<std::string> values;

@@ -39,14 +39,7 @@ using gpuprof::testing::Figures;
 using gpuprof::testing::RunShell;
 using gpuprof::testing::Section;
 using gpuprof::testing::ShellQuote;
-
-std::vector<std::string> Words(const std::string& line) {
-  std::vector<std::string> out;
-  std::istringstream stream(line);
-  std::string word;
-  while (stream >> word) out.push_back(word);
-  return out;
-}
+using gpuprof::testing::Words;
 
 // The row of a stats table whose last column is `name`: its whitespace-separated cells.
 std::vector<std::string> RowNamed(const std::vector<std::string>& section, const std::string& name) {
@@ -229,8 +222,9 @@ TEST_F(DbCliTest, StatsOfTwoRanksStartsWithTheClusterSummary) {
                   .ok());
   ASSERT_TRUE(fixture::ExecSql(*db1, "UPDATE STEP_TIME SET endNs = " + at(2100) + " WHERE id = 2").ok());
 
+  // Both steps counted (warm-up: warmup_cli_test.cc).
   const std::string runs = dir_ + "/runs";
-  CliResult result = Run("stats " + ShellQuote(runs));
+  CliResult result = Run("stats --include-warmup " + ShellQuote(runs));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.err, "");
   EXPECT_EQ(result.out.rfind("Cluster: 2 ranks (" + runs + ")\n", 0), 0u) << result.out;
@@ -248,11 +242,16 @@ TEST_F(DbCliTest, StatsOfTwoRanksStartsWithTheClusterSummary) {
 
   // step, ms on rank 0, ms on rank 1, slowest rank, spread ms
   std::vector<std::string> steps = Section(result.out, "Per step:");
-  ASSERT_EQ(steps.size(), 4u) << result.out;
+  ASSERT_EQ(steps.size(), 5u) << result.out;
   EXPECT_THAT(Words(steps[1]),
               ::testing::ElementsAre("step", "rank", "0", "rank", "1", "slowest", "spread", "ms"));
-  EXPECT_THAT(Words(steps[2]), ::testing::ElementsAre("1", "1.000", "1.000", "0", "0.000"));
+  EXPECT_THAT(Words(steps[2]),
+              ::testing::ElementsAre("1", "1.000", "1.000", "0", "0.000", "warm-up,", "counted"));
   EXPECT_THAT(Words(steps[3]), ::testing::ElementsAre("2", "0.900", "1.100", "1", "0.200"));
+  EXPECT_EQ(
+      steps[4],
+      "  Over the 2 step(s) compared: slowest most often rank 0 (1 of 2), spread mean 0.100 ms, largest "
+      "0.200 ms (step 2)");
 
   // Then both DBs' own sections, after the summary.
   const std::size_t summary_end = result.out.find("gpuprof stats: ");

@@ -236,11 +236,24 @@ class ClusterStatsTest : public ::testing::Test {
     return db;
   }
 
-  std::string Write(std::int32_t rank, const std::string& worker, std::vector<trace::Record> records) {
+  std::string Write(std::int32_t rank, const std::string& worker, std::vector<trace::Record> records,
+                    std::int64_t end_us = 5000) {
     WriterOptions options = testing::TestOptions(dir_.path(), rank);
     options.worker_name = worker;
     options.run.device = rank;
-    return testing::WriteProfile(options, {std::move(records)}, At(5000));
+    return testing::WriteProfile(options, {std::move(records)}, At(end_us));
+  }
+
+  // Steps of `durations_us` back to back from 0, each with a kernel over its first half.
+  std::string WriteSteps(std::int32_t rank, const std::vector<std::int64_t>& durations_us) {
+    std::vector<trace::Record> records;
+    std::int64_t at = 0;
+    for (std::size_t i = 0; i < durations_us.size(); ++i) {
+      records.emplace_back(Op("ProfilerStep#" + std::to_string(i + 1), at, at + durations_us[i]));
+      records.emplace_back(Kernel("gemm_kernel", at, at + durations_us[i] / 2));
+      at += durations_us[i];
+    }
+    return Write(rank, "node" + std::to_string(rank), std::move(records), at + 1000);
   }
 
   static ProfileDbFile File(const std::string& path) {
@@ -264,8 +277,9 @@ TEST_F(ClusterStatsTest, SplitsEachRanksStepsIntoComputeCommunicationAndIdle) {
   EXPECT_EQ(fs::path(db0).filename().string(), "ascend_pytorch_profiler_0.db");
   EXPECT_EQ(fs::path(db1).filename().string(), "ascend_pytorch_profiler_1.db");
 
-  // Given in reverse order: the result is by rank.
-  StatusOr<ClusterStats> cluster = ComputeClusterStats({File(db1), File(db0)});
+  // Given in reverse order: the result is by rank. The sums count every step (the warm-up's too).
+  StatusOr<ClusterStats> cluster =
+      ComputeClusterStats({File(db1), File(db0)}, nullptr, {.include_warmup = true});
   ASSERT_TRUE(cluster.ok()) << cluster.status().message();
   ASSERT_EQ(cluster->ranks.size(), 2u);
 
@@ -422,6 +436,79 @@ TEST_F(ClusterStatsTest, AMissingCommunicationTableCountsAsNoCommunication) {
   EXPECT_EQ(r1.communication_absent, "this DB has no table of collectives");
   EXPECT_THAT(Column(r1, &RankStepStats::communication_not_overlapped_ns), ElementsAre(0, 0, 0));
   EXPECT_THAT(Column(r1, &RankStepStats::idle_ns), ElementsAre(600 * kUs, 600 * kUs, 500 * kUs));
+}
+
+// Warm-up (db/warmup.h): rank 1's step 1 lasts 1 s against 80 us for its others (the issue's
+// 1,022.9 ms against 8.2 and 4.5 ms). Rank 0: 100 us steps. Left out of the ranks' sums, the
+// slowest rank and the spread by default; counted when asked.
+TEST_F(ClusterStatsTest, WarmUpStepIsLeftOutOfTheSumsSlowestRankAndSpreadUnlessCounted) {
+  const std::string db0 = WriteSteps(0, {100, 100, 100});
+  const std::string db1 = WriteSteps(1, {1'000'000, 80, 80});
+  StatusOr<ClusterStats> cluster = ComputeClusterStats({File(db0), File(db1)});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  EXPECT_THAT(cluster->left_out, ElementsAre(1));
+  EXPECT_EQ(
+      cluster->warmup_note,
+      "step 1 is left out as warm-up (on rank 1: 1000.0 ms against a median of 0.080 ms for the others); "
+      "--include-warmup counts it");
+  const RankStats& r0 = cluster->ranks[0];
+  const RankStats& r1 = cluster->ranks[1];
+  ASSERT_EQ(r1.warmup.size(), 1u);
+  EXPECT_EQ(r1.warmup[0].id, 1);
+  EXPECT_EQ(r1.steps.size(), 3u) << "the split keeps every step";
+  EXPECT_EQ(r0.steps_counted, 2u);
+  EXPECT_EQ(r0.step_total_ns, 200 * kUs);
+  EXPECT_EQ(r1.steps_counted, 2u);
+  EXPECT_EQ(r1.step_total_ns, 160 * kUs);
+  EXPECT_EQ(r1.step_max_ns, 80 * kUs);
+  EXPECT_EQ(r1.compute_ns, 80 * kUs);
+  ASSERT_EQ(cluster->steps.size(), 3u);
+  EXPECT_TRUE(cluster->steps[0].warmup);
+  EXPECT_FALSE(cluster->steps[1].warmup);
+  EXPECT_EQ(cluster->steps_compared, 2u);
+  ASSERT_TRUE(cluster->slowest_rank.has_value());
+  EXPECT_EQ(cluster->ranks[*cluster->slowest_rank].rank, 0);
+  EXPECT_EQ(cluster->slowest_rank_steps, 2u);
+  EXPECT_EQ(cluster->mean_spread_ns, 20 * kUs);
+  EXPECT_EQ(cluster->max_spread_ns, 20 * kUs);
+
+  StatusOr<ClusterStats> counted =
+      ComputeClusterStats({File(db0), File(db1)}, nullptr, {.include_warmup = true});
+  ASSERT_TRUE(counted.ok()) << counted.status().message();
+  EXPECT_TRUE(counted->left_out.empty());
+  EXPECT_FALSE(counted->warmup_note.empty()) << "what would be left out is still said";
+  EXPECT_TRUE(counted->steps[0].warmup);
+  EXPECT_EQ(counted->ranks[1].steps_counted, 3u);
+  EXPECT_EQ(counted->ranks[1].step_total_ns, 1'000'160 * kUs);
+  EXPECT_EQ(counted->ranks[1].step_max_ns, 1'000'000 * kUs);
+  EXPECT_EQ(counted->steps_compared, 3u);
+  EXPECT_EQ(counted->max_spread_ns, 999'900 * kUs);
+  EXPECT_EQ(counted->max_spread_step, 1);
+  EXPECT_EQ(counted->mean_spread_ns, (999'900 + 20 + 20) * kUs / 3);
+}
+
+// A later step slowed by first-call work (a cudaMalloc in it) is warm-up on its rank, so left out on
+// every rank: the ranks' means stay over the same steps.
+TEST_F(ClusterStatsTest, AnOutlierWithFirstCallWorkOnOneRankIsLeftOutOnEveryRank) {
+  const std::string db0 = WriteSteps(0, {100, 100, 100, 100});
+  const std::string db1 = WriteSteps(1, {100, 100, 900, 100});
+  // cudaMalloc during rank 1's step 3 [200, 1100) us.
+  ASSERT_TRUE(fixture::ExecSql(db1,
+                               "INSERT INTO STRING_IDS (id, value) VALUES (900001, 'cudaMalloc');"
+                               "INSERT INTO CANN_API (startNs, endNs, type, globalTid, connectionId, name) "
+                               "VALUES (" +
+                                   std::to_string(At(300)) + ", " + std::to_string(At(310)) +
+                                   ", 5000, 1, 900001, 900001)")
+                  .ok());
+  StatusOr<ClusterStats> cluster = ComputeClusterStats({File(db0), File(db1)});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  EXPECT_THAT(cluster->left_out, ElementsAre(1, 3));
+  EXPECT_EQ(cluster->ranks[0].steps_counted, 2u);
+  EXPECT_EQ(cluster->ranks[1].steps_counted, 2u);
+  EXPECT_EQ(cluster->ranks[1].step_max_ns, 100 * kUs);
+  EXPECT_THAT(cluster->warmup_note, HasSubstr("steps 1 and 3 are left out as warm-up"));
+  EXPECT_THAT(cluster->warmup_note,
+              HasSubstr("step 3, on rank 1: 0.900 ms with first-call work (cudaMalloc) against a median of"));
 }
 
 // `gpuprof stats DIR` resolves the run directories of both ranks; the cluster summary reads them.

@@ -46,6 +46,11 @@ if(TARGET gpuprof::db)
     SOURCES diff_test.cc
     LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing
     LABELS unit)
+  # The warm-up decision (db/warmup.h), shared by the findings, the diff and the cluster summary.
+  gpuprof_add_gtest(NAME db_warmup_test
+    SOURCES warmup_test.cc
+    LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing
+    LABELS unit)
   gpuprof_add_gtest(NAME db_cluster_stats_test
     SOURCES cluster_stats_test.cc
     LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing gpuprof::db_sqlite
