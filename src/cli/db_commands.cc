@@ -278,7 +278,9 @@ int RunReport(const std::string& path, const std::string& requested_output, bool
     if (computed.ok()) {
       cluster = std::move(computed).value();
       input.cluster = &*cluster;
-      StatusOr<db::ClusterFindings> findings = db::ComputeClusterFindings(*cluster);
+      db::FindingsOptions options;
+      options.include_warmup = include_warmup;
+      StatusOr<db::ClusterFindings> findings = db::ComputeClusterFindings(*cluster, options);
       if (findings.ok()) {
         across = std::move(findings).value();
         input.across = &*across;

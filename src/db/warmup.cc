@@ -57,11 +57,13 @@ const std::vector<std::string_view>& FirstCallWorkCalls() {
   // Device memory growth (torch's caching allocator calls these only when its pool grows;
   // cuMemCreate is its expandable segments' growth), pinned host memory, and module loading.
   static const std::vector<std::string_view> kCalls = {
-      "cudaMalloc",       "cudaMallocAsync",     "cudaMallocManaged",   "cudaMallocHost",
-      "cudaHostAlloc",    "cuMemAlloc",          "cuMemAlloc_v2",       "cuMemAllocAsync",
-      "cuMemAllocManaged", "cuMemAllocHost",     "cuMemAllocHost_v2",   "cuMemHostAlloc",
-      "cuMemCreate",      "cuModuleLoad",        "cuModuleLoadData",    "cuModuleLoadDataEx",
-      "cuModuleLoadFatBinary", "cuLibraryLoadData", "cuLibraryLoadFromFile"};
+      "cudaMalloc",           "cudaMallocAsync",       "cudaMallocManaged",
+      "cudaMallocHost",       "cudaHostAlloc",         "cuMemAlloc",
+      "cuMemAlloc_v2",        "cuMemAllocAsync",       "cuMemAllocManaged",
+      "cuMemAllocHost",       "cuMemAllocHost_v2",     "cuMemHostAlloc",
+      "cuMemCreate",          "cuModuleLoad",          "cuModuleLoadData",
+      "cuModuleLoadDataEx",   "cuModuleLoadFatBinary", "cuLibraryLoadData",
+      "cuLibraryLoadFromFile"};
   return kCalls;
 }
 
@@ -94,7 +96,9 @@ bool IsWarmupStep(const std::vector<WarmupStep>& warmup, std::int64_t id) {
 
 std::string WarmupNote(const std::vector<WarmupStep>& warmup, const std::vector<std::string>& owners) {
   if (warmup.empty()) return "";
-  auto owner = [&](std::size_t i) { return i < owners.size() && !owners[i].empty() ? "on " + owners[i] + ": " : ""; };
+  auto owner = [&](std::size_t i) {
+    return i < owners.size() && !owners[i].empty() ? "on " + owners[i] + ": " : "";
+  };
   if (warmup.size() == 1) {
     return "step " + std::to_string(warmup[0].id) + " is left out as warm-up (" + owner(0) + Why(warmup[0]) +
            "); --include-warmup counts it";

@@ -38,8 +38,9 @@ inline constexpr double kWarmupOutlierFactor = 3.0;
 struct WarmupStep {
   std::int64_t id = 0;
   std::int64_t duration_ns = 0;
-  std::int64_t median_ns = 0;       // the median of the other steps after the first
-  std::vector<std::string> calls;  // the first-call work seen in it (names, at most 3); empty for the first step
+  std::int64_t median_ns = 0;  // the median of the other steps after the first
+  std::vector<std::string>
+      calls;  // the first-call work seen in it (names, at most 3); empty for the first step
 };
 
 // The names FindWarmupSteps counts as first-call work ("cudaMalloc", "cuModuleLoadData", ...).

@@ -53,12 +53,12 @@ class WarmupCliTest : public DbCliTest {
       return std::to_string(fixture::FixtureOptions{}.base_ns + micros * 1000);
     };
     ASSERT_TRUE(fixture::ExecSql(db_, "UPDATE STEP_TIME SET endNs = " + at(2000) +
-                                          " WHERE id = 2; INSERT INTO STEP_TIME VALUES (3, " + at(2000) + ", " +
-                                          at(2800) + ")")
+                                          " WHERE id = 2; INSERT INTO STEP_TIME VALUES (3, " + at(2000) +
+                                          ", " + at(2800) + ")")
                     .ok());
     ASSERT_TRUE(fixture::ExecSql(*db1, "UPDATE STEP_TIME SET startNs = " + at(1000 - 1'000'000) +
-                                           " WHERE id = 1; INSERT INTO STEP_TIME VALUES (3, " + at(1900) + ", " +
-                                           at(2800) + ")")
+                                           " WHERE id = 1; INSERT INTO STEP_TIME VALUES (3, " + at(1900) +
+                                           ", " + at(2800) + ")")
                     .ok());
     runs_ = dir_ + "/runs";
   }
@@ -74,37 +74,35 @@ TEST_F(WarmupCliTest, StatsLeavesTheWarmUpOutOfTheClusterFiguresAndSaysSo) {
   // rank, device, steps, mean ms, max ms, ...: over steps 2 and 3.
   std::vector<std::string> ranks = Section(result.out, "Per rank:");
   ASSERT_EQ(ranks.size(), 4u) << result.out;
-  EXPECT_THAT(First5(ranks[2]),
-              ElementsAre("0", "0", "2", "0.900", "1.000"));
-  EXPECT_THAT(First5(ranks[3]),
-              ElementsAre("1", "0", "2", "0.900", "0.900"));
+  EXPECT_THAT(First5(ranks[2]), ElementsAre("0", "0", "2", "0.900", "1.000"));
+  EXPECT_THAT(First5(ranks[3]), ElementsAre("1", "0", "2", "0.900", "0.900"));
 
   // The per-step table still lists step 1, marked; the job's figures leave it out.
   std::vector<std::string> steps = Section(result.out, "Per step:");
   ASSERT_EQ(steps.size(), 6u) << result.out;
-  EXPECT_THAT(Words(steps[2]), ElementsAre("1", "1.000", "1000.000", "1", "999.000", "warm-up,", "left", "out"));
+  EXPECT_THAT(Words(steps[2]),
+              ElementsAre("1", "1.000", "1000.000", "1", "999.000", "warm-up,", "left", "out"));
   EXPECT_THAT(Words(steps[3]), ElementsAre("2", "1.000", "0.900", "0", "0.100"));
   EXPECT_THAT(Words(steps[4]), ElementsAre("3", "0.800", "0.900", "1", "0.100"));
-  EXPECT_EQ(steps[5],
-            "  Over the 2 step(s) compared (warm-up left out): slowest most often rank 0 (1 of 2), spread mean "
-            "0.100 ms, largest 0.100 ms (step 2)");
+  EXPECT_EQ(
+      steps[5],
+      "  Over the 2 step(s) compared (warm-up left out): slowest most often rank 0 (1 of 2), spread mean "
+      "0.100 ms, largest 0.100 ms (step 2)");
 }
 
 TEST_F(WarmupCliTest, StatsWithIncludeWarmupCountsIt) {
   CliResult result = Run("stats --include-warmup " + ShellQuote(runs_));
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(result.out.rfind("Cluster: 2 ranks (" + runs_ +
-                                 ")\n  note: the warm-up steps are counted (--include-warmup)\n",
-                             0),
-            0u)
+  EXPECT_EQ(
+      result.out.rfind(
+          "Cluster: 2 ranks (" + runs_ + ")\n  note: the warm-up steps are counted (--include-warmup)\n", 0),
+      0u)
       << result.out;
   EXPECT_THAT(result.out, Not(HasSubstr(kNote)));
   std::vector<std::string> ranks = Section(result.out, "Per rank:");
   ASSERT_EQ(ranks.size(), 4u) << result.out;
-  EXPECT_THAT(First5(ranks[2]),
-              ElementsAre("0", "0", "3", "0.933", "1.000"));
-  EXPECT_THAT(First5(ranks[3]),
-              ElementsAre("1", "0", "3", "333.933", "1000.000"));
+  EXPECT_THAT(First5(ranks[2]), ElementsAre("0", "0", "3", "0.933", "1.000"));
+  EXPECT_THAT(First5(ranks[3]), ElementsAre("1", "0", "3", "333.933", "1000.000"));
   std::vector<std::string> steps = Section(result.out, "Per step:");
   ASSERT_EQ(steps.size(), 6u) << result.out;
   EXPECT_THAT(Words(steps[2]), ElementsAre("1", "1.000", "1000.000", "1", "999.000", "warm-up,", "counted"));
@@ -118,9 +116,10 @@ TEST_F(WarmupCliTest, ReportsClusterSectionLeavesTheWarmUpOutUnlessIncluded) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   std::string page = fixture::ReadFileBytes(out);
   const std::string cluster = page.substr(page.find("<section id=\"cluster\">"));
-  EXPECT_THAT(cluster, HasSubstr("<p class=\"note\" id=\"cluster-warmup\">step 1 is left out as warm-up (on rank "
-                                 "1: 1000.0 ms against a median of 0.900 ms for the others); --include-warmup "
-                                 "counts it</p>"));
+  EXPECT_THAT(cluster,
+              HasSubstr("<p class=\"note\" id=\"cluster-warmup\">step 1 is left out as warm-up (on rank "
+                        "1: 1000.0 ms against a median of 0.900 ms for the others); --include-warmup "
+                        "counts it</p>"));
   EXPECT_THAT(Figures(page, "cluster-mean-step-ms"), ElementsAre("0.900", "0.900"));
   EXPECT_THAT(Figures(page, "cluster-slowest-rank"), ElementsAre("0"));
   EXPECT_THAT(Figures(page, "cluster-mean-spread-ms"), ElementsAre("0.100"));

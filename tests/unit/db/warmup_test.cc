@@ -42,8 +42,10 @@ class WarmupTest : public ::testing::Test {
              std::to_string(at + durations_ms[i] * kMs) + ");";
       at += durations_ms[i] * kMs;
     }
-    sql += "INSERT INTO SESSION_TIME_INFO VALUES (" + std::to_string(kBase) + ", " + std::to_string(at) + ");";
-    sql += "INSERT INTO STRING_IDS VALUES (1, 'cudaMalloc'), (2, 'cuModuleLoadData'), (3, 'cudaLaunchKernel');";
+    sql +=
+        "INSERT INTO SESSION_TIME_INFO VALUES (" + std::to_string(kBase) + ", " + std::to_string(at) + ");";
+    sql +=
+        "INSERT INTO STRING_IDS VALUES (1, 'cudaMalloc'), (2, 'cuModuleLoadData'), (3, 'cudaLaunchKernel');";
     Exec(sql);
   }
 
@@ -100,10 +102,11 @@ TEST_F(WarmupTest, ALaterOutlierWithFirstCallWorkIsWarmUp) {
   EXPECT_EQ(Ids(split.warmup), (std::vector<std::int64_t>{1, 4}));
   EXPECT_EQ(split.warmup[1].median_ns, 100 * kMs);
   EXPECT_EQ(split.warmup[1].calls, (std::vector<std::string>{"cuModuleLoadData", "cudaMalloc"}));
-  EXPECT_EQ(WarmupNote(split.warmup),
-            "steps 1 and 4 are left out as warm-up (step 1, 1000.0 ms against a median of 100.0 ms for the "
-            "others; step 4, 500.0 ms with first-call work (cuModuleLoadData, cudaMalloc) against a median of "
-            "100.0 ms for the others); --include-warmup counts them");
+  EXPECT_EQ(
+      WarmupNote(split.warmup),
+      "steps 1 and 4 are left out as warm-up (step 1, 1000.0 ms against a median of 100.0 ms for the "
+      "others; step 4, 500.0 ms with first-call work (cuModuleLoadData, cudaMalloc) against a median of "
+      "100.0 ms for the others); --include-warmup counts them");
 }
 
 TEST_F(WarmupTest, AnOutlierWithoutFirstCallWorkOrBelowTheFactorStaysCounted) {
@@ -128,7 +131,8 @@ TEST_F(WarmupTest, FindingsAndDiffLeaveOutTheSameSteps) {
   EXPECT_EQ(findings->steps_considered, 4u);
   EXPECT_EQ(findings->considered_ns, 400 * kMs);
   EXPECT_EQ(findings->note, WarmupNote(Split().warmup));
-  StatusOr<FindingsReport> counted = ComputeFindings(**reader, ProfileDbFile{path_, 0}, {.include_warmup = true});
+  StatusOr<FindingsReport> counted =
+      ComputeFindings(**reader, ProfileDbFile{path_, 0}, {.include_warmup = true});
   ASSERT_TRUE(counted.ok());
   EXPECT_EQ(counted->steps_considered, 6u);
 
