@@ -263,6 +263,7 @@ int RunReport(const std::string& path, const std::string& requested_output, bool
   }
   if (input.dbs.empty()) return kExitFailure;
   std::optional<db::ClusterStats> cluster;
+  std::optional<db::ClusterFindings> across;
   if (readable.size() >= 2) {
     StatusOr<db::ClusterStats> computed = [&] {
       WorkProgress line(progress, "gpuprof report", "cluster summary");
@@ -271,6 +272,14 @@ int RunReport(const std::string& path, const std::string& requested_output, bool
     if (computed.ok()) {
       cluster = std::move(computed).value();
       input.cluster = &*cluster;
+      StatusOr<db::ClusterFindings> findings = db::ComputeClusterFindings(*cluster);
+      if (findings.ok()) {
+        across = std::move(findings).value();
+        input.across = &*across;
+      } else {
+        PrintError(err, findings.status());
+        exit_code = kExitFailure;
+      }
     } else {
       PrintError(err, computed.status());
       exit_code = kExitFailure;

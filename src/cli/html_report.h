@@ -19,15 +19,17 @@
 #include <string>
 #include <vector>
 
+#include "db/cluster_findings.h"
 #include "db/cluster_stats.h"
 #include "db/report_data.h"
 
 namespace gpuprof::cli {
 
 struct HtmlReportInput {
-  std::string path;                           // what the user named
-  std::vector<db::ReportDb> dbs;              // in the resolver's order (by rank)
-  const db::ClusterStats* cluster = nullptr;  // two or more DBs
+  std::string path;                             // what the user named
+  std::vector<db::ReportDb> dbs;                // in the resolver's order (by rank)
+  const db::ClusterStats* cluster = nullptr;    // two or more DBs
+  const db::ClusterFindings* across = nullptr;  // their findings across the ranks, when computed
 };
 
 // The page.

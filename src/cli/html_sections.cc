@@ -53,6 +53,29 @@ std::vector<Suggestion> Suggestions(const db::ReportDb& db) {
 
 }  // namespace
 
+// The findings as a list: each with its severity, numbers, fix, and its evidence and SQL folded.
+std::string FindingList(const std::string& who, const std::vector<db::Finding>& findings) {
+  std::string out = "<ol class=\"findings\">";
+  for (const db::Finding& finding : findings) {
+    const std::string_view severity = db::FindingSeverityName(finding.severity);
+    out += "<li class=\"finding " + std::string(severity) + "\" data-finding=\"" +
+           std::string(finding.rule->id) + "\" data-at-stake-ms-per-step=\"" +
+           FormatFixed(finding.at_stake_ms_per_step, 3) + "\"><b>" + std::string(severity) + "</b> " +
+           HtmlEscape(who + finding.summary) +
+           "<br><span class=\"fix\">Fix: " + HtmlEscape(std::string(finding.rule->fix)) + "</span>";
+    if (finding.evidence.size() > 1) {
+      out += "<details><summary>Evidence (" + std::to_string(finding.occurrences) + " in all; the longest " +
+             std::to_string(finding.evidence.size()) + ")</summary><ul>";
+      for (const db::FindingEvidence& e : finding.evidence)
+        out += "<li>" + HtmlEscape(db::EvidenceText(e)) + "</li>";
+      out += "</ul><p class=\"note\">SQL: <code>" + HtmlEscape(std::string(finding.rule->evidence_sql)) +
+             "</code></p></details>";
+    }
+    out += "</li>";
+  }
+  return out + "</ol>";
+}
+
 std::string DbLabel(const db::ReportDb& db) {
   if (db.stats.rank.has_value() && *db.stats.rank >= 0) return "rank " + std::to_string(*db.stats.rank);
   if (db.split.rank >= 0) return "rank " + std::to_string(db.split.rank);
@@ -115,25 +138,15 @@ std::string Overview(const HtmlReportInput& input) {
              "</p>";
       continue;
     }
-    out += "<ol class=\"findings\">";
-    for (const db::Finding& finding : f.findings) {
-      const std::string_view severity = db::FindingSeverityName(finding.severity);
-      out += "<li class=\"finding " + std::string(severity) + "\" data-finding=\"" +
-             std::string(finding.rule->id) + "\" data-at-stake-ms-per-step=\"" +
-             FormatFixed(finding.at_stake_ms_per_step, 3) + "\"><b>" + std::string(severity) + "</b> " +
-             HtmlEscape(who + finding.summary) +
-             "<br><span class=\"fix\">Fix: " + HtmlEscape(std::string(finding.rule->fix)) + "</span>";
-      if (finding.evidence.size() > 1) {
-        out += "<details><summary>Evidence (" + std::to_string(finding.occurrences) +
-               " in all; the longest " + std::to_string(finding.evidence.size()) + ")</summary><ul>";
-        for (const db::FindingEvidence& e : finding.evidence)
-          out += "<li>" + HtmlEscape(db::EvidenceText(e)) + "</li>";
-        out += "</ul><p class=\"note\">SQL: <code>" + HtmlEscape(std::string(finding.rule->evidence_sql)) +
-               "</code></p></details>";
-      }
-      out += "</li>";
-    }
-    out += "</ol>";
+    out += FindingList(who, f.findings);
+  }
+  if (input.across != nullptr) {
+    const db::ClusterFindings& across = *input.across;
+    out += "<h4>Across the ranks</h4>";
+    if (!across.note.empty()) out += "<p class=\"note\">" + HtmlEscape(across.note) + "</p>";
+    out += across.findings.empty() ? "<p>No rank holds the others back over " +
+                                         std::to_string(across.steps_considered) + " steps.</p>"
+                                   : FindingList("", across.findings);
   }
   out += "<h3>Where the time goes</h3><ol class=\"suggestions\">";
   std::vector<Suggestion> all;
@@ -484,6 +497,31 @@ std::string Cluster(const HtmlReportInput& input) {
                   N(Ms(rank.idle_ns), static_cast<double>(rank.idle_ns))});
   }
   out += "<h3>Compute and communication per rank</h3>" + split.Html();
+  if (input.across != nullptr && !input.across->collectives.empty()) {
+    HtmlTable skew("collectives", {{"collective", false},
+                                   {"step", true},
+                                   {"ranks", true},
+                                   {"skew ms", true},
+                                   {"first / last rank", false},
+                                   {"transfer ms", true},
+                                   {"size", true},
+                                   {"bus GB/s", true}});
+    for (const db::CollectiveStat& c : input.across->collectives) {
+      skew.AddRow({T(c.name), N(c.step >= 0 ? std::to_string(c.step) : "-", static_cast<double>(c.step)),
+                   N(std::to_string(c.ranks), static_cast<double>(c.ranks)),
+                   N(Ms(c.skew_ns), static_cast<double>(c.skew_ns)),
+                   T(std::to_string(c.first_rank) + " / " + std::to_string(c.last_rank)),
+                   N(Ms(c.transfer_ns), static_cast<double>(c.transfer_ns)),
+                   N(c.bytes > 0 ? FormatBytes(static_cast<std::uint64_t>(c.bytes)) : "-",
+                     static_cast<double>(c.bytes)),
+                   N(FormatFixed(c.bus_gb_per_s, 2), c.bus_gb_per_s)});
+    }
+    out +=
+        "<h3>The most skewed collectives</h3><p class=\"note\">Skew: the last rank's arrival minus the "
+        "first's (the first waits that long); transfer: the shortest time over the ranks; bus bandwidth "
+        "scaled as nccl-tests does.</p>" +
+        skew.Html();
+  }
   return out + "</section>";
 }
 

@@ -49,25 +49,30 @@ std::int64_t StepAt(const RankStats& rank, std::int64_t time_ns) {
 StatusOr<std::vector<CollectiveStat>> MatchCollectives(const ClusterStats& cluster) {
   std::map<std::string, std::vector<Arrival>> by_name;
   for (std::size_t r = 0; r < cluster.ranks.size(); ++r) {
-    GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<ProfileReader> reader, ProfileReader::Open(cluster.ranks[r].path));
-    GPUPROF_ASSIGN_OR_RETURN(const bool has,
-                             reader->HasColumns("COMMUNICATION_OP", {"opName", "startNs", "endNs", "count", "dataType"}));
+    GPUPROF_ASSIGN_OR_RETURN(std::unique_ptr<ProfileReader> reader,
+                             ProfileReader::Open(cluster.ranks[r].path));
+    GPUPROF_ASSIGN_OR_RETURN(
+        const bool has,
+        reader->HasColumns("COMMUNICATION_OP", {"opName", "startNs", "endNs", "count", "dataType"}));
     if (!has) continue;
-    GPUPROF_ASSIGN_OR_RETURN(Query ops, reader->Prepare("SELECT " + StringValueSql(*reader, "opName") +
-                                                        ", startNs, endNs, count, dataType FROM COMMUNICATION_OP"));
+    GPUPROF_ASSIGN_OR_RETURN(Query ops,
+                             reader->Prepare("SELECT " + StringValueSql(*reader, "opName") +
+                                             ", startNs, endNs, count, dataType FROM COMMUNICATION_OP"));
     while (true) {
       GPUPROF_ASSIGN_OR_RETURN(bool row, ops.Step());
       if (!row) break;
       const std::optional<std::uint32_t> element = HcclDataTypeBytes(ops.Int(4));
       by_name[std::string(ops.Text(0))].push_back(
-          {r, ops.Int(1), ops.Int(2), element.has_value() ? ops.Int(3) * static_cast<std::int64_t>(*element) : 0});
+          {r, ops.Int(1), ops.Int(2),
+           element.has_value() ? ops.Int(3) * static_cast<std::int64_t>(*element) : 0});
     }
   }
   std::vector<CollectiveStat> collectives;
   for (auto& [name, arrivals] : by_name) {
     if (arrivals.size() < 2) continue;
-    const auto [first, last] = std::minmax_element(
-        arrivals.begin(), arrivals.end(), [](const Arrival& a, const Arrival& b) { return a.start_ns < b.start_ns; });
+    const auto [first, last] =
+        std::minmax_element(arrivals.begin(), arrivals.end(),
+                            [](const Arrival& a, const Arrival& b) { return a.start_ns < b.start_ns; });
     CollectiveStat stat;
     stat.name = name;
     stat.ranks = arrivals.size();
@@ -104,6 +109,7 @@ namespace findings_internal {
 StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx) {
   RuleResult result;
   std::vector<std::pair<std::size_t, FindingEvidence>> per_step;  // (the step's straggler, its evidence)
+  std::vector<std::vector<std::pair<std::size_t, std::int64_t>>> waits;  // per step: (rank, its wait)
   for (const StepComparison* step : ctx.steps) {
     struct Seen {
       std::size_t rank;
@@ -115,6 +121,8 @@ StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx) {
     }
     if (seen.size() < 2) continue;
     auto wait = [](const Seen& s) { return s.stats->communication_ns; };
+    waits.emplace_back();
+    for (const Seen& s : seen) waits.back().emplace_back(s.rank, wait(s));
     const auto [straggler, waiter] = std::minmax_element(
         seen.begin(), seen.end(), [&](const Seen& a, const Seen& b) { return wait(a) < wait(b); });
     const std::int64_t stake = wait(*waiter) - wait(*straggler);
@@ -130,11 +138,11 @@ StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx) {
     const std::int64_t more_compute = straggler->stats->compute_ns - Median(compute);
     const std::int64_t more_outside = straggler->stats->idle_ns - Median(outside);
     const RankStats& rank = ctx.cluster.ranks[straggler->rank];
-    std::string cause =
-        more_outside > more_compute
-            ? "host-bound: " + Ms(more_outside) + " ms more outside ops (Python, data loading, I/O)"
-        : rank.compute_source == ComputeSource::kKernels ? "device-bound: its kernels take " + Ms(more_compute) + " ms more"
-                                                         : "host-bound: its ops take " + Ms(more_compute) + " ms more";
+    std::string cause = more_outside > more_compute ? "host-bound: " + Ms(more_outside) +
+                                                          " ms more outside ops (Python, data loading, I/O)"
+                        : rank.compute_source == ComputeSource::kKernels
+                            ? "device-bound: its kernels take " + Ms(more_compute) + " ms more"
+                            : "host-bound: its ops take " + Ms(more_compute) + " ms more";
     cause += " than the other ranks' median";
     const RankStats& waiting = ctx.cluster.ranks[waiter->rank];
     for (const CollectiveStat& c : ctx.collectives) {  // by skew: the first of the step is the wait
@@ -148,14 +156,33 @@ StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx) {
                          straggler->stats->start_ns, stake, 0, cause}});
   }
   // Ranks that take turns being last are noise; one rank last in most steps holds the job back.
+  // Two steps cannot tell the one from the other.
+  if (waits.size() < 3) return result;
   std::map<std::size_t, std::size_t> times_last;
   for (const auto& [rank, evidence] : per_step) ++times_last[rank];
   const auto most = std::max_element(times_last.begin(), times_last.end(),
                                      [](const auto& a, const auto& b) { return a.second < b.second; });
   if (most == times_last.end() || 3 * most->second < 2 * ctx.steps.size()) return result;
+  // Its lead per step: the others' longest wait minus its own (negative where it was not last).
+  // The time at stake is the median lead over the steps, so a few noisy steps do not make one.
+  std::vector<std::int64_t> leads;
+  for (const auto& step : waits) {
+    std::optional<std::int64_t> own;
+    std::int64_t others = INT64_MIN;
+    for (const auto& [rank, wait] : step) {
+      if (rank == most->first) {
+        own = wait;
+      } else {
+        others = std::max(others, wait);
+      }
+    }
+    if (own.has_value() && others != INT64_MIN) leads.push_back(others - *own);
+  }
+  const std::int64_t lead = Median(leads);
+  if (lead <= 0) return result;
+  result.at_stake_ns = lead * static_cast<std::int64_t>(leads.size());
   for (auto& [rank, evidence] : per_step) {
     if (rank != most->first) continue;
-    result.at_stake_ns += evidence.duration_ns;
     ++result.occurrences;
     result.evidence.push_back(std::move(evidence));
   }
@@ -165,17 +192,19 @@ StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx) {
 
 }  // namespace findings_internal
 
-StatusOr<ClusterFindings> ComputeClusterFindings(const ClusterStats& cluster, const FindingsOptions& options) {
+StatusOr<ClusterFindings> ComputeClusterFindings(const ClusterStats& cluster,
+                                                 const FindingsOptions& options) {
   ClusterFindings out;
   GPUPROF_ASSIGN_OR_RETURN(std::vector<CollectiveStat> collectives, MatchCollectives(cluster));
   out.collectives_compared = collectives.size();
-  ClusterFindingContext ctx{.cluster = cluster, .steps = {}, .collectives = collectives,
-                            .max_evidence = options.max_evidence};
+  ClusterFindingContext ctx{
+      .cluster = cluster, .steps = {}, .collectives = collectives, .max_evidence = options.max_evidence};
   for (const StepComparison& step : cluster.steps) {
     if (step.ranks_with_step >= 2) ctx.steps.push_back(&step);
   }
   if (!options.include_warmup && ctx.steps.size() >= 2) {
-    out.note = "step " + std::to_string(ctx.steps.front()->id) + " is left out as warm-up; --include-warmup counts it";
+    out.note = "step " + std::to_string(ctx.steps.front()->id) +
+               " is left out as warm-up; --include-warmup counts it";
     ctx.steps.erase(ctx.steps.begin());
   }
   for (const StepComparison* step : ctx.steps) {

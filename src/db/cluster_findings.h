@@ -4,14 +4,15 @@
 //
 // The slowest rank of a step is the one that waits least in collectives: every rank's step lasts
 // about as long (each collective ends when the last rank arrives), so the straggler shows as the
-// others' longer waits. The time at stake is the longest wait of another rank minus the
-// straggler's (what the step would lose were the straggler as fast as the rest). Its cause: what
+// others' longer waits. Its lead in a step is the longest wait of another rank minus its own (what
+// the step would save were it as fast as the rest); the time at stake is its median lead over the
+// considered steps times their count, so a few noisy steps neither make nor swell a finding. Its cause: what
 // grew on the straggler against the other ranks' median, its compute (kernels: device-bound; host
 // ops when the run has no kernels: host-bound in ops) or its time outside compute and collectives
 // (host-bound outside ops: Python, data loading, I/O).
 //
-// A rank counts as slow when it is the straggler of at least two thirds of the considered steps
-// (ranks that take turns are noise); the time at stake is summed over the steps it holds back.
+// A rank counts as slow when it is the straggler of at least two thirds of the considered steps,
+// three or more (ranks that take turns are noise).
 // Steps are matched by id; the first step id of the job is warm-up and left out, as in findings.h.
 // The rule is declared in findings.cc's table (FindingRule::evaluate_cluster).
 //
@@ -32,31 +33,32 @@ namespace gpuprof::db {
 struct CollectiveStat {
   std::string name;
   std::size_t ranks = 0;
-  std::int64_t step = -1;         // the step it ran in (-1: outside every step)
-  std::int64_t skew_ns = 0;       // the last rank's arrival minus the first's
-  std::int64_t transfer_ns = 0;   // its shortest duration over the ranks: the last to arrive waits least
-  std::int64_t bytes = 0;         // per rank (count x element size; 0 when unknown)
-  double bus_gb_per_s = 0;        // bytes / transfer time, scaled as nccl-tests do (all-reduce 2(n-1)/n)
-  std::int64_t first_rank = -1;   // the rank that arrived first, and so waited longest
-  std::int64_t last_rank = -1;    // the rank that arrived last
+  std::int64_t step = -1;        // the step it ran in (-1: outside every step)
+  std::int64_t skew_ns = 0;      // the last rank's arrival minus the first's
+  std::int64_t transfer_ns = 0;  // its shortest duration over the ranks: the last to arrive waits least
+  std::int64_t bytes = 0;        // per rank (count x element size; 0 when unknown)
+  double bus_gb_per_s = 0;       // bytes / transfer time, scaled as nccl-tests do (all-reduce 2(n-1)/n)
+  std::int64_t first_rank = -1;  // the rank that arrived first, and so waited longest
+  std::int64_t last_rank = -1;   // the rank that arrived last
 };
 
 struct ClusterFindings {
-  std::vector<Finding> findings;           // as FindingsReport's, by time at stake
+  std::vector<Finding> findings;            // as FindingsReport's, by time at stake
   std::vector<CollectiveStat> collectives;  // the most skewed first, at most FindingsOptions' 4x max_evidence
-  std::uint64_t collectives_compared = 0;  // on two ranks or more
+  std::uint64_t collectives_compared = 0;   // on two ranks or more
   std::uint64_t steps_considered = 0;
   std::int64_t considered_ns = 0;  // the steps' durations, averaged over the ranks
   std::string note;                // what was left out and why
 };
 
-StatusOr<ClusterFindings> ComputeClusterFindings(const ClusterStats& cluster, const FindingsOptions& options = {});
+StatusOr<ClusterFindings> ComputeClusterFindings(const ClusterStats& cluster,
+                                                 const FindingsOptions& options = {});
 
 // ---- for the cluster rules' evaluate functions ------------------------------------------------
 
 struct ClusterFindingContext {
   const ClusterStats& cluster;
-  std::vector<const StepComparison*> steps;  // the considered ones, by id
+  std::vector<const StepComparison*> steps;        // the considered ones, by id
   const std::vector<CollectiveStat>& collectives;  // every one on two ranks or more, by skew
   std::size_t max_evidence = 5;
 };

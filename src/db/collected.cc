@@ -5,6 +5,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "db/lost_records.h"
 #include "db/plausible.h"
@@ -203,32 +204,44 @@ Status ReadModules(const ProfileReader& reader, StringLookup& strings, const Col
   GPUPROF_ASSIGN_OR_RETURN(bool has_links, reader.HasColumns("CONNECTION_IDS", {"id", "connectionId"}));
   GPUPROF_ASSIGN_OR_RETURN(
       bool has_ops, reader.HasColumns("PYTORCH_API", {"startNs", "globalTid", "name", "connectionId"}));
-  std::optional<Query> tasks;
+  // (op thread, op start, task duration) of every linked task, by thread and start.
+  struct LinkedTask {
+    std::int64_t tid;
+    std::int64_t op_start;
+    std::int64_t duration;
+  };
+  std::vector<LinkedTask> linked;
   if (has_tasks && has_links && has_ops) {
+    GPUPROF_ASSIGN_OR_RETURN(const TaskOpLinks links, TaskOpLinks::Read(reader));
     GPUPROF_ASSIGN_OR_RETURN(
         Query query,
         reader.Prepare(
-            "SELECT l.op_tid, CAST(l.op_start AS INTEGER) AS os, CAST(t.endNs AS INTEGER) - "
-            "CAST(t.startNs AS INTEGER) FROM " +
-            TaskOpLinkFrom() + " WHERE " +
-            PlausibleSpanSql("t.startNs", "t.endNs", options.session_start_ns, options.session_end_ns) +
-            " AND l.op_tid IS NOT NULL ORDER BY l.op_tid, os"));
-    tasks = std::move(query);
+            "SELECT t.connectionId, CAST(t.startNs AS INTEGER), CAST(t.endNs AS INTEGER) FROM TASK t "
+            "WHERE " +
+            PlausibleSpanSql("t.startNs", "t.endNs", options.session_start_ns, options.session_end_ns)));
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
+      if (!row) break;
+      const LinkedOp* op = links.Find(query.Int(0));
+      if (op == nullptr || !op->start_ns.has_value()) continue;
+      linked.push_back({op->tid, *op->start_ns, query.Int(2) - query.Int(1)});
+    }
+    std::stable_sort(linked.begin(), linked.end(), [](const LinkedTask& a, const LinkedTask& b) {
+      return std::make_pair(a.tid, a.op_start) < std::make_pair(b.tid, b.op_start);
+    });
   }
 
   ModuleSweep sweep;
-  bool task_row = false;
-  if (tasks.has_value()) {
-    GPUPROF_ASSIGN_OR_RETURN(task_row, tasks->Step());
-  }
+  std::size_t next = 0;
   bool any_task = false;
   // Tasks whose op started before (thread, time) are swept first; a task whose op starts with a
   // module counts inside it.
   auto tasks_before = [&](std::int64_t thread, std::int64_t time_ns) -> Status {
-    while (task_row && std::make_pair(tasks->Int(0), tasks->Int(1)) < std::make_pair(thread, time_ns)) {
-      sweep.Task(tasks->Int(0), tasks->Int(1), tasks->Int(2));
+    while (next < linked.size() &&
+           std::make_pair(linked[next].tid, linked[next].op_start) < std::make_pair(thread, time_ns)) {
+      sweep.Task(linked[next].tid, linked[next].op_start, linked[next].duration);
       any_task = true;
-      GPUPROF_ASSIGN_OR_RETURN(task_row, tasks->Step());
+      ++next;
     }
     return OkStatus();
   };
@@ -242,10 +255,9 @@ Status ReadModules(const ProfileReader& reader, StringLookup& strings, const Col
     out->modules_absent = "no module ranges in this profile (record them with --with-modules)";
     return OkStatus();
   }
-  while (task_row) {
-    sweep.Task(tasks->Int(0), tasks->Int(1), tasks->Int(2));
+  for (; next < linked.size(); ++next) {
+    sweep.Task(linked[next].tid, linked[next].op_start, linked[next].duration);
     any_task = true;
-    GPUPROF_ASSIGN_OR_RETURN(task_row, tasks->Step());
   }
   sweep.Finish();
   out->module_gpu = any_task;

@@ -97,16 +97,20 @@ Status Exporter::ExportTaskFlows(const ProfileReader& reader, const Schema& sche
       !schema.HasAll("TASK", {"startNs", "deviceId", "streamId", "connectionId"})) {
     return OkStatus();
   }
-  // One flow per task, from the op that launched it (task_op_link.h: linear on a DB without an
-  // index on the link columns).
-  const std::string sql = "SELECT l.op_start, l.op_tid, t.startNs, t.deviceId, t.streamId FROM " +
-                          TaskOpLinkFrom() + " ORDER BY l.cid, t.startNs, t.rowid";
+  // One flow per task, from the op that launched it (task_op_link.h).
+  GPUPROF_ASSIGN_OR_RETURN(const TaskOpLinks links, TaskOpLinks::Read(reader));
+  if (links.empty()) return OkStatus();
+  const std::string sql =
+      "SELECT connectionId, startNs, deviceId, streamId FROM TASK WHERE connectionId IS NOT NULL ORDER BY "
+      "connectionId, startNs, rowid";
   return Stream(reader, sql, [&](const Query& q) {
-    const std::uint32_t from_pid = tracks_.HostPid(db, PidOf(q.Int(1)));
-    const std::uint32_t to_pid = tracks_.DevicePid(db, q.Int(3));
-    const auto stream = static_cast<std::uint32_t>(q.Int(4));
+    const LinkedOp* op = links.Find(q.Int(0));
+    if (op == nullptr) return;
+    const std::uint32_t from_pid = tracks_.HostPid(db, PidOf(op->tid));
+    const std::uint32_t to_pid = tracks_.DevicePid(db, q.Int(2));
+    const auto stream = static_cast<std::uint32_t>(q.Int(3));
     tracks_.Thread(to_pid, stream, "stream");
-    Flow("ac2g", from_pid, TidOf(q.Int(1)), q.Int(0), to_pid, stream, q.Int(2));
+    Flow("ac2g", from_pid, TidOf(op->tid), op->start_ns.value_or(0), to_pid, stream, q.Int(1));
   });
 }
 

@@ -19,6 +19,7 @@ add_library(gpuprof_db_reader STATIC
   check_schema.cc
   check_rows.cc
   report_data.cc
+  task_op_link.cc
   findings.cc
   findings_evidence.cc
   findings_launch.cc

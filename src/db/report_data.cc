@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -79,28 +80,37 @@ Status ReadMemoryCurves(const ProfileReader& reader, const ReportOptions& option
   return OkStatus();
 }
 
+// Saturating, as SQLite's integer subtraction turns to a double that reads back clamped.
+std::int64_t Difference(std::int64_t a, std::int64_t b) {
+  std::int64_t out = 0;
+  if (!__builtin_sub_overflow(a, b, &out)) return out;
+  return b < 0 ? INT64_MAX : INT64_MIN;
+}
+
 // One row per task linked to an op: the innermost (latest-starting) op of its connection.
 Status ReadOpLaunches(const ProfileReader& reader, const ReportOptions& options, ReportDb* report) {
-  GPUPROF_ASSIGN_OR_RETURN(bool has_connections, reader.HasColumns("CONNECTION_IDS", {"id", "connectionId"}));
-  GPUPROF_ASSIGN_OR_RETURN(
-      bool has_ops, reader.HasColumns("PYTORCH_API", {"startNs", "globalTid", "name", "connectionId"}));
   GPUPROF_ASSIGN_OR_RETURN(bool has_tasks, reader.HasColumns("TASK", {"startNs", "endNs", "connectionId"}));
-  if (!has_connections || !has_ops || !has_tasks) return OkStatus();
+  if (!has_tasks) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(const TaskOpLinks links, TaskOpLinks::Read(reader));
+  if (links.empty()) return OkStatus();
   // Grouped by the op's name id, named once per id afterwards (a name lookup per row cost seconds
   // over millions of tasks).
   GPUPROF_ASSIGN_OR_RETURN(
-      Query query,
-      reader.Prepare("SELECT l.op_name, t.startNs - l.op_start, t.endNs - t.startNs FROM " +
-                     TaskOpLinkFrom() + " WHERE t.startNs IS NOT NULL AND t.endNs >= t.startNs"));
+      Query query, reader.Prepare("SELECT connectionId, startNs, endNs FROM TASK WHERE connectionId IS "
+                                  "NOT NULL AND startNs IS NOT NULL AND endNs >= startNs"));
   std::map<std::optional<std::int64_t>, OpLaunchStat> by_id;
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
+    const LinkedOp* op = links.Find(query.Int(0));
+    if (op == nullptr) continue;
     base::Progress::AdvanceOf(options.progress, 1);
-    OpLaunchStat& stat = by_id[query.OptionalInt(0)];
+    OpLaunchStat& stat = by_id[op->name];
     ++stat.tasks;
-    stat.task_ns += query.Int(2);
-    ++report->launch_delay_histogram[DelayBucket(query.Int(1))];
+    stat.task_ns += Difference(query.Int(2), query.Int(1));
+    // An op without a start reads as no delay, as SQL's NULL difference read as 0.
+    const std::int64_t delay = op->start_ns.has_value() ? Difference(query.Int(1), *op->start_ns) : 0;
+    ++report->launch_delay_histogram[DelayBucket(delay)];
     ++report->launch_delays;
   }
   GPUPROF_ASSIGN_OR_RETURN(StringLookup names, StringLookup::Create(reader));

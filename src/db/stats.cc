@@ -33,6 +33,15 @@ std::string PlausibleSpan(const ProfileStats& stats, const std::string& start, c
   return PlausibleSpanSql(start, end, stats.session_start_ns, stats.session_end_ns);
 }
 
+// Records the note for `rows` rows of `table` left out.
+void NoteImplausibleRows(std::string_view table, std::int64_t rows, ProfileStats* stats) {
+  if (rows > 0) {
+    stats->data_notes.push_back(std::string(table) + ": " + std::to_string(rows) +
+                                " row(s) left out: their startNs/endNs are NULL, not integers, negative, "
+                                "reversed or far outside the session (`gpuprof check` names them)");
+  }
+}
+
 // Counts the rows of `table` (`where` selecting the ones stats reads) whose span is not plausible,
 // and records the note.
 Status NoteImplausibleRows(const ProfileReader& reader, std::string_view table, const std::string& where,
@@ -40,11 +49,7 @@ Status NoteImplausibleRows(const ProfileReader& reader, std::string_view table, 
   GPUPROF_ASSIGN_OR_RETURN(std::int64_t rows,
                            reader.QueryInt("SELECT COUNT(*) FROM " + std::string(table) + " WHERE (" + where +
                                            ") AND NOT " + PlausibleSpan(*stats, "startNs", "endNs")));
-  if (rows > 0) {
-    stats->data_notes.push_back(std::string(table) + ": " + std::to_string(rows) +
-                                " row(s) left out: their startNs/endNs are NULL, not integers, negative, "
-                                "reversed or far outside the session (`gpuprof check` names them)");
-  }
+  NoteImplausibleRows(table, rows, stats);
   return OkStatus();
 }
 
@@ -153,45 +158,86 @@ Status ReadOps(const ProfileReader& reader, StringLookup& strings, std::size_t t
   return OkStatus();
 }
 
+// A group's row count and span sum, as SQL's COUNT(*) and TOTAL(): the sum in a double, added in
+// scan order, then cast to an integer the way SQLite casts (held at the int64 limits).
+struct SpanSum {
+  std::uint64_t count = 0;
+  double total = 0;
+  std::int64_t max_ns = std::numeric_limits<std::int64_t>::min();
+
+  void Add(std::int64_t span) {
+    ++count;
+    total += static_cast<double>(span);
+    max_ns = std::max(max_ns, span);
+  }
+  std::int64_t total_ns() const {
+    if (total <= -0x1p63) return std::numeric_limits<std::int64_t>::min();
+    if (total >= 0x1p63) return std::numeric_limits<std::int64_t>::max();
+    return static_cast<std::int64_t>(total);
+  }
+};
+
+// The groups by total descending, then by id (NULL first), as `ORDER BY total DESC, id` sorts them.
+std::vector<std::pair<std::optional<std::int64_t>, SpanSum>> ByTotal(
+    const std::map<std::optional<std::int64_t>, SpanSum>& groups) {
+  std::vector<std::pair<std::optional<std::int64_t>, SpanSum>> sorted(groups.begin(), groups.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second.total_ns() > b.second.total_ns(); });
+  return sorted;
+}
+
+// One scan of TASK (with each task's COMPUTE_TASK_INFO row by its primary key), grouped here: SQL's
+// GROUP BY sorted millions of rows twice, and counting the left-out rows took a scan of its own.
 Status ReadKernels(const ProfileReader& reader, StringLookup& strings, std::size_t top, ProfileStats* stats) {
   GPUPROF_ASSIGN_OR_RETURN(stats->kernels_absent,
                            Absence(reader, "TASK", {"globalTaskId", "startNs", "endNs", "taskType"}));
   if (!stats->kernels_absent.empty()) return OkStatus();
-  GPUPROF_RETURN_IF_ERROR(NoteImplausibleRows(reader, "TASK", "1", stats));
-
-  // TOTAL (a double) cannot overflow; the rows it sums are plausible spans, so it is exact to 2^53 ns.
-  GPUPROF_ASSIGN_OR_RETURN(
-      Query types,
-      reader.Prepare(
-          "SELECT taskType, COUNT(*), CAST(TOTAL(endNs - startNs) AS INTEGER) AS total FROM TASK WHERE " +
-          PlausibleSpan(*stats, "startNs", "endNs") + " GROUP BY taskType ORDER BY total DESC, taskType"));
-  while (true) {
-    GPUPROF_ASSIGN_OR_RETURN(bool row, types.Step());
-    if (!row) break;
-    GPUPROF_ASSIGN_OR_RETURN(std::string type, strings.Get(types.OptionalInt(0)));
-    stats->task_types.push_back({std::move(type), static_cast<std::uint64_t>(types.Int(1)), types.Int(2)});
-  }
-
-  GPUPROF_ASSIGN_OR_RETURN(stats->kernels_absent,
+  GPUPROF_ASSIGN_OR_RETURN(const std::string info_absent,
                            Absence(reader, "COMPUTE_TASK_INFO", {"globalTaskId", "name"}));
-  if (!stats->kernels_absent.empty()) return OkStatus();
+  const bool with_info = info_absent.empty();
   GPUPROF_ASSIGN_OR_RETURN(
       Query query,
-      reader.Prepare("SELECT c.name, COUNT(*), CAST(TOTAL(t.endNs - t.startNs) AS INTEGER) AS total, "
-                     "MAX(t.endNs - t.startNs) FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = "
-                     "t.globalTaskId WHERE " +
-                     PlausibleSpan(*stats, "t.startNs", "t.endNs") +
-                     " GROUP BY c.name ORDER BY total DESC, c.name"));
+      reader.Prepare(
+          "SELECT " + PlausibleSpan(*stats, "t.startNs", "t.endNs") + ", t.taskType, t.endNs - t.startNs, " +
+          (with_info
+               ? "c.globalTaskId IS NOT NULL, c.name, t.rowid FROM TASK t LEFT JOIN COMPUTE_TASK_INFO c "
+                 "ON c.globalTaskId = t.globalTaskId"
+               : "0, NULL, t.rowid FROM TASK t")));
+  std::int64_t left_out = 0;
+  std::map<std::optional<std::int64_t>, SpanSum> types;
+  std::map<std::optional<std::int64_t>, SpanSum> kernels;
+  std::optional<std::int64_t> previous_task;
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
-    auto calls = static_cast<std::uint64_t>(query.Int(1));
-    stats->kernel_calls += calls;
-    stats->kernel_total_ns = SaturatingAdd(stats->kernel_total_ns, query.Int(2));
+    // A task with two kernel rows (a file whose globalTaskId is not its key) comes twice in a row:
+    // a kernel each time, a task once.
+    const std::int64_t task = query.Int(5);
+    const bool again = previous_task == task;
+    previous_task = task;
+    if (query.Int(0) == 0) {
+      left_out += again ? 0 : 1;
+      continue;
+    }
+    const std::int64_t span = query.Int(2);
+    if (!again) types[query.OptionalInt(1)].Add(span);
+    if (query.Int(3) != 0) kernels[query.OptionalInt(4)].Add(span);
+  }
+  NoteImplausibleRows("TASK", left_out, stats);
+  for (const auto& [type_id, sum] : ByTotal(types)) {
+    GPUPROF_ASSIGN_OR_RETURN(std::string type, strings.Get(type_id));
+    stats->task_types.push_back({std::move(type), sum.count, sum.total_ns()});
+  }
+
+  stats->kernels_absent = info_absent;
+  if (!stats->kernels_absent.empty()) return OkStatus();
+  for (const auto& [name_id, sum] : ByTotal(kernels)) {
+    stats->kernel_calls += sum.count;
+    stats->kernel_total_ns = SaturatingAdd(stats->kernel_total_ns, sum.total_ns());
     ++stats->kernel_names;
     if (stats->top_kernels.size() < top) {
-      GPUPROF_ASSIGN_OR_RETURN(std::string name, strings.Get(query.OptionalInt(0)));
-      stats->top_kernels.push_back({std::move(name), calls, query.Int(2), query.Int(3)});
+      GPUPROF_ASSIGN_OR_RETURN(std::string name, strings.Get(name_id));
+      stats->top_kernels.push_back({std::move(name), sum.count, sum.total_ns(), sum.max_ns});
     }
   }
   if (stats->kernel_calls == 0) {

@@ -120,7 +120,9 @@ class TwoRankTest(TwoRankRun):
             ranges = self.rows(db, """
                 SELECT m.value, COUNT(*) FROM MSTX_EVENTS e JOIN STRING_IDS d ON d.id = e.domainId
                 JOIN STRING_IDS m ON m.id = e.message WHERE d.value = 'Module' GROUP BY m.value ORDER BY m.value""")
-            self.assertEqual(ranges, [("CrossRankCenter", 3), ("Linear", 6), ("ReLU", 3), ("Sequential", 3)])
+            # By their path in the model with the class beside it; the outermost by its class.
+            self.assertEqual(ranges, [("0 (Linear)", 3), ("1 (CrossRankCenter)", 3), ("2 (ReLU)", 3),
+                                      ("3 (Linear)", 3), ("Sequential", 3)])
 
     def test_stats_over_the_directory_reports_both_ranks(self):
         done = subprocess.run([self.cli, "stats", os.path.join(self.out, "prof")], capture_output=True, text=True,

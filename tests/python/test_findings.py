@@ -95,9 +95,11 @@ class PlantedFindingsTest(unittest.TestCase):
         found = self.findings(mode)
         self.assertIn(finding_id, found, self.runs[mode][1])
         finding = found[finding_id]
-        planted = statistics.median(row[planted_key] for row in self.runs[mode][2])
-        self.assertAlmostEqual(finding["at_stake_ms_per_step"], planted, delta=0.2 * planted)
         steps = self.runs[mode][0]["profiles"][0]["findings"]["steps_considered"]
+        # The mean over the iterations inside the considered steps (the first is in the warm-up
+        # step): on a busy machine one pause can take several times the others, in both figures.
+        planted = statistics.mean(row[planted_key] for row in self.runs[mode][2][-steps:])
+        self.assertAlmostEqual(finding["at_stake_ms_per_step"], planted, delta=0.2 * planted)
         self.assertEqual(finding["occurrences"], steps, "one planted occurrence per considered step")
         for row in finding["evidence"]:
             self.assertTrue(row["name"].startswith(evidence_name), row)

@@ -275,7 +275,7 @@ class TwoGlooRanksTest(MsprofAnalyzeRun):
     def test_module_statistic_places_the_forward_all_reduce_under_its_module(self):
         tables, db = self.recipe("module_statistic")
         got = rows(db, "SELECT rankID, module, opName, opCount FROM ModuleStatistic ORDER BY rankID")
-        self.assertEqual(got, [(r, "CrossRankCenter", "gloo:all_reduce", 3) for r in (0, 1)], tables)
+        self.assertEqual(got, [(r, "1 (CrossRankCenter)", "gloo:all_reduce", 3) for r in (0, 1)], tables)
 
     def test_cluster_time_summary_reads_our_files_given_one_device_copy(self):
         # msprof-analyze's cluster_time_summary merges a per-rank memcpy table that is column-less

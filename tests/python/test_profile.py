@@ -538,11 +538,12 @@ class ProfileTest(ScriptRunner, unittest.TestCase):
         ranges = rows(dbs[0], """SELECT m.value, COUNT(*) FROM MSTX_EVENTS e JOIN STRING_IDS d ON d.id = e.domainId
                                  JOIN STRING_IDS m ON m.id = e.message WHERE d.value = 'Module'
                                  GROUP BY m.value ORDER BY m.value""")
-        self.assertEqual(ranges, [("Linear", 6), ("ReLU", 3), ("Sequential", 3)])
+        # Named by their path in the model, the class beside it; the outermost by its class.
+        self.assertEqual(ranges, [("0 (Linear)", 3), ("1 (ReLU)", 3), ("2 (Linear)", 3), ("Sequential", 3)])
         nested = rows(dbs[0], """SELECT COUNT(*) FROM MSTX_EVENTS l JOIN MSTX_EVENTS s ON l.startNs >= s.startNs
                                  AND l.endNs <= s.endNs JOIN STRING_IDS ln ON ln.id = l.message
                                  JOIN STRING_IDS sn ON sn.id = s.message
-                                 WHERE ln.value = 'Linear' AND sn.value = 'Sequential'""")
+                                 WHERE ln.value LIKE '% (Linear)' AND sn.value = 'Sequential'""")
         self.assertEqual(nested, [(6,)], "each Linear range lies inside a Sequential range")
 
     @unittest.skipUnless(HAVE_TORCH and torch.cuda.is_available(), "needs a CUDA GPU (run by tools/gpu_check.sh)")

@@ -206,11 +206,13 @@ class ReportInBrowserTest(unittest.TestCase):
                 self.assertTrue(all(len(a["ticks"]) >= 3 for a in scaled), chart["axes"])
 
     def check_findings_equal_stats_json(self, path, some=True):
-        """Each finding on the page (in order, every DB's) has the figures of stats' JSON: ms per step
+        """Each finding on the page (in order, every DB's, then those across the ranks) has the figures of stats' JSON: ms per step
         and % of the step time, to the page's decimals. `some`: the run has findings."""
         run = cli("stats", path, "--format", "json")
         self.assertEqual(run.returncode, 0, run.stderr)
-        expected = [f for profile in json.loads(run.stdout)["profiles"] for f in profile["findings"]["findings"]]
+        document = json.loads(run.stdout)
+        expected = [f for profile in document["profiles"] for f in profile["findings"]["findings"]]
+        expected += document.get("across_ranks", {}).get("findings", [])
         shown = self.driver.find_elements(By.CSS_SELECTOR, "section#overview li.finding")
         self.assertEqual([e.get_attribute("data-finding") for e in shown], [f["id"] for f in expected])
         if some:

@@ -2,7 +2,7 @@
 
     python3 -m torch.distributed.run --nproc_per_node=2 straggler.py MODE OUT    MODE: straggler | even
 
-Every step both ranks run the op "work" (20 ms, a sleep: steady on a busy machine); straggler: rank 1
+Every step both ranks run the op "work" (50 ms, a sleep: steady on a busy machine); straggler: rank 1
 also spends 30 ms per step outside every op (time.sleep, as a slow data path would) before the
 gradients' all_reduce, so rank 0 waits for it there; even: neither does. Each rank
 writes OUT.<rank>.json with what it planted per step, measured here: straggle_ms.
@@ -28,7 +28,7 @@ for step in range(8):
     opt.zero_grad()
     loss.backward()
     with torch.autograd.profiler.record_function("work"):
-        time.sleep(0.020)
+        time.sleep(0.050)
     start = time.perf_counter()
     if mode == "straggler" and rank == 1:
         time.sleep(0.030)

@@ -458,6 +458,21 @@ TEST_F(StatsTest, TextTimestampsAsTorchNpuDeclaresThemWork) {
   EXPECT_EQ(stats.op_self_sum_ns, 2100 * kUs);
 }
 
+TEST_F(StatsTest, AKernelRowTwiceCountsItsTaskOnce) {
+  // A foreign file whose COMPUTE_TASK_INFO.globalTaskId is not its key, one kernel row repeated:
+  // the kernels table counts each joined row (as SQL's join does), the task types each task once.
+  ProfileStats stats = Compute({}, 15,
+                               "ALTER TABLE COMPUTE_TASK_INFO RENAME TO OLD_INFO;"
+                               "CREATE TABLE COMPUTE_TASK_INFO AS SELECT * FROM OLD_INFO;"
+                               "INSERT INTO COMPUTE_TASK_INFO SELECT * FROM OLD_INFO WHERE globalTaskId = "
+                               "(SELECT MIN(globalTaskId) FROM OLD_INFO); DROP TABLE OLD_INFO;");
+  EXPECT_EQ(stats.kernel_calls, 5u);
+  ASSERT_EQ(stats.task_types.size(), 2u);
+  EXPECT_EQ(stats.task_types[0].type, "KERNEL");
+  EXPECT_EQ(stats.task_types[0].count, 4u);
+  EXPECT_EQ(stats.task_types[1].count, 1u);
+}
+
 // ---- ComputeApiSummary (gpuprof run's CUDA API lines) -----------------------------------------
 
 class ApiSummaryTest : public StatsTest {

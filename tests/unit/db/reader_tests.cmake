@@ -12,6 +12,12 @@ gpuprof_add_gtest(NAME db_reader_test
   LIBS gpuprof::db_reader gpuprof_db_reader_testing
   LABELS unit)
 
+# Which op each device task's connection links to (db/task_op_link.h), against the SQL join.
+gpuprof_add_gtest(NAME db_task_op_link_test
+  SOURCES task_op_link_test.cc
+  LIBS gpuprof::db_reader gpuprof_db_reader_testing
+  LABELS unit)
+
 # The writer's output through the read side (check, stats, export): built once the writer exists.
 if(TARGET gpuprof::db)
   gpuprof_add_gtest(NAME db_reader_writer_compat_test
