@@ -42,9 +42,9 @@ Status RowSink::WriteDeviceRanges() {
       conn_.Exec("CREATE TEMP TABLE gpuprof_range_launch (corr INTEGER, conn INTEGER, stream INTEGER);"
                  "CREATE TEMP TABLE gpuprof_device_range (conn INTEGER PRIMARY KEY);"));
   {
-    GPUPROF_ASSIGN_OR_RETURN(Statement link,
-                             Statement::Prepare(conn_, "INSERT INTO temp.gpuprof_range_launch VALUES (?1, ?2, ?3)",
-                                                Statement::Use::kTransient));
+    GPUPROF_ASSIGN_OR_RETURN(
+        Statement link, Statement::Prepare(conn_, "INSERT INTO temp.gpuprof_range_launch VALUES (?1, ?2, ?3)",
+                                           Statement::Use::kTransient));
     GPUPROF_ASSIGN_OR_RETURN(Statement range,
                              Statement::Prepare(conn_, "INSERT INTO temp.gpuprof_device_range VALUES (?1)",
                                                 Statement::Use::kTransient));
@@ -61,7 +61,7 @@ Status RowSink::WriteDeviceRanges() {
       }
     }
   }
-  GPUPROF_ASSIGN_OR_RETURN(const std::uint64_t type_id, Id(StringSpace::kDevice, "MSTX_RANGE"));
+  GPUPROF_ASSIGN_OR_RETURN(const std::uint64_t type_id, Id(StringSpace::kDevice, kMstxRangeTaskType));
   // One pass over TASK (the temp table is looked up by correlation id); the new rows' global task
   // ids follow the largest one written.
   GPUPROF_RETURN_IF_ERROR(conn_.Exec(
