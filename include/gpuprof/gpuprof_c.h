@@ -155,6 +155,29 @@ GPUPROF_API int gpuprof_range_start(const char* message, uint64_t* range_id) GPU
 /* Ends the range `range_id` opened by gpuprof_range_start. */
 GPUPROF_API int gpuprof_range_end(uint64_t range_id) GPUPROF_NOEXCEPT;
 
+/* gpuprof_mstx_v1.flags */
+/* The range is device-linked: its device time is that of the device work (kernels, copies,
+ * memsets) the calling thread launches until it ends; the profile gives it a task on the device
+ * (docs/db_gpuprof_tables.md, MSTX_EVENTS.connectionId). */
+#define GPUPROF_MSTX_DEVICE 1u
+/* Device-linked to `stream` only (implies GPUPROF_MSTX_DEVICE). */
+#define GPUPROF_MSTX_STREAM 2u
+
+/* A marker or range with a domain (torch_npu's mstx API: mark / range_start(message, stream) /
+ * range_start(message, domain=...)). */
+typedef struct gpuprof_mstx_v1 {
+  uint32_t size;       /* sizeof(gpuprof_mstx_v1) */
+  uint32_t flags;      /* GPUPROF_MSTX_*; 0 for a marker */
+  const char* message; /* as gpuprof_mark's */
+  const char* domain;  /* NULL or "": "default"; else up to GPUPROF_MAX_MESSAGE_BYTES bytes */
+  uint64_t stream;     /* a cudaStream_t (0: the legacy default stream), with GPUPROF_MSTX_STREAM */
+} gpuprof_mstx_v1;
+
+/* gpuprof_mark and gpuprof_range_start with a domain and, for a range, a device link. A marker
+ * takes no flag. Returns as they do, or GPUPROF_ERROR_INVALID_ARGUMENT naming the field. */
+GPUPROF_API int gpuprof_mark_v1(const gpuprof_mstx_v1* mark) GPUPROF_NOEXCEPT;
+GPUPROF_API int gpuprof_range_start_v1(const gpuprof_mstx_v1* range, uint64_t* range_id) GPUPROF_NOEXCEPT;
+
 /* Framework records (the PyTorch extension's, DB_SPEC.md section 3): one call per finished op,
  * allocator event or garbage-collection pause, from any thread. Each struct starts with its
  * `size` (set it to sizeof the struct the caller was built with; fields are only ever appended).
@@ -391,6 +414,9 @@ typedef struct gpuprof_session_v1 {
   int (*configure_replay_settings)(const char* const* keys, const char* const* values, size_t count);
   /* Appended with range replay: check `size` before calling. */
   int (*replay_step_boundary)(void);
+  /* Appended with mstx domains and device-linked ranges: check `size` before calling. */
+  int (*mark_v1)(const gpuprof_mstx_v1* mark);
+  int (*range_start_v1)(const gpuprof_mstx_v1* range, uint64_t* range_id);
 } gpuprof_session_v1;
 
 GPUPROF_API const gpuprof_session_v1* gpuprof_active_session_v1(void) GPUPROF_NOEXCEPT;

@@ -96,6 +96,9 @@ class _Native:
         c.gpuprof_window_begin_v1.argtypes = [ctypes.c_char_p]
         c.gpuprof_window_end_v1.argtypes = []
         c.gpuprof_window_db_v1.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        if hasattr(c, "gpuprof_mark_v1"):  # an older library: marks and ranges in domain "default" only
+            c.gpuprof_mark_v1.argtypes = [ctypes.c_void_p]
+            c.gpuprof_range_start_v1.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)]
         if hasattr(c, "gpuprof_name_thread_v1"):  # an older library: threads keep their numbers
             c.gpuprof_name_thread_v1.argtypes = [ctypes.c_uint64, ctypes.c_char_p]
         h = self.hooks
@@ -120,6 +123,17 @@ class _Native:
 class _Range(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("tid", ctypes.c_uint32), ("start_ns", ctypes.c_int64),
                 ("end_ns", ctypes.c_int64), ("domain", ctypes.c_char_p), ("message", ctypes.c_char_p)]
+
+
+# gpuprof_mstx_v1.flags
+GPUPROF_MSTX_DEVICE = 1
+GPUPROF_MSTX_STREAM = 2
+
+
+class Mstx(ctypes.Structure):
+    """gpuprof_mstx_v1: a marker or range with a domain and, for a range, a device link."""
+    _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("message", ctypes.c_char_p),
+                ("domain", ctypes.c_char_p), ("stream", ctypes.c_uint64)]
 
 
 class _GcEvent(ctypes.Structure):

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "db/device_work.h"
 #include "db/lost_records.h"
 #include "db/plausible.h"
 #include "db/stats.h"
@@ -213,12 +214,14 @@ Status ReadModules(const ProfileReader& reader, StringLookup& strings, const Col
   std::vector<LinkedTask> linked;
   if (has_tasks && has_links && has_ops) {
     GPUPROF_ASSIGN_OR_RETURN(const TaskOpLinks links, TaskOpLinks::Read(reader));
+    GPUPROF_ASSIGN_OR_RETURN(const std::string device_work, DeviceWorkTaskSql(reader, "t"));
     GPUPROF_ASSIGN_OR_RETURN(
         Query query,
         reader.Prepare(
             "SELECT t.connectionId, CAST(t.startNs AS INTEGER), CAST(t.endNs AS INTEGER) FROM TASK t "
             "WHERE " +
-            PlausibleSpanSql("t.startNs", "t.endNs", options.session_start_ns, options.session_end_ns)));
+            PlausibleSpanSql("t.startNs", "t.endNs", options.session_start_ns, options.session_end_ns) +
+            " AND " + device_work));
     while (true) {
       GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
       if (!row) break;

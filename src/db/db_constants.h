@@ -38,6 +38,11 @@ inline constexpr std::uint64_t kRuntimeConnectionOffset = 1ull << 32;
 inline constexpr std::uint64_t kCommunicationConnectionBase = 3ull << 32;
 inline constexpr std::uint64_t kMstxConnectionBase = 4ull << 32;
 
+// TASK.taskType of a device-linked mstx range's task (writer_mstx_device.cc): the span of the
+// device work its thread launched inside it, read by msprof-analyze's mstx_sum, not device work
+// itself (device_work.h leaves it out).
+inline constexpr std::string_view kMstxRangeTaskType = "MSTX_RANGE";
+
 // COMMUNICATION_OP.groupName of every collective: the work ops do not say which process group
 // they ran on (docs/db_gpuprof_tables.md).
 inline constexpr std::string_view kDefaultGroupName = "default_pg";

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "db/device_work.h"
 #include "db/findings_internal.h"
 #include "db/string_lookup.h"
 
@@ -183,13 +184,14 @@ StatusOr<std::shared_ptr<const LaunchScan>> ScanLaunches(const FindingContext& c
   GPUPROF_ASSIGN_OR_RETURN(const bool has_calls,
                            ctx.reader.HasColumns("CANN_API", {"startNs", "endNs", "connectionId", "name"}));
   GPUPROF_ASSIGN_OR_RETURN(const std::unordered_set<std::int64_t> launch_ids, KernelLaunchCalls(ctx.reader));
+  GPUPROF_ASSIGN_OR_RETURN(const std::string device_work, DeviceWorkTaskSql(ctx.reader, "t"));
   const std::string calls = has_calls ? "a.startNs, a.endNs, a.name FROM TASK t LEFT JOIN CANN_API a ON "
                                         "a.connectionId = t.connectionId"
                                       : "NULL, NULL, NULL FROM TASK t";
   GPUPROF_ASSIGN_OR_RETURN(
       Query tasks, ctx.reader.Prepare("SELECT t.startNs, t.endNs, t.globalTaskId, " + calls +
-                                      " WHERE t.endNs >= t.startNs AND t.endNs > ?1 AND t.startNs < ?2 "
-                                      "ORDER BY t.startNs"));
+                                      " WHERE t.endNs >= t.startNs AND t.endNs > ?1 AND t.startNs < ?2 AND " +
+                                      device_work + " ORDER BY t.startNs"));
   tasks.BindInt(1, ctx.steps.front()->start_ns);
   tasks.BindInt(2, ctx.steps.back()->end_ns);
   Walk walk(ctx, *scan);

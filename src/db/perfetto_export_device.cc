@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "db/device_work.h"
 #include "db/perfetto_exporter.h"
 #include "db/task_op_link.h"
 
@@ -59,7 +60,8 @@ Status Exporter::ExportTasks(const ProfileReader& reader, const Schema& schema, 
   } else {
     select += ", NULL";
   }
-  return Stream(reader, select + from, [&](const Query& q) -> Status {
+  GPUPROF_ASSIGN_OR_RETURN(const std::string device_work, DeviceWorkTaskSql(reader, "t"));
+  return Stream(reader, select + from + " WHERE " + device_work, [&](const Query& q) -> Status {
     const std::uint32_t pid = tracks_.DevicePid(db, q.Int(2));
     const auto stream = static_cast<std::uint32_t>(q.Int(3));
     tracks_.Thread(pid, stream, "stream");
@@ -100,9 +102,10 @@ Status Exporter::ExportTaskFlows(const ProfileReader& reader, const Schema& sche
   // One flow per task, from the op that launched it (task_op_link.h).
   GPUPROF_ASSIGN_OR_RETURN(const TaskOpLinks links, TaskOpLinks::Read(reader));
   if (links.empty()) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(const std::string device_work, DeviceWorkTaskSql(reader, ""));
   const std::string sql =
-      "SELECT connectionId, startNs, deviceId, streamId FROM TASK WHERE connectionId IS NOT NULL ORDER BY "
-      "connectionId, startNs, rowid";
+      "SELECT connectionId, startNs, deviceId, streamId FROM TASK WHERE connectionId IS NOT NULL AND " +
+      device_work + " ORDER BY connectionId, startNs, rowid";
   return Stream(reader, sql, [&](const Query& q) {
     const LinkedOp* op = links.Find(q.Int(0));
     if (op == nullptr) return;

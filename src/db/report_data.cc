@@ -12,6 +12,7 @@
 
 #include "base/utf8.h"
 #include "db/db_constants.h"
+#include "db/device_work.h"
 #include "db/plausible.h"
 #include "db/schema.h"
 #include "db/string_lookup.h"
@@ -95,9 +96,11 @@ Status ReadOpLaunches(const ProfileReader& reader, const ReportOptions& options,
   if (links.empty()) return OkStatus();
   // Grouped by the op's name id, named once per id afterwards (a name lookup per row cost seconds
   // over millions of tasks).
+  GPUPROF_ASSIGN_OR_RETURN(const std::string device_work, DeviceWorkTaskSql(reader, ""));
   GPUPROF_ASSIGN_OR_RETURN(
       Query query, reader.Prepare("SELECT connectionId, startNs, endNs FROM TASK WHERE connectionId IS "
-                                  "NOT NULL AND startNs IS NOT NULL AND endNs >= startNs"));
+                                  "NOT NULL AND startNs IS NOT NULL AND endNs >= startNs AND " +
+                                  device_work));
   std::map<std::optional<std::int64_t>, OpLaunchStat> by_id;
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
@@ -282,10 +285,12 @@ StatusOr<StepTimeline> ReadStepTimeline(const ProfileReader& reader, const RankS
     const std::string name = has_info ? "COALESCE((SELECT c.name FROM COMPUTE_TASK_INFO c WHERE "
                                         "c.globalTaskId = t.globalTaskId), t.taskType)"
                                       : "t.taskType";
+    GPUPROF_ASSIGN_OR_RETURN(const std::string device_work, DeviceWorkTaskSql(reader, "t"));
     GPUPROF_RETURN_IF_ERROR(ReadItems(
         reader,
         "SELECT t.startNs, t.endNs, IFNULL(t.deviceId, 0), IFNULL(t.streamId, 0), " + name +
-            " FROM TASK t WHERE t.endNs > ?1 AND t.startNs < ?2 ORDER BY t.deviceId, t.streamId, t.startNs",
+            " FROM TASK t WHERE t.endNs > ?1 AND t.startNs < ?2 AND " + device_work +
+            " ORDER BY t.deviceId, t.streamId, t.startNs",
         step,
         [](std::int64_t device, std::int64_t stream) {
           return "device " + std::to_string(device) + " stream " + std::to_string(stream);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "db/db_constants.h"
+#include "db/device_work.h"
 #include "db/plausible.h"
 #include "db/string_lookup.h"
 
@@ -195,6 +196,7 @@ Status ReadKernels(const ProfileReader& reader, StringLookup& strings, std::size
   GPUPROF_ASSIGN_OR_RETURN(const std::string info_absent,
                            Absence(reader, "COMPUTE_TASK_INFO", {"globalTaskId", "name"}));
   const bool with_info = info_absent.empty();
+  GPUPROF_ASSIGN_OR_RETURN(const std::string device_work, DeviceWorkTaskSql(reader, "t"));
   GPUPROF_ASSIGN_OR_RETURN(
       Query query,
       reader.Prepare(
@@ -202,7 +204,8 @@ Status ReadKernels(const ProfileReader& reader, StringLookup& strings, std::size
           (with_info
                ? "c.globalTaskId IS NOT NULL, c.name, t.rowid FROM TASK t LEFT JOIN COMPUTE_TASK_INFO c "
                  "ON c.globalTaskId = t.globalTaskId"
-               : "0, NULL, t.rowid FROM TASK t")));
+               : "0, NULL, t.rowid FROM TASK t") +
+          " WHERE " + device_work));
   std::int64_t left_out = 0;
   std::map<std::optional<std::int64_t>, SpanSum> types;
   std::map<std::optional<std::int64_t>, SpanSum> kernels;

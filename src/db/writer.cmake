@@ -12,6 +12,7 @@ add_library(gpuprof_db STATIC
   writer_run_info.cc
   writer_finalize.cc
   writer_task_info.cc
+  writer_mstx_device.cc
   schema.cc
   side_file.cc
   string_table.cc)

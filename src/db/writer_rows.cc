@@ -84,6 +84,7 @@ Status RowSink::WriteFinal(const Derived& derived, const OpLane& lane, std::size
   GPUPROF_RETURN_IF_ERROR(WriteCollectives(lane.collectives(), lane.ops(), derived.connections, run));
   for (BatchInserter* inserter : Inserters()) GPUPROF_RETURN_IF_ERROR(inserter->Flush());
   GPUPROF_RETURN_IF_ERROR(FillRangePassDurations());
+  GPUPROF_RETURN_IF_ERROR(WriteDeviceRanges());
   return WriteRunTables(run, end_ns);
 }
 
@@ -290,16 +291,21 @@ Status RowSink::WriteRecord(trace::Mark& mark) {
   s.Set(6, GlobalTid(mark.pid, mark.tid));
   s.Set(7, GlobalTid(mark.pid, mark.end_tid != 0 ? mark.end_tid : mark.tid));
   s.SetU64(8, domain_id);
-  // A device-side range keeps its correlation id (TASK.connectionId); a host-only range keeps
-  // 4294967295, as msprof writes it: mstx_sum skips those (a range with an id but no TASK row makes
-  // it subtract NULLs and drop the rank). A host-only mark gets an id of its own and, as torch_npu
-  // records an mstx call, a PYTORCH_API row of type mstx (50004) at its time on its thread, which
-  // CONNECTION_IDS ties to that id: mstx_sum reads every mark's framework time through
-  // CONNECTION_IDS and fails on a mark without one (prof_exports/mstx_event_export.py,
+  // A host-only range keeps 4294967295, as msprof writes it: mstx_sum skips those (a range with an
+  // id but no TASK row makes it subtract NULLs and drop the rank). A device-linked range gets an id
+  // of its own (4 << 32 + n); WriteDeviceRanges gives it its TASK row at Finalize, or puts
+  // 4294967295 back when its thread launched nothing inside it. A host-only mark gets an id of its
+  // own and, as torch_npu records an mstx call, a PYTORCH_API row of type mstx (50004) at its time
+  // on its thread, which CONNECTION_IDS ties to that id: mstx_sum reads every mark's framework time
+  // through CONNECTION_IDS and fails on a mark without one (prof_exports/mstx_event_export.py,
   // mstx_sum.py's astype), a mark outside every torch op included.
-  std::uint64_t connection_id = mark.correlation_id.value_or(kInvalidStringId);
-  if (!mark.correlation_id.has_value() && mark.start_ns == mark.end_ns &&
-      (mark.type == trace::Mark::Type::kMarker || mark.type == trace::Mark::Type::kMarkerEx)) {
+  std::uint64_t connection_id = kInvalidStringId;
+  const bool instant = mark.start_ns == mark.end_ns &&
+                       (mark.type == trace::Mark::Type::kMarker || mark.type == trace::Mark::Type::kMarkerEx);
+  if (mark.device && !instant) {
+    connection_id = kMstxConnectionBase + next_mstx_connection_++;
+    device_ranges_.push_back(DeviceRange{mark.start_ns, mark.end_ns, mark.tid, mark.stream, connection_id});
+  } else if (instant) {
     connection_id = kMstxConnectionBase + next_mstx_connection_++;
     trace::TorchOp op;
     op.type = trace::TorchOp::Type::kMstx;

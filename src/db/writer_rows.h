@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -82,6 +83,9 @@ class RowSink {
                     const trace::RunInfo& run, std::int64_t end_ns);
   // Each pass of a replayed range's launch timed by its CUPTI kernel record (W6).
   Status FillRangePassDurations();
+  // The device side of the device-linked mstx ranges (writer_mstx_device.cc): one TASK row each
+  // over the device work its thread launched inside it; the TASK rows must all be written.
+  Status WriteDeviceRanges();
 
   // ---- Last, after the side files' merge (writer_task_info.cc) ----
   // COMPUTE_TASK_INFO's shape, dtype, format, attr and opState columns (filled, never NULL).
@@ -163,8 +167,17 @@ class RowSink {
 
   std::vector<trace::TorchOp> lane_batch_;  // TorchOps on their way to the op lane
   // Device-side indexes for the derivations (derive.h).
-  std::vector<LaunchSpan> launches_;  // and the host-only marks (kMstxConnectionBase ids)
+  std::vector<LaunchSpan> launches_;
+  // Ids of the host-only marks and the device-linked ranges (kMstxConnectionBase + n).
   std::uint64_t next_mstx_connection_ = 0;
+  struct DeviceRange {
+    std::int64_t start_ns = 0;
+    std::int64_t end_ns = 0;
+    std::uint32_t tid = 0;
+    std::optional<std::uint32_t> stream;
+    std::uint64_t connection_id = 0;
+  };
+  std::vector<DeviceRange> device_ranges_;  // trace::Mark::device ranges, for WriteDeviceRanges
   // CUPTI external id -> correlation ids of the launches made under it (trace::ExternalCorrelation).
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> external_launches_;
   std::vector<trace::AllocatorEvent> alloc_events_;

@@ -294,6 +294,18 @@ int PopLaunchCorrelation() {
 
 }  // namespace
 
+std::optional<std::uint32_t> CuptiDeviceCollector::StreamId(std::uint64_t stream) {
+  if (subscriber_ == nullptr || !subscriber_->running()) return std::nullopt;
+  StatusOr<const device::cuda::CudaDriver*> driver = device::cuda::CudaDriver::Get();
+  if (!driver.ok() || (*driver)->StreamGetCtx == nullptr) return std::nullopt;
+  auto* handle = reinterpret_cast<CUstream>(static_cast<std::uintptr_t>(stream));
+  CUcontext context = nullptr;
+  if ((*driver)->StreamGetCtx(handle, &context) != CUDA_SUCCESS) return std::nullopt;
+  std::uint32_t id = 0;
+  if (subscriber_->api()->GetStreamIdEx(context, handle, 0, &id) != CUPTI_SUCCESS) return std::nullopt;
+  return id;
+}
+
 DeviceCollector::CorrelationFunctions CuptiDeviceCollector::Correlation() const {
   if (subscriber_ == nullptr || !subscriber_->running() || !options_.external_correlation) return {};
   if (options_.launch_api_callbacks) return {&PushLaunchCorrelation, &PopLaunchCorrelation};

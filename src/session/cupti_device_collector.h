@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -70,6 +71,8 @@ class CuptiDeviceCollector final : public DeviceCollector {
   CorrelationFunctions Correlation() const override;
   Status ConfigureReplay(const ReplaySettings& settings) override;
   void ReplayStepBoundary() override;
+  // CUPTI's id of the stream (its context from the driver), as its kernel records give it.
+  std::optional<std::uint32_t> StreamId(std::uint64_t stream) override;
 
   // Null before Start and after a failed one.
   cupti::CuptiSubscriber* subscriber() const noexcept { return subscriber_.get(); }

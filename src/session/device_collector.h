@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,6 +88,14 @@ class DeviceCollector {
   // unless replay runs in range mode by step (and nothing for a collector that cannot replay). Any
   // thread, after a successful Start.
   virtual void ReplayStepBoundary() {}
+
+  // The id device records give the stream `stream` (a cudaStream_t; 0: the legacy default stream),
+  // for mstx ranges linked to a stream; nullopt when it cannot be told (the default). Any thread,
+  // after a successful Start.
+  virtual std::optional<std::uint32_t> StreamId(std::uint64_t stream) {
+    static_cast<void>(stream);
+    return std::nullopt;
+  }
 };
 
 // Makes the collector for a Session, or returns nullptr when there is none to make (no device

@@ -200,6 +200,56 @@ GPUPROF_API int gpuprof_range_start(const char* message, uint64_t* range_id) noe
              });
 }
 
+namespace {
+
+// gpuprof_mstx_v1's checks: the struct, its message and domain, and flags a marker or range takes.
+CallResult CheckMstx(const gpuprof_mstx_v1* mstx, std::uint32_t allowed_flags) {
+  if (auto bad =
+          CheckRecord(mstx, offsetof(gpuprof_mstx_v1, stream) + sizeof(std::uint64_t), "gpuprof_mstx_v1");
+      !bad.ok()) {
+    return bad;
+  }
+  if (CallResult bad = CheckMessage(mstx->message); !bad.ok()) return bad;
+  if (mstx->domain != nullptr && mstx->domain[0] != '\0') {
+    if (CallResult bad = CheckMessage(mstx->domain); !bad.ok()) {
+      bad.message = "domain: " + bad.message;
+      return bad;
+    }
+  }
+  if ((mstx->flags & ~allowed_flags) != 0) {
+    return {GPUPROF_ERROR_INVALID_ARGUMENT,
+            "flags " + std::to_string(mstx->flags) +
+                (allowed_flags == 0 ? ": a marker takes none"
+                                    : ": only GPUPROF_MSTX_DEVICE and GPUPROF_MSTX_STREAM")};
+  }
+  return {};
+}
+
+}  // namespace
+
+GPUPROF_API int gpuprof_mark_v1(const gpuprof_mstx_v1* mark) noexcept {
+  return Run(
+      [&] { return "gpuprof_mark_v1(message=" + Excerpt(mark != nullptr ? mark->message : nullptr) + ")"; },
+      [&] {
+        if (CallResult bad = CheckMstx(mark, 0); !bad.ok()) return bad;
+        return ProcessSession::Get().MarkV1(*mark);
+      });
+}
+
+GPUPROF_API int gpuprof_range_start_v1(const gpuprof_mstx_v1* range, uint64_t* range_id) noexcept {
+  return Run(
+      [&] {
+        return "gpuprof_range_start_v1(message=" + Excerpt(range != nullptr ? range->message : nullptr) + ")";
+      },
+      [&] {
+        if (CallResult bad = CheckMstx(range, GPUPROF_MSTX_DEVICE | GPUPROF_MSTX_STREAM); !bad.ok())
+          return bad;
+        if (range_id == nullptr) return CallResult{GPUPROF_ERROR_INVALID_ARGUMENT, "range_id is NULL"};
+        *range_id = 0;
+        return ProcessSession::Get().RangeStartV1(*range, range_id);
+      });
+}
+
 GPUPROF_API int gpuprof_get_device_correlation_v1(gpuprof_device_correlation_v1* out) noexcept {
   return Run([] { return std::string("gpuprof_get_device_correlation_v1()"); },
              [&] {

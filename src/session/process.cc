@@ -68,6 +68,12 @@ int TableMark(const char* message) noexcept {
 int TableRangeStart(const char* message, std::uint64_t* range_id) noexcept {
   return TableCall([&] { return ProcessSession::Get().RangeStart(message, range_id); });
 }
+int TableMarkV1(const gpuprof_mstx_v1* mark) noexcept {
+  return TableCall([&] { return ProcessSession::Get().MarkV1(*mark); });
+}
+int TableRangeStartV1(const gpuprof_mstx_v1* range, std::uint64_t* range_id) noexcept {
+  return TableCall([&] { return ProcessSession::Get().RangeStartV1(*range, range_id); });
+}
 int TableRangeEnd(std::uint64_t range_id) noexcept {
   return TableCall([&] { return ProcessSession::Get().RangeEnd(range_id); });
 }
@@ -134,6 +140,8 @@ gpuprof_session_v1 MakeTable() {
   table.name_thread = &TableNameThread;
   table.configure_replay_settings = &TableConfigureReplaySettings;
   table.replay_step_boundary = &TableReplayStepBoundary;
+  table.mark_v1 = &TableMarkV1;
+  table.range_start_v1 = &TableRangeStartV1;
   return table;
 }
 

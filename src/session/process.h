@@ -78,6 +78,9 @@ class ProcessSession {
   // `message` is validated by the caller (non-null, NUL-terminated, within the size limit).
   CallResult Mark(const char* message);
   CallResult RangeStart(const char* message, std::uint64_t* range_id);
+  // With a domain and (a range) a device link; the struct is checked by the caller.
+  CallResult MarkV1(const gpuprof_mstx_v1& mark);
+  CallResult RangeStartV1(const gpuprof_mstx_v1& range, std::uint64_t* range_id);
   CallResult RangeEnd(std::uint64_t range_id);
   // A framework record (validated by the caller) for the running session, or forwarded to the
   // copy that owns it.

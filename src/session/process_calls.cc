@@ -387,6 +387,39 @@ CallResult ProcessSession::RangeStart(const char* message, std::uint64_t* range_
   return {};
 }
 
+namespace {
+std::string_view DomainOf(const gpuprof_mstx_v1& mstx) {
+  return mstx.domain != nullptr && mstx.domain[0] != '\0' ? std::string_view(mstx.domain) : "default";
+}
+}  // namespace
+
+CallResult ProcessSession::MarkV1(const gpuprof_mstx_v1& mark) {
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  if (const gpuprof_session_v1* attached = target.attached; attached != nullptr) {
+    if (!Has(attached, &gpuprof_session_v1::mark_v1)) return OlderCopy("takes no mstx domains");
+    return Forwarded(attached, attached->mark_v1(&mark));
+  }
+  return FromStatus(target.session->Mark(mark.message, DomainOf(mark)));
+}
+
+CallResult ProcessSession::RangeStartV1(const gpuprof_mstx_v1& range, std::uint64_t* range_id) {
+  Target target;
+  if (CallResult running = Running(&target); !running.ok()) return running;
+  if (const gpuprof_session_v1* attached = target.attached; attached != nullptr) {
+    if (!Has(attached, &gpuprof_session_v1::range_start_v1)) return OlderCopy("takes no mstx domains");
+    return Forwarded(attached, attached->range_start_v1(&range, range_id));
+  }
+  Session::RangeOptions options;
+  options.domain = DomainOf(range);
+  options.device = (range.flags & (GPUPROF_MSTX_DEVICE | GPUPROF_MSTX_STREAM)) != 0;
+  if ((range.flags & GPUPROF_MSTX_STREAM) != 0) options.stream = range.stream;
+  StatusOr<std::uint64_t> id = target.session->RangeStart(range.message, options);
+  if (!id.ok()) return FromStatus(id.status());
+  *range_id = *id;
+  return {};
+}
+
 CallResult ProcessSession::RangeEnd(std::uint64_t range_id) {
   Target target;
   if (CallResult running = Running(&target); !running.ok()) return running;

@@ -85,6 +85,9 @@ struct OpenRange {
   std::int64_t start_ns = 0;
   std::uint32_t tid = 0;
   std::string message;
+  std::string domain = "default";
+  bool device = false;
+  std::optional<std::uint32_t> stream;  // the device records' id of its stream
 };
 
 }  // namespace
@@ -322,7 +325,7 @@ class Session::Impl {
     return box_->collector->Append(std::move(record));
   }
 
-  Status Mark(std::string_view message) {
+  Status Mark(std::string_view message, std::string_view domain) {
     if (!running()) return NotRunning();
     trace::Mark mark;
     mark.type = trace::Mark::Type::kMarkerEx;  // msprof's eventType 3, what mstx_sum reads
@@ -331,14 +334,20 @@ class Session::Impl {
     mark.pid = pid_;
     mark.tid = CurrentTid();
     mark.message = std::string(message);
-    mark.domain = "default";
+    mark.domain = domain.empty() ? "default" : std::string(domain);
     if (!Append(std::move(mark))) return Dropped("marker");
     return OkStatus();
   }
 
-  StatusOr<std::uint64_t> RangeStart(std::string_view message) {
+  StatusOr<std::uint64_t> RangeStart(std::string_view message, const Session::RangeOptions& options) {
     if (!running()) return NotRunning();
-    OpenRange range{base::EpochNowNs(), CurrentTid(), std::string(message)};
+    OpenRange range{base::EpochNowNs(),
+                    CurrentTid(),
+                    std::string(message),
+                    options.domain.empty() ? "default" : std::string(options.domain),
+                    options.device || options.stream.has_value(),
+                    std::nullopt};
+    if (options.stream.has_value()) range.stream = StreamId(*options.stream);
     const std::uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
     auto ranges = ranges_.wlock();
     if (ranges->size() >= kMaxOpenRanges) {
@@ -376,6 +385,23 @@ class Session::Impl {
   const std::string& partial_path() const noexcept { return partial_path_; }
   bool finalized() const noexcept { return finalized_.load(std::memory_order_acquire); }
   bool has_device_collector() const noexcept { return device_present_.load(std::memory_order_acquire); }
+  // The device records' id of a cudaStream_t; nullopt (said once) when the collector cannot tell.
+  std::optional<std::uint32_t> StreamId(std::uint64_t stream) {
+    std::optional<std::uint32_t> id;
+    bool collecting = false;
+    {
+      std::lock_guard<std::recursive_mutex> lock(device_mu_);
+      collecting = device_ != nullptr;
+      if (collecting) id = device_->StreamId(stream);
+    }
+    if (!id.has_value() && !stream_unknown_said_.exchange(true)) {
+      GPUPROF_LOG(kWarning) << "an mstx range linked to stream " << stream << " is linked to every stream "
+                            << "its thread launches on: "
+                            << (collecting ? "the device tracing cannot name that stream"
+                                           : "no device activity is collected");
+    }
+    return id;
+  }
   DeviceCollector::CorrelationFunctions DeviceCorrelation() {
     std::lock_guard<std::recursive_mutex> lock(device_mu_);
     return device_ != nullptr ? device_->Correlation() : DeviceCollector::CorrelationFunctions{};
@@ -446,7 +472,9 @@ class Session::Impl {
     mark.end_tid = end_tid;
     mark.range_id = id;
     mark.message = std::move(range.message);
-    mark.domain = "default";
+    mark.domain = std::move(range.domain);
+    mark.device = range.device;
+    mark.stream = range.stream;
     return mark;
   }
 
@@ -623,6 +651,7 @@ class Session::Impl {
   // Device control calls are serialized (the CUPTI subscriber's are not thread-safe), and may
   // re-enter through the teardown hook on the same thread.
   std::recursive_mutex device_mu_;
+  std::atomic<bool> stream_unknown_said_{false};
   std::unique_ptr<DeviceCollector> device_;
   std::atomic<bool> device_present_{false};
 
@@ -730,8 +759,12 @@ Status Session::WindowBegin(const std::string& out_dir) { return impl_->WindowBe
 Status Session::WindowEnd() { return impl_->WindowEnd(); }
 StatusOr<std::string> Session::WindowDb() { return impl_->WindowDb(); }
 bool Session::Append(trace::Record&& record) noexcept { return impl_->Append(std::move(record)); }
-Status Session::Mark(std::string_view message) { return impl_->Mark(message); }
-StatusOr<std::uint64_t> Session::RangeStart(std::string_view message) { return impl_->RangeStart(message); }
+Status Session::Mark(std::string_view message, std::string_view domain) {
+  return impl_->Mark(message, domain);
+}
+StatusOr<std::uint64_t> Session::RangeStart(std::string_view message, const RangeOptions& options) {
+  return impl_->RangeStart(message, options);
+}
 Status Session::RangeEnd(std::uint64_t range_id) { return impl_->RangeEnd(range_id); }
 Session::State Session::state() const noexcept { return impl_->state(); }
 const SessionConfig& Session::config() const noexcept { return impl_->config(); }

@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -106,11 +107,20 @@ class Session {
   // collector are still taken).
   bool Append(trace::Record&& record) noexcept;
 
-  // An instant marker / a start-end range on the calling thread (MSTX_EVENTS, domain "default").
+  // An instant marker / a start-end range on the calling thread (MSTX_EVENTS) in `domain`.
   // FailedPrecondition when not running; ResourceExhausted when the record was dropped or, for
   // RangeStart, when 1M ranges are open; NotFound for an id that is not open.
-  Status Mark(std::string_view message);
-  StatusOr<std::uint64_t> RangeStart(std::string_view message);
+  struct RangeOptions {
+    std::string_view domain = "default";
+    // Device-linked (trace::Mark::device): its device time is that of the device work the calling
+    // thread launches until it ends, on `stream` (a cudaStream_t) when given. A stream the device
+    // collector cannot name links the range to every stream, said once in the log.
+    bool device = false;
+    std::optional<std::uint64_t> stream;
+  };
+  Status Mark(std::string_view message, std::string_view domain = "default");
+  StatusOr<std::uint64_t> RangeStart(std::string_view message, const RangeOptions& options);
+  StatusOr<std::uint64_t> RangeStart(std::string_view message) { return RangeStart(message, RangeOptions{}); }
   Status RangeEnd(std::uint64_t range_id);
 
   State state() const noexcept;

@@ -108,8 +108,12 @@ struct Mark {
   std::uint32_t end_tid = 0;
   std::uint64_t range_id = 0;
   std::string message;
-  std::string domain;                           // e.g. "default", "Module"
-  std::optional<std::uint64_t> correlation_id;  // device-side link; none: host-only
+  std::string domain;  // e.g. "default", "Module"
+  // A device-linked range (gpuprof.mstx.range_start(..., stream=...) or device=True): its device
+  // time is that of the device work its thread launched inside it, on `stream` (CUPTI's stream id)
+  // when one is given; the DB writer derives it at Finalize. Otherwise host-only.
+  bool device = false;
+  std::optional<std::uint32_t> stream;
 };
 
 // One replayed (or declined) kernel launch with its passes, from replay::Controller.

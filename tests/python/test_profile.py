@@ -250,6 +250,40 @@ class ProfileTest(ScriptRunner, unittest.TestCase):
                               "ORDER BY m.startNs")
         self.assertEqual(events, [("loaded", 3), ("eval", 2)])  # marks: msprof's eventType 3 (marker_ex)
 
+    def test_mstx_domains_and_a_device_linked_range_that_launched_nothing(self):
+        # The domain of each mark and range is kept (msprof-analyze reads "Module" and "mfu_flops"
+        # ranges by it); a range on a stream whose thread launched no device work (a CPU run) keeps
+        # host times only: no device link (4294967295), as a host-only range.
+        _, dbs = self.run_script("""
+            with gpuprof.profile(on_trace_ready=gpuprof.db_handler(OUT)):
+                assert gpuprof.mstx.mark("loaded", domain="io")
+                rid = gpuprof.mstx.range_start("1024-matmul", domain="mfu_flops")
+                assert gpuprof.mstx.range_end(rid, domain="mfu_flops")
+                rid = gpuprof.mstx.range_start("on a stream", 0)
+                assert rid != 0 and gpuprof.mstx.range_end(rid)
+                rid = gpuprof.mstx.range_start("plain")
+                assert gpuprof.mstx.range_end(rid)
+        """)
+        events = rows(dbs[0], "SELECT s.value, d.value, m.eventType, m.connectionId = 4294967295 FROM MSTX_EVENTS m "
+                              "JOIN STRING_IDS s ON s.id = m.message JOIN STRING_IDS d ON d.id = m.domainId "
+                              "ORDER BY m.startNs")
+        self.assertEqual(events, [("loaded", "io", 3, 0), ("1024-matmul", "mfu_flops", 2, 1),
+                                  ("on a stream", "default", 2, 1), ("plain", "default", 2, 1)])
+        self.assertEqual(rows(dbs[0], "SELECT COUNT(*) FROM TASK"), [(0,)])
+
+    def test_mstx_bad_domain_or_stream_names_the_problem(self):
+        import gpuprof
+        with self.assertRaisesRegex(ValueError, "domain"):
+            gpuprof.mstx.mark("a", domain="")
+        with self.assertRaisesRegex(ValueError, "domain"):
+            gpuprof.mstx.range_start("a", domain=None)
+        with self.assertRaisesRegex(ValueError, "stream is not supported|on a stream"):
+            gpuprof.mstx.mark("a", 0)
+        with self.assertRaisesRegex(TypeError, "stream"):
+            gpuprof.mstx.range_start("a", "stream 0")
+        with self.assertRaisesRegex(ValueError, "stream"):
+            gpuprof.mstx.range_start("a", -1)
+
     def test_a_mark_outside_every_profile_says_once_that_it_was_not_recorded(self):
         # Inside a profile, a step its schedule does not record is the schedule's choice: no word.
         _, dbs = self.run_script("""

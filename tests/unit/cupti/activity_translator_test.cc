@@ -259,7 +259,7 @@ TEST(MarkerPairerTest, PairsStartAndEndById) {
   EXPECT_EQ(mark->tid, 11u);
   EXPECT_EQ(mark->end_tid, 12u);
   EXPECT_EQ(mark->pid, 4242u);
-  EXPECT_FALSE(mark->correlation_id.has_value());  // host-only
+  EXPECT_FALSE(mark->device);  // host-only
   EXPECT_EQ(pairer.open_ranges(), 0u);
 }
 

@@ -51,6 +51,12 @@ if(TARGET gpuprof::db)
     SOURCES warmup_test.cc
     LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing
     LABELS unit)
+  # The readers of device work (stats, findings, report, export, diff) on a profile with a
+  # device-linked mstx range against its twin without the range's task (db/device_work.h).
+  gpuprof_add_gtest(NAME db_device_range_readers_test
+    SOURCES device_range_readers_test.cc
+    LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing gpuprof::db_sqlite
+    LABELS unit)
   gpuprof_add_gtest(NAME db_cluster_stats_test
     SOURCES cluster_stats_test.cc
     LIBS gpuprof::db gpuprof::db_reader gpuprof_db_reader_testing gpuprof::db_sqlite

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -246,6 +247,85 @@ TEST(ProfileWriterKernelOpColumnsTest, KernelsCarryTheirOpsShapesAndNoStringColu
                "SELECT COUNT(*) FROM COMPUTE_TASK_INFO JOIN TASK ON TASK.globalTaskId = "
                "COMPUTE_TASK_INFO.globalTaskId JOIN STRING_IDS s ON s.id = COMPUTE_TASK_INFO.inputShapes"),
       "2");
+}
+
+// Device-linked mstx ranges (writer_mstx_device.cc): a range's device time is that of the device
+// work its thread launched inside it (on its stream, when one was given), one TASK row each that
+// msprof-analyze's mstx_sum joins through MSTX_EVENTS.connectionId; a host-only range, and a
+// device-linked one whose thread launched nothing inside it, keep 4294967295.
+TEST(ProfileWriterDeviceRangesTest, ADeviceLinkedRangeJoinsTheSpanOfItsLaunchesDeviceWork) {
+  TempDir dir;
+  std::vector<trace::Record> records;
+  auto launch = [&records](std::uint32_t tid, std::int64_t at, std::uint64_t corr, std::uint32_t stream,
+                           std::int64_t start, std::int64_t end) {
+    trace::ApiCall call;
+    call.name = "cudaLaunchKernel";
+    call.pid = 100;
+    call.tid = tid;
+    call.start_ns = at;
+    call.end_ns = at + 10;
+    call.correlation_id = corr;
+    call.launches_device_work = true;
+    records.emplace_back(call);
+    trace::DeviceTask task;
+    task.start_ns = start;
+    task.end_ns = end;
+    task.stream = stream;
+    task.context = 1;
+    task.correlation_id = corr;
+    task.pid = 100;
+    task.name = "k" + std::to_string(corr);
+    records.emplace_back(task);
+  };
+  launch(201, 100, 21, 1, 1000, 1100);
+  launch(201, 200, 22, 2, 1050, 1300);
+  launch(201, 300, 23, 1, 1200, 1400);
+  launch(201, 600, 24, 1, 2000, 2100);  // after the ranges
+  launch(202, 250, 25, 1, 1500, 1600);  // another thread
+  auto range = [&records](std::string message, std::int64_t start, std::int64_t end, bool device,
+                          std::optional<std::uint32_t> stream, std::string domain = "default") {
+    trace::Mark mark;
+    mark.type = trace::Mark::Type::kStartEnd;
+    mark.start_ns = start;
+    mark.end_ns = end;
+    mark.pid = 100;
+    mark.tid = mark.end_tid = 201;
+    mark.range_id = records.size();
+    mark.message = std::move(message);
+    mark.domain = std::move(domain);
+    mark.device = device;
+    mark.stream = stream;
+    records.emplace_back(mark);
+  };
+  range("any_stream", 50, 400, true, std::nullopt, "train");
+  range("stream_2", 50, 400, true, 2);
+  range("launched_nothing", 450, 500, true, std::nullopt);
+  range("host_only", 50, 400, false, std::nullopt);
+  const std::string db = testing::WriteProfile(testing::TestOptions(dir.path()), {std::move(records)});
+  ASSERT_FALSE(db.empty());
+  // mstx_sum's range query (prof_exports/mstx_event_export.py RANGE_QUERY_TEMPLATE, with TASK).
+  EXPECT_THAT(Query(db,
+                    "SELECT MSG_IDS.value, MSTX_EVENTS.startNs, MSTX_EVENTS.endNs, TASK.startNs, TASK.endNs "
+                    "FROM MSTX_EVENTS LEFT JOIN TASK ON MSTX_EVENTS.connectionId = TASK.connectionId "
+                    "LEFT JOIN STRING_IDS AS MSG_IDS ON MSTX_EVENTS.message = MSG_IDS.id "
+                    "WHERE MSTX_EVENTS.eventType = 2 AND MSTX_EVENTS.connectionId != 4294967295 "
+                    "ORDER BY MSG_IDS.value"),
+              ElementsAre("any_stream|50|400|1000|1400", "stream_2|50|400|1050|1300"));
+  EXPECT_THAT(Query(db,
+                    "SELECT s.value FROM MSTX_EVENTS x JOIN STRING_IDS s ON s.id = x.message "
+                    "WHERE x.connectionId = 4294967295 ORDER BY s.value"),
+              ElementsAre("host_only", "launched_nothing"));
+  // The domain is kept; each device range is one task of its own type, on its stream, with a
+  // global task id of its own and no kernel row; the kernels are untouched.
+  EXPECT_THAT(Query(db,
+                    "SELECT m.value, d.value, tt.value, t.streamId, t.globalTaskId > 4, "
+                    "t.globalTaskId IN (SELECT globalTaskId FROM COMPUTE_TASK_INFO) FROM MSTX_EVENTS x "
+                    "JOIN STRING_IDS m ON m.id = x.message JOIN STRING_IDS d ON d.id = x.domainId "
+                    "JOIN TASK t ON t.connectionId = x.connectionId JOIN STRING_IDS tt ON tt.id = t.taskType "
+                    "ORDER BY m.value"),
+              ElementsAre("any_stream|train|MSTX_RANGE|1|1|0", "stream_2|default|MSTX_RANGE|2|1|0"));
+  EXPECT_EQ(QueryOne(db, "SELECT COUNT(DISTINCT globalTaskId) || '/' || COUNT(*) FROM TASK"), "7/7");
+  EXPECT_EQ(QueryOne(db, "SELECT COUNT(*) FROM COMPUTE_TASK_INFO"), "5");
 }
 
 }  // namespace

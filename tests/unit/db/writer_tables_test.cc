@@ -182,10 +182,11 @@ TEST_F(ProfileWriterTablesTest, MstxEventsWithDomainsAndHostOnlyConnection) {
       Q("SELECT x.startNs, x.endNs, x.eventType, x.rangeId, x.category, m.value, x.globalTid, "
         "x.endGlobalTid, d.value, x.connectionId FROM MSTX_EVENTS x JOIN STRING_IDS m ON m.id = x.message "
         "JOIN STRING_IDS d ON d.id = x.domainId ORDER BY x.startNs"),
-      ElementsAre(std::string("1100|2000|1|1|4294967295|Linear|") + kTid101 + "|" + kTid101 + "|Module|11",
-                  // a marker is msprof's eventType 3; host-only, it has an id of its own (4 << 32 + n)
-                  std::string("1500|1500|3|0|4294967295|checkpoint|") + kTid101 + "|" + kTid101 +
-                      "|default|17179869184"));
+      ElementsAre(
+          std::string("1100|2000|1|1|4294967295|Linear|") + kTid101 + "|" + kTid101 + "|Module|4294967295",
+          // a marker is msprof's eventType 3; host-only, it has an id of its own (4 << 32 + n)
+          std::string("1500|1500|3|0|4294967295|checkpoint|") + kTid101 + "|" + kTid101 +
+              "|default|17179869184"));
 }
 
 TEST_F(ProfileWriterTablesTest, ReplayKernelRowPerReplayedOrDeclinedLaunch) {

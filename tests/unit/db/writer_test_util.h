@@ -260,7 +260,6 @@ inline std::vector<std::vector<trace::Record>> SyntheticRun() {
   range.range_id = 1;
   range.message = "Linear";
   range.domain = "Module";
-  range.correlation_id = 11;
   memory.emplace_back(range);
 
   trace::ReplayResult replayed;

@@ -88,6 +88,41 @@ TEST_F(GpuprofCApiTest, AWindowDbHoldsWhatWasCollectedBetweenItsBeginAndEnd) {
               UnorderedElementsAre("before", "inside", "after"));  // the run's DB is whole
 }
 
+// gpuprof_mark_v1 / gpuprof_range_start_v1: the domain is kept; a device-linked range whose thread
+// launched nothing (no device here) stays host-only; a marker takes no flag, a range no unknown one.
+TEST_F(GpuprofCApiTest, MstxV1KeepsTheDomainAndRefusesBadFlags) {
+  gpuprof_mstx_v1 mark{sizeof(gpuprof_mstx_v1), 0, "loaded", "io", 0};
+  EXPECT_EQ(gpuprof_mark_v1(&mark), GPUPROF_ERROR_NOT_STARTED);
+  ASSERT_EQ(gpuprof_start(nullptr), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_mark_v1(&mark), GPUPROF_OK) << gpuprof_last_error();
+  gpuprof_mstx_v1 range{sizeof(gpuprof_mstx_v1), GPUPROF_MSTX_STREAM, "1024-mm", "mfu_flops", 0};
+  uint64_t id = 0;
+  ASSERT_EQ(gpuprof_range_start_v1(&range, &id), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_range_end(id), GPUPROF_OK) << gpuprof_last_error();
+  range.domain = nullptr;
+  range.flags = GPUPROF_MSTX_DEVICE;
+  ASSERT_EQ(gpuprof_range_start_v1(&range, &id), GPUPROF_OK) << gpuprof_last_error();
+  EXPECT_EQ(gpuprof_range_end(id), GPUPROF_OK) << gpuprof_last_error();
+  mark.flags = GPUPROF_MSTX_DEVICE;
+  EXPECT_EQ(gpuprof_mark_v1(&mark), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("flags"));
+  range.flags = 4;
+  EXPECT_EQ(gpuprof_range_start_v1(&range, &id), GPUPROF_ERROR_INVALID_ARGUMENT);
+  range.flags = 0;
+  range.size = 8;
+  EXPECT_EQ(gpuprof_range_start_v1(&range, &id), GPUPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(gpuprof_last_error(), HasSubstr("gpuprof_mstx_v1.size"));
+  ASSERT_EQ(gpuprof_stop(), GPUPROF_OK) << gpuprof_last_error();
+  std::vector<std::string> dbs = FinalDbs(dir_ / "out");
+  ASSERT_THAT(dbs, SizeIs(1));
+  EXPECT_THAT(
+      gpuprof::session::testing::Query(
+          dbs[0],
+          "SELECT m.value, d.value, e.eventType, e.connectionId = 4294967295 FROM MSTX_EVENTS e "
+          "JOIN STRING_IDS d ON d.id = e.domainId JOIN STRING_IDS m ON m.id = e.message ORDER BY e.startNs"),
+      ElementsAre("loaded|io|3|0", "1024-mm|mfu_flops|2|1", "1024-mm|default|2|1"));
+}
+
 TEST_F(GpuprofCApiTest, RecordedRangesKeepTheirDomainTimesAndThread) {
   ASSERT_EQ(gpuprof_start(nullptr), GPUPROF_OK) << gpuprof_last_error();
   gpuprof_range_v1 range{};
