@@ -65,6 +65,8 @@ from check_db_findings import (  # noqa: E402
     expect_findings_kernels_no_counters,
     expect_findings_launch,
     expect_findings_launch_fused,
+    expect_findings_pageable,
+    expect_findings_pinned,
     expect_findings_sync)
 from check_db_replay import (  # noqa: E402
     REPLAY_PASSES,
@@ -566,6 +568,8 @@ EXPECTATIONS = {
     "findings_kernels_no_counters": expect_findings_kernels_no_counters,
     "findings_launch": expect_findings_launch,
     "findings_launch_fused": expect_findings_launch_fused,
+    "findings_pageable": expect_findings_pageable,
+    "findings_pinned": expect_findings_pinned,
     "findings_sync": expect_findings_sync,
     "replay_counters": expect_replay_counters,
     "replay_speed_of_light": expect_replay_speed_of_light,

@@ -233,6 +233,12 @@ CASES = {
     "FindingsKernelsNoCounters": Case("findings_kernels_no_counters",
                                       command=["python3", "tests/python/planted/kernels.py", "-"],
                                       needs_torch=True, needs_torch_hooks=True),
+    # Issue 41: a 64 MiB copy from pageable host memory per step (pageable-copies), and its pinned twin.
+    "FindingsPageable": Case("findings_pageable",
+                             command=["python3", "tests/python/planted/slow_step.py", "pageable", "-"],
+                             needs_torch=True, needs_torch_hooks=True),
+    "FindingsPinned": Case("findings_pinned", command=["python3", "tests/python/planted/slow_step.py", "pinned", "-"],
+                           needs_torch=True, needs_torch_hooks=True),
     # Issue 39: a script's own torch.profiler (CUDA activity) and gpuprof.profile under `gpuprof run`.
     "UserProfilersUnderRun": Case("user_profilers", command=["python3", "tests/gpu/user_profilers.py"],
                                   needs_torch=True, needs_torch_hooks=True,
