@@ -97,13 +97,16 @@ StatusOr<RuleResult> PageableCopies(const FindingContext& ctx) {
   if (!has_kinds || !has_tasks || !has_calls) return RuleResult{};
   // The host side of each copy: its CUDA call, which returns only once the pageable bytes are staged.
   const std::string pageable = std::to_string(kCopyMemoryPageable);
+  // The task joins the call's node-level row; the runtime row naming the call sits
+  // kRuntimeConnectionOffset above it.
   return FromIntervals(
       ctx,
-      "SELECT " + StringValueSql(ctx.reader, "a.name") +
+      "SELECT " + StringValueSql(ctx.reader, "COALESCE(r.name, a.name)") +
           ", a.startNs, a.endNs, a.globalTid FROM GPUPROF_COPY_MEMORY k JOIN TASK t ON "
           "t.globalTaskId = k.globalTaskId JOIN CANN_API a ON a.connectionId = t.connectionId "
-          "WHERE k.srcKind = " +
-          pageable + " OR k.dstKind = " + pageable + " ORDER BY a.startNs",
+          "LEFT JOIN CANN_API r ON r.connectionId = t.connectionId + " +
+          std::to_string(kRuntimeConnectionOffset) + " WHERE k.srcKind = " + pageable +
+          " OR k.dstKind = " + pageable + " ORDER BY a.startNs",
       /*with_context=*/true);
 }
 
@@ -215,8 +218,9 @@ const std::vector<FindingRule> kRules = {
             ".to(device, non_blocking=True); keep results on the device instead of copying them back",
      .evidence_sql =
          "SELECT s.value, a.startNs, a.endNs - a.startNs, m.size FROM GPUPROF_COPY_MEMORY k JOIN TASK "
-         "t ON t.globalTaskId = k.globalTaskId JOIN CANN_API a ON a.connectionId = t.connectionId "
-         "JOIN STRING_IDS s ON s.id = a.name JOIN MEMCPY_INFO m ON m.globalTaskId = t.globalTaskId "
+         "t ON t.globalTaskId = k.globalTaskId JOIN CANN_API a ON a.connectionId = t.connectionId + "
+         "4294967296 JOIN STRING_IDS s ON s.id = a.name JOIN MEMCPY_INFO m ON m.globalTaskId = "
+         "t.globalTaskId "
          "WHERE k.srcKind = 1 OR k.dstKind = 1 ORDER BY 3 DESC",
      .evaluate = PageableCopies},
     {.id = "gc-pause",

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "db/db_constants.h"
 #include "db/device_work.h"
 #include "db/findings_internal.h"
 #include "db/string_lookup.h"
@@ -185,9 +186,14 @@ StatusOr<std::shared_ptr<const LaunchScan>> ScanLaunches(const FindingContext& c
                            ctx.reader.HasColumns("CANN_API", {"startNs", "endNs", "connectionId", "name"}));
   GPUPROF_ASSIGN_OR_RETURN(const std::unordered_set<std::int64_t> launch_ids, KernelLaunchCalls(ctx.reader));
   GPUPROF_ASSIGN_OR_RETURN(const std::string device_work, DeviceWorkTaskSql(ctx.reader, "t"));
-  const std::string calls = has_calls ? "a.startNs, a.endNs, a.name FROM TASK t LEFT JOIN CANN_API a ON "
-                                        "a.connectionId = t.connectionId"
-                                      : "NULL, NULL, NULL FROM TASK t";
+  // A task joins its call's node-level row ("launch", the call's times); the runtime row that names
+  // the call (cudaLaunchKernel, cudaGraphLaunch, cudaMemcpyAsync) sits kRuntimeConnectionOffset above.
+  const std::string calls =
+      has_calls
+          ? "a.startNs, a.endNs, COALESCE(r.name, a.name) FROM TASK t LEFT JOIN CANN_API a ON a.connectionId "
+            "= t.connectionId LEFT JOIN CANN_API r ON r.connectionId = t.connectionId + " +
+                std::to_string(kRuntimeConnectionOffset)
+          : std::string("NULL, NULL, NULL FROM TASK t");
   GPUPROF_ASSIGN_OR_RETURN(
       Query tasks, ctx.reader.Prepare("SELECT t.startNs, t.endNs, t.globalTaskId, " + calls +
                                       " WHERE t.endNs >= t.startNs AND t.endNs > ?1 AND t.startNs < ?2 AND " +

@@ -246,8 +246,8 @@ TEST_F(DeviceRangeReadersTest, PerfettoExportDrawsTheRangeAsARangeAndNoDeviceTas
   EXPECT_EQ(events.size(), 8u);
   EXPECT_THAT(events, Not(Contains(::testing::HasSubstr("MSTX_RANGE"))));
   int twin_ranges = 0;
-  EXPECT_EQ(events, DeviceEvents(without_range_, (fs::path(dir_.path()) / "without.json").string(),
-                                 &twin_ranges));
+  EXPECT_EQ(events,
+            DeviceEvents(without_range_, (fs::path(dir_.path()) / "without.json").string(), &twin_ranges));
 }
 
 TEST_F(DeviceRangeReadersTest, DiffAgainstTheTwinShowsNoChange) {

@@ -40,7 +40,7 @@ class FindingsTest : public ::testing::Test {
     sql +=
         "INSERT INTO STRING_IDS VALUES (1, 'aten::item'), (2, 'cudaStreamSynchronize'), "
         "(3, 'enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__'), (4, 'aten::mm'), "
-        "(5, 'cudaLaunchKernel'), (6, 'cudaMalloc'), (7, 'cudaFree');";
+        "(5, 'cudaLaunchKernel'), (6, 'cudaMalloc'), (7, 'cudaFree'), (8, 'launch');";
     Exec(sql);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -77,7 +77,9 @@ class FindingsTest : public ::testing::Test {
   }
 
   // A kernel [start, end) ms into step `step`, launched by a cudaLaunchKernel call [call_start,
-  // call_end) ms into it (no call when call_end < 0).
+  // call_end) ms into it (no call when call_end < 0), written as the writer writes it: the task
+  // joins the call's node-level "launch" row, and the runtime row that names the call sits 2^32
+  // above it.
   void Kernel(int step, double start, double end, double call_start, double call_end) {
     const int id = next_task_++;
     auto at = [&](double ms) {
@@ -88,8 +90,10 @@ class FindingsTest : public ::testing::Test {
                       ", 0);";
     sql += "INSERT INTO COMPUTE_TASK_INFO (name, globalTaskId) VALUES (4, " + std::to_string(id) + ");";
     if (call_end >= 0) {
+      sql += "INSERT INTO CANN_API VALUES (" + at(call_start) + ", " + at(call_end) + ", 10000, " +
+             std::to_string(kTid) + ", " + std::to_string(id) + ", 8);";
       sql += "INSERT INTO CANN_API VALUES (" + at(call_start) + ", " + at(call_end) + ", 5000, " +
-             std::to_string(kTid) + ", " + std::to_string(id) + ", 5);";
+             std::to_string(kTid) + ", " + std::to_string(id + (std::int64_t{1} << 32)) + ", 5);";
     }
     Exec(sql);
   }
