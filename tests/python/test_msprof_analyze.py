@@ -126,8 +126,8 @@ class MsprofAnalyzeRun(unittest.TestCase):
     def run_dir(db):
         return os.path.dirname(os.path.dirname(db))
 
-    def stats(self, path):
-        done = subprocess.run([self.cli, "stats", path], capture_output=True, text=True, timeout=300)
+    def stats(self, path, *flags):
+        done = subprocess.run([self.cli, "stats", path, *flags], capture_output=True, text=True, timeout=300)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         return done.stdout
 
@@ -259,8 +259,9 @@ class TwoGlooRanksTest(MsprofAnalyzeRun):
         steps = rows(db, "SELECT CAST(\"index\" AS INTEGER), step, computing, communication_not_overlapped, free "
                          "FROM ClusterStepTraceTime WHERE type = 'rank' ORDER BY 1, CAST(step AS INTEGER)")
         self.assertEqual([(r, s) for r, s, *_ in steps], [(r, str(s)) for r in (0, 1) for s in (1, 2, 3)], tables)
-        # gpuprof stats DIR: "rank device steps mean-step-ms max-step-ms compute% comm-not-overlapped% idle%".
-        out = self.stats(self.data)
+        # gpuprof stats DIR: "rank device steps mean-step-ms max-step-ms compute% comm-not-overlapped% idle%",
+        # over every step as msprof-analyze counts them (the warm-up step too).
+        out = self.stats(self.data, "--include-warmup")
         for rank in (0, 1):
             mine = [r for r in steps if r[0] == rank]
             total = sum(c + n + f for _, _, c, n, f in mine)

@@ -153,6 +153,20 @@ TEST_F(FindingsTest, DeviceIdleNamesItsLongestGapsWithWhatTheHostWasDoing) {
   EXPECT_EQ(sync->evidence[0].context, "in aten::item");
 }
 
+TEST_F(FindingsTest, AReplayedLaunchLeavesOutOnlyTheStepItWasLaunchedIn) {
+  // Kernel mode: a launch in step 2 whose replay took 1.5 s in all (its replayNs counts more than
+  // the time it blocked the program): steps 3..6 still count.
+  ASSERT_TRUE(fixture::ExecSql(path_,
+                               "CREATE TABLE GPUPROF_REPLAY_KERNEL (id INTEGER PRIMARY KEY, timestampNs "
+                               "INTEGER, replayed INTEGER, replayNs INTEGER, rangeId INTEGER);")
+                  .ok());
+  Exec("INSERT INTO GPUPROF_REPLAY_KERNEL VALUES (1, " + std::to_string(StepStart(2) + 10 * kMs) + ", 1, " +
+       std::to_string(1500 * kMs) + ", NULL);");
+  const FindingsReport report = Compute();
+  EXPECT_EQ(report.replay_steps, std::vector<std::int64_t>{2});
+  EXPECT_EQ(report.steps_considered, 4u);
+}
+
 TEST_F(FindingsTest, StepsWithGpuprofsReplayPassesAreLeftOutAndSaidSo) {
   // Step 4 held a replayed range whose passes took 80 ms: a GC pause there is the profiler's time.
   ASSERT_TRUE(fixture::ExecSql(path_,
