@@ -94,14 +94,20 @@ def expect_findings_launch(c, dbs, program_output):
         c.expect(parts and max(parts, key=parts.get) == "waiting on the host", f"idle breakdown {parts}")
 
 
-def expect_findings_launch_fused(c, dbs, program_output):
-    """slow_step.py launch_fused, the twin: the same host work around one kernel: no launch-bound finding."""
-    got = planted_and_findings(c, dbs, program_output, "findings_launch_fused", "launch_ms")
+def twin_is_silent(c, dbs, program_output, case, key, finding_id, why):
+    """The clean twin of a slow_step.py mode: `finding_id` is not among its findings."""
+    got = planted_and_findings(c, dbs, program_output, case, key)
     if got is None:
         return
     found = {f["id"] for f in got[1]["findings"]}
     c.note(f"findings: {sorted(found)}")
-    c.expect("launch-bound" not in found, "launch-bound fired on the twin with one kernel per step")
+    c.expect(finding_id not in found, f"{finding_id} fired on {why}")
+
+
+def expect_findings_launch_fused(c, dbs, program_output):
+    """slow_step.py launch_fused, the twin: the same host work around one kernel: no launch-bound finding."""
+    twin_is_silent(c, dbs, program_output, "findings_launch_fused", "launch_ms", "launch-bound",
+                   "the twin with one kernel per step")
 
 
 def expect_findings_pageable(c, dbs, program_output):
@@ -117,12 +123,8 @@ def expect_findings_pageable(c, dbs, program_output):
 
 def expect_findings_pinned(c, dbs, program_output):
     """slow_step.py pinned, the twin: the same copies from pinned memory: no pageable-copies finding."""
-    got = planted_and_findings(c, dbs, program_output, "findings_pinned", "copy_ms")
-    if got is None:
-        return
-    found = {f["id"] for f in got[1]["findings"]}
-    c.note(f"findings: {sorted(found)}")
-    c.expect("pageable-copies" not in found, "pageable-copies fired on copies from pinned memory")
+    twin_is_silent(c, dbs, program_output, "findings_pinned", "copy_ms", "pageable-copies",
+                   "copies from pinned memory")
 
 
 def stats_findings(c, db):
