@@ -7,6 +7,7 @@ torch.distributed and the PyTorch hooks (GPUPROF_LIB_DIR, GPUPROF_CLI)."""
 import glob
 import json
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -92,7 +93,10 @@ class SlowRankTest(unittest.TestCase):
         # The text says the same.
         text = stats(self.straggler)
         self.assertIn("Across the ranks", text)
-        self.assertIn(f"{f['at_stake_ms_per_step']:.2f} ms per step", text)
+        # The text's two decimals round the exact figure; the JSON's has microseconds.
+        per_step = re.search(r"in collectives: ([0-9.]+) ms per step", text)
+        self.assertIsNotNone(per_step, text)
+        self.assertAlmostEqual(float(per_step.group(1)), f["at_stake_ms_per_step"], delta=0.006)
         self.assertIn("rank 1 is the slowest", text)
 
     def test_even_ranks_have_no_slow_rank(self):
