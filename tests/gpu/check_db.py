@@ -62,9 +62,12 @@ from check_db_common import (  # noqa: E402
     main_process)
 from check_db_findings import (  # noqa: E402
     expect_findings_kernels,
+    expect_findings_host_wait,
     expect_findings_kernels_no_counters,
     expect_findings_launch,
+    expect_findings_launch_delay,
     expect_findings_launch_fused,
+    expect_findings_own_kernels,
     expect_findings_pageable,
     expect_findings_pinned,
     expect_findings_sync)
@@ -570,6 +573,9 @@ EXPECTATIONS = {
     "findings_launch_fused": expect_findings_launch_fused,
     "findings_pageable": expect_findings_pageable,
     "findings_pinned": expect_findings_pinned,
+    "findings_own_kernels": expect_findings_own_kernels,
+    "findings_launch_delay": expect_findings_launch_delay,
+    "findings_host_wait": expect_findings_host_wait,
     "findings_sync": expect_findings_sync,
     "replay_counters": expect_replay_counters,
     "replay_speed_of_light": expect_replay_speed_of_light,

@@ -229,3 +229,142 @@ def expect_findings_kernels_no_counters(c, dbs, program_output):
     for rule in ("memory-bound-kernels", "low-occupancy"):
         c.expect(rule not in found, f"{rule} fired without counters")
     c.expect("no hardware counters" in findings.get("note", ""), f"note: {findings.get('note')}")
+
+
+def own_kernels_run(c, dbs, program_output, case):
+    """(planted line, DB, stats' findings, findings by id) of an own_kernels.py run, or None."""
+    planted = planted_line(c, program_output)
+    db = one_db(c, dbs, case)
+    if planted is None or db is None:
+        return None
+    findings = stats_findings(c, db)
+    if findings is None:
+        return None
+    found = {f["id"]: f for f in findings["findings"]}
+    c.note(f"findings: {sorted(found)}")
+    return planted, db, findings, found
+
+
+def kernel_in_steps(db, steps, kernel):
+    """(device ms per considered step, launches in them) of the kernels whose name has `kernel`."""
+    ns, launches = 0, 0
+    for start, end, name in db.query(
+            "SELECT t.startNs, t.endNs, s.value FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = "
+            "t.globalTaskId JOIN STRING_IDS s ON s.id = c.name"):
+        if kernel in name and any(s <= start < e for s, e in steps):
+            ns += end - start
+            launches += 1
+    return ns / 1e6 / max(1, len(steps)), launches
+
+
+def replayed_metric(db, kernel, metric):
+    """The mean of `metric` over the replayed launches of the kernels whose name has `kernel`."""
+    values = [value for (value,) in db.query(
+        "SELECT m.value FROM GPUPROF_REPLAY_METRIC m JOIN GPUPROF_REPLAY_KERNEL k ON k.id = m.kernelId "
+        "JOIN STRING_IDS s ON s.id = k.name JOIN STRING_IDS n ON n.id = m.name WHERE k.replayed = 1 AND "
+        "instr(s.value, ?) > 0 AND n.value = ?", kernel, metric)]
+    return sum(values) / len(values) if values else None
+
+
+def names_in(found, rule, kernel):
+    return [e["name"] for e in found.get(rule, {}).get("evidence", []) if kernel in e["name"]]
+
+
+def expect_findings_own_kernels(c, dbs, program_output):
+    """own_kernels.py counters under `gpuprof replay --set basic` (issue 41). The pointer chase is
+    memory-bound-kernels' (and not low-occupancy's): the DRAM bandwidth the finding gives is within
+    20 % of the bytes the chase planted (a 128-byte line per warp and hop, over its device time), and
+    its time at stake per step within 20 % of its device time times the DRAM share left unused. The
+    one-busy-block grid is low-occupancy's (and not memory-bound-kernels'): its time at stake within
+    20 % of its device time times the share of an SM's warps the busy block leaves empty."""
+    got = own_kernels_run(c, dbs, program_output, "findings_own_kernels")
+    if got is None:
+        return
+    planted, db, findings, found = got
+    steps = considered_steps(db, findings)
+    c.expect(len(steps) >= 5, f"{len(steps)} steps considered, expected 5 or more")
+
+    chase_ms, chase_launches = kernel_in_steps(db, steps, "planted_pointer_chase")
+    dram = replayed_metric(db, "planted_pointer_chase", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")
+    if c.expect("memory-bound-kernels" in found, f"no memory-bound-kernels finding: {sorted(found)}") and \
+            c.expect(dram is not None and chase_launches > 0, "the pointer chase has no counters or launches"):
+        f = found["memory-bound-kernels"]
+        expected = chase_ms * (1 - dram / 100)
+        c.note(f"memory-bound-kernels: {f['at_stake_ms_per_step']} ms per step ({f['at_stake_percent']} %), the "
+               f"chase's {chase_ms:.3f} ms per step at {dram:.1f} % of DRAM peak gives {expected:.3f}; "
+               f"longest {f['evidence'][0]}")
+        c.expect(abs(f["at_stake_ms_per_step"] - expected) <= 0.2 * expected,
+                 f"time at stake {f['at_stake_ms_per_step']} ms per step, expected {expected:.3f}")
+        top = f["evidence"][0]
+        c.expect("planted_pointer_chase" in top["name"], f"longest evidence {top}")
+        m = re.search(r"\((\d+) GB/s", top.get("context", ""))
+        launch_s = chase_ms * len(steps) / chase_launches / 1e3
+        planted_gbps = planted["chase_warps"] * planted["chase_hops"] * 128 / launch_s / 1e9
+        c.note(f"the chase planted {planted_gbps:.0f} GB/s ({planted['chase_warps']} warps x "
+               f"{planted['chase_hops']} hops x 128 B in {launch_s * 1e3:.3f} ms)")
+        c.expect(m is not None and abs(int(m.group(1)) - planted_gbps) <= 0.2 * planted_gbps,
+                 f"the finding's DRAM bandwidth {m.group(1) if m else None} GB/s, planted {planted_gbps:.0f}")
+    c.expect(not names_in(found, "low-occupancy", "planted_pointer_chase"),
+             "low-occupancy names the pointer chase (its achieved occupancy is its theoretical)")
+
+    busy_ms, busy_launches = kernel_in_steps(db, steps, "planted_one_busy_block")
+    if c.expect("low-occupancy" in found, f"no low-occupancy finding: {sorted(found)}") and \
+            c.expect(busy_launches > 0, "the busy-block grid has no launches in the considered steps"):
+        f = found["low-occupancy"]
+        expected = busy_ms * (1 - planted["busy_block_warps"] / planted["max_warps_per_sm"])
+        c.note(f"low-occupancy: {f['at_stake_ms_per_step']} ms per step ({f['at_stake_percent']} %), the busy "
+               f"block's {busy_ms:.3f} ms per step with {planted['busy_block_warps']} of "
+               f"{planted['max_warps_per_sm']} warps gives {expected:.3f}; longest {f['evidence'][0]}")
+        c.expect(abs(f["at_stake_ms_per_step"] - expected) <= 0.2 * expected,
+                 f"time at stake {f['at_stake_ms_per_step']} ms per step, expected {expected:.3f}")
+        c.expect("planted_one_busy_block" in f["evidence"][0]["name"], f"longest evidence {f['evidence'][0]}")
+    c.expect(not names_in(found, "memory-bound-kernels", "planted_one_busy_block"),
+             "memory-bound-kernels names the busy-block grid")
+
+
+def planted_host_wait_ms(planted, findings):
+    """The mean planted host wait of the considered steps (iteration k's falls in step k, the first
+    of which is warm-up)."""
+    rows = planted["iterations"][1:1 + findings["steps_considered"]]
+    return sum(row["host_wait_ms"] for row in rows) / max(1, len(rows))
+
+
+def expect_findings_launch_delay(c, dbs, program_output):
+    """own_kernels.py launch_delay (issue 41): the launch-delay finding, 4 delayed kernels per step,
+    its time at stake per step within 20 % of the sleeps the host functions measured; device idle's
+    breakdown puts most of the idle on a dependency."""
+    got = own_kernels_run(c, dbs, program_output, "findings_launch_delay")
+    if got is None:
+        return
+    planted, db, findings, found = got
+    if not c.expect("launch-delay" in found, f"no launch-delay finding: {sorted(found)}"):
+        return
+    f = found["launch-delay"]
+    expected = planted_host_wait_ms(planted, findings)
+    c.note(f"launch-delay: {f['at_stake_ms_per_step']} ms per step ({f['at_stake_percent']} %), planted "
+           f"{expected:.3f} ms per step, {f['occurrences']} occurrences in {findings['steps_considered']} steps; "
+           f"longest {f['evidence'][0]}")
+    c.expect(abs(f["at_stake_ms_per_step"] - expected) <= 0.2 * expected,
+             f"time at stake {f['at_stake_ms_per_step']} ms per step, planted {expected:.3f}")
+    c.expect(f["occurrences"] == 4 * findings["steps_considered"],
+             f"{f['occurrences']} delayed kernels, planted 4 per step in {findings['steps_considered']} steps")
+    idle = found.get("device-idle")
+    if c.expect(idle is not None, "no device-idle finding"):
+        parts = {p["cause"]: p["ms"] for p in idle["breakdown"]}
+        c.note(f"device-idle breakdown {parts}")
+        c.expect(max(parts, key=parts.get) == "waiting on a dependency or sync", f"idle breakdown {parts}")
+
+
+def expect_findings_host_wait(c, dbs, program_output):
+    """own_kernels.py host_wait, the twin: the same 5 ms slept by Python between the launches: no
+    launch-delay finding, and device idle's breakdown puts most of the idle on the host."""
+    got = own_kernels_run(c, dbs, program_output, "findings_host_wait")
+    if got is None:
+        return
+    found = got[3]
+    c.expect("launch-delay" not in found, "launch-delay fired on the twin that sleeps in Python")
+    idle = found.get("device-idle")
+    if c.expect(idle is not None, "no device-idle finding"):
+        parts = {p["cause"]: p["ms"] for p in idle["breakdown"]}
+        c.note(f"device-idle breakdown {parts}")
+        c.expect(max(parts, key=parts.get) == "waiting on the host", f"idle breakdown {parts}")

@@ -45,7 +45,7 @@ class Case:
                  ncu_metrics=None):
         self.expectation = expectation
         self.program = program        # a test program in BUILD/tests/gpu
-        self.command = command        # or a command run from the repository root
+        self.command = command        # or a command run from the repository root ({build}: BUILD)
         self.flags = list(flags)      # `gpuprof run` (or replay) flags
         self.needs_torch = needs_torch
         self.needs_torch_hooks = needs_torch_hooks  # BUILD/lib/libgpuprof_torch.so (tools/build_torch_hooks.sh)
@@ -58,6 +58,10 @@ class Case:
         self.same_lines_as_plain = same_lines_as_plain
         # A comma list: ncu measures these on the same program (ncu_peer), for check_db to compare.
         self.ncu_metrics = ncu_metrics
+
+
+# tests/gpu/planted_kernels.cu, built beside the test programs.
+PLANTED_KERNELS = "{build}/tests/gpu/gpu_test_planted_kernels.so"
 
 
 def replay_case(mode, kernel=None, program="gpu_test_replay", args=None, flags=(), stderr_has=()):
@@ -239,6 +243,22 @@ CASES = {
                              needs_torch=True, needs_torch_hooks=True),
     "FindingsPinned": Case("findings_pinned", command=["python3", "tests/python/planted/slow_step.py", "pinned", "-"],
                            needs_torch=True, needs_torch_hooks=True),
+    # Issue 41: kernels of tests/gpu/planted_kernels.cu under `gpuprof replay --set basic`, their
+    # first launches (iteration 0, a step left out) counted: a pointer chase, memory-bound far below
+    # DRAM peak (memory-bound-kernels), and a grid where one block works (low-occupancy).
+    "FindingsOwnKernels": Case("findings_own_kernels",
+                               command=["python3", "tests/python/planted/own_kernels.py", "counters", "-",
+                                        PLANTED_KERNELS],
+                               flags=["--passes", "2", "--set", "basic", "-k", "regex:planted_", "-c", "4"],
+                               subcommand="replay", needs_torch=True, needs_torch_hooks=True),
+    # Issue 41: a kernel queued behind a host function that sleeps 5 ms, 4 times a step (launch-delay),
+    # and its twin, where Python sleeps the 5 ms between the launches (the device waits on the host).
+    "FindingsLaunchDelay": Case("findings_launch_delay",
+                                command=["python3", "tests/python/planted/own_kernels.py", "launch_delay", "-",
+                                         PLANTED_KERNELS], needs_torch=True, needs_torch_hooks=True),
+    "FindingsHostWait": Case("findings_host_wait",
+                             command=["python3", "tests/python/planted/own_kernels.py", "host_wait", "-",
+                                      PLANTED_KERNELS], needs_torch=True, needs_torch_hooks=True),
     # Issue 39: a script's own torch.profiler (CUDA activity) and gpuprof.profile under `gpuprof run`.
     "UserProfilersUnderRun": Case("user_profilers", command=["python3", "tests/gpu/user_profilers.py"],
                                   needs_torch=True, needs_torch_hooks=True,
@@ -385,7 +405,7 @@ def run_case(name, build_dir, work_dir):
             return 1
         command = [program, *case.args]
     else:
-        command = list(case.command)
+        command = [arg.replace("{build}", build_dir) for arg in case.command]
         if command[0] == "python3":
             command[0] = python_for_commands()
     if case.needs_torch:
