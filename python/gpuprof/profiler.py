@@ -9,7 +9,8 @@
             prof.step()
 
 Ops are collected in C++ (libgpuprof_torch.so: RecordFunction callbacks and torch's memory
-reports), garbage-collection pauses from gc.callbacks, and everything is written by libgpuprof.so
+reports), garbage-collection pauses from gc.callbacks, torch.cuda.empty_cache() calls as ops of their
+own (torch records none: _empty_cache.py), and everything is written by libgpuprof.so
 into ascend_pytorch_profiler[_<rank>].db (docs/architecture.md, "Output layout"). Each recorded cycle of
 the schedule (its active steps) is one DB; the last active step hands the profile to
 on_trace_ready, and `prof.db_path` names the DB. Warm-up steps run unrecorded: gpuprof needs no
@@ -47,7 +48,7 @@ import threading
 import time
 import warnings
 
-from . import _module_ranges, _native, _run_db, _shared_session, _thread_names, _torch_profiler_coexist
+from . import _empty_cache, _module_ranges, _native, _run_db, _shared_session, _thread_names, _torch_profiler_coexist
 from ._kernel_replay import KernelReplay
 from .schedule import ProfilerAction
 
@@ -236,6 +237,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         self.with_stack = bool(with_stack)
         self.with_modules = bool(with_modules)
         self._module_ranges = False  # this profile holds ModuleRanges
+        self._wraps_empty_cache = False  # this profile holds _empty_cache's wrapper
         self.gc_detect_threshold = gc_detect_threshold
         self.step_num = 0
         self.db_path = None
@@ -443,6 +445,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             if self._on_gc in gc.callbacks:
                 gc.callbacks.remove(self._on_gc)
             self._end_modules()
+            self._end_empty_cache()
         self._pid = os.getpid()
         self._off = True
 
@@ -516,6 +519,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         _thread_names.install()
         self._recording = True
         _torch_profiler_coexist.recording_began()  # a script's torch.profiler may start beside it
+        self._wraps_empty_cache = _empty_cache.acquire()  # its calls as ops (torch records none)
         if self.with_modules:
             self._begin_modules()
         if self.kernel_replay is not None:
@@ -541,6 +545,11 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             _module_ranges.ModuleRanges.release()
             self._module_ranges = False
 
+    def _end_empty_cache(self):
+        if self._wraps_empty_cache:
+            _empty_cache.release()
+            self._wraps_empty_cache = False
+
     def _begin_replay(self, n):
         # Declined with the reason, and the profile records as usual: a profiler option must not
         # stop the program it profiles.
@@ -555,6 +564,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         n = _native.native()
         self._recording = False
         self._end_modules()
+        self._end_empty_cache()
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
         if self.replaying:
