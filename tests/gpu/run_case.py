@@ -239,6 +239,11 @@ CASES = {
                              needs_torch=True, needs_torch_hooks=True),
     "FindingsPinned": Case("findings_pinned", command=["python3", "tests/python/planted/slow_step.py", "pinned", "-"],
                            needs_torch=True, needs_torch_hooks=True),
+    # Issue 41: torch.cuda.empty_cache() after 2 GiB was allocated and freed, every step: the call
+    # hands the cached block back with cudaFree (empty-cache), the next step allocates it again.
+    "FindingsEmptyCache": Case("findings_empty_cache",
+                               command=["python3", "tests/python/planted/slow_step.py", "empty_cache", "-"],
+                               needs_torch=True, needs_torch_hooks=True),
     # Issue 39: a script's own torch.profiler (CUDA activity) and gpuprof.profile under `gpuprof run`.
     "UserProfilersUnderRun": Case("user_profilers", command=["python3", "tests/gpu/user_profilers.py"],
                                   needs_torch=True, needs_torch_hooks=True,
