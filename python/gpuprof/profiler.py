@@ -9,7 +9,8 @@
             prof.step()
 
 Ops are collected in C++ (libgpuprof_torch.so: RecordFunction callbacks and torch's memory
-reports), garbage-collection pauses from gc.callbacks, and everything is written by libgpuprof.so
+reports), garbage-collection pauses from gc.callbacks, torch.cuda.empty_cache() calls as ops of their
+own (torch records none: _empty_cache.py), and everything is written by libgpuprof.so
 into ascend_pytorch_profiler[_<rank>].db (docs/architecture.md, "Output layout"). Each recorded cycle of
 the schedule (its active steps) is one DB; the last active step hands the profile to
 on_trace_ready, and `prof.db_path` names the DB. Warm-up steps run unrecorded: gpuprof needs no
@@ -40,16 +41,14 @@ prof.export_memory_timeline(path, device) the allocations over time (_memory_tim
 
 import enum
 import gc
-import json
 import math
 import os
 import tempfile
 import threading
 import time
 import warnings
-import weakref
 
-from . import _native, _run_db, _thread_names, _torch_profiler_coexist
+from . import _empty_cache, _module_ranges, _native, _run_db, _shared_session, _thread_names, _torch_profiler_coexist
 from ._kernel_replay import KernelReplay
 from .schedule import ProfilerAction
 
@@ -195,81 +194,6 @@ def _check_activities(activities):
     return {_activity(a) for a in chosen}
 
 
-class _ModuleRanges:
-    """One pair of global nn.Module forward hooks for the process, however many profiles ask for
-    module ranges (a script's own profile inside `gpuprof run --with-modules`): each forward is one
-    range, named by the module's path in the model and its class, "layers.3.mlp.fc1 (Linear)" (the
-    outermost module by its class alone), so that two Linear layers are two rows. The paths are
-    model.named_modules()'s, learnt once per outermost module from the first forward that enters it."""
-
-    _lock = threading.Lock()
-    _users = 0
-    _handles = []
-    _frames = threading.local()
-    _names_lock = threading.Lock()
-    _names = weakref.WeakKeyDictionary()  # module -> (path, range name)
-
-    @classmethod
-    def acquire(cls):
-        with cls._lock:
-            if cls._users == 0:
-                import torch.nn.modules.module as nn_module
-
-                cls._handles = [nn_module.register_module_forward_pre_hook(cls._enter),
-                                nn_module.register_module_forward_hook(cls._exit)]
-            cls._users += 1
-
-    @classmethod
-    def release(cls):
-        with cls._lock:
-            cls._users -= 1
-            if cls._users == 0:
-                for handle in cls._handles:
-                    handle.remove()
-                cls._handles = []
-
-    @classmethod
-    def _learn(cls, root):
-        """Names every module under `root` by its path from it; a module known only as an outermost
-        one ("" path) takes the longer path when a model around it is learnt."""
-        for path, sub in root.named_modules():
-            known = cls._names.get(sub)
-            if known is None or (not known[0] and path):
-                cls._names[sub] = (path, f"{path} ({type(sub).__name__})" if path else type(sub).__name__)
-
-    @classmethod
-    def _name(cls, module, outermost):
-        try:
-            with cls._names_lock:
-                known = cls._names.get(module)
-                if known is None:
-                    cls._learn(outermost)
-                    known = cls._names.get(module)
-                    if known is None:  # not under the outermost module: an outermost one of its own
-                        cls._learn(module)
-                        known = cls._names.get(module)
-            return known[1] if known is not None else type(module).__name__
-        except Exception:  # noqa: BLE001  (unhashable, or a named_modules() that raises: the class will do)
-            return type(module).__name__
-
-    @classmethod
-    def _enter(cls, module, inputs):
-        frames = getattr(cls._frames, "stack", None)
-        if frames is None:
-            frames = cls._frames.stack = []
-        name = cls._name(module, frames[0][0] if frames else module)
-        frames.append((module, name, time.time_ns()))
-
-    @classmethod
-    def _exit(cls, module, inputs, output):
-        frames = getattr(cls._frames, "stack", None)
-        while frames:  # a forward that raised left its frame: skip to this module's
-            entered, name, start_ns = frames.pop()
-            if entered is module:
-                _native.record_range("Module", name, start_ns, time.time_ns())
-                break
-
-
 class profile:  # noqa: N801  (named like torch.profiler.profile)
     """See the module docstring. Arguments as torch.profiler.profile's (activities, which may come first
     unnamed: default CPU and CUDA; without ProfilerActivity.CUDA no GPU activity is collected, CUPTI is
@@ -312,7 +236,8 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         self.profile_memory = bool(profile_memory)
         self.with_stack = bool(with_stack)
         self.with_modules = bool(with_modules)
-        self._module_ranges = False  # this profile holds _ModuleRanges
+        self._module_ranges = False  # this profile holds ModuleRanges
+        self._wraps_empty_cache = False  # this profile holds _empty_cache's wrapper
         self.gc_detect_threshold = gc_detect_threshold
         self.step_num = 0
         self.db_path = None
@@ -520,6 +445,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
             if self._on_gc in gc.callbacks:
                 gc.callbacks.remove(self._on_gc)
             self._end_modules()
+            self._end_empty_cache()
         self._pid = os.getpid()
         self._off = True
 
@@ -565,7 +491,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                                 "build them (bash tools/setup.sh) or set GPUPROF_LIB_DIR to their folder")
             return
         try:
-            status = _session.begin(self, n)
+            status = _shared_session.session().begin(self, n)
         except OSError as e:  # the result file the session reports the DB's name in
             self._cannot_record("result file", f"cannot make a result file: {e}",
                                 "set TMPDIR to a directory this process can write")
@@ -576,7 +502,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         enabled = n.hooks.gpuprof_torch_enable_v1(int(self.record_shapes or self.with_flops), int(self.profile_memory),
                                                   int(self.with_stack))
         if enabled != 0:
-            _session.end(self, n)
+            _shared_session.session().end(self, n)
             self.db_path = None
             if enabled == 1:
                 self._cannot_record("hooks", "torch refused gpuprof's RecordFunction callback",
@@ -593,6 +519,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         _thread_names.install()
         self._recording = True
         _torch_profiler_coexist.recording_began()  # a script's torch.profiler may start beside it
+        self._wraps_empty_cache = _empty_cache.acquire()  # its calls as ops (torch records none)
         if self.with_modules:
             self._begin_modules()
         if self.kernel_replay is not None:
@@ -610,13 +537,18 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
     # nn.Module forwards as ranges in domain "Module" (the format's module_statistic reads them).
     def _begin_modules(self):
         if not self._module_ranges:
-            _ModuleRanges.acquire()
+            _module_ranges.ModuleRanges.acquire()
             self._module_ranges = True
 
     def _end_modules(self):
         if self._module_ranges:
-            _ModuleRanges.release()
+            _module_ranges.ModuleRanges.release()
             self._module_ranges = False
+
+    def _end_empty_cache(self):
+        if self._wraps_empty_cache:
+            _empty_cache.release()
+            self._wraps_empty_cache = False
 
     def _begin_replay(self, n):
         # Declined with the reason, and the profile records as usual: a profiler option must not
@@ -632,6 +564,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         n = _native.native()
         self._recording = False
         self._end_modules()
+        self._end_empty_cache()
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
         if self.replaying:
@@ -645,7 +578,7 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
         _thread_names.hand_over(n.core)  # before the window ends, so its DB has the names too
         if self._in_run_db:
             _run_db.recording_ended(self, n)
-        status = _session.end(self, n)
+        status = _shared_session.session().end(self, n)
         if status != _native.GPUPROF_OK:
             # The recording is lost (its DB could not be finalized): said, and the program runs on.
             from . import _messages
@@ -667,109 +600,10 @@ class profile:  # noqa: N801  (named like torch.profiler.profile)
                 _native.record_gc(epoch_start, epoch_start + elapsed)
 
 
-class _SharedSession:
-    """The process's native session as this package's profiles share it.
-
-    libgpuprof.so runs one session per process and counts starts (gpuprof_c.h): a profile started
-    while another records (another thread's, a nested one) joins that session and its DB, and the
-    configuration it brings is not applied. So the first profile starts the session with a result
-    file of its own, reads the DB's name from the "partial <path>" line the session writes there at
-    once, and every profile that joins is told that name; the last one to stop reads the "db <path>"
-    line of the finalized DB, sets it on every profile of the session and removes the file. A
-    session this package did not start (`gpuprof run`'s, C code's) writes to no file of ours: its
-    profiles' db_path stays None.
-    """
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.members = []   # profiles recording into the session
-        self.joined = []    # every profile of the session, stopped ones too
-        self.result_file = None  # ours; None: the session is not ours (its DB unknown)
-        self.db_path = None
-
-    def begin(self, prof, n):
-        """Starts or joins the session for `prof`; the native status."""
-        with self.lock:
-            ours = self.result_file is not None
-            if self.members:
-                # Ours: nothing to configure. Not ours (`gpuprof run`'s): nothing would be applied,
-                # and the profile says itself what it cannot honour (_run_db.py).
-                status = n.core.gpuprof_start(None)
-                if status == _native.GPUPROF_OK:
-                    self.members.append(prof)
-                    self.joined.append(prof)
-                    prof.db_path = self.db_path
-                    prof._in_run_db = not ours
-                return status
-            config = None if prof._whole_run else json.dumps(prof._config()).encode()
-            result_file, prof._result_file = prof._result_file, None
-            status = n.core.gpuprof_start(config)
-            if status != _native.GPUPROF_OK:
-                _remove(result_file)
-                return status
-            partial = _result_line(result_file, "partial")
-            if partial is not None:
-                self.result_file = result_file
-                self.db_path = partial[:-len(".partial")] if partial.endswith(".partial") else partial
-            else:
-                _remove(result_file)  # joined a session not ours: the file was not taken
-                self.result_file, self.db_path = None, _run_db.running_db_path()
-            self.joined = []
-            self.members.append(prof)
-            self.joined.append(prof)
-            prof.db_path = self.db_path
-            prof._in_run_db = self.result_file is None
-            return _native.GPUPROF_OK
-
-    def end(self, prof, n):
-        """Releases `prof`'s start; the native status. The last profile's stop finalizes the DB."""
-        with self.lock:
-            if prof in self.members:
-                self.members.remove(prof)
-            status = n.core.gpuprof_stop()
-            if self.members:
-                return status
-            result_file, self.result_file = self.result_file, None
-            joined, self.joined = self.joined, []
-            if result_file is not None:
-                self.db_path = None
-                final = _result_line(result_file, "db") if status == _native.GPUPROF_OK else None
-                _remove(result_file)
-                for member in joined:
-                    member.db_path = final
-            return status
-
-
-def _result_line(path, kind):
-    """The text of the last "<kind> <text>" line of the result file, or None."""
-    if not path:
-        return None
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = [ln.rstrip("\n") for ln in f if ln.startswith(kind + " ")]
-    except OSError:
-        return None
-    return lines[-1][len(kind) + 1:] if lines else None
-
-
-def _remove(path):
-    if path:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-
-
-_session = _SharedSession()
-
-
 def _forget_in_fork_child():
-    # The child has none of its parent's recording profiles (their session is the parent's), and a
-    # parent's thread may have held the lock at fork().
-    global _session, _open_lock
-    _session = _SharedSession()
+    # A parent's thread may have held the lock at fork().
+    global _open_lock
     _open_lock = threading.Lock()
-    _ModuleRanges._lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_in_fork_child)

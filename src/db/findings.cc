@@ -126,6 +126,18 @@ StatusOr<RuleResult> DataloaderWait(const FindingContext& ctx) {
                        /*with_context=*/false);
 }
 
+// gpuprof records each torch.cuda.empty_cache() call as an op of this name (python/gpuprof/_empty_cache.py).
+constexpr std::string_view kEmptyCacheOp = "torch.cuda.empty_cache";
+
+StatusOr<RuleResult> EmptyCache(const FindingContext& ctx) {
+  GPUPROF_ASSIGN_OR_RETURN(const bool has,
+                           ctx.reader.HasColumns("PYTORCH_API", {"startNs", "endNs", "globalTid", "name"}));
+  if (!has) return RuleResult{};
+  return FromIntervals(
+      ctx, NamedRowsSql(ctx.reader, "PYTORCH_API", "value = '" + std::string(kEmptyCacheOp) + "'"),
+      /*with_context=*/true);
+}
+
 const std::vector<FindingRule> kRules = {
     {.id = "device-idle",
      .title = "The device is idle inside steps",
@@ -208,6 +220,24 @@ const std::vector<FindingRule> kRules = {
      .evidence_sql = "SELECT s.value, a.startNs, a.endNs - a.startNs FROM CANN_API a JOIN STRING_IDS s ON "
                      "s.id = a.name WHERE s.value IN ('cudaMalloc', 'cudaFree') ORDER BY 3 DESC",
      .evaluate = AllocatorChurn},
+    {.id = "empty-cache",
+     .title = "torch.cuda.empty_cache() called inside steps",
+     .measures =
+         "host time in torch.cuda.empty_cache() calls inside steps, the cudaFree calls in them "
+         "included (they wait for the device); the cudaMalloc calls that refill the cache afterwards "
+         "show under allocator-churn. Every call inside a step is reported, however short (threshold "
+         "0): in the steady state a call is never needed, and one that costs microseconds where torch "
+         "has no GPU costs a device sync, cudaFree and cudaMalloc on one",
+     .threshold = 0,
+     .advice = "each call hands the caching allocator's free blocks back to the driver: cudaFree waits for "
+               "the device to finish its queued work, and the next steps allocate the same memory again "
+               "with cudaMalloc",
+     .fix = "remove torch.cuda.empty_cache() from the training loop (call it once after training to leave "
+            "the memory to another process); against fragmentation, "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+     .evidence_sql = "SELECT p.startNs, p.endNs - p.startNs FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = "
+                     "p.name WHERE s.value = 'torch.cuda.empty_cache' ORDER BY 2 DESC",
+     .evaluate = EmptyCache},
     {.id = "pageable-copies",
      .title = "Copies between the device and pageable host memory inside steps",
      .measures = "host time in the CUDA calls of copies whose host side is pageable (not pinned) memory",

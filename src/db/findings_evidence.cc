@@ -116,18 +116,20 @@ StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string&
   GPUPROF_ASSIGN_OR_RETURN(const bool has_ops,
                            ctx.reader.HasColumns("PYTORCH_API", {"startNs", "endNs", "globalTid", "name"}));
   if (!has_ops) return result;
-  // The innermost op around each kept row on its thread (few rows: the evidence).
+  // The innermost op around each kept row on its thread (few rows: the evidence); an op row (the
+  // empty_cache op) is not its own context.
   GPUPROF_ASSIGN_OR_RETURN(
       Query innermost,
       ctx.reader.Prepare(
           "SELECT " + StringValueSql(ctx.reader, "p.name") +
           " AS n FROM PYTORCH_API p WHERE p.globalTid = ?1 AND p.startNs <= ?2 AND p.endNs >= ?3 "
-          "AND n NOT LIKE 'ProfilerStep#%' ORDER BY p.endNs - p.startNs LIMIT 1"));
+          "AND n NOT LIKE 'ProfilerStep#%' AND n <> ?4 ORDER BY p.endNs - p.startNs LIMIT 1"));
   for (FindingEvidence& e : result.evidence) {
     innermost.Reset();
     innermost.BindInt(1, e.global_tid);
     innermost.BindInt(2, e.start_ns);
     innermost.BindInt(3, e.start_ns + e.duration_ns);
+    innermost.BindText(4, e.name);
     GPUPROF_ASSIGN_OR_RETURN(bool inside, innermost.Step());
     if (inside) e.context = "in " + std::string(innermost.Text(0));
   }

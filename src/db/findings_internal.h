@@ -36,7 +36,8 @@ RuleResult FromSteps(const FindingContext& ctx, std::int64_t RankStepStats::*fig
 Status NameHostActivity(const FindingContext& ctx, std::vector<FindingEvidence>& evidence);
 
 // Interval rules: rows (name, startNs, endNs, globalTid) of `sql`, by start, clipped to the
-// considered steps. `with_context`: name the innermost op running on the row's thread.
+// considered steps. `with_context`: name the innermost op running on the row's thread (one of another
+// name than the row's: an op row is not its own context).
 StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string& sql, bool with_context);
 
 // Rows (name, startNs, endNs, globalTid) of `table` whose name matches `filter` (an SQL condition on

@@ -61,6 +61,7 @@ from check_db_common import (  # noqa: E402
     one_db,
     main_process)
 from check_db_findings import (  # noqa: E402
+    expect_findings_empty_cache,
     expect_findings_kernels,
     expect_findings_host_wait,
     expect_findings_kernels_no_counters,
@@ -567,6 +568,7 @@ def expect_user_profilers(c, dbs, program_output):
 
 
 EXPECTATIONS = {
+    "findings_empty_cache": expect_findings_empty_cache,
     "findings_kernels": expect_findings_kernels,
     "findings_kernels_no_counters": expect_findings_kernels_no_counters,
     "findings_launch": expect_findings_launch,

@@ -127,6 +127,41 @@ def expect_findings_pinned(c, dbs, program_output):
                    "copies from pinned memory")
 
 
+def expect_findings_empty_cache(c, dbs, program_output):
+    """slow_step.py empty_cache (issue 41): 2 GiB allocated and freed, then torch.cuda.empty_cache()
+    every step; the empty-cache finding, each evidence row the call (the op gpuprof records around
+    it), its time at stake per considered step within 20 % of the calls the program timed in those
+    steps (the call of iteration k falls in the step after its opt.step(): steps are optimizer step
+    to optimizer step),
+    and allocator-churn beside it (the cudaFree in the call, the next step's cudaMalloc)."""
+    got = planted_and_findings(c, dbs, program_output, "findings_empty_cache", "empty_cache_ms")
+    if got is None:
+        return
+    planted, findings = got
+    found = {f["id"]: f for f in findings["findings"]}
+    c.note(f"findings: {sorted(found)}")
+    if not c.expect("empty-cache" in found, f"no empty-cache finding: {sorted(found)}"):
+        return
+    f = found["empty-cache"]
+    steps = findings["steps_considered"]
+    db = one_db(c, dbs, "findings_empty_cache")
+    # The i-th step (from 0) holds iteration i - 1's call; the first CUDA use (iteration 0's, in
+    # step 2) can make that step warm-up too.
+    left_out = set(findings["warmup_steps"]) | set(findings["replay_steps"])
+    order = [step for (step,) in db.query("SELECT id FROM STEP_TIME ORDER BY startNs")]
+    calls = [planted[i - 1] for i, step in enumerate(order) if step not in left_out and 1 <= i <= len(planted)]
+    if not c.expect(len(calls) == steps, f"{len(calls)} planted calls in {steps} considered steps"):
+        return
+    expected = sum(calls) / steps
+    c.note(f"empty-cache: {f['at_stake_ms_per_step']} ms per step ({f['at_stake_percent']} %), planted "
+           f"{expected:.2f} ms per step; longest {f['evidence'][0]}")
+    c.expect(abs(f["at_stake_ms_per_step"] - expected) <= 0.2 * expected,
+             f"time at stake {f['at_stake_ms_per_step']} ms per step, planted {expected:.2f}")
+    c.expect(f["occurrences"] == steps, f"{f['occurrences']} calls in {steps} considered steps")
+    c.expect(all(e["name"] == "torch.cuda.empty_cache" for e in f["evidence"]), f"evidence {f['evidence']}")
+    c.expect("allocator-churn" in found, f"no allocator-churn finding beside it: {sorted(found)}")
+
+
 def stats_findings(c, db):
     """`gpuprof stats --format json`'s findings of `db`, or None."""
     run = subprocess.run([os.environ["GPUPROF_CLI"], "stats", "--format", "json", db.path], capture_output=True,

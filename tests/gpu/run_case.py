@@ -259,6 +259,11 @@ CASES = {
     "FindingsHostWait": Case("findings_host_wait",
                              command=["python3", "tests/python/planted/own_kernels.py", "host_wait", "-",
                                       PLANTED_KERNELS], needs_torch=True, needs_torch_hooks=True),
+    # Issue 41: torch.cuda.empty_cache() after 2 GiB was allocated and freed, every step: the call
+    # hands the cached block back with cudaFree (empty-cache), the next step allocates it again.
+    "FindingsEmptyCache": Case("findings_empty_cache",
+                               command=["python3", "tests/python/planted/slow_step.py", "empty_cache", "-"],
+                               needs_torch=True, needs_torch_hooks=True),
     # Issue 39: a script's own torch.profiler (CUDA activity) and gpuprof.profile under `gpuprof run`.
     "UserProfilersUnderRun": Case("user_profilers", command=["python3", "tests/gpu/user_profilers.py"],
                                   needs_torch=True, needs_torch_hooks=True,

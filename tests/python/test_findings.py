@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -64,7 +65,7 @@ class PlantedFindingsTest(unittest.TestCase):
         cls.dir = tempfile.mkdtemp(prefix="gpuprof_findings_")
         cls.runs = {}
         cls.summaries = {}  # mode: (gpuprof run's last lines, the report page)
-        for mode in ("gc", "dataloader", "clean"):
+        for mode in ("gc", "dataloader", "empty_cache", "clean"):
             out = os.path.join(cls.dir, mode)
             run_stderr, planted = run_planted(out, mode)
             text = subprocess.run([os.environ["GPUPROF_CLI"], "stats", out], capture_output=True, text=True,
@@ -125,6 +126,36 @@ class PlantedFindingsTest(unittest.TestCase):
         self.check_planted("dataloader", "dataloader-wait", "wait_ms", "enumerate(DataLoader)")
         self.assertNotIn("gc-pause", self.findings("dataloader"))
 
+    def test_empty_cache_calls(self):
+        # Where torch has no GPU the call does nothing: the op's microseconds are the time at stake,
+        # so the figures compared are the calls, one per considered step, and the ops' own time.
+        found = self.findings("empty_cache")
+        self.assertIn("empty-cache", found, self.runs["empty_cache"][1])
+        finding = found["empty-cache"]
+        profile = self.runs["empty_cache"][0]["profiles"][0]
+        steps = profile["findings"]["steps_considered"]
+        self.assertEqual(finding["occurrences"], steps, "one call per considered step")
+        evidence_steps = [row["step"] for row in finding["evidence"]]
+        self.assertTrue(evidence_steps)
+        self.assertEqual(len(set(evidence_steps)), len(evidence_steps), "a call per step")
+        for row in finding["evidence"]:
+            self.assertEqual(row["name"], "torch.cuda.empty_cache", row)
+            self.assertGreaterEqual(row["step"], 2, "the warm-up step is left out")
+        # The time at stake is the recorded calls' inside the considered steps (each call falls in
+        # the step after its iteration's opt.step(): iterations 0 .. steps - 1) ...
+        with sqlite3.connect(f"file:{profile['path']}?mode=ro", uri=True) as conn:
+            ops = conn.execute("""SELECT p.endNs - p.startNs FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name
+                                  WHERE s.value = 'torch.cuda.empty_cache' ORDER BY p.startNs""").fetchall()
+        planted = self.runs["empty_cache"][2]
+        self.assertEqual(len(ops), len(planted), "every call of the program is an op")
+        recorded_ms = statistics.mean(ns for (ns,) in ops[:steps]) / 1e6
+        self.assertAlmostEqual(finding["at_stake_ms_per_step"], recorded_ms, delta=0.2 * recorded_ms)
+        # ... and no more than the program measured around each call (the op lies inside it).
+        measured_ms = statistics.mean(row["empty_cache_ms"] for row in planted[:steps])
+        self.assertLessEqual(finding["at_stake_ms_per_step"], 1.2 * measured_ms)
+        self.assertIn(finding["fix"], self.runs["empty_cache"][1])
+        self.assertNotIn("gc-pause", found)
+
     def test_every_document_follows_the_documented_schema(self):
         with open(SCHEMA) as f:
             schema = json.load(f)
@@ -144,7 +175,7 @@ class PlantedFindingsTest(unittest.TestCase):
         self.assertNotIn("[high]", self.summaries["clean"][0])
 
     def test_report_shows_the_findings_with_the_figures_of_the_json(self):
-        for mode in ("gc", "dataloader", "clean"):
+        for mode in ("gc", "dataloader", "empty_cache", "clean"):
             html = self.summaries[mode][1]
             shown = dict(re.findall(r'data-finding="([a-z-]+)" data-at-stake-ms-per-step="([0-9.]+)"', html))
             expected = {k: f["at_stake_ms_per_step"] for k, f in self.findings(mode).items()}

@@ -1,7 +1,7 @@
 """A small CPU training loop that plants one cause of slow steps (issue 41's findings), or none.
 
     python3 slow_step.py MODE OUT.json    MODE: gc | dataloader | sync | launch | launch_fused | slow_op
-                                          | pageable | pinned | clean
+                                          | pageable | pinned | empty_cache | clean
                                           (OUT "-": a line "planted JSON" on stdout)
 
 gc: every step collects a heap of reference cycles (automatic collection is off, so the pauses are
@@ -10,11 +10,14 @@ step queues 20 ms of matrix products and waits for them with torch.cuda.synchron
 (needs a GPU): 400 one-element kernels, 50 us of host work between launches, so the device idles
 between kernels far shorter than their launches; launch_fused, its twin: the same host work, then
 one kernel; pageable (needs a GPU): a 64 MiB host tensor in pageable memory copied to the device
-with non_blocking=True every step; pinned, its twin: the same from pinned memory; slow_op: the
-op "planted_op" (5 ms in every mode) takes 20 ms. OUT.json
-receives what was planted per iteration, measured here: gc_ms (the gc.collect() call), wait_ms
-(next(loader)), sync_ms (the synchronize call), copy_ms (the copy's call), launch_ms (the launch
-loop, up to its kernels' end) and op_ms (planted_op).
+with non_blocking=True every step; pinned, its twin: the same from pinned memory; empty_cache: every
+step calls torch.cuda.empty_cache() (where torch sees no GPU it does nothing; on a GPU the step
+first allocates and frees 2 GiB, so the call hands that cached block back with cudaFree and the
+next step allocates it again with cudaMalloc); slow_op: the op "planted_op" (5 ms in every mode)
+takes 20 ms. OUT.json receives what was planted per iteration, measured here: gc_ms (the
+gc.collect() call), wait_ms (next(loader)), sync_ms (the synchronize call), copy_ms (the copy's
+call), launch_ms (the launch loop, up to its kernels' end), empty_cache_ms (the empty_cache call,
+after a synchronize so that no queued work lands in it) and op_ms (planted_op).
 """
 import gc
 import json
@@ -99,9 +102,20 @@ for step in range(8):
         on_device = host.to("cuda", non_blocking=True)
         copied = time.perf_counter() - start
         torch.cuda.synchronize()
+    emptied = 0.0
+    if mode == "empty_cache":
+        if torch.cuda.is_available():
+            block = torch.empty(512 << 20, device="cuda")  # 2 GiB of float32, kept by the allocator once freed
+            block.fill_(1.0)
+            del block
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        torch.cuda.empty_cache()
+        emptied = time.perf_counter() - start
     time.sleep(0.01)
     planted.append({"gc_ms": collected * 1e3, "wait_ms": waited * 1e3, "sync_ms": synced * 1e3,
-                    "launch_ms": launched * 1e3, "copy_ms": copied * 1e3, "op_ms": op * 1e3})
+                    "launch_ms": launched * 1e3, "copy_ms": copied * 1e3, "empty_cache_ms": emptied * 1e3,
+                    "op_ms": op * 1e3})
 if out == "-":
     print("planted " + json.dumps(planted))
 else:

@@ -26,7 +26,9 @@ TEST_F(FindingsTest, EveryRuleIsDeclaredWithItsTextsThresholdAndEvaluation) {
     SCOPED_TRACE(std::string(rule.id));
     EXPECT_FALSE(rule.title.empty() || rule.measures.empty() || rule.advice.empty() || rule.fix.empty() ||
                  rule.evidence_sql.empty());
-    EXPECT_GT(rule.threshold, 0);
+    // 0: every occurrence is reported (empty-cache).
+    EXPECT_GE(rule.threshold, 0);
+    EXPECT_LT(rule.threshold, 1);
     EXPECT_NE(rule.evaluate == nullptr, rule.evaluate_cluster == nullptr)
         << "one DB's rule or the ranks' rule";
   }
@@ -196,6 +198,53 @@ TEST_F(FindingsTest, DataloaderWaitFiresOnAStarvedLoaderOnly) {
   Exec("DELETE FROM PYTORCH_API;");
   Plant("PYTORCH_API", "", ", " + std::to_string(kTid) + ", 0, 3, 0, 0, 0, 0, 0, 1", {2, 3, 4, 5, 6}, 0, 1);
   EXPECT_EQ(Find(Compute(), "dataloader-wait"), nullptr);
+}
+
+TEST_F(FindingsTest, EmptyCacheCallsInsideStepsFireWithTheirStepsAndTheOpAroundThem) {
+  // torch.cuda.empty_cache() for 3 ms in each of steps 2..6, inside aten::mm; the warm-up step's
+  // call and one after the last step are not counted.
+  Exec("INSERT INTO STRING_IDS VALUES (9, 'torch.cuda.empty_cache');");
+  const std::string op = ", " + std::to_string(kTid) + ", 0, ";
+  Plant("PYTORCH_API", "", op + "4, 0, 0, 0, 0, 0, 1", {2, 3, 4, 5, 6}, 10, 50);
+  Plant("PYTORCH_API", "", op + "9, 0, 0, 0, 0, 0, 1", {1, 2, 3, 4, 5, 6, 7}, 20, 3);
+  const FindingsReport report = Compute();  // owns the finding
+  const Finding* calls = Find(report, "empty-cache");
+  ASSERT_NE(calls, nullptr);
+  EXPECT_EQ(calls->occurrences, 5u);
+  EXPECT_EQ(calls->at_stake_ns, 5 * 3 * kMs);
+  EXPECT_NEAR(calls->at_stake_ms_per_step, 3.0, 0.01);
+  EXPECT_EQ(calls->severity, FindingSeverity::kLow);
+  ASSERT_EQ(calls->evidence.size(), 5u);
+  for (std::size_t i = 0; i < calls->evidence.size(); ++i) {
+    const FindingEvidence& e = calls->evidence[i];
+    EXPECT_EQ(e.name, "torch.cuda.empty_cache");
+    EXPECT_EQ(e.step, static_cast<std::int64_t>(i) + 2);
+    EXPECT_EQ(e.context, "in aten::mm") << "the op around the call, not the call itself";
+  }
+  EXPECT_NE(calls->summary.find("the longest 3.0 ms (torch.cuda.empty_cache in step 2, in aten::mm)"),
+            std::string::npos)
+      << calls->summary;
+}
+
+TEST_F(FindingsTest, EmptyCacheFiresOnAMicrosecondCallPerStepButNotOnCallsOutsideConsideredSteps) {
+  // Where torch has no GPU a call costs microseconds: still one per step to remove.
+  Exec("INSERT INTO STRING_IDS VALUES (9, 'torch.cuda.empty_cache');");
+  std::string sql;
+  for (int step = 2; step <= 6; ++step) {
+    const std::int64_t start = StepStart(step) + 30 * kMs;
+    sql += "INSERT INTO PYTORCH_API VALUES (" + std::to_string(start) + ", " + std::to_string(start + 2'000) +
+           ", " + std::to_string(kTid) + ", 0, 9, 0, 0, 0, 0, 0, 1);";
+  }
+  Exec(sql);
+  const FindingsReport report = Compute();  // owns the finding
+  const Finding* calls = Find(report, "empty-cache");
+  ASSERT_NE(calls, nullptr);
+  EXPECT_EQ(calls->occurrences, 5u);
+  EXPECT_EQ(calls->at_stake_ns, 5 * 2'000);
+  // The twin: calls only in the warm-up step and after the last step.
+  Exec("DELETE FROM PYTORCH_API;");
+  Plant("PYTORCH_API", "", ", " + std::to_string(kTid) + ", 0, 9, 0, 0, 0, 0, 0, 1", {1, 7}, 20, 3);
+  EXPECT_EQ(Find(Compute(), "empty-cache"), nullptr);
 }
 
 TEST_F(FindingsTest, RowsAcrossAStepBoundaryCountOnlyTheirPartInsideConsideredSteps) {
