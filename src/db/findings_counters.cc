@@ -210,18 +210,15 @@ StatusOr<std::vector<Kernel>> ReadKernels(const FindingContext& ctx) {
   rows.BindInt(1, ctx.steps.front()->start_ns);
   rows.BindInt(2, ctx.steps.back()->end_ns);
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Kernel> by_key;  // device, name id, grid
-  std::size_t first = 0;  // rows come by start: steps before a row's start are done with
+  // The rows come by start.
+  StepClipper clipper(ctx.steps);
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, rows.Step());
     if (!row) break;
     const std::int64_t start = rows.Int(0);
-    const std::int64_t end = rows.Int(1);
-    while (first < ctx.steps.size() && ctx.steps[first]->end_ns <= start) ++first;
     std::int64_t inside = 0;
-    for (std::size_t s = first; s < ctx.steps.size() && ctx.steps[s]->start_ns < end; ++s) {
-      inside += std::max<std::int64_t>(
-          0, std::min(end, ctx.steps[s]->end_ns) - std::max(start, ctx.steps[s]->start_ns));
-    }
+    clipper.Clip(start, rows.Int(1),
+                 [&](const RankStepStats&, std::int64_t, std::int64_t ns) { inside += ns; });
     if (inside <= 0) continue;
     Kernel& kernel = by_key[{rows.Int(2), rows.Int(3), rows.Int(4)}];
     if (kernel.launches == 0) {

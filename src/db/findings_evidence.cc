@@ -91,25 +91,19 @@ Status NameHostActivity(const FindingContext& ctx, std::vector<FindingEvidence>&
 StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string& sql, bool with_context) {
   RuleResult result;
   GPUPROF_ASSIGN_OR_RETURN(Query query, ctx.reader.Prepare(sql));
-  std::size_t first = 0;  // rows come by start: steps before a row's start are done with
+  StepClipper clipper(ctx.steps);  // the rows come by start
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
-    const std::int64_t start = query.Int(1);
-    const std::int64_t end = query.Int(2);
-    while (first < ctx.steps.size() && ctx.steps[first]->end_ns <= start) ++first;
-    for (std::size_t s = first; s < ctx.steps.size() && ctx.steps[s]->start_ns < end; ++s) {
-      const RankStepStats& step = *ctx.steps[s];
-      const std::int64_t from = std::max(start, step.start_ns);
-      const std::int64_t inside = std::min(end, step.end_ns) - from;
-      if (inside <= 0) continue;
-      result.at_stake_ns += inside;
-      ++result.occurrences;
-      result.evidence.push_back({std::string(query.Text(0)), step.id, from, inside, query.Int(3), ""});
-      // Bounded memory over millions of rows: trim to the longest now and then.
-      if (result.evidence.size() >= 64 * ctx.max_evidence + 1024)
-        KeepLongest(result.evidence, ctx.max_evidence);
-    }
+    clipper.Clip(
+        query.Int(1), query.Int(2), [&](const RankStepStats& step, std::int64_t from, std::int64_t inside) {
+          result.at_stake_ns += inside;
+          ++result.occurrences;
+          result.evidence.push_back({std::string(query.Text(0)), step.id, from, inside, query.Int(3), ""});
+          // Bounded memory over millions of rows: trim to the longest now and then.
+          if (result.evidence.size() >= 64 * ctx.max_evidence + 1024)
+            KeepLongest(result.evidence, ctx.max_evidence);
+        });
   }
   KeepLongest(result.evidence, ctx.max_evidence);
   if (!with_context || result.evidence.empty()) return result;

@@ -3,6 +3,7 @@
 // interface: only findings*.cc and warmup.cc include it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -27,6 +28,29 @@ std::int64_t Median(std::vector<std::int64_t> values);
 
 // Keeps the longest `max` of `evidence`, longest first (ties by start).
 void KeepLongest(std::vector<FindingEvidence>& evidence, std::size_t max);
+
+// The parts of rows [start, end) inside the considered steps, for rows that come by start: the steps
+// that end before a row's start are done with, so each row looks only at the steps it may overlap.
+class StepClipper {
+ public:
+  explicit StepClipper(const std::vector<const RankStepStats*>& steps) : steps_(steps) {}
+
+  // Calls part(step, from, inside_ns) for each considered step that [start, end) overlaps, with the
+  // overlap's start and length (> 0). `start` is at least the previous row's.
+  template <typename Part>
+  void Clip(std::int64_t start, std::int64_t end, Part&& part) {
+    while (first_ < steps_.size() && steps_[first_]->end_ns <= start) ++first_;
+    for (std::size_t s = first_; s < steps_.size() && steps_[s]->start_ns < end; ++s) {
+      const std::int64_t from = std::max(start, steps_[s]->start_ns);
+      const std::int64_t inside = std::min(end, steps_[s]->end_ns) - from;
+      if (inside > 0) part(*steps_[s], from, inside);
+    }
+  }
+
+ private:
+  const std::vector<const RankStepStats*>& steps_;
+  std::size_t first_ = 0;
+};
 
 // Step-level rules: a figure of the split per considered step.
 RuleResult FromSteps(const FindingContext& ctx, std::int64_t RankStepStats::*figure);
