@@ -71,9 +71,39 @@ std::string NamedRowsSql(const ProfileReader& reader, const std::string& table, 
 // The cluster rule (cluster_findings.cc): the slowest rank of each step, with its cause.
 StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx);
 
-// The scan of the device's tasks beside their launch calls (findings_launch.cc), made on first use
-// and kept in ctx.launches.
+// The one walk over the device's tasks in the considered steps (findings_launch.cc), made on the
+// first use of either result: each task beside its launch call for the launch rules (ctx.launches),
+// and the kernels' device time by device, name and grid for the kernel rules (ctx.kernels).
+Status ScanTasks(const FindingContext& ctx);
+// ScanTasks' launch part.
 StatusOr<std::shared_ptr<const LaunchScan>> ScanLaunches(const FindingContext& ctx);
+
+// The kernel rules' part of ScanTasks (findings_counters.cc): what they judge kernels by, read before
+// the walk (the devices' SMs and DRAM peaks, the counters of replayed launches), the kernels the walk
+// adds, and the KernelScan made of them after it.
+class KernelTally {
+ public:
+  static StatusOr<KernelTally> Read(const ProfileReader& reader);
+  KernelTally(KernelTally&&) noexcept;
+  KernelTally& operator=(KernelTally&&) noexcept;
+  ~KernelTally();
+
+  // Without a device whose SMs are known and without counters no kernel rule can fire: the walk
+  // then adds no kernel.
+  bool Wanted() const;
+  // One launch of the kernel named by STRING_IDS id `name_id` on `device` with a grid of `blocks`
+  // (-1: not recorded), started at start_ns, inside_ns of it in the considered steps (> 0). Launches
+  // come by start.
+  void Add(std::int64_t device, std::int64_t name_id, std::int64_t blocks, std::int64_t start_ns,
+           std::int64_t inside_ns);
+  // The kernels named, with their counters, by device time; once, after the walk.
+  StatusOr<std::shared_ptr<const KernelScan>> Finish(const ProfileReader& reader);
+
+ private:
+  struct State;
+  KernelTally();
+  std::unique_ptr<State> state_;
+};
 
 // The kernel rules (findings_counters.cc): kernels launched with fewer blocks than the device has
 // SMs, kernels whose achieved occupancy is far below the theoretical, kernels limited by DRAM but
@@ -92,7 +122,7 @@ namespace gpuprof::db {
 // The considered steps' kernels by device, name and grid size, each beside the hardware counters
 // of its replayed launches (GPUPROF_REPLAY_METRIC) of the same device, name and grid: the replayed
 // launches sit in steps left out (their passes are there), so their counters stand for the
-// kernel's launches in the considered ones. Made once, on the first kernel rule's call.
+// kernel's launches in the considered ones. Made once, by ScanTasks.
 struct KernelScan {
   // A unit below this share of its peak does not bound the kernel (range_stats.h's rule).
   static constexpr double kBoundPct = 60;
