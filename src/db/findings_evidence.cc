@@ -45,11 +45,16 @@ RuleResult FromSteps(const FindingContext& ctx, std::int64_t RankStepStats::*fig
   return result;
 }
 
-Status NameHostActivity(const FindingContext& ctx, std::vector<FindingEvidence>& evidence) {
+Status NameHostActivity(const FindingContext& ctx,
+                        std::initializer_list<std::vector<FindingEvidence>*> lists) {
+  std::vector<FindingEvidence*> evidence;
+  for (std::vector<FindingEvidence>* list : lists) {
+    for (FindingEvidence& e : *list) evidence.push_back(&e);
+  }
   if (evidence.empty()) return OkStatus();
   // One scan per table for all the evidence: the shortest row covering each one's midpoint.
   std::vector<std::int64_t> mids;
-  for (const FindingEvidence& e : evidence) mids.push_back(e.start_ns + e.duration_ns / 2);
+  for (const FindingEvidence* e : evidence) mids.push_back(e->start_ns + e->duration_ns / 2);
   const auto [low, high] = std::minmax_element(mids.begin(), mids.end());
   std::vector<std::vector<std::string>> doing(evidence.size());
   for (const char* table : {"PYTORCH_API", "CANN_API"}) {
@@ -81,7 +86,7 @@ Status NameHostActivity(const FindingContext& ctx, std::vector<FindingEvidence>&
     }
   }
   for (std::size_t i = 0; i < evidence.size(); ++i) {
-    FindingEvidence& e = evidence[i];
+    FindingEvidence& e = *evidence[i];
     e.context = doing[i].empty() ? "the host in no op or CUDA call" : "the host in " + doing[i].front();
     if (doing[i].size() == 2) e.context += ", " + doing[i].back();
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,9 +56,11 @@ class StepClipper {
 // Step-level rules: a figure of the split per considered step.
 RuleResult FromSteps(const FindingContext& ctx, std::int64_t RankStepStats::*figure);
 
-// Names what the host was doing at the midpoint of each of `evidence` in its context: the innermost
-// op (any thread) and the CUDA call running then ("the host in aten::mm, cudaLaunchKernel").
-Status NameHostActivity(const FindingContext& ctx, std::vector<FindingEvidence>& evidence);
+// Names what the host was doing at the midpoint of each evidence row of `lists` in its context: the
+// innermost op (any thread) and the CUDA call running then ("the host in aten::mm,
+// cudaLaunchKernel"). One scan of each host table for all the lists.
+Status NameHostActivity(const FindingContext& ctx,
+                        std::initializer_list<std::vector<FindingEvidence>*> lists);
 
 // Interval rules: rows (name, startNs, endNs, globalTid) of `sql`, by start, clipped to the
 // considered steps. `with_context`: name the innermost op running on the row's thread.

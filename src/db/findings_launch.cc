@@ -249,8 +249,7 @@ Status ScanTasks(const FindingContext& ctx) {
     }
     if (launches) {
       walk.Finish();
-      GPUPROF_RETURN_IF_ERROR(NameHostActivity(ctx, scan->longest_gaps));
-      GPUPROF_RETURN_IF_ERROR(NameHostActivity(ctx, scan->launch_bound.evidence));
+      GPUPROF_RETURN_IF_ERROR(NameHostActivity(ctx, {&scan->longest_gaps, &scan->launch_bound.evidence}));
       GPUPROF_RETURN_IF_ERROR(NameKernels(ctx.reader, scan->launch_delay.evidence));
     }
   }
