@@ -112,11 +112,11 @@ struct FindingContext {
   const RankStats& split;
   std::vector<const RankStepStats*> steps;  // the considered ones, by start
   std::size_t max_evidence = 5;
-  // The device's tasks beside their launch calls, scanned once for every rule that reads them
-  // (findings_launch.cc); null until the first such rule runs.
+  // Both made by one walk over the device's tasks (findings_launch.cc's ScanTasks), on the first
+  // rule that reads either; null until then. The tasks beside their launch calls:
   mutable std::shared_ptr<const LaunchScan> launches;
   // The considered steps' kernels by name and grid, beside the hardware counters of their replayed
-  // launches (findings_counters.cc); null until the first kernel rule runs.
+  // launches (findings_counters.cc):
   mutable std::shared_ptr<const KernelScan> kernels;
 };
 

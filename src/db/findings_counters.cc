@@ -1,9 +1,9 @@
-// The kernel rules (findings_internal.h): one scan of the considered steps' kernels by device, name
-// and grid, beside the hardware counters of their replayed launches, and the three rules read from
-// it. Each kernel is told under the first cause that explains it: a grid smaller than the device
-// (tiny-grids), then too few warps resident (low-occupancy), then DRAM under-used (memory-bound-
-// kernels); a kernel whose mean launch lasts under kLaunchBoundNs is launch-dominated (the launch
-// rules' matter) and not judged by its counters.
+// The kernel rules (findings_internal.h): the considered steps' kernels by device, name and grid
+// (added by the task scan, findings_launch.cc), beside the hardware counters of their replayed
+// launches, and the three rules read from them. Each kernel is told under the first cause that
+// explains it: a grid smaller than the device (tiny-grids), then too few warps resident
+// (low-occupancy), then DRAM under-used (memory-bound-kernels); a kernel whose mean launch lasts
+// under kLaunchBoundNs is launch-dominated (the launch rules' matter) and not judged by its counters.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -191,85 +191,8 @@ CounterSums CountersFor(const Kernel& kernel, const std::map<CounterKey, Counter
   return found;
 }
 
-// The considered steps' kernels by (device, name id, grid): device time clipped to the steps.
-StatusOr<std::vector<Kernel>> ReadKernels(const FindingContext& ctx) {
-  std::vector<Kernel> kernels;
-  GPUPROF_ASSIGN_OR_RETURN(const bool tasks,
-                           ctx.reader.HasColumns("TASK", {"startNs", "endNs", "globalTaskId"}));
-  GPUPROF_ASSIGN_OR_RETURN(const bool info,
-                           ctx.reader.HasColumns("COMPUTE_TASK_INFO", {"globalTaskId", "name"}));
-  if (!tasks || !info || ctx.steps.empty()) return kernels;
-  GPUPROF_ASSIGN_OR_RETURN(const bool device, ctx.reader.HasColumns("TASK", {"deviceId"}));
-  GPUPROF_ASSIGN_OR_RETURN(const bool blocks, ctx.reader.HasColumns("COMPUTE_TASK_INFO", {"blockNum"}));
-  GPUPROF_ASSIGN_OR_RETURN(
-      Query rows,
-      ctx.reader.Prepare(std::string("SELECT t.startNs, t.endNs, ") + (device ? "t.deviceId" : "0") +
-                         ", c.name, " + (blocks ? "COALESCE(c.blockNum, -1)" : "-1") +
-                         " FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId "
-                         "WHERE t.endNs > ?1 AND t.startNs < ?2 ORDER BY t.startNs"));
-  rows.BindInt(1, ctx.steps.front()->start_ns);
-  rows.BindInt(2, ctx.steps.back()->end_ns);
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Kernel> by_key;  // device, name id, grid
-  std::size_t first = 0;  // rows come by start: steps before a row's start are done with
-  while (true) {
-    GPUPROF_ASSIGN_OR_RETURN(bool row, rows.Step());
-    if (!row) break;
-    const std::int64_t start = rows.Int(0);
-    const std::int64_t end = rows.Int(1);
-    while (first < ctx.steps.size() && ctx.steps[first]->end_ns <= start) ++first;
-    std::int64_t inside = 0;
-    for (std::size_t s = first; s < ctx.steps.size() && ctx.steps[s]->start_ns < end; ++s) {
-      inside += std::max<std::int64_t>(
-          0, std::min(end, ctx.steps[s]->end_ns) - std::max(start, ctx.steps[s]->start_ns));
-    }
-    if (inside <= 0) continue;
-    Kernel& kernel = by_key[{rows.Int(2), rows.Int(3), rows.Int(4)}];
-    if (kernel.launches == 0) {
-      kernel.device = rows.Int(2);
-      kernel.name = std::to_string(rows.Int(3));  // its STRING_IDS id until the names are looked up
-      kernel.blocks = rows.Int(4);
-      kernel.first_start_ns = start;
-    }
-    kernel.ns += inside;
-    ++kernel.launches;
-  }
-  GPUPROF_ASSIGN_OR_RETURN(StringLookup names, StringLookup::Create(ctx.reader));
-  for (auto& [key, kernel] : by_key) {
-    GPUPROF_ASSIGN_OR_RETURN(kernel.name, names.Get(std::get<1>(key)));
-    kernels.push_back(std::move(kernel));
-  }
-  std::stable_sort(kernels.begin(), kernels.end(),
-                   [](const Kernel& a, const Kernel& b) { return a.ns > b.ns; });
-  return kernels;
-}
-
 StatusOr<std::shared_ptr<const KernelScan>> ScanKernels(const FindingContext& ctx) {
-  if (ctx.kernels) return ctx.kernels;
-  auto scan = std::make_shared<KernelScan>();
-  GPUPROF_ASSIGN_OR_RETURN(const auto devices, ReadDevices(ctx.reader));
-  GPUPROF_ASSIGN_OR_RETURN(const auto counters, ReadCounters(ctx.reader, devices));
-  for (const auto& [key, sums] : counters) {
-    if (sums.dram.n + sums.compute.n + sums.achieved.n > 0) scan->any_counters = true;
-  }
-  // Without a device whose SMs are known and without counters no kernel rule can fire: no scan.
-  if (!devices.empty() || !counters.empty()) {
-    GPUPROF_ASSIGN_OR_RETURN(scan->kernels, ReadKernels(ctx));
-  }
-  for (Kernel& kernel : scan->kernels) {
-    if (auto device = devices.find(kernel.device); device != devices.end()) {
-      kernel.sms = device->second.sms;
-      kernel.dram_peak_bytes_per_s = device->second.dram_peak;
-    }
-    const CounterSums sums = CountersFor(kernel, counters);
-    kernel.counted_launches = sums.launches;
-    kernel.dram_pct = sums.dram.Get();
-    kernel.compute_pct = sums.compute.Get();
-    kernel.memory_pct = sums.memory.Get();
-    kernel.achieved_occupancy_pct = sums.achieved.Get();
-    kernel.theoretical_occupancy_pct = sums.theoretical.Get();
-    kernel.dram_bytes_per_s = sums.dram_bytes_per_s.Get();
-  }
-  ctx.kernels = scan;
+  if (!ctx.kernels) GPUPROF_RETURN_IF_ERROR(ScanTasks(ctx));
   return ctx.kernels;
 }
 
@@ -330,6 +253,68 @@ void Add(const FindingContext& ctx, const Kernel& k, double share, std::string c
 }
 
 }  // namespace
+
+struct KernelTally::State {
+  std::map<std::int64_t, DeviceInfo> devices;
+  std::map<CounterKey, CounterSums> counters;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Kernel> by_key;  // device, name id, grid
+};
+
+KernelTally::KernelTally() : state_(std::make_unique<State>()) {}
+KernelTally::KernelTally(KernelTally&&) noexcept = default;
+KernelTally& KernelTally::operator=(KernelTally&&) noexcept = default;
+KernelTally::~KernelTally() = default;
+
+StatusOr<KernelTally> KernelTally::Read(const ProfileReader& reader) {
+  KernelTally tally;
+  GPUPROF_ASSIGN_OR_RETURN(tally.state_->devices, ReadDevices(reader));
+  GPUPROF_ASSIGN_OR_RETURN(tally.state_->counters, ReadCounters(reader, tally.state_->devices));
+  return tally;
+}
+
+bool KernelTally::Wanted() const { return !state_->devices.empty() || !state_->counters.empty(); }
+
+void KernelTally::Add(std::int64_t device, std::int64_t name_id, std::int64_t blocks, std::int64_t start_ns,
+                      std::int64_t inside_ns) {
+  Kernel& kernel = state_->by_key[{device, name_id, blocks}];
+  if (kernel.launches == 0) {
+    kernel.device = device;
+    kernel.blocks = blocks;
+    kernel.first_start_ns = start_ns;
+  }
+  kernel.ns += inside_ns;
+  ++kernel.launches;
+}
+
+StatusOr<std::shared_ptr<const KernelScan>> KernelTally::Finish(const ProfileReader& reader) {
+  auto scan = std::make_shared<KernelScan>();
+  for (const auto& [key, sums] : state_->counters) {
+    if (sums.dram.n + sums.compute.n + sums.achieved.n > 0) scan->any_counters = true;
+  }
+  GPUPROF_ASSIGN_OR_RETURN(StringLookup names, StringLookup::Create(reader));
+  for (auto& [key, kernel] : state_->by_key) {
+    GPUPROF_ASSIGN_OR_RETURN(kernel.name, names.Get(std::get<1>(key)));
+    scan->kernels.push_back(std::move(kernel));
+  }
+  state_->by_key.clear();
+  std::stable_sort(scan->kernels.begin(), scan->kernels.end(),
+                   [](const Kernel& a, const Kernel& b) { return a.ns > b.ns; });
+  for (Kernel& kernel : scan->kernels) {
+    if (auto device = state_->devices.find(kernel.device); device != state_->devices.end()) {
+      kernel.sms = device->second.sms;
+      kernel.dram_peak_bytes_per_s = device->second.dram_peak;
+    }
+    const CounterSums sums = CountersFor(kernel, state_->counters);
+    kernel.counted_launches = sums.launches;
+    kernel.dram_pct = sums.dram.Get();
+    kernel.compute_pct = sums.compute.Get();
+    kernel.memory_pct = sums.memory.Get();
+    kernel.achieved_occupancy_pct = sums.achieved.Get();
+    kernel.theoretical_occupancy_pct = sums.theoretical.Get();
+    kernel.dram_bytes_per_s = sums.dram_bytes_per_s.Get();
+  }
+  return std::shared_ptr<const KernelScan>(std::move(scan));
+}
 
 StatusOr<RuleResult> TinyGrids(const FindingContext& ctx) {
   GPUPROF_ASSIGN_OR_RETURN(const std::shared_ptr<const KernelScan> scan, ScanKernels(ctx));

@@ -45,11 +45,16 @@ RuleResult FromSteps(const FindingContext& ctx, std::int64_t RankStepStats::*fig
   return result;
 }
 
-Status NameHostActivity(const FindingContext& ctx, std::vector<FindingEvidence>& evidence) {
+Status NameHostActivity(const FindingContext& ctx,
+                        std::initializer_list<std::vector<FindingEvidence>*> lists) {
+  std::vector<FindingEvidence*> evidence;
+  for (std::vector<FindingEvidence>* list : lists) {
+    for (FindingEvidence& e : *list) evidence.push_back(&e);
+  }
   if (evidence.empty()) return OkStatus();
   // One scan per table for all the evidence: the shortest row covering each one's midpoint.
   std::vector<std::int64_t> mids;
-  for (const FindingEvidence& e : evidence) mids.push_back(e.start_ns + e.duration_ns / 2);
+  for (const FindingEvidence* e : evidence) mids.push_back(e->start_ns + e->duration_ns / 2);
   const auto [low, high] = std::minmax_element(mids.begin(), mids.end());
   std::vector<std::vector<std::string>> doing(evidence.size());
   for (const char* table : {"PYTORCH_API", "CANN_API"}) {
@@ -81,7 +86,7 @@ Status NameHostActivity(const FindingContext& ctx, std::vector<FindingEvidence>&
     }
   }
   for (std::size_t i = 0; i < evidence.size(); ++i) {
-    FindingEvidence& e = evidence[i];
+    FindingEvidence& e = *evidence[i];
     e.context = doing[i].empty() ? "the host in no op or CUDA call" : "the host in " + doing[i].front();
     if (doing[i].size() == 2) e.context += ", " + doing[i].back();
   }
@@ -91,25 +96,19 @@ Status NameHostActivity(const FindingContext& ctx, std::vector<FindingEvidence>&
 StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string& sql, bool with_context) {
   RuleResult result;
   GPUPROF_ASSIGN_OR_RETURN(Query query, ctx.reader.Prepare(sql));
-  std::size_t first = 0;  // rows come by start: steps before a row's start are done with
+  StepClipper clipper(ctx.steps);  // the rows come by start
   while (true) {
     GPUPROF_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
-    const std::int64_t start = query.Int(1);
-    const std::int64_t end = query.Int(2);
-    while (first < ctx.steps.size() && ctx.steps[first]->end_ns <= start) ++first;
-    for (std::size_t s = first; s < ctx.steps.size() && ctx.steps[s]->start_ns < end; ++s) {
-      const RankStepStats& step = *ctx.steps[s];
-      const std::int64_t from = std::max(start, step.start_ns);
-      const std::int64_t inside = std::min(end, step.end_ns) - from;
-      if (inside <= 0) continue;
-      result.at_stake_ns += inside;
-      ++result.occurrences;
-      result.evidence.push_back({std::string(query.Text(0)), step.id, from, inside, query.Int(3), ""});
-      // Bounded memory over millions of rows: trim to the longest now and then.
-      if (result.evidence.size() >= 64 * ctx.max_evidence + 1024)
-        KeepLongest(result.evidence, ctx.max_evidence);
-    }
+    clipper.Clip(
+        query.Int(1), query.Int(2), [&](const RankStepStats& step, std::int64_t from, std::int64_t inside) {
+          result.at_stake_ns += inside;
+          ++result.occurrences;
+          result.evidence.push_back({std::string(query.Text(0)), step.id, from, inside, query.Int(3), ""});
+          // Bounded memory over millions of rows: trim to the longest now and then.
+          if (result.evidence.size() >= 64 * ctx.max_evidence + 1024)
+            KeepLongest(result.evidence, ctx.max_evidence);
+        });
   }
   KeepLongest(result.evidence, ctx.max_evidence);
   if (!with_context || result.evidence.empty()) return result;

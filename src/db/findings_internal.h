@@ -3,7 +3,9 @@
 // interface: only findings*.cc and warmup.cc include it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,12 +30,37 @@ std::int64_t Median(std::vector<std::int64_t> values);
 // Keeps the longest `max` of `evidence`, longest first (ties by start).
 void KeepLongest(std::vector<FindingEvidence>& evidence, std::size_t max);
 
+// The parts of rows [start, end) inside the considered steps, for rows that come by start: the steps
+// that end before a row's start are done with, so each row looks only at the steps it may overlap.
+class StepClipper {
+ public:
+  explicit StepClipper(const std::vector<const RankStepStats*>& steps) : steps_(steps) {}
+
+  // Calls part(step, from, inside_ns) for each considered step that [start, end) overlaps, with the
+  // overlap's start and length (> 0). `start` is at least the previous row's.
+  template <typename Part>
+  void Clip(std::int64_t start, std::int64_t end, Part&& part) {
+    while (first_ < steps_.size() && steps_[first_]->end_ns <= start) ++first_;
+    for (std::size_t s = first_; s < steps_.size() && steps_[s]->start_ns < end; ++s) {
+      const std::int64_t from = std::max(start, steps_[s]->start_ns);
+      const std::int64_t inside = std::min(end, steps_[s]->end_ns) - from;
+      if (inside > 0) part(*steps_[s], from, inside);
+    }
+  }
+
+ private:
+  const std::vector<const RankStepStats*>& steps_;
+  std::size_t first_ = 0;
+};
+
 // Step-level rules: a figure of the split per considered step.
 RuleResult FromSteps(const FindingContext& ctx, std::int64_t RankStepStats::*figure);
 
-// Names what the host was doing at the midpoint of each of `evidence` in its context: the innermost
-// op (any thread) and the CUDA call running then ("the host in aten::mm, cudaLaunchKernel").
-Status NameHostActivity(const FindingContext& ctx, std::vector<FindingEvidence>& evidence);
+// Names what the host was doing at the midpoint of each evidence row of `lists` in its context: the
+// innermost op (any thread) and the CUDA call running then ("the host in aten::mm,
+// cudaLaunchKernel"). One scan of each host table for all the lists.
+Status NameHostActivity(const FindingContext& ctx,
+                        std::initializer_list<std::vector<FindingEvidence>*> lists);
 
 // Interval rules: rows (name, startNs, endNs, globalTid) of `sql`, by start, clipped to the
 // considered steps. `with_context`: name the innermost op running on the row's thread (one of another
@@ -48,9 +75,39 @@ std::string NamedRowsSql(const ProfileReader& reader, const std::string& table, 
 // The cluster rule (cluster_findings.cc): the slowest rank of each step, with its cause.
 StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx);
 
-// The scan of the device's tasks beside their launch calls (findings_launch.cc), made on first use
-// and kept in ctx.launches.
+// The one walk over the device's tasks in the considered steps (findings_launch.cc), made on the
+// first use of either result: each task beside its launch call for the launch rules (ctx.launches),
+// and the kernels' device time by device, name and grid for the kernel rules (ctx.kernels).
+Status ScanTasks(const FindingContext& ctx);
+// ScanTasks' launch part.
 StatusOr<std::shared_ptr<const LaunchScan>> ScanLaunches(const FindingContext& ctx);
+
+// The kernel rules' part of ScanTasks (findings_counters.cc): what they judge kernels by, read before
+// the walk (the devices' SMs and DRAM peaks, the counters of replayed launches), the kernels the walk
+// adds, and the KernelScan made of them after it.
+class KernelTally {
+ public:
+  static StatusOr<KernelTally> Read(const ProfileReader& reader);
+  KernelTally(KernelTally&&) noexcept;
+  KernelTally& operator=(KernelTally&&) noexcept;
+  ~KernelTally();
+
+  // Without a device whose SMs are known and without counters no kernel rule can fire: the walk
+  // then adds no kernel.
+  bool Wanted() const;
+  // One launch of the kernel named by STRING_IDS id `name_id` on `device` with a grid of `blocks`
+  // (-1: not recorded), started at start_ns, inside_ns of it in the considered steps (> 0). Launches
+  // come by start.
+  void Add(std::int64_t device, std::int64_t name_id, std::int64_t blocks, std::int64_t start_ns,
+           std::int64_t inside_ns);
+  // The kernels named, with their counters, by device time; once, after the walk.
+  StatusOr<std::shared_ptr<const KernelScan>> Finish(const ProfileReader& reader);
+
+ private:
+  struct State;
+  KernelTally();
+  std::unique_ptr<State> state_;
+};
 
 // The kernel rules (findings_counters.cc): kernels launched with fewer blocks than the device has
 // SMs, kernels whose achieved occupancy is far below the theoretical, kernels limited by DRAM but
@@ -69,7 +126,7 @@ namespace gpuprof::db {
 // The considered steps' kernels by device, name and grid size, each beside the hardware counters
 // of its replayed launches (GPUPROF_REPLAY_METRIC) of the same device, name and grid: the replayed
 // launches sit in steps left out (their passes are there), so their counters stand for the
-// kernel's launches in the considered ones. Made once, on the first kernel rule's call.
+// kernel's launches in the considered ones. Made once, by ScanTasks.
 struct KernelScan {
   // A unit below this share of its peak does not bound the kernel (range_stats.h's rule).
   static constexpr double kBoundPct = 60;

@@ -1,6 +1,7 @@
-// The launch scan: one pass over the device's tasks in the considered steps, each beside the launch
+// The task scan: one pass over the device's tasks in the considered steps, each beside the launch
 // call that issued it, for the rules that read how the host feeds the device (device idle and its
-// causes, launch-bound stretches, launch-delay outliers).
+// causes, launch-bound stretches, launch-delay outliers), and beside its kernel's name and grid, for
+// the kernel rules (findings_counters.cc's KernelTally).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -171,48 +172,94 @@ Status NameKernels(const ProfileReader& reader, std::vector<FindingEvidence>& ev
   return OkStatus();
 }
 
+// The tasks of the considered steps by start (bind ?1 and ?2 to their span), each row: startNs,
+// endNs, globalTaskId; for the launch rules (`launches`; else 0 and NULLs): whether it is device work
+// they read, its launch call's start, end and name id; for the kernel rules (`kernels`; else 0s):
+// whether it has a kernel row, its device, the kernel's name id and grid (-1: not recorded).
+StatusOr<Query> TasksQuery(const ProfileReader& reader, bool launches, bool kernels) {
+  std::string device_work = "0";
+  std::string calls = "NULL, NULL, NULL";
+  std::string from = "TASK t";
+  if (launches) {
+    GPUPROF_ASSIGN_OR_RETURN(device_work, DeviceWorkTaskSql(reader, "t"));
+    device_work = "(t.endNs >= t.startNs AND " + device_work + ")";
+    GPUPROF_ASSIGN_OR_RETURN(const bool has_calls,
+                             reader.HasColumns("CANN_API", {"startNs", "endNs", "connectionId", "name"}));
+    // A task joins its call's node-level row ("launch", the call's times); the runtime row that
+    // names the call (cudaLaunchKernel, cudaGraphLaunch, cudaMemcpyAsync) sits
+    // kRuntimeConnectionOffset above.
+    if (has_calls) {
+      calls = "a.startNs, a.endNs, COALESCE(r.name, a.name)";
+      from +=
+          " LEFT JOIN CANN_API a ON a.connectionId = t.connectionId LEFT JOIN CANN_API r ON "
+          "r.connectionId = t.connectionId + " +
+          std::to_string(kRuntimeConnectionOffset);
+    }
+  }
+  std::string kernel = "0, 0, 0, 0";
+  if (kernels) {
+    GPUPROF_ASSIGN_OR_RETURN(const bool device, reader.HasColumns("TASK", {"deviceId"}));
+    GPUPROF_ASSIGN_OR_RETURN(const bool blocks, reader.HasColumns("COMPUTE_TASK_INFO", {"blockNum"}));
+    kernel = std::string("c.globalTaskId IS NOT NULL, ") + (device ? "t.deviceId" : "0") + ", c.name, " +
+             (blocks ? "COALESCE(c.blockNum, -1)" : "-1");
+    from += " LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId";
+  }
+  return reader.Prepare("SELECT t.startNs, t.endNs, t.globalTaskId, " + device_work + ", " + calls + ", " +
+                        kernel + " FROM " + from +
+                        " WHERE t.endNs > ?1 AND t.startNs < ?2 ORDER BY t.startNs");
+}
+
 }  // namespace
 
-StatusOr<std::shared_ptr<const LaunchScan>> ScanLaunches(const FindingContext& ctx) {
-  if (ctx.launches) return ctx.launches;
+Status ScanTasks(const FindingContext& ctx) {
+  if (ctx.launches && ctx.kernels) return OkStatus();
+  GPUPROF_ASSIGN_OR_RETURN(KernelTally kernels, KernelTally::Read(ctx.reader));
   auto scan = std::make_shared<LaunchScan>();
   GPUPROF_ASSIGN_OR_RETURN(
       scan->has_tasks, ctx.reader.HasColumns("TASK", {"startNs", "endNs", "connectionId", "globalTaskId"}));
-  if (!scan->has_tasks || ctx.steps.empty()) {
-    ctx.launches = scan;
-    return ctx.launches;
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_kernel_tasks,
+                           ctx.reader.HasColumns("TASK", {"startNs", "endNs", "globalTaskId"}));
+  GPUPROF_ASSIGN_OR_RETURN(const bool has_info,
+                           ctx.reader.HasColumns("COMPUTE_TASK_INFO", {"globalTaskId", "name"}));
+  const bool launches = scan->has_tasks && !ctx.steps.empty();
+  const bool with_kernels = kernels.Wanted() && has_kernel_tasks && has_info && !ctx.steps.empty();
+  if (launches || with_kernels) {
+    GPUPROF_ASSIGN_OR_RETURN(Query tasks, TasksQuery(ctx.reader, launches, with_kernels));
+    tasks.BindInt(1, ctx.steps.front()->start_ns);
+    tasks.BindInt(2, ctx.steps.back()->end_ns);
+    GPUPROF_ASSIGN_OR_RETURN(const std::unordered_set<std::int64_t> launch_ids,
+                             launches ? KernelLaunchCalls(ctx.reader) : std::unordered_set<std::int64_t>());
+    Walk walk(ctx, *scan);
+    StepClipper clipper(ctx.steps);  // the tasks come by start
+    while (true) {
+      GPUPROF_ASSIGN_OR_RETURN(bool row, tasks.Step());
+      if (!row) break;
+      const std::int64_t start = tasks.Int(0);
+      const std::int64_t end = tasks.Int(1);
+      if (tasks.Int(3) != 0) {
+        const bool has_call = !tasks.IsNull(4) && !tasks.IsNull(5);
+        walk.Task(start, end, has_call, tasks.Int(4), tasks.Int(5),
+                  has_call && launch_ids.contains(tasks.Int(6)), tasks.Int(2));
+      }
+      if (tasks.Int(7) != 0) {
+        std::int64_t inside = 0;
+        clipper.Clip(start, end, [&](const RankStepStats&, std::int64_t, std::int64_t ns) { inside += ns; });
+        if (inside > 0) kernels.Add(tasks.Int(8), tasks.Int(9), tasks.Int(10), start, inside);
+      }
+    }
+    if (launches) {
+      walk.Finish();
+      GPUPROF_RETURN_IF_ERROR(NameHostActivity(ctx, {&scan->longest_gaps, &scan->launch_bound.evidence}));
+      GPUPROF_RETURN_IF_ERROR(NameKernels(ctx.reader, scan->launch_delay.evidence));
+    }
   }
-  GPUPROF_ASSIGN_OR_RETURN(const bool has_calls,
-                           ctx.reader.HasColumns("CANN_API", {"startNs", "endNs", "connectionId", "name"}));
-  GPUPROF_ASSIGN_OR_RETURN(const std::unordered_set<std::int64_t> launch_ids, KernelLaunchCalls(ctx.reader));
-  GPUPROF_ASSIGN_OR_RETURN(const std::string device_work, DeviceWorkTaskSql(ctx.reader, "t"));
-  // A task joins its call's node-level row ("launch", the call's times); the runtime row that names
-  // the call (cudaLaunchKernel, cudaGraphLaunch, cudaMemcpyAsync) sits kRuntimeConnectionOffset above.
-  const std::string calls =
-      has_calls
-          ? "a.startNs, a.endNs, COALESCE(r.name, a.name) FROM TASK t LEFT JOIN CANN_API a ON a.connectionId "
-            "= t.connectionId LEFT JOIN CANN_API r ON r.connectionId = t.connectionId + " +
-                std::to_string(kRuntimeConnectionOffset)
-          : std::string("NULL, NULL, NULL FROM TASK t");
-  GPUPROF_ASSIGN_OR_RETURN(
-      Query tasks, ctx.reader.Prepare("SELECT t.startNs, t.endNs, t.globalTaskId, " + calls +
-                                      " WHERE t.endNs >= t.startNs AND t.endNs > ?1 AND t.startNs < ?2 AND " +
-                                      device_work + " ORDER BY t.startNs"));
-  tasks.BindInt(1, ctx.steps.front()->start_ns);
-  tasks.BindInt(2, ctx.steps.back()->end_ns);
-  Walk walk(ctx, *scan);
-  while (true) {
-    GPUPROF_ASSIGN_OR_RETURN(bool row, tasks.Step());
-    if (!row) break;
-    const bool has_call = !tasks.IsNull(3) && !tasks.IsNull(4);
-    walk.Task(tasks.Int(0), tasks.Int(1), has_call, tasks.Int(3), tasks.Int(4),
-              has_call && launch_ids.contains(tasks.Int(5)), tasks.Int(2));
-  }
-  walk.Finish();
-  GPUPROF_RETURN_IF_ERROR(NameHostActivity(ctx, scan->longest_gaps));
-  GPUPROF_RETURN_IF_ERROR(NameHostActivity(ctx, scan->launch_bound.evidence));
-  GPUPROF_RETURN_IF_ERROR(NameKernels(ctx.reader, scan->launch_delay.evidence));
+  GPUPROF_ASSIGN_OR_RETURN(ctx.kernels, kernels.Finish(ctx.reader));
   ctx.launches = scan;
+  return OkStatus();
+}
+
+StatusOr<std::shared_ptr<const LaunchScan>> ScanLaunches(const FindingContext& ctx) {
+  if (!ctx.launches) GPUPROF_RETURN_IF_ERROR(ScanTasks(ctx));
   return ctx.launches;
 }
 

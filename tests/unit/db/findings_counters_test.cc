@@ -143,6 +143,33 @@ TEST_F(FindingsCountersTest, TinyGridsNeedADeviceWhoseSmsAreKnownAndLeaveTheWarm
   EXPECT_EQ(Find(Compute(), "tiny-grids"), nullptr) << "an unknown device: its SM count is not known";
 }
 
+TEST_F(FindingsCountersTest, KernelsAcrossAStepBoundaryCountOnlyTheirPartInsideConsideredSteps) {
+  // Three launches of a 4-block grid: 30 ms from the warm-up step 1 into step 2 (10 ms inside),
+  // 10 ms across the boundary of steps 3 and 4 (both considered, all of it), and 40 ms from step 6
+  // past the last step's end (10 ms inside). 30 ms in 5 steps: 6 ms per step, 128/132 of it at stake.
+  const int name_id = NameId("small_grid_kernel");
+  std::string sql;
+  for (const auto& [start, end] : {std::pair{StepStart(2) - 20 * kMs, StepStart(2) + 10 * kMs},
+                                   std::pair{StepStart(4) - 5 * kMs, StepStart(4) + 5 * kMs},
+                                   std::pair{StepStart(7) - 10 * kMs, StepStart(7) + 30 * kMs}}) {
+    const std::string id = std::to_string(next_task_++);
+    sql += "INSERT INTO TASK VALUES (" + std::to_string(start) + ", " + std::to_string(end) + ", 0, " + id +
+           ", " + id + ", 1, 0, 0, 7, " + id + ", 0);";
+    sql += "INSERT INTO COMPUTE_TASK_INFO (name, globalTaskId, blockNum) VALUES (" + std::to_string(name_id) +
+           ", " + id + ", 4);";
+  }
+  Exec(sql);
+  const FindingsReport report = Compute();
+  const Finding* tiny = Find(report, "tiny-grids");
+  ASSERT_NE(tiny, nullptr);
+  EXPECT_EQ(tiny->occurrences, 1u);
+  EXPECT_NEAR(tiny->at_stake_ms_per_step, 6.0 * 128 / 132, 0.001);
+  ASSERT_EQ(tiny->evidence.size(), 1u);
+  EXPECT_EQ(
+      tiny->evidence[0].context,
+      "grid of 4 blocks on 132 SMs: 97 % of the SMs idle; 6.0 ms per step on the device in 0.6 launches");
+}
+
 TEST_F(FindingsCountersTest, MemoryBoundKernelsFireOnDramAsTheLimitWellBelowPeak) {
   // gather_kernel: 5 launches of 2 ms per step (10 ms), DRAM 25 % of peak, above the SMs (10 %) and
   // near the busiest memory unit (28 %): 75 % of its time at stake, 7.5 ms per step. Its replayed

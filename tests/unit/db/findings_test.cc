@@ -288,14 +288,15 @@ TEST_F(FindingsTest, DeviceIdleIsSplitIntoWaitingOnTheHostOnALaunchAndOnDependen
 }
 
 TEST_F(FindingsTest, LaunchBoundStretchesFireOnKernelsShorterThanTheirLaunchCalls) {
-  // Each step: 40 kernels of 0.1 ms, each launched by a 0.3 ms call issued back to back, so the
-  // device idles 0.2 ms between kernels: 39 x 0.2 = 7.8 ms per step in the stretch.
+  // Each step: 40 kernels of 0.1 ms, each launched by a 0.3 ms call issued back to back inside
+  // aten::mm, so the device idles 0.2 ms between kernels: 39 x 0.2 = 7.8 ms per step in the stretch.
   for (int step = 2; step <= 6; ++step) {
     for (int i = 0; i < 40; ++i) {
       const double call = 10 + 0.3 * i;
       Kernel(step, call + 0.3, call + 0.4, call, call + 0.3);
     }
   }
+  Plant("PYTORCH_API", "", ", " + std::to_string(kTid) + ", 0, 4, 0, 0, 0, 0, 0, 1", {2, 3, 4, 5, 6}, 9, 14);
   const FindingsReport report = Compute();
   const Finding* bound = Find(report, "launch-bound");
   ASSERT_NE(bound, nullptr);
@@ -305,6 +306,13 @@ TEST_F(FindingsTest, LaunchBoundStretchesFireOnKernelsShorterThanTheirLaunchCall
   EXPECT_EQ(bound->evidence[0].name,
             "40 kernels shorter than their launch calls (median 100 us on the device, 300 us to launch)");
   EXPECT_EQ(bound->evidence[0].step, 2);
+  // What the host was doing is named for the stretches and for the device's idle gaps alike (the
+  // longest gaps, after the stretch, are outside the op and the calls).
+  EXPECT_EQ(bound->evidence[0].context, "the host in aten::mm, launch");
+  const Finding* idle = Find(report, "device-idle");
+  ASSERT_NE(idle, nullptr);
+  ASSERT_FALSE(idle->evidence.empty());
+  EXPECT_EQ(idle->evidence[0].context, "the host in no op or CUDA call");
 }
 
 TEST_F(FindingsTest, KernelsLongerThanTheirLaunchCallsAreNotLaunchBound) {
