@@ -84,8 +84,8 @@ extern "C" {
 int planted_pointer_chase_warps() { return 2 * SmCount() * kChaseThreads / 32; }
 
 int planted_pointer_chase_launch(const int* next, int lines, int hops, int* out, cudaStream_t stream) {
-  cudaError_t error =
-      cudaFuncSetAttribute(planted_pointer_chase, cudaFuncAttributeMaxDynamicSharedMemorySize, kChaseSharedBytes);
+  cudaError_t error = cudaFuncSetAttribute(planted_pointer_chase, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           kChaseSharedBytes);
   if (error != cudaSuccess) return error;
   planted_pointer_chase<<<2 * SmCount(), kChaseThreads, kChaseSharedBytes, stream>>>(next, lines, hops, out);
   return cudaGetLastError();
@@ -98,7 +98,8 @@ int planted_max_warps_per_sm() {
   int device = 0;
   int threads = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  if (cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device) != cudaSuccess)
+    return 0;
   return threads / 32;
 }
 
