@@ -10,7 +10,8 @@ Each of 8 iterations runs one SGD step of a tiny model (steps are optimizer step
 then:
 counters (under `gpuprof replay --set basic`): 2 pointer chases (dependent 128-byte loads at random
 places over 1 GiB, 8 warps per SM: memory-bound far below DRAM peak) and 2 launches of a grid of
-16 blocks per SM where only block 0 works (achieved occupancy far below the theoretical);
+16 blocks per SM where only block 0 works (achieved occupancy far below the theoretical), then a
+wait for them (as a loop that reads its loss every step);
 launch_delay: 4 times a small kernel, a host function queued on the stream that sleeps 5 ms, and
 the next small kernel, launched at once, which waits on the idle device for the host function;
 host_wait, its twin: the same 5 ms slept by Python between the two kernels, so the device waits on
@@ -73,6 +74,8 @@ for step in range(ITERATIONS):
                   "planted_pointer_chase")
             check(planted_kernels.planted_one_busy_block_launch(ctypes.c_void_p(sink.data_ptr()), BUSY_ITERATIONS,
                                                                 stream()), "planted_one_busy_block")
+        # As a loop that reads its loss every step: the step waits for its kernels, so they run in it.
+        torch.cuda.synchronize()
     waited = 0.0
     if mode in ("launch_delay", "host_wait"):
         torch.cuda.synchronize()
