@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -113,6 +114,38 @@ void AddLaunch(const LaunchCounters& launch, const std::map<std::int64_t, Device
 }
 
 // The counters of every replayed launch, by (device, kernel name, grid).
+// The kernel name of each replayed launch's own task, by replay kernel id. The replay stores a launch
+// under its function name without return type or parameters ("stream<float>"), the device's record
+// of it under the whole demangled name ("void stream<float>(float const*, int)"): the kernel rules
+// read the tasks, so a launch's counters must carry its task's name. A launch whose connection
+// names no single kernel task (a graph launch) keeps the replay's name.
+StatusOr<std::unordered_map<std::int64_t, std::string>> TaskNamesOfReplayedLaunches(
+    const ProfileReader& reader) {
+  std::unordered_map<std::int64_t, std::string> names;
+  GPUPROF_ASSIGN_OR_RETURN(const bool replay, reader.HasColumns("GPUPROF_REPLAY_KERNEL", {"connectionId"}));
+  GPUPROF_ASSIGN_OR_RETURN(const bool tasks, reader.HasColumns("TASK", {"connectionId", "globalTaskId"}));
+  GPUPROF_ASSIGN_OR_RETURN(const bool info, reader.HasColumns("COMPUTE_TASK_INFO", {"globalTaskId", "name"}));
+  if (!replay || !tasks || !info) return names;
+  // Without a replayed launch the join below would index every task for nothing.
+  GPUPROF_ASSIGN_OR_RETURN(
+      const std::int64_t any,
+      reader.QueryInt("SELECT EXISTS (SELECT 1 FROM GPUPROF_REPLAY_KERNEL WHERE replayed = 1)"));
+  if (any == 0) return names;
+  GPUPROF_ASSIGN_OR_RETURN(
+      Query rows,
+      reader.Prepare(
+          "SELECT id, " + StringValueSql(reader, "name") +
+          " FROM (SELECT k.id AS id, MIN(c.name) AS name FROM GPUPROF_REPLAY_KERNEL k JOIN TASK t ON "
+          "t.connectionId = k.connectionId JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId "
+          "WHERE k.replayed = 1 GROUP BY k.id HAVING COUNT(*) = 1)"));
+  while (true) {
+    GPUPROF_ASSIGN_OR_RETURN(bool row, rows.Step());
+    if (!row) break;
+    names.emplace(rows.Int(0), std::string(rows.Text(1)));
+  }
+  return names;
+}
+
 StatusOr<std::map<CounterKey, CounterSums>> ReadCounters(const ProfileReader& reader,
                                                          const std::map<std::int64_t, DeviceInfo>& devices) {
   std::map<CounterKey, CounterSums> sums;
@@ -135,6 +168,7 @@ StatusOr<std::map<CounterKey, CounterSums>> ReadCounters(const ProfileReader& re
                                  "n.id = m.name LEFT JOIN STRING_IDS u ON u.id = m.unit WHERE k.replayed = 1 "
                                  "AND m.value IS NOT NULL AND n.value IN (" +
                                  wanted + ") ORDER BY k.id, m.rowid"));
+  GPUPROF_ASSIGN_OR_RETURN(const auto task_names, TaskNamesOfReplayedLaunches(reader));
   std::optional<std::int64_t> current;
   LaunchCounters launch;
   while (true) {
@@ -145,7 +179,8 @@ StatusOr<std::map<CounterKey, CounterSums>> ReadCounters(const ProfileReader& re
       current = rows.Int(0);
       launch = LaunchCounters{};
       launch.device = rows.Int(1);
-      launch.name = std::string(rows.Text(2));
+      const auto task_name = task_names.find(*current);
+      launch.name = task_name != task_names.end() ? task_name->second : std::string(rows.Text(2));
     }
     const std::string_view metric = rows.Text(3);
     const double value = rows.Double(4);

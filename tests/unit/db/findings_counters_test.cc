@@ -69,14 +69,28 @@ class FindingsCountersTest : public FindingsTest {
     Exec(sql + "COMMIT;");
   }
 
-  // A replayed launch of `name` in step 1 (the warm-up) with these counter values.
-  void Replayed(const std::string& name, const std::vector<std::pair<int, double>>& metrics) {
+  // A replayed launch of `name` in step 1 (the warm-up) with these counter values. With a
+  // `replay_name`, as the writer stores it: the launch's task in step 1 under `name` (the whole
+  // demangled name), its replay row under `replay_name` (the function name alone), one connection.
+  void Replayed(const std::string& name, const std::vector<std::pair<int, double>>& metrics,
+                const std::string& replay_name = "") {
     const int id = next_replay_++;
-    std::string sql =
-        "INSERT INTO GPUPROF_REPLAY_KERNEL (id, timestampNs, deviceId, name, replayed, replayNs, "
-        "replayMode) VALUES (" +
-        std::to_string(id) + ", " + std::to_string(StepStart(1) + (500 + id) * kMs) + ", 0, " +
-        std::to_string(NameId(name)) + ", 1, " + std::to_string(kMs / 2) + ", 'kernel');";
+    const std::int64_t start = StepStart(1) + (500 + id) * kMs;
+    std::string sql;
+    std::string connection = "NULL";
+    if (!replay_name.empty()) {
+      connection = std::to_string(next_task_++);
+      sql += "INSERT INTO TASK VALUES (" + std::to_string(start) + ", " + std::to_string(start + kMs) +
+             ", 0, " + connection + ", " + connection + ", 1, 0, 0, 7, " + connection + ", 0);";
+      sql += "INSERT INTO COMPUTE_TASK_INFO (name, globalTaskId, blockNum) VALUES (" +
+             std::to_string(NameId(name)) + ", " + connection + ", 1024);";
+    }
+    sql +=
+        "INSERT INTO GPUPROF_REPLAY_KERNEL (id, timestampNs, deviceId, name, connectionId, replayed, "
+        "replayNs, replayMode) VALUES (" +
+        std::to_string(id) + ", " + std::to_string(start) + ", 0, " +
+        std::to_string(NameId(replay_name.empty() ? name : replay_name)) + ", " + connection + ", 1, " +
+        std::to_string(kMs / 2) + ", 'kernel');";
     for (const auto& [metric, value] : metrics) {
       const int unit = metric == kDramRead || metric == kDramWrite ? kByte
                        : metric == kDuration                       ? kNsecond
@@ -204,6 +218,30 @@ TEST_F(FindingsCountersTest, MemoryBoundKernelsFireOnDramAsTheLimitWellBelowPeak
             "10.0 ms per step on the device in 5 launches");
   EXPECT_EQ(Find(report, "low-occupancy"), nullptr);
   EXPECT_EQ(report.note.find("no hardware counters"), std::string::npos) << report.note;
+}
+
+TEST_F(FindingsCountersTest, ALaunchsCountersStandForTheKernelOfItsTaskNotOfItsReplayName) {
+  // The replay stores a launch under its function name, the device's record under the whole
+  // demangled name: the counters reach the kernel through the launch's task (7.5 ms per step, as
+  // gather_kernel above), and the stream twin's too (silent: near DRAM peak).
+  const std::string gather = "void gather_kernel<float>(float const*, long const*, float*, int)";
+  Launches(gather, 1024, 5, 2.0);
+  Replayed(gather,
+           {{kDram, 25}, {kSm, 10}, {kMemory, 28}, {kAchieved, 90}, {kTheoretical, 100}, {kGrid, 1024}},
+           "gather_kernel<float>");
+  const std::string stream = "void stream_kernel<float>(float const*, float*, int)";
+  Launches(stream, 1024, 5, 2.0);
+  Replayed(stream, {{kDram, 90}, {kSm, 15}, {kMemory, 90}, {kAchieved, 90}, {kTheoretical, 100}},
+           "stream_kernel<float>");
+  const FindingsReport report = Compute();
+  const Finding* memory = Find(report, "memory-bound-kernels");
+  ASSERT_NE(memory, nullptr);
+  EXPECT_NEAR(memory->at_stake_ms_per_step, 7.5, 0.001);
+  ASSERT_EQ(memory->evidence.size(), 1u);
+  EXPECT_EQ(memory->evidence[0].name, gather);
+  EXPECT_EQ(memory->evidence[0].context,
+            "DRAM at 25.0 % of peak, SMs at 10.0 % (counters of 1 replayed launch); 10.0 ms per step on the "
+            "device in 5 launches");
 }
 
 TEST_F(FindingsCountersTest, CountersOfAnotherGridDoNotStandForTheKernel) {
