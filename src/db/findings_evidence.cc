@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "db/db_constants.h"
 #include "db/findings_internal.h"
 #include "db/string_lookup.h"
 
@@ -61,9 +62,15 @@ Status NameHostActivity(const FindingContext& ctx,
     GPUPROF_ASSIGN_OR_RETURN(const bool has, ctx.reader.HasColumns(table, {"startNs", "endNs", "name"}));
     if (!has) continue;
     const bool ops = std::string_view(table) == "PYTORCH_API";
+    // A CUDA call has two rows of one span: the node-level one ('launch') and, kRuntimeConnectionOffset
+    // above it, the runtime one that names the call ('cudaLaunchKernel'); on a tie the latter wins.
+    GPUPROF_ASSIGN_OR_RETURN(const bool has_connection, ctx.reader.HasColumns(table, {"connectionId"}));
+    const std::string runtime_row =
+        !ops && has_connection ? "connectionId >= " + std::to_string(kRuntimeConnectionOffset) : "0";
     GPUPROF_ASSIGN_OR_RETURN(
-        Query rows, ctx.reader.Prepare("SELECT startNs, endNs, " + StringValueSql(ctx.reader, "name") +
-                                       " FROM " + table + " WHERE startNs <= ?1 AND endNs >= ?2"));
+        Query rows,
+        ctx.reader.Prepare("SELECT startNs, endNs, " + StringValueSql(ctx.reader, "name") + ", " +
+                           runtime_row + " FROM " + table + " WHERE startNs <= ?1 AND endNs >= ?2"));
     rows.BindInt(1, *high);
     rows.BindInt(2, *low);
     std::vector<std::int64_t> best(evidence.size(), INT64_MAX);
@@ -73,8 +80,10 @@ Status NameHostActivity(const FindingContext& ctx,
       if (!row) break;
       const std::int64_t start = rows.Int(0);
       const std::int64_t end = rows.Int(1);
+      const bool runtime = rows.Int(3) != 0;
       for (std::size_t i = 0; i < evidence.size(); ++i) {
-        if (start > mids[i] || end < mids[i] || end - start >= best[i]) continue;
+        if (start > mids[i] || end < mids[i] || end - start > best[i] || (end - start == best[i] && !runtime))
+          continue;
         const std::string_view name = rows.Text(2);
         if (ops && name.rfind("ProfilerStep#", 0) == 0) continue;  // the step itself says nothing
         best[i] = end - start;

@@ -308,7 +308,7 @@ TEST_F(FindingsTest, LaunchBoundStretchesFireOnKernelsShorterThanTheirLaunchCall
   EXPECT_EQ(bound->evidence[0].step, 2);
   // What the host was doing is named for the stretches and for the device's idle gaps alike (the
   // longest gaps, after the stretch, are outside the op and the calls).
-  EXPECT_EQ(bound->evidence[0].context, "the host in aten::mm, launch");
+  EXPECT_EQ(bound->evidence[0].context, "the host in aten::mm, cudaLaunchKernel");
   const Finding* idle = Find(report, "device-idle");
   ASSERT_NE(idle, nullptr);
   ASSERT_FALSE(idle->evidence.empty());
