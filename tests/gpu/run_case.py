@@ -243,13 +243,15 @@ CASES = {
                              needs_torch=True, needs_torch_hooks=True),
     "FindingsPinned": Case("findings_pinned", command=["python3", "tests/python/planted/slow_step.py", "pinned", "-"],
                            needs_torch=True, needs_torch_hooks=True),
-    # Issue 41: kernels of tests/gpu/planted_kernels.cu under `gpuprof replay --set basic`, their
-    # first launches (iteration 0, a step left out) counted: a pointer chase, memory-bound far below
-    # DRAM peak (memory-bound-kernels), and a grid where one block works (low-occupancy).
+    # Issue 41: kernels of tests/gpu/planted_kernels.cu under `gpuprof replay --set basic` (and the
+    # DRAM bytes, for the bandwidth the finding gives), their first launches (iteration 0, a step
+    # left out) counted: a pointer chase, memory-bound far below DRAM peak (memory-bound-kernels),
+    # and a grid where one block works (low-occupancy).
     "FindingsOwnKernels": Case("findings_own_kernels",
                                command=["python3", "tests/python/planted/own_kernels.py", "counters", "-",
                                         PLANTED_KERNELS],
-                               flags=["--passes", "2", "--set", "basic", "-k", "regex:planted_", "-c", "4"],
+                               flags=["--passes", "2", "--set", "basic", "--metrics",
+                                      "dram__bytes_read.sum,dram__bytes_write.sum", "-k", "regex:planted_", "-c", "4"],
                                subcommand="replay", needs_torch=True, needs_torch_hooks=True),
     # Issue 41: a kernel queued behind a host function that sleeps 5 ms, 4 times a step (launch-delay),
     # and its twin, where Python sleeps the 5 ms between the launches (the device waits on the host).
