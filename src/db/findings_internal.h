@@ -124,9 +124,9 @@ std::string KernelCountersNote(const FindingContext& ctx);
 namespace gpuprof::db {
 
 // The considered steps' kernels by device, name and grid size, each beside the hardware counters
-// of its replayed launches (GPUPROF_REPLAY_METRIC) of the same device, name and grid: the replayed
-// launches sit in steps left out (their passes are there), so their counters stand for the
-// kernel's launches in the considered ones. Made once, by ScanTasks.
+// of its replayed launches (GPUPROF_REPLAY_METRIC) of the same device, kernel (named by each launch's
+// own task) and grid: the replayed launches sit in steps left out (their passes are there), so their
+// counters stand for the kernel's launches in the considered ones. Made once, by ScanTasks.
 struct KernelScan {
   // A unit below this share of its peak does not bound the kernel (range_stats.h's rule).
   static constexpr double kBoundPct = 60;
