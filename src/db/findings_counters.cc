@@ -113,7 +113,6 @@ void AddLaunch(const LaunchCounters& launch, const std::map<std::int64_t, Device
   sum.dram_bytes_per_s.Add(bytes_per_s);
 }
 
-// The counters of every replayed launch, by (device, kernel name, grid).
 // The kernel name of each replayed launch's own task, by replay kernel id. The replay stores a launch
 // under its function name without return type or parameters ("stream<float>"), the device's record
 // of it under the whole demangled name ("void stream<float>(float const*, int)"): the kernel rules
@@ -146,6 +145,7 @@ StatusOr<std::unordered_map<std::int64_t, std::string>> TaskNamesOfReplayedLaunc
   return names;
 }
 
+// The counters of every replayed launch, by (device, kernel name, grid).
 StatusOr<std::map<CounterKey, CounterSums>> ReadCounters(const ProfileReader& reader,
                                                          const std::map<std::int64_t, DeviceInfo>& devices) {
   std::map<CounterKey, CounterSums> sums;
