@@ -59,7 +59,8 @@ StatusOr<LostRecords> DecodeLostRecords(std::string_view json) {
 std::string LostRecordsSourceText(std::string_view source) {
   if (source == kLostCuptiBuffers)
     return "CUPTI activity buffers (device records CUPTI dropped: no buffer free)";
-  if (source == kLostSessionBuffer) return "the session's record buffer (full: its cap was reached)";
+  if (source == kLostSessionBuffer)
+    return "the session's record buffer (its cap was reached, or the host ran out of memory)";
   if (source == kLostAfterStop) return "records that arrived after the capture ended";
   if (source == kLostWriterQueue) return "the DB writer (its queue was full, or it stopped on an error)";
   return std::string(source);

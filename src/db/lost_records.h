@@ -21,7 +21,7 @@ inline constexpr std::string_view kMetaLostRecords = "gpuprof_lost_records";
 
 // The sources gpuprof counts. Other ids read back as they are (a newer writer's).
 inline constexpr std::string_view kLostCuptiBuffers = "cupti_activity_buffers";  // CUPTI dropped them
-inline constexpr std::string_view kLostSessionBuffer = "session_buffer";  // the session's cap was reached
+inline constexpr std::string_view kLostSessionBuffer = "session_buffer";  // cap reached, or out of memory
 inline constexpr std::string_view kLostAfterStop = "after_stop";          // arrived after the capture ended
 inline constexpr std::string_view kLostWriterQueue = "writer_queue";      // queue full, or the writer failed
 

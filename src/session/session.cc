@@ -614,7 +614,7 @@ class Session::Impl {
     if (std::uint64_t dropped = box_->collector->dropped(); dropped > 0) {
       GPUPROF_LOG(kWarning) << dropped << " records were dropped before reaching " << partial_path_
                             << " (buffer cap of " << box_->collector->options().max_buffered_records
-                            << " records reached); the profile is missing them";
+                            << " records reached, or out of memory); the profile is missing them";
     }
     DiscardEndedWindow();
     if (!late_devices_.empty()) writer_->SetDevices(std::move(late_devices_));

@@ -48,6 +48,9 @@ class ThreadBuffer {
 class Registry {
  public:
   base::Synchronized<std::vector<std::shared_ptr<ThreadBuffer>>, std::mutex> buffers;
+  // The buffer of threads whose thread_local cache is gone, shared by all of them; also in
+  // `buffers`. Null until one appends. Guarded by `buffers`' mutex.
+  std::shared_ptr<ThreadBuffer> exiting_threads;
 };
 
 }  // namespace internal
@@ -200,7 +203,8 @@ ThreadBuffer* RecordCollector::LocalBuffer() noexcept {
 }
 
 ThreadBuffer* RecordCollector::FindOrRegisterLocalBuffer() noexcept {
-  if (t_cache_destroyed || registry_ == nullptr) return nullptr;
+  if (registry_ == nullptr) return nullptr;
+  if (t_cache_destroyed) return ExitingThreadsBuffer();
   std::vector<CacheEntry>& entries = t_cache.entries;
   for (const CacheEntry& entry : entries) {
     if (entry.collector_id == id_) {
@@ -230,6 +234,24 @@ ThreadBuffer* RecordCollector::FindOrRegisterLocalBuffer() noexcept {
   t_last_id = id_;
   t_last_buffer = entries.back().buffer.get();
   return t_last_buffer;
+}
+
+// A thread appending after its cache was destroyed: its own thread_local destructors, or the main
+// thread inside exit(), where a library's atexit teardown (a static CUDA runtime unregistering its
+// kernels) still calls CUDA while the session records. Such threads share one buffer, which no
+// thread owns, so Drain never forgets it; the registry lock per Append is paid only by them.
+ThreadBuffer* RecordCollector::ExitingThreadsBuffer() noexcept {
+  auto buffers = registry_->buffers.wlock();
+  if (registry_->exiting_threads == nullptr) {
+    try {
+      auto buffer = std::make_shared<ThreadBuffer>();
+      buffers->push_back(buffer);
+      registry_->exiting_threads = std::move(buffer);
+    } catch (const std::bad_alloc&) {
+      return nullptr;
+    }
+  }
+  return registry_->exiting_threads.get();
 }
 
 bool RecordCollector::Reserve(std::int64_t slots) noexcept {

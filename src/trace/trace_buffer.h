@@ -31,8 +31,8 @@
 // Collectors are told apart by a process-unique id, never by address, so a new collector built
 // where an old one lived starts empty. The collector must outlive every Append/Drain call *on it*
 // (destroy it only after producers have stopped calling it; the threads themselves may live on).
-// Appends made by a thread's own thread_local destructors after its cache is gone are dropped
-// and counted.
+// A thread whose cache is gone (its own thread_local destructors; the main thread in exit(),
+// where atexit teardown may still call CUDA) appends to one buffer shared by all such threads.
 //
 // Memory bound. At most about `max_buffered_records` records are held. Beyond it Append drops the
 // record, counts it in dropped() and returns false: a profiler must neither grow without bound nor
@@ -97,7 +97,7 @@ class RecordCollector {
   RecordCollector& operator=(const RecordCollector&) = delete;
 
   // Moves `record` into the calling thread's buffer. Returns false when it was dropped (over the
-  // cap, out of memory, in a fork child before ResetAfterFork, or during the thread's exit).
+  // cap, out of memory, or in a fork child before ResetAfterFork).
   // Thread-safe; lock-free with respect to other producers after the thread's first call.
   bool Append(Record&& record) noexcept;
 
@@ -122,13 +122,15 @@ class RecordCollector {
   // Records held now (a snapshot while producers run). Takes each thread's lock in turn: for
   // diagnostics and tests, not for a hot path.
   std::size_t buffered() const;
-  // Thread buffers registered: live threads that appended, plus exited ones not yet drained.
+  // Thread buffers registered: live threads that appended, exited ones not yet drained, and the
+  // one shared by threads that appended during their exit, once one did.
   std::size_t thread_count() const;
   const CollectorOptions& options() const noexcept { return options_; }
 
  private:
   internal::ThreadBuffer* LocalBuffer() noexcept;
   internal::ThreadBuffer* FindOrRegisterLocalBuffer() noexcept;
+  internal::ThreadBuffer* ExitingThreadsBuffer() noexcept;
   bool Reserve(std::int64_t slots) noexcept;
   bool InForkChild() const noexcept;
   void AbandonRegistry() noexcept;
