@@ -283,8 +283,12 @@ void Add(const FindingContext& ctx, const Kernel& k, double share, std::string c
   if (at_stake <= 0) return;
   result.at_stake_ns += at_stake;
   ++result.occurrences;
-  result.evidence.push_back(
-      {k.name, -1, k.first_start_ns, at_stake, 0, std::move(context) + "; " + DeviceTime(ctx, k)});
+  // The row is the kernel's share over all the steps considered, not one stretch of time: say so.
+  const std::size_t steps = ctx.steps.size();
+  result.evidence.push_back({k.name, -1, k.first_start_ns, at_stake, 0,
+                             "at stake over " + std::to_string(steps) +
+                                 (steps == 1 ? " step; " : " steps; ") + std::move(context) + "; " +
+                                 DeviceTime(ctx, k)});
 }
 
 }  // namespace

@@ -132,9 +132,9 @@ TEST_F(FindingsCountersTest, TinyGridsFireOnAGridSmallerThanTheSmsWithoutCounter
   EXPECT_EQ(tiny->evidence[0].name, "small_grid_kernel");
   EXPECT_EQ(tiny->evidence[0].step, -1);
   EXPECT_EQ(tiny->evidence[0].start_ns, StepStart(2) + 10 * kMs);
-  EXPECT_EQ(
-      tiny->evidence[0].context,
-      "grid of 4 blocks on 132 SMs: 97 % of the SMs idle; 5.0 ms per step on the device in 10 launches");
+  EXPECT_EQ(tiny->evidence[0].context,
+            "at stake over 5 steps; grid of 4 blocks on 132 SMs: 97 % of the SMs idle; 5.0 ms per step on "
+            "the device in 10 launches");
   // No counters: the counter rules are silent and the note says why.
   EXPECT_EQ(Find(report, "memory-bound-kernels"), nullptr);
   EXPECT_EQ(Find(report, "low-occupancy"), nullptr);
@@ -179,9 +179,9 @@ TEST_F(FindingsCountersTest, KernelsAcrossAStepBoundaryCountOnlyTheirPartInsideC
   EXPECT_EQ(tiny->occurrences, 1u);
   EXPECT_NEAR(tiny->at_stake_ms_per_step, 6.0 * 128 / 132, 0.001);
   ASSERT_EQ(tiny->evidence.size(), 1u);
-  EXPECT_EQ(
-      tiny->evidence[0].context,
-      "grid of 4 blocks on 132 SMs: 97 % of the SMs idle; 6.0 ms per step on the device in 0.6 launches");
+  EXPECT_EQ(tiny->evidence[0].context,
+            "at stake over 5 steps; grid of 4 blocks on 132 SMs: 97 % of the SMs idle; 6.0 ms per step on "
+            "the device in 0.6 launches");
 }
 
 TEST_F(FindingsCountersTest, MemoryBoundKernelsFireOnDramAsTheLimitWellBelowPeak) {
@@ -214,7 +214,8 @@ TEST_F(FindingsCountersTest, MemoryBoundKernelsFireOnDramAsTheLimitWellBelowPeak
   EXPECT_EQ(memory->evidence[0].name, "gather_kernel");
   EXPECT_EQ(memory->evidence[0].duration_ns, 5 * 15 * kMs / 2);
   EXPECT_EQ(memory->evidence[0].context,
-            "DRAM at 25.0 % of peak (838 GB/s of 3350 GB/s), SMs at 10.0 % (counters of 1 replayed launch); "
+            "at stake over 5 steps; DRAM at 25.0 % of peak (838 GB/s of 3350 GB/s), SMs at 10.0 % (counters "
+            "of 1 replayed launch); "
             "10.0 ms per step on the device in 5 launches");
   EXPECT_EQ(Find(report, "low-occupancy"), nullptr);
   EXPECT_EQ(report.note.find("no hardware counters"), std::string::npos) << report.note;
@@ -240,7 +241,8 @@ TEST_F(FindingsCountersTest, ALaunchsCountersStandForTheKernelOfItsTaskNotOfItsR
   ASSERT_EQ(memory->evidence.size(), 1u);
   EXPECT_EQ(memory->evidence[0].name, gather);
   EXPECT_EQ(memory->evidence[0].context,
-            "DRAM at 25.0 % of peak, SMs at 10.0 % (counters of 1 replayed launch); 10.0 ms per step on the "
+            "at stake over 5 steps; DRAM at 25.0 % of peak, SMs at 10.0 % (counters of 1 replayed launch); "
+            "10.0 ms per step on the "
             "device in 5 launches");
 }
 
@@ -267,10 +269,10 @@ TEST_F(FindingsCountersTest, LowOccupancyFiresOnAchievedFarBelowTheoretical) {
   EXPECT_NEAR(occupancy->at_stake_ms_per_step, 7.5, 0.001);
   ASSERT_EQ(occupancy->evidence.size(), 1u);
   EXPECT_EQ(occupancy->evidence[0].name, "imbalanced_kernel");
-  EXPECT_EQ(
-      occupancy->evidence[0].context,
-      "achieved occupancy 20.0 % against 80.0 % theoretical (counters of 1 replayed launch); 10.0 ms per "
-      "step on the device in 5 launches");
+  EXPECT_EQ(occupancy->evidence[0].context,
+            "at stake over 5 steps; achieved occupancy 20.0 % against 80.0 % theoretical (counters of 1 "
+            "replayed launch); 10.0 ms per "
+            "step on the device in 5 launches");
   EXPECT_EQ(Find(report, "memory-bound-kernels"), nullptr) << "one cause per kernel";
 }
 
