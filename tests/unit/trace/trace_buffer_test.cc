@@ -334,7 +334,9 @@ TEST(RecordCollectorTest, AppendsFromThreadExitDestructorsAfterTheCacheIsGoneAre
   auto produce = [&collector](std::uint64_t alive_seq, std::uint64_t exit_seq, bool* appended_at_exit) {
     std::thread producer([&] {
       thread_local AppendAtExit at_exit;  // constructed before the thread's cache, destroyed after it
-      at_exit = AppendAtExit{&collector, exit_seq, appended_at_exit};
+      at_exit.collector = &collector;     // set field by field: a temporary's destructor would append
+      at_exit.seq = exit_seq;
+      at_exit.appended = appended_at_exit;
       EXPECT_TRUE(collector.Append(Call(1, alive_seq)));
     });
     producer.join();
