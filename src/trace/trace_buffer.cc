@@ -237,9 +237,9 @@ ThreadBuffer* RecordCollector::FindOrRegisterLocalBuffer() noexcept {
 }
 
 // A thread appending after its cache was destroyed: its own thread_local destructors, or the main
-// thread inside exit(), where a library's atexit teardown (a static CUDA runtime unregistering its
-// kernels) still calls CUDA while the session records. Such threads share one buffer, which no
-// thread owns, so Drain never forgets it; the registry lock per Append is paid only by them.
+// thread inside exit(), where atexit teardown of libraries may still call CUDA while the session
+// records. Such threads share one buffer, which no thread owns, so Drain never forgets it; the
+// registry lock per Append is paid only by them.
 ThreadBuffer* RecordCollector::ExitingThreadsBuffer() noexcept {
   auto buffers = registry_->buffers.wlock();
   if (registry_->exiting_threads == nullptr) {
