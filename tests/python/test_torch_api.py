@@ -161,11 +161,14 @@ class TorchApiTest(test_profile.ScriptRunner, unittest.TestCase):
         # torch 1.13 on 2 busy cores: aten::bmm 0 in one run of three, gpuprof 384 as in the others;
         # once aten::mm and aten::bmm both, in a CI run beside a build): the ops torch saw allocate are
         # compared, and a run in which torch missed more than one is run again (three runs at most).
+        # The two profiles time two calls of the workload, and one call's aten::addmm sometimes
+        # allocates 1024 B more than another's (2176 against 1152, seen under torch.profiler and
+        # under gpuprof alike in CI runs): a run whose figures differ is run again too.
         for attempt in range(3):
             _, _, r = self.result()
             mine, torchs = r["gpuprof"]["memory"], r["torch"]["memory"]
             seen = [k for k in ops if torchs[k] != 0]
-            if len(seen) >= len(ops) - 1:
+            if len(seen) >= len(ops) - 1 and all(mine[k] == torchs[k] for k in seen):
                 break
             TorchApiTest._run = None
         self.assertGreaterEqual(len(seen), len(ops) - 1, torchs)
