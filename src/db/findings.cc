@@ -18,11 +18,11 @@ namespace gpuprof::db {
 namespace {
 
 using findings_internal::FromIntervals;
+using findings_internal::FromNamedRows;
 using findings_internal::FromSteps;
 using findings_internal::LowOccupancy;
 using findings_internal::MemoryBoundKernels;
 using findings_internal::Ms;
-using findings_internal::NamedRowsSql;
 using findings_internal::ScanLaunches;
 using findings_internal::SlowRank;
 using findings_internal::StepName;
@@ -64,12 +64,7 @@ constexpr std::string_view kSyncCalls =
     "'cuMemcpyDtoH', 'cuMemcpyDtoH_v2', 'cuMemcpyHtoD', 'cuMemcpyHtoD_v2', 'cuMemsetD8', 'cuMemsetD8_v2'";
 
 StatusOr<RuleResult> SyncInStep(const FindingContext& ctx) {
-  GPUPROF_ASSIGN_OR_RETURN(const bool has,
-                           ctx.reader.HasColumns("CANN_API", {"startNs", "endNs", "globalTid", "name"}));
-  if (!has) return RuleResult{};
-  return FromIntervals(ctx,
-                       NamedRowsSql(ctx.reader, "CANN_API", "value IN (" + std::string(kSyncCalls) + ")"),
-                       /*with_context=*/true);
+  return FromNamedRows(ctx, "CANN_API", "value IN (" + std::string(kSyncCalls) + ")", /*with_context=*/true);
 }
 
 constexpr std::string_view kAllocatorCalls =
@@ -78,12 +73,8 @@ constexpr std::string_view kAllocatorCalls =
     "'cuMemFree_v2', 'cudaHostAlloc', 'cudaFreeHost', 'cudaMallocHost'";
 
 StatusOr<RuleResult> AllocatorChurn(const FindingContext& ctx) {
-  GPUPROF_ASSIGN_OR_RETURN(const bool has,
-                           ctx.reader.HasColumns("CANN_API", {"startNs", "endNs", "globalTid", "name"}));
-  if (!has) return RuleResult{};
-  return FromIntervals(
-      ctx, NamedRowsSql(ctx.reader, "CANN_API", "value IN (" + std::string(kAllocatorCalls) + ")"),
-      /*with_context=*/true);
+  return FromNamedRows(ctx, "CANN_API", "value IN (" + std::string(kAllocatorCalls) + ")",
+                       /*with_context=*/true);
 }
 
 StatusOr<RuleResult> PageableCopies(const FindingContext& ctx) {
@@ -119,23 +110,15 @@ StatusOr<RuleResult> GcPause(const FindingContext& ctx) {
 }
 
 StatusOr<RuleResult> DataloaderWait(const FindingContext& ctx) {
-  GPUPROF_ASSIGN_OR_RETURN(const bool has,
-                           ctx.reader.HasColumns("PYTORCH_API", {"startNs", "endNs", "globalTid", "name"}));
-  if (!has) return RuleResult{};
-  return FromIntervals(ctx, NamedRowsSql(ctx.reader, "PYTORCH_API", "value LIKE 'enumerate(DataLoader)%'"),
-                       /*with_context=*/false);
+  return FromNamedRows(ctx, "PYTORCH_API", "value LIKE 'enumerate(DataLoader)%'", /*with_context=*/false);
 }
 
 // gpuprof records each torch.cuda.empty_cache() call as an op of this name (python/gpuprof/_empty_cache.py).
 constexpr std::string_view kEmptyCacheOp = "torch.cuda.empty_cache";
 
 StatusOr<RuleResult> EmptyCache(const FindingContext& ctx) {
-  GPUPROF_ASSIGN_OR_RETURN(const bool has,
-                           ctx.reader.HasColumns("PYTORCH_API", {"startNs", "endNs", "globalTid", "name"}));
-  if (!has) return RuleResult{};
-  return FromIntervals(
-      ctx, NamedRowsSql(ctx.reader, "PYTORCH_API", "value = '" + std::string(kEmptyCacheOp) + "'"),
-      /*with_context=*/true);
+  return FromNamedRows(ctx, "PYTORCH_API", "value = '" + std::string(kEmptyCacheOp) + "'",
+                       /*with_context=*/true);
 }
 
 const std::vector<FindingRule> kRules = {

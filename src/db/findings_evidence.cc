@@ -144,13 +144,19 @@ StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string&
   return result;
 }
 
-std::string NamedRowsSql(const ProfileReader& reader, const std::string& table, const std::string& filter) {
-  if (!reader.HasStringValues()) {
-    return "SELECT * FROM (SELECT CAST(name AS TEXT) AS value, startNs, endNs, globalTid FROM " + table +
-           ") WHERE " + filter + " ORDER BY startNs";
-  }
-  return "SELECT (SELECT value FROM STRING_IDS WHERE id = t.name), t.startNs, t.endNs, t.globalTid FROM " +
-         table + " t WHERE t.name IN (SELECT id FROM STRING_IDS WHERE " + filter + ") ORDER BY t.startNs";
+StatusOr<RuleResult> FromNamedRows(const FindingContext& ctx, const std::string& table,
+                                   const std::string& filter, bool with_context) {
+  GPUPROF_ASSIGN_OR_RETURN(const bool has,
+                           ctx.reader.HasColumns(table, {"startNs", "endNs", "globalTid", "name"}));
+  if (!has) return RuleResult{};
+  const std::string sql =
+      ctx.reader.HasStringValues()
+          ? "SELECT (SELECT value FROM STRING_IDS WHERE id = t.name), t.startNs, t.endNs, t.globalTid FROM " +
+                table + " t WHERE t.name IN (SELECT id FROM STRING_IDS WHERE " + filter +
+                ") ORDER BY t.startNs"
+          : "SELECT * FROM (SELECT CAST(name AS TEXT) AS value, startNs, endNs, globalTid FROM " + table +
+                ") WHERE " + filter + " ORDER BY startNs";
+  return FromIntervals(ctx, sql, with_context);
 }
 
 std::int64_t Median(std::vector<std::int64_t> values) {

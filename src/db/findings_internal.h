@@ -67,10 +67,12 @@ Status NameHostActivity(const FindingContext& ctx,
 // name than the row's: an op row is not its own context).
 StatusOr<RuleResult> FromIntervals(const FindingContext& ctx, const std::string& sql, bool with_context);
 
-// Rows (name, startNs, endNs, globalTid) of `table` whose name matches `filter` (an SQL condition on
-// `value`), by start. Names are matched in STRING_IDS once, not looked up row by row: over millions
-// of rows the filter is a set membership test.
-std::string NamedRowsSql(const ProfileReader& reader, const std::string& table, const std::string& filter);
+// FromIntervals over the rows of `table` (PYTORCH_API, CANN_API) whose name matches `filter` (an SQL
+// condition on `value`); nothing when the table lacks startNs, endNs, globalTid or name. Names are
+// matched in STRING_IDS once, not looked up row by row: over millions of rows the filter is a set
+// membership test.
+StatusOr<RuleResult> FromNamedRows(const FindingContext& ctx, const std::string& table,
+                                   const std::string& filter, bool with_context);
 
 // The cluster rule (cluster_findings.cc): the slowest rank of each step, with its cause.
 StatusOr<RuleResult> SlowRank(const ClusterFindingContext& ctx);
